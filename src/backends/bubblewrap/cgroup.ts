@@ -1,0 +1,279 @@
+/**
+ * Per-sandbox control groups for memory, process count and CPU, on cgroup v2
+ * or v1, whichever the host offers and lets us write. When neither is usable
+ * the sandbox falls back to rlimits (see the kernel's _apply_rlimits).
+ */
+import { readFileSync } from 'node:fs';
+import { mkdir, readFile, readdir, rmdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { SandboxLimits } from '../limits.js';
+
+export type CgroupController = 'memory' | 'pids' | 'cpu';
+
+export interface CgroupLayout {
+  version: 1 | 2;
+  /** Directory under which sandcell creates one cgroup per sandbox, per controller (v2: one entry). */
+  parents: Partial<Record<CgroupController, string>>;
+}
+
+interface MountEntry {
+  root: string;
+  mountPoint: string;
+  type: string;
+  superOptions: string[];
+}
+
+function readMounts(): MountEntry[] {
+  const entries: MountEntry[] = [];
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+    const [left, right] = line.split(' - ');
+    if (!left || !right) continue;
+    const fields = left.split(' ');
+    const [type, , superOptions = ''] = right.split(' ');
+    if (!type || fields[3] === undefined || fields[4] === undefined) continue;
+    entries.push({ root: fields[3], mountPoint: fields[4], type, superOptions: superOptions.split(',') });
+  }
+  return entries;
+}
+
+function ownCgroups(): Map<string, string> {
+  const own = new Map<string, string>();
+  for (const line of readFileSync('/proc/self/cgroup', 'utf8').trim().split('\n')) {
+    const [, controllers = '', cgroupPath = '/'] = line.split(':');
+    own.set(controllers, cgroupPath);
+  }
+  return own;
+}
+
+function hostPath(mount: MountEntry, cgroupPath: string): string | undefined {
+  const relative = path.posix.relative(mount.root, cgroupPath);
+  if (relative.startsWith('..')) return undefined;
+  return path.join(mount.mountPoint, relative);
+}
+
+async function probeWritable(directory: string): Promise<boolean> {
+  const probe = path.join(directory, `sandcell-probe-${process.pid}`);
+  try {
+    await mkdir(probe);
+    await rmdir(probe);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Finds where sandcell may create cgroups; undefined when it may not. */
+export async function detectCgroups(): Promise<CgroupLayout | undefined> {
+  let mounts: MountEntry[];
+  let own: Map<string, string>;
+  try {
+    mounts = readMounts();
+    own = ownCgroups();
+  } catch {
+    return undefined;
+  }
+  // cgroup v1: one hierarchy per controller.
+  const parents: CgroupLayout['parents'] = {};
+  for (const controller of ['memory', 'pids', 'cpu'] as const) {
+    const mount = mounts.find((entry) => entry.type === 'cgroup' && entry.superOptions.includes(controller));
+    const ownPath = [...own.entries()].find(([controllers]) => controllers.split(',').includes(controller))?.[1];
+    if (!mount || ownPath === undefined) continue;
+    const directory = hostPath(mount, ownPath);
+    if (directory && (await probeWritable(directory))) parents[controller] = directory;
+  }
+  if (parents.memory) return { version: 1, parents };
+  // cgroup v2: a delegated subtree in which memory and pids are enabled for children.
+  const unified = mounts.find((entry) => entry.type === 'cgroup2');
+  const ownPath = own.get('');
+  if (!unified || ownPath === undefined) return undefined;
+  const directory = hostPath(unified, ownPath);
+  if (!directory) return undefined;
+  try {
+    const available = (await readFile(path.join(directory, 'cgroup.controllers'), 'utf8')).trim().split(/\s+/);
+    if (!available.includes('memory')) return undefined;
+    const wanted = ['memory', 'pids', 'cpu'].filter((name) => available.includes(name));
+    await writeFile(path.join(directory, 'cgroup.subtree_control'), wanted.map((name) => `+${name}`).join(' '));
+    if (!(await probeWritable(directory))) return undefined;
+    return { version: 2, parents: { memory: directory } };
+  } catch {
+    // Typically "no internal processes": our own cgroup holds processes, so it cannot delegate.
+    return undefined;
+  }
+}
+
+/** One sandbox's cgroups. */
+export class SandboxCgroup {
+  readonly directories: string[];
+
+  private constructor(
+    private readonly layout: CgroupLayout,
+    private readonly byController: Partial<Record<CgroupController, string>>,
+  ) {
+    this.directories = [...new Set(Object.values(byController))];
+  }
+
+  static async create(layout: CgroupLayout, name: string, limits: SandboxLimits): Promise<SandboxCgroup> {
+    const byController: Partial<Record<CgroupController, string>> = {};
+    for (const [controller, parent] of Object.entries(layout.parents) as [CgroupController, string][]) {
+      byController[controller] = path.join(parent, name);
+    }
+    if (layout.version === 2) {
+      const directory = byController.memory as string;
+      byController.pids = directory;
+      byController.cpu = directory;
+    }
+    const cgroup = new SandboxCgroup(layout, byController);
+    try {
+      for (const directory of cgroup.directories) await mkdir(directory);
+      await cgroup.applyLimits(limits);
+    } catch (error) {
+      await cgroup.remove();
+      throw error;
+    }
+    return cgroup;
+  }
+
+  /** The files a starting process writes its pid into to join. */
+  get procsFiles(): string[] {
+    return this.directories.map((directory) => path.join(directory, 'cgroup.procs'));
+  }
+
+  private async write(controller: CgroupController, file: string, value: string, optional = false): Promise<void> {
+    const directory = this.byController[controller];
+    if (!directory) return;
+    try {
+      await writeFile(path.join(directory, file), value);
+    } catch (error) {
+      if (!optional) throw error;
+    }
+  }
+
+  private async applyLimits(limits: SandboxLimits): Promise<void> {
+    const memory = String(Math.floor(limits.memoryBytes));
+    const periodMicroseconds = 100_000;
+    const quotaMicroseconds = Math.max(1000, Math.round(limits.cpus * periodMicroseconds));
+    if (this.layout.version === 1) {
+      await this.write('memory', 'memory.limit_in_bytes', memory);
+      // No swap beyond the limit, where the host accounts for swap.
+      await this.write('memory', 'memory.memsw.limit_in_bytes', memory, true);
+      await this.write('pids', 'pids.max', String(limits.processes), true);
+      await this.write('cpu', 'cpu.cfs_period_us', String(periodMicroseconds), true);
+      await this.write('cpu', 'cpu.cfs_quota_us', String(quotaMicroseconds), true);
+    } else {
+      await this.write('memory', 'memory.max', memory);
+      await this.write('memory', 'memory.swap.max', '0', true);
+      await this.write('pids', 'pids.max', String(limits.processes), true);
+      await this.write('cpu', 'cpu.max', `${quotaMicroseconds} ${periodMicroseconds}`, true);
+    }
+  }
+
+  get limitsMemory(): boolean {
+    return this.byController.memory !== undefined;
+  }
+
+  /** Process ids in the sandbox's cgroups. */
+  async processIds(): Promise<number[]> {
+    const ids = new Set<number>();
+    for (const file of this.procsFiles) {
+      try {
+        for (const line of (await readFile(file, 'utf8')).split('\n')) if (line) ids.add(Number(line));
+      } catch {
+        // already removed
+      }
+    }
+    return [...ids];
+  }
+
+  async memoryBytes(): Promise<number | undefined> {
+    const directory = this.byController.memory;
+    if (!directory) return undefined;
+    const file = this.layout.version === 1 ? 'memory.usage_in_bytes' : 'memory.current';
+    try {
+      return Number((await readFile(path.join(directory, file), 'utf8')).trim());
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** How many times the kernel's OOM killer acted in this cgroup. */
+  async oomKills(): Promise<number> {
+    const directory = this.byController.memory;
+    if (!directory) return 0;
+    const file = this.layout.version === 1 ? 'memory.oom_control' : 'memory.events';
+    try {
+      const match = /^oom_kill (\d+)$/m.exec(await readFile(path.join(directory, file), 'utf8'));
+      return match ? Number(match[1]) : 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** SIGKILLs every process left, until none is. */
+  async killAll(): Promise<void> {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const ids = await this.processIds();
+      if (ids.length === 0) return;
+      if (this.layout.version === 2) {
+        await this.write('memory', 'cgroup.kill', '1', true);
+      }
+      for (const id of ids) {
+        try {
+          process.kill(id, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  async remove(): Promise<void> {
+    await this.killAll();
+    for (const directory of this.directories) {
+      for (let attempt = 0; attempt < 50; attempt++) {
+        try {
+          await rmdir(directory);
+          break;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'ENOENT') break;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      }
+    }
+  }
+}
+
+/** Removes cgroups that a sandcell process which is no longer alive left behind. */
+export async function sweepStaleCgroups(layout: CgroupLayout): Promise<void> {
+  for (const parent of new Set(Object.values(layout.parents))) {
+    let names: string[];
+    try {
+      names = await readdir(parent);
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const owner = /^sandcell-(\d+)-/.exec(name)?.[1];
+      if (!owner || isAlive(Number(owner))) continue;
+      const directory = path.join(parent, name);
+      try {
+        for (const line of (await readFile(path.join(directory, 'cgroup.procs'), 'utf8')).split('\n')) {
+          if (line) process.kill(Number(line), 'SIGKILL');
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        await rmdir(directory);
+      } catch {
+        // best effort: another sweep will try again
+      }
+    }
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,303 @@
+/**
+ * The bubblewrap backend (the default): each sandbox is a bwrap process with
+ * every namespace unshared, a seccomp filter, no capabilities, a read-only
+ * minimal system and capped writable /mnt/data and /tmp. As root, sandboxes
+ * run as an unprivileged host account inside their own cgroups.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { open } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
+import type { SandboxLimits } from '../limits.js';
+import type {
+  CreateVolumeOptions,
+  Sandbox,
+  SandboxBackend,
+  SandboxExit,
+  SandboxUsage,
+  StartSandboxOptions,
+} from '../spec.js';
+import { buildBubblewrapArguments, sandboxEnvironment } from './arguments.js';
+import { type CgroupLayout, SandboxCgroup, detectCgroups, sweepStaleCgroups } from './cgroup.js';
+import {
+  DEFAULT_SANDBOX_USER,
+  type HostAccount,
+  type RuntimeLayout,
+  defaultCacheDirectory,
+  defaultRuntimeDirectory,
+  ensureSeccompFilter,
+  findHostAccount,
+  isRoot,
+  prepareRuntime,
+  which,
+} from './host-setup.js';
+import { BubblewrapVolume, sweepStaleVolumes } from './volume.js';
+
+const execFileAsync = promisify(execFile);
+
+export interface BubblewrapBackendOptions {
+  /** The bwrap executable. @default `bwrap` on PATH (env SANDCELL_BWRAP) */
+  bwrapPath?: string;
+  /** Python inside the sandbox. @default `/usr/bin/python3` */
+  pythonPath?: string;
+  /** Host account sandboxes run as when sandcell runs as root. @default `sandcell-sandbox` (env SANDCELL_SANDBOX_USER) */
+  sandboxUser?: string;
+  /** Where volumes and runtime files live. @default `/run/sandcell` as root, else `$XDG_RUNTIME_DIR/sandcell` (env SANDCELL_RUNTIME_DIR) */
+  runtimeDirectory?: string;
+  /** Where the compiled seccomp filter is cached. @default `~/.cache/sandcell` (env SANDCELL_CACHE_DIR) */
+  cacheDirectory?: string;
+  /** Use cgroups for memory/pids/CPU when the host lets us. @default 'auto' */
+  cgroups?: 'auto' | 'off';
+}
+
+/** What the backend found about the host; `doctor` prints it. */
+export interface BubblewrapHostReport {
+  bwrapPath: string;
+  runAs?: HostAccount;
+  cgroups?: CgroupLayout;
+  seccompFilter: string;
+  runtime: RuntimeLayout;
+}
+
+interface Prepared extends BubblewrapHostReport {}
+
+export class BubblewrapBackend implements SandboxBackend {
+  readonly specificationVersion = 'v1' as const;
+  readonly name = 'bubblewrap';
+  private prepared?: Promise<Prepared>;
+
+  constructor(private readonly options: BubblewrapBackendOptions = {}) {}
+
+  ensureAvailable(): Promise<void> {
+    return this.prepare().then(() => undefined);
+  }
+
+  /** Host facts after preparation (creates the runtime directory and seccomp filter when missing). */
+  report(): Promise<BubblewrapHostReport> {
+    return this.prepare();
+  }
+
+  private prepare(): Promise<Prepared> {
+    this.prepared ??= this.doPrepare();
+    // A failed preparation is retried next time (the user may have fixed it meanwhile).
+    this.prepared.catch(() => {
+      this.prepared = undefined;
+    });
+    return this.prepared;
+  }
+
+  private async doPrepare(): Promise<Prepared> {
+    const bwrapPath = which(this.options.bwrapPath ?? process.env.SANDCELL_BWRAP ?? 'bwrap');
+    if (!bwrapPath) {
+      throw new BackendUnavailableError(
+        'bubblewrap is not installed. Install it with `apt-get install bubblewrap` (or run `npm run setup`).',
+      );
+    }
+    let runAs: HostAccount | undefined;
+    if (isRoot()) {
+      const name = this.options.sandboxUser ?? process.env.SANDCELL_SANDBOX_USER ?? DEFAULT_SANDBOX_USER;
+      runAs = findHostAccount(name);
+      if (!runAs || runAs.uid === 0) {
+        throw new BackendUnavailableError(
+          `sandcell runs as root, so sandboxes run as the unprivileged account \`${name}\`, which does not exist. ` +
+            `Create it with \`useradd --system --no-create-home --shell /usr/sbin/nologin ${name}\` (or run \`npm run setup\`), or set SANDCELL_SANDBOX_USER.`,
+        );
+      }
+    }
+    const runtime = await prepareRuntime(this.options.runtimeDirectory ?? defaultRuntimeDirectory());
+    const seccompFilter = await ensureSeccompFilter(this.options.cacheDirectory ?? defaultCacheDirectory());
+    const cgroups = this.options.cgroups === 'off' || !isRoot() ? undefined : await detectCgroups();
+    if (cgroups) await sweepStaleCgroups(cgroups);
+    await sweepStaleVolumes(runtime.sessionsDirectory, runAs !== undefined);
+    await this.checkUserNamespaces(bwrapPath, runAs);
+    return { bwrapPath, runAs, cgroups, seccompFilter, runtime };
+  }
+
+  private async checkUserNamespaces(bwrapPath: string, runAs: HostAccount | undefined): Promise<void> {
+    try {
+      await execFileAsync(bwrapPath, [
+          '--unshare-user',
+          '--ro-bind',
+          '/usr',
+          '/usr',
+          '--symlink',
+          'usr/lib',
+          '/lib',
+          '--symlink',
+          'usr/lib64',
+          '/lib64',
+          '--',
+          '/usr/bin/true',
+        ], {
+        timeout: 10_000,
+        cwd: '/',
+        ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
+      });
+    } catch (error) {
+      const detail = (error as { stderr?: string }).stderr?.trim() || String(error);
+      if (!/namespace|permission|not permitted/i.test(detail)) {
+        throw new BackendUnavailableError(`bubblewrap failed a trial run: ${detail}. Run \`sandcell doctor\`.`, {
+          cause: error,
+        });
+      }
+      throw new BackendUnavailableError(
+        `bubblewrap cannot create a user namespace here (${detail}). Enable unprivileged user namespaces: ` +
+          '`sysctl -w kernel.unprivileged_userns_clone=1` (Debian) or `sysctl -w user.max_user_namespaces=15000`, ' +
+          'and on Ubuntu 24.04+ `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`.',
+        { cause: error },
+      );
+    }
+  }
+
+  async createVolume(options: CreateVolumeOptions): Promise<BubblewrapVolume> {
+    const prepared = await this.prepare();
+    return BubblewrapVolume.create({
+      sessionsDirectory: prepared.runtime.sessionsDirectory,
+      sessionId: options.sessionId,
+      dataBytes: options.limits.dataBytes,
+      account: prepared.runAs,
+    });
+  }
+
+  async start(options: StartSandboxOptions): Promise<Sandbox> {
+    const prepared = await this.prepare();
+    if (!(options.volume instanceof BubblewrapVolume)) {
+      throw new SandboxStartError('The bubblewrap backend needs a volume it created (createVolume).');
+    }
+    options.signal?.throwIfAborted();
+    const limits = options.limits;
+    const cgroup = prepared.cgroups
+      ? await SandboxCgroup.create(prepared.cgroups, `sandcell-${process.pid}-${randomUUID().slice(0, 8)}`, limits)
+      : undefined;
+    const filter = await open(prepared.seccompFilter, 'r');
+    try {
+      const kernelOptions = { ...options.kernelOptions, limits: rlimitsFor(limits, cgroup) };
+      const bwrapArguments = buildBubblewrapArguments({
+        dataDirectory: options.volume.directory,
+        etcDirectory: prepared.runtime.etcDirectory,
+        kernelDirectory: prepared.runtime.kernelDirectory,
+        seccompDescriptor: 3,
+        tmpBytes: limits.tmpBytes,
+        environment: sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra: options.environment }),
+        pythonPath: this.options.pythonPath ?? '/usr/bin/python3',
+      });
+      const [command, ...commandArguments] = launcher(prepared, cgroup, bwrapArguments);
+      const child = spawn(command as string, commandArguments, {
+        stdio: ['pipe', 'pipe', 'pipe', filter.fd],
+        cwd: '/',
+        env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+      });
+      return await BubblewrapSandbox.started(child, cgroup);
+    } catch (error) {
+      await cgroup?.remove();
+      throw error;
+    } finally {
+      await filter.close();
+    }
+  }
+}
+
+/** Limits the kernel applies to itself with setrlimit before user code runs. */
+function rlimitsFor(limits: SandboxLimits, cgroup: SandboxCgroup | undefined): Record<string, number> {
+  return {
+    processes: limits.processes,
+    cpuSeconds: limits.cpuSeconds,
+    fileSizeBytes: limits.fileSizeBytes,
+    openFiles: limits.openFiles,
+    // Without a memory cgroup, the address space of each process is the bound.
+    ...(cgroup?.limitsMemory ? {} : { addressSpaceBytes: limits.memoryBytes }),
+  };
+}
+
+/**
+ * As root: a shell joins the cgroups (before anything forks, so nothing
+ * escapes them), then setpriv drops to the sandbox account and execs bwrap.
+ */
+function launcher(prepared: Prepared, cgroup: SandboxCgroup | undefined, bwrapArguments: string[]): string[] {
+  const bwrap = [prepared.bwrapPath, ...bwrapArguments];
+  if (!prepared.runAs) return bwrap;
+  const { uid, gid } = prepared.runAs;
+  const drop = ['setpriv', `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--', ...bwrap];
+  const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"';
+  return ['/bin/sh', '-c', join, 'sandcell-launch', ...(cgroup?.procsFiles ?? []), '--', ...drop];
+}
+
+class BubblewrapSandbox implements Sandbox {
+  readonly exited: Promise<SandboxExit>;
+  private killedByUs = false;
+  private released?: Promise<void>;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly cgroup: SandboxCgroup | undefined,
+  ) {
+    this.exited = new Promise<SandboxExit>((resolve) => {
+      child.once('close', async (code, signal) => {
+        const oomKills = (await this.cgroup?.oomKills()) ?? 0;
+        await this.release();
+        resolve({ code, signal, reason: this.exitReason(code, oomKills) });
+      });
+    });
+  }
+
+  static async started(child: ChildProcess, cgroup: SandboxCgroup | undefined): Promise<BubblewrapSandbox> {
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', (error) =>
+        reject(new SandboxStartError(`Could not start bubblewrap: ${error.message}`, { cause: error })),
+      );
+    });
+    return new BubblewrapSandbox(child, cgroup);
+  }
+
+  get input() {
+    return this.child.stdin as NonNullable<ChildProcess['stdin']>;
+  }
+
+  get output() {
+    return this.child.stdout as NonNullable<ChildProcess['stdout']>;
+  }
+
+  get diagnostics() {
+    return this.child.stderr as NonNullable<ChildProcess['stderr']>;
+  }
+
+  private exitReason(code: number | null, oomKills: number): SandboxExit['reason'] {
+    if (oomKills > 0) return 'out-of-memory';
+    if (this.killedByUs) return 'killed';
+    // bwrap reports a child killed by a signal as 128 + signal: SIGXCPU is the CPU-time limit.
+    if (code === 128 + 24) return 'cpu-limit';
+    if (code === 128 + 9) return 'killed';
+    return 'exited';
+  }
+
+  private release(): Promise<void> {
+    this.released ??= (async () => {
+      await this.cgroup?.remove();
+    })();
+    return this.released;
+  }
+
+  async kill(): Promise<SandboxExit> {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      this.killedByUs = true;
+      // bwrap dies; --die-with-parent and the PID namespace take every process with it.
+      this.child.kill('SIGKILL');
+      await this.cgroup?.killAll();
+    }
+    return this.exited;
+  }
+
+  async usage(): Promise<SandboxUsage> {
+    return {
+      memoryBytes: await this.cgroup?.memoryBytes(),
+      processIds: this.cgroup ? await this.cgroup.processIds() : undefined,
+    };
+  }
+}
+
+/** Creates the default backend. Reads environment defaults lazily, when first used. */
+export function createBubblewrapBackend(options: BubblewrapBackendOptions = {}): BubblewrapBackend {
+  return new BubblewrapBackend(options);
+}

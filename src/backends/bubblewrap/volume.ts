@@ -1,0 +1,88 @@
+/**
+ * A session's /mnt/data on the host. As root it is its own tmpfs, capped at
+ * `dataBytes`, owned by the sandbox account and mounted nosuid,nodev; without
+ * root it is a plain directory, capped per file by RLIMIT_FSIZE only (doctor
+ * says so). Either way it outlives kernel restarts and goes with dispose().
+ */
+import { execFile } from 'node:child_process';
+import { chown, mkdir, readdir, rm, rmdir } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { SandboxStartError } from '../../errors.js';
+import type { SandboxVolume } from '../spec.js';
+import { isAlive } from './cgroup.js';
+import type { HostAccount } from './host-setup.js';
+
+const execFileAsync = promisify(execFile);
+
+export class BubblewrapVolume implements SandboxVolume {
+  private disposed?: Promise<void>;
+
+  private constructor(
+    readonly sessionId: string,
+    readonly directory: string,
+    private readonly mounted: boolean,
+  ) {}
+
+  static async create(options: {
+    sessionsDirectory: string;
+    sessionId: string;
+    dataBytes: number;
+    account?: HostAccount;
+  }): Promise<BubblewrapVolume> {
+    const directory = path.join(options.sessionsDirectory, `${process.pid}-${options.sessionId}`);
+    await mkdir(directory, { mode: 0o700 });
+    if (!options.account) return new BubblewrapVolume(options.sessionId, directory, false);
+    const { uid, gid } = options.account;
+    try {
+      await execFileAsync('mount', [
+        '-t',
+        'tmpfs',
+        '-o',
+        `size=${Math.floor(options.dataBytes)},mode=0700,uid=${uid},gid=${gid},nosuid,nodev`,
+        'sandcell-data',
+        directory,
+      ]);
+    } catch (error) {
+      await rmdir(directory).catch(() => undefined);
+      throw new SandboxStartError(`Could not mount the session's data tmpfs at ${directory}: ${String(error)}`, {
+        cause: error,
+      });
+    }
+    await chown(directory, uid, gid);
+    return new BubblewrapVolume(options.sessionId, directory, true);
+  }
+
+  dispose(): Promise<void> {
+    this.disposed ??= removeVolumeDirectory(this.directory, this.mounted);
+    return this.disposed;
+  }
+}
+
+async function removeVolumeDirectory(directory: string, mounted: boolean): Promise<void> {
+  if (mounted) {
+    try {
+      await execFileAsync('umount', [directory]);
+    } catch {
+      // Busy (a process still holds it): detach now, the kernel frees it when released.
+      await execFileAsync('umount', ['--lazy', directory]).catch(() => undefined);
+    }
+  }
+  // rm never follows symlinks the sandbox planted; it unlinks them.
+  await rm(directory, { recursive: true, force: true });
+}
+
+/** Removes volumes whose owning sandcell process is gone. */
+export async function sweepStaleVolumes(sessionsDirectory: string, mounted: boolean): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(sessionsDirectory);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const owner = /^(\d+)-/.exec(name)?.[1];
+    if (!owner || isAlive(Number(owner))) continue;
+    await removeVolumeDirectory(path.join(sessionsDirectory, name), mounted).catch(() => undefined);
+  }
+}

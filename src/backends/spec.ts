@@ -1,0 +1,76 @@
+/**
+ * Backend specification, version 1: what sandcell needs from a sandbox
+ * technology. The session layer speaks the kernel protocol over the channel;
+ * a backend only has to start the kernel in isolation, keep the session's
+ * /mnt/data across restarts, and stop everything it started.
+ */
+import type { Readable, Writable } from 'node:stream';
+import type { SandboxLimits } from './limits.js';
+
+export interface SandboxBackend {
+  readonly specificationVersion: 'v1';
+  /** Short name used in messages and options: `bubblewrap`, `docker`, … */
+  readonly name: string;
+
+  /**
+   * Resolves when sandboxes can start here. Rejects with
+   * `BackendUnavailableError` whose message says what to install or enable.
+   */
+  ensureAvailable(options?: { signal?: AbortSignal }): Promise<void>;
+
+  /** Creates the storage behind a session's /mnt/data; it outlives sandbox restarts. */
+  createVolume(options: CreateVolumeOptions): Promise<SandboxVolume>;
+
+  /** Starts the kernel in a new sandbox on `volume`. */
+  start(options: StartSandboxOptions): Promise<Sandbox>;
+}
+
+export interface CreateVolumeOptions {
+  sessionId: string;
+  limits: SandboxLimits;
+  signal?: AbortSignal;
+}
+
+export interface SandboxVolume {
+  readonly sessionId: string;
+  /** Removes the storage and everything in it. Idempotent. */
+  dispose(): Promise<void>;
+}
+
+export interface StartSandboxOptions {
+  volume: SandboxVolume;
+  limits: SandboxLimits;
+  /** Options for the kernel (JSON), passed to it at start. */
+  kernelOptions: Record<string, unknown>;
+  /** Extra environment variables the caller chose to pass in; nothing else leaks from the host. */
+  environment?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export interface SandboxExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** Why it ended when the backend knows: the memory limit was hit, it was killed by us, … */
+  reason?: 'out-of-memory' | 'killed' | 'cpu-limit' | 'exited';
+}
+
+/** A running sandbox: a duplex channel to the kernel plus lifecycle. */
+export interface Sandbox {
+  /** Requests to the kernel (newline-delimited JSON). */
+  readonly input: Writable;
+  /** Replies and events from the kernel (newline-delimited JSON). */
+  readonly output: Readable;
+  /** Diagnostics from the sandbox runtime before the kernel took over its stderr. */
+  readonly diagnostics: Readable;
+  /** Settles once every process of the sandbox has ended. */
+  readonly exited: Promise<SandboxExit>;
+  /** Kills every process of the sandbox and releases its resources (not the volume). Idempotent. */
+  kill(): Promise<SandboxExit>;
+  /** Host-side resource usage, where the backend can measure it. */
+  usage?(): Promise<SandboxUsage>;
+}
+
+export interface SandboxUsage {
+  memoryBytes?: number;
+  processIds?: number[];
+}

@@ -1,0 +1,107 @@
+/**
+ * Infrastructure failures, all under one root. An error in the user's code is
+ * never thrown: it is data on `Execution.error`.
+ */
+
+export type SandcellErrorCode =
+  | 'backend-unavailable'
+  | 'sandbox-start-failed'
+  | 'sandbox-crashed'
+  | 'session-closed'
+  | 'invalid-input'
+  | 'invalid-path'
+  | 'file-error'
+  | 'timeout'
+  | 'protocol-error'
+  | 'pool-exhausted'
+  | 'aborted';
+
+export class SandcellError extends Error {
+  readonly code: SandcellErrorCode;
+
+  constructor(code: SandcellErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** The backend cannot run here; the message names what to install or enable. */
+export class BackendUnavailableError extends SandcellError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('backend-unavailable', message, options);
+  }
+}
+
+/** A sandbox did not come up (the kernel never said it was ready). */
+export class SandboxStartError extends SandcellError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('sandbox-start-failed', message, options);
+  }
+}
+
+/** The sandbox died outside an execution, or could not be restarted. */
+export class SandboxCrashedError extends SandcellError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('sandbox-crashed', message, options);
+  }
+}
+
+export class SessionClosedError extends SandcellError {
+  constructor(sessionId: string) {
+    super('session-closed', `Session ${sessionId} is closed; create a new one with createSession().`);
+  }
+}
+
+/** Arguments the caller gave are unusable (too large, wrong type, conflicting options). */
+export class InvalidInputError extends SandcellError {
+  constructor(message: string) {
+    super('invalid-input', message);
+  }
+}
+
+/** A file path that would leave /mnt/data, or is malformed. */
+export class InvalidPathError extends SandcellError {
+  constructor(message: string) {
+    super('invalid-path', message);
+  }
+}
+
+/** A file operation inside the sandbox failed; `reason` is machine-readable (`not-found`, `symlink`, …). */
+export class FileOperationError extends SandcellError {
+  readonly reason: string;
+
+  constructor(reason: string, message: string) {
+    super('file-error', message);
+    this.reason = reason;
+  }
+}
+
+/** A request to the sandbox (not user code, which reports `status: 'timeout'`) took too long. */
+export class TimeoutError extends SandcellError {
+  constructor(message: string) {
+    super('timeout', message);
+  }
+}
+
+/** The kernel broke the wire protocol (an oversized or malformed message). */
+export class ProtocolError extends SandcellError {
+  constructor(message: string) {
+    super('protocol-error', message);
+  }
+}
+
+export class PoolExhaustedError extends SandcellError {
+  constructor(maxSessions: number) {
+    super(
+      'pool-exhausted',
+      `All ${maxSessions} sessions are in use; close one, or raise \`maxSessions\` in the pool options.`,
+    );
+  }
+}
+
+export class AbortError extends SandcellError {
+  constructor(message = 'The operation was aborted.') {
+    super('aborted', message);
+  }
+}

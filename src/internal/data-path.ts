@@ -1,0 +1,28 @@
+/** Validation of paths under /mnt/data, shared by every file API. */
+import { InvalidPathError } from '../errors.js';
+
+export const DATA_MOUNT = '/mnt/data';
+
+/**
+ * Normalises `path` to a relative path under /mnt/data ('' is the directory
+ * itself). Accepts `name`, `dir/name` and `/mnt/data/name`; refuses NUL bytes,
+ * `..`, and any other absolute path.
+ */
+export function normalizeDataPath(path: string, options: { allowRoot?: boolean } = {}): string {
+  if (typeof path !== 'string') throw new InvalidPathError('A file path must be a string.');
+  if (path.includes('\0')) throw new InvalidPathError('A file path must not contain NUL bytes.');
+  let relative = path;
+  if (relative === DATA_MOUNT || relative.startsWith(`${DATA_MOUNT}/`)) relative = relative.slice(DATA_MOUNT.length);
+  else if (relative.startsWith('/')) {
+    throw new InvalidPathError(`${JSON.stringify(path)} is outside /mnt/data; give a path relative to /mnt/data.`);
+  }
+  const parts = relative.split('/').filter((part) => part !== '' && part !== '.');
+  if (parts.includes('..')) {
+    throw new InvalidPathError(`${JSON.stringify(path)} contains "..": paths must stay inside /mnt/data.`);
+  }
+  if (parts.length === 0 && !options.allowRoot) {
+    throw new InvalidPathError('A file path must name a file inside /mnt/data.');
+  }
+  if (relative.length > 4096) throw new InvalidPathError('A file path must be at most 4096 characters.');
+  return parts.join('/');
+}

@@ -1,0 +1,715 @@
+"""sandcell kernel: runs inside the sandbox and executes Python for the host.
+
+Protocol (version 1): newline-delimited JSON. The host writes requests to our
+stdin and reads replies from our stdout. At start-up the protocol moves to
+private descriptors, and descriptors 0/1/2 are replaced by /dev/null and two
+pipes, so that anything written straight to fd 1 or 2 (os.system, subprocess,
+C extensions) is captured as stream output and can never corrupt the channel.
+
+Threads:
+- main thread: runs code (IPython InteractiveShell), one request at a time;
+- control thread: reads requests; handles interrupt / shutdown / files /
+  is-complete at once, even while user code is busy;
+- one reader thread per captured descriptor, and a flusher that sends
+  buffered stream output at least every FLUSH_INTERVAL_S.
+"""
+
+import base64
+import json
+import os
+import queue
+import signal
+import stat
+import sys
+import threading
+import time
+
+PROTOCOL_VERSION = 1
+DATA_DIR = "/mnt/data"
+FLUSH_INTERVAL_S = 0.05
+STREAM_CHUNK_BYTES = 8192
+MIME_TYPES = (
+    "text/plain",
+    "text/html",
+    "text/markdown",
+    "text/latex",
+    "image/png",
+    "image/jpeg",
+    "image/svg+xml",
+    "application/json",
+)
+
+PLAIN_TYPES = (int, float, bool, complex, str, bytes, type(None))
+
+
+def _read_options():
+    raw = os.environ.pop("SANDCELL_KERNEL_OPTIONS", "{}")
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return {}
+
+
+OPTIONS = _read_options()
+OUTPUT_LIMIT = int(OPTIONS.get("outputBytes", 1 << 20))
+FILE_LIMIT = int(OPTIONS.get("fileTransferBytes", 64 << 20))
+
+
+def _apply_rlimits(limits):
+    """Lower resource limits before any user code runs; the sandbox has no
+    CAP_SYS_RESOURCE in the initial user namespace, so they cannot be raised."""
+    import resource
+
+    names = {
+        "addressSpaceBytes": resource.RLIMIT_AS,
+        "processes": resource.RLIMIT_NPROC,
+        "cpuSeconds": resource.RLIMIT_CPU,
+        "fileSizeBytes": resource.RLIMIT_FSIZE,
+        "openFiles": resource.RLIMIT_NOFILE,
+    }
+    for key, which in names.items():
+        value = limits.get(key)
+        if value is None:
+            continue
+        value = int(value)
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        # CPU: the soft limit delivers SIGXCPU, the hard one SIGKILL a second later.
+        hard_value = value + 1 if which == resource.RLIMIT_CPU else value
+        if hard != resource.RLIM_INFINITY:
+            hard_value = min(hard_value, hard)
+        resource.setrlimit(which, (value, hard_value))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+class Channel:
+    """Sends protocol messages on the private descriptor; thread-safe."""
+
+    def __init__(self, fd):
+        self._fd = fd
+        self._lock = threading.Lock()
+
+    def send(self, message):
+        # ensure_ascii keeps the line valid UTF-8 whatever the user code printed.
+        data = (json.dumps(message, ensure_ascii=True, default=str) + "\n").encode("ascii")
+        with self._lock:
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+
+
+class OutputBudget:
+    """Bytes of stdout+stderr one execution may send; the rest is dropped."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.used = 0
+        self.truncated = False
+        self.lock = threading.Lock()
+
+    def reset(self):
+        with self.lock:
+            self.used = 0
+            self.truncated = False
+
+    def take(self, text):
+        with self.lock:
+            size = len(text.encode("utf-8", "surrogatepass"))
+            if self.used + size <= self.limit:
+                self.used += size
+                return text
+            room = self.limit - self.used
+            self.used = self.limit
+            self.truncated = True
+            if room <= 0:
+                return ""
+            return text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+
+
+class StreamBuffer:
+    """Collects one stream's text and sends it in chunks, so a loop of small
+    prints costs a few messages rather than one per call."""
+
+    def __init__(self, channel, budget, name):
+        self.channel = channel
+        self.budget = budget
+        self.name = name
+        self.parts = []
+        self.size = 0
+        self.lock = threading.Lock()
+        self.execution_id = None
+
+    def write(self, text):
+        if not text:
+            return
+        with self.lock:
+            self.parts.append(text)
+            self.size += len(text)
+            if self.size >= STREAM_CHUNK_BYTES:
+                self._flush_locked()
+
+    def flush(self):
+        with self.lock:
+            self._flush_locked()
+
+    def _flush_locked(self):
+        if not self.parts:
+            return
+        text = "".join(self.parts)
+        self.parts = []
+        self.size = 0
+        text = self.budget.take(text)
+        if text and self.execution_id is not None:
+            self.channel.send({"type": "stream", "id": self.execution_id, "name": self.name, "text": text})
+
+
+class TextStream:
+    """What sys.stdout / sys.stderr become inside the kernel."""
+
+    encoding = "utf-8"
+    errors = "replace"
+
+    def __init__(self, buffer, fileno):
+        self._buffer = buffer
+        self._fileno = fileno
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError("write() argument must be str, not %s" % type(text).__name__)
+        self._buffer.write(text)
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        self._buffer.flush()
+
+    def isatty(self):
+        return False
+
+    def readable(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def seekable(self):
+        return False
+
+    def fileno(self):
+        return self._fileno
+
+    @property
+    def closed(self):
+        return False
+
+
+class DescriptorCapture:
+    """Reads one of the redirected descriptors (1 or 2) and forwards it."""
+
+    def __init__(self, fd, buffer, marker):
+        import codecs
+
+        self.read_fd = fd
+        self.buffer = buffer
+        self.marker = marker
+        self.synced = threading.Event()
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.pending = b""
+        thread = threading.Thread(target=self._run, name="capture-%d" % fd, daemon=True)
+        thread.start()
+
+    def _run(self):
+        while True:
+            try:
+                chunk = os.read(self.read_fd, 65536)
+            except InterruptedError:
+                continue
+            if not chunk:
+                return
+            data = self.pending + chunk
+            self.pending = b""
+            while True:
+                index = data.find(self.marker)
+                if index < 0:
+                    break
+                self._forward(data[:index])
+                data = data[index + len(self.marker) :]
+                self.buffer.flush()
+                self.synced.set()
+            # Keep a possible partial marker for the next read.
+            keep = 0
+            for size in range(min(len(self.marker) - 1, len(data)), 0, -1):
+                if self.marker.startswith(data[-size:]):
+                    keep = size
+                    break
+            if keep:
+                self.pending = data[-keep:]
+                data = data[:-keep]
+            self._forward(data)
+
+    def _forward(self, data):
+        if data:
+            self.buffer.write(self.decoder.decode(data))
+
+
+class FileError(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def _resolve(path):
+    """Maps a relative path under /mnt/data to an absolute one, refusing
+    escapes. Symlinks are refused in every component."""
+    if not isinstance(path, str) or "\x00" in path:
+        raise FileError("invalid-path", "path must be a string without NUL bytes")
+    if path.startswith("/mnt/data/"):
+        path = path[len("/mnt/data/") :]
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if path.startswith("/") or ".." in parts:
+        raise FileError("invalid-path", "path must stay inside /mnt/data: %r" % path)
+    current = DATA_DIR
+    for part in parts[:-1]:
+        current = current + "/" + part
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return DATA_DIR + "/" + "/".join(parts), parts
+        if stat.S_ISLNK(info.st_mode):
+            raise FileError("symlink", "refusing to follow a symbolic link: %s" % current)
+        if not stat.S_ISDIR(info.st_mode):
+            raise FileError("not-a-directory", "%s is not a directory" % current)
+    return DATA_DIR + ("/" + "/".join(parts) if parts else ""), parts
+
+
+def _open_regular(full, flags, mode=0o644):
+    try:
+        fd = os.open(full, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except FileNotFoundError:
+        raise FileError("not-found", "no such file: %s" % full)
+    except OSError as error:
+        if error.errno == 40:  # ELOOP: the last component is a symlink
+            raise FileError("symlink", "refusing to follow a symbolic link: %s" % full)
+        if error.errno == 21:
+            raise FileError("is-a-directory", "%s is a directory" % full)
+        raise FileError("io", "%s: %s" % (full, error.strerror))
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise FileError("not-a-file", "%s is not a regular file" % full)
+    if info.st_nlink > 1:
+        os.close(fd)
+        raise FileError("hard-link", "refusing a file with several hard links: %s" % full)
+    return fd, info
+
+
+def file_read(message):
+    full, parts = _resolve(message.get("path", ""))
+    if not parts:
+        raise FileError("is-a-directory", "/mnt/data is a directory")
+    fd, info = _open_regular(full, os.O_RDONLY)
+    try:
+        if info.st_size > FILE_LIMIT:
+            raise FileError("too-large", "%s is %d bytes; the transfer limit is %d" % (full, info.st_size, FILE_LIMIT))
+        chunks = []
+        total = 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > FILE_LIMIT:
+                raise FileError("too-large", "%s grew past the transfer limit of %d bytes" % (full, FILE_LIMIT))
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return {"data": base64.b64encode(b"".join(chunks)).decode("ascii")}
+
+
+def file_write(message):
+    full, parts = _resolve(message.get("path", ""))
+    if not parts:
+        raise FileError("is-a-directory", "/mnt/data is a directory")
+    data = base64.b64decode(message.get("data", ""), validate=True)
+    current = DATA_DIR
+    for part in parts[:-1]:
+        current = current + "/" + part
+        try:
+            os.mkdir(current, 0o755)
+        except FileExistsError:
+            if os.path.islink(current) or not os.path.isdir(current):
+                raise FileError("not-a-directory", "%s is not a directory" % current)
+    try:
+        fd, _ = _open_regular(full, os.O_WRONLY | os.O_CREAT)
+    except FileError:
+        raise
+    try:
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as error:
+        raise FileError("io", "%s: %s" % (full, error.strerror))
+    finally:
+        os.close(fd)
+    return {"size": len(data)}
+
+
+def file_list(message):
+    full, parts = _resolve(message.get("path", ""))
+    try:
+        info = os.lstat(full)
+    except FileNotFoundError:
+        raise FileError("not-found", "no such directory: %s" % full)
+    if stat.S_ISLNK(info.st_mode):
+        raise FileError("symlink", "refusing to follow a symbolic link: %s" % full)
+    if not stat.S_ISDIR(info.st_mode):
+        raise FileError("not-a-directory", "%s is not a directory" % full)
+    entries = []
+    recursive = bool(message.get("recursive", False))
+    prefix = "/".join(parts)
+
+    def walk(directory, relative):
+        with os.scandir(directory) as iterator:
+            for entry in sorted(iterator, key=lambda item: item.name):
+                item = entry.stat(follow_symlinks=False)
+                name = relative + "/" + entry.name if relative else entry.name
+                if stat.S_ISLNK(item.st_mode):
+                    kind = "symlink"
+                elif stat.S_ISDIR(item.st_mode):
+                    kind = "directory"
+                elif stat.S_ISREG(item.st_mode):
+                    kind = "file"
+                else:
+                    kind = "other"
+                entries.append({"path": name, "type": kind, "size": item.st_size, "modifiedMs": int(item.st_mtime * 1000)})
+                if recursive and kind == "directory" and len(entries) < 10000:
+                    walk(entry.path, name)
+
+    walk(full, prefix)
+    return {"entries": entries}
+
+
+def file_remove(message):
+    full, parts = _resolve(message.get("path", ""))
+    if not parts:
+        raise FileError("invalid-path", "refusing to remove /mnt/data itself")
+    try:
+        info = os.lstat(full)
+    except FileNotFoundError:
+        raise FileError("not-found", "no such file: %s" % full)
+    if stat.S_ISDIR(info.st_mode):
+        import shutil
+
+        shutil.rmtree(full)
+    else:
+        os.unlink(full)
+    return {}
+
+
+def is_complete(message):
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    status, indent = TransformerManager().check_complete(message.get("code", ""))
+    return {"status": status, "indent": indent or 0}
+
+
+CONTROL_HANDLERS = {
+    "file-read": file_read,
+    "file-write": file_write,
+    "file-list": file_list,
+    "file-remove": file_remove,
+    "is-complete": is_complete,
+}
+
+
+class Kernel:
+    def __init__(self, channel, proto_in):
+        self.channel = channel
+        self.proto_in = proto_in
+        self.requests = queue.Queue()
+        self.budget = OutputBudget(OUTPUT_LIMIT)
+        self.stdout = StreamBuffer(channel, self.budget, "stdout")
+        self.stderr = StreamBuffer(channel, self.budget, "stderr")
+        self.current = None
+        self.current_lock = threading.Lock()
+        self.shell = None
+        self.captures = []
+        try:
+            import ctypes
+
+            self.libc = ctypes.CDLL(None)
+        except Exception:
+            self.libc = None
+
+    # --- set-up -----------------------------------------------------------
+    def capture_descriptors(self):
+        marker = b"\x00sandcell-sync-" + os.urandom(8).hex().encode("ascii") + b"\x00"
+        self.sync_marker = marker
+        for fd, buffer in ((1, self.stdout), (2, self.stderr)):
+            read_end, write_end = os.pipe()
+            os.set_inheritable(read_end, False)
+            os.dup2(write_end, fd)
+            os.close(write_end)
+            self.captures.append((fd, DescriptorCapture(read_end, buffer, marker)))
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        sys.stdin = open(0, "r", closefd=False)
+        sys.stdout = TextStream(self.stdout, 1)
+        sys.stderr = TextStream(self.stderr, 2)
+        sys.__stdout__ = sys.stdout
+        sys.__stderr__ = sys.stderr
+
+    def start_shell(self):
+        from IPython.core.displayhook import DisplayHook
+        from IPython.core.displaypub import DisplayPublisher
+        from IPython.core.interactiveshell import InteractiveShell
+
+        kernel = self
+
+        class HostDisplayHook(DisplayHook):
+            def compute_format_data(self, result):
+                # The full formatter chain costs ~0.5 ms; a plain builtin has
+                # only one representation, so skip it (exact types only).
+                if type(result) in PLAIN_TYPES:
+                    return {"text/plain": repr(result)}, {}
+                return super().compute_format_data(result)
+
+            def start_displayhook(self):
+                self._data = None
+
+            def write_output_prompt(self):
+                pass
+
+            def write_format_data(self, format_dict, md_dict=None):
+                self._data = (format_dict, md_dict or {})
+
+            def finish_displayhook(self):
+                if self._data is not None:
+                    kernel.emit_output("result", self._data[0], self._data[1])
+                self._data = None
+
+        class HostDisplayPublisher(DisplayPublisher):
+            def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+                kernel.emit_output("display", data, metadata or {})
+
+            def clear_output(self, wait=False):
+                pass
+
+        class Shell(InteractiveShell):
+            def _showtraceback(self, etype, evalue, stb):
+                kernel.emit_error(etype, evalue, stb)
+
+            def showsyntaxerror(self, filename=None, running_compiled_code=False):
+                etype, value, tb = self._get_exc_info()
+                stb = self.SyntaxTB.structured_traceback(etype, value, [])
+                kernel.emit_error(etype, value, stb)
+
+        self.shell = Shell.instance(
+            displayhook_class=HostDisplayHook,
+            display_pub_class=HostDisplayPublisher,
+            colors="NoColor",
+            history_length=0,
+        )
+        self.shell.history_manager.enabled = False
+        self.shell.display_formatter.active_types = list(MIME_TYPES)
+        # Plain-text tracebacks for models and terminals alike.
+        self.shell.InteractiveTB.set_mode("Context")
+        try:
+            self.shell.InteractiveTB.color_toggle = lambda: None
+        except Exception:
+            pass
+        self.shell.user_ns["__name__"] = "__main__"
+
+    # --- output ----------------------------------------------------------
+    def execution_id(self):
+        current = self.current
+        return current["id"] if current else None
+
+    def emit_output(self, kind, data, metadata):
+        execution_id = self.execution_id()
+        if execution_id is None:
+            return
+        self.stdout.flush()
+        self.stderr.flush()
+        bundle = {}
+        for mime, value in (data or {}).items():
+            if mime not in MIME_TYPES:
+                continue
+            if isinstance(value, bytes):
+                value = base64.b64encode(value).decode("ascii")
+            bundle[mime] = value
+        if not bundle:
+            return
+        message = {"type": kind, "id": execution_id, "data": bundle, "metadata": metadata or {}}
+        if kind == "result":
+            message["executionCount"] = self.shell.execution_count
+        self.channel.send(message)
+
+    def emit_error(self, etype, evalue, stb):
+        execution_id = self.execution_id()
+        self.stdout.flush()
+        self.stderr.flush()
+        name = getattr(etype, "__name__", str(etype))
+        try:
+            value = str(evalue)
+        except Exception:
+            value = "<unprintable %s>" % name
+        if self.current is not None:
+            self.current["error"] = True
+        if execution_id is None:
+            return
+        self.channel.send({"type": "error", "id": execution_id, "name": name, "value": value, "traceback": list(stb)})
+
+    # --- threads ----------------------------------------------------------
+    def control_loop(self):
+        for line in self.proto_in:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                self.channel.send({"type": "protocol-error", "message": "invalid JSON request"})
+                continue
+            kind = message.get("type")
+            if kind == "interrupt":
+                self.interrupt(message.get("id"))
+            elif kind == "shutdown":
+                os._exit(0)
+            elif kind in CONTROL_HANDLERS:
+                self.reply(message, CONTROL_HANDLERS[kind])
+            elif kind in ("execute", "reset", "ping"):
+                self.requests.put(message)
+            else:
+                self.channel.send({"type": "reply", "id": message.get("id"), "ok": False, "error": {"code": "unknown-request", "message": "unknown request type %r" % kind}})
+        os._exit(0)  # the host closed our stdin: it is gone
+
+    def reply(self, message, handler):
+        try:
+            body = handler(message)
+            body.update({"type": "reply", "id": message.get("id"), "ok": True})
+        except FileError as error:
+            body = {"type": "reply", "id": message.get("id"), "ok": False, "error": {"code": error.code, "message": str(error)}}
+        except Exception as error:  # never let a bad request kill the control thread
+            body = {"type": "reply", "id": message.get("id"), "ok": False, "error": {"code": "internal", "message": "%s: %s" % (type(error).__name__, error)}}
+        self.channel.send(body)
+
+    def interrupt(self, execution_id):
+        with self.current_lock:
+            current = self.current
+            if current is None or (execution_id is not None and current["id"] != execution_id):
+                return
+            current["interrupted"] = True
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    def flusher_loop(self):
+        while True:
+            time.sleep(FLUSH_INTERVAL_S)
+            try:
+                self.stdout.flush()
+                self.stderr.flush()
+            except Exception:
+                pass
+
+    # --- main thread -------------------------------------------------------
+    def sync_descriptors(self):
+        """Waits until what was written to fd 1/2 before now has been sent:
+        a marker goes down each pipe, and its reader signals when it sees it."""
+        if self.libc is not None:
+            self.libc.fflush(None)
+        waiting = []
+        for fd, capture in self.captures:
+            capture.synced.clear()
+            try:
+                os.write(fd, self.sync_marker)
+                waiting.append(capture)
+            except OSError:
+                continue  # the user code closed or replaced the descriptor
+        for capture in waiting:
+            capture.synced.wait(0.5)
+
+    def run_request(self, message):
+        kind = message.get("type")
+        if kind == "ping":
+            self.channel.send({"type": "reply", "id": message.get("id"), "ok": True})
+            return
+        if kind == "reset":
+            self.shell.reset(new_session=True)
+            self.shell.execution_count = 1
+            self.channel.send({"type": "reply", "id": message.get("id"), "ok": True})
+            return
+        code = message.get("code", "")
+        self.budget.reset()
+        with self.current_lock:
+            self.current = {"id": message["id"], "error": False, "interrupted": False}
+        self.stdout.execution_id = self.stderr.execution_id = message["id"]
+        try:
+            self.shell.run_cell(code, store_history=True)
+        except KeyboardInterrupt:
+            # An interrupt that landed outside user code (in IPython itself).
+            self.emit_error(KeyboardInterrupt, KeyboardInterrupt(), ["KeyboardInterrupt"])
+        finally:
+            with self.current_lock:
+                current = self.current
+                self.current = None
+        try:
+            self.sync_descriptors()
+        except KeyboardInterrupt:
+            pass
+        self.stdout.flush()
+        self.stderr.flush()
+        end = {
+            "type": "execution-end",
+            "id": message["id"],
+            "status": "error" if current["error"] else "ok",
+            "executionCount": self.shell.execution_count - 1,
+            "outputTruncated": self.budget.truncated,
+        }
+        self.stdout.execution_id = self.stderr.execution_id = None
+        self.channel.send(end)
+
+    def main_loop(self):
+        while True:
+            try:
+                message = self.requests.get()
+                self.run_request(message)
+            except KeyboardInterrupt:
+                # A late interrupt for an execution that already ended.
+                continue
+
+
+def main():
+    # Descriptors the host process leaked (anything beyond stdio) must not
+    # reach user code.
+    os.closerange(3, 1 << 20)
+    if OPTIONS.get("limits"):
+        _apply_rlimits(OPTIONS["limits"])
+    proto_out = os.dup(1)
+    proto_in_fd = os.dup(0)
+    os.set_inheritable(proto_out, False)
+    os.set_inheritable(proto_in_fd, False)
+    channel = Channel(proto_out)
+    kernel = Kernel(channel, os.fdopen(proto_in_fd, "rb", buffering=1 << 16))
+    kernel.capture_descriptors()
+    try:
+        os.chdir(DATA_DIR)
+    except OSError:
+        pass
+    kernel.start_shell()
+    for name in OPTIONS.get("preloadModules", []):
+        try:
+            __import__(name)
+        except Exception as error:  # a missing optional package must not stop the kernel
+            channel.send({"type": "log", "message": "preload of %s failed: %s" % (name, error)})
+    threading.Thread(target=kernel.control_loop, name="control", daemon=True).start()
+    threading.Thread(target=kernel.flusher_loop, name="flusher", daemon=True).start()
+    channel.send({"type": "ready", "protocolVersion": PROTOCOL_VERSION, "pid": os.getpid(), "python": sys.version.split()[0]})
+    kernel.main_loop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+/**
+ * session.files: the session's /mnt/data. Every operation goes through the
+ * kernel inside the sandbox, so the host never resolves a path the sandboxed
+ * code could have planted (a symlink to /etc/passwd reads as an error, not as
+ * the host's file), and it works the same on every backend.
+ */
+import { InvalidInputError } from '../errors.js';
+import { normalizeDataPath } from '../internal/data-path.js';
+import type { KernelMessage } from './kernel-connection.js';
+
+export interface FileEntry {
+  /** Path relative to /mnt/data. */
+  path: string;
+  type: 'file' | 'directory' | 'symlink' | 'other';
+  size: number;
+  modifiedMs: number;
+}
+
+export type KernelRequester = (message: Record<string, unknown>) => Promise<KernelMessage>;
+
+export class SessionFiles {
+  constructor(
+    private readonly request: KernelRequester,
+    private readonly transferBytes: number,
+  ) {}
+
+  /** Writes (creating parent directories, replacing any file) `data` at `path` under /mnt/data. */
+  async write(path: string, data: string | Uint8Array): Promise<{ path: string; size: number }> {
+    const relative = normalizeDataPath(path);
+    if (!(typeof data === 'string' || data instanceof Uint8Array)) {
+      throw new InvalidInputError('File data must be a string or a Uint8Array.');
+    }
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    if (bytes.length > this.transferBytes) {
+      throw new InvalidInputError(
+        `${path} is ${bytes.length} bytes; the transfer limit is ${this.transferBytes} (option \`fileTransferBytes\`).`,
+      );
+    }
+    await this.request({ type: 'file-write', path: relative, data: bytes.toString('base64') });
+    return { path: relative, size: bytes.length };
+  }
+
+  /** Reads a regular file. Symlinks, hard-linked files, devices and FIFOs are refused. */
+  async read(path: string): Promise<Buffer> {
+    const reply = await this.request({ type: 'file-read', path: normalizeDataPath(path) });
+    return Buffer.from(String(reply.data ?? ''), 'base64');
+  }
+
+  /** Lists a directory (default: /mnt/data itself). */
+  async list(path = '', options: { recursive?: boolean } = {}): Promise<FileEntry[]> {
+    const reply = await this.request({
+      type: 'file-list',
+      path: normalizeDataPath(path, { allowRoot: true }),
+      recursive: options.recursive === true,
+    });
+    const entries = Array.isArray(reply.entries) ? reply.entries : [];
+    return entries.map((entry: Record<string, unknown>) => ({
+      path: String(entry.path),
+      type: (['file', 'directory', 'symlink'].includes(String(entry.type)) ? entry.type : 'other') as FileEntry['type'],
+      size: Number(entry.size) || 0,
+      modifiedMs: Number(entry.modifiedMs) || 0,
+    }));
+  }
+
+  /** Removes a file, symlink or directory (recursively). */
+  async remove(path: string): Promise<void> {
+    await this.request({ type: 'file-remove', path: normalizeDataPath(path) });
+  }
+}

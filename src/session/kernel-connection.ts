@@ -1,0 +1,196 @@
+/**
+ * The host's side of the kernel protocol on one sandbox: sends requests,
+ * routes replies and execution events by id, and treats the kernel as
+ * untrusted (bounded message size, validated fields).
+ */
+import { FileOperationError, ProtocolError, SandboxCrashedError, TimeoutError } from '../errors.js';
+import type { Sandbox, SandboxExit } from '../backends/spec.js';
+import { LineSplitter, LineTooLongError } from '../internal/line-splitter.js';
+
+export interface KernelMessage {
+  type: string;
+  id?: unknown;
+  [key: string]: unknown;
+}
+
+export interface ReadyMessage {
+  protocolVersion: number;
+  pid: number;
+  python: string;
+}
+
+type Pending = { resolve: (message: KernelMessage) => void; reject: (error: Error) => void };
+
+export class KernelConnection {
+  readonly ready: Promise<ReadyMessage>;
+  /** Settles when the sandbox has ended, for whatever reason. */
+  readonly exited: Promise<SandboxExit>;
+  private readonly pending = new Map<string, Pending>();
+  private readonly listeners = new Map<string, (message: KernelMessage) => void>();
+  private nextId = 1;
+  private diagnostics = '';
+  private dead = false;
+  private exitInfo?: SandboxExit;
+
+  constructor(
+    readonly sandbox: Sandbox,
+    options: { maxMessageBytes: number; startTimeoutMs: number },
+  ) {
+    let markReady: (message: ReadyMessage) => void = () => undefined;
+    let failReady: (error: Error) => void = () => undefined;
+    this.ready = new Promise<ReadyMessage>((resolve, reject) => {
+      markReady = resolve;
+      failReady = reject;
+    });
+    this.ready.catch(() => undefined);
+
+    const splitter = new LineSplitter(options.maxMessageBytes, (line) => {
+      let message: KernelMessage;
+      try {
+        message = JSON.parse(line) as KernelMessage;
+      } catch {
+        return this.violation('the kernel sent a line that is not JSON');
+      }
+      if (typeof message !== 'object' || message === null || typeof message.type !== 'string') {
+        return this.violation('the kernel sent a message without a type');
+      }
+      if (message.type === 'ready') {
+        markReady({
+          protocolVersion: Number(message.protocolVersion),
+          pid: Number(message.pid),
+          python: String(message.python),
+        });
+        return;
+      }
+      this.dispatch(message);
+    });
+    sandbox.output.on('data', (chunk: Buffer) => {
+      try {
+        splitter.push(chunk);
+      } catch (error) {
+        if (error instanceof LineTooLongError) this.violation(`the kernel sent an oversized message (${error.message})`);
+        else throw error;
+      }
+    });
+    sandbox.diagnostics.on('data', (chunk: Buffer) => {
+      // Keep the tail only: enough to explain a failed start.
+      this.diagnostics = (this.diagnostics + chunk.toString('utf8')).slice(-4000);
+    });
+    // Writing to a dead sandbox must not crash the host.
+    sandbox.input.on('error', () => undefined);
+
+    const timer = setTimeout(() => {
+      failReady(new TimeoutError(`The kernel did not start within ${options.startTimeoutMs} ms.${this.diagnosticsNote()}`));
+      void sandbox.kill();
+    }, options.startTimeoutMs);
+    this.ready.then(
+      () => clearTimeout(timer),
+      () => clearTimeout(timer),
+    );
+
+    this.exited = sandbox.exited.then((exit) => {
+      this.dead = true;
+      this.exitInfo = exit;
+      clearTimeout(timer);
+      failReady(new ProtocolError(`The sandbox exited before the kernel was ready (${describeExit(exit)}).${this.diagnosticsNote()}`));
+      const error = new SandboxCrashedError(`The sandbox ended (${describeExit(exit)}).`);
+      for (const pending of this.pending.values()) pending.reject(error);
+      this.pending.clear();
+      return exit;
+    });
+  }
+
+  get alive(): boolean {
+    return !this.dead;
+  }
+
+  get exit(): SandboxExit | undefined {
+    return this.exitInfo;
+  }
+
+  diagnosticsNote(): string {
+    const text = this.diagnostics.trim();
+    return text ? ` Sandbox said: ${text}` : '';
+  }
+
+  newId(): string {
+    return String(this.nextId++);
+  }
+
+  send(message: Record<string, unknown>): void {
+    if (this.dead) return;
+    this.sandbox.input.write(`${JSON.stringify(message)}\n`);
+  }
+
+  /** Routes every message carrying `id` to `listener` until unsubscribed. */
+  subscribe(id: string, listener: (message: KernelMessage) => void): () => void {
+    this.listeners.set(id, listener);
+    return () => this.listeners.delete(id);
+  }
+
+  /** Sends a request and waits for its reply; a failed reply rejects with FileOperationError. */
+  async request(message: Record<string, unknown>, timeoutMs: number): Promise<KernelMessage> {
+    if (this.dead) throw new SandboxCrashedError('The sandbox has ended.');
+    const id = this.newId();
+    const reply = await new Promise<KernelMessage>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new TimeoutError(`The kernel did not answer a ${String(message.type)} request within ${timeoutMs} ms.`));
+      }, timeoutMs);
+      this.pending.set(id, {
+        resolve: (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      });
+      this.send({ ...message, id });
+    });
+    if (reply.ok !== true) {
+      const error = (reply.error ?? {}) as { code?: unknown; message?: unknown };
+      throw new FileOperationError(String(error.code ?? 'unknown'), String(error.message ?? 'the request failed'));
+    }
+    return reply;
+  }
+
+  private dispatch(message: KernelMessage): void {
+    const id = typeof message.id === 'string' || typeof message.id === 'number' ? String(message.id) : undefined;
+    if (id === undefined) return; // log lines and stray messages carry nothing we act on
+    if (message.type === 'reply') {
+      const pending = this.pending.get(id);
+      if (pending) {
+        this.pending.delete(id);
+        pending.resolve(message);
+      }
+      return;
+    }
+    this.listeners.get(id)?.(message);
+  }
+
+  private violation(reason: string): void {
+    // A kernel that breaks the protocol is not trusted with anything more.
+    this.diagnostics += `\nprotocol violation: ${reason}`;
+    void this.sandbox.kill();
+  }
+
+  async kill(): Promise<SandboxExit> {
+    this.dead = true;
+    return this.sandbox.kill();
+  }
+}
+
+export function describeExit(exit: SandboxExit): string {
+  switch (exit.reason) {
+    case 'out-of-memory':
+      return 'killed for using more memory than its limit';
+    case 'cpu-limit':
+      return 'killed for using more CPU time than its limit';
+    case 'killed':
+      return 'killed';
+    default:
+      return exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
+  }
+}

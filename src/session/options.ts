@@ -1,0 +1,92 @@
+/** Options of a session, their defaults and their validation. */
+import { resolveLimits, type SandboxLimits } from '../backends/limits.js';
+import type { SandboxBackend } from '../backends/spec.js';
+import { InvalidInputError } from '../errors.js';
+
+export const DEFAULT_TIMEOUT_MS = 60_000;
+export const DEFAULT_INTERRUPT_GRACE_MS = 2_000;
+export const DEFAULT_START_TIMEOUT_MS = 30_000;
+export const DEFAULT_OUTPUT_BYTES = 1024 * 1024;
+export const DEFAULT_RESULT_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_MAX_CODE_BYTES = 2 * 1024 * 1024;
+export const DEFAULT_FILE_TRANSFER_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+export interface SessionOptions {
+  /** Where sandboxes run. @default the bubblewrap backend */
+  backend?: SandboxBackend;
+  /** Resource limits of the sandbox; each falls back to DEFAULT_LIMITS. */
+  limits?: Partial<SandboxLimits>;
+  /** Wall-clock limit per execution. @default 60_000 */
+  timeoutMs?: number;
+  /** After a timeout, how long the code has to honour the interrupt before the kernel is killed and restarted. @default 2_000 */
+  interruptGraceMs?: number;
+  /** How long a sandbox may take to come up. @default 30_000 */
+  startTimeoutMs?: number;
+  /** Bytes of stdout+stderr kept per execution; the rest is cut and `outputTruncated` set. @default 1 MiB */
+  outputBytes?: number;
+  /** Bytes of results (MIME bundles, images) kept per execution. @default 32 MiB */
+  resultBytes?: number;
+  /** Largest accepted code, in UTF-8 bytes. @default 2 MiB */
+  maxCodeBytes?: number;
+  /** Largest file moved in or out through `session.files`. @default 64 MiB */
+  fileTransferBytes?: number;
+  /** Modules imported at start (e.g. `['numpy', 'pandas']`), so the first run that needs them is fast. @default [] */
+  preloadModules?: string[];
+  /** Environment variables to set inside the sandbox. Nothing else of the host's environment goes in. @default {} */
+  environment?: Record<string, string>;
+  /** Session id (letters, digits, `-`, `_`). @default a random id */
+  id?: string;
+  signal?: AbortSignal;
+}
+
+export interface ResolvedSessionOptions {
+  limits: SandboxLimits;
+  timeoutMs: number;
+  interruptGraceMs: number;
+  startTimeoutMs: number;
+  outputBytes: number;
+  resultBytes: number;
+  maxCodeBytes: number;
+  fileTransferBytes: number;
+  preloadModules: string[];
+  environment: Record<string, string>;
+}
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new InvalidInputError(`\`${name}\` must be a positive number; got ${String(value)}.`);
+  }
+  return value;
+}
+
+const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+const ENVIRONMENT_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function resolveSessionOptions(options: SessionOptions): ResolvedSessionOptions {
+  const preloadModules = options.preloadModules ?? [];
+  for (const name of preloadModules) {
+    if (typeof name !== 'string' || !MODULE_NAME.test(name)) {
+      throw new InvalidInputError(`\`preloadModules\` holds ${JSON.stringify(name)}, which is not a module name.`);
+    }
+  }
+  const environment = options.environment ?? {};
+  for (const [name, value] of Object.entries(environment)) {
+    if (!ENVIRONMENT_NAME.test(name) || typeof value !== 'string' || value.includes('\0')) {
+      throw new InvalidInputError(`\`environment.${name}\` must be a variable name with a string value without NUL.`);
+    }
+  }
+  return {
+    limits: resolveLimits(options.limits),
+    timeoutMs: positive('timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS),
+    interruptGraceMs: positive('interruptGraceMs', options.interruptGraceMs, DEFAULT_INTERRUPT_GRACE_MS),
+    startTimeoutMs: positive('startTimeoutMs', options.startTimeoutMs, DEFAULT_START_TIMEOUT_MS),
+    outputBytes: positive('outputBytes', options.outputBytes, DEFAULT_OUTPUT_BYTES),
+    resultBytes: positive('resultBytes', options.resultBytes, DEFAULT_RESULT_BYTES),
+    maxCodeBytes: positive('maxCodeBytes', options.maxCodeBytes, DEFAULT_MAX_CODE_BYTES),
+    fileTransferBytes: positive('fileTransferBytes', options.fileTransferBytes, DEFAULT_FILE_TRANSFER_BYTES),
+    preloadModules,
+    environment,
+  };
+}

@@ -1,0 +1,169 @@
+/**
+ * SessionPool keeps sessions pre-warmed (kernel up, the usual data modules
+ * imported), hands one out at once and refills in the background. A session
+ * is never reused: a closed one is gone, and the pool starts a new one.
+ */
+import { PoolExhaustedError, SessionClosedError } from '../errors.js';
+import type { SessionOptions } from './options.js';
+import { Session } from './session.js';
+
+export const DEFAULT_POOL_SIZE = 2;
+export const DEFAULT_MAX_SESSIONS = 16;
+export const DEFAULT_IDLE_TIMEOUT_MS = 15 * 60_000;
+export const DEFAULT_PRELOAD_MODULES = ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'];
+const REFILL_RETRY_MS = 1_000;
+
+export interface SessionPoolOptions {
+  /** Sessions kept warm and ready. @default 2 */
+  size?: number;
+  /** Most sessions alive at once, warm and handed out together. @default 16 */
+  maxSessions?: number;
+  /** A handed-out session idle (no run, no file operation) this long is closed. @default 900_000 (15 min) */
+  idleTimeoutMs?: number;
+  /** Options of every session; `preloadModules` defaults to numpy, pandas and matplotlib. */
+  sessionOptions?: SessionOptions;
+}
+
+export interface SessionPoolStats {
+  warm: number;
+  starting: number;
+  leased: number;
+  maxSessions: number;
+  /** The last error met while warming a session, if the latest attempt failed. */
+  lastError?: string;
+}
+
+export class SessionPool {
+  private readonly size: number;
+  private readonly maxSessions: number;
+  private readonly idleTimeoutMs: number;
+  private readonly sessionOptions: SessionOptions;
+  private readonly warm: Session[] = [];
+  private readonly leased = new Set<Session>();
+  private readonly startingSessions = new Set<Promise<Session | undefined>>();
+  private readonly waiters: ((session: Session | undefined) => void)[] = [];
+  private lastError?: Error;
+  private retryTimer?: NodeJS.Timeout;
+  private readonly reaper: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(options: SessionPoolOptions = {}) {
+    this.size = Math.max(0, Math.floor(options.size ?? DEFAULT_POOL_SIZE));
+    this.maxSessions = Math.max(1, Math.floor(options.maxSessions ?? DEFAULT_MAX_SESSIONS));
+    this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    this.sessionOptions = {
+      ...options.sessionOptions,
+      preloadModules: options.sessionOptions?.preloadModules ?? DEFAULT_PRELOAD_MODULES,
+    };
+    this.reaper = setInterval(() => void this.reapIdle(), Math.min(30_000, Math.max(50, this.idleTimeoutMs / 4)));
+    this.reaper.unref();
+  }
+
+  /** Starts warming and resolves once `size` sessions are ready (or rejects with the error that stopped one). */
+  async start(): Promise<void> {
+    this.fill();
+    const results = await Promise.all([...this.startingSessions]);
+    if (results.some((session) => session === undefined) && this.lastError) throw this.lastError;
+  }
+
+  /** A ready session: a warm one at once, else a new one (slower), within `maxSessions`. */
+  async acquire(): Promise<Session> {
+    if (this.closed) throw new SessionClosedError('pool');
+    this.forgetClosed();
+    const session = this.warm.shift() ?? (await this.startForLease());
+    this.leased.add(session);
+    this.fill();
+    return session;
+  }
+
+  stats(): SessionPoolStats {
+    this.forgetClosed();
+    return {
+      warm: this.warm.length,
+      starting: this.startingSessions.size,
+      leased: this.leased.size,
+      maxSessions: this.maxSessions,
+      ...(this.lastError ? { lastError: this.lastError.message } : {}),
+    };
+  }
+
+  /** Closes every session, warm and handed out, and stops refilling. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.reaper);
+    clearTimeout(this.retryTimer);
+    const starting = await Promise.all([...this.startingSessions]);
+    const all = [...this.warm, ...this.leased, ...starting.filter((session) => session !== undefined)];
+    this.warm.length = 0;
+    this.leased.clear();
+    await Promise.all(all.map((session) => session.close()));
+  }
+
+  private total(): number {
+    return this.warm.length + this.leased.size + this.startingSessions.size;
+  }
+
+  private forgetClosed(): void {
+    for (const session of this.leased) if (session.closed) this.leased.delete(session);
+    for (let index = this.warm.length - 1; index >= 0; index--) {
+      if (this.warm[index]?.closed) this.warm.splice(index, 1);
+    }
+  }
+
+  private async startForLease(): Promise<Session> {
+    if (this.total() >= this.maxSessions) {
+      // One may be on its way into the warm list: take it rather than fail.
+      if (this.startingSessions.size > 0) {
+        const session = await new Promise<Session | undefined>((resolve) => this.waiters.push(resolve));
+        if (session) return session;
+      }
+      throw new PoolExhaustedError(this.maxSessions);
+    }
+    return Session.create(this.sessionOptions);
+  }
+
+  private fill(): void {
+    if (this.closed || this.retryTimer) return;
+    this.forgetClosed();
+    while (this.warm.length + this.startingSessions.size < this.size && this.total() < this.maxSessions) {
+      const starting: Promise<Session | undefined> = Session.create(this.sessionOptions).then(
+        async (session) => {
+          this.startingSessions.delete(starting);
+          if (this.closed) {
+            await session.close();
+            return undefined;
+          }
+          this.lastError = undefined;
+          const waiter = this.waiters.shift();
+          if (waiter) waiter(session);
+          else this.warm.push(session);
+          return session;
+        },
+        (error: Error) => {
+          this.startingSessions.delete(starting);
+          this.lastError = error;
+          this.waiters.shift()?.(undefined);
+          // Back off rather than spin on a broken host.
+          this.retryTimer = setTimeout(() => {
+            this.retryTimer = undefined;
+            this.fill();
+          }, REFILL_RETRY_MS);
+          this.retryTimer.unref();
+          return undefined;
+        },
+      );
+      this.startingSessions.add(starting);
+    }
+  }
+
+  private async reapIdle(): Promise<void> {
+    const now = Date.now();
+    for (const session of this.leased) {
+      if (!session.busy && now - session.lastActivityAt > this.idleTimeoutMs) {
+        this.leased.delete(session);
+        await session.close().catch(() => undefined);
+      }
+    }
+    this.fill();
+  }
+}
