@@ -138,6 +138,16 @@ export class Session {
     return this.closing;
   }
 
+  /**
+   * Whether `code` is a complete statement (for prompts that read multi-line
+   * input): IPython's own rules, answered even while code runs.
+   */
+  async checkComplete(code: string): Promise<{ status: 'complete' | 'incomplete' | 'invalid'; indent: number }> {
+    const reply = await this.request({ type: 'is-complete', code: String(code) });
+    const status = reply.status === 'incomplete' || reply.status === 'invalid' ? reply.status : 'complete';
+    return { status, indent: Number(reply.indent) || 0 };
+  }
+
   /** Host-side resource usage of the current sandbox, where the backend measures it. */
   async usage() {
     return (await this.connection?.sandbox.usage?.()) ?? {};

@@ -1,0 +1,136 @@
+/**
+ * `sandcell doctor`: checks everything a sandbox needs on this machine and
+ * says exactly what to install or enable. Exit 0 when sessions can run.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { createBubblewrapBackend } from '../backends/bubblewrap/index.js';
+import { isRoot, which } from '../backends/bubblewrap/host-setup.js';
+import { createSession } from '../session/session.js';
+import { EXIT_OK, EXIT_SANDBOX_FAILURE } from './exit-codes.js';
+import { dim } from './render.js';
+
+const execFileAsync = promisify(execFile);
+
+/** Python modules the sandbox is expected to have, with the Debian package that provides each. */
+export const REQUIRED_PYTHON_MODULES: [module: string, debianPackage: string][] = [
+  ['IPython', 'python3-ipython'],
+  ['matplotlib_inline', 'python3-matplotlib-inline'],
+  ['numpy', 'python3-numpy'],
+  ['pandas', 'python3-pandas'],
+  ['matplotlib', 'python3-matplotlib'],
+  ['seaborn', 'python3-seaborn'],
+  ['sklearn', 'python3-sklearn'],
+  ['scipy', 'python3-scipy'],
+  ['statsmodels', 'python3-statsmodels'],
+];
+
+type Level = 'ok' | 'warn' | 'fail';
+
+interface Check {
+  level: Level;
+  title: string;
+  detail?: string;
+}
+
+const MARK: Record<Level, string> = { ok: '✓', warn: '!', fail: '✗' };
+
+export async function doctorCommand(options: { json?: boolean }): Promise<number> {
+  const checks: Check[] = [];
+  const add = (level: Level, title: string, detail?: string) => {
+    checks.push({ level, title, detail });
+    if (!options.json) {
+      process.stdout.write(`${MARK[level]} ${title}${detail ? `\n    ${dim(detail.replace(/\n/g, '\n    '))}` : ''}\n`);
+    }
+  };
+
+  const nodeMajor = Number(process.versions.node.split('.')[0]);
+  add(nodeMajor >= 20 ? 'ok' : 'fail', `Node.js ${process.versions.node}`, nodeMajor >= 20 ? undefined : 'sandcell needs Node.js 20 or newer.');
+
+  const bwrap = which('bwrap');
+  if (bwrap) {
+    const version = await execFileAsync(bwrap, ['--version']).then(
+      (result) => result.stdout.trim(),
+      () => 'unknown version',
+    );
+    add('ok', `bubblewrap: ${version} (${bwrap})`);
+  } else {
+    add('fail', 'bubblewrap is not installed', 'Install it: apt-get install bubblewrap (or run `npm run setup`).');
+  }
+
+  const backend = createBubblewrapBackend();
+  let backendReady = false;
+  try {
+    const report = await backend.report();
+    backendReady = true;
+    add('ok', 'user namespaces: bwrap can create a sandbox');
+    add('ok', `seccomp filter: ${report.seccompFilter}`);
+    add(
+      'ok',
+      report.runAs
+        ? `sandboxes run as the unprivileged host account ${report.runAs.name} (uid ${report.runAs.uid})`
+        : `sandboxes run as your own account (uid ${process.getuid?.()}), mapped to uid 1000 inside`,
+    );
+    if (report.cgroups) {
+      const controllers = Object.keys(report.cgroups.parents).join(', ');
+      add('ok', `cgroups v${report.cgroups.version}: memory, process and CPU limits per sandbox (${controllers})`);
+    } else {
+      add(
+        'warn',
+        'cgroups: not available to sandcell; memory is limited per process (RLIMIT_AS) and processes by RLIMIT_NPROC',
+        isRoot()
+          ? 'Mount the cgroup v1 memory/pids controllers, or a cgroup v2 hierarchy with memory and pids delegated.'
+          : 'Run sandcell as root (sandboxes still run unprivileged) to get per-sandbox cgroups.',
+      );
+    }
+    add(
+      report.runAs ? 'ok' : 'warn',
+      report.runAs
+        ? '/mnt/data: a size-capped tmpfs per session'
+        : '/mnt/data: a plain directory; total size is not capped (each file is, by RLIMIT_FSIZE)',
+      report.runAs ? undefined : 'Run sandcell as root to give each session a size-capped tmpfs.',
+    );
+  } catch (error) {
+    add('fail', 'the bubblewrap backend is unavailable', (error as Error).message);
+  }
+
+  if (backendReady) {
+    try {
+      const session = await createSession({ backend, timeoutMs: 60_000 });
+      try {
+        const probe = await session.run(
+          [
+            'import importlib, json',
+            `mods = ${JSON.stringify(REQUIRED_PYTHON_MODULES.map(([name]) => name))}`,
+            'found = {}',
+            'for name in mods:',
+            '    try:',
+            '        found[name] = getattr(importlib.import_module(name), "__version__", "?")',
+            '    except Exception as error:',
+            '        found[name] = None',
+            'print(json.dumps(found))',
+          ].join('\n'),
+        );
+        const found = JSON.parse(probe.stdout.trim() || '{}') as Record<string, string | null>;
+        for (const [module, debianPackage] of REQUIRED_PYTHON_MODULES) {
+          const version = found[module];
+          if (version) add('ok', `python: ${module} ${version}`);
+          else add('fail', `python: ${module} is missing`, `Install it: apt-get install ${debianPackage} (or run \`npm run setup\`).`);
+        }
+        const network = await session.run(
+          'import socket\ntry:\n    socket.create_connection(("1.1.1.1", 53), timeout=1); print("reachable")\nexcept OSError as e:\n    print("blocked")',
+        );
+        add(network.stdout.includes('blocked') ? 'ok' : 'fail', `sandbox network: ${network.stdout.trim()}`);
+      } finally {
+        await session.close();
+      }
+    } catch (error) {
+      add('fail', 'a trial session failed', (error as Error).message);
+    }
+  }
+
+  const failed = checks.some((check) => check.level === 'fail');
+  if (options.json) process.stdout.write(`${JSON.stringify({ ok: !failed, checks }, null, 2)}\n`);
+  else process.stdout.write(failed ? '\nSome checks failed: fix the items marked ✗ above.\n' : '\nsandcell is ready.\n');
+  return failed ? EXIT_SANDBOX_FAILURE : EXIT_OK;
+}

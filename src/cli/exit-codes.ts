@@ -1,0 +1,16 @@
+/** Exit codes of the sandcell command. */
+export const EXIT_OK = 0;
+export const EXIT_CODE_ERROR = 1;
+export const EXIT_USAGE = 2;
+export const EXIT_SANDBOX_FAILURE = 3;
+export const EXIT_TIMEOUT = 124;
+
+/** Thrown by commands to end with a message and an exit code. */
+export class CliExit extends Error {
+  constructor(
+    readonly exitCode: number,
+    message = '',
+  ) {
+    super(message);
+  }
+}

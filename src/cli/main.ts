@@ -1,0 +1,76 @@
+/** The `sandcell` command line. */
+import { Command, CommanderError, Option } from 'commander';
+import { SandcellError } from '../errors.js';
+import { doctorCommand } from './doctor-command.js';
+import { CliExit, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
+import { red } from './render.js';
+import { replCommand } from './repl-command.js';
+import { runCommand } from './run-command.js';
+
+const DEFAULT_OUTPUT_DIR = 'sandcell-output';
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+export function buildProgram(setExitCode: (code: number) => void): Command {
+  const program = new Command('sandcell')
+    .description('A self-hosted code interpreter: stateful, sandboxed Python sessions.')
+    .version(process.env.npm_package_version ?? '0.1.0')
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(red(text)) });
+
+  program
+    .command('run')
+    .description('run Python code in a fresh sandboxed session')
+    .argument('[file]', 'a Python file, or - to read code from stdin')
+    .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
+    .option('-o, --output-dir <dir>', 'where to save charts and files the code wrote', DEFAULT_OUTPUT_DIR)
+    .option('-t, --timeout <seconds>', 'wall-clock limit for the code')
+    .option('--json', 'print the whole execution as one JSON object')
+    .addHelpText(
+      'after',
+      '\nExit codes: 0 ok, 1 error in the code, 2 usage, 3 sandbox failure, 124 timeout.',
+    )
+    .action(async (file: string | undefined, options) => setExitCode(await runCommand(file, options)));
+
+  program
+    .command('repl')
+    .description('an interactive Python prompt in a sandboxed session')
+    .option('-o, --output-dir <dir>', 'where to save charts', DEFAULT_OUTPUT_DIR)
+    .addOption(new Option('-t, --timeout <seconds>', 'wall-clock limit per input'))
+    .action(async (options) => setExitCode(await replCommand(options)));
+
+  program
+    .command('doctor')
+    .description('check that this machine can run sandboxes, and say what to fix')
+    .option('--json', 'print the checks as JSON')
+    .action(async (options) => setExitCode(await doctorCommand(options)));
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let exitCode = 0;
+  const program = buildProgram((code) => {
+    exitCode = code;
+  });
+  try {
+    await program.parseAsync(argv);
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.exitCode === 0 ? 0 : EXIT_USAGE;
+    }
+    if (error instanceof CliExit) {
+      if (error.message) process.stderr.write(`${red(error.message)}\n`);
+      return error.exitCode;
+    }
+    if (error instanceof SandcellError) {
+      process.stderr.write(`${red(`sandcell: ${error.message}`)}\n`);
+      return error.code === 'invalid-input' || error.code === 'invalid-path' ? EXIT_USAGE : EXIT_SANDBOX_FAILURE;
+    }
+    process.stderr.write(`${red(`sandcell: unexpected error: ${(error as Error).stack ?? String(error)}`)}\n`);
+    return EXIT_SANDBOX_FAILURE;
+  }
+}

@@ -1,0 +1,88 @@
+/** Turning an Execution into terminal output and files on disk, for run and repl. */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Execution, ExecutionResult } from '../session/execution.js';
+import { formatTraceback } from '../session/execution.js';
+import type { Session } from '../session/session.js';
+import { normalizeDataPath } from '../internal/data-path.js';
+
+const IMAGE_EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/svg+xml': 'svg' };
+
+const useColor = (stream: NodeJS.WriteStream): boolean => stream.isTTY === true && !process.env.NO_COLOR;
+export const dim = (text: string, stream: NodeJS.WriteStream = process.stdout): string =>
+  useColor(stream) ? `\x1b[2m${text}\x1b[0m` : text;
+export const red = (text: string, stream: NodeJS.WriteStream = process.stderr): string =>
+  useColor(stream) ? `\x1b[31m${text}\x1b[0m` : text;
+
+/** The text a terminal shows for a result: plain text, or a note that an image was saved. */
+export function resultText(result: ExecutionResult): string | undefined {
+  const plain = result.data['text/plain'];
+  return typeof plain === 'string' ? plain : undefined;
+}
+
+/**
+ * Writes images from results into `directory` as figure-N.ext, N the first
+ * free number, so earlier runs' figures are never overwritten.
+ */
+export async function saveResultImages(
+  execution: Execution,
+  directory: string,
+): Promise<{ result: ExecutionResult; file: string }[]> {
+  const saved: { result: ExecutionResult; file: string }[] = [];
+  let index = 0;
+  for (const result of execution.results) {
+    for (const [mime, extension] of Object.entries(IMAGE_EXTENSIONS)) {
+      const content = result.data[mime];
+      if (typeof content !== 'string') continue;
+      await mkdir(directory, { recursive: true });
+      const bytes = mime === 'image/svg+xml' ? Buffer.from(content, 'utf8') : Buffer.from(content, 'base64');
+      for (;;) {
+        index += 1;
+        const file = path.join(directory, `figure-${index}.${extension}`);
+        try {
+          await writeFile(file, bytes, { flag: 'wx' });
+          saved.push({ result, file });
+          break;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        }
+      }
+      break;
+    }
+  }
+  return saved;
+}
+
+/**
+ * Copies the files the code left in /mnt/data into `directory`. Names come
+ * from the sandbox, so each is validated and must land inside `directory`.
+ */
+export async function copyOutputFiles(
+  session: Session,
+  directory: string,
+  skip: Set<string>,
+): Promise<{ path: string; savedTo: string }[]> {
+  const copied: { path: string; savedTo: string }[] = [];
+  const root = path.resolve(directory);
+  for (const entry of await session.files.list('', { recursive: true })) {
+    if (entry.type !== 'file' || skip.has(entry.path)) continue;
+    let relative: string;
+    try {
+      relative = normalizeDataPath(entry.path);
+    } catch {
+      continue;
+    }
+    const target = path.resolve(root, relative);
+    if (!target.startsWith(`${root}${path.sep}`)) continue;
+    const content = await session.files.read(relative).catch(() => undefined);
+    if (!content) continue;
+    await mkdir(path.dirname(target), { recursive: true });
+    await writeFile(target, content);
+    copied.push({ path: relative, savedTo: path.relative(process.cwd(), target) || target });
+  }
+  return copied;
+}
+
+export function printError(execution: Execution): void {
+  if (execution.error) process.stderr.write(`${red(formatTraceback(execution.error))}\n`);
+}

@@ -1,0 +1,124 @@
+/**
+ * `sandcell repl`: an interactive, stateful Python prompt in a sandbox.
+ * Multi-line input follows IPython's completeness rules; Ctrl-C interrupts
+ * the running code (not the session) or clears the line; Ctrl-D quits.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { createSession } from '../session/session.js';
+import { dim, printError, resultText, saveResultImages } from './render.js';
+import { startStatus } from './status.js';
+
+const HISTORY_LIMIT = 1000;
+
+function historyFile(): string {
+  const base = process.env.XDG_STATE_HOME ?? path.join(os.homedir(), '.local', 'state');
+  return path.join(base, 'sandcell', 'repl_history');
+}
+
+function loadHistory(): string[] {
+  try {
+    return readFileSync(historyFile(), 'utf8').split('\n').filter(Boolean).reverse().slice(0, HISTORY_LIMIT);
+  } catch {
+    return [];
+  }
+}
+
+function saveHistory(history: string[]): void {
+  try {
+    mkdirSync(path.dirname(historyFile()), { recursive: true });
+    writeFileSync(historyFile(), `${[...history].reverse().join('\n')}\n`);
+  } catch {
+    // history is a convenience
+  }
+}
+
+export async function replCommand(options: { outputDir: string; timeout?: string }): Promise<number> {
+  const status = startStatus(process.stderr, 'starting sandbox');
+  const timeoutMs = options.timeout ? Number(options.timeout) * 1000 : 0;
+  const session = await createSession(timeoutMs > 0 ? { timeoutMs } : { timeoutMs: 24 * 3600_000 }).finally(() =>
+    status.stop(),
+  );
+  process.stdout.write(
+    dim(`sandcell ${session.id}: Python in a sandbox. Files live in /mnt/data. Ctrl-C interrupts, Ctrl-D quits.\n`),
+  );
+  const terminal = readline.createInterface({
+    input: process.stdin,
+    output: process.stdout,
+    terminal: process.stdin.isTTY === true,
+    history: loadHistory(),
+    historySize: HISTORY_LIMIT,
+    removeHistoryDuplicates: true,
+  });
+  let running: AbortController | undefined;
+  let buffer: string[] = [];
+  terminal.on('SIGINT', () => {
+    if (running) {
+      running.abort();
+      return;
+    }
+    buffer = [];
+    process.stdout.write('\nKeyboardInterrupt\n');
+    terminal.setPrompt('>>> ');
+    terminal.prompt();
+  });
+  const closed = new Promise<void>((resolve) => terminal.once('close', resolve));
+
+  const runCode = async (code: string): Promise<void> => {
+    running = new AbortController();
+    try {
+      const execution = await session.run(code, {
+        signal: running.signal,
+        onStdout: (text) => process.stdout.write(text),
+        onStderr: (text) => process.stderr.write(text),
+      });
+      const images = await saveResultImages(execution, options.outputDir);
+      for (const result of execution.results) {
+        const saved = images.find((image) => image.result === result);
+        const text = saved ? dim(`[image saved to ${saved.file}]`) : resultText(result);
+        if (text === undefined) continue;
+        process.stdout.write(result.type === 'execute_result' ? `Out[${execution.executionCount}]: ${text}\n` : `${text}\n`);
+      }
+      printError(execution);
+      if (execution.stateLostReason) process.stderr.write(`${execution.stateLostReason}\n`);
+    } catch (error) {
+      process.stderr.write(`${(error as Error).message}\n`);
+    } finally {
+      running = undefined;
+    }
+  };
+
+  terminal.setPrompt('>>> ');
+  terminal.prompt();
+  for await (const line of terminal) {
+    buffer.push(line);
+    const code = buffer.join('\n');
+    if (code.trim() === '') {
+      buffer = [];
+      terminal.setPrompt('>>> ');
+      terminal.prompt();
+      continue;
+    }
+    // A blank line ends a block, as in Python's own prompt.
+    const { status, indent } =
+      line.trim() === '' && buffer.length > 1 ? { status: 'complete', indent: 0 } : await session.checkComplete(code);
+    if (status === 'incomplete') {
+      terminal.setPrompt('... ');
+      terminal.prompt();
+      if (indent > 0) terminal.write(' '.repeat(indent));
+      continue;
+    }
+    buffer = [];
+    // Input stays flowing while code runs, so Ctrl-C reaches the SIGINT handler.
+    await runCode(code);
+    terminal.setPrompt('>>> ');
+    terminal.prompt();
+  }
+  await closed;
+  saveHistory([...((terminal as unknown as { history?: string[] }).history ?? [])]);
+  process.stdout.write('\n');
+  await session.close();
+  return 0;
+}

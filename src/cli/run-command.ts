@@ -1,0 +1,96 @@
+/** `sandcell run`: one file of code in a fresh session; output as it comes, files saved after. */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { InvalidInputError } from '../errors.js';
+import type { Execution } from '../session/execution.js';
+import { createSession } from '../session/session.js';
+import { CliExit, EXIT_CODE_ERROR, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
+import { copyOutputFiles, dim, printError, resultText, saveResultImages } from './render.js';
+import { type Status, startStatus } from './status.js';
+
+export interface RunCommandOptions {
+  upload: string[];
+  outputDir: string;
+  timeout?: string;
+  json?: boolean;
+}
+
+async function readCode(file: string | undefined): Promise<string> {
+  if (file && file !== '-') {
+    try {
+      return await readFile(file, 'utf8');
+    } catch (error) {
+      throw new CliExit(EXIT_USAGE, `Cannot read ${file}: ${(error as Error).message}`);
+    }
+  }
+  if (process.stdin.isTTY) {
+    throw new CliExit(EXIT_USAGE, 'Give a file to run, or pipe code in: `sandcell run script.py` or `echo "1+1" | sandcell run -`.');
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function parseTimeout(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw new CliExit(EXIT_USAGE, `--timeout takes a positive number of seconds; got ${JSON.stringify(value)}.`);
+  }
+  return seconds * 1000;
+}
+
+export function exitCodeFor(execution: Execution): number {
+  if (execution.status === 'timeout') return EXIT_TIMEOUT;
+  return execution.status === 'error' ? EXIT_CODE_ERROR : EXIT_OK;
+}
+
+export async function runCommand(file: string | undefined, options: RunCommandOptions): Promise<number> {
+  const timeoutMs = parseTimeout(options.timeout);
+  const code = await readCode(file);
+  const uploads = await Promise.all(
+    options.upload.map(async (hostPath) => {
+      try {
+        return { name: path.basename(hostPath), content: await readFile(hostPath) };
+      } catch (error) {
+        throw new CliExit(EXIT_USAGE, `Cannot upload ${hostPath}: ${(error as Error).message}`);
+      }
+    }),
+  );
+  const status: Status = startStatus(options.json ? undefined : process.stderr, 'starting sandbox');
+  const session = await createSession(timeoutMs ? { timeoutMs } : {}).finally(() => status.stop());
+  try {
+    for (const upload of uploads) {
+      await session.files.write(upload.name, upload.content);
+      if (!options.json) process.stderr.write(dim(`uploaded ${upload.name} → /mnt/data/${upload.name}\n`, process.stderr));
+    }
+    const live = !options.json;
+    const execution = await session.run(code, {
+      onStdout: live ? (text) => process.stdout.write(text) : undefined,
+      onStderr: live ? (text) => process.stderr.write(text) : undefined,
+    });
+    const images = await saveResultImages(execution, options.outputDir);
+    const files = await copyOutputFiles(session, options.outputDir, new Set(uploads.map((upload) => upload.name)));
+    if (options.json) {
+      process.stdout.write(
+        `${JSON.stringify({ ...execution, images: images.map((image) => image.file), files })}\n`,
+      );
+      return exitCodeFor(execution);
+    }
+    for (const result of execution.results) {
+      const saved = images.find((image) => image.result === result);
+      const text = saved ? dim(`[image saved to ${saved.file}]`) : resultText(result);
+      if (text !== undefined) process.stdout.write(`${text}\n`);
+    }
+    printError(execution);
+    if (execution.outputTruncated) process.stderr.write(dim('[output was cut at the per-execution limit]\n', process.stderr));
+    if (execution.stateLostReason && execution.status !== 'timeout') process.stderr.write(`${execution.stateLostReason}\n`);
+    for (const copied of files) process.stdout.write(`${dim(`[file saved to ${copied.savedTo}]`)}\n`);
+    return exitCodeFor(execution);
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);
+    throw error;
+  } finally {
+    await session.close();
+  }
+}
