@@ -511,13 +511,18 @@ class Kernel:
                 stb = self.SyntaxTB.structured_traceback(etype, value, [])
                 kernel.emit_error(etype, value, stb)
 
+        from traitlets.config import Config
+
+        config = Config()
+        # No history database: nothing written to disk, no open file behind the user's back.
+        config.HistoryManager.enabled = False
+        config.HistoryManager.hist_file = ":memory:"
         self.shell = Shell.instance(
+            config=config,
             displayhook_class=HostDisplayHook,
             display_pub_class=HostDisplayPublisher,
             colors="NoColor",
-            history_length=0,
         )
-        self.shell.history_manager.enabled = False
         self.shell.display_formatter.active_types = list(MIME_TYPES)
         # Plain-text tracebacks for models and terminals alike.
         self.shell.InteractiveTB.set_mode("Context")

@@ -99,6 +99,11 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): strin
     '--bind',
     input.dataDirectory,
     '/mnt/data',
+    // bwrap's own root and /dev are tmpfs: make them read-only once everything is mounted.
+    '--remount-ro',
+    '/dev',
+    '--remount-ro',
+    '/',
     '--chdir',
     '/mnt/data',
     '--clearenv',

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { buildBubblewrapArguments, sandboxEnvironment } from './arguments.js';
+
+const input = {
+  dataDirectory: '/run/sandcell/sessions/1-abc',
+  etcDirectory: '/run/sandcell/etc',
+  kernelDirectory: '/run/sandcell/kernel',
+  seccompDescriptor: 3,
+  tmpBytes: 1024 * 1024,
+  environment: { PATH: '/usr/bin' },
+  pythonPath: '/usr/bin/python3',
+};
+
+function pairs(args: string[], flag: string): string[][] {
+  const found: string[][] = [];
+  args.forEach((arg, index) => {
+    if (arg === flag) found.push(args.slice(index + 1, index + 3));
+  });
+  return found;
+}
+
+describe('buildBubblewrapArguments', () => {
+  const args = buildBubblewrapArguments(input);
+
+  it('unshares every namespace and forbids new user namespaces', () => {
+    for (const flag of ['--unshare-user', '--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup', '--disable-userns', '--new-session', '--die-with-parent']) {
+      expect(args).toContain(flag);
+    }
+    expect(args.join(' ')).toContain('--cap-drop ALL');
+    expect(args.join(' ')).toContain('--seccomp 3');
+  });
+
+  it('binds the system read-only and only /mnt/data writable, with a capped /tmp', () => {
+    const writable = pairs(args, '--bind');
+    expect(writable).toEqual([[input.dataDirectory, '/mnt/data']]);
+    expect(args.join(' ')).toContain(`--size ${1024 * 1024} --tmpfs /tmp`);
+    expect(pairs(args, '--ro-bind')).toContainEqual(['/usr', '/usr']);
+    const everything = args.join(' ');
+    for (const secret of ['/etc/shadow', '/root', '/home', process.cwd()]) expect(everything).not.toContain(` ${secret} `);
+  });
+
+  it('starts from an empty environment', () => {
+    expect(args).toContain('--clearenv');
+    const environment = sandboxEnvironment({ kernelOptions: {}, threads: 1 });
+    expect(Object.keys(environment)).not.toContain('OPENAI_API_KEY');
+    expect(environment.HOME).toBe('/tmp');
+  });
+});

@@ -1,0 +1,248 @@
+/**
+ * The functional contract every sandbox backend passes: run it with
+ * runBackendContract({ name, createBackend }) from a vitest file.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SandboxBackend } from '../../src/backends/spec.js';
+import { FileOperationError, InvalidInputError, InvalidPathError, SessionClosedError } from '../../src/errors.js';
+import type { SessionOptions } from '../../src/session/options.js';
+import { Session } from '../../src/session/session.js';
+
+export interface ContractOptions {
+  name: string;
+  createBackend: () => SandboxBackend;
+}
+
+/** True while `pid` runs; a zombie (ended, waiting for its parent to reap it) counts as ended. */
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+export async function withSession<T>(
+  backend: SandboxBackend,
+  options: SessionOptions,
+  body: (session: Session) => Promise<T>,
+): Promise<T> {
+  const session = await Session.create({ ...options, backend });
+  try {
+    return await body(session);
+  } finally {
+    await session.close();
+  }
+}
+
+export function runBackendContract({ name, createBackend }: ContractOptions): void {
+  describe(`backend contract: ${name}`, () => {
+    const backend = createBackend();
+    let session: Session;
+
+    beforeAll(async () => {
+      session = await Session.create({ backend });
+    });
+    afterAll(async () => {
+      await session?.close();
+    });
+
+    it('returns the value of the last expression, and keeps state between runs', async () => {
+      const first = await session.run('1+1');
+      expect(first.status).toBe('ok');
+      expect(first.results).toEqual([{ type: 'execute_result', data: { 'text/plain': '2' }, metadata: {} }]);
+      await session.run('counter = 41');
+      const second = await session.run('counter + 1');
+      expect(second.results[0]?.data['text/plain']).toBe('42');
+      expect(second.executionCount).toBeGreaterThan(first.executionCount);
+    });
+
+    it('streams stdout and stderr as they happen, including output written straight to fd 1 and 2', async () => {
+      const seen: string[] = [];
+      const execution = await session.run(
+        [
+          'import os, subprocess, sys, time, ctypes',
+          'print("from print", flush=True)',
+          'time.sleep(0.3)',
+          'print("to stderr", file=sys.stderr)',
+          'os.system("echo from-os-system")',
+          'subprocess.run(["sh", "-c", "echo from-subprocess; echo sub-err >&2"])',
+          'os.write(1, b"raw fd write\\n")',
+          'ctypes.CDLL(None).printf(b"from C printf\\n")',
+        ].join('\n'),
+        { onStdout: (text) => seen.push(text) },
+      );
+      expect(execution.status).toBe('ok');
+      expect(seen[0]).toBe('from print\n'); // arrived before the run ended
+      for (const line of ['from print', 'from-os-system', 'from-subprocess', 'raw fd write', 'from C printf']) {
+        expect(execution.stdout).toContain(line);
+      }
+      expect(execution.stderr).toContain('to stderr');
+      expect(execution.stderr).toContain('sub-err');
+    });
+
+    it('gives rich results as MIME bundles: DataFrames as HTML, figures as PNG, SVG and JSON', async () => {
+      const frame = await session.run('import pandas as pd\npd.DataFrame({"a": [1, 2], "b": ["x", "y"]})');
+      expect(frame.results[0]?.data['text/html']).toContain('<table');
+      expect(frame.results[0]?.data['text/plain']).toContain('a');
+
+      const figure = await session.run('import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title("t")');
+      const png = figure.results.find((result) => result.type === 'display_data' && result.data['image/png']);
+      expect(png).toBeDefined();
+      const bytes = Buffer.from(String(png?.data['image/png']), 'base64');
+      expect(bytes.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+
+      const other = await session.run(
+        'from IPython.display import SVG, JSON, display\n' +
+          'display(SVG("<svg xmlns=\'http://www.w3.org/2000/svg\' width=\'4\' height=\'4\'></svg>"))\n' +
+          'display(JSON({"k": [1, 2]}))',
+      );
+      expect(other.results[0]?.data['image/svg+xml']).toContain('<svg');
+      expect(other.results[1]?.data['application/json']).toEqual({ k: [1, 2] });
+    });
+
+    it('reports errors in user code as data, with the traceback, and keeps going', async () => {
+      const execution = await session.run('def f():\n    return 1 / 0\nf()');
+      expect(execution.status).toBe('error');
+      expect(execution.error?.name).toBe('ZeroDivisionError');
+      expect(execution.error?.value).toBe('division by zero');
+      expect(execution.error?.traceback.join('\n')).toContain('return 1 / 0');
+      const syntax = await session.run('def broken(:');
+      expect(syntax.status).toBe('error');
+      expect(syntax.error?.name).toBe('SyntaxError');
+      expect((await session.run('"still here"')).results[0]?.data['text/plain']).toBe("'still here'");
+    });
+
+    it('runs a second run after the first, in order (runs queue)', async () => {
+      const slow = session.run('import time\ntime.sleep(0.3)\norder = ["slow"]');
+      const fast = session.run('order.append("fast")\norder');
+      const [first, second] = await Promise.all([slow, fast]);
+      expect(first.status).toBe('ok');
+      expect(second.results[0]?.data['text/plain']).toBe("['slow', 'fast']");
+    });
+
+    it('interrupts code at the timeout and keeps the state when the code stops', async () => {
+      await session.run('kept = "yes"');
+      const execution = await session.run('import time\nwhile True:\n    time.sleep(0.01)', { timeoutMs: 500 });
+      expect(execution.status).toBe('timeout');
+      expect(execution.error?.name).toBe('TimeoutError');
+      expect(execution.stateLost).toBeUndefined();
+      expect((await session.run('kept')).results[0]?.data['text/plain']).toBe("'yes'");
+    });
+
+    it('interrupts a pure-Python busy loop too', async () => {
+      const execution = await session.run('while True:\n    pass', { timeoutMs: 500 });
+      expect(execution.status).toBe('timeout');
+      expect(execution.stateLost).toBeUndefined();
+    });
+
+    it('aborts a run through its AbortSignal', async () => {
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 300);
+      const execution = await session.run('import time\ntime.sleep(30)', { signal: controller.signal });
+      expect(execution.status).toBe('error');
+      expect(execution.error?.name).toBe('KeyboardInterrupt');
+    });
+
+    it('moves files in and out of /mnt/data', async () => {
+      const binary = Buffer.from([0, 1, 2, 255, 254, 10, 13]);
+      await session.files.write('in/data.bin', binary);
+      await session.files.write('/mnt/data/notes.txt', 'héllo');
+      const seen = await session.run('import os\nsorted(os.listdir("/mnt/data/in")), open("notes.txt", encoding="utf-8").read()');
+      expect(seen.results[0]?.data['text/plain']).toBe("(['data.bin'], 'héllo')");
+      await session.run('open("/mnt/data/made.csv", "w").write("a,b\\n1,2\\n")');
+      expect((await session.files.read('made.csv')).toString()).toBe('a,b\n1,2\n');
+      expect(await session.files.read('in/data.bin')).toEqual(binary);
+      const listing = await session.files.list('', { recursive: true });
+      expect(listing.map((entry) => entry.path)).toEqual(expect.arrayContaining(['in', 'in/data.bin', 'notes.txt', 'made.csv']));
+      expect(listing.find((entry) => entry.path === 'in/data.bin')).toMatchObject({ type: 'file', size: 7 });
+      await session.files.remove('in');
+      await expect(session.files.read('in/data.bin')).rejects.toMatchObject({ reason: 'not-found' });
+      await expect(session.files.read('missing.txt')).rejects.toBeInstanceOf(FileOperationError);
+    });
+
+    it('refuses paths that leave /mnt/data, before they reach the sandbox', async () => {
+      for (const path of ['../../etc/passwd', '/etc/passwd', 'a/../../b', 'nul\0byte']) {
+        await expect(session.files.read(path)).rejects.toBeInstanceOf(InvalidPathError);
+        await expect(session.files.write(path, 'x')).rejects.toBeInstanceOf(InvalidPathError);
+      }
+    });
+
+    it('handles bad code input with typed errors or well-defined results', async () => {
+      const empty = await session.run('');
+      expect(empty).toMatchObject({ status: 'ok', stdout: '', results: [] });
+      const nul = await session.run('x = 1\0');
+      expect(nul.status).toBe('error');
+      await expect(session.run('#'.repeat(10 * 1024 * 1024))).rejects.toBeInstanceOf(InvalidInputError);
+      await expect(session.run(42 as unknown as string)).rejects.toBeInstanceOf(InvalidInputError);
+      const invalidUtf8 = await session.run('import os\nos.write(1, b"bad \\xff\\xfe bytes\\n")\nprint("\\udcff")');
+      expect(invalidUtf8.status).toBe('ok');
+      expect(invalidUtf8.stdout).toContain('bad \uFFFD\uFFFD bytes');
+      expect((await session.run('1')).status).toBe('ok');
+    });
+
+    it('cuts a flood of output at the per-execution cap', async () => {
+      await withSession(backend, { outputBytes: 64 * 1024 }, async (small) => {
+        const execution = await small.run('while True:\n    print("x" * 10000)', { timeoutMs: 1500 });
+        expect(execution.status).toBe('timeout');
+        expect(execution.outputTruncated).toBe(true);
+        expect(Buffer.byteLength(execution.stdout)).toBeLessThanOrEqual(64 * 1024);
+        expect(Buffer.byteLength(execution.stdout)).toBeGreaterThan(32 * 1024);
+      });
+    });
+
+    it('kills and restarts a kernel that ignores the interrupt; state is lost and says so, files stay', async () => {
+      await withSession(backend, { interruptGraceMs: 500 }, async (fresh) => {
+        await fresh.files.write('keep.txt', 'kept');
+        await fresh.run('value = 1');
+        const execution = await fresh.run(
+          'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)',
+          { timeoutMs: 500 },
+        );
+        expect(execution.status).toBe('timeout');
+        expect(execution.stateLost).toBe(true);
+        expect(execution.stateLostReason).toMatch(/state .*was lost/);
+        const after = await fresh.run('value');
+        expect(after.error?.name).toBe('NameError');
+        expect((await fresh.files.read('keep.txt')).toString()).toBe('kept');
+      });
+    });
+
+    it('reports a crashed kernel plainly and starts a new one', async () => {
+      await withSession(backend, {}, async (fresh) => {
+        await fresh.run('value = 1');
+        const crash = await fresh.run('import os, signal\nos.kill(os.getpid(), signal.SIGKILL)');
+        expect(crash.status).toBe('error');
+        expect(crash.error?.name).toBe('KernelDied');
+        expect(crash.stateLost).toBe(true);
+        expect((await fresh.run('2 * 21')).results[0]?.data['text/plain']).toBe('42');
+      });
+    });
+
+    it('reset clears variables; restart replaces the kernel; both keep files', async () => {
+      await withSession(backend, {}, async (fresh) => {
+        await fresh.files.write('f.txt', 'x');
+        await fresh.run('a = 1');
+        await fresh.reset();
+        expect((await fresh.run('a')).error?.name).toBe('NameError');
+        await fresh.run('b = 2');
+        await fresh.restart();
+        expect((await fresh.run('b')).error?.name).toBe('NameError');
+        expect((await fresh.files.read('f.txt')).toString()).toBe('x');
+      });
+    });
+
+    it('after close, no process of the session remains and it refuses work', async () => {
+      const fresh = await Session.create({ backend });
+      await fresh.run('import subprocess\nsubprocess.Popen(["sleep", "600"])');
+      const usage = await fresh.usage();
+      await fresh.close();
+      for (const pid of usage.processIds ?? []) expect(isAlive(pid)).toBe(false);
+      await expect(fresh.run('1')).rejects.toBeInstanceOf(SessionClosedError);
+      await expect(fresh.files.list()).rejects.toBeInstanceOf(SessionClosedError);
+      await fresh.close(); // idempotent
+    });
+  });
+}

@@ -1,0 +1,400 @@
+/**
+ * The security contract every backend passes. Each case first runs a
+ * harmless canary in the same session, so a sandbox that failed to start
+ * cannot pass as "blocked"; then the attack must fail inside the session and
+ * the host must be unaffected.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { SandboxBackend } from '../../src/backends/spec.js';
+import { FileOperationError } from '../../src/errors.js';
+import type { Execution } from '../../src/session/execution.js';
+import type { SessionOptions } from '../../src/session/options.js';
+import type { Session } from '../../src/session/session.js';
+import { type ContractOptions, withSession } from './backend-contract.js';
+
+async function canary(session: Session): Promise<void> {
+  const token = randomBytes(6).toString('hex');
+  const execution = await session.run(`print("canary-${token}")`);
+  expect(execution.status).toBe('ok');
+  expect(execution.stdout).toBe(`canary-${token}\n`);
+}
+
+/** Runs `code` after the canary; the code prints one line per attempt. */
+async function attempt(backend: SandboxBackend, code: string, options: SessionOptions = {}): Promise<Execution> {
+  return withSession(backend, options, async (session) => {
+    await canary(session);
+    return session.run(code, { timeoutMs: 20_000 });
+  });
+}
+
+const SYSCALL_PROBE = `
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+def probe(name, number, *args):
+    result = libc.syscall(number, *args)
+    print(name, "allowed" if result >= 0 else "denied:" + errno.errorcode.get(ctypes.get_errno(), "?"))
+`;
+
+export function runSecurityContract({ name, createBackend }: ContractOptions): void {
+  describe(`security contract: ${name}`, () => {
+    const backend = createBackend();
+
+    it('runs as an unprivileged user with no capabilities, no_new_privs and seccomp', async () => {
+      const execution = await attempt(
+        backend,
+        'import os\nstatus = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)\n' +
+          'print(os.getuid(), os.geteuid(), status["CapEff"].strip(), status["CapBnd"].strip(), status["NoNewPrivs"].strip(), status["Seccomp"].strip())',
+      );
+      const [uid, euid, effective, bounding, noNewPrivs, seccomp] = execution.stdout.trim().split(' ');
+      expect(uid).not.toBe('0');
+      expect(euid).not.toBe('0');
+      expect(effective).toBe('0000000000000000');
+      expect(bounding).toBe('0000000000000000');
+      expect(noNewPrivs).toBe('1');
+      expect(seccomp).toBe('2');
+    });
+
+    it("cannot read /etc/shadow or a secret in the host user's home", async () => {
+      const secretDirectory = mkdtempSync(path.join(os.homedir(), '.sandcell-secret-'));
+      const secret = `secret-${randomBytes(8).toString('hex')}`;
+      const secretFile = path.join(secretDirectory, 'token.txt');
+      writeFileSync(secretFile, secret);
+      try {
+        const execution = await attempt(
+          backend,
+          `import glob, os
+for target in ["/etc/shadow", ${JSON.stringify(secretFile)}, "/root/.bashrc"]:
+    try:
+        print(target, "READ", open(target).read()[:200])
+    except OSError as error:
+        print(target, "blocked", type(error).__name__)
+print("listing", glob.glob("/root/*") + glob.glob("/home/*") + glob.glob(${JSON.stringify(`${secretDirectory}/*`)}))`,
+        );
+        expect(execution.stdout).not.toContain('READ');
+        expect(execution.stdout).not.toContain(secret);
+        expect(execution.stdout).toContain('listing []');
+        expect(execution.stdout.match(/blocked/g)).toHaveLength(3);
+      } finally {
+        rmSync(secretDirectory, { recursive: true, force: true });
+      }
+    });
+
+    it('cannot write outside /mnt/data and /tmp; the host is untouched', async () => {
+      const marker = `sandcell-pwned-${randomBytes(4).toString('hex')}`;
+      const targets = ['/', '/etc', '/usr', '/usr/lib', '/opt/sandcell', '/root', '/home', '/var', '/dev', '/proc', '/mnt', '/bin'];
+      const execution = await attempt(
+        backend,
+        `import os
+for directory in ${JSON.stringify(targets)}:
+    try:
+        with open(os.path.join(directory, ${JSON.stringify(marker)}), "w") as handle:
+            handle.write("x")
+        print(directory, "WROTE")
+    except OSError as error:
+        print(directory, "blocked")
+for directory in ["/mnt/data", "/tmp"]:
+    open(os.path.join(directory, "ok.txt"), "w").write("fine")
+    print(directory, "writable")`,
+      );
+      expect(execution.stdout).not.toContain('WROTE');
+      expect(execution.stdout.match(/blocked/g)).toHaveLength(targets.length);
+      expect(execution.stdout).toContain('/mnt/data writable');
+      expect(execution.stdout).toContain('/tmp writable');
+      for (const directory of targets) expect(existsSync(path.join(directory, marker))).toBe(false);
+    });
+
+    it('has no network: not an IP, not DNS, not the metadata service, not a listener on the host loopback', async () => {
+      let connections = 0;
+      const server = createServer((socket) => {
+        connections += 1;
+        socket.end('host-secret');
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const port = (server.address() as { port: number }).port;
+      try {
+        const execution = await attempt(
+          backend,
+          `import socket
+def connect(label, host, port):
+    try:
+        with socket.create_connection((host, port), timeout=2) as connection:
+            print(label, "CONNECTED", connection.recv(100))
+    except OSError as error:
+        print(label, "blocked", type(error).__name__)
+connect("ip", "1.1.1.1", 53)
+connect("metadata", "169.254.169.254", 80)
+connect("host-loopback", "127.0.0.1", ${port})
+try:
+    print("dns", "RESOLVED", socket.getaddrinfo("example.com", 80))
+except OSError as error:
+    print("dns", "blocked", type(error).__name__)
+try:
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.sendto(b"x", ("8.8.8.8", 53))
+    print("udp", "SENT")
+except OSError as error:
+    print("udp", "blocked", type(error).__name__)
+import os
+print("interfaces", sorted(os.listdir("/sys/class/net")) if os.path.exists("/sys/class/net") else [])`,
+        );
+        expect(execution.stdout).not.toMatch(/CONNECTED|RESOLVED|SENT|host-secret/);
+        expect(execution.stdout.match(/blocked/g)).toHaveLength(5);
+        expect(connections).toBe(0);
+      } finally {
+        server.close();
+      }
+    });
+
+    it('cannot see or signal host processes', async () => {
+      const execution = await attempt(
+        backend,
+        `import os, signal
+pids = sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
+commands = [open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")[0].decode() for pid in pids if os.path.exists(f"/proc/{pid}/cmdline")]
+print("count", len(pids))
+print("commands", commands)
+try:
+    os.kill(${process.pid}, signal.SIGKILL)
+    print("KILLED host")
+except OSError as error:
+    print("signal", "blocked", type(error).__name__)`,
+      );
+      expect(execution.stdout).toContain('signal blocked');
+      const count = Number(/count (\d+)/.exec(execution.stdout)?.[1]);
+      expect(count).toBeGreaterThan(0);
+      expect(count).toBeLessThan(6);
+      expect(execution.stdout).not.toMatch(/node|vitest|systemd|dockerd/);
+    });
+
+    it('killing every process it can see ends only the sandbox', async () => {
+      await withSession(backend, {}, async (session) => {
+        await canary(session);
+        const execution = await session.run('import os, signal\nos.kill(-1, signal.SIGKILL)\nos.kill(1, signal.SIGKILL)', { timeoutMs: 10_000 });
+        expect(['error', 'ok']).toContain(execution.status);
+        // The host process is alive (this test runs), and the session comes back.
+        await canary(session);
+      });
+    });
+
+    it('blocks ptrace, mount, unshare, setns, keyctl, bpf, perf, io_uring, userfaultfd and module loading', async () => {
+      const execution = await attempt(
+        backend,
+        `${SYSCALL_PROBE}
+probe("ptrace", 101, 16, 1, 0, 0)              # PTRACE_ATTACH to pid 1
+probe("mount", 165, b"none", b"/tmp", b"tmpfs", 0, 0)
+probe("umount2", 166, b"/proc", 0)
+probe("unshare", 272, 0x10000000)              # CLONE_NEWUSER
+probe("unshare-net", 272, 0x40000000)
+probe("setns", 308, 0, 0)
+probe("chroot", 161, b"/tmp")
+probe("pivot_root", 155, b"/tmp", b"/tmp")
+probe("keyctl", 250, 0, 0, 0, 0, 0)
+probe("add_key", 248, b"user", b"k", b"v", 1, 0xfffffffd)
+probe("bpf", 321, 0, 0, 0)
+probe("perf_event_open", 298, 0, 0, -1, -1, 0)
+probe("io_uring_setup", 425, 1, 0)
+probe("userfaultfd", 323, 0)
+probe("init_module", 175, 0, 0, b"")
+probe("kexec_load", 246, 0, 0, 0, 0)
+probe("personality", 135, 0x0040000)
+probe("open_tree", 428, -100, b"/", 0)
+probe("fsopen", 430, b"tmpfs", 0)
+probe("process_vm_readv", 310, 1, 0, 0, 0, 0, 0)`,
+      );
+      const lines = execution.stdout.trim().split('\n');
+      expect(lines).toHaveLength(20);
+      for (const line of lines) expect(line).toMatch(/ denied:/);
+    });
+
+    it('blocks terminal injection (TIOCSTI, TIOCLINUX) even with high bits set', async () => {
+      const execution = await attempt(
+        backend,
+        `import fcntl, errno
+for name, request in [("TIOCSTI", 0x5412), ("TIOCLINUX", 0x541C), ("TIOCSTI-high-bits", 0x5412 | (1 << 32))]:
+    try:
+        fcntl.ioctl(0, request, b"x")
+        print(name, "ALLOWED")
+    except OSError as error:
+        print(name, errno.errorcode[error.errno])`,
+      );
+      // EPERM comes from seccomp; without it the kernel would answer ENOTTY for /dev/null.
+      expect(execution.stdout.trim().split('\n')).toEqual(['TIOCSTI EPERM', 'TIOCLINUX EPERM', 'TIOCSTI-high-bits EPERM']);
+    });
+
+    it('allows only unix and inet sockets: netlink, packet and others are refused', async () => {
+      const execution = await attempt(
+        backend,
+        `import socket
+for name, family, kind in [("unix", socket.AF_UNIX, socket.SOCK_STREAM), ("inet", socket.AF_INET, socket.SOCK_STREAM), ("netlink", socket.AF_NETLINK, socket.SOCK_RAW), ("packet", socket.AF_PACKET, socket.SOCK_RAW), ("vsock", 40, socket.SOCK_STREAM), ("alg", 38, socket.SOCK_SEQPACKET)]:
+    try:
+        socket.socket(family, kind).close()
+        print(name, "allowed")
+    except OSError as error:
+        print(name, "denied")`,
+      );
+      expect(execution.stdout.trim().split('\n')).toEqual([
+        'unix allowed',
+        'inet allowed',
+        'netlink denied',
+        'packet denied',
+        'vsock denied',
+        'alg denied',
+      ]);
+    });
+
+    it('cannot write /proc/sys', async () => {
+      const execution = await attempt(
+        backend,
+        `for target in ["/proc/sys/kernel/hostname", "/proc/sys/vm/drop_caches", "/proc/sysrq-trigger"]:
+    try:
+        open(target, "w").write("1")
+        print(target, "WROTE")
+    except OSError as error:
+        print(target, "blocked")`,
+      );
+      expect(execution.stdout).not.toContain('WROTE');
+      expect(execution.stdout.match(/blocked/g)).toHaveLength(3);
+    });
+
+    it('sees none of the host environment', async () => {
+      const canaryName = 'SANDCELL_TEST_CANARY_API_KEY';
+      const value = `sk-${randomBytes(8).toString('hex')}`;
+      process.env[canaryName] = value;
+      try {
+        const execution = await attempt(
+          backend,
+          'import os\nprint(sorted(os.environ))\nprint(open("/proc/self/environ", "rb").read())\nprint(open("/proc/1/environ", "rb").read() if os.access("/proc/1/environ", os.R_OK) else b"")',
+        );
+        expect(execution.stdout).not.toContain(value);
+        expect(execution.stdout).not.toContain(canaryName);
+        expect(execution.stdout).not.toMatch(/OPENAI|ANTHROPIC|AWS_|npm_/);
+      } finally {
+        delete process.env[canaryName];
+      }
+    });
+
+    it('inherits no file descriptor from the host', async () => {
+      const execution = await attempt(
+        backend,
+        `import os, subprocess
+targets = []
+for name in os.listdir("/proc/self/fd"):
+    try:
+        targets.append(os.readlink(f"/proc/self/fd/{name}"))
+    except OSError:
+        pass  # the descriptor listdir itself used
+print("kernel", sorted(set(target.split(":")[0] for target in targets)))
+print("child", subprocess.run(["ls", "/proc/self/fd"], capture_output=True, text=True).stdout.split())`,
+      );
+      const kernel = /kernel (.*)/.exec(execution.stdout)?.[1] ?? '';
+      // pipes to the host, /dev/null, and the directory being listed: nothing else.
+      const kinds = JSON.parse(kernel.replace(/'/g, '"')) as string[];
+      expect(kinds).toContain('pipe');
+      for (const kind of kinds) expect(['pipe', '/dev/null', 'anon_inode']).toContain(kind);
+      const child = JSON.parse((/child (.*)/.exec(execution.stdout)?.[1] ?? '[]').replace(/'/g, '"')) as string[];
+      expect(child.map(Number).every((fd) => fd <= 3)).toBe(true);
+    });
+
+    it('never lets session.files follow a link the sandbox planted', async () => {
+      await withSession(backend, {}, async (session) => {
+        await canary(session);
+        const planted = await session.run(
+          `import os
+os.symlink("/etc/passwd", "/mnt/data/passwd-link")
+os.symlink("/root", "/mnt/data/root-link")
+os.symlink("/", "/mnt/data/slash")
+open("/mnt/data/own.txt", "w").write("mine")
+os.link("/mnt/data/own.txt", "/mnt/data/hard-link")
+try:
+    os.link("/etc/passwd", "/mnt/data/passwd-hard")
+    print("hard link to /etc/passwd MADE")
+except OSError as error:
+    print("cross-mount hard link refused")`,
+        );
+        expect(planted.stdout).toContain('refused');
+        for (const target of ['passwd-link', 'root-link/.bashrc', 'slash/etc/passwd', 'hard-link']) {
+          const error = await session.files.read(target).then(
+            () => undefined,
+            (failure: unknown) => failure,
+          );
+          expect(error).toBeInstanceOf(FileOperationError);
+        }
+        await expect(session.files.list('slash')).rejects.toBeInstanceOf(FileOperationError);
+        await expect(session.files.write('slash/etc/x', 'x')).rejects.toBeInstanceOf(FileOperationError);
+        const listing = await session.files.list();
+        expect(listing.find((entry) => entry.path === 'passwd-link')?.type).toBe('symlink');
+      });
+    });
+
+    it('survives a fork bomb within the process limit', async () => {
+      await withSession(backend, { limits: { processes: 64 } }, async (session) => {
+        await canary(session);
+        const execution = await session.run(
+          'import os\nchildren = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            import time; time.sleep(30); os._exit(0)\n        children += 1\nexcept OSError as error:\n    print("stopped after", children, type(error).__name__)',
+          { timeoutMs: 15_000 },
+        );
+        const stopped = Number(/stopped after (\d+)/.exec(execution.stdout)?.[1]);
+        expect(stopped).toBeGreaterThan(0);
+        expect(stopped).toBeLessThan(64);
+        await session.restart();
+        await canary(session);
+      });
+    });
+
+    it('survives a memory bomb within the memory limit', async () => {
+      await withSession(backend, { limits: { memoryBytes: 256 * 1024 * 1024 } }, async (session) => {
+        await canary(session);
+        const execution = await session.run('hog = []\nwhile True:\n    hog.append(b"x" * (32 * 1024 * 1024))', {
+          timeoutMs: 30_000,
+        });
+        expect(execution.status).toBe('error');
+        // With a memory cgroup the kernel is OOM-killed; with RLIMIT_AS Python raises MemoryError.
+        expect(['MemoryError', 'KernelDied']).toContain(execution.error?.name);
+        if (execution.error?.name === 'KernelDied') expect(execution.error.value).toMatch(/memory/);
+        await canary(session);
+      });
+    });
+
+    it('cannot fill the disk: /mnt/data and /tmp are capped', async () => {
+      const execution = await attempt(
+        backend,
+        `import os
+for directory in ["/mnt/data", "/tmp"]:
+    written = 0
+    try:
+        with open(os.path.join(directory, "fill.bin"), "wb") as handle:
+            while written < 512 * 1024 * 1024:
+                handle.write(b"\\0" * (1024 * 1024))
+                handle.flush()
+                written += 1024 * 1024
+        print(directory, "UNCAPPED", written)
+    except OSError as error:
+        print(directory, "capped", written // (1024 * 1024))
+    try:
+        os.remove(os.path.join(directory, "fill.bin"))
+    except OSError:
+        pass`,
+        { limits: { dataBytes: 16 * 1024 * 1024, tmpBytes: 16 * 1024 * 1024, fileSizeBytes: 16 * 1024 * 1024 } },
+      );
+      expect(execution.stdout).not.toContain('UNCAPPED');
+      for (const line of execution.stdout.trim().split('\n')) {
+        expect(Number(line.split(' ').pop())).toBeLessThanOrEqual(16);
+      }
+    });
+
+    it('stops an endless sleep at the timeout', async () => {
+      await withSession(backend, {}, async (session) => {
+        await canary(session);
+        const execution = await session.run('import time\ntime.sleep(3600)', { timeoutMs: 800 });
+        expect(execution.status).toBe('timeout');
+        expect(execution.durationMs).toBeLessThan(10_000);
+        await canary(session);
+      });
+    });
+  });
+}
