@@ -45,7 +45,15 @@ export interface RunOptions {
   onResult?: (result: ExecutionResult) => void;
 }
 
-/** The traceback as one block of text, as a terminal shows it. */
+/**
+ * The traceback as one block of text, as a terminal shows it, ending with
+ * `name: value` (added when the traceback does not already end so, as for a
+ * timeout, whose traceback is the interrupt's).
+ */
 export function formatTraceback(error: ExecutionError): string {
-  return error.traceback.length > 0 ? error.traceback.join('\n') : `${error.name}: ${error.value}`;
+  const summary = `${error.name}: ${error.value}`;
+  const text = error.traceback.join('\n').trimEnd();
+  const lastLine = text.split('\n').pop() ?? '';
+  if (!text) return summary;
+  return lastLine.startsWith(`${error.name}:`) || lastLine === error.name ? text : `${text}\n${summary}`;
 }

@@ -289,13 +289,16 @@ for name in os.listdir("/proc/self/fd"):
     except OSError:
         pass  # the descriptor listdir itself used
 print("kernel", sorted(set(target.split(":")[0] for target in targets)))
+print("sockets", sum(target.startswith("socket:") for target in targets))
 print("child", subprocess.run(["ls", "/proc/self/fd"], capture_output=True, text=True).stdout.split())`,
       );
       const kernel = /kernel (.*)/.exec(execution.stdout)?.[1] ?? '';
       // pipes to the host, /dev/null, and the directory being listed: nothing else.
       const kinds = JSON.parse(kernel.replace(/'/g, '"')) as string[];
       expect(kinds).toContain('pipe');
-      for (const kind of kinds) expect(['pipe', '/dev/null', 'anon_inode']).toContain(kind);
+      for (const kind of kinds) expect(['pipe', 'socket', '/dev/null', 'anon_inode']).toContain(kind);
+      // The two ends of the protocol channel (stdio socketpairs on some backends), nothing more.
+      expect(Number(/sockets (\d+)/.exec(execution.stdout)?.[1])).toBeLessThanOrEqual(2);
       const child = JSON.parse((/child (.*)/.exec(execution.stdout)?.[1] ?? '[]').replace(/'/g, '"')) as string[];
       expect(child.map(Number).every((fd) => fd <= 3)).toBe(true);
     });

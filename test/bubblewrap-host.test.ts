@@ -1,0 +1,56 @@
+/** What the bubblewrap backend leaves on the host: nothing, once a session is closed. */
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
+import { Session } from '../src/session/session.js';
+import { isAlive } from './contract/backend-contract.js';
+
+describe('bubblewrap backend on this host', () => {
+  const backend = createBubblewrapBackend();
+
+  it('runs sandboxes as an unprivileged host account, and cleans up mounts, cgroups and directories on close', async () => {
+    const report = await backend.report();
+    const session = await Session.create({ backend });
+    const volume = readdirSync(report.runtime.sessionsDirectory).find((name) => name.endsWith(`-${session.id}`));
+    expect(volume).toBeDefined();
+    const volumePath = path.join(report.runtime.sessionsDirectory, volume as string);
+    const usage = await session.usage();
+    if (report.runAs) {
+      expect(report.runAs.uid).not.toBe(0);
+      expect(readFileSync('/proc/mounts', 'utf8')).toContain(volumePath);
+      // Every process of the sandbox belongs to the sandbox account on the host.
+      for (const pid of usage.processIds ?? []) {
+        const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+        expect(Number(uid)).toBe(report.runAs.uid);
+      }
+    }
+    const cgroupDirectories = report.cgroups
+      ? Object.values(report.cgroups.parents).flatMap((parent) =>
+          readdirSync(parent)
+            .filter((name) => name.startsWith(`sandcell-${process.pid}-`))
+            .map((name) => path.join(parent, name)),
+        )
+      : [];
+    if (report.cgroups) expect(cgroupDirectories.length).toBeGreaterThan(0);
+    await session.close();
+    expect(existsSync(volumePath)).toBe(false);
+    expect(readFileSync('/proc/mounts', 'utf8')).not.toContain(volumePath);
+    for (const directory of cgroupDirectories) expect(existsSync(directory)).toBe(false);
+    for (const pid of usage.processIds ?? []) expect(isAlive(pid)).toBe(false);
+  });
+
+  it('caps memory with a cgroup when it has one', async () => {
+    const report = await backend.report();
+    if (!report.cgroups) return;
+    const session = await Session.create({ backend, limits: { memoryBytes: 128 * 1024 * 1024 } });
+    try {
+      const execution = await session.run('hog = b"x" * (512 * 1024 * 1024)');
+      expect(execution.error?.name).toBe('KernelDied');
+      expect(execution.error?.value).toContain('more memory than its limit');
+      expect(execution.stateLost).toBe(true);
+    } finally {
+      await session.close();
+    }
+  });
+});

@@ -1,0 +1,127 @@
+/** The sandcell command as a user runs it: the built CLI, real sandboxes, real files. */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const root = path.resolve(import.meta.dirname, '..');
+const bin = path.join(root, 'bin', 'sandcell.js');
+const workspace = mkdtempSync(path.join(os.tmpdir(), 'sandcell-cli-'));
+
+afterAll(() => rmSync(workspace, { recursive: true, force: true }));
+
+function sandcell(args: string[], input?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], { cwd: workspace, env: { ...process.env, NO_COLOR: '1' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input ?? '');
+  });
+}
+
+describe('sandcell run', () => {
+  it('runs examples/hello.py: prints a table, saves the chart and the files it wrote', async () => {
+    const outputDir = path.join(workspace, 'hello-out');
+    const result = await sandcell(['run', path.join(root, 'examples', 'hello.py'), '--output-dir', outputDir]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Busiest days:');
+    expect(result.stdout).toContain('conversion');
+    for (const name of ['daily.png', 'daily.csv']) expect(existsSync(path.join(outputDir, name))).toBe(true);
+    expect(readFileSync(path.join(outputDir, 'daily.png')).subarray(1, 4).toString()).toBe('PNG');
+    expect(readFileSync(path.join(outputDir, 'daily.csv'), 'utf8').split('\n')[0]).toBe('day,visitors,orders,conversion');
+    expect(result.stdout).toContain(`[file saved to ${path.relative(workspace, path.join(outputDir, 'daily.png'))}]`);
+  });
+
+  it('uploads the traffic accidents CSV and finds the strongest factor', async () => {
+    const outputDir = path.join(workspace, 'accidents-out');
+    const result = await sandcell([
+      'run',
+      path.join(root, 'examples', 'accidents.py'),
+      '--upload',
+      path.join(root, 'examples', 'traffic_accidents.csv'),
+      '-o',
+      outputDir,
+    ]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('8756 rows, 10 columns');
+    expect(result.stdout).toMatch(/traffic_fine_amount\s+-0\.745/);
+    expect(existsSync(path.join(outputDir, 'accident_factors.png'))).toBe(true);
+    expect(existsSync(path.join(outputDir, 'figure-1.png'))).toBe(true);
+    // The upload is input, not output: it is not copied back.
+    expect(existsSync(path.join(outputDir, 'traffic_accidents.csv'))).toBe(false);
+  });
+
+  it('reads code from stdin and prints the execution as JSON', async () => {
+    const result = await sandcell(['run', '-', '--json'], 'print("hi")\n6 * 7');
+    expect(result.code).toBe(0);
+    const execution = JSON.parse(result.stdout);
+    expect(execution).toMatchObject({ status: 'ok', stdout: 'hi\n' });
+    expect(execution.results[0].data['text/plain']).toBe('42');
+  });
+
+  it('exits 1 on an error in the code, with the traceback on stderr', async () => {
+    const result = await sandcell(['run', '-'], 'raise ValueError("bad value")');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('ValueError: bad value');
+  });
+
+  it('exits 124 on a timeout', async () => {
+    const result = await sandcell(['run', '-', '--timeout', '0.5'], 'import time\ntime.sleep(30)');
+    expect(result.code).toBe(124);
+    expect(result.stderr).toContain('TimeoutError');
+  });
+
+  it('exits 2 on usage errors, with a message that says what to do', async () => {
+    const missing = await sandcell(['run', path.join(workspace, 'nope.py')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('Cannot read');
+    const flag = await sandcell(['run', '--no-such-flag']);
+    expect(flag.code).toBe(2);
+    const timeout = await sandcell(['run', '-', '--timeout', 'soon'], '1');
+    expect(timeout.code).toBe(2);
+    expect(timeout.stderr).toContain('--timeout');
+  });
+
+  it('never writes outside the output directory, whatever names the code gives its files', async () => {
+    const outputDir = path.join(workspace, 'names-out');
+    const script = path.join(workspace, 'names.py');
+    writeFileSync(script, 'import os\nos.makedirs("sub", exist_ok=True)\nopen("sub/a.txt", "w").write("a")\nos.symlink("/etc/passwd", "link")\n');
+    const result = await sandcell(['run', script, '-o', outputDir]);
+    expect(result.code).toBe(0);
+    expect(readFileSync(path.join(outputDir, 'sub', 'a.txt'), 'utf8')).toBe('a');
+    expect(existsSync(path.join(outputDir, 'link'))).toBe(false);
+  });
+});
+
+describe('sandcell repl', () => {
+  it('keeps state across inputs, reads multi-line blocks, and quits at end of input', async () => {
+    const result = await sandcell(['repl'], 'x = 20\nfor i in range(2):\n    print("line", i)\n\nx + 22\n1/0\nx\n');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('line 0\nline 1\n');
+    expect(result.stdout).toContain('Out[3]: 42');
+    expect(result.stderr).toContain('ZeroDivisionError');
+    expect(result.stdout).toContain('Out[5]: 20');
+  });
+});
+
+describe('sandcell doctor', () => {
+  it('checks the machine and reports it ready', async () => {
+    const result = await sandcell(['doctor', '--json']);
+    const report = JSON.parse(result.stdout);
+    expect(report.ok).toBe(true);
+    expect(result.code).toBe(0);
+    const titles = report.checks.map((check: { title: string }) => check.title).join('\n');
+    expect(titles).toContain('python: pandas');
+    expect(titles).toContain('sandbox network: blocked');
+  });
+});
