@@ -2,6 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    // Real sandboxes on a 2-core machine: one file at a time keeps timings honest.
+    fileParallelism: false,
     projects: [
       {
         test: {
@@ -15,8 +17,6 @@ export default defineConfig({
           name: 'integration',
           include: ['test/**/*.test.ts'],
           environment: 'node',
-          // Real sandboxes on a 2-core machine: one file at a time keeps timings honest.
-          fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },

@@ -39,8 +39,10 @@ function run(command, args, options = {}) {
 
 function installed(pkg) {
   try {
-    return execFileSync('dpkg-query', ['-W', '-f=${Status}', pkg], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
-      .includes('install ok installed');
+    return execFileSync('dpkg-query', ['-W', `-f=\${Status}`, pkg], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).includes('install ok installed');
   } catch {
     return false;
   }
@@ -64,7 +66,9 @@ if (!existsSync('/usr/bin/dpkg-query')) {
     run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env });
   } else {
     pending = true;
-    say(`missing Debian packages. Run this, then \`npm run setup\` again:\n\n    sudo apt-get install -y --no-install-recommends ${missing.join(' ')}\n`);
+    say(
+      `missing Debian packages. Run this, then \`npm run setup\` again:\n\n    sudo apt-get install -y --no-install-recommends ${missing.join(' ')}\n`,
+    );
   }
 }
 
@@ -72,7 +76,15 @@ if (isRoot) {
   const passwd = readFileSync('/etc/passwd', 'utf8');
   if (!passwd.split('\n').some((line) => line.startsWith(`${SANDBOX_USER}:`))) {
     // Sandboxes run as this account when sandcell runs as root: it owns nothing on the host.
-    run('useradd', ['--system', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', SANDBOX_USER]);
+    run('useradd', [
+      '--system',
+      '--no-create-home',
+      '--home-dir',
+      '/nonexistent',
+      '--shell',
+      '/usr/sbin/nologin',
+      SANDBOX_USER,
+    ]);
   } else say(`sandbox account ${SANDBOX_USER}: present.`);
 }
 

@@ -2,38 +2,24 @@
  * sandcell: sandboxed, stateful Python sessions for LLM agents.
  * Named exports only; everything else is internal.
  */
-export { createSession, Session, getDefaultBackend } from './session/session.js';
-export { SessionPool, type SessionPoolOptions, type SessionPoolStats } from './session/pool.js';
-export type { Execution, ExecutionError, ExecutionResult, ExecutionStatus, MimeBundle, RunOptions } from './session/execution.js';
-export { formatTraceback } from './session/execution.js';
-export type { FileEntry, SessionFiles } from './session/files.js';
+
 export {
-  type SessionOptions,
-  DEFAULT_TIMEOUT_MS,
-  DEFAULT_INTERRUPT_GRACE_MS,
-  DEFAULT_OUTPUT_BYTES,
-  DEFAULT_MAX_CODE_BYTES,
-  DEFAULT_FILE_TRANSFER_BYTES,
-} from './session/options.js';
+  BubblewrapBackend,
+  type BubblewrapBackendOptions,
+  type BubblewrapHostReport,
+  createBubblewrapBackend,
+} from './backends/bubblewrap/index.js';
 export { DEFAULT_LIMITS, type SandboxLimits } from './backends/limits.js';
 export type {
+  CreateVolumeOptions,
   Sandbox,
   SandboxBackend,
   SandboxExit,
   SandboxUsage,
   SandboxVolume,
-  CreateVolumeOptions,
   StartSandboxOptions,
 } from './backends/spec.js';
 export {
-  createBubblewrapBackend,
-  BubblewrapBackend,
-  type BubblewrapBackendOptions,
-  type BubblewrapHostReport,
-} from './backends/bubblewrap/index.js';
-export {
-  SandcellError,
-  type SandcellErrorCode,
   AbortError,
   BackendUnavailableError,
   FileOperationError,
@@ -43,6 +29,28 @@ export {
   ProtocolError,
   SandboxCrashedError,
   SandboxStartError,
+  SandcellError,
+  type SandcellErrorCode,
   SessionClosedError,
   TimeoutError,
 } from './errors.js';
+export type {
+  Execution,
+  ExecutionError,
+  ExecutionResult,
+  ExecutionStatus,
+  MimeBundle,
+  RunOptions,
+} from './session/execution.js';
+export { formatTraceback } from './session/execution.js';
+export type { FileEntry, SessionFiles } from './session/files.js';
+export {
+  DEFAULT_FILE_TRANSFER_BYTES,
+  DEFAULT_INTERRUPT_GRACE_MS,
+  DEFAULT_MAX_CODE_BYTES,
+  DEFAULT_OUTPUT_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  type SessionOptions,
+} from './session/options.js';
+export { SessionPool, type SessionPoolOptions, type SessionPoolStats } from './session/pool.js';
+export { createSession, getDefaultBackend, Session } from './session/session.js';

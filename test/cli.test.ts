@@ -38,7 +38,9 @@ describe('sandcell run', () => {
     expect(result.stdout).toContain('conversion');
     for (const name of ['daily.png', 'daily.csv']) expect(existsSync(path.join(outputDir, name))).toBe(true);
     expect(readFileSync(path.join(outputDir, 'daily.png')).subarray(1, 4).toString()).toBe('PNG');
-    expect(readFileSync(path.join(outputDir, 'daily.csv'), 'utf8').split('\n')[0]).toBe('day,visitors,orders,conversion');
+    expect(readFileSync(path.join(outputDir, 'daily.csv'), 'utf8').split('\n')[0]).toBe(
+      'day,visitors,orders,conversion',
+    );
     expect(result.stdout).toContain(`[file saved to ${path.relative(workspace, path.join(outputDir, 'daily.png'))}]`);
   });
 
@@ -95,7 +97,10 @@ describe('sandcell run', () => {
   it('never writes outside the output directory, whatever names the code gives its files', async () => {
     const outputDir = path.join(workspace, 'names-out');
     const script = path.join(workspace, 'names.py');
-    writeFileSync(script, 'import os\nos.makedirs("sub", exist_ok=True)\nopen("sub/a.txt", "w").write("a")\nos.symlink("/etc/passwd", "link")\n');
+    writeFileSync(
+      script,
+      'import os\nos.makedirs("sub", exist_ok=True)\nopen("sub/a.txt", "w").write("a")\nos.symlink("/etc/passwd", "link")\n',
+    );
     const result = await sandcell(['run', script, '-o', outputDir]);
     expect(result.code).toBe(0);
     expect(readFileSync(path.join(outputDir, 'sub', 'a.txt'), 'utf8')).toBe('a');

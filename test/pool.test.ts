@@ -16,7 +16,9 @@ describe('SessionPool on bubblewrap', () => {
     expect(pool.stats()).toMatchObject({ warm: 2, leased: 0 });
     const session = await pool.acquire();
     expect(pool.stats().leased).toBe(1);
-    const modules = await session.run('import sys\nsorted(m for m in ("numpy", "pandas", "matplotlib.pyplot") if m in sys.modules)');
+    const modules = await session.run(
+      'import sys\nsorted(m for m in ("numpy", "pandas", "matplotlib.pyplot") if m in sys.modules)',
+    );
     expect(modules.results[0]?.data['text/plain']).toBe("['matplotlib.pyplot', 'numpy', 'pandas']");
     // The pool refills in the background.
     await expect.poll(() => pool?.stats().warm, { timeout: 20_000 }).toBe(2);

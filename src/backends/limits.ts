@@ -54,7 +54,9 @@ export function resolveLimits(limits: Partial<SandboxLimits> = {}): SandboxLimit
       throw new InvalidInputError(`Unknown limit \`${key}\`; known limits: ${Object.keys(DEFAULT_LIMITS).join(', ')}.`);
     }
     if (typeof value !== 'number' || !Number.isFinite(value) || value < MINIMUMS[key]) {
-      throw new InvalidInputError(`Limit \`${key}\` must be a number of at least ${MINIMUMS[key]}; got ${String(value)}.`);
+      throw new InvalidInputError(
+        `Limit \`${key}\` must be a number of at least ${MINIMUMS[key]}; got ${String(value)}.`,
+      );
     }
     resolved[key] = value;
   }

@@ -4,8 +4,8 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { createBubblewrapBackend } from '../backends/bubblewrap/index.js';
 import { isRoot, which } from '../backends/bubblewrap/host-setup.js';
+import { createBubblewrapBackend } from '../backends/bubblewrap/index.js';
 import { createSession } from '../session/session.js';
 import { EXIT_OK, EXIT_SANDBOX_FAILURE } from './exit-codes.js';
 import { dim } from './render.js';
@@ -45,7 +45,11 @@ export async function doctorCommand(options: { json?: boolean }): Promise<number
   };
 
   const nodeMajor = Number(process.versions.node.split('.')[0]);
-  add(nodeMajor >= 20 ? 'ok' : 'fail', `Node.js ${process.versions.node}`, nodeMajor >= 20 ? undefined : 'sandcell needs Node.js 20 or newer.');
+  add(
+    nodeMajor >= 20 ? 'ok' : 'fail',
+    `Node.js ${process.versions.node}`,
+    nodeMajor >= 20 ? undefined : 'sandcell needs Node.js 20 or newer.',
+  );
 
   const bwrap = which('bwrap');
   if (bwrap) {
@@ -115,7 +119,12 @@ export async function doctorCommand(options: { json?: boolean }): Promise<number
         for (const [module, debianPackage] of REQUIRED_PYTHON_MODULES) {
           const version = found[module];
           if (version) add('ok', `python: ${module} ${version}`);
-          else add('fail', `python: ${module} is missing`, `Install it: apt-get install ${debianPackage} (or run \`npm run setup\`).`);
+          else
+            add(
+              'fail',
+              `python: ${module} is missing`,
+              `Install it: apt-get install ${debianPackage} (or run \`npm run setup\`).`,
+            );
         }
         const network = await session.run(
           'import socket\ntry:\n    socket.create_connection(("1.1.1.1", 53), timeout=1); print("reachable")\nexcept OSError as e:\n    print("blocked")',
@@ -131,6 +140,7 @@ export async function doctorCommand(options: { json?: boolean }): Promise<number
 
   const failed = checks.some((check) => check.level === 'fail');
   if (options.json) process.stdout.write(`${JSON.stringify({ ok: !failed, checks }, null, 2)}\n`);
-  else process.stdout.write(failed ? '\nSome checks failed: fix the items marked ✗ above.\n' : '\nsandcell is ready.\n');
+  else
+    process.stdout.write(failed ? '\nSome checks failed: fix the items marked ✗ above.\n' : '\nsandcell is ready.\n');
   return failed ? EXIT_SANDBOX_FAILURE : EXIT_OK;
 }

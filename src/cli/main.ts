@@ -28,10 +28,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .option('-o, --output-dir <dir>', 'where to save charts and files the code wrote', DEFAULT_OUTPUT_DIR)
     .option('-t, --timeout <seconds>', 'wall-clock limit for the code')
     .option('--json', 'print the whole execution as one JSON object')
-    .addHelpText(
-      'after',
-      '\nExit codes: 0 ok, 1 error in the code, 2 usage, 3 sandbox failure, 124 timeout.',
-    )
+    .addHelpText('after', '\nExit codes: 0 ok, 1 error in the code, 2 usage, 3 sandbox failure, 124 timeout.')
     .action(async (file: string | undefined, options) => setExitCode(await runCommand(file, options)));
 
   program

@@ -1,10 +1,10 @@
 /** Turning an Execution into terminal output and files on disk, for run and repl. */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { normalizeDataPath } from '../internal/data-path.js';
 import type { Execution, ExecutionResult } from '../session/execution.js';
 import { formatTraceback } from '../session/execution.js';
 import type { Session } from '../session/session.js';
-import { normalizeDataPath } from '../internal/data-path.js';
 
 const IMAGE_EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/svg+xml': 'svg' };
 

@@ -79,7 +79,9 @@ export async function replCommand(options: { outputDir: string; timeout?: string
         const saved = images.find((image) => image.result === result);
         const text = saved ? dim(`[image saved to ${saved.file}]`) : resultText(result);
         if (text === undefined) continue;
-        process.stdout.write(result.type === 'execute_result' ? `Out[${execution.executionCount}]: ${text}\n` : `${text}\n`);
+        process.stdout.write(
+          result.type === 'execute_result' ? `Out[${execution.executionCount}]: ${text}\n` : `${text}\n`,
+        );
       }
       printError(execution);
       if (execution.stateLostReason) process.stderr.write(`${execution.stateLostReason}\n`);

@@ -24,7 +24,10 @@ async function readCode(file: string | undefined): Promise<string> {
     }
   }
   if (process.stdin.isTTY) {
-    throw new CliExit(EXIT_USAGE, 'Give a file to run, or pipe code in: `sandcell run script.py` or `echo "1+1" | sandcell run -`.');
+    throw new CliExit(
+      EXIT_USAGE,
+      'Give a file to run, or pipe code in: `sandcell run script.py` or `echo "1+1" | sandcell run -`.',
+    );
   }
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -62,7 +65,8 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
   try {
     for (const upload of uploads) {
       await session.files.write(upload.name, upload.content);
-      if (!options.json) process.stderr.write(dim(`uploaded ${upload.name} → /mnt/data/${upload.name}\n`, process.stderr));
+      if (!options.json)
+        process.stderr.write(dim(`uploaded ${upload.name} → /mnt/data/${upload.name}\n`, process.stderr));
     }
     const live = !options.json;
     const execution = await session.run(code, {
@@ -72,9 +76,7 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
     const images = await saveResultImages(execution, options.outputDir);
     const files = await copyOutputFiles(session, options.outputDir, new Set(uploads.map((upload) => upload.name)));
     if (options.json) {
-      process.stdout.write(
-        `${JSON.stringify({ ...execution, images: images.map((image) => image.file), files })}\n`,
-      );
+      process.stdout.write(`${JSON.stringify({ ...execution, images: images.map((image) => image.file), files })}\n`);
       return exitCodeFor(execution);
     }
     for (const result of execution.results) {
@@ -83,8 +85,10 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
       if (text !== undefined) process.stdout.write(`${text}\n`);
     }
     printError(execution);
-    if (execution.outputTruncated) process.stderr.write(dim('[output was cut at the per-execution limit]\n', process.stderr));
-    if (execution.stateLostReason && execution.status !== 'timeout') process.stderr.write(`${execution.stateLostReason}\n`);
+    if (execution.outputTruncated)
+      process.stderr.write(dim('[output was cut at the per-execution limit]\n', process.stderr));
+    if (execution.stateLostReason && execution.status !== 'timeout')
+      process.stderr.write(`${execution.stateLostReason}\n`);
     for (const copied of files) process.stdout.write(`${dim(`[file saved to ${copied.savedTo}]`)}\n`);
     return exitCodeFor(execution);
   } catch (error) {

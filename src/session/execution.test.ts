@@ -4,7 +4,9 @@ import { formatTraceback } from './execution.js';
 describe('formatTraceback', () => {
   it('keeps a traceback that already ends with the error', () => {
     const traceback = ['Traceback (most recent call last)', 'ZeroDivisionError: division by zero'];
-    expect(formatTraceback({ name: 'ZeroDivisionError', value: 'division by zero', traceback })).toBe(traceback.join('\n'));
+    expect(formatTraceback({ name: 'ZeroDivisionError', value: 'division by zero', traceback })).toBe(
+      traceback.join('\n'),
+    );
   });
 
   it('adds the error when the traceback is of something else (a timeout interrupt)', () => {

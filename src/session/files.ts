@@ -30,7 +30,8 @@ export class SessionFiles {
     if (!(typeof data === 'string' || data instanceof Uint8Array)) {
       throw new InvalidInputError('File data must be a string or a Uint8Array.');
     }
-    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    const bytes =
+      typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     if (bytes.length > this.transferBytes) {
       throw new InvalidInputError(
         `${path} is ${bytes.length} bytes; the transfer limit is ${this.transferBytes} (option \`fileTransferBytes\`).`,

@@ -3,8 +3,9 @@
  * routes replies and execution events by id, and treats the kernel as
  * untrusted (bounded message size, validated fields).
  */
-import { FileOperationError, ProtocolError, SandboxCrashedError, TimeoutError } from '../errors.js';
+
 import type { Sandbox, SandboxExit } from '../backends/spec.js';
+import { FileOperationError, ProtocolError, SandboxCrashedError, TimeoutError } from '../errors.js';
 import { LineSplitter, LineTooLongError } from '../internal/line-splitter.js';
 
 export interface KernelMessage {
@@ -68,7 +69,8 @@ export class KernelConnection {
       try {
         splitter.push(chunk);
       } catch (error) {
-        if (error instanceof LineTooLongError) this.violation(`the kernel sent an oversized message (${error.message})`);
+        if (error instanceof LineTooLongError)
+          this.violation(`the kernel sent an oversized message (${error.message})`);
         else throw error;
       }
     });
@@ -80,7 +82,9 @@ export class KernelConnection {
     sandbox.input.on('error', () => undefined);
 
     const timer = setTimeout(() => {
-      failReady(new TimeoutError(`The kernel did not start within ${options.startTimeoutMs} ms.${this.diagnosticsNote()}`));
+      failReady(
+        new TimeoutError(`The kernel did not start within ${options.startTimeoutMs} ms.${this.diagnosticsNote()}`),
+      );
       void sandbox.kill();
     }, options.startTimeoutMs);
     this.ready.then(
@@ -92,7 +96,11 @@ export class KernelConnection {
       this.dead = true;
       this.exitInfo = exit;
       clearTimeout(timer);
-      failReady(new ProtocolError(`The sandbox exited before the kernel was ready (${describeExit(exit)}).${this.diagnosticsNote()}`));
+      failReady(
+        new ProtocolError(
+          `The sandbox exited before the kernel was ready (${describeExit(exit)}).${this.diagnosticsNote()}`,
+        ),
+      );
       const error = new SandboxCrashedError(`The sandbox ended (${describeExit(exit)}).`);
       for (const pending of this.pending.values()) pending.reject(error);
       this.pending.clear();

@@ -68,6 +68,9 @@ export class OutputCollector {
     this.truncated = true;
     this.outputUsed = this.outputBytes;
     // Cut on a character boundary.
-    return Buffer.from(text, 'utf8').subarray(0, room).toString('utf8').replace(/\uFFFD$/, '');
+    return Buffer.from(text, 'utf8')
+      .subarray(0, room)
+      .toString('utf8')
+      .replace(/\uFFFD$/, '');
   }
 }

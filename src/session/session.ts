@@ -11,8 +11,13 @@ import { AbortError, InvalidInputError, SandboxStartError, SandcellError, Sessio
 import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
 import type { Execution, RunOptions } from './execution.js';
 import { SessionFiles } from './files.js';
-import { KernelConnection, type KernelMessage, describeExit } from './kernel-connection.js';
-import { type ResolvedSessionOptions, type SessionOptions, resolveSessionOptions, DEFAULT_REQUEST_TIMEOUT_MS } from './options.js';
+import { describeExit, KernelConnection, type KernelMessage } from './kernel-connection.js';
+import {
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  type ResolvedSessionOptions,
+  resolveSessionOptions,
+  type SessionOptions,
+} from './options.js';
 import { OutputCollector } from './output-collector.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;

@@ -96,7 +96,7 @@ export function runBackendContract({ name, createBackend }: ContractOptions): vo
 
       const other = await session.run(
         'from IPython.display import SVG, JSON, display\n' +
-          'display(SVG("<svg xmlns=\'http://www.w3.org/2000/svg\' width=\'4\' height=\'4\'></svg>"))\n' +
+          "display(SVG(\"<svg xmlns='http://www.w3.org/2000/svg' width='4' height='4'></svg>\"))\n" +
           'display(JSON({"k": [1, 2]}))',
       );
       expect(other.results[0]?.data['image/svg+xml']).toContain('<svg');
@@ -150,13 +150,17 @@ export function runBackendContract({ name, createBackend }: ContractOptions): vo
       const binary = Buffer.from([0, 1, 2, 255, 254, 10, 13]);
       await session.files.write('in/data.bin', binary);
       await session.files.write('/mnt/data/notes.txt', 'héllo');
-      const seen = await session.run('import os\nsorted(os.listdir("/mnt/data/in")), open("notes.txt", encoding="utf-8").read()');
+      const seen = await session.run(
+        'import os\nsorted(os.listdir("/mnt/data/in")), open("notes.txt", encoding="utf-8").read()',
+      );
       expect(seen.results[0]?.data['text/plain']).toBe("(['data.bin'], 'héllo')");
       await session.run('open("/mnt/data/made.csv", "w").write("a,b\\n1,2\\n")');
       expect((await session.files.read('made.csv')).toString()).toBe('a,b\n1,2\n');
       expect(await session.files.read('in/data.bin')).toEqual(binary);
       const listing = await session.files.list('', { recursive: true });
-      expect(listing.map((entry) => entry.path)).toEqual(expect.arrayContaining(['in', 'in/data.bin', 'notes.txt', 'made.csv']));
+      expect(listing.map((entry) => entry.path)).toEqual(
+        expect.arrayContaining(['in', 'in/data.bin', 'notes.txt', 'made.csv']),
+      );
       expect(listing.find((entry) => entry.path === 'in/data.bin')).toMatchObject({ type: 'file', size: 7 });
       await session.files.remove('in');
       await expect(session.files.read('in/data.bin')).rejects.toMatchObject({ reason: 'not-found' });

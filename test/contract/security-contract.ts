@@ -86,7 +86,20 @@ print("listing", glob.glob("/root/*") + glob.glob("/home/*") + glob.glob(${JSON.
 
     it('cannot write outside /mnt/data and /tmp; the host is untouched', async () => {
       const marker = `sandcell-pwned-${randomBytes(4).toString('hex')}`;
-      const targets = ['/', '/etc', '/usr', '/usr/lib', '/opt/sandcell', '/root', '/home', '/var', '/dev', '/proc', '/mnt', '/bin'];
+      const targets = [
+        '/',
+        '/etc',
+        '/usr',
+        '/usr/lib',
+        '/opt/sandcell',
+        '/root',
+        '/home',
+        '/var',
+        '/dev',
+        '/proc',
+        '/mnt',
+        '/bin',
+      ];
       const execution = await attempt(
         backend,
         `import os
@@ -174,7 +187,10 @@ except OSError as error:
     it('killing every process it can see ends only the sandbox', async () => {
       await withSession(backend, {}, async (session) => {
         await canary(session);
-        const execution = await session.run('import os, signal\nos.kill(-1, signal.SIGKILL)\nos.kill(1, signal.SIGKILL)', { timeoutMs: 10_000 });
+        const execution = await session.run(
+          'import os, signal\nos.kill(-1, signal.SIGKILL)\nos.kill(1, signal.SIGKILL)',
+          { timeoutMs: 10_000 },
+        );
         expect(['error', 'ok']).toContain(execution.status);
         // The host process is alive (this test runs), and the session comes back.
         await canary(session);
@@ -223,7 +239,11 @@ for name, request in [("TIOCSTI", 0x5412), ("TIOCLINUX", 0x541C), ("TIOCSTI-high
         print(name, errno.errorcode[error.errno])`,
       );
       // EPERM comes from seccomp; without it the kernel would answer ENOTTY for /dev/null.
-      expect(execution.stdout.trim().split('\n')).toEqual(['TIOCSTI EPERM', 'TIOCLINUX EPERM', 'TIOCSTI-high-bits EPERM']);
+      expect(execution.stdout.trim().split('\n')).toEqual([
+        'TIOCSTI EPERM',
+        'TIOCLINUX EPERM',
+        'TIOCSTI-high-bits EPERM',
+      ]);
     });
 
     it('allows only unix and inet sockets: netlink, packet and others are refused', async () => {

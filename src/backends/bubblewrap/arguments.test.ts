@@ -23,7 +23,17 @@ describe('buildBubblewrapArguments', () => {
   const args = buildBubblewrapArguments(input);
 
   it('unshares every namespace and forbids new user namespaces', () => {
-    for (const flag of ['--unshare-user', '--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup', '--disable-userns', '--new-session', '--die-with-parent']) {
+    for (const flag of [
+      '--unshare-user',
+      '--unshare-pid',
+      '--unshare-net',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--unshare-cgroup',
+      '--disable-userns',
+      '--new-session',
+      '--die-with-parent',
+    ]) {
       expect(args).toContain(flag);
     }
     expect(args.join(' ')).toContain('--cap-drop ALL');
@@ -36,7 +46,8 @@ describe('buildBubblewrapArguments', () => {
     expect(args.join(' ')).toContain(`--size ${1024 * 1024} --tmpfs /tmp`);
     expect(pairs(args, '--ro-bind')).toContainEqual(['/usr', '/usr']);
     const everything = args.join(' ');
-    for (const secret of ['/etc/shadow', '/root', '/home', process.cwd()]) expect(everything).not.toContain(` ${secret} `);
+    for (const secret of ['/etc/shadow', '/root', '/home', process.cwd()])
+      expect(everything).not.toContain(` ${secret} `);
   });
 
   it('starts from an empty environment', () => {

@@ -4,7 +4,7 @@
  * the sandbox falls back to rlimits (see the kernel's _apply_rlimits).
  */
 import { readFileSync } from 'node:fs';
-import { mkdir, readFile, readdir, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SandboxLimits } from '../limits.js';
 

@@ -152,4 +152,3 @@ export async function ensureSeccompFilter(cacheDirectory: string, python = '/usr
   await rename(temporary, target);
   return target;
 }
-

@@ -19,17 +19,17 @@ import type {
   StartSandboxOptions,
 } from '../spec.js';
 import { buildBubblewrapArguments, sandboxEnvironment } from './arguments.js';
-import { type CgroupLayout, SandboxCgroup, detectCgroups, sweepStaleCgroups } from './cgroup.js';
+import { type CgroupLayout, detectCgroups, SandboxCgroup, sweepStaleCgroups } from './cgroup.js';
 import {
   DEFAULT_SANDBOX_USER,
-  type HostAccount,
-  type RuntimeLayout,
   defaultCacheDirectory,
   defaultRuntimeDirectory,
   ensureSeccompFilter,
   findHostAccount,
+  type HostAccount,
   isRoot,
   prepareRuntime,
+  type RuntimeLayout,
   which,
 } from './host-setup.js';
 import { BubblewrapVolume, sweepStaleVolumes } from './volume.js';
@@ -116,7 +116,9 @@ export class BubblewrapBackend implements SandboxBackend {
 
   private async checkUserNamespaces(bwrapPath: string, runAs: HostAccount | undefined): Promise<void> {
     try {
-      await execFileAsync(bwrapPath, [
+      await execFileAsync(
+        bwrapPath,
+        [
           '--unshare-user',
           '--ro-bind',
           '/usr',
@@ -129,11 +131,13 @@ export class BubblewrapBackend implements SandboxBackend {
           '/lib64',
           '--',
           '/usr/bin/true',
-        ], {
-        timeout: 10_000,
-        cwd: '/',
-        ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
-      });
+        ],
+        {
+          timeout: 10_000,
+          cwd: '/',
+          ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
+        },
+      );
     } catch (error) {
       const detail = (error as { stderr?: string }).stderr?.trim() || String(error);
       if (!/namespace|permission|not permitted/i.test(detail)) {
