@@ -11,7 +11,7 @@ describe('formatTraceback', () => {
 
   it('adds the error when the traceback is of something else (a timeout interrupt)', () => {
     const text = formatTraceback({ name: 'TimeoutError', value: 'too slow', traceback: ['KeyboardInterrupt: '] });
-    expect(text).toBe('KeyboardInterrupt: \nTimeoutError: too slow');
+    expect(text).toBe('KeyboardInterrupt:\nTimeoutError: too slow');
   });
 
   it('falls back to name and value without a traceback', () => {

@@ -279,6 +279,11 @@ for name, family, kind in [("unix", socket.AF_UNIX, socket.SOCK_STREAM), ("inet"
       );
       expect(execution.stdout).not.toContain('WROTE');
       expect(execution.stdout.match(/blocked/g)).toHaveLength(3);
+      const mounts = await attempt(
+        backend,
+        'print([line.split()[5].split(",")[0] for line in open("/proc/self/mountinfo") if line.split()[4] == "/proc/sys"])',
+      );
+      expect(mounts.stdout.trim()).toBe("['ro']");
     });
 
     it('sees none of the host environment', async () => {

@@ -82,6 +82,10 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): strin
     '/lib64',
     '--proc',
     '/proc',
+    // Read-only over the sandbox's own /proc. Sysctl values are per reader's namespaces, so this shows the sandbox's.
+    '--ro-bind',
+    '/proc/sys',
+    '/proc/sys',
     '--dev',
     '/dev',
   ];
