@@ -41,7 +41,7 @@ export async function saveResultImages(
         const file = path.join(directory, `figure-${index}.${extension}`);
         try {
           await writeFile(file, bytes, { flag: 'wx' });
-          saved.push({ result, file });
+          saved.push({ result, file: displayPath(file) });
           break;
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -78,9 +78,15 @@ export async function copyOutputFiles(
     if (!content) continue;
     await mkdir(path.dirname(target), { recursive: true });
     await writeFile(target, content);
-    copied.push({ path: relative, savedTo: path.relative(process.cwd(), target) || target });
+    copied.push({ path: relative, savedTo: displayPath(target) });
   }
   return copied;
+}
+
+/** A path relative to the working directory when it is inside it, else absolute. */
+export function displayPath(file: string): string {
+  const relative = path.relative(process.cwd(), file);
+  return relative && !relative.startsWith('..') && !path.isAbsolute(relative) ? relative : path.resolve(file);
 }
 
 export function printError(execution: Execution): void {

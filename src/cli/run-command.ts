@@ -69,10 +69,28 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
         process.stderr.write(dim(`uploaded ${upload.name} → /mnt/data/${upload.name}\n`, process.stderr));
     }
     const live = !options.json;
-    const execution = await session.run(code, {
-      onStdout: live ? (text) => process.stdout.write(text) : undefined,
-      onStderr: live ? (text) => process.stderr.write(text) : undefined,
-    });
+    // Ctrl-C interrupts the code, as in Jupyter; a second one (or SIGTERM) ends the session and sandcell.
+    const interrupt = new AbortController();
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (signal === 'SIGINT' && !interrupt.signal.aborted) {
+        interrupt.abort();
+        process.stderr.write(dim('\ninterrupting… (Ctrl-C again to stop the sandbox and quit)\n', process.stderr));
+        return;
+      }
+      void session.close().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    const execution = await session
+      .run(code, {
+        signal: interrupt.signal,
+        onStdout: live ? (text) => process.stdout.write(text) : undefined,
+        onStderr: live ? (text) => process.stderr.write(text) : undefined,
+      })
+      .finally(() => {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      });
     const images = await saveResultImages(execution, options.outputDir);
     const files = await copyOutputFiles(session, options.outputDir, new Set(uploads.map((upload) => upload.name)));
     if (options.json) {
