@@ -130,3 +130,25 @@ describe('sandcell doctor', () => {
     expect(titles).toContain('sandbox network: blocked');
   });
 });
+
+describe('sandcell repl in a terminal', () => {
+  it('Ctrl-C interrupts the running code, not the session', async () => {
+    const driver = path.join(root, 'test', 'fixtures', 'repl_in_pty.py');
+    const result = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
+      const child = spawn('/usr/bin/python3', [driver, process.execPath, bin], { cwd: workspace });
+      let stdout = '';
+      child.stdout.on('data', (chunk) => {
+        stdout += chunk;
+      });
+      child.stderr.on('data', (chunk) => {
+        stdout += chunk;
+      });
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout }));
+    });
+    expect(result.stdout).toContain('KeyboardInterrupt');
+    expect(result.stdout).toContain("Out[3]: 'state'");
+    expect(result.stdout).toContain('exit=0');
+    expect(result.code).toBe(0);
+  });
+});

@@ -32,6 +32,8 @@ export class KernelConnection {
   private diagnostics = '';
   private dead = false;
   private exitInfo?: SandboxExit;
+  /** Set when the kernel broke the protocol and was killed for it. */
+  violationReason?: string;
 
   constructor(
     readonly sandbox: Sandbox,
@@ -180,6 +182,7 @@ export class KernelConnection {
 
   private violation(reason: string): void {
     // A kernel that breaks the protocol is not trusted with anything more.
+    this.violationReason ??= reason;
     this.diagnostics += `\nprotocol violation: ${reason}`;
     void this.sandbox.kill();
   }

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { createBubblewrapBackend } from '../backends/bubblewrap/index.js';
-import type { SandboxBackend, SandboxVolume } from '../backends/spec.js';
+import type { SandboxBackend, SandboxExit, SandboxVolume } from '../backends/spec.js';
 import { AbortError, InvalidInputError, SandboxStartError, SandcellError, SessionClosedError } from '../errors.js';
 import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
 import type { Execution, RunOptions } from './execution.js';
@@ -226,6 +226,16 @@ export class Session {
     return connection.request(message, DEFAULT_REQUEST_TIMEOUT_MS);
   }
 
+  private deathCause(connection: KernelConnection, exit: SandboxExit): string {
+    if (connection.violationReason) {
+      return `The kernel broke the wire protocol (${connection.violationReason}; user code may have written to the kernel's private channel), so it was killed.`;
+    }
+    if (exit.reason === 'out-of-memory') {
+      return `The kernel died: it was ${describeExit(exit)} (${formatBytes(this.options.limits.memoryBytes)}); use less memory or raise \`limits.memoryBytes\`.`;
+    }
+    return `The kernel died (${describeExit(exit)}).`;
+  }
+
   private async execute(code: string, options: RunOptions): Promise<Execution> {
     if (options.signal?.aborted) throw new AbortError('The run was aborted before it started.');
     const stateLostBefore = this.stateLossNote;
@@ -335,7 +345,7 @@ export class Session {
           ? `Execution exceeded the time limit of ${timeoutMs / 1000} s and did not stop when interrupted, so the kernel was killed and restarted: the session's state (variables, imports) was lost. ${FILES_KEPT}`
           : interrupted
             ? `The execution was interrupted but did not stop, so the kernel was killed and restarted: the session's state (variables, imports) was lost. ${FILES_KEPT}`
-            : `The kernel died (${describeExit(exit)}${exit.reason === 'out-of-memory' ? `: ${formatBytes(this.options.limits.memoryBytes)}; raise \`limits.memoryBytes\` or use less memory` : ''}) and was restarted: the session's state (variables, imports) was lost. ${FILES_KEPT}`;
+            : `${this.deathCause(connection, exit)} The kernel was restarted: the session's state (variables, imports) was lost. ${FILES_KEPT}`;
         finish({
           status: timedOut ? 'timeout' : 'error',
           error: { name: timedOut ? 'TimeoutError' : 'KernelDied', value: reason, traceback: [] },

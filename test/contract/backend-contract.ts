@@ -225,6 +225,29 @@ export function runBackendContract({ name, createBackend }: ContractOptions): vo
       });
     });
 
+    it('a kernel that breaks the wire protocol is killed and replaced; the host keeps serving', async () => {
+      await withSession(backend, {}, async (fresh) => {
+        const forged = await fresh.run(
+          'import os, stat\nfor fd in range(3, 64):\n    try:\n        if stat.S_ISSOCK(os.fstat(fd).st_mode) or stat.S_ISFIFO(os.fstat(fd).st_mode):\n            os.write(fd, b"this is not json\\n")\n    except OSError:\n        pass\nimport time\ntime.sleep(5)',
+        );
+        expect(forged.status).toBe('error');
+        expect(forged.error?.name).toBe('KernelDied');
+        expect(forged.error?.value).toContain('wire protocol');
+        expect((await fresh.run('6 * 7')).results[0]?.data['text/plain']).toBe('42');
+      });
+    });
+
+    it('reset interrupts a running execution, then clears the state', async () => {
+      await withSession(backend, {}, async (fresh) => {
+        await fresh.run('before = 1');
+        const running = fresh.run('import time\ntime.sleep(30)');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await fresh.reset();
+        expect((await running).error?.name).toBe('KeyboardInterrupt');
+        expect((await fresh.run('before')).error?.name).toBe('NameError');
+      });
+    });
+
     it('reset clears variables; restart replaces the kernel; both keep files', async () => {
       await withSession(backend, {}, async (fresh) => {
         await fresh.files.write('f.txt', 'x');
