@@ -1,4 +1,5 @@
 /** What the bubblewrap backend leaves on the host: nothing, once a session is closed. */
+import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -51,6 +52,41 @@ describe('bubblewrap backend on this host', () => {
       expect(execution.stateLost).toBe(true);
     } finally {
       await session.close();
+    }
+  });
+});
+
+describe('after sandcell itself is killed', () => {
+  it('its sandboxes die with it, and the next start removes the mounts, cgroups and directories it left', async () => {
+    const report = await createBubblewrapBackend().report();
+    const entry = path.resolve(import.meta.dirname, '..', 'dist', 'index.js');
+    const script = `import { createSession } from ${JSON.stringify(entry)};
+const session = await createSession();
+const usage = await session.usage();
+console.log(JSON.stringify({ id: session.id, pids: usage.processIds ?? [] }));
+setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const line = await new Promise<string>((resolve, reject) => {
+      child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()));
+      child.once('exit', () => reject(new Error('the child exited before creating a session')));
+    });
+    const { id, pids } = JSON.parse(line) as { id: string; pids: number[] };
+    const volumePath = path.join(report.runtime.sessionsDirectory, `${child.pid}-${id}`);
+    expect(existsSync(volumePath)).toBe(true);
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    await expect.poll(() => pids.filter(isAlive).length, { timeout: 5_000 }).toBe(0);
+    expect(existsSync(volumePath)).toBe(true); // left behind, until the next start
+
+    await createBubblewrapBackend().ensureAvailable();
+    expect(existsSync(volumePath)).toBe(false);
+    expect(readFileSync('/proc/mounts', 'utf8')).not.toContain(volumePath);
+    if (report.cgroups) {
+      for (const parent of Object.values(report.cgroups.parents)) {
+        expect(readdirSync(parent).filter((name) => name.startsWith(`sandcell-${child.pid}-`))).toEqual([]);
+      }
     }
   });
 });
