@@ -11,9 +11,16 @@ const workspace = mkdtempSync(path.join(os.tmpdir(), 'sandcell-cli-'));
 
 afterAll(() => rmSync(workspace, { recursive: true, force: true }));
 
-function sandcell(args: string[], input?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+interface Finished {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command in the workspace, feeding `input`, and gathers what it printed. */
+function runProcess(command: string, args: string[], input?: string): Promise<Finished> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: workspace, env: { ...process.env, NO_COLOR: '1' } });
+    const child = spawn(command, args, { cwd: workspace, env: { ...process.env, NO_COLOR: '1' } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => {
@@ -26,6 +33,10 @@ function sandcell(args: string[], input?: string): Promise<{ code: number | null
     child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(input ?? '');
   });
+}
+
+function sandcell(args: string[], input?: string): Promise<Finished> {
+  return runProcess(process.execPath, [bin, ...args], input);
 }
 
 describe('sandcell run', () => {
@@ -134,18 +145,7 @@ describe('sandcell doctor', () => {
 describe('sandcell repl in a terminal', () => {
   it('Ctrl-C interrupts the running code, not the session', async () => {
     const driver = path.join(root, 'test', 'fixtures', 'repl_in_pty.py');
-    const result = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
-      const child = spawn('/usr/bin/python3', [driver, process.execPath, bin], { cwd: workspace });
-      let stdout = '';
-      child.stdout.on('data', (chunk) => {
-        stdout += chunk;
-      });
-      child.stderr.on('data', (chunk) => {
-        stdout += chunk;
-      });
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout }));
-    });
+    const result = await runProcess('/usr/bin/python3', [driver, process.execPath, bin]);
     expect(result.stdout).toContain('KeyboardInterrupt');
     expect(result.stdout).toContain("Out[3]: 'state'");
     expect(result.stdout).toContain('exit=0');

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { isProcessAlive } from '../../internal/process-alive.js';
 import type { SandboxLimits } from '../limits.js';
 
 export type CgroupController = 'memory' | 'pids' | 'cpu';
@@ -254,7 +255,7 @@ export async function sweepStaleCgroups(layout: CgroupLayout): Promise<void> {
     }
     for (const name of names) {
       const owner = /^sandcell-(\d+)-/.exec(name)?.[1];
-      if (!owner || isAlive(Number(owner))) continue;
+      if (!owner || isProcessAlive(Number(owner))) continue;
       const directory = path.join(parent, name);
       try {
         for (const line of (await readFile(path.join(directory, 'cgroup.procs'), 'utf8')).split('\n')) {
@@ -266,14 +267,5 @@ export async function sweepStaleCgroups(layout: CgroupLayout): Promise<void> {
         // best effort: another sweep will try again
       }
     }
-  }
-}
-
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -60,12 +60,10 @@ export interface BubblewrapHostReport {
   runtime: RuntimeLayout;
 }
 
-interface Prepared extends BubblewrapHostReport {}
-
 export class BubblewrapBackend implements SandboxBackend {
   readonly specificationVersion = 'v1' as const;
   readonly name = 'bubblewrap';
-  private prepared?: Promise<Prepared>;
+  private prepared?: Promise<BubblewrapHostReport>;
 
   constructor(private readonly options: BubblewrapBackendOptions = {}) {}
 
@@ -78,7 +76,7 @@ export class BubblewrapBackend implements SandboxBackend {
     return this.prepare();
   }
 
-  private prepare(): Promise<Prepared> {
+  private prepare(): Promise<BubblewrapHostReport> {
     this.prepared ??= this.doPrepare();
     // A failed preparation is retried next time (the user may have fixed it meanwhile).
     this.prepared.catch(() => {
@@ -87,7 +85,7 @@ export class BubblewrapBackend implements SandboxBackend {
     return this.prepared;
   }
 
-  private async doPrepare(): Promise<Prepared> {
+  private async doPrepare(): Promise<BubblewrapHostReport> {
     const bwrapPath = which(this.options.bwrapPath ?? process.env.SANDCELL_BWRAP ?? 'bwrap');
     if (!bwrapPath) {
       throw new BackendUnavailableError(
@@ -218,7 +216,11 @@ function rlimitsFor(limits: SandboxLimits, cgroup: SandboxCgroup | undefined): R
  * As root: a shell joins the cgroups (before anything forks, so nothing
  * escapes them), then setpriv drops to the sandbox account and execs bwrap.
  */
-function launcher(prepared: Prepared, cgroup: SandboxCgroup | undefined, bwrapArguments: string[]): string[] {
+function launcher(
+  prepared: BubblewrapHostReport,
+  cgroup: SandboxCgroup | undefined,
+  bwrapArguments: string[],
+): string[] {
   const bwrap = [prepared.bwrapPath, ...bwrapArguments];
   if (!prepared.runAs) return bwrap;
   const { uid, gid } = prepared.runAs;

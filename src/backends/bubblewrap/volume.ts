@@ -9,8 +9,8 @@ import { chown, mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxStartError } from '../../errors.js';
+import { isProcessAlive } from '../../internal/process-alive.js';
 import type { SandboxVolume } from '../spec.js';
-import { isAlive } from './cgroup.js';
 import type { HostAccount } from './host-setup.js';
 
 const execFileAsync = promisify(execFile);
@@ -82,7 +82,7 @@ export async function sweepStaleVolumes(sessionsDirectory: string, mounted: bool
   }
   for (const name of names) {
     const owner = /^(\d+)-/.exec(name)?.[1];
-    if (!owner || isAlive(Number(owner))) continue;
+    if (!owner || isProcessAlive(Number(owner))) continue;
     await removeVolumeDirectory(path.join(sessionsDirectory, name), mounted).catch(() => undefined);
   }
 }
