@@ -710,6 +710,9 @@ def main():
             __import__(name)
         except Exception as error:  # a missing optional package must not stop the kernel
             channel.send({"type": "log", "message": "preload of %s failed: %s" % (name, error)})
+    # One silent cell walks IPython's execution path once, so the user's first
+    # run costs what every later one does.
+    kernel.shell.run_cell("None", store_history=False, silent=True)
     threading.Thread(target=kernel.control_loop, name="control", daemon=True).start()
     threading.Thread(target=kernel.flusher_loop, name="flusher", daemon=True).start()
     channel.send({"type": "ready", "protocolVersion": PROTOCOL_VERSION, "pid": os.getpid(), "python": sys.version.split()[0]})

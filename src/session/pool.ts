@@ -12,6 +12,7 @@ export const DEFAULT_MAX_SESSIONS = 16;
 export const DEFAULT_IDLE_TIMEOUT_MS = 15 * 60_000;
 export const DEFAULT_PRELOAD_MODULES = ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'];
 const REFILL_RETRY_MS = 1_000;
+const REFILL_DELAY_MS = 20;
 
 export interface SessionPoolOptions {
   /** Sessions kept warm and ready. @default 2 */
@@ -72,7 +73,9 @@ export class SessionPool {
     this.forgetClosed();
     const session = this.warm.shift() ?? (await this.startForLease());
     this.leased.add(session);
-    this.fill();
+    // Refill a moment later: starting a sandbox costs the event loop a few
+    // milliseconds, which should not land on the caller's first run.
+    setTimeout(() => this.fill(), REFILL_DELAY_MS).unref();
     return session;
   }
 
