@@ -52,6 +52,7 @@ def _read_options():
 
 OPTIONS = _read_options()
 OUTPUT_LIMIT = int(OPTIONS.get("outputBytes", 1 << 20))
+RESULT_LIMIT = int(OPTIONS.get("resultBytes", 32 << 20))
 FILE_LIMIT = int(OPTIONS.get("fileTransferBytes", 64 << 20))
 
 
@@ -438,6 +439,7 @@ class Kernel:
         self.stderr = StreamBuffer(channel, self.budget, "stderr")
         self.current = None
         self.current_lock = threading.Lock()
+        self.results_used = 0
         self.shell = None
         self.captures = []
         try:
@@ -555,6 +557,13 @@ class Kernel:
         message = {"type": kind, "id": execution_id, "data": bundle, "metadata": metadata or {}}
         if kind == "result":
             message["executionCount"] = self.shell.execution_count
+        # Results past the per-execution budget are dropped here, so that a huge
+        # HTML table or image never becomes an oversized protocol message.
+        size = len(json.dumps(bundle, default=str))
+        if self.results_used + size > RESULT_LIMIT:
+            self.budget.truncated = True
+            return
+        self.results_used += size
         self.channel.send(message)
 
     def emit_error(self, etype, evalue, stb):
@@ -649,6 +658,7 @@ class Kernel:
             return
         code = message.get("code", "")
         self.budget.reset()
+        self.results_used = 0
         with self.current_lock:
             self.current = {"id": message["id"], "error": False, "interrupted": False}
         self.stdout.execution_id = self.stderr.execution_id = message["id"]

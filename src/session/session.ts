@@ -186,6 +186,7 @@ export class Session {
       limits: this.options.limits,
       kernelOptions: {
         outputBytes: this.options.outputBytes,
+        resultBytes: this.options.resultBytes,
         fileTransferBytes: this.options.fileTransferBytes,
         preloadModules: this.options.preloadModules,
       },

@@ -197,6 +197,18 @@ export function runBackendContract({ name, createBackend }: ContractOptions): vo
       });
     });
 
+    it('drops results past the per-execution cap instead of failing the session', async () => {
+      await withSession(backend, { resultBytes: 256 * 1024 }, async (small) => {
+        const execution = await small.run(
+          'from IPython.display import HTML, display\nfor index in range(5):\n    display(HTML("<p>" + "x" * 100_000 + "</p>"))\n"done"',
+        );
+        expect(execution.status).toBe('ok');
+        expect(execution.outputTruncated).toBe(true);
+        expect(execution.results.filter((result) => result.type === 'display_data')).toHaveLength(2);
+        expect(execution.stateLost).toBeUndefined();
+      });
+    });
+
     it('kills and restarts a kernel that ignores the interrupt; state is lost and says so, files stay', async () => {
       await withSession(backend, { interruptGraceMs: 500 }, async (fresh) => {
         await fresh.files.write('keep.txt', 'kept');
