@@ -1,4 +1,5 @@
 /** The `sandcell` command line. */
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { SandcellError } from '../errors.js';
 import { doctorCommand } from './doctor-command.js';
@@ -9,6 +10,11 @@ import { runCommand } from './run-command.js';
 
 const DEFAULT_OUTPUT_DIR = 'sandcell-output';
 
+function packageVersion(): string {
+  const manifest = new URL('../../package.json', import.meta.url);
+  return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
+}
+
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
@@ -16,7 +22,7 @@ function collect(value: string, previous: string[]): string[] {
 export function buildProgram(setExitCode: (code: number) => void): Command {
   const program = new Command('sandcell')
     .description('A self-hosted code interpreter: stateful, sandboxed Python sessions.')
-    .version(process.env.npm_package_version ?? '0.1.0')
+    .version(packageVersion())
     .exitOverride()
     .configureOutput({ outputError: (text, write) => write(red(text)) });
 
