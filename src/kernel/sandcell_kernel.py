@@ -258,6 +258,12 @@ class DescriptorCapture:
             self.buffer.write(self.decoder.decode(data))
 
 
+def bundle_size(bundle):
+    """Roughly the bytes a MIME bundle takes on the wire, without serialising
+    its (often large, base64) strings a second time."""
+    return sum(len(value) if isinstance(value, str) else len(json.dumps(value, default=str)) for value in bundle.values())
+
+
 class FileError(Exception):
     def __init__(self, code, message):
         super().__init__(message)
@@ -345,10 +351,7 @@ def file_write(message):
         except FileExistsError:
             if os.path.islink(current) or not os.path.isdir(current):
                 raise FileError("not-a-directory", "%s is not a directory" % current)
-    try:
-        fd, _ = _open_regular(full, os.O_WRONLY | os.O_CREAT)
-    except FileError:
-        raise
+    fd, _ = _open_regular(full, os.O_WRONLY | os.O_CREAT)
     try:
         os.ftruncate(fd, 0)
         view = memoryview(data)
@@ -559,7 +562,7 @@ class Kernel:
             message["executionCount"] = self.shell.execution_count
         # Results past the per-execution budget are dropped here, so that a huge
         # HTML table or image never becomes an oversized protocol message.
-        size = len(json.dumps(bundle, default=str))
+        size = bundle_size(bundle)
         if self.results_used + size > RESULT_LIMIT:
             self.budget.truncated = True
             return

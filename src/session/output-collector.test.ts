@@ -26,7 +26,7 @@ describe('OutputCollector', () => {
   it('drops results past their cap and ignores malformed ones', () => {
     const collector = new OutputCollector(100, 40, {});
     collector.result('display_data', { 'text/plain': 'x'.repeat(10) }, {});
-    collector.result('display_data', { 'text/plain': 'y'.repeat(30) }, {});
+    collector.result('display_data', { 'text/plain': 'y'.repeat(31) }, {});
     collector.result('display_data', 'not a bundle', {});
     expect(collector.results).toHaveLength(1);
     expect(collector.truncated).toBe(true);

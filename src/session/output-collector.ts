@@ -31,7 +31,7 @@ export class OutputCollector {
 
   result(type: ExecutionResult['type'], data: unknown, metadata: unknown): void {
     if (typeof data !== 'object' || data === null || Array.isArray(data)) return;
-    const size = JSON.stringify(data).length;
+    const size = bundleSize(data as MimeBundle);
     if (this.resultsUsed + size > this.resultBytes) {
       this.truncated = true;
       return;
@@ -73,4 +73,12 @@ export class OutputCollector {
       .toString('utf8')
       .replace(/\uFFFD$/, '');
   }
+}
+
+/** Roughly the bytes a MIME bundle holds, without serialising its (often large, base64) strings again. */
+function bundleSize(bundle: MimeBundle): number {
+  let size = 0;
+  for (const value of Object.values(bundle))
+    size += typeof value === 'string' ? value.length : JSON.stringify(value).length;
+  return size;
 }

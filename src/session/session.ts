@@ -21,7 +21,7 @@ import {
 import { OutputCollector } from './output-collector.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
-const FILES_KEPT = 'Files in /mnt/data were kept.';
+const STATE_LOST = "the session's state (variables, imports) was lost. Files in /mnt/data were kept.";
 
 let defaultBackend: SandboxBackend | undefined;
 
@@ -215,7 +215,7 @@ export class Session {
     void connection.exited.then((exit) => {
       // A death during a run is reported by that run; this is for deaths while idle.
       if (this.retired.has(connection) || this.closing || this.running) return;
-      this.stateLossNote = `The kernel stopped between runs (${describeExit(exit)}), so it was restarted and the session's state (variables, imports) was lost. ${FILES_KEPT}`;
+      this.stateLossNote = `The kernel stopped between runs (${describeExit(exit)}), so it was restarted and ${STATE_LOST}`;
     });
     this.connection = connection;
     return connection;
@@ -254,14 +254,20 @@ export class Session {
       let finished = false;
       let graceTimer: NodeJS.Timeout | undefined;
 
-      const finish = (execution: Omit<Execution, 'stdout' | 'stderr' | 'results' | 'durationMs'>): void => {
-        if (finished) return;
+      /** Ends the run's timers and subscriptions; false when it had already ended. */
+      const settle = (): boolean => {
+        if (finished) return false;
         finished = true;
         clearTimeout(timeoutTimer);
         clearTimeout(graceTimer);
         unsubscribe();
         options.signal?.removeEventListener('abort', onAbort);
         this.running = undefined;
+        return true;
+      };
+
+      const finish = (execution: Omit<Execution, 'stdout' | 'stderr' | 'results' | 'durationMs'>): void => {
+        if (!settle()) return;
         this.lastActivity = Date.now();
         const lostReason = execution.stateLostReason ?? stateLostBefore;
         resolve({
@@ -332,21 +338,16 @@ export class Session {
       void connection.exited.then((exit) => {
         if (finished) return;
         if (this.closing) {
-          finished = true;
-          clearTimeout(timeoutTimer);
-          clearTimeout(graceTimer);
-          unsubscribe();
-          this.running = undefined;
-          reject(new SessionClosedError(this.id));
+          if (settle()) reject(new SessionClosedError(this.id));
           return;
         }
         this.executionCount += 1;
         this.retired.add(connection);
         const reason = timedOut
-          ? `Execution exceeded the time limit of ${timeoutMs / 1000} s and did not stop when interrupted, so the kernel was killed and restarted: the session's state (variables, imports) was lost. ${FILES_KEPT}`
+          ? `Execution exceeded the time limit of ${timeoutMs / 1000} s and did not stop when interrupted, so the kernel was killed and restarted: ${STATE_LOST}`
           : interrupted
-            ? `The execution was interrupted but did not stop, so the kernel was killed and restarted: the session's state (variables, imports) was lost. ${FILES_KEPT}`
-            : `${this.deathCause(connection, exit)} The kernel was restarted: the session's state (variables, imports) was lost. ${FILES_KEPT}`;
+            ? `The execution was interrupted but did not stop, so the kernel was killed and restarted: ${STATE_LOST}`
+            : `${this.deathCause(connection, exit)} The kernel was restarted: ${STATE_LOST}`;
         finish({
           status: timedOut ? 'timeout' : 'error',
           error: { name: timedOut ? 'TimeoutError' : 'KernelDied', value: reason, traceback: [] },
