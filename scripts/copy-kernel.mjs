@@ -1,4 +1,4 @@
-// Copies the Python programs that run in the sandbox (or generate its filter) next to the compiled code.
+// Copies the Python programs that run in the sandbox (and their data files, e.g. the package list) next to the compiled code.
 import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
@@ -7,7 +7,7 @@ function copyPython(source, target) {
     const from = path.join(source, entry.name);
     const to = path.join(target, entry.name);
     if (entry.isDirectory()) copyPython(from, to);
-    else if (entry.name.endsWith('.py')) {
+    else if (entry.name.endsWith('.py') || entry.name.endsWith('.json')) {
       mkdirSync(target, { recursive: true });
       copyFileSync(from, to);
     }

@@ -9,21 +9,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SANDBOX_USER = process.env.SANDCELL_SANDBOX_USER ?? 'sandcell-sandbox';
-const DEBIAN_PACKAGES = [
-  'bubblewrap',
-  'python3',
-  'python3-ipython',
-  'python3-matplotlib-inline',
-  'python3-numpy',
-  'python3-pandas',
-  'python3-matplotlib',
-  'python3-seaborn',
-  'python3-sklearn',
-  'python3-scipy',
-  'python3-statsmodels',
-  'python3-seccomp',
-  'util-linux',
-];
+// One list for the host and the runtime image (sandcell image build), so both run the same Python packages.
+const PACKAGE_LISTS = JSON.parse(readFileSync(path.join(root, 'src/image/debian-packages.json'), 'utf8'));
+const DEBIAN_PACKAGES = [...PACKAGE_LISTS.host, ...PACKAGE_LISTS.sandbox];
 
 const isRoot = process.getuid?.() === 0;
 const say = (text) => process.stdout.write(`\x1b[1msetup:\x1b[0m ${text}\n`);

@@ -14,6 +14,7 @@ export type SandcellErrorCode =
   | 'timeout'
   | 'protocol-error'
   | 'pool-exhausted'
+  | 'image-build-failed'
   | 'aborted';
 
 export class SandcellError extends Error {
@@ -103,5 +104,12 @@ export class PoolExhaustedError extends SandcellError {
 export class AbortError extends SandcellError {
   constructor(message = 'The operation was aborted.') {
     super('aborted', message);
+  }
+}
+
+/** Building the runtime image or root filesystem failed; the message carries the tool's last output. */
+export class ImageBuildError extends SandcellError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('image-build-failed', message, options);
   }
 }

@@ -2,8 +2,10 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { SandcellError } from '../errors.js';
+import { addBackendOptions } from './backend-option.js';
 import { doctorCommand } from './doctor-command.js';
 import { CliExit, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
+import { imageBuildCommand, imageStatusCommand } from './image-command.js';
 import { red } from './render.js';
 import { replCommand } from './repl-command.js';
 import { runCommand } from './run-command.js';
@@ -26,29 +28,51 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .exitOverride()
     .configureOutput({ outputError: (text, write) => write(red(text)) });
 
-  program
-    .command('run')
-    .description('run Python code in a fresh sandboxed session')
-    .argument('[file]', 'a Python file, or - to read code from stdin')
-    .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
-    .option('-o, --output-dir <dir>', 'where to save charts and files the code wrote', DEFAULT_OUTPUT_DIR)
-    .option('-t, --timeout <seconds>', 'wall-clock limit for the code')
-    .option('--json', 'print the whole execution as one JSON object')
-    .addHelpText('after', '\nExit codes: 0 ok, 1 error in the code, 2 usage, 3 sandbox failure, 124 timeout.')
-    .action(async (file: string | undefined, options) => setExitCode(await runCommand(file, options)));
+  addBackendOptions(
+    program
+      .command('run')
+      .description('run Python code in a fresh sandboxed session')
+      .argument('[file]', 'a Python file, or - to read code from stdin')
+      .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
+      .option('-o, --output-dir <dir>', 'where to save charts and files the code wrote', DEFAULT_OUTPUT_DIR)
+      .option('-t, --timeout <seconds>', 'wall-clock limit for the code')
+      .option('--json', 'print the whole execution as one JSON object')
+      .addHelpText('after', '\nExit codes: 0 ok, 1 error in the code, 2 usage, 3 sandbox failure, 124 timeout.'),
+  ).action(async (file: string | undefined, options) => setExitCode(await runCommand(file, options)));
 
-  program
-    .command('repl')
-    .description('an interactive Python prompt in a sandboxed session')
-    .option('-o, --output-dir <dir>', 'where to save charts', DEFAULT_OUTPUT_DIR)
-    .addOption(new Option('-t, --timeout <seconds>', 'wall-clock limit per input'))
-    .action(async (options) => setExitCode(await replCommand(options)));
+  addBackendOptions(
+    program
+      .command('repl')
+      .description('an interactive Python prompt in a sandboxed session')
+      .option('-o, --output-dir <dir>', 'where to save charts', DEFAULT_OUTPUT_DIR)
+      .addOption(new Option('-t, --timeout <seconds>', 'wall-clock limit per input')),
+  ).action(async (options) => setExitCode(await replCommand(options)));
 
   program
     .command('doctor')
     .description('check that this machine can run sandboxes, and say what to fix')
     .option('--json', 'print the checks as JSON')
     .action(async (options) => setExitCode(await doctorCommand(options)));
+
+  const image = program.command('image').description('the runtime image both backends can run on');
+  image
+    .command('build')
+    .description('build the runtime (Python, IPython, data packages, kernel) as a Docker image or a root filesystem')
+    .addOption(new Option('--backend <name>', 'what to build for').choices(['docker', 'bubblewrap']).default('docker'))
+    .addOption(
+      new Option('--route <route>', 'how: a Dockerfile (needs a registry) or debootstrap (offline)')
+        .choices(['auto', 'dockerfile', 'debootstrap'])
+        .default('auto'),
+    )
+    .option('--mirror <url>', 'Debian mirror for debootstrap (env SANDCELL_DEBIAN_MIRROR)')
+    .option('--force', 'rebuild even when this version is already built')
+    .option('--json', 'print the result as JSON')
+    .action(async (options) => setExitCode(await imageBuildCommand(options)));
+  image
+    .command('status')
+    .description('say which runtime builds are present for this version of sandcell')
+    .option('--json', 'print the status as JSON')
+    .action(async (options) => setExitCode(await imageStatusCommand(options)));
 
   return program;
 }

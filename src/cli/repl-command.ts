@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { createSession } from '../session/session.js';
+import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { dim, printError, resultText, saveResultImages } from './render.js';
 import { startStatus } from './status.js';
 
@@ -35,10 +36,13 @@ function saveHistory(history: string[]): void {
   }
 }
 
-export async function replCommand(options: { outputDir: string; timeout?: string }): Promise<number> {
+export async function replCommand(
+  options: { outputDir: string; timeout?: string } & BackendCliOptions,
+): Promise<number> {
   const status = startStatus(process.stderr, 'starting sandbox');
   const timeoutMs = options.timeout ? Number(options.timeout) * 1000 : 0;
-  const session = await createSession(timeoutMs > 0 ? { timeoutMs } : { timeoutMs: 24 * 3600_000 }).finally(() =>
+  const backend = await backendFromOptions(options);
+  const session = await createSession({ backend, timeoutMs: timeoutMs > 0 ? timeoutMs : 24 * 3600_000 }).finally(() =>
     status.stop(),
   );
   process.stdout.write(

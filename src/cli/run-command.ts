@@ -4,6 +4,7 @@ import path from 'node:path';
 import { InvalidInputError } from '../errors.js';
 import type { Execution } from '../session/execution.js';
 import { createSession } from '../session/session.js';
+import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
 import { copyOutputFiles, dim, printError, resultText, saveResultImages } from './render.js';
 import { type Status, startStatus } from './status.js';
@@ -13,6 +14,8 @@ export interface RunCommandOptions {
   outputDir: string;
   timeout?: string;
   json?: boolean;
+  backend?: string;
+  rootfs?: string;
 }
 
 async function readCode(file: string | undefined): Promise<string> {
@@ -60,8 +63,9 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
       }
     }),
   );
+  const backend = await backendFromOptions(options, options.json);
   const status: Status = startStatus(options.json ? undefined : process.stderr, 'starting sandbox');
-  const session = await createSession(timeoutMs ? { timeoutMs } : {}).finally(() => status.stop());
+  const session = await createSession({ backend, ...(timeoutMs ? { timeoutMs } : {}) }).finally(() => status.stop());
   try {
     for (const upload of uploads) {
       await session.files.write(upload.name, upload.content);

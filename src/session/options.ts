@@ -1,5 +1,6 @@
 /** Options of a session, their defaults and their validation. */
 import { resolveLimits, type SandboxLimits } from '../backends/limits.js';
+import type { BackendName } from '../backends/select.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
 
@@ -13,8 +14,11 @@ export const DEFAULT_FILE_TRANSFER_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 export interface SessionOptions {
-  /** Where sandboxes run. @default the bubblewrap backend */
-  backend?: SandboxBackend;
+  /**
+   * Where sandboxes run: a backend, or its name (`bubblewrap`, `docker`, `auto`:
+   * bubblewrap when usable, else Docker). @default env SANDCELL_BACKEND, else `bubblewrap`
+   */
+  backend?: SandboxBackend | BackendName;
   /** Resource limits of the sandbox; each falls back to DEFAULT_LIMITS. */
   limits?: Partial<SandboxLimits>;
   /** Wall-clock limit per execution. @default 60_000 */

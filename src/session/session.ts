@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { createBubblewrapBackend } from '../backends/bubblewrap/index.js';
+import { sharedBackend } from '../backends/select.js';
 import type { SandboxBackend, SandboxExit, SandboxVolume } from '../backends/spec.js';
 import { AbortError, InvalidInputError, SandboxStartError, SandcellError, SessionClosedError } from '../errors.js';
 import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
@@ -23,12 +23,15 @@ import { OutputCollector } from './output-collector.js';
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const STATE_LOST = "the session's state (variables, imports) was lost. Files in /mnt/data were kept.";
 
-let defaultBackend: SandboxBackend | undefined;
-
-/** The process-wide bubblewrap backend, so host preparation happens once. */
+/** The process-wide default backend (SANDCELL_BACKEND, else bubblewrap), so host preparation happens once. */
 export function getDefaultBackend(): SandboxBackend {
-  defaultBackend ??= createBubblewrapBackend();
-  return defaultBackend;
+  return sharedBackend(process.env.SANDCELL_BACKEND || 'bubblewrap');
+}
+
+/** A backend instance, or a name resolved to the process-wide instance of that name. */
+export function resolveBackend(backend: SandboxBackend | string | undefined): SandboxBackend {
+  if (backend === undefined) return getDefaultBackend();
+  return typeof backend === 'string' ? sharedBackend(backend) : backend;
 }
 
 /** An execution in flight: what `reset()`, `restart()` and aborts act on. */
@@ -62,7 +65,7 @@ export class Session {
     const resolved = resolveSessionOptions(options);
     const id = options.id ?? randomUUID().replace(/-/g, '').slice(0, 16);
     if (!SESSION_ID.test(id)) throw new InvalidInputError('A session id is 1 to 64 letters, digits, "-" or "_".');
-    const backend = options.backend ?? getDefaultBackend();
+    const backend = resolveBackend(options.backend);
     await backend.ensureAvailable({ signal: options.signal });
     const volume = await backend.createVolume({ sessionId: id, limits: resolved.limits, signal: options.signal });
     const session = new Session(id, backend, volume, resolved);

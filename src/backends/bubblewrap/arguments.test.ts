@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildBubblewrapArguments, sandboxEnvironment } from './arguments.js';
+import { sandboxEnvironment } from '../sandbox-environment.js';
+import { buildBubblewrapArguments } from './arguments.js';
 
 const input = {
   dataDirectory: '/run/sandcell/sessions/1-abc',

@@ -2,6 +2,8 @@
  * The bwrap command line for one sandbox. Pure: everything it needs is passed
  * in, so the isolation flags can be read (and unit-tested) in one place.
  */
+import path from 'node:path';
+import { KERNEL_MOUNT, KERNEL_SCRIPT, SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID } from '../sandbox-environment.js';
 
 export interface BubblewrapArgumentsInput {
   /** Host directory holding the session's files, mounted at /mnt/data. */
@@ -15,6 +17,11 @@ export interface BubblewrapArgumentsInput {
   tmpBytes: number;
   environment: Record<string, string>;
   pythonPath: string;
+  /**
+   * Where /usr and the few /etc files come from: the host (`/`), or a runtime
+   * root filesystem built by `sandcell image build --backend bubblewrap`.
+   */
+  systemRoot?: string;
 }
 
 /** Files from the host's /etc that Python and its packages read; nothing else of /etc is visible. */
@@ -36,13 +43,8 @@ export const HOST_ETC_FILES = [
 /** Synthetic files written by sandcell, replacing the host's. */
 export const SYNTHETIC_ETC_FILES = ['passwd', 'group', 'hostname', 'hosts', 'nsswitch.conf', 'resolv.conf'] as const;
 
-export const SANDBOX_UID = 1000;
-export const SANDBOX_GID = 1000;
-export const SANDBOX_HOSTNAME = 'sandbox';
-export const KERNEL_MOUNT = '/opt/sandcell';
-export const KERNEL_SCRIPT = 'sandcell_kernel.py';
-
 export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): string[] {
+  const systemRoot = input.systemRoot ?? '/';
   const args: string[] = [
     // Namespaces: every kind, and no further user namespaces from inside.
     '--unshare-user',
@@ -66,7 +68,7 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): strin
     String(input.seccompDescriptor),
     // A read-only, minimal system.
     '--ro-bind',
-    '/usr',
+    path.join(systemRoot, 'usr'),
     '/usr',
     '--symlink',
     'usr/bin',
@@ -89,7 +91,7 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): strin
     '--dev',
     '/dev',
   ];
-  for (const name of HOST_ETC_FILES) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
+  for (const name of HOST_ETC_FILES) args.push('--ro-bind-try', path.join(systemRoot, 'etc', name), `/etc/${name}`);
   for (const name of SYNTHETIC_ETC_FILES) args.push('--ro-bind', `${input.etcDirectory}/${name}`, `/etc/${name}`);
   args.push(
     '--ro-bind',
@@ -115,31 +117,4 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): strin
   for (const [name, value] of Object.entries(input.environment)) args.push('--setenv', name, value);
   args.push('--', input.pythonPath, '-I', '-B', `${KERNEL_MOUNT}/${KERNEL_SCRIPT}`);
   return args;
-}
-
-/** The environment inside the sandbox: explicit, nothing inherited from the host. */
-export function sandboxEnvironment(options: {
-  kernelOptions: Record<string, unknown>;
-  threads: number;
-  extra?: Record<string, string>;
-}): Record<string, string> {
-  const threads = String(Math.max(1, Math.floor(options.threads)));
-  return {
-    PATH: '/usr/local/bin:/usr/bin:/bin',
-    HOME: '/tmp',
-    USER: 'sandbox',
-    LOGNAME: 'sandbox',
-    LANG: 'C.UTF-8',
-    LC_ALL: 'C.UTF-8',
-    TMPDIR: '/tmp',
-    TERM: 'dumb',
-    MPLBACKEND: 'module://matplotlib_inline.backend_inline',
-    MPLCONFIGDIR: '/tmp/.config/matplotlib',
-    IPYTHONDIR: '/tmp/.ipython',
-    OPENBLAS_NUM_THREADS: threads,
-    OMP_NUM_THREADS: threads,
-    MKL_NUM_THREADS: threads,
-    ...options.extra,
-    SANDCELL_KERNEL_OPTIONS: JSON.stringify(options.kernelOptions),
-  };
 }

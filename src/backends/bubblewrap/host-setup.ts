@@ -10,20 +10,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { access, chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { BackendUnavailableError } from '../../errors.js';
-import { kernelDirectory } from '../../kernel/index.js';
-import { KERNEL_SCRIPT, SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID } from './arguments.js';
+import { kernelDirectory, SECCOMP_SCRIPT } from '../../kernel/index.js';
+import { KERNEL_SCRIPT, SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID } from '../sandbox-environment.js';
 
 const execFileAsync = promisify(execFile);
 
 export const DEFAULT_SANDBOX_USER = 'sandcell-sandbox';
-const SECCOMP_SCRIPT = fileInThisDirectory('seccomp_filter.py');
-
-function fileInThisDirectory(name: string): string {
-  return path.join(path.dirname(fileURLToPath(import.meta.url)), name);
-}
 
 export interface HostAccount {
   name: string;

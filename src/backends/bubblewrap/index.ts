@@ -6,10 +6,13 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { open } from 'node:fs/promises';
+import { access, open } from 'node:fs/promises';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
+import { runtimeRootfsDirectory } from '../../image/recipe.js';
 import type { SandboxLimits } from '../limits.js';
+import { sandboxEnvironment } from '../sandbox-environment.js';
 import type {
   CreateVolumeOptions,
   Sandbox,
@@ -18,7 +21,7 @@ import type {
   SandboxUsage,
   StartSandboxOptions,
 } from '../spec.js';
-import { buildBubblewrapArguments, sandboxEnvironment } from './arguments.js';
+import { buildBubblewrapArguments } from './arguments.js';
 import { type CgroupLayout, detectCgroups, SandboxCgroup, sweepStaleCgroups } from './cgroup.js';
 import {
   DEFAULT_SANDBOX_USER,
@@ -49,6 +52,12 @@ export interface BubblewrapBackendOptions {
   cacheDirectory?: string;
   /** Use cgroups for memory/pids/CPU when the host lets us. @default 'auto' */
   cgroups?: 'auto' | 'off';
+  /**
+   * Run on a runtime root filesystem instead of the host's /usr: a directory,
+   * or `runtime` for the one `sandcell image build --backend bubblewrap` built
+   * for this version of sandcell. @default the host (env SANDCELL_ROOTFS)
+   */
+  rootfs?: string;
 }
 
 /** What the backend found about the host; `doctor` prints it. */
@@ -58,6 +67,8 @@ export interface BubblewrapHostReport {
   cgroups?: CgroupLayout;
   seccompFilter: string;
   runtime: RuntimeLayout;
+  /** The root filesystem /usr comes from: `/` (the host) or a runtime root filesystem. */
+  systemRoot: string;
 }
 
 export class BubblewrapBackend implements SandboxBackend {
@@ -103,13 +114,14 @@ export class BubblewrapBackend implements SandboxBackend {
         );
       }
     }
+    const systemRoot = await resolveSystemRoot(this.options.rootfs ?? process.env.SANDCELL_ROOTFS);
     const runtime = await prepareRuntime(this.options.runtimeDirectory ?? defaultRuntimeDirectory());
     const seccompFilter = await ensureSeccompFilter(this.options.cacheDirectory ?? defaultCacheDirectory());
     const cgroups = this.options.cgroups === 'off' || !isRoot() ? undefined : await detectCgroups();
     if (cgroups) await sweepStaleCgroups(cgroups);
     await sweepStaleVolumes(runtime.sessionsDirectory, runAs !== undefined);
     await this.checkUserNamespaces(bwrapPath, runAs);
-    return { bwrapPath, runAs, cgroups, seccompFilter, runtime };
+    return { bwrapPath, runAs, cgroups, seccompFilter, runtime, systemRoot };
   }
 
   private async checkUserNamespaces(bwrapPath: string, runAs: HostAccount | undefined): Promise<void> {
@@ -183,6 +195,7 @@ export class BubblewrapBackend implements SandboxBackend {
         tmpBytes: limits.tmpBytes,
         environment: sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra: options.environment }),
         pythonPath: this.options.pythonPath ?? '/usr/bin/python3',
+        systemRoot: prepared.systemRoot,
       });
       const [command, ...commandArguments] = launcher(prepared, cgroup, bwrapArguments);
       const child = spawn(command as string, commandArguments, {
@@ -198,6 +211,26 @@ export class BubblewrapBackend implements SandboxBackend {
       await filter.close();
     }
   }
+}
+
+/** Checks a runtime root filesystem option and returns its directory (`/` for the host). */
+async function resolveSystemRoot(option: string | undefined): Promise<string> {
+  if (!option || option === '/' || option === 'host') return '/';
+  const directory = option === 'runtime' ? runtimeRootfsDirectory() : path.resolve(option);
+  const python = path.join(directory, 'usr', 'bin', 'python3');
+  if (
+    !(await access(python).then(
+      () => true,
+      () => false,
+    ))
+  ) {
+    throw new BackendUnavailableError(
+      option === 'runtime'
+        ? `The runtime root filesystem for this version of sandcell is not built (${directory}). Build it with \`sandcell image build --backend bubblewrap\`.`
+        : `${directory} is not a root filesystem with Python (${python} is missing). Build one with \`sandcell image build --backend bubblewrap\`.`,
+    );
+  }
+  return directory;
 }
 
 /** Limits the kernel applies to itself with setrlimit before user code runs. */

@@ -1,6 +1,12 @@
-"""Writes sandcell's seccomp filter as a BPF program for `bwrap --seccomp FD`.
+"""sandcell's seccomp filter, shared by every backend.
 
-Usage: python3 seccomp_filter.py OUTPUT_PATH
+Usage:
+  python3 seccomp_filter.py OUTPUT_PATH
+      writes the filter as a BPF program (for `bwrap --seccomp FD`);
+  python3 seccomp_filter.py --exec PROGRAM [ARGUMENT...]
+      loads the filter into this process and execs PROGRAM under it. Used in
+      containers, where it stacks on top of the engine's own profile: a call
+      is allowed only when every filter allows it.
 
 Everything is allowed except what a sandboxed interpreter has no business
 doing: debugging other processes, mounting, new namespaces, kernel keyrings,
@@ -11,6 +17,7 @@ clone, whose flags we can inspect). Foreign architectures are killed.
 """
 
 import errno
+import os
 import sys
 
 import seccomp
@@ -75,8 +82,12 @@ def build():
 
 
 def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "--exec":
+        program = sys.argv[2]
+        build().load()
+        os.execv(program, sys.argv[2:])
     if len(sys.argv) != 2:
-        sys.stderr.write("usage: seccomp_filter.py OUTPUT_PATH\n")
+        sys.stderr.write("usage: seccomp_filter.py OUTPUT_PATH | --exec PROGRAM [ARGUMENT...]\n")
         return 2
     with open(sys.argv[1], "wb") as output:
         build().export_bpf(output)

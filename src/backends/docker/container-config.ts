@@ -1,0 +1,154 @@
+/**
+ * The Docker objects of one session, as plain data: the kernel container,
+ * the volume behind /mnt/data and the container that keeps that volume
+ * mounted. Pure, so the isolation settings can be read (and unit-tested) in
+ * one place.
+ */
+import type Dockerode from 'dockerode';
+import type { SandboxLimits } from '../limits.js';
+import {
+  DATA_MOUNT,
+  KERNEL_MOUNT,
+  KERNEL_SCRIPT,
+  SANDBOX_GID,
+  SANDBOX_HOSTNAME,
+  SANDBOX_UID,
+} from '../sandbox-environment.js';
+
+/** Every object sandcell creates carries this label; sweeping looks for it. */
+export const MANAGED_LABEL = 'org.sandcell.managed';
+export const OWNER_LABELS = {
+  host: 'org.sandcell.owner.host',
+  boot: 'org.sandcell.owner.boot',
+  pid: 'org.sandcell.owner.pid',
+  start: 'org.sandcell.owner.start',
+} as const;
+export const SESSION_LABEL = 'org.sandcell.session';
+export const ROLE_LABEL = 'org.sandcell.role';
+
+const PYTHON = '/usr/bin/python3';
+const MiB = 1024 * 1024;
+
+/** The kernel runs under sandcell's own seccomp filter, stacked on the engine's default profile. */
+export const KERNEL_COMMAND = [
+  PYTHON,
+  '-I',
+  '-B',
+  `${KERNEL_MOUNT}/seccomp_filter.py`,
+  '--exec',
+  PYTHON,
+  '-I',
+  '-B',
+  `${KERNEL_MOUNT}/${KERNEL_SCRIPT}`,
+];
+
+/** What every container of a session shares: no network, no capabilities, nothing writable but what we mount. */
+function lockedDown(limits: Pick<SandboxLimits, 'tmpBytes'>): Dockerode.HostConfig {
+  return {
+    NetworkMode: 'none',
+    CapDrop: ['ALL'],
+    // The engine's default seccomp profile stays on (no seccomp= option); the kernel adds sandcell's filter on top.
+    SecurityOpt: ['no-new-privileges:true'],
+    ReadonlyRootfs: true,
+    IpcMode: 'private',
+    Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${Math.floor(limits.tmpBytes)},mode=1777` },
+    ShmSize: 64 * MiB,
+    // A protocol stream is not a log: keep nothing on the engine's disk.
+    LogConfig: { Type: 'none', Config: {} },
+    // docker-init as PID 1 reaps orphans and forwards signals.
+    Init: true,
+  };
+}
+
+export interface KernelContainerInput {
+  image: string;
+  name: string;
+  volumeName: string;
+  limits: SandboxLimits;
+  environment: Record<string, string>;
+  labels: Record<string, string>;
+}
+
+export function kernelContainerOptions(input: KernelContainerInput): Dockerode.ContainerCreateOptions {
+  const { limits } = input;
+  const memory = Math.floor(limits.memoryBytes);
+  return {
+    name: input.name,
+    Image: input.image,
+    Entrypoint: KERNEL_COMMAND,
+    Cmd: [],
+    User: `${SANDBOX_UID}:${SANDBOX_GID}`,
+    WorkingDir: DATA_MOUNT,
+    Hostname: SANDBOX_HOSTNAME,
+    Env: Object.entries(input.environment).map(([name, value]) => `${name}=${value}`),
+    Labels: { ...input.labels, [ROLE_LABEL]: 'kernel' },
+    // The kernel protocol runs over the attached stdin/stdout: open stdin, no TTY.
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+    OpenStdin: true,
+    StdinOnce: false,
+    Tty: false,
+    NetworkDisabled: true,
+    HostConfig: {
+      ...lockedDown(limits),
+      Memory: memory,
+      // Equal to Memory: no swap on top.
+      MemorySwap: memory,
+      NanoCpus: Math.round(limits.cpus * 1e9),
+      PidsLimit: Math.floor(limits.processes),
+      Mounts: [{ Type: 'volume', Source: input.volumeName, Target: DATA_MOUNT, ReadOnly: false }],
+      Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
+    },
+  };
+}
+
+/**
+ * The engine unmounts a tmpfs volume when no container uses it, which would
+ * empty /mnt/data on every kernel restart. A tiny container holds the volume
+ * for the session's life; kernel containers come and go beside it.
+ */
+export function holderContainerOptions(input: {
+  image: string;
+  name: string;
+  volumeName: string;
+  labels: Record<string, string>;
+}): Dockerode.ContainerCreateOptions {
+  return {
+    name: input.name,
+    Image: input.image,
+    Entrypoint: ['/bin/sleep', 'infinity'],
+    Cmd: [],
+    User: `${SANDBOX_UID}:${SANDBOX_GID}`,
+    Hostname: SANDBOX_HOSTNAME,
+    Labels: { ...input.labels, [ROLE_LABEL]: 'volume-holder' },
+    Tty: false,
+    NetworkDisabled: true,
+    HostConfig: {
+      ...lockedDown({ tmpBytes: MiB }),
+      Memory: 16 * MiB,
+      MemorySwap: 16 * MiB,
+      PidsLimit: 4,
+      NanoCpus: 0.1e9,
+      Mounts: [{ Type: 'volume', Source: input.volumeName, Target: DATA_MOUNT, ReadOnly: true }],
+    },
+  };
+}
+
+/** /mnt/data: a tmpfs volume, capped at `dataBytes`, owned by the sandbox user. */
+export function volumeOptions(input: {
+  name: string;
+  dataBytes: number;
+  labels: Record<string, string>;
+}): Dockerode.VolumeCreateOptions {
+  return {
+    Name: input.name,
+    Driver: 'local',
+    DriverOpts: {
+      type: 'tmpfs',
+      device: 'tmpfs',
+      o: `size=${Math.floor(input.dataBytes)},uid=${SANDBOX_UID},gid=${SANDBOX_GID},mode=0700,nosuid,nodev`,
+    },
+    Labels: { ...input.labels, [ROLE_LABEL]: 'data' },
+  };
+}

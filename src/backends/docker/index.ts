@@ -1,0 +1,366 @@
+/**
+ * The Docker backend: one locked-down container per kernel, talking to Docker
+ * Engine through its API (dockerode; DOCKER_HOST is honoured). The kernel
+ * speaks the same protocol as on bubblewrap, over the container's attached
+ * stdin/stdout. /mnt/data is a size-capped tmpfs volume that outlives kernel
+ * restarts; closing a session removes everything it created, and objects left
+ * by a sandcell process that died are removed at the next start.
+ */
+import { randomUUID } from 'node:crypto';
+import { type Duplex, PassThrough } from 'node:stream';
+import Dockerode from 'dockerode';
+import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
+import { runtimeImageTag } from '../../image/recipe.js';
+import type { SandboxLimits } from '../limits.js';
+import { sandboxEnvironment } from '../sandbox-environment.js';
+import type {
+  CreateVolumeOptions,
+  Sandbox,
+  SandboxBackend,
+  SandboxExit,
+  SandboxUsage,
+  SandboxVolume,
+  StartSandboxOptions,
+} from '../spec.js';
+import {
+  holderContainerOptions,
+  KERNEL_COMMAND,
+  kernelContainerOptions,
+  MANAGED_LABEL,
+  SESSION_LABEL,
+  volumeOptions,
+} from './container-config.js';
+import { ownerIsGone, ownerLabels } from './owner.js';
+
+export interface DockerBackendOptions {
+  /** A configured client. @default a client for DOCKER_HOST, else /var/run/docker.sock */
+  docker?: Dockerode;
+  /** The runtime image. @default `sandcell-runtime:<version>` of this sandcell (env SANDCELL_DOCKER_IMAGE) */
+  image?: string;
+  /** How long to wait for the engine to answer a ping. @default 5000 */
+  connectTimeoutMs?: number;
+}
+
+/** What the backend found about the engine; `doctor` prints it. */
+export interface DockerEngineReport {
+  endpoint: string;
+  serverVersion: string;
+  apiVersion: string;
+  image: string;
+  imageId: string;
+  imageSize: number;
+  cgroupVersion?: string;
+  /** Whether the engine can enforce each limit (false means the kernel lacks the cgroup feature). */
+  limits: { memory: boolean; swap: boolean; pids: boolean; cpu: boolean };
+  /** Stale objects of dead sandcell processes removed while preparing. */
+  swept: number;
+}
+
+/** Where the client connects, for messages. */
+function describeEndpoint(): string {
+  return process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock';
+}
+
+export class DockerBackend implements SandboxBackend {
+  readonly specificationVersion = 'v1' as const;
+  readonly name = 'docker';
+  readonly docker: Dockerode;
+  readonly image: string;
+  private prepared?: Promise<DockerEngineReport>;
+
+  constructor(private readonly options: DockerBackendOptions = {}) {
+    this.docker = options.docker ?? new Dockerode();
+    this.image = options.image ?? process.env.SANDCELL_DOCKER_IMAGE ?? runtimeImageTag();
+  }
+
+  ensureAvailable(): Promise<void> {
+    return this.prepare().then(() => undefined);
+  }
+
+  /** Engine facts after preparation (pings the engine, checks the image, sweeps leftovers). */
+  report(): Promise<DockerEngineReport> {
+    return this.prepare();
+  }
+
+  private prepare(): Promise<DockerEngineReport> {
+    this.prepared ??= this.doPrepare();
+    this.prepared.catch(() => {
+      this.prepared = undefined;
+    });
+    return this.prepared;
+  }
+
+  private async doPrepare(): Promise<DockerEngineReport> {
+    const endpoint = describeEndpoint();
+    let info: Record<string, unknown>;
+    let version: Dockerode.DockerVersion;
+    try {
+      await withTimeout(this.docker.ping(), this.options.connectTimeoutMs ?? 5000, 'no answer');
+      [info, version] = await Promise.all([this.docker.info(), this.docker.version()]);
+    } catch (error) {
+      throw new BackendUnavailableError(
+        `Docker Engine is not reachable at ${endpoint} (${errorText(error)}). Install it with \`apt-get install docker.io\` and start it (\`dockerd &\` or \`service docker start\`), or set DOCKER_HOST.`,
+        { cause: error },
+      );
+    }
+    let image: Dockerode.ImageInspectInfo;
+    try {
+      image = await this.docker.getImage(this.image).inspect();
+    } catch (error) {
+      throw new BackendUnavailableError(
+        `The runtime image ${this.image} is not in Docker Engine at ${endpoint}. Build it with \`sandcell image build\` (a few minutes, once per sandcell version).`,
+        { cause: error },
+      );
+    }
+    const swept = await sweepStaleObjects(this.docker);
+    return {
+      endpoint,
+      serverVersion: version.Version,
+      apiVersion: version.ApiVersion,
+      image: this.image,
+      imageId: image.Id,
+      imageSize: image.Size,
+      cgroupVersion: typeof info.CgroupVersion === 'string' ? info.CgroupVersion : undefined,
+      limits: {
+        memory: info.MemoryLimit === true,
+        swap: info.SwapLimit === true,
+        pids: info.PidsLimit === true,
+        cpu: info.CpuCfsQuota === true,
+      },
+      swept,
+    };
+  }
+
+  async createVolume(options: CreateVolumeOptions): Promise<DockerVolume> {
+    await this.prepare();
+    options.signal?.throwIfAborted();
+    const suffix = `${process.pid}-${options.sessionId.slice(0, 12)}-${randomUUID().slice(0, 6)}`;
+    const labels = { [MANAGED_LABEL]: '1', [SESSION_LABEL]: options.sessionId, ...ownerLabels() };
+    const volumeName = `sandcell-data-${suffix}`;
+    try {
+      await this.docker.createVolume(volumeOptions({ name: volumeName, dataBytes: options.limits.dataBytes, labels }));
+      const holder = await this.docker.createContainer(
+        holderContainerOptions({ image: this.image, name: `sandcell-holder-${suffix}`, volumeName, labels }),
+      );
+      const volume = new DockerVolume(this.docker, options.sessionId, volumeName, holder, labels);
+      try {
+        await holder.start();
+      } catch (error) {
+        await volume.dispose();
+        throw error;
+      }
+      return volume;
+    } catch (error) {
+      await this.docker
+        .getVolume(volumeName)
+        .remove()
+        .catch(() => undefined);
+      throw new SandboxStartError(`Could not create the session's /mnt/data volume: ${errorText(error)}`, {
+        cause: error,
+      });
+    }
+  }
+
+  async start(options: StartSandboxOptions): Promise<Sandbox> {
+    await this.prepare();
+    if (!(options.volume instanceof DockerVolume)) {
+      throw new SandboxStartError('The docker backend needs a volume it created (createVolume).');
+    }
+    options.signal?.throwIfAborted();
+    const kernelOptions = { ...options.kernelOptions, limits: rlimitsFor(options.limits) };
+    const create = kernelContainerOptions({
+      image: this.image,
+      name: `sandcell-kernel-${process.pid}-${randomUUID().slice(0, 12)}`,
+      volumeName: options.volume.name,
+      limits: options.limits,
+      environment: sandboxEnvironment({ kernelOptions, threads: options.limits.cpus, extra: options.environment }),
+      labels: options.volume.labels,
+    });
+    let container: Dockerode.Container | undefined;
+    try {
+      container = await this.docker.createContainer(create);
+      // Attach before start, so not a byte of the kernel's output is missed.
+      const stream = (await container.attach({
+        stream: true,
+        stdin: true,
+        stdout: true,
+        stderr: true,
+        hijack: true,
+      })) as unknown as Duplex;
+      const sandbox = new DockerSandbox(this.docker, container, stream);
+      await container.start();
+      return sandbox;
+    } catch (error) {
+      await container?.remove({ force: true }).catch(() => undefined);
+      throw new SandboxStartError(`Could not start the kernel container (${KERNEL_COMMAND[0]}): ${errorText(error)}`, {
+        cause: error,
+      });
+    }
+  }
+}
+
+/** Limits the kernel applies to itself; processes are the container's PidsLimit (RLIMIT_NPROC would count every container's uid 1000). */
+function rlimitsFor(limits: SandboxLimits): Record<string, number> {
+  return { cpuSeconds: limits.cpuSeconds, fileSizeBytes: limits.fileSizeBytes, openFiles: limits.openFiles };
+}
+
+export class DockerVolume implements SandboxVolume {
+  private disposed?: Promise<void>;
+
+  constructor(
+    private readonly docker: Dockerode,
+    readonly sessionId: string,
+    readonly name: string,
+    private readonly holder: Dockerode.Container,
+    readonly labels: Record<string, string>,
+  ) {}
+
+  dispose(): Promise<void> {
+    this.disposed ??= (async () => {
+      await this.holder.remove({ force: true }).catch(ignoreMissing);
+      // The engine may still be releasing the last kernel container's mount: retry briefly.
+      for (let attempt = 0; ; attempt += 1) {
+        try {
+          await this.docker.getVolume(this.name).remove();
+          return;
+        } catch (error) {
+          if (statusOf(error) === 404) return;
+          if (statusOf(error) !== 409 || attempt >= 20) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+    })();
+    return this.disposed;
+  }
+}
+
+class DockerSandbox implements Sandbox {
+  readonly exited: Promise<SandboxExit>;
+  readonly output = new PassThrough();
+  readonly diagnostics = new PassThrough();
+  private killedByUs = false;
+  private removing?: Promise<void>;
+
+  constructor(
+    private readonly docker: Dockerode,
+    private readonly container: Dockerode.Container,
+    private readonly stream: Duplex,
+  ) {
+    this.docker.modem.demuxStream(stream, this.output, this.diagnostics);
+    const endStreams = () => {
+      this.output.end();
+      this.diagnostics.end();
+    };
+    stream.once('end', endStreams);
+    stream.once('close', endStreams);
+    // A reset socket is an ended sandbox; `exited` reports it.
+    stream.on('error', endStreams);
+    this.exited = this.watch();
+  }
+
+  get input() {
+    return this.stream;
+  }
+
+  private async watch(): Promise<SandboxExit> {
+    let code: number | null = null;
+    try {
+      const result = (await this.container.wait()) as { StatusCode?: number };
+      code = result.StatusCode ?? null;
+    } catch {
+      // Removed underneath us (kill): the code is unknown.
+    }
+    let outOfMemory = false;
+    if (!this.killedByUs) {
+      const state = await this.container.inspect().then(
+        (info) => info.State,
+        () => undefined,
+      );
+      outOfMemory = state?.OOMKilled === true;
+    }
+    await this.remove();
+    this.stream.destroy();
+    return { code, signal: null, reason: exitReason(code, outOfMemory, this.killedByUs) };
+  }
+
+  private remove(): Promise<void> {
+    this.removing ??= this.container.remove({ force: true }).catch(ignoreMissing);
+    return this.removing;
+  }
+
+  async kill(): Promise<SandboxExit> {
+    this.killedByUs = true;
+    await this.remove();
+    return this.exited;
+  }
+
+  async usage(): Promise<SandboxUsage> {
+    const [stats, top] = await Promise.all([
+      this.container.stats({ stream: false }).catch(() => undefined),
+      this.container.top({ ps_args: '-o pid' }).catch(() => undefined),
+    ]);
+    const rows = (top as { Processes?: string[][] } | undefined)?.Processes ?? [];
+    const processIds = rows.map((row) => Number(row[0])).filter((pid) => Number.isInteger(pid));
+    return { memoryBytes: stats?.memory_stats?.usage, processIds };
+  }
+}
+
+function exitReason(code: number | null, outOfMemory: boolean, killedByUs: boolean): SandboxExit['reason'] {
+  if (outOfMemory) return 'out-of-memory';
+  if (killedByUs) return 'killed';
+  // docker-init reports a child killed by a signal as 128 + signal: SIGXCPU is the CPU-time limit.
+  if (code === 128 + 24) return 'cpu-limit';
+  if (code === 128 + 9) return 'killed';
+  return 'exited';
+}
+
+/** Removes containers and volumes labelled as sandcell's whose owning process on this machine is gone. */
+export async function sweepStaleObjects(docker: Dockerode): Promise<number> {
+  let removed = 0;
+  const containers = await docker.listContainers({ all: true, filters: { label: [MANAGED_LABEL] } });
+  await Promise.all(
+    containers
+      .filter((container) => ownerIsGone(container.Labels))
+      .map(async (container) => {
+        await docker.getContainer(container.Id).remove({ force: true }).catch(ignoreMissing);
+        removed += 1;
+      }),
+  );
+  const { Volumes: volumes } = await docker.listVolumes({ filters: { label: [MANAGED_LABEL] } });
+  await Promise.all(
+    (volumes ?? [])
+      .filter((volume) => ownerIsGone(volume.Labels ?? undefined))
+      .map(async (volume) => {
+        await docker.getVolume(volume.Name).remove().catch(ignoreMissing);
+        removed += 1;
+      }),
+  );
+  return removed;
+}
+
+function statusOf(error: unknown): number | undefined {
+  return (error as { statusCode?: number }).statusCode;
+}
+
+function ignoreMissing(error: unknown): void {
+  if (statusOf(error) !== 404 && statusOf(error) !== 409) throw error;
+}
+
+function errorText(error: unknown): string {
+  const json = (error as { json?: { message?: string } }).json;
+  return json?.message ?? (error as Error).message ?? String(error);
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(message)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+export function createDockerBackend(options: DockerBackendOptions = {}): DockerBackend {
+  return new DockerBackend(options);
+}

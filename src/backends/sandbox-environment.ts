@@ -1,0 +1,41 @@
+/**
+ * What every backend's sandbox looks like from inside: the user, host name,
+ * where the kernel lives, and an environment built explicitly (nothing is
+ * inherited from the host).
+ */
+export { KERNEL_SCRIPT } from '../kernel/index.js';
+
+export const SANDBOX_UID = 1000;
+export const SANDBOX_GID = 1000;
+export const SANDBOX_USER = 'sandbox';
+export const SANDBOX_HOSTNAME = 'sandbox';
+/** Where the kernel program is inside the sandbox. */
+export const KERNEL_MOUNT = '/opt/sandcell';
+export const DATA_MOUNT = '/mnt/data';
+
+/** The environment inside the sandbox: explicit, nothing inherited from the host. */
+export function sandboxEnvironment(options: {
+  kernelOptions: Record<string, unknown>;
+  threads: number;
+  extra?: Record<string, string>;
+}): Record<string, string> {
+  const threads = String(Math.max(1, Math.floor(options.threads)));
+  return {
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    HOME: '/tmp',
+    USER: SANDBOX_USER,
+    LOGNAME: SANDBOX_USER,
+    LANG: 'C.UTF-8',
+    LC_ALL: 'C.UTF-8',
+    TMPDIR: '/tmp',
+    TERM: 'dumb',
+    MPLBACKEND: 'module://matplotlib_inline.backend_inline',
+    MPLCONFIGDIR: '/tmp/.config/matplotlib',
+    IPYTHONDIR: '/tmp/.ipython',
+    OPENBLAS_NUM_THREADS: threads,
+    OMP_NUM_THREADS: threads,
+    MKL_NUM_THREADS: threads,
+    ...options.extra,
+    SANDCELL_KERNEL_OPTIONS: JSON.stringify(options.kernelOptions),
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * Choosing a backend by name: `bubblewrap`, `docker`, or `auto` (bubblewrap
+ * when usable here, else Docker), as the CLI's --backend, the library's
+ * `backend` option and SANDCELL_BACKEND spell it.
+ */
+import { BackendUnavailableError, InvalidInputError } from '../errors.js';
+import { type BubblewrapBackendOptions, createBubblewrapBackend } from './bubblewrap/index.js';
+import { createDockerBackend, type DockerBackendOptions } from './docker/index.js';
+import type { CreateVolumeOptions, Sandbox, SandboxBackend, SandboxVolume, StartSandboxOptions } from './spec.js';
+
+export const BACKEND_NAMES = ['bubblewrap', 'docker', 'auto'] as const;
+export type BackendName = (typeof BACKEND_NAMES)[number];
+
+export interface BackendChoiceOptions {
+  bubblewrap?: BubblewrapBackendOptions;
+  docker?: DockerBackendOptions;
+}
+
+export function isBackendName(value: string): value is BackendName {
+  return (BACKEND_NAMES as readonly string[]).includes(value);
+}
+
+/** A backend by name; unknown names are an InvalidInputError listing the known ones. */
+export function createBackend(name: string, options: BackendChoiceOptions = {}): SandboxBackend {
+  if (!isBackendName(name)) {
+    throw new InvalidInputError(`Unknown backend \`${name}\`; choose one of ${BACKEND_NAMES.join(', ')}.`);
+  }
+  if (name === 'bubblewrap') return createBubblewrapBackend(options.bubblewrap);
+  if (name === 'docker') return createDockerBackend(options.docker);
+  return new AutoBackend(options);
+}
+
+const shared = new Map<string, SandboxBackend>();
+
+/** The process-wide backend of a name, created with default options on first use. */
+export function sharedBackend(name: string): SandboxBackend {
+  let backend = shared.get(name);
+  if (!backend) {
+    backend = createBackend(name);
+    shared.set(name, backend);
+  }
+  return backend;
+}
+
+export interface BackendSelection {
+  backend: SandboxBackend;
+  /** Why this one: shown to the user. */
+  reason: string;
+}
+
+/**
+ * Picks bubblewrap when it can run here, else Docker, on first use; then
+ * behaves exactly as the one it picked. `selection()` says which and why.
+ */
+export class AutoBackend implements SandboxBackend {
+  readonly specificationVersion = 'v1' as const;
+  private selecting?: Promise<BackendSelection>;
+  private chosen?: SandboxBackend;
+
+  constructor(private readonly options: BackendChoiceOptions = {}) {}
+
+  get name(): string {
+    return this.chosen?.name ?? 'auto';
+  }
+
+  selection(): Promise<BackendSelection> {
+    this.selecting ??= this.select();
+    this.selecting.catch(() => {
+      this.selecting = undefined;
+    });
+    return this.selecting;
+  }
+
+  private async select(): Promise<BackendSelection> {
+    const bubblewrap = createBubblewrapBackend(this.options.bubblewrap);
+    let bubblewrapProblem: string;
+    try {
+      await bubblewrap.ensureAvailable();
+      this.chosen = bubblewrap;
+      return { backend: bubblewrap, reason: 'bubblewrap is usable here' };
+    } catch (error) {
+      bubblewrapProblem = (error as Error).message;
+    }
+    const docker = createDockerBackend(this.options.docker);
+    try {
+      await docker.ensureAvailable();
+    } catch (error) {
+      throw new BackendUnavailableError(
+        `No backend can run here. bubblewrap: ${bubblewrapProblem} Docker: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+    this.chosen = docker;
+    return { backend: docker, reason: `bubblewrap is not usable (${bubblewrapProblem})` };
+  }
+
+  async ensureAvailable(): Promise<void> {
+    await this.selection();
+  }
+
+  async createVolume(options: CreateVolumeOptions): Promise<SandboxVolume> {
+    return (await this.selection()).backend.createVolume(options);
+  }
+
+  async start(options: StartSandboxOptions): Promise<Sandbox> {
+    return (await this.selection()).backend.start(options);
+  }
+}

@@ -1,0 +1,50 @@
+/** The `--backend` and `--rootfs` options shared by the commands that start sessions. */
+import { type Command, Option } from 'commander';
+import { createBubblewrapBackend } from '../backends/bubblewrap/index.js';
+import { AutoBackend, BACKEND_NAMES, isBackendName } from '../backends/select.js';
+import type { SandboxBackend } from '../backends/spec.js';
+import { resolveBackend } from '../session/session.js';
+import { CliExit, EXIT_USAGE } from './exit-codes.js';
+import { dim } from './render.js';
+
+export interface BackendCliOptions {
+  backend?: string;
+  rootfs?: string;
+}
+
+/** Adds --backend and --rootfs to a command. */
+export function addBackendOptions(command: Command): Command {
+  for (const option of [
+    new Option('-b, --backend <name>', 'where sandboxes run (auto: bubblewrap when usable, else Docker)')
+      .choices([...BACKEND_NAMES])
+      .env('SANDCELL_BACKEND'),
+    new Option(
+      '--rootfs <dir>',
+      'bubblewrap: run on a runtime root filesystem instead of the host /usr (`runtime`: the one `sandcell image build --backend bubblewrap` built)',
+    ).env('SANDCELL_ROOTFS'),
+  ])
+    command.addOption(option);
+  return command;
+}
+
+/** The backend the options name; with `auto`, tells the user (on stderr) which one it picked and why. */
+export async function backendFromOptions(options: BackendCliOptions, quiet = false): Promise<SandboxBackend> {
+  const name = options.backend ?? 'bubblewrap';
+  if (!isBackendName(name)) {
+    throw new CliExit(EXIT_USAGE, `--backend must be one of ${BACKEND_NAMES.join(', ')}; got ${name}.`);
+  }
+  if (options.rootfs && name === 'docker') {
+    throw new CliExit(
+      EXIT_USAGE,
+      '--rootfs applies to the bubblewrap backend; the Docker backend always runs on the runtime image.',
+    );
+  }
+  if (name === 'auto') {
+    const auto = new AutoBackend(options.rootfs ? { bubblewrap: { rootfs: options.rootfs } } : {});
+    const { backend, reason } = await auto.selection();
+    if (!quiet) process.stderr.write(dim(`sandcell: using the ${backend.name} backend — ${reason}\n`, process.stderr));
+    return auto;
+  }
+  if (name === 'bubblewrap' && options.rootfs) return createBubblewrapBackend({ rootfs: options.rootfs });
+  return resolveBackend(name);
+}

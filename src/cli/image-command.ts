@@ -1,0 +1,127 @@
+/**
+ * `sandcell image build`: builds the runtime (Python, IPython, the data
+ * packages, the kernel) as a Docker image or as a root filesystem for
+ * bubblewrap, with progress. `sandcell image status` says what is built.
+ */
+import { createDockerBackend } from '../backends/docker/index.js';
+import { buildRuntimeImage, type ImageRoute, runtimeImagePresent } from '../image/docker-image.js';
+import { runtimeImageTag, runtimeRootfsDirectory, runtimeVersion } from '../image/recipe.js';
+import { type BuildProgress, buildRuntimeRootfs, rootfsIsBuilt } from '../image/rootfs.js';
+import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
+import { dim } from './render.js';
+import { startStatus } from './status.js';
+
+export interface ImageBuildOptions {
+  backend?: string;
+  route?: string;
+  force?: boolean;
+  mirror?: string;
+  json?: boolean;
+}
+
+const ROUTES = ['auto', 'dockerfile', 'debootstrap'];
+
+export async function imageBuildCommand(options: ImageBuildOptions): Promise<number> {
+  const backend = options.backend ?? 'docker';
+  if (backend !== 'docker' && backend !== 'bubblewrap') {
+    throw new CliExit(EXIT_USAGE, `--backend must be docker or bubblewrap; got ${backend}.`);
+  }
+  const route = options.route ?? 'auto';
+  if (!ROUTES.includes(route))
+    throw new CliExit(EXIT_USAGE, `--route must be one of ${ROUTES.join(', ')}; got ${route}.`);
+  if (backend === 'bubblewrap' && route === 'dockerfile') {
+    throw new CliExit(
+      EXIT_USAGE,
+      'The bubblewrap runtime is a root filesystem; it is built with debootstrap (--route debootstrap).',
+    );
+  }
+  const progress = progressReporter(options.json === true);
+  const started = Date.now();
+  try {
+    if (backend === 'bubblewrap') {
+      const result = await buildRuntimeRootfs({
+        force: options.force,
+        mirror: options.mirror,
+        onProgress: progress.report,
+      });
+      progress.stop();
+      const seconds = ((Date.now() - started) / 1000).toFixed(0);
+      if (options.json) process.stdout.write(`${JSON.stringify({ backend, ...result })}\n`);
+      else {
+        process.stdout.write(
+          `${result.reused ? 'Up to date' : `Built in ${seconds} s`}: runtime root filesystem ${result.version} at ${result.directory}\n` +
+            dim(`Use it with: sandcell run --rootfs runtime …  (or SANDCELL_ROOTFS=runtime)\n`),
+        );
+      }
+      return EXIT_OK;
+    }
+    const docker = createDockerBackend().docker;
+    const result = await buildRuntimeImage({
+      docker,
+      route: route as ImageRoute | 'auto',
+      force: options.force,
+      mirror: options.mirror,
+      onProgress: progress.report,
+    });
+    progress.stop();
+    const seconds = ((Date.now() - started) / 1000).toFixed(0);
+    if (options.json) process.stdout.write(`${JSON.stringify({ backend, ...result })}\n`);
+    else if (result.reused) process.stdout.write(`Up to date: ${result.tag} is present in Docker Engine.\n`);
+    else process.stdout.write(`Built ${result.tag} in ${seconds} s by the ${result.route} route.\n`);
+    return EXIT_OK;
+  } finally {
+    progress.stop();
+  }
+}
+
+/** On a terminal a spinner with the current step; otherwise one line per stage (CI logs stay readable). */
+function progressReporter(quiet: boolean): { report: (progress: BuildProgress) => void; stop: () => void } {
+  if (quiet) return { report: () => undefined, stop: () => undefined };
+  if (process.stderr.isTTY) {
+    const status = startStatus(process.stderr, 'building the runtime');
+    let routeShown = false;
+    return {
+      report: (progress) => {
+        if (progress.stage.startsWith('route: ') && !routeShown) {
+          routeShown = true;
+          process.stderr.write(`\r\x1b[2K${progress.stage}${progress.detail ? ` — ${progress.detail}` : ''}\n`);
+        }
+        status.update(`${progress.stage}${progress.detail ? dim(` ${progress.detail}`, process.stderr) : ''}`);
+      },
+      stop: () => status.stop(),
+    };
+  }
+  let lastStage = '';
+  return {
+    report: (progress) => {
+      const stage = progress.stage.replace(/ \(\d+\)$/, '');
+      if (stage === lastStage) return;
+      lastStage = stage;
+      process.stderr.write(`image: ${progress.stage}${progress.detail ? ` — ${progress.detail}` : ''}\n`);
+    },
+    stop: () => undefined,
+  };
+}
+
+export async function imageStatusCommand(options: { json?: boolean }): Promise<number> {
+  const docker = createDockerBackend().docker;
+  const dockerImage = await runtimeImagePresent(docker).catch(() => undefined);
+  const rootfs = await rootfsIsBuilt();
+  const status = {
+    version: runtimeVersion(),
+    docker: { tag: runtimeImageTag(), present: dockerImage ?? null },
+    bubblewrap: { directory: runtimeRootfsDirectory(), present: rootfs },
+  };
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify(status)}\n`);
+    return EXIT_OK;
+  }
+  process.stdout.write(`runtime version ${status.version}\n`);
+  process.stdout.write(
+    `  docker:     ${status.docker.tag} ${dockerImage === undefined ? dim('(Docker Engine not reachable)') : dockerImage ? 'present' : dim('not built — sandcell image build')}\n`,
+  );
+  process.stdout.write(
+    `  bubblewrap: ${status.bubblewrap.directory} ${rootfs ? 'present' : dim('not built — sandcell image build --backend bubblewrap')}\n`,
+  );
+  return EXIT_OK;
+}

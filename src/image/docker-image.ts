@@ -1,0 +1,221 @@
+/**
+ * Builds the runtime as a Docker image, by one of two routes:
+ * - `dockerfile`: FROM debian:bookworm-slim + apt-get, for engines that reach a registry;
+ * - `debootstrap`: the root filesystem built offline (rootfs.ts), imported as the image.
+ * `auto` takes the Dockerfile route when the base image is present or can be
+ * pulled, else the offline one, and says which and why.
+ */
+import { spawn } from 'node:child_process';
+import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type Dockerode from 'dockerode';
+import { SANDBOX_GID, SANDBOX_UID, SANDBOX_USER } from '../backends/sandbox-environment.js';
+import { ImageBuildError } from '../errors.js';
+import {
+  DOCKERFILE_BASE_IMAGE,
+  RUNTIME_VERSION_LABEL,
+  runtimeFiles,
+  runtimeImageTag,
+  runtimeVersion,
+  sandboxPackages,
+} from './recipe.js';
+import { type BuildProgress, buildRuntimeRootfs } from './rootfs.js';
+
+export type ImageRoute = 'dockerfile' | 'debootstrap';
+
+export interface DockerImageBuildOptions {
+  docker: Dockerode;
+  route?: ImageRoute | 'auto';
+  force?: boolean;
+  mirror?: string;
+  /** How long to try pulling the base image before taking the offline route. @default 60000 */
+  pullTimeoutMs?: number;
+  onProgress?: (progress: BuildProgress) => void;
+  signal?: AbortSignal;
+}
+
+export interface DockerImageBuildResult {
+  tag: string;
+  version: string;
+  reused: boolean;
+  route?: ImageRoute;
+  /** Why this route was taken (for `auto`). */
+  routeReason?: string;
+  imageId?: string;
+}
+
+export async function runtimeImagePresent(docker: Dockerode, tag = runtimeImageTag()): Promise<boolean> {
+  return docker
+    .getImage(tag)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
+}
+
+export async function buildRuntimeImage(options: DockerImageBuildOptions): Promise<DockerImageBuildResult> {
+  const { docker } = options;
+  const tag = runtimeImageTag();
+  const version = runtimeVersion();
+  if (!options.force && (await runtimeImagePresent(docker, tag))) return { tag, version, reused: true };
+  const { route, reason } = await chooseRoute(options);
+  options.onProgress?.({ stage: `route: ${route}`, detail: reason });
+  if (route === 'dockerfile') await buildWithDockerfile(options, tag);
+  else await importRootfs(options, tag);
+  const image = await docker.getImage(tag).inspect();
+  return { tag, version, reused: false, route, routeReason: reason, imageId: image.Id };
+}
+
+async function chooseRoute(options: DockerImageBuildOptions): Promise<{ route: ImageRoute; reason: string }> {
+  const requested = options.route ?? 'auto';
+  if (requested !== 'auto') return { route: requested, reason: 'chosen with --route' };
+  if (await runtimeImagePresent(options.docker, DOCKERFILE_BASE_IMAGE)) {
+    return { route: 'dockerfile', reason: `${DOCKERFILE_BASE_IMAGE} is present in the engine` };
+  }
+  options.onProgress?.({ stage: `checking for a registry: pulling ${DOCKERFILE_BASE_IMAGE}` });
+  try {
+    await pull(options.docker, DOCKERFILE_BASE_IMAGE, options.pullTimeoutMs ?? 60_000, options.onProgress);
+    return { route: 'dockerfile', reason: `pulled ${DOCKERFILE_BASE_IMAGE} from the registry` };
+  } catch (error) {
+    return {
+      route: 'debootstrap',
+      reason: `no registry reachable (${(error as Error).message.split('\n')[0]}); building offline with debootstrap from the Debian archive`,
+    };
+  }
+}
+
+function pull(
+  docker: Dockerode,
+  image: string,
+  timeoutMs: number,
+  onProgress?: (progress: BuildProgress) => void,
+): Promise<void> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), timeoutMs);
+  return new Promise<void>((resolve, reject) => {
+    abort.signal.addEventListener('abort', () => reject(new Error(`no answer within ${timeoutMs / 1000} s`)));
+    docker.pull(image, { abortSignal: abort.signal }, (error: unknown, stream?: NodeJS.ReadableStream) => {
+      if (error || !stream) {
+        reject(error instanceof Error ? error : new Error(String(error)));
+        return;
+      }
+      docker.modem.followProgress(
+        stream,
+        (finished: Error | null) => (finished ? reject(finished) : resolve()),
+        (event: { status?: string; progress?: string; error?: string }) => {
+          if (event.error) reject(new Error(event.error));
+          else
+            onProgress?.({
+              stage: `pulling ${image}`,
+              detail: [event.status, event.progress].filter(Boolean).join(' '),
+            });
+        },
+      );
+    });
+  }).finally(() => clearTimeout(timer));
+}
+
+/** The Dockerfile route's recipe: the same packages, account and files as the offline route. */
+export function runtimeDockerfile(): string {
+  const files = runtimeFiles().map((file) => file.name);
+  return [
+    `FROM ${DOCKERFILE_BASE_IMAGE}`,
+    'RUN apt-get update \\',
+    ` && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${sandboxPackages().join(' ')} \\`,
+    ' && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb',
+    `RUN groupadd --gid ${SANDBOX_GID} ${SANDBOX_USER} \\`,
+    ` && useradd --uid ${SANDBOX_UID} --gid ${SANDBOX_GID} --home-dir /tmp --no-create-home --shell /usr/sbin/nologin ${SANDBOX_USER} \\`,
+    ' && mkdir -p /mnt/data /opt/sandcell',
+    `COPY ${files.join(' ')} /opt/sandcell/`,
+    `RUN echo ${runtimeVersion()} > /etc/sandcell-runtime-version`,
+    `LABEL ${RUNTIME_VERSION_LABEL}=${runtimeVersion()}`,
+    `USER ${SANDBOX_UID}:${SANDBOX_GID}`,
+    'WORKDIR /mnt/data',
+    '',
+  ].join('\n');
+}
+
+async function buildWithDockerfile(options: DockerImageBuildOptions, tag: string): Promise<void> {
+  const context = await mkdtemp(path.join(os.tmpdir(), 'sandcell-image-'));
+  try {
+    await writeFile(path.join(context, 'Dockerfile'), runtimeDockerfile());
+    for (const file of runtimeFiles()) await copyFile(file.source, path.join(context, file.name));
+    const stream = await options.docker.buildImage(
+      { context, src: ['Dockerfile', ...runtimeFiles().map((file) => file.name)] },
+      { t: tag, labels: { [RUNTIME_VERSION_LABEL]: runtimeVersion() }, rm: true, forcerm: true },
+    );
+    await follow(options.docker, stream, (event: { stream?: string; error?: string }) => {
+      const line = event.stream?.trim();
+      if (line) {
+        const step = /^Step (\d+\/\d+)/.exec(line);
+        options.onProgress?.({ stage: step ? `docker build: step ${step[1]}` : 'docker build', detail: line });
+      }
+    });
+  } finally {
+    await rm(context, { recursive: true, force: true });
+  }
+}
+
+async function importRootfs(options: DockerImageBuildOptions, tag: string): Promise<void> {
+  const rootfs = await buildRuntimeRootfs({
+    mirror: options.mirror,
+    onProgress: options.onProgress,
+    signal: options.signal,
+  });
+  options.onProgress?.({ stage: 'importing the root filesystem into Docker', detail: rootfs.directory });
+  const tar = spawn('tar', ['--numeric-owner', '--one-file-system', '-C', rootfs.directory, '-c', '.'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let sent = 0;
+  let tarError = '';
+  tar.stderr.on('data', (chunk: Buffer) => {
+    tarError += chunk.toString();
+  });
+  tar.stdout.on('data', (chunk: Buffer) => {
+    sent += chunk.length;
+    options.onProgress?.({
+      stage: 'importing the root filesystem into Docker',
+      detail: `${(sent / 2 ** 20).toFixed(0)} MiB sent`,
+    });
+  });
+  const tarDone = new Promise<void>((resolve, reject) =>
+    tar.once('close', (code) => (code === 0 ? resolve() : reject(new ImageBuildError(`tar failed: ${tarError}`)))),
+  );
+  const [repo, version] = tag.split(':') as [string, string];
+  const stream = await options.docker.importImage(tar.stdout, {
+    repo,
+    tag: version,
+    changes: [
+      `USER ${SANDBOX_UID}:${SANDBOX_GID}`,
+      'WORKDIR /mnt/data',
+      'ENV LANG=C.UTF-8',
+      `LABEL ${RUNTIME_VERSION_LABEL}=${runtimeVersion()}`,
+    ],
+  });
+  await Promise.all([follow(options.docker, stream, () => undefined), tarDone]);
+}
+
+/** Follows an engine progress stream to its end; an `error` event fails the build. */
+function follow<T extends { error?: string }>(
+  docker: Dockerode,
+  stream: NodeJS.ReadableStream,
+  onEvent: (event: T) => void,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let failure: string | undefined;
+    docker.modem.followProgress(
+      stream,
+      (error: Error | null) => {
+        if (error) reject(new ImageBuildError(`Docker Engine: ${error.message}`, { cause: error }));
+        else if (failure) reject(new ImageBuildError(`Docker Engine: ${failure}`));
+        else resolve();
+      },
+      (event: T) => {
+        if (event.error) failure = event.error;
+        onEvent(event);
+      },
+    );
+  });
+}
