@@ -104,7 +104,8 @@ async function debootstrap(target: string, options: RootfsBuildOptions): Promise
   await runProcess('debootstrap', args, options.signal, {}, (line) => {
     tail.push(line);
     if (tail.length > 20) tail.shift();
-    const match = /^I: (Retrieving|Validating|Extracting|Unpacking|Configuring) (\S+?)(?:\.\.\.)?(?: |$)/.exec(line);
+    // Per-package lines: "I: Retrieving adduser 3.134", "I: Unpacking libc6:amd64..."; others name a stage.
+    const match = /^I: (Retrieving|Validating|Extracting|Unpacking|Configuring) (\S+?)(?:\.\.\.| \d\S*)$/.exec(line);
     if (match) {
       const stage = stages[match[1] as string] as string;
       const count = (counts.get(stage) ?? 0) + 1;

@@ -60,6 +60,17 @@ function lockedDown(limits: Pick<SandboxLimits, 'tmpBytes'>): Dockerode.HostConf
   };
 }
 
+/** NoCopy: the engine must not copy the image's /mnt/data (owner root) over the volume's uid-1000 root. */
+function dataMount(volumeName: string, readOnly: boolean): Dockerode.MountSettings {
+  return {
+    Type: 'volume',
+    Source: volumeName,
+    Target: DATA_MOUNT,
+    ReadOnly: readOnly,
+    VolumeOptions: { NoCopy: true } as NonNullable<Dockerode.MountSettings['VolumeOptions']>,
+  };
+}
+
 export interface KernelContainerInput {
   image: string;
   name: string;
@@ -87,7 +98,8 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
     AttachStdout: true,
     AttachStderr: true,
     OpenStdin: true,
-    StdinOnce: false,
+    // Stdin closes when sandcell's attachment ends, so a kernel whose owner died sees EOF and exits.
+    StdinOnce: true,
     Tty: false,
     NetworkDisabled: true,
     HostConfig: {
@@ -97,7 +109,7 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
       MemorySwap: memory,
       NanoCpus: Math.round(limits.cpus * 1e9),
       PidsLimit: Math.floor(limits.processes),
-      Mounts: [{ Type: 'volume', Source: input.volumeName, Target: DATA_MOUNT, ReadOnly: false }],
+      Mounts: [dataMount(input.volumeName, false)],
       Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
     },
   };
@@ -130,7 +142,7 @@ export function holderContainerOptions(input: {
       MemorySwap: 16 * MiB,
       PidsLimit: 4,
       NanoCpus: 0.1e9,
-      Mounts: [{ Type: 'volume', Source: input.volumeName, Target: DATA_MOUNT, ReadOnly: true }],
+      Mounts: [dataMount(input.volumeName, true)],
     },
   };
 }

@@ -189,6 +189,7 @@ export class DockerBackend implements SandboxBackend {
       })) as unknown as Duplex;
       const sandbox = new DockerSandbox(this.docker, container, stream);
       await container.start();
+      sandbox.watch();
       return sandbox;
     } catch (error) {
       await container?.remove({ force: true }).catch(() => undefined);
@@ -240,6 +241,7 @@ class DockerSandbox implements Sandbox {
   readonly diagnostics = new PassThrough();
   private killedByUs = false;
   private removing?: Promise<void>;
+  private resolveExit?: (exit: SandboxExit) => void;
 
   constructor(
     private readonly docker: Dockerode,
@@ -255,14 +257,21 @@ class DockerSandbox implements Sandbox {
     stream.once('close', endStreams);
     // A reset socket is an ended sandbox; `exited` reports it.
     stream.on('error', endStreams);
-    this.exited = this.watch();
+    this.exited = new Promise((resolve) => {
+      this.resolveExit = resolve;
+    });
   }
 
   get input() {
     return this.stream;
   }
 
-  private async watch(): Promise<SandboxExit> {
+  /** Called once the container has started: the wait answers when it is no longer running. */
+  watch(): void {
+    void this.waitForExit().then((exit) => this.resolveExit?.(exit));
+  }
+
+  private async waitForExit(): Promise<SandboxExit> {
     let code: number | null = null;
     try {
       const result = (await this.container.wait()) as { StatusCode?: number };

@@ -1,0 +1,139 @@
+/**
+ * The Docker backend: the same functional and security contracts as
+ * bubblewrap, plus what is particular to containers (what a session leaves in
+ * the engine, leftovers of a killed sandcell, the pool on top).
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import { MANAGED_LABEL, SESSION_LABEL } from '../src/backends/docker/container-config.js';
+import { createDockerBackend } from '../src/backends/docker/index.js';
+import { SessionPool } from '../src/session/pool.js';
+import { Session } from '../src/session/session.js';
+import { runBackendContract } from './contract/backend-contract.js';
+import { runSecurityContract } from './contract/security-contract.js';
+import { describeWhenAvailable, unavailableReason } from './support/backends.js';
+
+const backend = createDockerBackend();
+const reason = await unavailableReason(backend);
+
+async function objectsOfSession(sessionId: string) {
+  const filters = { label: [`${SESSION_LABEL}=${sessionId}`] };
+  const containers = await backend.docker.listContainers({ all: true, filters });
+  const { Volumes: volumes } = await backend.docker.listVolumes({ filters });
+  return { containers, volumes: volumes ?? [] };
+}
+
+describeWhenAvailable('docker backend', 'docker', reason, () => {
+  runBackendContract({ name: 'docker', createBackend: () => backend });
+  runSecurityContract({ name: 'docker', createBackend: () => backend });
+
+  it('runs each kernel in a locked-down container and removes everything of a session on close', async () => {
+    const session = await Session.create({ backend });
+    const { containers, volumes } = await objectsOfSession(session.id);
+    expect(volumes).toHaveLength(1);
+    const kernel = containers.find((container) => container.Labels['org.sandcell.role'] === 'kernel');
+    expect(kernel).toBeDefined();
+    const inspected = await backend.docker.getContainer(kernel?.Id as string).inspect();
+    const host = inspected.HostConfig;
+    expect(host.NetworkMode).toBe('none');
+    expect(host.CapDrop).toEqual(['ALL']);
+    expect(host.SecurityOpt).toContain('no-new-privileges:true');
+    expect(host.SecurityOpt?.some((option: string) => option.startsWith('seccomp=unconfined'))).toBe(false);
+    expect(host.ReadonlyRootfs).toBe(true);
+    expect(host.Memory).toBeGreaterThan(0);
+    expect(host.MemorySwap).toBe(host.Memory);
+    expect(host.PidsLimit).toBeGreaterThan(0);
+    expect(host.NanoCpus).toBeGreaterThan(0);
+    expect(inspected.Config.User).toBe('1000:1000');
+    expect(inspected.Config.Tty).toBe(false);
+    expect(inspected.Config.Labels[MANAGED_LABEL]).toBe('1');
+    // /tmp and /mnt/data are size-capped tmpfs; so is /dev/shm.
+    const mounts = (await session.run('print(open("/proc/mounts").read())')).stdout;
+    expect(mounts).toMatch(/tmpfs \/tmp tmpfs [^\n]*size=524288k/);
+    expect(mounts).toMatch(/tmpfs \/mnt\/data tmpfs [^\n]*size=1048576k/);
+    expect(mounts).toMatch(/shm \/dev\/shm tmpfs [^\n]*size=65536k/);
+    await session.close();
+    const after = await objectsOfSession(session.id);
+    expect(after.containers).toEqual([]);
+    expect(after.volumes).toEqual([]);
+  });
+
+  it('keeps /mnt/data across a kernel killed for ignoring a timeout', async () => {
+    const session = await Session.create({ backend, interruptGraceMs: 300 });
+    try {
+      await session.files.write('kept.txt', 'still here');
+      const stuck = await session.run(
+        'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: time.sleep(1)',
+        { timeoutMs: 500 },
+      );
+      expect(stuck.status).toBe('timeout');
+      expect(stuck.stateLost).toBe(true);
+      const after = await session.run('print(open("/mnt/data/kept.txt").read())');
+      expect(after.stdout).toBe('still here\n');
+    } finally {
+      await session.close();
+    }
+  });
+
+  it('reports out-of-memory when the container hits its memory limit', async () => {
+    const session = await Session.create({ backend, limits: { memoryBytes: 128 * 1024 * 1024 } });
+    try {
+      const execution = await session.run('hog = b"x" * (512 * 1024 * 1024)');
+      expect(execution.error?.name).toBe('KernelDied');
+      expect(execution.error?.value).toContain('more memory than its limit');
+      expect(execution.stateLost).toBe(true);
+    } finally {
+      await session.close();
+    }
+  });
+
+  it('works under the pool: warm containers, handed out and replaced', async () => {
+    const pool = new SessionPool({ size: 1, sessionOptions: { backend } });
+    try {
+      await pool.start();
+      const session = await pool.acquire();
+      const execution = await session.run('import pandas; print(pandas.__version__)');
+      expect(execution.status).toBe('ok');
+      await session.close();
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('after sandcell is killed, its kernel exits and the next start removes what it left', async () => {
+    const entry = path.resolve(import.meta.dirname, '..', 'dist', 'index.js');
+    const script = `import { createSession } from ${JSON.stringify(entry)};
+const session = await createSession({ backend: 'docker' });
+console.log(JSON.stringify({ id: session.id }));
+setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const line = await new Promise<string>((resolve, reject) => {
+      child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()));
+      child.once('exit', () => reject(new Error('the child exited before creating a session')));
+    });
+    const { id } = JSON.parse(line) as { id: string };
+    const before = await objectsOfSession(id);
+    expect(before.containers.length).toBe(2);
+    expect(before.volumes.length).toBe(1);
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    // Its stdin closed with it: the kernel container stops by itself.
+    await expect
+      .poll(
+        async () =>
+          (await objectsOfSession(id)).containers.filter(
+            (container) => container.Labels['org.sandcell.role'] === 'kernel' && container.State === 'running',
+          ).length,
+        { timeout: 10_000 },
+      )
+      .toBe(0);
+    // A new backend (a new sandcell process would do the same) sweeps the rest.
+    await createDockerBackend().ensureAvailable();
+    const after = await objectsOfSession(id);
+    expect(after.containers).toEqual([]);
+    expect(after.volumes).toEqual([]);
+  });
+});
