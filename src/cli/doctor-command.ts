@@ -6,6 +6,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { isRoot, which } from '../backends/bubblewrap/host-setup.js';
 import { createBubblewrapBackend } from '../backends/bubblewrap/index.js';
+import { createDockerBackend, type DockerEngineReport } from '../backends/docker/index.js';
+import type { SandboxBackend } from '../backends/spec.js';
 import { createSession } from '../session/session.js';
 import { EXIT_OK, EXIT_SANDBOX_FAILURE } from './exit-codes.js';
 import { dim } from './render.js';
@@ -35,7 +37,7 @@ interface Check {
 
 const MARK: Record<Level, string> = { ok: '✓', warn: '!', fail: '✗' };
 
-export async function doctorCommand(options: { json?: boolean }): Promise<number> {
+export async function doctorCommand(options: { json?: boolean; backend?: string; rootfs?: string }): Promise<number> {
   const checks: Check[] = [];
   const add = (level: Level, title: string, detail?: string) => {
     checks.push({ level, title, detail });
@@ -51,6 +53,96 @@ export async function doctorCommand(options: { json?: boolean }): Promise<number
     nodeMajor >= 20 ? undefined : 'sandcell needs Node.js 20 or newer.',
   );
 
+  if (options.backend !== 'docker') await checkBubblewrap(add, options.rootfs);
+
+  if (options.backend !== 'bubblewrap') await checkDocker(add, options.backend === 'docker');
+
+  const failed = checks.some((check) => check.level === 'fail');
+  if (options.json) process.stdout.write(`${JSON.stringify({ ok: !failed, checks }, null, 2)}\n`);
+  else
+    process.stdout.write(failed ? '\nSome checks failed: fix the items marked ✗ above.\n' : '\nsandcell is ready.\n');
+  return failed ? EXIT_SANDBOX_FAILURE : EXIT_OK;
+}
+
+type Add = (level: Level, title: string, detail?: string) => void;
+
+/** A real session on `backend`: the Python packages are there and the network is not. */
+async function trialSession(backend: SandboxBackend, add: Add, label: string): Promise<void> {
+  try {
+    const session = await createSession({ backend, timeoutMs: 60_000 });
+    try {
+      const probe = await session.run(
+        [
+          'import importlib, json',
+          `mods = ${JSON.stringify(REQUIRED_PYTHON_MODULES.map(([name]) => name))}`,
+          'found = {}',
+          'for name in mods:',
+          '    try:',
+          '        found[name] = getattr(importlib.import_module(name), "__version__", "?")',
+          '    except Exception as error:',
+          '        found[name] = None',
+          'print(json.dumps(found))',
+        ].join('\n'),
+      );
+      const found = JSON.parse(probe.stdout.trim() || '{}') as Record<string, string | null>;
+      for (const [module, debianPackage] of REQUIRED_PYTHON_MODULES) {
+        const version = found[module];
+        if (version) add('ok', `${label}python: ${module} ${version}`);
+        else
+          add(
+            'fail',
+            `${label}python: ${module} is missing`,
+            label
+              ? 'Rebuild the runtime image: `sandcell image build --force`.'
+              : `Install it: apt-get install ${debianPackage} (or run \`npm run setup\`).`,
+          );
+      }
+      const network = await session.run(
+        'import socket\ntry:\n    socket.create_connection(("1.1.1.1", 53), timeout=1); print("reachable")\nexcept OSError as e:\n    print("blocked")',
+      );
+      add(network.stdout.includes('blocked') ? 'ok' : 'fail', `${label}sandbox network: ${network.stdout.trim()}`);
+    } finally {
+      await session.close();
+    }
+  } catch (error) {
+    add('fail', `${label}a trial session failed`, (error as Error).message);
+  }
+}
+
+/** Docker Engine, the runtime image and the limits the engine can enforce. Failures are warnings unless Docker was asked for. */
+async function checkDocker(add: Add, required: boolean): Promise<void> {
+  const problem: Level = required ? 'fail' : 'warn';
+  const docker = createDockerBackend();
+  let report: DockerEngineReport;
+  try {
+    report = await docker.report();
+  } catch (error) {
+    add(problem, 'docker backend: unavailable', (error as Error).message);
+    return;
+  }
+  add('ok', `docker: Engine ${report.serverVersion} (API ${report.apiVersion}) at ${report.endpoint}`);
+  add('ok', `docker: runtime image ${report.image} (${(report.imageSize / 2 ** 20).toFixed(0)} MiB)`);
+  const limits: [keyof DockerEngineReport['limits'], string][] = [
+    ['memory', 'memory'],
+    ['swap', 'no swap beyond memory'],
+    ['pids', 'processes'],
+    ['cpu', 'CPU quota'],
+  ];
+  const missing = limits.filter(([key]) => !report.limits[key]).map(([, text]) => text);
+  add(
+    missing.length === 0 ? 'ok' : 'warn',
+    missing.length === 0
+      ? `docker: cgroup${report.cgroupVersion ? ` v${report.cgroupVersion}` : ''} limits are enforced (memory, swap, processes, CPU)`
+      : `docker: the engine cannot enforce: ${missing.join(', ')}`,
+    missing.length === 0
+      ? undefined
+      : 'The host kernel lacks these cgroup features; enable them (e.g. swapaccount=1) for full limits.',
+  );
+  if (report.swept > 0) add('ok', `docker: removed ${report.swept} leftover object(s) of sandcell processes that died`);
+  await trialSession(docker, add, 'docker: ');
+}
+
+async function checkBubblewrap(add: Add, rootfs: string | undefined): Promise<void> {
   const bwrap = which('bwrap');
   if (bwrap) {
     const version = await execFileAsync(bwrap, ['--version']).then(
@@ -62,7 +154,7 @@ export async function doctorCommand(options: { json?: boolean }): Promise<number
     add('fail', 'bubblewrap is not installed', 'Install it: apt-get install bubblewrap (or run `npm run setup`).');
   }
 
-  const backend = createBubblewrapBackend();
+  const backend = createBubblewrapBackend({ rootfs });
   let backendReady = false;
   try {
     const report = await backend.report();
@@ -98,49 +190,5 @@ export async function doctorCommand(options: { json?: boolean }): Promise<number
     add('fail', 'the bubblewrap backend is unavailable', (error as Error).message);
   }
 
-  if (backendReady) {
-    try {
-      const session = await createSession({ backend, timeoutMs: 60_000 });
-      try {
-        const probe = await session.run(
-          [
-            'import importlib, json',
-            `mods = ${JSON.stringify(REQUIRED_PYTHON_MODULES.map(([name]) => name))}`,
-            'found = {}',
-            'for name in mods:',
-            '    try:',
-            '        found[name] = getattr(importlib.import_module(name), "__version__", "?")',
-            '    except Exception as error:',
-            '        found[name] = None',
-            'print(json.dumps(found))',
-          ].join('\n'),
-        );
-        const found = JSON.parse(probe.stdout.trim() || '{}') as Record<string, string | null>;
-        for (const [module, debianPackage] of REQUIRED_PYTHON_MODULES) {
-          const version = found[module];
-          if (version) add('ok', `python: ${module} ${version}`);
-          else
-            add(
-              'fail',
-              `python: ${module} is missing`,
-              `Install it: apt-get install ${debianPackage} (or run \`npm run setup\`).`,
-            );
-        }
-        const network = await session.run(
-          'import socket\ntry:\n    socket.create_connection(("1.1.1.1", 53), timeout=1); print("reachable")\nexcept OSError as e:\n    print("blocked")',
-        );
-        add(network.stdout.includes('blocked') ? 'ok' : 'fail', `sandbox network: ${network.stdout.trim()}`);
-      } finally {
-        await session.close();
-      }
-    } catch (error) {
-      add('fail', 'a trial session failed', (error as Error).message);
-    }
-  }
-
-  const failed = checks.some((check) => check.level === 'fail');
-  if (options.json) process.stdout.write(`${JSON.stringify({ ok: !failed, checks }, null, 2)}\n`);
-  else
-    process.stdout.write(failed ? '\nSome checks failed: fix the items marked ✗ above.\n' : '\nsandcell is ready.\n');
-  return failed ? EXIT_SANDBOX_FAILURE : EXIT_OK;
+  if (backendReady) await trialSession(backend, add, '');
 }

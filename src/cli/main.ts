@@ -52,6 +52,13 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .command('doctor')
     .description('check that this machine can run sandboxes, and say what to fix')
     .option('--json', 'print the checks as JSON')
+    .addOption(
+      new Option(
+        '-b, --backend <name>',
+        'check only this backend (Docker problems are warnings unless it is named)',
+      ).choices(['bubblewrap', 'docker']),
+    )
+    .option('--rootfs <dir>', 'check bubblewrap on a runtime root filesystem (`runtime`: the built one)')
     .action(async (options) => setExitCode(await doctorCommand(options)));
 
   const image = program.command('image').description('the runtime image both backends can run on');

@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+// `npm run setup:docker`: everything the Docker backend needs, after `npm run setup`.
+// Installs docker.io and debootstrap from Debian when missing (as root), starts the
+// engine when it is not running, then builds the runtime image (or finds it built) and
+// the same runtime as a root filesystem for `--rootfs runtime`.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, openSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const isRoot = process.getuid?.() === 0;
+const say = (text) => process.stdout.write(`\x1b[1msetup:docker:\x1b[0m ${text}\n`);
+
+function fail(text) {
+  process.stderr.write(`setup:docker: ${text}\n`);
+  process.exit(1);
+}
+
+function run(command, args, options = {}) {
+  say(`$ ${[command, ...args].join(' ')}`);
+  const result = spawnSync(command, args, { stdio: 'inherit', cwd: root, ...options });
+  if (result.status !== 0) fail(`\`${command} ${args.join(' ')}\` failed (exit ${result.status ?? result.signal}).`);
+}
+
+function installed(pkg) {
+  try {
+    return execFileSync('dpkg-query', ['-W', '-f=${Status}', pkg], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes(
+      'install ok installed',
+    );
+  } catch {
+    return false;
+  }
+}
+
+async function engineAnswers() {
+  const { default: Dockerode } = await import('dockerode');
+  try {
+    await new Dockerode().ping();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const missing = ['docker.io', 'debootstrap'].filter((pkg) => existsSync('/usr/bin/dpkg-query') && !installed(pkg));
+if (missing.length > 0) {
+  if (!isRoot) fail(`missing Debian packages; run: sudo apt-get install -y ${missing.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  run('apt-get', ['update', '-qq'], { env });
+  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env });
+}
+
+if (await engineAnswers()) say('Docker Engine: running.');
+else {
+  if (!isRoot || process.env.DOCKER_HOST) fail('Docker Engine is not reachable; start it (e.g. `sudo service docker start`) or set DOCKER_HOST.');
+  // Without systemd (containers, CI), the engine is started directly and left running, as a service would be.
+  say('starting Docker Engine (dockerd), log in /var/log/sandcell-dockerd.log');
+  const log = openSync('/var/log/sandcell-dockerd.log', 'a');
+  const daemon = spawn('dockerd', [], { detached: true, stdio: ['ignore', log, log] });
+  daemon.unref();
+  const deadline = Date.now() + 60_000;
+  while (!(await engineAnswers())) {
+    if (Date.now() > deadline) fail('dockerd did not answer within 60 s; see /var/log/sandcell-dockerd.log.');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  say(`Docker Engine: started (pid ${daemon.pid}).`);
+}
+
+// The runtime image, and the same runtime as a root filesystem for bubblewrap; each is reused when built.
+run(process.execPath, ['bin/sandcell.js', 'image', 'build']);
+if (isRoot) run(process.execPath, ['bin/sandcell.js', 'image', 'build', '--backend', 'bubblewrap']);
+run(process.execPath, ['bin/sandcell.js', 'doctor', '--backend', 'docker']);
+say('done. Try: npx sandcell run --backend docker examples/hello.py');
