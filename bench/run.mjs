@@ -1,10 +1,14 @@
-// `npm run bench`: sandcell's speed and memory on this machine, against the targets of the engine issue.
-// Prints a table and writes bench/results/latest.json. Not a test: nothing here fails a build.
+// `npm run bench`: sandcell's speed and memory on this machine, one column per backend, against the
+// targets of the engine and Docker issues. Prints a table and writes bench/results/latest.json.
+// Not a test: nothing here fails a build. A backend that cannot run here gets an empty column and a note.
+
+import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Session, SessionPool } from '../dist/index.js';
+import { promisify } from 'node:util';
+import { createBackend, Session, SessionPool } from '../dist/index.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
@@ -31,11 +35,11 @@ function memoryOf(processIds) {
   return { rssMB: round(rssKiB / 1024, 1), pssMB: round(pssKiB / 1024, 1) };
 }
 
-async function coldStart(samples) {
+async function coldStart(backend, samples) {
   const times = [];
   for (let index = 0; index < samples; index++) {
     const started = now();
-    const session = await Session.create();
+    const session = await Session.create({ backend });
     const execution = await session.run('1+1');
     times.push(now() - started);
     if (execution.results[0]?.data['text/plain'] !== '2') throw new Error('cold start: wrong result');
@@ -44,8 +48,8 @@ async function coldStart(samples) {
   return times;
 }
 
-async function poolFirstResult(samples) {
-  const pool = new SessionPool({ size: 2, maxSessions: 8 });
+async function poolFirstResult(backend, samples) {
+  const pool = new SessionPool({ size: 2, maxSessions: 8, sessionOptions: { backend } });
   await pool.start();
   const times = [];
   for (let index = 0; index < samples; index++) {
@@ -62,8 +66,8 @@ async function poolFirstResult(samples) {
   return times;
 }
 
-async function warmRoundTrip(runs) {
-  const session = await Session.create();
+async function warmRoundTrip(backend, runs) {
+  const session = await Session.create({ backend });
   for (let index = 0; index < 100; index++) await session.run('1+1');
   const times = [];
   for (let index = 0; index < runs; index++) {
@@ -75,8 +79,8 @@ async function warmRoundTrip(runs) {
   return times;
 }
 
-async function idleMemory(count, preloadModules) {
-  const sessions = await Promise.all(Array.from({ length: count }, () => Session.create({ preloadModules })));
+async function idleMemory(backend, count, preloadModules) {
+  const sessions = await Promise.all(Array.from({ length: count }, () => Session.create({ backend, preloadModules })));
   await Promise.all(sessions.map((session) => session.run('1+1')));
   await new Promise((resolve) => setTimeout(resolve, 500));
   const perSession = [];
@@ -92,8 +96,8 @@ async function idleMemory(count, preloadModules) {
   return { sessions: count, rssMB: mean('rssMB'), pssMB: mean('pssMB'), cgroupMB: mean('cgroupMB') };
 }
 
-async function parallel(sessionCount, runsEach) {
-  const sessions = await Promise.all(Array.from({ length: sessionCount }, () => Session.create()));
+async function parallel(backend, sessionCount, runsEach) {
+  const sessions = await Promise.all(Array.from({ length: sessionCount }, () => Session.create({ backend })));
   await Promise.all(sessions.map((session) => session.run('1+1')));
   const latencies = [];
   let wrong = 0;
@@ -113,52 +117,128 @@ async function parallel(sessionCount, runsEach) {
   return { throughput: (sessionCount * runsEach) / seconds, p95: percentile(latencies, 0.95), wrong };
 }
 
-const cold = await coldStart(quick ? 3 : 10);
-const pooled = await poolFirstResult(quick ? 5 : 20);
-const warm = await warmRoundTrip(quick ? 200 : 1000);
-const idleCold = await idleMemory(4, []);
-const idlePooled = await idleMemory(4, ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot']);
-const load = await parallel(20, 50);
+/** The cookbook's approach for comparison: a stateless `docker exec … python3 -c` per call, in a running container. */
+async function dockerExecPerCall(docker, image, samples) {
+  const run = promisify(execFile);
+  const container = await docker.createContainer({
+    Image: image,
+    Entrypoint: ['/bin/sleep', 'infinity'],
+    HostConfig: { NetworkMode: 'none', ReadonlyRootfs: true, Init: true },
+  });
+  await container.start();
+  const times = [];
+  try {
+    for (let index = 0; index < samples; index++) {
+      const started = now();
+      const { stdout } = await run('docker', ['exec', container.id, 'python3', '-c', 'print(1+1)']);
+      times.push(now() - started);
+      if (stdout.trim() !== '2') throw new Error('docker exec: wrong result');
+    }
+  } finally {
+    await container.remove({ force: true });
+  }
+  return times;
+}
 
-/** One line per statistic; `target` (with its check) only on the line the issue sets a target for. */
-const stat = (measure, name, value, unit, target, met) => [measure, name, value, unit, target ?? '', met ?? null];
+async function measure(backend) {
+  return {
+    cold: await coldStart(backend, quick ? 3 : 10),
+    pooled: await poolFirstResult(backend, quick ? 5 : 20),
+    warm: await warmRoundTrip(backend, quick ? 200 : 1000),
+    idleCold: await idleMemory(backend, 4, []),
+    idlePooled: await idleMemory(backend, 4, ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot']),
+    load: await parallel(backend, 20, 50),
+  };
+}
+
+const BACKENDS = ['bubblewrap', 'docker'];
+const measured = {};
+const notes = [];
+for (const name of BACKENDS) {
+  const backend = createBackend(name);
+  try {
+    await backend.ensureAvailable();
+  } catch (error) {
+    notes.push(`${name}: not measured — ${error.message}`);
+    continue;
+  }
+  measured[name] = await measure(backend);
+  if (name === 'docker') {
+    measured[name].dockerExec = await dockerExecPerCall(backend.docker, backend.image, quick ? 5 : 20).catch(
+      (error) => {
+        notes.push(`docker exec comparison: ${error.message}`);
+        return undefined;
+      },
+    );
+  }
+}
+
 const p = percentile;
+const value = (name, pick, digits) => {
+  const result = measured[name];
+  if (!result) return '';
+  const picked = pick(result);
+  return picked === undefined || picked === null ? '' : round(picked, digits);
+};
+/** A row: a statistic per backend, and for the backends with a target, the target and whether it is met. */
+const row = (measureName, stat, pick, digits, unit, targets = {}) => {
+  const values = BACKENDS.map((name) => value(name, pick, digits));
+  const targetText = BACKENDS.filter((name) => targets[name])
+    .map((name) => `${name}: ${targets[name].text}`)
+    .join('; ');
+  const metText = BACKENDS.filter((name) => targets[name] && measured[name])
+    .map((name) => (targets[name].met(pick(measured[name]), measured) ? 'yes' : 'NO'))
+    .join(' / ');
+  return [measureName, stat, ...values.map(String), unit, targetText, metText];
+};
+const atMost = (limit) => ({ text: `≤ ${limit}`, met: (observed) => observed <= limit });
+const warmP50 = (result) => p(result.warm, 0.5);
 const rows = [
-  stat('cold session start → first result of 1+1', 'p50', round(p(cold, 0.5), 1), 'ms', '≤ 400', p(cold, 0.5) <= 400),
-  stat('', 'p95', round(p(cold, 0.95), 1), 'ms'),
-  stat('session from a warm pool → first result', 'p50', round(p(pooled, 0.5), 2), 'ms', '≤ 15', p(pooled, 0.5) <= 15),
-  stat('', 'p95', round(p(pooled, 0.95), 2), 'ms'),
-  stat('warm round trip of 1+1', 'p50', round(p(warm, 0.5), 3), 'ms', '≤ 2', p(warm, 0.5) <= 2),
-  stat('', 'p95', round(p(warm, 0.95), 3), 'ms'),
-  stat('', 'p99', round(p(warm, 0.99), 3), 'ms'),
-  stat('idle session (IPython only), 4 alive', 'PSS', idleCold.pssMB, 'MB', '≤ 60', idleCold.pssMB <= 60),
-  stat('', 'RSS', idleCold.rssMB, 'MB'),
-  stat('idle pooled session (numpy, pandas, matplotlib)', 'PSS', idlePooled.pssMB, 'MB'),
-  stat('', 'RSS', idlePooled.rssMB, 'MB'),
-  stat(
-    '20 sessions × 50 executions in parallel',
-    'throughput',
-    round(load.throughput, 0),
-    'exec/s',
-    '≥ 500',
-    load.throughput >= 500,
+  row('cold session start → first result of 1+1', 'p50', (r) => p(r.cold, 0.5), 1, 'ms', { bubblewrap: atMost(400) }),
+  row('', 'p95', (r) => p(r.cold, 0.95), 1, 'ms'),
+  row('session from a warm pool → first result', 'p50', (r) => p(r.pooled, 0.5), 2, 'ms', {
+    bubblewrap: atMost(15),
+    docker: atMost(25),
+  }),
+  row('', 'p95', (r) => p(r.pooled, 0.95), 2, 'ms'),
+  row('warm round trip of 1+1', 'p50', warmP50, 3, 'ms', {
+    bubblewrap: atMost(2),
+    docker: {
+      text: "≤ bubblewrap's + 1",
+      met: (observed, all) => all.bubblewrap !== undefined && observed <= warmP50(all.bubblewrap) + 1,
+    },
+  }),
+  row('', 'p95', (r) => p(r.warm, 0.95), 3, 'ms'),
+  row('', 'p99', (r) => p(r.warm, 0.99), 3, 'ms'),
+  row('idle session (IPython only), 4 alive', 'PSS', (r) => r.idleCold.pssMB, 1, 'MB', { bubblewrap: atMost(60) }),
+  row('', 'RSS', (r) => r.idleCold.rssMB, 1, 'MB'),
+  row('idle pooled session (numpy, pandas, matplotlib)', 'PSS', (r) => r.idlePooled.pssMB, 1, 'MB'),
+  row('', 'RSS', (r) => r.idlePooled.rssMB, 1, 'MB'),
+  row('20 sessions × 50 executions in parallel', 'throughput', (r) => r.load.throughput, 0, 'exec/s', {
+    bubblewrap: { text: '≥ 500', met: (observed) => observed >= 500 },
+  }),
+  row('', 'p95', (r) => r.load.p95, 2, 'ms'),
+  row('', 'wrong results', (r) => r.load.wrong, 0, '', {
+    bubblewrap: { text: '0', met: (observed) => observed === 0 },
+    docker: { text: '0', met: (observed) => observed === 0 },
+  }),
+  row(
+    'cookbook way: `docker exec … python3 -c` per call (stateless)',
+    'p50',
+    (r) => (r.dockerExec ? p(r.dockerExec, 0.5) : undefined),
+    1,
+    'ms',
   ),
-  stat('', 'p95', round(load.p95, 2), 'ms'),
-  stat('', 'wrong results', load.wrong, '', '0', load.wrong === 0),
 ];
 
-const header = ['measure', 'stat', 'value', 'unit', 'target', 'met'];
-const cells = [
-  header,
-  ...rows.map((row) =>
-    row.map((cell, index) => (index === 5 ? (cell === null ? '' : cell ? 'yes' : 'NO') : String(cell))),
-  ),
-];
+const header = ['measure', 'stat', ...BACKENDS, 'unit', 'target', 'met'];
+const cells = [header, ...rows];
 const widths = header.map((_, column) => Math.max(...cells.map((row) => row[column].length)));
 const line = (row) => `| ${row.map((cell, column) => cell.padEnd(widths[column])).join(' | ')} |`;
 console.log(line(header));
 console.log(`|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|`);
-for (const row of cells.slice(1)) console.log(line(row));
+for (const cellsOfRow of cells.slice(1)) console.log(line(cellsOfRow));
+for (const note of notes) console.log(`note: ${note}`);
 
 const result = {
   date: new Date().toISOString(),
@@ -168,23 +248,26 @@ const result = {
     kernel: os.release(),
     node: process.version,
   },
-  backend: 'bubblewrap',
-  coldStartMs: { p50: percentile(cold, 0.5), p95: percentile(cold, 0.95), samples: cold.length },
-  poolFirstResultMs: { p50: percentile(pooled, 0.5), p95: percentile(pooled, 0.95), samples: pooled.length },
-  warmRoundTripMs: {
-    p50: percentile(warm, 0.5),
-    p95: percentile(warm, 0.95),
-    p99: percentile(warm, 0.99),
-    samples: warm.length,
-  },
-  idleSessionMemory: { ipythonOnly: idleCold, pooled: idlePooled },
-  parallel: {
-    sessions: 20,
-    executionsEach: 50,
-    throughputPerSecond: load.throughput,
-    p95Ms: load.p95,
-    wrongResults: load.wrong,
-  },
+  backends: Object.fromEntries(
+    Object.entries(measured).map(([name, r]) => [
+      name,
+      {
+        coldStartMs: { p50: p(r.cold, 0.5), p95: p(r.cold, 0.95), samples: r.cold.length },
+        poolFirstResultMs: { p50: p(r.pooled, 0.5), p95: p(r.pooled, 0.95), samples: r.pooled.length },
+        warmRoundTripMs: { p50: p(r.warm, 0.5), p95: p(r.warm, 0.95), p99: p(r.warm, 0.99), samples: r.warm.length },
+        idleSessionMemory: { ipythonOnly: r.idleCold, pooled: r.idlePooled },
+        parallel: {
+          sessions: 20,
+          executionsEach: 50,
+          throughputPerSecond: r.load.throughput,
+          p95Ms: r.load.p95,
+          wrongResults: r.load.wrong,
+        },
+        ...(r.dockerExec ? { dockerExecPerCallMs: { p50: p(r.dockerExec, 0.5), samples: r.dockerExec.length } } : {}),
+      },
+    ]),
+  ),
+  notes,
 };
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);

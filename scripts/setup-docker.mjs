@@ -25,9 +25,10 @@ function run(command, args, options = {}) {
 
 function installed(pkg) {
   try {
-    return execFileSync('dpkg-query', ['-W', '-f=${Status}', pkg], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes(
-      'install ok installed',
-    );
+    return execFileSync('dpkg-query', ['-W', `-f=\${Status}`, pkg], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).includes('install ok installed');
   } catch {
     return false;
   }
@@ -53,7 +54,8 @@ if (missing.length > 0) {
 
 if (await engineAnswers()) say('Docker Engine: running.');
 else {
-  if (!isRoot || process.env.DOCKER_HOST) fail('Docker Engine is not reachable; start it (e.g. `sudo service docker start`) or set DOCKER_HOST.');
+  if (!isRoot || process.env.DOCKER_HOST)
+    fail('Docker Engine is not reachable; start it (e.g. `sudo service docker start`) or set DOCKER_HOST.');
   // Without systemd (containers, CI), the engine is started directly and left running, as a service would be.
   say('starting Docker Engine (dockerd), log in /var/log/sandcell-dockerd.log');
   const log = openSync('/var/log/sandcell-dockerd.log', 'a');

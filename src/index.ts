@@ -9,7 +9,20 @@ export {
   type BubblewrapHostReport,
   createBubblewrapBackend,
 } from './backends/bubblewrap/index.js';
+export {
+  createDockerBackend,
+  DockerBackend,
+  type DockerBackendOptions,
+  type DockerEngineReport,
+} from './backends/docker/index.js';
 export { DEFAULT_LIMITS, type SandboxLimits } from './backends/limits.js';
+export {
+  AutoBackend,
+  BACKEND_NAMES,
+  type BackendName,
+  type BackendSelection,
+  createBackend,
+} from './backends/select.js';
 export type {
   CreateVolumeOptions,
   Sandbox,
@@ -23,6 +36,7 @@ export {
   AbortError,
   BackendUnavailableError,
   FileOperationError,
+  ImageBuildError,
   InvalidInputError,
   InvalidPathError,
   PoolExhaustedError,
@@ -53,4 +67,4 @@ export {
   type SessionOptions,
 } from './session/options.js';
 export { SessionPool, type SessionPoolOptions, type SessionPoolStats } from './session/pool.js';
-export { createSession, getDefaultBackend, Session } from './session/session.js';
+export { createSession, getDefaultBackend, resolveBackend, Session } from './session/session.js';
