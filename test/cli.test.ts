@@ -152,3 +152,27 @@ describe('sandcell repl in a terminal', () => {
     expect(result.code).toBe(0);
   });
 });
+
+describe('sandcell run --backend', () => {
+  it('auto picks bubblewrap here and says so', async () => {
+    const result = await sandcell(['run', '-', '--backend', 'auto'], 'print(6*7)');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('42\n');
+    expect(result.stderr).toContain('using the bubblewrap backend — bubblewrap is usable here');
+  });
+
+  it('refuses an unknown backend, and --rootfs with docker, as usage errors', async () => {
+    const unknown = await sandcell(['run', '-', '--backend', 'podman'], 'print(1)');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('bubblewrap, docker, auto');
+    const mixed = await sandcell(['run', '-', '--backend', 'docker', '--rootfs', 'runtime'], 'print(1)');
+    expect(mixed.code).toBe(2);
+    expect(mixed.stderr).toContain('--rootfs applies to the bubblewrap backend');
+  });
+
+  it('says how to build a root filesystem when --rootfs names none', async () => {
+    const result = await sandcell(['run', '-', '--rootfs', path.join(workspace, 'no-such-rootfs')], 'print(1)');
+    expect(result.code).toBe(3);
+    expect(result.stderr).toContain('sandcell image build --backend bubblewrap');
+  });
+});

@@ -137,3 +137,55 @@ setInterval(() => {}, 1000);`;
     expect(after.volumes).toEqual([]);
   });
 });
+
+describeWhenAvailable('sandcell CLI with Docker', 'docker', reason, () => {
+  const bin = path.resolve(import.meta.dirname, '..', 'bin', 'sandcell.js');
+  const sandcell = (args: string[], input = '') =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, NO_COLOR: '1' } });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk) => {
+        stdout += chunk;
+      });
+      child.stderr.on('data', (chunk) => {
+        stderr += chunk;
+      });
+      child.once('error', reject);
+      child.once('close', (code) => resolve({ code, stdout, stderr }));
+      child.stdin.end(input);
+    });
+
+  it('runs code with --backend docker', async () => {
+    const result = await sandcell(
+      ['run', '-', '--backend', 'docker', '--json'],
+      'import socket\nprint(socket.gethostname())\n6*7',
+    );
+    expect(result.code).toBe(0);
+    const execution = JSON.parse(result.stdout) as { stdout: string; results: { data: Record<string, string> }[] };
+    expect(execution.stdout).toBe('sandbox\n');
+    expect(execution.results[0]?.data['text/plain']).toBe('42');
+  });
+
+  it('image status and image build find the runtime image built and reuse it', async () => {
+    const status = await sandcell(['image', 'status', '--json']);
+    expect(status.code).toBe(0);
+    const parsed = JSON.parse(status.stdout) as { docker: { tag: string; present: boolean } };
+    expect(parsed.docker).toEqual({ tag: backend.image, present: true });
+    const build = await sandcell(['image', 'build', '--json']);
+    expect(build.code).toBe(0);
+    expect(JSON.parse(build.stdout)).toMatchObject({ backend: 'docker', tag: backend.image, reused: true });
+  });
+
+  it('doctor --backend docker checks the engine, the image, the limits and a trial session', async () => {
+    const result = await sandcell(['doctor', '--backend', 'docker', '--json']);
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout) as { ok: boolean; checks: { level: string; title: string }[] };
+    expect(report.ok).toBe(true);
+    const titles = report.checks.map((check) => check.title).join('\n');
+    expect(titles).toContain('docker: Engine');
+    expect(titles).toContain(`docker: runtime image ${backend.image}`);
+    expect(titles).toContain('docker: sandbox network: blocked');
+    expect(titles).not.toContain('bubblewrap');
+  });
+});

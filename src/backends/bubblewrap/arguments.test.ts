@@ -58,3 +58,14 @@ describe('buildBubblewrapArguments', () => {
     expect(environment.HOME).toBe('/tmp');
   });
 });
+
+describe('bubblewrap on a runtime root filesystem', () => {
+  it('takes /usr and the /etc files from that root, and nothing from the host system', () => {
+    const args = buildBubblewrapArguments({ ...input, systemRoot: '/var/lib/sandcell/rootfs/abc' });
+    expect(pairs(args, '--ro-bind')).toContainEqual(['/var/lib/sandcell/rootfs/abc/usr', '/usr']);
+    for (const [source, target] of pairs(args, '--ro-bind-try')) {
+      expect(source).toBe(`/var/lib/sandcell/rootfs/abc${target}`);
+    }
+    expect(pairs(args, '--ro-bind')).not.toContainEqual(['/usr', '/usr']);
+  });
+});

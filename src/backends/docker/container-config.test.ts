@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS } from '../limits.js';
+import {
+  holderContainerOptions,
+  KERNEL_COMMAND,
+  kernelContainerOptions,
+  MANAGED_LABEL,
+  volumeOptions,
+} from './container-config.js';
+import { ownerIsGone, ownerLabels } from './owner.js';
+
+const labels = { [MANAGED_LABEL]: '1', ...ownerLabels() };
+
+describe('the kernel container', () => {
+  const options = kernelContainerOptions({
+    image: 'sandcell-runtime:test',
+    name: 'sandcell-kernel-1',
+    volumeName: 'sandcell-data-1',
+    limits: { ...DEFAULT_LIMITS, memoryBytes: 256 * 2 ** 20, processes: 64, cpus: 0.5, tmpBytes: 2 ** 20 },
+    environment: { A: 'b' },
+    labels,
+  });
+  const host = options.HostConfig ?? {};
+
+  it('has no network, no capabilities, no new privileges, and keeps the engine seccomp profile', () => {
+    expect(host.NetworkMode).toBe('none');
+    expect(options.NetworkDisabled).toBe(true);
+    expect(host.CapDrop).toEqual(['ALL']);
+    expect(host.SecurityOpt).toEqual(['no-new-privileges:true']);
+    expect(host.Privileged).toBeUndefined();
+    // sandcell's own filter is stacked by the entrypoint.
+    expect(KERNEL_COMMAND).toContain('--exec');
+    expect(options.Entrypoint).toEqual(KERNEL_COMMAND);
+  });
+
+  it('is read-only but for size-capped /tmp and the /mnt/data volume, and runs as uid 1000 without a TTY', () => {
+    expect(host.ReadonlyRootfs).toBe(true);
+    expect(host.Tmpfs?.['/tmp']).toContain(`size=${2 ** 20}`);
+    expect(host.Tmpfs?.['/tmp']).toContain('nosuid');
+    expect(host.ShmSize).toBeGreaterThan(0);
+    expect(host.Mounts).toEqual([
+      expect.objectContaining({ Type: 'volume', Source: 'sandcell-data-1', Target: '/mnt/data' }),
+    ]);
+    expect(options.User).toBe('1000:1000');
+    expect(options.Tty).toBe(false);
+    expect(options.OpenStdin).toBe(true);
+    expect(options.StdinOnce).toBe(true);
+  });
+
+  it('carries the limits: memory without swap, processes, CPU', () => {
+    expect(host.Memory).toBe(256 * 2 ** 20);
+    expect(host.MemorySwap).toBe(host.Memory);
+    expect(host.PidsLimit).toBe(64);
+    expect(host.NanoCpus).toBe(0.5e9);
+  });
+
+  it('passes the environment explicitly and is labelled as sandcell’s', () => {
+    expect(options.Env).toEqual(['A=b']);
+    expect(options.Labels?.[MANAGED_LABEL]).toBe('1');
+    expect(options.Labels?.['org.sandcell.role']).toBe('kernel');
+  });
+});
+
+describe('the data volume and its holder', () => {
+  it('is a tmpfs capped at dataBytes, owned by the sandbox user', () => {
+    const volume = volumeOptions({ name: 'v', dataBytes: 5 * 2 ** 20, labels });
+    expect(volume.DriverOpts).toMatchObject({ type: 'tmpfs', device: 'tmpfs' });
+    expect(volume.DriverOpts?.o).toContain(`size=${5 * 2 ** 20}`);
+    expect(volume.DriverOpts?.o).toContain('uid=1000');
+  });
+
+  it('holds the volume read-only, locked down like the kernel', () => {
+    const holder = holderContainerOptions({ image: 'i', name: 'h', volumeName: 'v', labels });
+    expect(holder.HostConfig?.NetworkMode).toBe('none');
+    expect(holder.HostConfig?.CapDrop).toEqual(['ALL']);
+    expect(holder.HostConfig?.Mounts?.[0]?.ReadOnly).toBe(true);
+  });
+});
+
+describe('owners of Docker objects', () => {
+  it('this process is alive; a dead pid, another boot or a recycled pid is gone; another host is not ours to judge', () => {
+    const mine = ownerLabels();
+    expect(ownerIsGone(mine)).toBe(false);
+    expect(ownerIsGone({ ...mine, 'org.sandcell.owner.pid': '999999999' })).toBe(true);
+    expect(ownerIsGone({ ...mine, 'org.sandcell.owner.boot': 'another-boot' })).toBe(true);
+    expect(ownerIsGone({ ...mine, 'org.sandcell.owner.start': '1' })).toBe(true);
+    expect(
+      ownerIsGone({ ...mine, 'org.sandcell.owner.host': 'elsewhere', 'org.sandcell.owner.pid': '999999999' }),
+    ).toBe(false);
+  });
+});
