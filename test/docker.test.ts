@@ -48,6 +48,10 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     expect(inspected.Config.User).toBe('1000:1000');
     expect(inspected.Config.Tty).toBe(false);
     expect(inspected.Config.Labels[MANAGED_LABEL]).toBe('1');
+    // Two seccomp filters: the engine's default profile, and sandcell's stacked on it.
+    const seccomp = (await session.run('print(open("/proc/self/status").read())')).stdout;
+    expect(seccomp).toMatch(/^Seccomp:\t2$/m);
+    expect(seccomp).toMatch(/^Seccomp_filters:\t2$/m);
     // /tmp and /mnt/data are size-capped tmpfs; so is /dev/shm.
     const mounts = (await session.run('print(open("/proc/mounts").read())')).stdout;
     expect(mounts).toMatch(/tmpfs \/tmp tmpfs [^\n]*size=524288k/);
