@@ -3,7 +3,7 @@
  * packages, the kernel) as a Docker image or as a root filesystem for
  * bubblewrap, with progress. `sandcell image status` says what is built.
  */
-import { createDockerBackend } from '../backends/docker/index.js';
+import { connectDocker } from '../backends/docker/index.js';
 import { buildRuntimeImage, type ImageRoute, runtimeImagePresent } from '../image/docker-image.js';
 import { runtimeImageTag, runtimeRootfsDirectory, runtimeVersion } from '../image/recipe.js';
 import { type BuildProgress, buildRuntimeRootfs, rootfsIsBuilt } from '../image/rootfs.js';
@@ -55,7 +55,7 @@ export async function imageBuildCommand(options: ImageBuildOptions): Promise<num
       }
       return EXIT_OK;
     }
-    const docker = createDockerBackend().docker;
+    const docker = await connectDocker();
     const result = await buildRuntimeImage({
       docker,
       route: route as ImageRoute | 'auto',
@@ -104,7 +104,7 @@ function progressReporter(quiet: boolean): { report: (progress: BuildProgress) =
 }
 
 export async function imageStatusCommand(options: { json?: boolean }): Promise<number> {
-  const docker = createDockerBackend().docker;
+  const docker = await connectDocker();
   const dockerImage = await runtimeImagePresent(docker).catch(() => undefined);
   const rootfs = await rootfsIsBuilt();
   const status = {

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type Duplex, PassThrough } from 'node:stream';
-import Dockerode from 'dockerode';
+import type Dockerode from 'dockerode';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeImageTag } from '../../image/recipe.js';
 import type { SandboxLimits } from '../limits.js';
@@ -61,16 +61,33 @@ function describeEndpoint(): string {
   return process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock';
 }
 
+/**
+ * A client for DOCKER_HOST, else the local socket. dockerode is loaded on
+ * first use: it costs a third of a second, which commands that never touch
+ * Docker should not pay.
+ */
+export async function connectDocker(): Promise<Dockerode> {
+  const { default: DockerodeClient } = await import('dockerode');
+  return new DockerodeClient();
+}
+
 export class DockerBackend implements SandboxBackend {
   readonly specificationVersion = 'v1' as const;
   readonly name = 'docker';
-  readonly docker: Dockerode;
   readonly image: string;
+  private client?: Dockerode;
   private prepared?: Promise<DockerEngineReport>;
 
   constructor(private readonly options: DockerBackendOptions = {}) {
-    this.docker = options.docker ?? new Dockerode();
+    this.client = options.docker;
     this.image = options.image ?? process.env.SANDCELL_DOCKER_IMAGE ?? runtimeImageTag();
+  }
+
+  /** The engine client; available once the backend has been prepared (ensureAvailable). */
+  get docker(): Dockerode {
+    if (!this.client)
+      throw new BackendUnavailableError('The docker backend is not prepared yet: call ensureAvailable() first.');
+    return this.client;
   }
 
   ensureAvailable(): Promise<void> {
@@ -92,6 +109,7 @@ export class DockerBackend implements SandboxBackend {
 
   private async doPrepare(): Promise<DockerEngineReport> {
     const endpoint = describeEndpoint();
+    this.client ??= await connectDocker();
     let info: Record<string, unknown>;
     let version: Dockerode.DockerVersion;
     try {
