@@ -14,7 +14,10 @@ export type SandcellErrorCode =
   | 'timeout'
   | 'protocol-error'
   | 'pool-exhausted'
-  | 'aborted';
+  | 'aborted'
+  | 'model-configuration'
+  | 'model-unavailable'
+  | 'model-error';
 
 export class SandcellError extends Error {
   readonly code: SandcellErrorCode;
