@@ -30,8 +30,10 @@ export interface DataChatOptions {
   data?: readonly string[];
   /** Extra context for the model, e.g. descriptions of the columns. */
   context?: string;
-  /** An existing session to use (not closed by `close()`); else one is created from `sessionOptions`. */
+  /** An existing session to use (closed by `close()` only with `ownSession`); else one is created from `sessionOptions`. */
   session?: Session;
+  /** Whether `close()` (and a failed `create()`) closes the given `session`. @default false */
+  ownSession?: boolean;
   sessionOptions?: SessionOptions;
   /** Host directory where files the code writes (and figures) are saved; not saved when unset. */
   outputDir?: string;
@@ -88,14 +90,15 @@ export class DataChat {
   static async create(options: DataChatOptions): Promise<DataChat> {
     await resolveDataRoots(options.data ?? []); // fail on a bad path before starting a sandbox
     const session = options.session ?? (await createSession(options.sessionOptions));
-    const chat = new DataChat(session, options.session === undefined, options);
+    const owns = options.session === undefined || options.ownSession === true;
     try {
+      const chat = new DataChat(session, owns, options);
       await chat.loadData();
+      return chat;
     } catch (error) {
-      await chat.close();
+      if (owns) await session.close();
       throw error;
     }
-    return chat;
   }
 
   get loaded(): readonly LoadedFile[] {
