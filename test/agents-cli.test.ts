@@ -196,6 +196,38 @@ describe('sandcell ask and chat', () => {
     expect(provider.requests[0]!.body.messages[0].content).toContain('accidents: number of recorded accidents');
   });
 
+  it('examples/traffic-accidents/analyse.mjs runs through the sandcell/agents export', async () => {
+    provider = await startFakeOpenAI([
+      {
+        toolCalls: [
+          run('import pandas as pd\ndf = pd.read_csv("traffic_accidents.csv")\nprint(df["accidents"].mean().round(2))'),
+        ],
+      },
+      { text: 'On average 20.63 accidents.' },
+    ]);
+    const script = path.join(root, 'examples', 'traffic-accidents', 'analyse.mjs');
+    const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [script, 'How many accidents on average?'], {
+        cwd: workspace,
+        env: { ...process.env, ...cleanEnvironment, OPENAI_BASE_URL: provider!.baseURL, SANDCELL_MODEL: 'local' },
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk) => {
+        stdout += chunk;
+      });
+      child.stderr.on('data', (chunk) => {
+        stderr += chunk;
+      });
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('On average 20.63 accidents.\n');
+    expect(result.stderr).toContain('20.63');
+    expect(provider.requests[0]!.body.messages[0].content).toContain('traffic_fine_amount | Traffic fine amount');
+  });
+
   it('names the variable to set when no key is configured', async () => {
     const result = await sandcell(['ask', 'Anything?', '--json']);
     expect(result.code).toBe(2);
