@@ -5,7 +5,8 @@
  */
 import type { DataAnswer, ExecutionRecord } from '../agents/index.js';
 import { SandcellError } from '../errors.js';
-import { type AgentCommandOptions, openDataChat, toCliExit } from './agent-options.js';
+import type { AgentCommandOptions } from './agent-flags.js';
+import { openDataChat, toCliExit } from './agent-options.js';
 import { AgentRenderer, approvalPrompt } from './agent-render.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_OK } from './exit-codes.js';
 import { LineReader } from './line-reader.js';

@@ -4,7 +4,8 @@
  * (or end of input) quits. Ctrl-C stops the current question.
  */
 import { AbortError } from '../errors.js';
-import { type AgentCommandOptions, openDataChat, toCliExit } from './agent-options.js';
+import type { AgentCommandOptions } from './agent-flags.js';
+import { openDataChat, toCliExit } from './agent-options.js';
 import { AgentRenderer, approvalPrompt, describeChat } from './agent-render.js';
 import { EXIT_OK } from './exit-codes.js';
 import { LineReader } from './line-reader.js';

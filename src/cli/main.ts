@@ -2,9 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { SandcellError } from '../errors.js';
-import { addAgentOptions } from './agent-options.js';
-import { askCommand } from './ask-command.js';
-import { chatCommand } from './chat-command.js';
+import { addAgentOptions } from './agent-flags.js';
 import { doctorCommand } from './doctor-command.js';
 import { CliExit, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { red } from './render.js';
@@ -49,7 +47,10 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
 
   addAgentOptions(
     program.command('chat').description('chat about your data: a model writes Python, sandcell runs it in a sandbox'),
-  ).action(async (options) => setExitCode(await chatCommand(options)));
+  ).action(async (options) => {
+    const { chatCommand } = await import('./chat-command.js');
+    setExitCode(await chatCommand(options));
+  });
 
   addAgentOptions(
     program
@@ -62,7 +63,10 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
       'after',
       'Exit codes: 0 answered, 1 gave up or hit the step limit, 2 usage, 3 sandbox failure, 4 model failure.',
     )
-    .action(async (question: string, options) => setExitCode(await askCommand(question, options)));
+    .action(async (question: string, options) => {
+      const { askCommand } = await import('./ask-command.js');
+      setExitCode(await askCommand(question, options));
+    });
 
   program
     .command('doctor')
