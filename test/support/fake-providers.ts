@@ -57,8 +57,13 @@ async function startFake(dialect: Dialect, script: ScriptedResponse[]): Promise<
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString('utf8');
-    const expected = dialect === 'openai' ? '/v1/chat/completions' : '/v1/messages';
-    if (request.method !== 'POST' || request.url?.split('?')[0] !== expected) {
+    const route = request.url?.split('?')[0] ?? '';
+    // Azure OpenAI puts the deployment in the path: /openai/deployments/<name>/chat/completions.
+    const known =
+      dialect === 'openai'
+        ? route === '/v1/chat/completions' || /^\/openai\/deployments\/[^/]+\/chat\/completions$/.test(route)
+        : route === '/v1/messages';
+    if (request.method !== 'POST' || !known) {
       sendError(response, dialect, 404, `No route ${request.method} ${request.url}`);
       return;
     }
