@@ -118,7 +118,7 @@ describe('sandcell ask and chat', () => {
 
   it('ask: prints the answer on stdout and progress, code and output on stderr; exits 1 when it gives up', async () => {
     provider = await startFakeAnthropic([
-      { toolCalls: [run('raise ValueError("bad data")')] },
+      { text: 'Let me parse it.', toolCalls: [run('raise ValueError("bad data")')] },
       { toolCalls: [run('raise ValueError("still bad")')] },
       { text: 'The data could not be parsed.' },
     ]);
@@ -129,7 +129,7 @@ describe('sandcell ask and chat', () => {
     );
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('The data could not be parsed.\n');
-    expect(result.stderr).toContain('── code (attempt 1/2) ──');
+    expect(result.stderr).toContain('Let me parse it.\n── code (attempt 1/2) ──');
     expect(result.stderr).toContain('ValueError: still bad');
     expect(result.stderr).toContain('[gave up: the code failed 2 times in a row]');
     expect(provider.requests[0]!.headers['x-api-key'] ?? provider.requests[0]!.headers.authorization).toMatch(

@@ -35,10 +35,15 @@ export class AgentRenderer {
   private answerOpen = false;
   private readonly outputs = new Map<string, string>();
 
-  /** `log` gets code, output and notes; `answer` the answer text; the spinner goes to stderr. */
+  /**
+   * `log` gets code, output and notes; `answer` the answer text; the spinner goes to stderr.
+   * Without `stream`, the answer is written whole at the end (so stdout holds only the answer) and
+   * what the model says alongside its tool calls goes to `log`.
+   */
   constructor(
     private readonly log: NodeJS.WriteStream,
     private readonly answer: NodeJS.WriteStream,
+    private readonly stream = true,
   ) {}
 
   spin(text: string): void {
@@ -66,6 +71,7 @@ export class AgentRenderer {
         this.spin('writing code');
         break;
       case 'answer-delta':
+        if (!this.stream) break;
         this.stopSpinner();
         this.answer.write(event.text);
         this.answerOpen = true;
@@ -73,6 +79,9 @@ export class AgentRenderer {
       case 'step-end':
         this.stopSpinner();
         this.endAnswerLine();
+        if (!this.stream && event.response.toolCalls.length > 0 && event.response.text.trim()) {
+          this.log.write(`${event.response.text.trim()}\n`);
+        }
         break;
       case 'code-ready':
         this.stopSpinner();
@@ -131,6 +140,7 @@ export class AgentRenderer {
   finish(answer: AgentAnswer, maxAttempts: number): void {
     this.stopSpinner();
     this.endAnswerLine();
+    if (!this.stream) this.answer.write(`${answer.text.trimEnd()}\n`);
     if (answer.stopReason === 'gave-up') this.note(`[gave up: the code failed ${maxAttempts} times in a row]`);
     if (answer.stopReason === 'max-steps') this.note('[stopped at the step limit (--max-steps)]');
   }

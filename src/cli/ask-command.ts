@@ -43,7 +43,7 @@ function executionJson(record: ExecutionRecord) {
 
 export async function askCommand(question: string, options: AskCommandOptions): Promise<number> {
   const json = options.json === true;
-  const renderer = new AgentRenderer(process.stderr, process.stdout);
+  const renderer = new AgentRenderer(process.stderr, process.stdout, false);
   const reader = options.approve ? new LineReader(process.stdin, process.stderr) : undefined;
   let chat: Awaited<ReturnType<typeof openDataChat>> | undefined;
   try {
@@ -57,7 +57,8 @@ export async function askCommand(question: string, options: AskCommandOptions): 
     });
     if (json) renderer.spin('working');
     const answer: DataAnswer = await chat.ask(question);
-    renderer.finish(answer, chat.pythonAgent.maxAttempts);
+    if (!json) renderer.finish(answer, chat.pythonAgent.maxAttempts);
+    renderer.stopSpinner();
     if (json) {
       const model = chat.pythonAgent.model;
       process.stdout.write(
