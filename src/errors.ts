@@ -15,7 +15,10 @@ export type SandcellErrorCode =
   | 'protocol-error'
   | 'pool-exhausted'
   | 'image-build-failed'
-  | 'aborted';
+  | 'aborted'
+  | 'model-configuration'
+  | 'model-unavailable'
+  | 'model-error';
 
 export class SandcellError extends Error {
   readonly code: SandcellErrorCode;

@@ -14,3 +14,6 @@ export class CliExit extends Error {
     super(message);
   }
 }
+
+/** The model could not be reached or answered with an error (chat, ask). */
+export const EXIT_MODEL_FAILURE = 4;

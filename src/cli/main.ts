@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { SandcellError } from '../errors.js';
+import { addAgentOptions } from './agent-flags.js';
 import { addBackendOptions } from './backend-option.js';
 import { doctorCommand } from './doctor-command.js';
 import { CliExit, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
@@ -47,6 +48,29 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
       .option('-o, --output-dir <dir>', 'where to save charts', DEFAULT_OUTPUT_DIR)
       .addOption(new Option('-t, --timeout <seconds>', 'wall-clock limit per input')),
   ).action(async (options) => setExitCode(await replCommand(options)));
+
+  addAgentOptions(
+    program.command('chat').description('chat about your data: a model writes Python, sandcell runs it in a sandbox'),
+  ).action(async (options) => {
+    const { chatCommand } = await import('./chat-command.js');
+    setExitCode(await chatCommand(options));
+  });
+
+  addAgentOptions(
+    program
+      .command('ask')
+      .description('one question about your data, non-interactive (for scripts)')
+      .argument('<question>', 'the question')
+      .option('--json', 'print one JSON object: the answer, the code that ran, outputs and files'),
+  )
+    .addHelpText(
+      'after',
+      'Exit codes: 0 answered, 1 gave up or hit the step limit, 2 usage, 3 sandbox failure, 4 model failure.',
+    )
+    .action(async (question: string, options) => {
+      const { askCommand } = await import('./ask-command.js');
+      setExitCode(await askCommand(question, options));
+    });
 
   program
     .command('doctor')

@@ -1,0 +1,246 @@
+/**
+ * PythonExecAgent: answers questions by writing Python that runs in a sandboxed
+ * session, through the generated tool `execute_python_code`. It never touches
+ * host files: code, figures and files stay in the session (/mnt/data). Failed
+ * code goes back to the model with its traceback, bounded by `maxAttempts`
+ * consecutive failures, after which the model is asked to explain instead.
+ */
+import { z } from 'zod';
+import type { Execution } from '../session/execution.js';
+import type { Session } from '../session/session.js';
+import { Agent, type AgentOptions } from './agent.js';
+import { ModelConfigurationError } from './errors.js';
+import type { SessionFile, StopReason } from './events.js';
+import { formatExecutionReport, pngSize } from './execution-report.js';
+import { defineTool, type ToolOutput } from './tool.js';
+
+export const DEFAULT_MAX_ATTEMPTS = 3;
+export const EXECUTE_PYTHON_CODE = 'execute_python_code';
+
+export const DEFAULT_PYTHON_INSTRUCTIONS = `You are an expert data analyst working in a Python sandbox.
+Answer the user's questions by writing Python and running it with the ${EXECUTE_PYTHON_CODE} tool.
+- The sandbox is an IPython session: variables and imports persist between calls. It has no network access.
+- Data files are in /mnt/data (also the working directory). Save charts and files there; they are shown to the user.
+- pandas, numpy, matplotlib, seaborn, scipy, statsmodels and scikit-learn are installed; nothing else can be installed.
+- Use print() for the figures you need; the value of the last expression is shown too. Keep output short.
+- Call plt.show() to display a chart (you will get its file name, not the image).
+- If the code fails, read the traceback and fix the code.
+- When you have the answer, explain it in plain words with the key numbers; do not paste code into the answer.`;
+
+export type ApprovalDecision =
+  | { action: 'run' }
+  | { action: 'skip'; reason?: string }
+  | { action: 'edit'; code: string };
+
+export interface ApprovalRequest {
+  toolCallId: string;
+  code: string;
+  attempt: number;
+  maxAttempts: number;
+}
+
+/** What one call of the tool did: what ran, or why not. */
+export interface ExecutionRecord {
+  toolCallId: string;
+  /** The code the model wrote. */
+  code: string;
+  /** The code that ran, if the user edited it. */
+  editedCode?: string;
+  attempt: number;
+  status: 'ok' | 'error' | 'timeout' | 'declined' | 'no-attempts-left';
+  execution?: Execution;
+  files: SessionFile[];
+}
+
+export interface PythonExecAgentOptions extends Omit<AgentOptions, 'instructions' | 'tools'> {
+  session: Session;
+  /** @default DEFAULT_PYTHON_INSTRUCTIONS */
+  instructions?: string;
+  /** Appended to the instructions: the data files and what they hold. */
+  context?: string;
+  /** Failed executions in a row before the model is told to stop and explain. @default 3 */
+  maxAttempts?: number;
+  /** Asked before each execution: run it, skip it (reported to the model as declined), or run an edited version. */
+  approve?: (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
+  /** Characters of one execution's report to the model. @default 8_000 */
+  maxToolOutputChars?: number;
+  /** Wall-clock limit of one execution. @default the session's */
+  executionTimeoutMs?: number;
+  /** Called after each execution, before `execution-end`: e.g. to copy the files out (setting `savedTo`). */
+  afterExecution?: (record: ExecutionRecord) => Promise<void>;
+}
+
+const IMAGE_TYPES: [mime: string, extension: string, label: string][] = [
+  ['image/png', 'png', 'PNG'],
+  ['image/jpeg', 'jpg', 'JPEG'],
+  ['image/svg+xml', 'svg', 'SVG'],
+];
+
+export class PythonExecAgent extends Agent {
+  readonly session: Session;
+  readonly maxAttempts: number;
+  /** Every tool call of the current (or last) question. */
+  records: ExecutionRecord[] = [];
+  private failures = 0;
+  private readonly known = new Map<string, string>();
+  private snapshotTaken = false;
+  private readonly options: PythonExecAgentOptions;
+
+  constructor(options: PythonExecAgentOptions) {
+    super({
+      ...options,
+      name: options.name ?? 'python',
+      instructions: joinContext(options.instructions ?? DEFAULT_PYTHON_INSTRUCTIONS, options.context),
+    });
+    this.options = options;
+    this.session = options.session;
+    this.maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+    if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1) {
+      throw new ModelConfigurationError(
+        `\`maxAttempts\` must be a positive integer; got ${String(options.maxAttempts)}.`,
+      );
+    }
+    this.tools.add(
+      defineTool({
+        name: EXECUTE_PYTHON_CODE,
+        description:
+          'Runs Python code in a stateful, sandboxed IPython session (working directory /mnt/data, no network) and returns its stdout, stderr, results, errors with traceback, and the names and sizes of charts and files it wrote.',
+        parameters: z.object({ code: z.string().min(1).describe('The Python code to run.') }),
+        run: ({ code }, context) => this.execute(code, context.toolCallId, context.signal),
+      }),
+    );
+  }
+
+  /** Adds context (e.g. a data preview) to the developer prompt. */
+  addContext(text: string): void {
+    this.instructions = joinContext(this.instructions, text);
+  }
+
+  protected override beginQuestion(): void {
+    this.failures = 0;
+    this.records = [];
+  }
+
+  protected override stopReason(): StopReason | undefined {
+    return this.failures >= this.maxAttempts ? 'gave-up' : undefined;
+  }
+
+  private async execute(code: string, toolCallId: string, signal?: AbortSignal): Promise<ToolOutput> {
+    const attempt = this.failures + 1;
+    const maxAttempts = this.maxAttempts;
+    if (this.failures >= maxAttempts) {
+      this.records.push({ toolCallId, code, attempt: this.failures, status: 'no-attempts-left', files: [] });
+      this.emit({ type: 'execution-skipped', toolCallId, code, reason: 'no-attempts-left' });
+      return {
+        content: `Not run: the code already failed ${maxAttempts} times in a row. Do not run more code; explain to the user what went wrong.`,
+        isError: true,
+      };
+    }
+    this.emit({ type: 'code-ready', toolCallId, code, attempt, maxAttempts });
+    let editedCode: string | undefined;
+    if (this.options.approve) {
+      const decision = await this.options.approve({ toolCallId, code, attempt, maxAttempts });
+      if (decision.action === 'skip') {
+        this.records.push({ toolCallId, code, attempt, status: 'declined', files: [] });
+        this.emit({ type: 'execution-skipped', toolCallId, code, reason: 'declined' });
+        const why = decision.reason ? ` Their reason: ${decision.reason}` : '';
+        return {
+          content: `The user declined to run this code, so it was not executed.${why} Do not run it again unchanged; ask the user or answer without it.`,
+        };
+      }
+      if (decision.action === 'edit' && decision.code !== code) editedCode = decision.code;
+    }
+    const ran = editedCode ?? code;
+    await this.takeSnapshot();
+    this.emit({
+      type: 'execution-start',
+      toolCallId,
+      code: ran,
+      attempt,
+      maxAttempts,
+      edited: editedCode !== undefined,
+    });
+    const execution = await this.session.run(ran, {
+      signal,
+      timeoutMs: this.options.executionTimeoutMs,
+      onStdout: (text) => this.emit({ type: 'stdout-delta', toolCallId, text }),
+      onStderr: (text) => this.emit({ type: 'stderr-delta', toolCallId, text }),
+    });
+    const files = await this.changedFiles();
+    const figureNotes = new Map<string, string>();
+    files.push(...(await this.saveFigures(execution, figureNotes)));
+    this.failures = execution.status === 'ok' ? 0 : this.failures + 1;
+    const record: ExecutionRecord = {
+      toolCallId,
+      code,
+      editedCode,
+      attempt,
+      status: execution.status,
+      execution,
+      files,
+    };
+    this.records.push(record);
+    await this.options.afterExecution?.(record);
+    this.emit({ type: 'execution-end', toolCallId, code: ran, attempt, maxAttempts, execution, files });
+    const content = formatExecutionReport({
+      execution,
+      attempt,
+      maxAttempts,
+      files,
+      figureNotes,
+      editedCode,
+      maxChars: this.options.maxToolOutputChars,
+    });
+    return { content, isError: execution.status !== 'ok' };
+  }
+
+  /** Remembers what /mnt/data holds, so the next execution's new and changed files can be told apart. */
+  private async takeSnapshot(): Promise<void> {
+    if (this.snapshotTaken) return;
+    for (const entry of await this.session.files.list('', { recursive: true })) {
+      if (entry.type === 'file') this.known.set(entry.path, `${entry.size}:${entry.modifiedMs}`);
+    }
+    this.snapshotTaken = true;
+  }
+
+  private async changedFiles(): Promise<SessionFile[]> {
+    const changed: SessionFile[] = [];
+    for (const entry of await this.session.files.list('', { recursive: true })) {
+      if (entry.type !== 'file') continue;
+      const stamp = `${entry.size}:${entry.modifiedMs}`;
+      if (this.known.get(entry.path) === stamp) continue;
+      this.known.set(entry.path, stamp);
+      changed.push({ path: entry.path, size: entry.size, kind: 'file' });
+    }
+    return changed;
+  }
+
+  /** Images in the results become figure-N files in /mnt/data: the model gets their names, the user the files. */
+  private async saveFigures(execution: Execution, notes: Map<string, string>): Promise<SessionFile[]> {
+    const figures: SessionFile[] = [];
+    let index = 0;
+    for (const result of execution.results) {
+      const image = IMAGE_TYPES.find(([mime]) => typeof result.data[mime] === 'string');
+      if (!image) continue;
+      const [mime, extension, label] = image;
+      const content = result.data[mime] as string;
+      const bytes = mime === 'image/svg+xml' ? Buffer.from(content, 'utf8') : Buffer.from(content, 'base64');
+      let name: string;
+      do {
+        index += 1;
+        name = `figure-${index}.${extension}`;
+      } while (this.known.has(name));
+      const written = await this.session.files.write(name, bytes);
+      const stamp = (await this.session.files.list('')).find((entry) => entry.path === name);
+      this.known.set(name, stamp ? `${stamp.size}:${stamp.modifiedMs}` : 'figure');
+      const dimensions = label === 'PNG' ? pngSize(bytes) : undefined;
+      notes.set(name, dimensions ? `${label}, ${dimensions.width}×${dimensions.height} px` : label);
+      figures.push({ path: name, size: written.size, kind: 'figure' });
+    }
+    return figures;
+  }
+}
+
+function joinContext(instructions: string, context: string | undefined): string {
+  return context?.trim() ? `${instructions}\n\n${context.trim()}` : instructions;
+}

@@ -1,0 +1,50 @@
+/** The flags `chat` and `ask` share. Kept apart from the commands so the CLI loads the LLM SDKs only when they run. */
+import type { Command } from 'commander';
+import { addBackendOptions, type BackendCliOptions } from './backend-option.js';
+
+export const DEFAULT_OUTPUT_DIR = 'sandcell-output';
+
+export interface AgentCommandOptions extends BackendCliOptions {
+  data: string[];
+  context?: string;
+  provider?: string;
+  model?: string;
+  baseUrl?: string;
+  reasoningEffort?: string;
+  approve?: boolean;
+  outputDir: string;
+  timeout?: string;
+  maxSteps?: string;
+  maxAttempts?: string;
+  stream?: boolean;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** Adds the options both commands take. */
+export function addAgentOptions(command: Command): Command {
+  return addBackendOptions(command)
+    .option(
+      '-d, --data <path>',
+      'a data file or directory to analyse (repeatable); only these can be read',
+      collect,
+      [],
+    )
+    .option('--context <file>', 'a text file of context for the model, e.g. what the columns mean')
+    .option('--provider <name>', 'openai, azure or anthropic (env SANDCELL_PROVIDER)')
+    .option('-m, --model <name>', 'the model, or the Azure deployment (env SANDCELL_MODEL)')
+    .option('--base-url <url>', 'an OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 for Ollama')
+    .option('--reasoning-effort <level>', 'for reasoning models: none, minimal, low, medium, high, xhigh')
+    .option('--approve', 'show each piece of code and ask to run, skip or edit it first')
+    .option('-o, --output-dir <dir>', 'where to save charts and files the code writes', DEFAULT_OUTPUT_DIR)
+    .option('-t, --timeout <seconds>', 'wall-clock limit of each execution')
+    .option('--max-steps <n>', 'model calls with tools per question before it must answer', undefined)
+    .option('--max-attempts <n>', 'failed executions in a row before the model must stop and explain', undefined)
+    .option('--no-stream', 'do not stream responses (for servers that cannot stream tool calls)')
+    .addHelpText(
+      'after',
+      '\nKeys come from the environment: OPENAI_API_KEY, ANTHROPIC_API_KEY, or AZURE_OPENAI_API_KEY with\nAZURE_OPENAI_ENDPOINT and OPENAI_API_VERSION. A local server given by --base-url needs no key.\nDefaults can go in ./sandcell.config.json or ~/.config/sandcell/config.json.',
+    );
+}

@@ -1,0 +1,114 @@
+/** What `chat` and `ask` share: their options, the model, the data chat, and how model failures end the command. */
+import { readFile } from 'node:fs/promises';
+import { resolveDataRoots } from '../agents/data-roots.js';
+import {
+  type ApprovalDecision,
+  type ApprovalRequest,
+  type ChatModel,
+  createChatModel,
+  DataChat,
+  type DataChatOptions,
+  ModelConfigurationError,
+  ModelResponseError,
+  ModelUnavailableError,
+} from '../agents/index.js';
+import { InvalidInputError, InvalidPathError } from '../errors.js';
+import { createSession } from '../session/session.js';
+import type { AgentCommandOptions } from './agent-flags.js';
+import { backendFromOptions } from './backend-option.js';
+import { CliExit, EXIT_MODEL_FAILURE, EXIT_USAGE } from './exit-codes.js';
+
+const MAX_CONTEXT_BYTES = 64 * 1024;
+
+function positiveInteger(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1)
+    throw new CliExit(EXIT_USAGE, `${flag} takes a positive integer; got ${JSON.stringify(value)}.`);
+  return number;
+}
+
+export function parseSeconds(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw new CliExit(EXIT_USAGE, `--timeout takes a positive number of seconds; got ${JSON.stringify(value)}.`);
+  }
+  return seconds * 1000;
+}
+
+export function createModel(options: AgentCommandOptions): ChatModel {
+  return createChatModel({
+    provider: options.provider,
+    model: options.model,
+    baseURL: options.baseUrl,
+    reasoningEffort: options.reasoningEffort,
+    stream: options.stream === false ? false : undefined,
+  });
+}
+
+async function readContext(file: string | undefined): Promise<string | undefined> {
+  if (!file) return undefined;
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new CliExit(EXIT_USAGE, `Cannot read the context file ${file}: ${(error as Error).message}`);
+  }
+  if (Buffer.byteLength(text) > MAX_CONTEXT_BYTES) {
+    throw new CliExit(
+      EXIT_USAGE,
+      `The context file ${file} is over ${MAX_CONTEXT_BYTES / 1024} KiB; give the model a shorter description.`,
+    );
+  }
+  return text;
+}
+
+/** Builds the model (failing fast on configuration), then the session and the data. */
+export async function openDataChat(
+  options: AgentCommandOptions,
+  extra: {
+    onEvent: DataChatOptions['onEvent'];
+    approve?: (request: ApprovalRequest) => Promise<ApprovalDecision>;
+    /** Shows progress: 'starting sandbox', then 'reading data'. */
+    progress?: (text: string) => void;
+  },
+): Promise<DataChat> {
+  const model = createModel(options);
+  const timeoutMs = parseSeconds(options.timeout);
+  const context = await readContext(options.context);
+  const maxSteps = positiveInteger('--max-steps', options.maxSteps);
+  const maxAttempts = positiveInteger('--max-attempts', options.maxAttempts);
+  await resolveDataRoots(options.data); // a bad --data path fails before a sandbox starts
+  const backend = await backendFromOptions(options);
+  extra.progress?.('starting sandbox');
+  const session = await createSession({ backend, ...(timeoutMs ? { timeoutMs } : {}) });
+  extra.progress?.('reading data');
+  return DataChat.create({
+    model,
+    session,
+    ownSession: true,
+    data: options.data,
+    context,
+    outputDir: options.outputDir,
+    maxSteps,
+    maxAttempts,
+    approve: extra.approve,
+    onEvent: extra.onEvent,
+  });
+}
+
+/** Model and input failures become a message and an exit code; anything else goes to main's handler. */
+export function toCliExit(error: unknown): unknown {
+  if (
+    error instanceof ModelConfigurationError ||
+    error instanceof InvalidInputError ||
+    error instanceof InvalidPathError
+  ) {
+    return new CliExit(EXIT_USAGE, `sandcell: ${error.message}`);
+  }
+  if (error instanceof ModelUnavailableError || error instanceof ModelResponseError) {
+    return new CliExit(EXIT_MODEL_FAILURE, `sandcell: ${error.message}`);
+  }
+  return error;
+}
