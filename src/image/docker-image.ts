@@ -164,6 +164,8 @@ async function importRootfs(options: DockerImageBuildOptions, tag: string): Prom
     onProgress: options.onProgress,
     signal: options.signal,
   });
+  if (rootfs.reused)
+    options.onProgress?.({ stage: 'reusing the root filesystem built before', detail: rootfs.directory });
   options.onProgress?.({ stage: 'importing the root filesystem into Docker', detail: rootfs.directory });
   const tar = spawn('tar', ['--numeric-owner', '--one-file-system', '-C', rootfs.directory, '-c', '.'], {
     stdio: ['ignore', 'pipe', 'pipe'],
