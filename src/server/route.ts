@@ -5,7 +5,7 @@
  */
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { type ZodType, z } from 'zod';
+import type { ZodType, z } from 'zod';
 import type { Owner } from './auth.js';
 import { HttpError } from './errors.js';
 
@@ -128,6 +128,8 @@ export function registerRoutes(app: Hono, routes: RouteSpec<never, never, never>
               413,
               'body-too-large',
               `The request body is over the limit of ${maxSize} bytes (server option ${kind === 'upload' ? '--max-upload-bytes' : '--max-request-bytes'}).`,
+              // The rest of the body is not read: the connection cannot carry another request.
+              { connection: 'close' },
             );
           },
         }),
