@@ -7,7 +7,7 @@
  * reads the response the way that client reads it:
  *
  * - LangChain JS 0.2.x `SessionsPythonREPLTool` (libs/langchain-azure-dynamic-sessions/src/tools.ts):
- *   `/code/execute?identifier=${encodeURIComponent(id)}&api-version=2024-02-02-preview`,
+ *   `${endpoint}/code/execute?identifier=${encodeURIComponent(id)}&api-version=2024-02-02-preview`,
  *   JSON `{properties:{codeInputType:"inline",executionType:"synchronous",code}}`, reads
  *   `properties.{result,stdout,stderr}`; `uploadFile` posts FormData field `file` with the remote
  *   name and reads `value[0].properties`; `downloadFile` GETs `files/content/${name}` (not encoded);

@@ -44,6 +44,8 @@ export interface RegistryOptions {
   defaultTimeoutMs: number;
   maxExecutionMs: number;
   maxCodeBytes: number;
+  /** A session unused this long is closed. */
+  idleTimeoutMs: number;
 }
 
 export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
@@ -51,6 +53,7 @@ export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
 }
 
 const SWEEP_INTERVAL_MS = 5_000;
+const MINIMUM_SWEEP_INTERVAL_MS = 50;
 
 export class SessionRegistry {
   private readonly byId = new Map<string, ManagedSession>();
@@ -63,7 +66,8 @@ export class SessionRegistry {
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly options: RegistryOptions) {
-    this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
+    const interval = Math.max(MINIMUM_SWEEP_INTERVAL_MS, Math.min(SWEEP_INTERVAL_MS, options.idleTimeoutMs / 4));
+    this.sweeper = setInterval(() => this.sweep(), interval);
     this.sweeper.unref();
   }
 
@@ -140,7 +144,7 @@ export class SessionRegistry {
     const entry = this.byId.get(id);
     if (!entry || entry.owner.id !== owner.id) throw sessionNotFound(id);
     if (entry.session.closed) {
-      this.forget(entry, 'idle');
+      this.forget(entry, 'closed');
       throw sessionNotFound(id);
     }
     return entry;
@@ -154,7 +158,7 @@ export class SessionRegistry {
       const entry = await existing.catch(() => undefined);
       if (entry && !entry.session.closed && this.byId.get(entry.id) === entry) return entry;
       if (this.byName.get(key) === existing) this.byName.delete(key);
-      if (entry) this.forget(entry, 'idle');
+      if (entry) this.forget(entry, 'closed');
       return this.named(owner, source, scope, name);
     }
     const creating = this.create(owner, source, { name, scope });
@@ -273,8 +277,17 @@ export class SessionRegistry {
     this.options.logger.info({ session: entry.id, owner: entry.owner.label, reason }, 'session closed');
   }
 
-  /** Forgets sessions the pool closed for idling (or that died for good). */
+  /**
+   * Closes sessions idle past the timeout, counted from the hand-out (time
+   * spent warm in the pool is not idleness), and forgets closed ones.
+   */
   private sweep(): void {
-    for (const entry of this.byId.values()) if (entry.session.closed) this.forget(entry, 'idle');
+    const cutoff = Date.now() - this.options.idleTimeoutMs;
+    for (const entry of this.byId.values()) {
+      if (entry.session.closed) this.forget(entry, 'closed');
+      else if (!entry.session.busy && Math.max(entry.createdAt, entry.session.lastActivityAt) < cutoff) {
+        void this.remove(entry, 'idle').catch(() => undefined);
+      }
+    }
   }
 }

@@ -25,7 +25,8 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     size: options.poolSize,
     // Warm sessions come on top of the live ones the registry allows.
     maxSessions: options.maxSessions + options.poolSize,
-    idleTimeoutMs: options.idleTimeoutMs,
+    // The registry closes idle sessions, counting from the hand-out; the pool's own reaper would count warm time too.
+    idleTimeoutMs: Number.POSITIVE_INFINITY,
     sessionOptions: {
       ...options.sessionOptions,
       ...(options.backend ? { backend: options.backend } : {}),
@@ -43,6 +44,7 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     defaultTimeoutMs: options.executionTimeoutMs,
     maxExecutionMs: options.limits.maxExecutionMs,
     maxCodeBytes: options.sessionOptions.maxCodeBytes ?? DEFAULT_MAX_CODE_BYTES,
+    idleTimeoutMs: options.idleTimeoutMs,
   });
   metrics.gauge('sandcell_sessions_live', 'Sessions handed to clients and alive, by API.', () =>
     Object.entries(registry.stats.bySource).map(([api, value]) => ({ labels: { api }, value })),
