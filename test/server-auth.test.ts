@@ -6,6 +6,7 @@ import { InvalidInputError } from '../src/errors.js';
 import { resolveServerOptions, type SandcellServer } from '../src/server/index.js';
 import { client, type LogCapture, startTestServer } from './server-helpers.js';
 
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;
 const ALICE = 'alice:alice-secret-0001';
 const BOB = 'bob-secret-0002';
@@ -163,7 +164,7 @@ describe('per-key limits and idle sessions', () => {
     }
     expect(statuses).toEqual([200, 200, 200, 200, 429]);
     expect(Number(limited?.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(((await limited?.json()) as Json).error.code).toBe('rate-limited');
+    expect(((await limited!.json()) as Json).error.code).toBe('rate-limited');
     const carol = client(server, 'carol-secret-0003');
     const [carolSession] = (await carol.json<Json>('/v1/sessions')).sessions;
     expect(

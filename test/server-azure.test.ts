@@ -28,6 +28,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer } from '../src/server/index.js';
 import { type LogCapture, startTestServer } from './server-helpers.js';
 
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;
 const KEY = 'azure-test-key-0123456789';
 const OLD = '2024-02-02-preview';
