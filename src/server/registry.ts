@@ -223,6 +223,11 @@ export class SessionRegistry {
         this.options.metrics.sandboxFailures.inc({ kind: 'killed-after-timeout' });
       }
       return execution;
+    } catch (error) {
+      if (this.shuttingDown && error instanceof SandcellError && error.code === 'session-closed') {
+        throw new HttpError(503, 'shutting-down', 'The server shut down before the execution finished.');
+      }
+      throw error;
     } finally {
       this.inFlight--;
       if (this.inFlight === 0) this.drained?.();
