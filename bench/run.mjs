@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Session, SessionPool } from '../dist/index.js';
+import { runServerBench } from './server.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
@@ -147,6 +148,10 @@ const rows = [
   stat('', 'wrong results', load.wrong, '', '0', load.wrong === 0),
 ];
 
+// --- server (sandcell serve over HTTP): bench/server.mjs -------------------------------------------
+const server = await runServerBench({ quick });
+rows.push(...server.rows);
+
 const header = ['measure', 'stat', 'value', 'unit', 'target', 'met'];
 const cells = [
   header,
@@ -185,6 +190,7 @@ const result = {
     p95Ms: load.p95,
     wrongResults: load.wrong,
   },
+  server: server.result,
 };
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
