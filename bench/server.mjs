@@ -97,7 +97,9 @@ async function firstExecutionOfNewIdentifier(server, samples) {
 }
 
 async function load(server, sessionCount, runsEach) {
-  const signal = AbortSignal.timeout(LOAD_DEADLINE_MS);
+  const deadline = Date.now() + LOAD_DEADLINE_MS;
+  // One signal per request (a shared one would collect a listener per request).
+  const bounded = () => AbortSignal.timeout(Math.max(1, deadline - Date.now()));
   // Start the sandboxes a few at a time (starting is not what is measured), then run them all at once.
   const sessions = [];
   const startedCreating = now();
@@ -106,7 +108,7 @@ async function load(server, sessionCount, runsEach) {
     Array.from({ length: 8 }, async () => {
       while (next < sessionCount) {
         next++;
-        sessions.push(await request(`${server.url}/v1/sessions`, 'POST', undefined, signal));
+        sessions.push(await request(`${server.url}/v1/sessions`, 'POST', undefined, bounded()));
       }
     }),
   );
@@ -127,7 +129,7 @@ async function load(server, sessionCount, runsEach) {
             `${server.url}/v1/sessions/${session.id}/executions`,
             'POST',
             { code: `count = globals().get("count", 0) + 1\nprint("${token}", count)\ncount * ${index + 1}` },
-            signal,
+            bounded(),
           );
           latencies.push(now() - begun);
           const expectedValue = String(run * (index + 1));
@@ -163,7 +165,7 @@ async function load(server, sessionCount, runsEach) {
 }
 
 export async function runServerBench({ quick = false } = {}) {
-  const warmServer = await startServer(['--pool-size', '2']);
+  const warmServer = await startServer(['--pool-size', '2', '--executions-per-minute', '0']);
   let warm;
   let first;
   try {

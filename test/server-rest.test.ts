@@ -1,5 +1,6 @@
 /** The native REST API over real HTTP on 127.0.0.1, sessions on bubblewrap. */
 import http from 'node:http';
+import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer } from '../src/server/index.js';
 import { type Client, client, type LogCapture, startTestServer } from './server-helpers.js';
@@ -70,6 +71,24 @@ describe('sessions and executions', () => {
     });
     expect(slow.status).toBe('timeout');
     expect(slow.error.name).toBe('TimeoutError');
+  });
+
+  it('interrupts the code of a client that disconnects, keeping the session usable', async () => {
+    const id = await newSession();
+    const abort = new AbortController();
+    const pending = api(`/v1/sessions/${id}/executions`, {
+      method: 'POST',
+      json: { code: 'import time\nfor i in range(600):\n    time.sleep(0.1)' },
+      signal: abort.signal,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    abort.abort();
+    await expect(pending).rejects.toThrow();
+    const started = Date.now();
+    const next = await api.json<Json>(`/v1/sessions/${id}/executions`, { method: 'POST', json: { code: '"free"' } });
+    expect(next.results[0].data['text/plain']).toBe("'free'");
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(next.stateLost).toBeUndefined();
   });
 
   it('streams stdout, results and the end as NDJSON and as Server-Sent Events', async () => {
@@ -345,9 +364,10 @@ describe('health, metrics and the OpenAPI document', () => {
     }
   });
 
-  it('/openapi.json is OpenAPI 3.1 generated from the schemas that validate requests', async () => {
+  it('/openapi.json is valid OpenAPI 3.1, generated from the schemas that validate requests', async () => {
     const document = await api.json<Json>('/openapi.json');
     expect(document.openapi).toBe('3.1.0');
+    await SwaggerParser.validate(structuredClone(document) as never);
     const execute = document.paths['/v1/sessions/{id}/executions'].post;
     const body = execute.requestBody.content['application/json'].schema;
     expect(body.required).toEqual(['code']);
