@@ -165,6 +165,14 @@ describe('per-key limits and idle sessions', () => {
     expect(statuses).toEqual([200, 200, 200, 200, 429]);
     expect(Number(limited?.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(((await limited!.json()) as Json).error.code).toBe('rate-limited');
+    // A streamed execution is refused with the status too, not inside a stream.
+    const streamed = await dave(`/v1/sessions/${session.id}/executions?stream=ndjson`, {
+      method: 'POST',
+      json: { code: '1' },
+    });
+    expect(streamed.status).toBe(429);
+    expect(streamed.headers.get('content-type')).toMatch(/^application\/json/);
+    await streamed.body?.cancel();
     const carol = client(server, 'carol-secret-0003');
     const [carolSession] = (await carol.json<Json>('/v1/sessions')).sessions;
     expect(

@@ -50,6 +50,8 @@ export interface RegistryOptions {
 
 export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
   timeoutMs?: number;
+  /** The execution already passed `admit()`. */
+  admitted?: boolean;
 }
 
 const SWEEP_INTERVAL_MS = 5_000;
@@ -192,8 +194,12 @@ export class SessionRegistry {
     await Promise.all(entries.map((entry) => this.remove(entry, 'connection-closed')));
   }
 
-  /** Runs code in a session under the owner's limits. */
-  async execute(entry: ManagedSession, code: string, options: ExecuteOptions = {}): Promise<Execution> {
+  /**
+   * Checks an execution against the limits (shutdown, code size, rate) and
+   * counts it; `execute` does this itself unless told it was done already
+   * (a stream checks first, so a refusal is an HTTP status, not a stream event).
+   */
+  admit(entry: ManagedSession, code: string): void {
     this.refuseWhenShuttingDown();
     const size = Buffer.byteLength(code, 'utf8');
     if (size > this.options.maxCodeBytes) {
@@ -210,11 +216,17 @@ export class SessionRegistry {
       this.options.metrics.rejected.inc({ reason: 'executions-per-minute' });
       throw error;
     }
+  }
+
+  /** Runs code in a session under the owner's limits. */
+  async execute(entry: ManagedSession, code: string, options: ExecuteOptions = {}): Promise<Execution> {
+    if (!options.admitted) this.admit(entry, code);
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.defaultTimeoutMs, this.options.maxExecutionMs);
     this.inFlight++;
     const started = performance.now();
     try {
-      const execution = await entry.session.run(code, { ...options, timeoutMs });
+      const { admitted: _admitted, ...runOptions } = options;
+      const execution = await entry.session.run(code, { ...runOptions, timeoutMs });
       entry.executions++;
       this.options.metrics.executions.inc({ status: execution.status });
       this.options.metrics.executionDuration.observe((performance.now() - started) / 1000);

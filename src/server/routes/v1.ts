@@ -173,6 +173,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
           });
           return c.json(presentExecution(entry, executionId, execution, request.images));
         }
+        registry.admit(entry, request.code);
         const presented = new WeakMap<ExecutionResult, unknown>();
         const present = (result: ExecutionResult) => {
           if (!presented.has(result)) presented.set(result, presentResult(entry, result, request.images));
