@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createBackend, Session, SessionPool } from '../dist/index.js';
+import { runServerBench } from './server.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
@@ -231,6 +232,20 @@ const rows = [
   ),
 ];
 
+// --- server (sandcell serve over HTTP, on the default backend): bench/server.mjs ---------------------
+const server = await runServerBench({ quick });
+for (const [measureName, stat, observed, unit, target, met] of server.rows) {
+  rows.push([
+    measureName,
+    stat,
+    String(observed),
+    '',
+    unit,
+    target ? `bubblewrap: ${target}` : '',
+    met === null ? '' : met ? 'yes' : 'NO',
+  ]);
+}
+
 const header = ['measure', 'stat', ...BACKENDS, 'unit', 'target', 'met'];
 const cells = [header, ...rows];
 const widths = header.map((_, column) => Math.max(...cells.map((row) => row[column].length)));
@@ -268,6 +283,7 @@ const result = {
     ]),
   ),
   notes,
+  server: server.result,
 };
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);

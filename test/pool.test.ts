@@ -43,6 +43,21 @@ describe('SessionPool on bubblewrap', () => {
     expect(pool.stats().leased).toBe(0);
   });
 
+  it('counts idleness from the hand-out, not from the time a session sat warm', async () => {
+    pool = new SessionPool({ size: 1, idleTimeoutMs: 400, sessionOptions: { preloadModules: [] } });
+    await pool.start();
+    // Warm for longer than the idle timeout before anyone takes it.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    const session = await pool.acquire();
+    const handedOut = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Still within the timeout counted from the hand-out: it runs.
+    const execution = await session.run('21 * 2');
+    expect(execution.results[0]?.data['text/plain']).toBe('42');
+    await expect.poll(() => session.closed, { timeout: 5_000, interval: 50 }).toBe(true);
+    expect(Date.now() - handedOut).toBeGreaterThanOrEqual(400);
+  });
+
   it('leaves no process behind after close', async () => {
     pool = new SessionPool({ size: 2, sessionOptions: { preloadModules: [] } });
     await pool.start();

@@ -85,6 +85,56 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .option('--rootfs <dir>', 'check bubblewrap on a runtime root filesystem (`runtime`: the built one)')
     .action(async (options) => setExitCode(await doctorCommand(options)));
 
+  addBackendOptions(
+    program
+      .command('serve')
+      .description('serve sessions over HTTP: REST /v1, Azure dynamic sessions /azure, MCP /mcp')
+      .option('--host <address>', 'address to listen on; without API keys only loopback (env SANDCELL_HOST)')
+      .option('-p, --port <port>', 'port, 0 for any free one; default 8080 (env SANDCELL_PORT)')
+      .option(
+        '--api-key <key>',
+        'accept this Bearer key, as key or name:key (repeatable; env SANDCELL_API_KEYS)',
+        collect,
+        [],
+      )
+      .option('--pool-size <n>', 'sessions kept warm; default 2 (env SANDCELL_POOL_SIZE)')
+      .option('--max-sessions <n>', 'live sessions on the server; default 64 (env SANDCELL_MAX_SESSIONS)')
+      .option('--sessions-per-key <n>', 'live sessions per key; default 32 (env SANDCELL_SESSIONS_PER_KEY)')
+      .option(
+        '--executions-per-minute <n>',
+        'per key, 0 for no limit; default 600 (env SANDCELL_EXECUTIONS_PER_MINUTE)',
+      )
+      .option(
+        '--max-request-bytes <n>',
+        'largest JSON body (code); default 2 MiB + 64 KiB (env SANDCELL_MAX_REQUEST_BYTES)',
+      )
+      .option('--max-upload-bytes <n>', 'largest uploaded file; default 64 MiB (env SANDCELL_MAX_UPLOAD_BYTES)')
+      .option('--max-execution-time <seconds>', 'longest an execution may ask for; default 300')
+      .option('-t, --timeout <seconds>', 'time limit of an execution that asks for none; default 60')
+      .option('--idle-timeout <seconds>', 'close sessions unused this long; default 1200')
+      .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')
+      .option('--shutdown-grace <seconds>', 'on SIGTERM, how long running executions may finish; default 30')
+      .option('--log-level <level>', 'pino log level (env SANDCELL_LOG_LEVEL); default info'),
+  ).action(async (options) => {
+    const { serveCommand } = await import('./serve-command.js');
+    setExitCode(await serveCommand(options));
+  });
+
+  addBackendOptions(
+    program
+      .command('mcp')
+      .description('an MCP server on stdio (for desktop clients and coding agents)')
+      .option('--pool-size <n>', 'sessions kept warm; default 1')
+      .option('--max-sessions <n>', 'live sessions; default 64')
+      .option('-t, --timeout <seconds>', 'time limit of a run that asks for none; default 60')
+      .option('--idle-timeout <seconds>', 'close sessions unused this long; default 1200')
+      .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')
+      .option('--log-level <level>', 'pino log level, to stderr; default warn'),
+  ).action(async (options) => {
+    const { mcpCommand } = await import('./mcp-command.js');
+    setExitCode(await mcpCommand(options));
+  });
+
   const image = program.command('image').description('the runtime image both backends can run on');
   image
     .command('build')

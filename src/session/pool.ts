@@ -19,7 +19,7 @@ export interface SessionPoolOptions {
   size?: number;
   /** Most sessions alive at once, warm and handed out together. @default 16 */
   maxSessions?: number;
-  /** A handed-out session idle (no run, no file operation) this long is closed. @default 900_000 (15 min) */
+  /** A handed-out session idle (no run, no file operation since it was handed out) this long is closed. @default 900_000 (15 min) */
   idleTimeoutMs?: number;
   /** Options of every session; `preloadModules` defaults to numpy, pandas and matplotlib. */
   sessionOptions?: SessionOptions;
@@ -41,6 +41,8 @@ export class SessionPool {
   private readonly sessionOptions: SessionOptions;
   private readonly warm: Session[] = [];
   private readonly leased = new Set<Session>();
+  /** When each session was handed out: time spent warm in the pool is not idleness. */
+  private readonly handedOutAt = new WeakMap<Session, number>();
   private readonly startingSessions = new Set<Promise<Session | undefined>>();
   private readonly waiters: ((session: Session | undefined) => void)[] = [];
   private lastError?: Error;
@@ -73,6 +75,7 @@ export class SessionPool {
     this.forgetClosed();
     const session = this.warm.shift() ?? (await this.startForLease());
     this.leased.add(session);
+    this.handedOutAt.set(session, Date.now());
     // Refill a moment later: starting a sandbox costs the event loop a few
     // milliseconds, which should not land on the caller's first run.
     setTimeout(() => this.fill(), REFILL_DELAY_MS).unref();
@@ -162,7 +165,8 @@ export class SessionPool {
   private async reapIdle(): Promise<void> {
     const now = Date.now();
     for (const session of this.leased) {
-      if (!session.busy && now - session.lastActivityAt > this.idleTimeoutMs) {
+      const lastUse = Math.max(session.lastActivityAt, this.handedOutAt.get(session) ?? 0);
+      if (!session.busy && now - lastUse > this.idleTimeoutMs) {
         this.leased.delete(session);
         await session.close().catch(() => undefined);
       }

@@ -1,0 +1,241 @@
+// The server's part of `npm run bench` (also runnable alone: `node bench/server.mjs [--quick]`).
+// Starts `sandcell serve` as a child process on 127.0.0.1 and measures, over real HTTP:
+//   - the warm execution round trip (targets of the server issue: p50 ≤ 5 ms),
+//   - a new Azure identifier's first execution with a warm pool (p50 ≤ 25 ms),
+//   - a bounded load test: 200 concurrent sessions × 20 executions, every output checked.
+// Every request goes to 127.0.0.1 only; loops are bounded in count and time.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const bin = path.join(here, '..', 'bin', 'sandcell.js');
+const now = () => performance.now();
+const LOAD_DEADLINE_MS = 10 * 60_000;
+
+function percentile(values, fraction) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))];
+}
+const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+async function startServer(args) {
+  const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', '0', ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, SANDCELL_API_KEYS: '', SANDCELL_LOG_LEVEL: 'info' },
+  });
+  const url = await new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      try {
+        const entry = JSON.parse(line);
+        if (entry.url) resolve(entry.url);
+      } catch {
+        // not a log line
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`sandcell serve exited (${code})`)));
+  });
+  return {
+    url,
+    async stop() {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function request(url, method, body, signal) {
+  const response = await fetch(url, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal,
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${url} → ${response.status}: ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+async function warmRoundTrip(server, runs) {
+  const session = await request(`${server.url}/v1/sessions`, 'POST');
+  const target = `${server.url}/v1/sessions/${session.id}/executions`;
+  for (let index = 0; index < 100; index++) await request(target, 'POST', { code: '1+1' });
+  const times = [];
+  for (let index = 0; index < runs; index++) {
+    const started = now();
+    const execution = await request(target, 'POST', { code: '1+1' });
+    times.push(now() - started);
+    if (execution.results[0]?.data['text/plain'] !== '2') throw new Error('warm round trip: wrong result');
+  }
+  await request(`${server.url}/v1/sessions/${session.id}`, 'DELETE');
+  return times;
+}
+
+async function firstExecutionOfNewIdentifier(server, samples) {
+  const times = [];
+  for (let index = 0; index < samples; index++) {
+    // Wait until the pool is warm again, as it is between users in practice.
+    for (let waited = 0; waited < 600; waited++) {
+      const health = await request(`${server.url}/healthz`, 'GET');
+      if (health.sessions.warm >= 2) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const identifier = randomUUID();
+    const query = `identifier=${identifier}&api-version=2024-02-02-preview`;
+    const started = now();
+    const answer = await request(`${server.url}/azure/code/execute?${query}`, 'POST', {
+      properties: { codeInputType: 'inline', executionType: 'synchronous', code: '1+1' },
+    });
+    times.push(now() - started);
+    if (answer.properties.result !== 2) throw new Error('new identifier: wrong result');
+    await request(`${server.url}/azure/session?identifier=${identifier}&api-version=2025-10-02-preview`, 'DELETE');
+  }
+  return times;
+}
+
+async function load(server, sessionCount, runsEach) {
+  const deadline = Date.now() + LOAD_DEADLINE_MS;
+  // One signal per request (a shared one would collect a listener per request).
+  const bounded = () => AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+  // Start the sandboxes a few at a time (starting is not what is measured), then run them all at once.
+  const sessions = [];
+  const startedCreating = now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < sessionCount) {
+        next++;
+        sessions.push(await request(`${server.url}/v1/sessions`, 'POST', undefined, bounded()));
+      }
+    }),
+  );
+  const creationSeconds = (now() - startedCreating) / 1000;
+  const latencies = [];
+  let wrong = 0;
+  let failed = 0;
+  const started = now();
+  await Promise.all(
+    sessions.map(async (session, index) => {
+      // A token only this session knows, and a counter only its state holds: a lost, repeated or
+      // crossed result shows up as a wrong line.
+      const token = `s${index}-${randomUUID().slice(0, 8)}`;
+      for (let run = 1; run <= runsEach; run++) {
+        const begun = now();
+        try {
+          const execution = await request(
+            `${server.url}/v1/sessions/${session.id}/executions`,
+            'POST',
+            { code: `count = globals().get("count", 0) + 1\nprint("${token}", count)\ncount * ${index + 1}` },
+            bounded(),
+          );
+          latencies.push(now() - begun);
+          const expectedValue = String(run * (index + 1));
+          if (
+            execution.status !== 'ok' ||
+            execution.sessionId !== session.id ||
+            execution.stdout !== `${token} ${run}\n` ||
+            execution.results[0]?.data['text/plain'] !== expectedValue
+          ) {
+            wrong++;
+          }
+        } catch {
+          failed++;
+        }
+      }
+    }),
+  );
+  const seconds = (now() - started) / 1000;
+  await Promise.all(sessions.map((session) => request(`${server.url}/v1/sessions/${session.id}`, 'DELETE')));
+  return {
+    sessions: sessions.length,
+    executionsEach: runsEach,
+    completed: latencies.length,
+    wrong,
+    failed,
+    seconds,
+    creationSeconds,
+    throughput: latencies.length / seconds,
+    p50: percentile(latencies, 0.5),
+    p95: percentile(latencies, 0.95),
+    p99: percentile(latencies, 0.99),
+  };
+}
+
+export async function runServerBench({ quick = false } = {}) {
+  const warmServer = await startServer(['--pool-size', '2', '--executions-per-minute', '0']);
+  let warm;
+  let first;
+  try {
+    warm = await warmRoundTrip(warmServer, quick ? 200 : 1000);
+    first = await firstExecutionOfNewIdentifier(warmServer, quick ? 5 : 20);
+  } finally {
+    await warmServer.stop();
+  }
+  const sessionCount = quick ? 20 : 200;
+  const loadServer = await startServer([
+    '--pool-size',
+    '2',
+    '--preload',
+    'none',
+    '--max-sessions',
+    String(sessionCount + 16),
+    '--sessions-per-key',
+    String(sessionCount + 16),
+    '--executions-per-minute',
+    '0',
+  ]);
+  let loaded;
+  try {
+    loaded = await load(loadServer, sessionCount, 20);
+  } finally {
+    await loadServer.stop();
+  }
+  const total = loaded.sessions * loaded.executionsEach;
+  const stat = (measure, name, value, unit, target, met) => [measure, name, value, unit, target ?? '', met ?? null];
+  const p = percentile;
+  const rows = [
+    stat('server: warm execution round trip over HTTP', 'p50', round(p(warm, 0.5), 3), 'ms', '≤ 5', p(warm, 0.5) <= 5),
+    stat('', 'p95', round(p(warm, 0.95), 3), 'ms'),
+    stat(
+      'server: new identifier → first result (warm pool)',
+      'p50',
+      round(p(first, 0.5), 2),
+      'ms',
+      '≤ 25',
+      p(first, 0.5) <= 25,
+    ),
+    stat('', 'p95', round(p(first, 0.95), 2), 'ms'),
+    stat(
+      `server: ${loaded.sessions} sessions × ${loaded.executionsEach} executions at once`,
+      'completed',
+      loaded.completed,
+      `of ${total}`,
+      `${total}`,
+      loaded.completed === total,
+    ),
+    stat('', 'wrong or mixed-up', loaded.wrong, '', '0', loaded.wrong === 0),
+    stat('', 'failed requests', loaded.failed, '', '0', loaded.failed === 0),
+    stat('', 'throughput', round(loaded.throughput, 0), 'exec/s'),
+    stat('', 'p50', round(loaded.p50, 1), 'ms'),
+    stat('', 'p95', round(loaded.p95, 1), 'ms'),
+    stat('', 'sessions started in', round(loaded.creationSeconds, 1), 's'),
+  ];
+  const result = {
+    warmRoundTripMs: { p50: p(warm, 0.5), p95: p(warm, 0.95), p99: p(warm, 0.99), samples: warm.length },
+    newIdentifierFirstResultMs: { p50: p(first, 0.5), p95: p(first, 0.95), samples: first.length },
+    load: loaded,
+  };
+  return { rows, result };
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const { rows, result } = await runServerBench({ quick: process.argv.includes('--quick') });
+  for (const row of rows)
+    console.log(
+      row.map((cell) => (cell === null ? '' : cell === true ? 'yes' : cell === false ? 'NO' : cell)).join(' | '),
+    );
+  console.log(JSON.stringify(result, null, 2));
+}

@@ -1,0 +1,33 @@
+/** `sandcell mcp`: an MCP server on stdio, for desktop clients and coding agents that spawn it. */
+import { InvalidInputError } from '../errors.js';
+import { runMcpStdio } from '../server/index.js';
+import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
+import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
+import { numberOption } from './serve-command.js';
+
+export interface McpCommandOptions extends BackendCliOptions {
+  poolSize?: string;
+  maxSessions?: string;
+  timeout?: string;
+  idleTimeout?: string;
+  preload?: string;
+  logLevel?: string;
+}
+
+export async function mcpCommand(options: McpCommandOptions): Promise<number> {
+  try {
+    await runMcpStdio({
+      backend: await backendFromOptions(options),
+      poolSize: numberOption('--pool-size', options.poolSize),
+      maxSessions: numberOption('--max-sessions', options.maxSessions),
+      executionTimeoutMs: numberOption('--timeout', options.timeout, 1000),
+      idleTimeoutMs: numberOption('--idle-timeout', options.idleTimeout, 1000),
+      preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
+      logLevel: options.logLevel,
+    });
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);
+    throw error;
+  }
+  return EXIT_OK;
+}

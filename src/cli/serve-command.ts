@@ -1,0 +1,86 @@
+/** `sandcell serve`: the HTTP server (REST /v1, Azure-compatible /azure, MCP /mcp) until SIGTERM or Ctrl-C. */
+import { InvalidInputError } from '../errors.js';
+import { createServer, type ServerOptions } from '../server/index.js';
+import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
+import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
+
+export interface ServeCommandOptions extends BackendCliOptions {
+  host?: string;
+  port?: string;
+  apiKey: string[];
+  poolSize?: string;
+  maxSessions?: string;
+  sessionsPerKey?: string;
+  executionsPerMinute?: string;
+  maxRequestBytes?: string;
+  maxUploadBytes?: string;
+  maxExecutionTime?: string;
+  timeout?: string;
+  idleTimeout?: string;
+  preload?: string;
+  shutdownGrace?: string;
+  logLevel?: string;
+}
+
+/** A flag's number, or undefined when not given; `scale` turns seconds into milliseconds. */
+export function numberOption(flag: string, value: string | undefined, scale = 1): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (!Number.isFinite(number) || number < 0) {
+    throw new CliExit(EXIT_USAGE, `${flag} takes a number of at least 0; got ${JSON.stringify(value)}.`);
+  }
+  return Math.round(number * scale);
+}
+
+export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
+  const keys = options.apiKey.length > 0 ? options.apiKey : undefined;
+  return {
+    host: options.host,
+    port: numberOption('--port', options.port),
+    apiKeys: keys,
+    poolSize: numberOption('--pool-size', options.poolSize),
+    maxSessions: numberOption('--max-sessions', options.maxSessions),
+    limits: {
+      maxSessions: numberOption('--sessions-per-key', options.sessionsPerKey),
+      executionsPerMinute: numberOption('--executions-per-minute', options.executionsPerMinute),
+      maxRequestBytes: numberOption('--max-request-bytes', options.maxRequestBytes),
+      maxUploadBytes: numberOption('--max-upload-bytes', options.maxUploadBytes),
+      maxExecutionMs: numberOption('--max-execution-time', options.maxExecutionTime, 1000),
+    },
+    executionTimeoutMs: numberOption('--timeout', options.timeout, 1000),
+    idleTimeoutMs: numberOption('--idle-timeout', options.idleTimeout, 1000),
+    preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
+    shutdownGraceMs: numberOption('--shutdown-grace', options.shutdownGrace, 1000),
+    logLevel: options.logLevel,
+  };
+}
+
+export async function serveCommand(options: ServeCommandOptions): Promise<number> {
+  let server: Awaited<ReturnType<typeof createServer>>;
+  try {
+    const backend = await backendFromOptions(options);
+    server = await createServer({ ...serverOptionsFrom(options), backend });
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new CliExit(EXIT_USAGE, `The port is in use; choose another with --port. (${(error as Error).message})`);
+    }
+    throw error;
+  }
+  await new Promise<void>((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals) => {
+      signals++;
+      if (signals > 1) {
+        // A second signal: do not wait for running code, close the sandboxes now.
+        void server.context.pool.close().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+        return;
+      }
+      server.context.logger.info({ signal }, 'signal received');
+      void server.close().then(resolve, resolve);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+  return EXIT_OK;
+}

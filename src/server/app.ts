@@ -1,0 +1,79 @@
+/** The Hono application: routes from one table, auth, limits, metrics, and JSON errors for everything. */
+import { type Context, Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import { routePath } from 'hono/route';
+import type { ServerContext } from './context.js';
+import { errorBody, HttpError, toHttpError } from './errors.js';
+import { McpHttpEndpoint } from './mcp/http.js';
+import { buildOpenApiDocument } from './openapi.js';
+import { registerRoutes } from './route.js';
+import { azureRoutes } from './routes/azure.js';
+import { systemRoutes } from './routes/system.js';
+import { v1Routes } from './routes/v1.js';
+
+export interface SandcellApp {
+  app: Hono;
+  mcp: McpHttpEndpoint;
+  /** The OpenAPI 3.1 document served at /openapi.json. */
+  document: Record<string, unknown>;
+}
+
+export function createApp(server: ServerContext): SandcellApp {
+  const app = new Hono();
+  const { metrics, logger } = server;
+  const mcp = new McpHttpEndpoint(server);
+
+  app.use(async (c, next) => {
+    const started = performance.now();
+    await next();
+    const seconds = (performance.now() - started) / 1000;
+    const route = routePath(c) || 'unmatched';
+    metrics.httpRequests.inc({ method: c.req.method, status: String(c.res.status) });
+    metrics.httpDuration.observe(seconds, { route });
+    if (logger.isLevelEnabled('debug') || c.res.status >= 500) {
+      logger[c.res.status >= 500 ? 'warn' : 'debug'](
+        { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(seconds * 1e4) / 10 },
+        'request',
+      );
+    }
+  });
+
+  app.onError((error, c) => {
+    const mapped =
+      error instanceof HTTPException && !(error instanceof HttpError)
+        ? new HttpError(error.status, error.status === 413 ? 'body-too-large' : 'http-error', error.message)
+        : toHttpError(error);
+    if (mapped.status >= 500 && mapped.code === 'internal-error') {
+      logger.error({ err: error, path: c.req.path }, 'unexpected error');
+    }
+    return c.json(errorBody(mapped), mapped.status as 400, mapped.headers);
+  });
+
+  app.notFound((c) =>
+    c.json(
+      errorBody(new HttpError(404, 'route-not-found', `No route ${c.req.method} ${c.req.path}; see /openapi.json.`)),
+      404,
+    ),
+  );
+
+  const routeContext = {
+    authenticate: (c: Context) => server.apiKeys.authenticate(c.req.header('authorization'), c.req.header('api-key')),
+    limits: server.options.limits,
+    onTooLarge: (kind: 'request' | 'upload') => metrics.rejected.inc({ reason: `${kind}-too-large` }),
+  };
+
+  let document: Record<string, unknown> = {};
+  const routes = [...systemRoutes(server, () => document), ...v1Routes(server), ...azureRoutes(server)];
+  document = buildOpenApiDocument(routes, {
+    title: 'sandcell',
+    version: server.version,
+    description:
+      'A self-hosted code interpreter: stateful, sandboxed Python sessions. Native API under /v1, ' +
+      'Azure dynamic-sessions compatible API under /azure, MCP at /mcp.',
+  });
+  registerRoutes(app, routes, routeContext);
+
+  app.on(['GET', 'POST', 'DELETE'], '/mcp', (c) => mcp.handle(c, routeContext.authenticate(c)));
+
+  return { app, mcp, document };
+}

@@ -1,0 +1,43 @@
+/** Content types of files served back to clients, guessed from the extension. */
+
+const TYPES: Record<string, string> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  webp: 'image/webp',
+  svg: 'image/svg+xml',
+  csv: 'text/csv; charset=utf-8',
+  tsv: 'text/tab-separated-values; charset=utf-8',
+  txt: 'text/plain; charset=utf-8',
+  md: 'text/markdown; charset=utf-8',
+  py: 'text/x-python; charset=utf-8',
+  json: 'application/json',
+  html: 'text/html; charset=utf-8',
+  pdf: 'application/pdf',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  parquet: 'application/vnd.apache.parquet',
+  zip: 'application/zip',
+};
+
+export function contentTypeFor(path: string): string {
+  const extension = /\.([A-Za-z0-9]+)$/.exec(path)?.[1]?.toLowerCase() ?? '';
+  return TYPES[extension] ?? 'application/octet-stream';
+}
+
+/**
+ * Headers for serving bytes the sandboxed code wrote: never sniffed, never
+ * run as a page of this origin; images display inline, the rest downloads.
+ */
+export function fileHeaders(path: string, size: number): Record<string, string> {
+  const type = contentTypeFor(path);
+  const name = path.split('/').pop() ?? 'file';
+  const inline = type.startsWith('image/') && type !== 'image/svg+xml';
+  return {
+    'content-type': type,
+    'content-length': String(size),
+    'content-disposition': `${inline ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(name)}`,
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': "sandbox; default-src 'none'",
+  };
+}

@@ -1,0 +1,69 @@
+/**
+ * An execution streamed as it happens, as NDJSON (one JSON object a line) or
+ * Server-Sent Events. Events: `stdout-delta`, `stderr-delta`, `result-ready`,
+ * then `execution-end` with the whole execution, or `error` if it could not run.
+ * A client that disconnects interrupts the code.
+ */
+import type { Execution, ExecutionResult } from '../session/execution.js';
+import { errorBody, toHttpError } from './errors.js';
+
+export type StreamFormat = 'ndjson' | 'sse';
+
+export interface StreamEvent {
+  type: 'stdout-delta' | 'stderr-delta' | 'result-ready' | 'execution-end' | 'error';
+  [key: string]: unknown;
+}
+
+export interface StreamCallbacks {
+  onStdout(text: string): void;
+  onStderr(text: string): void;
+  onResult(result: ExecutionResult): void;
+  signal: AbortSignal;
+}
+
+export function streamExecution(
+  format: StreamFormat,
+  run: (callbacks: StreamCallbacks) => Promise<{ execution: Execution; body: unknown }>,
+  presentResult: (result: ExecutionResult) => unknown,
+): Response {
+  const encoder = new TextEncoder();
+  const abort = new AbortController();
+  let closed = false;
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const send = (event: StreamEvent): void => {
+        if (closed) return;
+        const text =
+          format === 'ndjson'
+            ? `${JSON.stringify(event)}\n`
+            : `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+        controller.enqueue(encoder.encode(text));
+      };
+      void run({
+        onStdout: (text) => send({ type: 'stdout-delta', text }),
+        onStderr: (text) => send({ type: 'stderr-delta', text }),
+        onResult: (result) => send({ type: 'result-ready', result: presentResult(result) }),
+        signal: abort.signal,
+      })
+        .then(({ body }) => send({ type: 'execution-end', execution: body }))
+        .catch((error: unknown) => send({ type: 'error', ...errorBody(toHttpError(error)) }))
+        .finally(() => {
+          if (closed) return;
+          closed = true;
+          controller.close();
+        });
+    },
+    cancel() {
+      closed = true;
+      abort.abort();
+    },
+  });
+  return new Response(stream, {
+    status: 200,
+    headers: {
+      'content-type': format === 'ndjson' ? 'application/x-ndjson' : 'text/event-stream',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+    },
+  });
+}

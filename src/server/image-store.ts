@@ -1,0 +1,48 @@
+/**
+ * Images a session's executions produced, kept in memory so a client fetches
+ * them by URL instead of receiving base64 in every response. Bounded: the
+ * oldest images go first.
+ */
+import { randomUUID } from 'node:crypto';
+
+export const IMAGE_MIME_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml'] as const;
+const EXTENSIONS: Record<string, string> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpg',
+  'image/gif': 'gif',
+  'image/webp': 'webp',
+  'image/svg+xml': 'svg',
+};
+const MAX_IMAGES = 64;
+const MAX_BYTES = 64 * 1024 * 1024;
+
+export interface StoredImage {
+  name: string;
+  mimeType: string;
+  data: Buffer;
+}
+
+export class ImageStore {
+  private readonly images = new Map<string, StoredImage>();
+  private bytes = 0;
+
+  /** Keeps an image (base64 for binary types, text for SVG) and returns its file name. */
+  add(mimeType: string, content: string): StoredImage {
+    const data = mimeType === 'image/svg+xml' ? Buffer.from(content, 'utf8') : Buffer.from(content, 'base64');
+    const name = `${randomUUID().replace(/-/g, '').slice(0, 20)}.${EXTENSIONS[mimeType] ?? 'bin'}`;
+    const image = { name, mimeType, data };
+    this.images.set(name, image);
+    this.bytes += data.length;
+    for (const [oldest, stored] of this.images) {
+      if (this.images.size <= MAX_IMAGES && this.bytes <= MAX_BYTES) break;
+      if (oldest === name) break;
+      this.images.delete(oldest);
+      this.bytes -= stored.data.length;
+    }
+    return image;
+  }
+
+  get(name: string): StoredImage | undefined {
+    return this.images.get(name);
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * sandcell/server: the HTTP API (/v1), Azure dynamic-sessions compatible
+ * routes (/azure), MCP (/mcp and stdio), on the SessionPool.
+ * Named exports only.
+ */
+export { createApp, type SandcellApp } from './app.js';
+export { ApiKeys, LOCAL_OWNER, type Owner } from './auth.js';
+export type { ServerContext } from './context.js';
+export { type ErrorBody, HttpError, toHttpError } from './errors.js';
+export { createMcpServer, type McpServerOptions } from './mcp/mcp-server.js';
+export { type McpStdioOptions, runMcpStdio } from './mcp/stdio.js';
+export {
+  DEFAULT_EXECUTIONS_PER_MINUTE,
+  DEFAULT_HOST,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_EXECUTION_MS,
+  DEFAULT_PORT,
+  DEFAULT_SERVER_MAX_SESSIONS,
+  DEFAULT_SESSIONS_PER_KEY,
+  isLoopback,
+  type KeyLimits,
+  type ResolvedServerOptions,
+  resolveServerOptions,
+  type ServerOptions,
+} from './options.js';
+export type { ManagedSession, SessionRegistry, SessionSource } from './registry.js';
+export { createRuntime } from './runtime.js';
+export { createServer, type SandcellServer } from './server.js';

@@ -1,0 +1,90 @@
+/**
+ * MCP over Streamable HTTP at /mcp. Each MCP connection (Mcp-Session-Id) has
+ * its own MCP server and its own sandboxes, belongs to the key that opened it,
+ * and closes its sandboxes when the client deletes it or it idles out.
+ */
+import { randomUUID } from 'node:crypto';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { Context } from 'hono';
+import type { Owner } from '../auth.js';
+import type { ServerContext } from '../context.js';
+import { createMcpServer } from './mcp-server.js';
+
+interface Connection {
+  transport: WebStandardStreamableHTTPServerTransport;
+  owner: Owner;
+  lastUsedAt: number;
+}
+
+const jsonRpcError = (status: number, message: string): Response =>
+  new Response(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }), {
+    status,
+    headers: { 'content-type': 'application/json' },
+  });
+
+export class McpHttpEndpoint {
+  private readonly connections = new Map<string, Connection>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly server: ServerContext) {
+    this.sweeper = setInterval(() => this.closeIdle(), Math.min(60_000, server.options.idleTimeoutMs));
+    this.sweeper.unref();
+  }
+
+  get size(): number {
+    return this.connections.size;
+  }
+
+  async handle(context: Context, owner: Owner): Promise<Response> {
+    const sessionId = context.req.header('mcp-session-id');
+    if (sessionId) {
+      const connection = this.connections.get(sessionId);
+      // Another key's connection is "not found", like its sandboxes.
+      if (!connection || connection.owner.id !== owner.id) {
+        return jsonRpcError(404, 'Unknown MCP session; initialize a new one.');
+      }
+      connection.lastUsedAt = Date.now();
+      return connection.transport.handleRequest(context.req.raw);
+    }
+    if (context.req.method !== 'POST') {
+      return jsonRpcError(400, 'Start an MCP session with an initialize request (POST).');
+    }
+    if (this.server.registry.isShuttingDown) return jsonRpcError(503, 'The server is shutting down.');
+    const id = randomUUID();
+    const scope = `mcp:${id}`;
+    const { maxRequestBytes, maxUploadBytes } = this.server.options.limits;
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+      enableJsonResponse: true,
+      maxRequestBodySize: Math.max(maxRequestBytes, Math.ceil((maxUploadBytes * 4) / 3) + 64 * 1024),
+      onsessioninitialized: () => {
+        this.connections.set(id, { transport, owner, lastUsedAt: Date.now() });
+        this.server.logger.info({ mcpSession: id, owner: owner.label }, 'MCP session opened');
+      },
+      onsessionclosed: () => void this.forget(id, owner, scope),
+    });
+    transport.onclose = () => void this.forget(id, owner, scope);
+    const mcp = createMcpServer({ registry: this.server.registry, owner, scope, version: this.server.version });
+    await mcp.connect(transport);
+    const response = await transport.handleRequest(context.req.raw);
+    if (!this.connections.has(id)) await transport.close();
+    return response;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    await Promise.all([...this.connections.values()].map((connection) => connection.transport.close()));
+  }
+
+  private async forget(id: string, owner: Owner, scope: string): Promise<void> {
+    if (this.connections.delete(id)) this.server.logger.info({ mcpSession: id }, 'MCP session closed');
+    await this.server.registry.removeScope(owner, scope).catch(() => undefined);
+  }
+
+  private closeIdle(): void {
+    const cutoff = Date.now() - this.server.options.idleTimeoutMs;
+    for (const connection of this.connections.values()) {
+      if (connection.lastUsedAt < cutoff) void connection.transport.close();
+    }
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * sandcell's MCP server (official SDK): the tools run_python, list_files,
+ * read_file, write_file and reset_session. Sessions are named (default
+ * "default") and live as long as the MCP connection; the same name in another
+ * connection is another sandbox.
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { SandcellError } from '../../errors.js';
+import { formatTraceback } from '../../session/execution.js';
+import type { Owner } from '../auth.js';
+import { contentTypeFor } from '../content-type.js';
+import { HttpError } from '../errors.js';
+import type { ManagedSession, SessionRegistry } from '../registry.js';
+
+const SESSION_NAME = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'a session name is 1 to 64 letters, digits, ".", "-" or "_"')
+  .optional()
+  .describe('Which of your sessions to use; each keeps its own variables and files. Default "default".');
+
+const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+export interface McpServerOptions {
+  registry: SessionRegistry;
+  owner: Owner;
+  /** Session names are unique within this scope (one MCP connection). */
+  scope: string;
+  version: string;
+}
+
+const text = (value: string, isError = false): CallToolResult => ({
+  content: [{ type: 'text', text: value }],
+  ...(isError ? { isError: true } : {}),
+});
+
+/** Typed failures become tool errors the model can read; anything else is rethrown. */
+async function guard(work: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof SandcellError || error instanceof HttpError) return text(error.message, true);
+    throw error;
+  }
+}
+
+export function createMcpServer(options: McpServerOptions): McpServer {
+  const { registry, owner, scope } = options;
+  const server = new McpServer(
+    { name: 'sandcell', version: options.version },
+    {
+      instructions:
+        'Run Python in a sandbox that keeps state between calls (variables, imports, files in /mnt/data). ' +
+        'numpy, pandas and matplotlib are available; figures come back as images. There is no network.',
+    },
+  );
+  const sessionFor = (name: string | undefined): Promise<ManagedSession> =>
+    registry.named(owner, 'mcp', scope, name ?? 'default');
+
+  server.registerTool(
+    'run_python',
+    {
+      title: 'Run Python',
+      description:
+        'Run Python code in a persistent sandboxed session and return its stdout, stderr, the value of the last ' +
+        'expression, and any figures as images. Variables and files persist between calls; save files to /mnt/data.',
+      inputSchema: {
+        code: z.string().describe('Python source to run.'),
+        session: SESSION_NAME,
+        timeout_seconds: z.number().positive().max(3600).optional().describe('Time limit for this run.'),
+      },
+    },
+    ({ code, session, timeout_seconds }) =>
+      guard(async () => {
+        const entry = await sessionFor(session);
+        const execution = await registry.execute(entry, code, {
+          timeoutMs: timeout_seconds ? timeout_seconds * 1000 : undefined,
+        });
+        const parts: string[] = [];
+        if (execution.stdout) parts.push(execution.stdout.trimEnd());
+        if (execution.stderr) parts.push(`[stderr]\n${execution.stderr.trimEnd()}`);
+        const content: CallToolResult['content'] = [];
+        for (const result of execution.results) {
+          const image = Object.keys(result.data).find((type) => IMAGE_TYPES.has(type));
+          if (image && typeof result.data[image] === 'string') {
+            content.push({ type: 'image', data: result.data[image] as string, mimeType: image });
+          } else if (typeof result.data['text/plain'] === 'string') {
+            parts.push(result.data['text/plain'] as string);
+          }
+        }
+        if (execution.error) parts.push(formatTraceback(execution.error));
+        if (execution.stateLostReason) parts.push(`[note] ${execution.stateLostReason}`);
+        if (execution.outputTruncated) parts.push('[note] output was cut at the per-execution limit');
+        const summary = parts.join('\n\n') || '(no output)';
+        return {
+          content: [{ type: 'text', text: summary }, ...content],
+          ...(execution.status === 'ok' ? {} : { isError: true }),
+        };
+      }),
+  );
+
+  server.registerTool(
+    'list_files',
+    {
+      title: 'List files',
+      description: "List the files in the session's /mnt/data (or a directory in it), with sizes.",
+      inputSchema: {
+        path: z.string().optional().describe('A directory under /mnt/data. Default: /mnt/data itself.'),
+        session: SESSION_NAME,
+      },
+    },
+    ({ path, session }) =>
+      guard(async () => {
+        const entry = await sessionFor(session);
+        const files = await entry.session.files.list(path ?? '', { recursive: true });
+        if (files.length === 0) return text('/mnt/data is empty.');
+        const lines = files.map((file) =>
+          file.type === 'directory' ? `/mnt/data/${file.path}/` : `/mnt/data/${file.path}  (${file.size} bytes)`,
+        );
+        return text(lines.join('\n'));
+      }),
+  );
+
+  server.registerTool(
+    'read_file',
+    {
+      title: 'Read a file',
+      description: 'Read a file from /mnt/data: text comes back as text, images as images.',
+      inputSchema: {
+        path: z.string().describe('Path under /mnt/data, e.g. "chart.png" or "/mnt/data/out/result.csv".'),
+        session: SESSION_NAME,
+      },
+    },
+    ({ path, session }) =>
+      guard(async () => {
+        const entry = await sessionFor(session);
+        const data = await entry.session.files.read(path);
+        const type = contentTypeFor(path).split(';')[0] as string;
+        if (IMAGE_TYPES.has(type))
+          return { content: [{ type: 'image', data: data.toString('base64'), mimeType: type }] };
+        const decoded = new TextDecoder('utf-8', { fatal: false }).decode(data);
+        if (!decoded.includes('\uFFFD') && !decoded.includes('\u0000')) return text(decoded);
+        return {
+          content: [
+            { type: 'text', text: `${path} is binary (${data.length} bytes); its bytes follow as a resource.` },
+            {
+              type: 'resource',
+              resource: {
+                uri: `file:///mnt/data/${path.replace(/^\/mnt\/data\//, '')}`,
+                mimeType: type,
+                blob: data.toString('base64'),
+              },
+            },
+          ],
+        };
+      }),
+  );
+
+  server.registerTool(
+    'write_file',
+    {
+      title: 'Write a file',
+      description: 'Write a file into /mnt/data (creating directories, replacing an existing file).',
+      inputSchema: {
+        path: z.string().describe('Path under /mnt/data.'),
+        content: z.string().describe('The file content.'),
+        encoding: z.enum(['utf8', 'base64']).optional().describe('How `content` is encoded. Default utf8.'),
+        session: SESSION_NAME,
+      },
+    },
+    ({ path, content, encoding, session }) =>
+      guard(async () => {
+        const entry = await sessionFor(session);
+        const data = encoding === 'base64' ? Buffer.from(content, 'base64') : Buffer.from(content, 'utf8');
+        const written = await entry.session.files.write(path, data);
+        return text(`Wrote /mnt/data/${written.path} (${written.size} bytes).`);
+      }),
+  );
+
+  server.registerTool(
+    'reset_session',
+    {
+      title: 'Reset a session',
+      description: "Clear the session's Python state (variables, imports); files in /mnt/data are kept.",
+      inputSchema: { session: SESSION_NAME },
+    },
+    ({ session }) =>
+      guard(async () => {
+        const entry = await registry.findNamed(owner, scope, session ?? 'default');
+        if (!entry) return text(`Session "${session ?? 'default'}" has not run anything yet; nothing to reset.`);
+        await entry.session.reset();
+        return text(`Session "${session ?? 'default'}" was reset: variables and imports cleared, files kept.`);
+      }),
+  );
+
+  return server;
+}

@@ -1,0 +1,69 @@
+/**
+ * `sandcell mcp`: the MCP server over stdio, for desktop clients and coding
+ * agents that spawn it. stdout carries the protocol only; logs go to stderr.
+ * The connection ends when stdin closes (or on SIGTERM/SIGINT), and every
+ * sandbox closes with it.
+ */
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import pino from 'pino';
+import { LOCAL_OWNER } from '../auth.js';
+import { resolveServerOptions, type ServerOptions } from '../options.js';
+import { createRuntime } from '../runtime.js';
+import { createMcpServer } from './mcp-server.js';
+
+export interface McpStdioOptions
+  extends Pick<
+    ServerOptions,
+    'poolSize' | 'maxSessions' | 'idleTimeoutMs' | 'executionTimeoutMs' | 'preloadModules' | 'backend' | 'logLevel'
+  > {
+  input?: NodeJS.ReadableStream;
+  output?: NodeJS.WritableStream;
+}
+
+/** Serves MCP on stdin/stdout until the client goes away; resolves once every sandbox is closed. */
+export async function runMcpStdio(options: McpStdioOptions = {}): Promise<void> {
+  const resolved = resolveServerOptions({
+    host: '127.0.0.1',
+    apiKeys: [],
+    poolSize: options.poolSize ?? 1,
+    maxSessions: options.maxSessions,
+    idleTimeoutMs: options.idleTimeoutMs,
+    executionTimeoutMs: options.executionTimeoutMs,
+    preloadModules: options.preloadModules,
+    backend: options.backend,
+    logLevel: options.logLevel ?? process.env.SANDCELL_LOG_LEVEL ?? 'warn',
+    logDestination: pino.destination({ fd: 2, sync: true }) as unknown as NodeJS.WritableStream,
+    shutdownGraceMs: 5_000,
+  });
+  const context = createRuntime(resolved);
+  const server = createMcpServer({
+    registry: context.registry,
+    owner: LOCAL_OWNER,
+    scope: 'stdio',
+    version: context.version,
+  });
+  // Warm in the background: the client's handshake should not wait for a sandbox.
+  void context.pool.start().catch((error: Error) => context.logger.error({ err: error }, 'could not warm a sandbox'));
+  const transport = new StdioServerTransport(
+    options.input as NodeJS.ReadStream | undefined,
+    options.output as NodeJS.WriteStream | undefined,
+  );
+  const input = options.input ?? process.stdin;
+  let finish: () => void = () => undefined;
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  const onSignal = () => finish();
+  transport.onclose = () => finish();
+  input.once('end', () => finish());
+  input.once('close', () => finish());
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  await server.connect(transport);
+  context.logger.info('sandcell MCP server on stdio');
+  await finished;
+  process.off('SIGTERM', onSignal);
+  process.off('SIGINT', onSignal);
+  await context.registry.shutdown(resolved.shutdownGraceMs);
+  await server.close().catch(() => undefined);
+}

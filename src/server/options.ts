@@ -1,0 +1,215 @@
+/** Options of `sandcell serve` and `createServer()`, their defaults, environment fallbacks and validation. */
+import type { SandboxBackend } from '../backends/spec.js';
+import { InvalidInputError } from '../errors.js';
+import { DEFAULT_FILE_TRANSFER_BYTES, DEFAULT_MAX_CODE_BYTES, type SessionOptions } from '../session/options.js';
+import { DEFAULT_PRELOAD_MODULES } from '../session/pool.js';
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 8080;
+export const DEFAULT_POOL_SIZE = 2;
+export const DEFAULT_SERVER_MAX_SESSIONS = 64;
+export const DEFAULT_SESSIONS_PER_KEY = 32;
+export const DEFAULT_EXECUTIONS_PER_MINUTE = 600;
+export const DEFAULT_MAX_EXECUTION_MS = 300_000;
+export const DEFAULT_EXECUTION_TIMEOUT_MS = 60_000;
+export const DEFAULT_IDLE_TIMEOUT_MS = 20 * 60_000;
+export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
+
+/** Limits that apply to each API key on its own (to the single local user when no key is set). */
+export interface KeyLimits {
+  /** Live sessions one key may hold. @default 32 (env SANDCELL_SESSIONS_PER_KEY) */
+  maxSessions?: number;
+  /** Executions one key may start per minute (0 = no limit). @default 600 (env SANDCELL_EXECUTIONS_PER_MINUTE) */
+  executionsPerMinute?: number;
+  /** Largest request body carrying code (JSON), in bytes. @default 2 MiB + 64 KiB of envelope (env SANDCELL_MAX_REQUEST_BYTES) */
+  maxRequestBytes?: number;
+  /** Largest uploaded file, in bytes. @default 64 MiB (env SANDCELL_MAX_UPLOAD_BYTES) */
+  maxUploadBytes?: number;
+  /** Longest an execution may run; a longer requested timeout is lowered to this. @default 300_000 (env SANDCELL_MAX_EXECUTION_MS) */
+  maxExecutionMs?: number;
+}
+
+export interface ServerOptions {
+  /** Address to listen on. Without API keys only loopback addresses are allowed. @default '127.0.0.1' (env SANDCELL_HOST) */
+  host?: string;
+  /** Port; 0 picks a free one. @default 8080 (env SANDCELL_PORT) */
+  port?: number;
+  /**
+   * API keys (Bearer tokens). Each key is its own tenant: it sees only its own sessions.
+   * A key may carry a name for logs and metrics, as `name:key`.
+   * @default none (env SANDCELL_API_KEYS, comma-separated)
+   */
+  apiKeys?: string[];
+  /** Per-key limits. */
+  limits?: KeyLimits;
+  /** Live sessions on the whole server. @default 64 (env SANDCELL_MAX_SESSIONS) */
+  maxSessions?: number;
+  /** Sessions kept warm, ready for the next new session. @default 2 (env SANDCELL_POOL_SIZE) */
+  poolSize?: number;
+  /** A session unused this long is closed. @default 1_200_000 (20 min) (env SANDCELL_IDLE_TIMEOUT_MS) */
+  idleTimeoutMs?: number;
+  /** Default time limit of an execution that asks for none. @default 60_000 (env SANDCELL_EXECUTION_TIMEOUT_MS) */
+  executionTimeoutMs?: number;
+  /** Modules imported in warm sessions. @default numpy, pandas, matplotlib (env SANDCELL_PRELOAD, comma-separated; "none" for none) */
+  preloadModules?: string[];
+  /** On shutdown, how long running executions get to finish before their sandboxes are closed. @default 30_000 */
+  shutdownGraceMs?: number;
+  /** Where sandboxes run. @default the bubblewrap backend */
+  backend?: SandboxBackend;
+  /** Further options of every session (limits, output caps, environment). */
+  sessionOptions?: Omit<SessionOptions, 'id' | 'signal' | 'backend' | 'timeoutMs' | 'preloadModules'>;
+  /** Log level of the pino logger. @default 'info' (env SANDCELL_LOG_LEVEL) */
+  logLevel?: string;
+  /** Where logs go. @default process.stdout */
+  logDestination?: NodeJS.WritableStream;
+}
+
+export interface ResolvedKeyLimits {
+  maxSessions: number;
+  executionsPerMinute: number;
+  maxRequestBytes: number;
+  maxUploadBytes: number;
+  maxExecutionMs: number;
+}
+
+export interface ResolvedServerOptions {
+  host: string;
+  port: number;
+  apiKeys: string[];
+  limits: ResolvedKeyLimits;
+  maxSessions: number;
+  poolSize: number;
+  idleTimeoutMs: number;
+  executionTimeoutMs: number;
+  preloadModules: string[];
+  shutdownGraceMs: number;
+  backend?: SandboxBackend;
+  sessionOptions: NonNullable<ServerOptions['sessionOptions']>;
+  logLevel: string;
+  logDestination?: NodeJS.WritableStream;
+}
+
+type Environment = Record<string, string | undefined>;
+
+function list(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+
+function numberFrom(environment: Environment, name: string): number | undefined {
+  const raw = environment[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const value = Number(raw);
+  if (!Number.isFinite(value)) throw new InvalidInputError(`${name} must be a number; got ${JSON.stringify(raw)}.`);
+  return value;
+}
+
+function count(name: string, value: number | undefined, fallback: number, minimum: number): number {
+  const resolved = value ?? fallback;
+  if (!Number.isInteger(resolved) || resolved < minimum) {
+    throw new InvalidInputError(`\`${name}\` must be a whole number of at least ${minimum}; got ${String(resolved)}.`);
+  }
+  return resolved;
+}
+
+/** True for addresses only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return bare === 'localhost' || bare === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+}
+
+/** Fills defaults from the environment, then from constants; refuses a non-loopback bind without keys. */
+export function resolveServerOptions(
+  options: ServerOptions = {},
+  environment: Environment = process.env,
+): ResolvedServerOptions {
+  const limits = options.limits ?? {};
+  const maxCodeBytes = options.sessionOptions?.maxCodeBytes ?? DEFAULT_MAX_CODE_BYTES;
+  const host = options.host ?? environment.SANDCELL_HOST ?? DEFAULT_HOST;
+  const apiKeys = options.apiKeys ?? list(environment.SANDCELL_API_KEYS) ?? [];
+  const preload = options.preloadModules ?? list(environment.SANDCELL_PRELOAD);
+  const resolved: ResolvedServerOptions = {
+    host,
+    port: count('port', options.port ?? numberFrom(environment, 'SANDCELL_PORT'), DEFAULT_PORT, 0),
+    apiKeys,
+    limits: {
+      maxSessions: count(
+        'limits.maxSessions',
+        limits.maxSessions ?? numberFrom(environment, 'SANDCELL_SESSIONS_PER_KEY'),
+        DEFAULT_SESSIONS_PER_KEY,
+        1,
+      ),
+      executionsPerMinute: count(
+        'limits.executionsPerMinute',
+        limits.executionsPerMinute ?? numberFrom(environment, 'SANDCELL_EXECUTIONS_PER_MINUTE'),
+        DEFAULT_EXECUTIONS_PER_MINUTE,
+        0,
+      ),
+      maxRequestBytes: count(
+        'limits.maxRequestBytes',
+        limits.maxRequestBytes ?? numberFrom(environment, 'SANDCELL_MAX_REQUEST_BYTES'),
+        maxCodeBytes + 64 * 1024,
+        1024,
+      ),
+      maxUploadBytes: count(
+        'limits.maxUploadBytes',
+        limits.maxUploadBytes ?? numberFrom(environment, 'SANDCELL_MAX_UPLOAD_BYTES'),
+        options.sessionOptions?.fileTransferBytes ?? DEFAULT_FILE_TRANSFER_BYTES,
+        1,
+      ),
+      maxExecutionMs: count(
+        'limits.maxExecutionMs',
+        limits.maxExecutionMs ?? numberFrom(environment, 'SANDCELL_MAX_EXECUTION_MS'),
+        DEFAULT_MAX_EXECUTION_MS,
+        1,
+      ),
+    },
+    maxSessions: count(
+      'maxSessions',
+      options.maxSessions ?? numberFrom(environment, 'SANDCELL_MAX_SESSIONS'),
+      DEFAULT_SERVER_MAX_SESSIONS,
+      1,
+    ),
+    poolSize: count(
+      'poolSize',
+      options.poolSize ?? numberFrom(environment, 'SANDCELL_POOL_SIZE'),
+      DEFAULT_POOL_SIZE,
+      0,
+    ),
+    idleTimeoutMs: count(
+      'idleTimeoutMs',
+      options.idleTimeoutMs ?? numberFrom(environment, 'SANDCELL_IDLE_TIMEOUT_MS'),
+      DEFAULT_IDLE_TIMEOUT_MS,
+      1,
+    ),
+    executionTimeoutMs: count(
+      'executionTimeoutMs',
+      options.executionTimeoutMs ?? numberFrom(environment, 'SANDCELL_EXECUTION_TIMEOUT_MS'),
+      DEFAULT_EXECUTION_TIMEOUT_MS,
+      1,
+    ),
+    preloadModules: preload?.length === 1 && preload[0] === 'none' ? [] : (preload ?? DEFAULT_PRELOAD_MODULES),
+    shutdownGraceMs: count('shutdownGraceMs', options.shutdownGraceMs, DEFAULT_SHUTDOWN_GRACE_MS, 0),
+    backend: options.backend,
+    sessionOptions: options.sessionOptions ?? {},
+    logLevel: options.logLevel ?? environment.SANDCELL_LOG_LEVEL ?? 'info',
+    logDestination: options.logDestination,
+  };
+  for (const key of apiKeys) {
+    const secret = key.includes(':') ? key.slice(key.indexOf(':') + 1) : key;
+    if (secret.length < 8 || /\s/.test(key)) {
+      throw new InvalidInputError(
+        'Each API key must be at least 8 characters without spaces (as `key` or `name:key`); check --api-key or SANDCELL_API_KEYS.',
+      );
+    }
+  }
+  if (apiKeys.length === 0 && !isLoopback(host)) {
+    throw new InvalidInputError(
+      `Refusing to listen on ${host} without API keys: anyone who can reach it could run code. Set SANDCELL_API_KEYS (or --api-key), or listen on 127.0.0.1.`,
+    );
+  }
+  return resolved;
+}

@@ -1,0 +1,310 @@
+/**
+ * SessionRegistry: the server's sessions, each owned by one API key. It hands
+ * sessions out from the pool, finds them by id or by a client-chosen name
+ * (Azure identifiers, MCP session names), applies the per-key limits, counts
+ * executions in flight for a graceful shutdown, and forgets sessions the
+ * pool closed for idling.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import { SandcellError } from '../errors.js';
+import type { Execution, RunOptions } from '../session/execution.js';
+import type { SessionPool } from '../session/pool.js';
+import type { Session } from '../session/session.js';
+import type { Owner } from './auth.js';
+import { HttpError, sessionNotFound } from './errors.js';
+import { ImageStore } from './image-store.js';
+import type { Metrics } from './metrics.js';
+import type { RateLimiter } from './rate-limiter.js';
+
+export type SessionSource = 'v1' | 'azure' | 'mcp';
+
+export interface ManagedSession {
+  /** The session's id, chosen by the server. */
+  readonly id: string;
+  readonly owner: Owner;
+  readonly source: SessionSource;
+  /** The client's name for it: an Azure identifier or an MCP session name. */
+  readonly name?: string;
+  /** Names are unique within a scope: `azure`, or one MCP connection. */
+  readonly scope?: string;
+  readonly session: Session;
+  readonly createdAt: number;
+  readonly images: ImageStore;
+  executions: number;
+}
+
+export interface RegistryOptions {
+  pool: SessionPool;
+  metrics: Metrics;
+  logger: Logger;
+  rateLimiter: RateLimiter;
+  maxSessions: number;
+  sessionsPerOwner: number;
+  defaultTimeoutMs: number;
+  maxExecutionMs: number;
+  maxCodeBytes: number;
+  /** A session unused this long is closed. */
+  idleTimeoutMs: number;
+}
+
+export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
+  timeoutMs?: number;
+  /** The execution already passed `admit()`. */
+  admitted?: boolean;
+}
+
+const SWEEP_INTERVAL_MS = 5_000;
+const MINIMUM_SWEEP_INTERVAL_MS = 50;
+
+export class SessionRegistry {
+  private readonly byId = new Map<string, ManagedSession>();
+  private readonly byName = new Map<string, Promise<ManagedSession>>();
+  private pendingCreations = 0;
+  private readonly pendingByOwner = new Map<string, number>();
+  private inFlight = 0;
+  private drained?: () => void;
+  private shuttingDown = false;
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly options: RegistryOptions) {
+    const interval = Math.max(MINIMUM_SWEEP_INTERVAL_MS, Math.min(SWEEP_INTERVAL_MS, options.idleTimeoutMs / 4));
+    this.sweeper = setInterval(() => this.sweep(), interval);
+    this.sweeper.unref();
+  }
+
+  /** Sessions alive, and executions running. */
+  get stats(): { live: number; running: number; bySource: Record<SessionSource, number> } {
+    this.sweep();
+    const bySource: Record<SessionSource, number> = { v1: 0, azure: 0, mcp: 0 };
+    for (const entry of this.byId.values()) bySource[entry.source]++;
+    return { live: this.byId.size, running: this.inFlight, bySource };
+  }
+
+  get isShuttingDown(): boolean {
+    return this.shuttingDown;
+  }
+
+  /** A new session for `owner`, within the owner's and the server's limits. */
+  async create(owner: Owner, source: SessionSource, naming: { name?: string; scope?: string } = {}) {
+    this.refuseWhenShuttingDown();
+    this.sweep();
+    const owned = this.countOwned(owner) + (this.pendingByOwner.get(owner.id) ?? 0);
+    if (owned >= this.options.sessionsPerOwner) {
+      this.options.metrics.rejected.inc({ reason: 'sessions-per-key' });
+      throw new HttpError(
+        429,
+        'too-many-sessions',
+        `This key already has ${owned} live sessions, its limit; delete one (DELETE /v1/sessions/{id}) or raise --sessions-per-key.`,
+      );
+    }
+    if (this.byId.size + this.pendingCreations >= this.options.maxSessions) {
+      this.options.metrics.rejected.inc({ reason: 'server-capacity' });
+      throw new HttpError(
+        503,
+        'server-at-capacity',
+        `The server holds ${this.options.maxSessions} sessions, its limit; try again later or raise --max-sessions.`,
+        { 'retry-after': '5' },
+      );
+    }
+    this.pendingCreations++;
+    this.pendingByOwner.set(owner.id, (this.pendingByOwner.get(owner.id) ?? 0) + 1);
+    let session: Session;
+    try {
+      session = await this.options.pool.acquire();
+    } catch (error) {
+      if (error instanceof SandcellError && error.code !== 'pool-exhausted') {
+        this.options.metrics.sandboxFailures.inc({ kind: error.code });
+      }
+      throw error;
+    } finally {
+      this.pendingCreations--;
+      this.pendingByOwner.set(owner.id, (this.pendingByOwner.get(owner.id) ?? 1) - 1);
+    }
+    if (this.shuttingDown) {
+      await session.close();
+      this.refuseWhenShuttingDown();
+    }
+    const entry: ManagedSession = {
+      id: session.id,
+      owner,
+      source,
+      ...(naming.name !== undefined ? { name: naming.name, scope: naming.scope ?? source } : {}),
+      session,
+      createdAt: Date.now(),
+      images: new ImageStore(),
+      executions: 0,
+    };
+    this.byId.set(entry.id, entry);
+    this.options.metrics.sessionsCreated.inc({ api: source });
+    this.options.logger.info({ session: entry.id, owner: owner.label, source, name: naming.name }, 'session created');
+    return entry;
+  }
+
+  /** The owner's session with this id; another owner's session is "not found" too. */
+  get(owner: Owner, id: string): ManagedSession {
+    const entry = this.byId.get(id);
+    if (!entry || entry.owner.id !== owner.id) throw sessionNotFound(id);
+    if (entry.session.closed) {
+      this.forget(entry, 'closed');
+      throw sessionNotFound(id);
+    }
+    return entry;
+  }
+
+  /** The owner's session called `name` in `scope`, created on first use (as Azure does for identifiers). */
+  async named(owner: Owner, source: SessionSource, scope: string, name: string): Promise<ManagedSession> {
+    const key = `${owner.id}\u0000${scope}\u0000${name}`;
+    const existing = this.byName.get(key);
+    if (existing) {
+      const entry = await existing.catch(() => undefined);
+      if (entry && !entry.session.closed && this.byId.get(entry.id) === entry) return entry;
+      if (this.byName.get(key) === existing) this.byName.delete(key);
+      if (entry) this.forget(entry, 'closed');
+      return this.named(owner, source, scope, name);
+    }
+    const creating = this.create(owner, source, { name, scope });
+    this.byName.set(key, creating);
+    creating.catch(() => {
+      if (this.byName.get(key) === creating) this.byName.delete(key);
+    });
+    return creating;
+  }
+
+  /** The named session if it exists (no creation). */
+  async findNamed(owner: Owner, scope: string, name: string): Promise<ManagedSession | undefined> {
+    const entry = await this.byName.get(`${owner.id}\u0000${scope}\u0000${name}`)?.catch(() => undefined);
+    return entry && !entry.session.closed && this.byId.get(entry.id) === entry ? entry : undefined;
+  }
+
+  list(owner: Owner): ManagedSession[] {
+    this.sweep();
+    return [...this.byId.values()].filter((entry) => entry.owner.id === owner.id);
+  }
+
+  /** Closes a session and forgets it. */
+  async remove(entry: ManagedSession, reason = 'deleted'): Promise<void> {
+    this.forget(entry, reason);
+    await entry.session.close();
+  }
+
+  /** Closes every session of a scope (an MCP connection that ended). */
+  async removeScope(owner: Owner, scope: string): Promise<void> {
+    const entries = [...this.byId.values()].filter((entry) => entry.owner.id === owner.id && entry.scope === scope);
+    await Promise.all(entries.map((entry) => this.remove(entry, 'connection-closed')));
+  }
+
+  /**
+   * Checks an execution against the limits (shutdown, code size, rate) and
+   * counts it; `execute` does this itself unless told it was done already
+   * (a stream checks first, so a refusal is an HTTP status, not a stream event).
+   */
+  admit(entry: ManagedSession, code: string): void {
+    this.refuseWhenShuttingDown();
+    const size = Buffer.byteLength(code, 'utf8');
+    if (size > this.options.maxCodeBytes) {
+      this.options.metrics.rejected.inc({ reason: 'code-too-large' });
+      throw new HttpError(
+        413,
+        'code-too-large',
+        `The code is ${size} bytes; the limit is ${this.options.maxCodeBytes}. Upload large data as a file instead.`,
+      );
+    }
+    try {
+      this.options.rateLimiter.take(entry.owner.id);
+    } catch (error) {
+      this.options.metrics.rejected.inc({ reason: 'executions-per-minute' });
+      throw error;
+    }
+  }
+
+  /** Runs code in a session under the owner's limits. */
+  async execute(entry: ManagedSession, code: string, options: ExecuteOptions = {}): Promise<Execution> {
+    if (!options.admitted) this.admit(entry, code);
+    const timeoutMs = Math.min(options.timeoutMs ?? this.options.defaultTimeoutMs, this.options.maxExecutionMs);
+    this.inFlight++;
+    const started = performance.now();
+    try {
+      const { admitted: _admitted, ...runOptions } = options;
+      const execution = await entry.session.run(code, { ...runOptions, timeoutMs });
+      entry.executions++;
+      this.options.metrics.executions.inc({ status: execution.status });
+      this.options.metrics.executionDuration.observe((performance.now() - started) / 1000);
+      if (execution.error?.name === 'KernelDied') this.options.metrics.sandboxFailures.inc({ kind: 'kernel-died' });
+      else if (execution.status === 'timeout' && execution.stateLost) {
+        this.options.metrics.sandboxFailures.inc({ kind: 'killed-after-timeout' });
+      }
+      return execution;
+    } catch (error) {
+      if (this.shuttingDown && error instanceof SandcellError && error.code === 'session-closed') {
+        throw new HttpError(503, 'shutting-down', 'The server shut down before the execution finished.');
+      }
+      throw error;
+    } finally {
+      this.inFlight--;
+      if (this.inFlight === 0) this.drained?.();
+    }
+  }
+
+  /** Stops new work; waits up to `graceMs` for running executions; then closes every session. */
+  async shutdown(graceMs: number): Promise<void> {
+    this.shuttingDown = true;
+    clearInterval(this.sweeper);
+    if (this.inFlight > 0) {
+      this.options.logger.info({ running: this.inFlight, graceMs }, 'waiting for running executions');
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, graceMs);
+        timer.unref();
+        this.drained = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    const count = this.byId.size;
+    this.options.metrics.sessionsClosed.inc({ reason: 'shutdown' }, count);
+    this.byId.clear();
+    this.byName.clear();
+    await this.options.pool.close();
+    this.options.logger.info({ sessions: count }, 'every sandbox closed');
+  }
+
+  private refuseWhenShuttingDown(): void {
+    if (this.shuttingDown) {
+      throw new HttpError(503, 'shutting-down', 'The server is shutting down; retry against another instance.');
+    }
+  }
+
+  private countOwned(owner: Owner): number {
+    let count = 0;
+    for (const entry of this.byId.values()) if (entry.owner.id === owner.id) count++;
+    return count;
+  }
+
+  private forget(entry: ManagedSession, reason: string): void {
+    if (this.byId.get(entry.id) !== entry) return;
+    this.byId.delete(entry.id);
+    if (entry.name !== undefined) {
+      const key = `${entry.owner.id}\u0000${entry.scope}\u0000${entry.name}`;
+      void this.byName.get(key)?.then((named) => {
+        if (named === entry && this.byName.get(key)) this.byName.delete(key);
+      });
+    }
+    this.options.metrics.sessionsClosed.inc({ reason });
+    this.options.logger.info({ session: entry.id, owner: entry.owner.label, reason }, 'session closed');
+  }
+
+  /**
+   * Closes sessions idle past the timeout, counted from the hand-out (time
+   * spent warm in the pool is not idleness), and forgets closed ones.
+   */
+  private sweep(): void {
+    const cutoff = Date.now() - this.options.idleTimeoutMs;
+    for (const entry of this.byId.values()) {
+      if (entry.session.closed) this.forget(entry, 'closed');
+      else if (!entry.session.busy && Math.max(entry.createdAt, entry.session.lastActivityAt) < cutoff) {
+        void this.remove(entry, 'idle').catch(() => undefined);
+      }
+    }
+  }
+}

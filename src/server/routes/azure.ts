@@ -1,0 +1,338 @@
+/**
+ * Azure Container Apps dynamic-sessions compatible routes (mounted under
+ * /azure), so LangChain's SessionsPythonREPLTool and LlamaIndex's
+ * AzureCodeInterpreterToolSpec work with their pool endpoint set to
+ * `http://host:port/azure`. Every request names its session with
+ * `?identifier=`; a session is created on first use, as Azure does.
+ *
+ * Two generations of the API: 2024-02-02-preview (`code/execute`,
+ * `files/upload`, `files/content/{name}`) and 2024-10-02-preview onwards
+ * (`executions`, `files`, `files/{name}/content`). `DELETE session` works with
+ * any version.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Context } from 'hono';
+import type { z } from 'zod';
+import { normalizeDataPath } from '../../internal/data-path.js';
+import type { FileEntry } from '../../session/files.js';
+import type { Owner } from '../auth.js';
+import { contentTypeFor, fileHeaders } from '../content-type.js';
+import type { ServerContext } from '../context.js';
+import { badRequest, HttpError, notFound } from '../errors.js';
+import { azureResult, azureStatus, azureStderr } from '../present.js';
+import type { ManagedSession } from '../registry.js';
+import { defineRoute, type RouteSpec } from '../route.js';
+import {
+  AzureCodeExecuteBody,
+  AzureCodeExecuteResponse,
+  AzureExecutionBody,
+  AzureExecutionResponse,
+  AzureFileListResponse,
+  AzureFileSchema,
+  AzureFilesResponse,
+  AzureNameParams,
+  AzurePathQuery,
+  AzureQuery,
+  AzureUploadForm,
+  ErrorSchema,
+} from '../schemas.js';
+
+const TAGS = ['azure dynamic sessions'];
+const SCOPE = 'azure';
+/** The first api-version of the newer executions API. */
+const EXECUTIONS_API = '2024-10-02';
+
+type AzureQueryValue = z.output<typeof AzurePathQuery>;
+
+const isNewApi = (query: AzureQueryValue): boolean => query['api-version'].slice(0, 10) >= EXECUTIONS_API;
+const errors = {
+  400: { description: 'Invalid input (identifier, api-version, body, file name).', json: ErrorSchema },
+  401: { description: 'Missing or wrong API key.', json: ErrorSchema },
+};
+
+/** `/mnt/data/x`, `x`, `dir/x` → a path relative to /mnt/data, resolved against `?path=` when given. */
+function dataPath(name: string, directory?: string): string {
+  const relative = normalizeDataPath(name);
+  const base = directory === undefined ? '' : normalizeDataPath(directory, { allowRoot: true });
+  return base && !name.startsWith('/mnt/data/') ? `${base}/${relative}` : relative;
+}
+
+function presentNewFile(file: FileEntry) {
+  return {
+    name: file.path,
+    type: file.type === 'directory' ? ('directory' as const) : ('file' as const),
+    sizeInBytes: file.size,
+    lastModifiedAt: new Date(file.modifiedMs).toISOString(),
+    ...(file.type === 'file' ? { contentType: contentTypeFor(file.path) } : {}),
+  };
+}
+
+function oldFileList(files: FileEntry[]) {
+  let id = 1;
+  return {
+    $id: String(id++),
+    value: files.map((file) => ({
+      $id: String(id++),
+      properties: {
+        $id: String(id++),
+        filename: file.path,
+        size: file.size,
+        lastModifiedTime: new Date(file.modifiedMs).toISOString(),
+      },
+    })),
+  };
+}
+
+async function describe(entry: ManagedSession, path: string): Promise<FileEntry> {
+  const directory = path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '';
+  const file = (await entry.session.files.list(directory)).find((candidate) => candidate.path === path);
+  if (!file) throw new HttpError(404, 'file-not-found', `No file /mnt/data/${path}.`);
+  return file;
+}
+
+async function upload(context: Context, entry: ManagedSession, directory?: string): Promise<FileEntry[]> {
+  if (!/^multipart\/form-data\b/i.test(context.req.header('content-type') ?? '')) {
+    throw new HttpError(415, 'unsupported-media-type', 'Upload files as multipart/form-data in the field `file`.');
+  }
+  let form: FormData;
+  try {
+    form = await context.req.raw.formData();
+  } catch (error) {
+    throw badRequest(`The multipart body could not be read: ${(error as Error).message}`, 'invalid-multipart');
+  }
+  const files = form.getAll('file').filter((value) => typeof value !== 'string');
+  if (files.length === 0) throw badRequest('Send the file in the multipart field `file`.', 'no-file');
+  const targets = files.map((file) => {
+    if (!file.name) throw badRequest('The uploaded file needs a file name.', 'no-file-name');
+    return { file, path: dataPath(file.name, directory) };
+  });
+  const written: FileEntry[] = [];
+  for (const { file, path } of targets) {
+    await entry.session.files.write(path, new Uint8Array(await file.arrayBuffer()));
+    written.push(await describe(entry, path));
+  }
+  return written;
+}
+
+async function allFiles(entry: ManagedSession, directory = ''): Promise<FileEntry[]> {
+  const entries = await entry.session.files.list(directory, { recursive: true });
+  return entries.filter((file) => file.type === 'file');
+}
+
+export function azureRoutes(server: ServerContext): RouteSpec<never, never, never>[] {
+  const { registry } = server;
+  const session = (owner: Owner, query: AzureQueryValue) => registry.named(owner, 'azure', SCOPE, query.identifier);
+  const existing = async (owner: Owner, query: AzureQueryValue) => {
+    const entry = await registry.findNamed(owner, SCOPE, query.identifier);
+    if (!entry) throw new HttpError(404, 'session-not-found', `No session with identifier ${query.identifier}.`);
+    return entry;
+  };
+  const download = async (c: Context, entry: ManagedSession, path: string) => {
+    const data = await entry.session.files.read(path);
+    return c.body(new Uint8Array(data), 200, fileHeaders(path, data.length));
+  };
+
+  /** GET files/… serves both generations: `content/{name}` (old) and `{name}`, `{name}/content` (new). */
+  const getFile = async (c: Context, owner: Owner, query: AzureQueryValue, rest: string) => {
+    if (!isNewApi(query)) {
+      if (!rest.startsWith('content/')) throw notFound(`Unknown route for api-version ${query['api-version']}.`);
+      return download(c, await session(owner, query), dataPath(rest.slice('content/'.length), query.path));
+    }
+    const entry = await session(owner, query);
+    if (rest.endsWith('/content')) return download(c, entry, dataPath(rest.slice(0, -'/content'.length), query.path));
+    return c.json(presentNewFile(await describe(entry, dataPath(rest, query.path))));
+  };
+
+  const routes = [
+    defineRoute({
+      method: 'post',
+      path: '/azure/code/execute',
+      operationId: 'azureCodeExecute',
+      summary: 'Run code (api-version 2024-02-02-preview).',
+      tags: TAGS,
+      query: AzureQuery,
+      body: { json: AzureCodeExecuteBody, required: true },
+      responses: { 200: { description: 'The execution.', json: AzureCodeExecuteResponse }, ...errors },
+      handler: async (c, { owner, query, body }) => {
+        const { properties } = body as z.output<typeof AzureCodeExecuteBody>;
+        const entry = await session(owner, query);
+        const timeoutMs = properties.timeoutInSeconds ? properties.timeoutInSeconds * 1000 : undefined;
+        const execution = await registry.execute(entry, properties.code, { timeoutMs, signal: c.req.raw.signal });
+        return c.json({
+          $id: '1',
+          properties: {
+            $id: '2',
+            status: azureStatus(execution),
+            stdout: execution.stdout,
+            stderr: azureStderr(execution),
+            result: azureResult(execution),
+            executionTimeInMilliseconds: Math.round(execution.durationMs),
+          },
+        });
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/azure/executions',
+      operationId: 'azureExecutions',
+      summary: 'Run code (api-version 2024-10-02-preview and later).',
+      tags: TAGS,
+      query: AzureQuery,
+      body: { json: AzureExecutionBody, required: true },
+      responses: { 200: { description: 'The execution.', json: AzureExecutionResponse }, ...errors },
+      handler: async (c, { owner, query, body }) => {
+        const request = body as z.output<typeof AzureExecutionBody>;
+        const entry = await session(owner, query);
+        const timeoutMs = request.timeoutInSeconds ? request.timeoutInSeconds * 1000 : undefined;
+        const execution = await registry.execute(entry, request.code, { timeoutMs, signal: c.req.raw.signal });
+        return c.json({
+          id: randomUUID(),
+          identifier: query.identifier,
+          executionType: 'Synchronous',
+          status: execution.status === 'ok' ? 'Succeeded' : 'Failed',
+          result: {
+            stdout: execution.stdout,
+            stderr: azureStderr(execution),
+            executionResult: azureResult(execution),
+            executionTimeInMilliseconds: Math.round(execution.durationMs),
+          },
+        });
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/azure/files/upload',
+      operationId: 'azureUploadFile',
+      summary: 'Upload a file (api-version 2024-02-02-preview; multipart field `file`).',
+      tags: TAGS,
+      query: AzurePathQuery,
+      body: { multipart: AzureUploadForm, required: true },
+      bodyKind: 'upload',
+      responses: { 200: { description: 'The file written.', json: AzureFileListResponse }, ...errors },
+      handler: async (c, { owner, query }) => {
+        const entry = await session(owner, query);
+        return c.json(oldFileList(await upload(c, entry, query.path)));
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/azure/files',
+      operationId: 'azureUploadFileNew',
+      summary: 'Upload a file (api-version 2024-10-02-preview and later; `?path=` a directory).',
+      tags: TAGS,
+      query: AzurePathQuery,
+      body: { multipart: AzureUploadForm, required: true },
+      bodyKind: 'upload',
+      responses: { 200: { description: 'The file written.', json: AzureFileSchema }, ...errors },
+      handler: async (c, { owner, query }) => {
+        const entry = await session(owner, query);
+        const written = (await upload(c, entry, query.path)).map(presentNewFile);
+        return c.json(written.length === 1 ? written[0] : { value: written });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/azure/files',
+      operationId: 'azureListFiles',
+      summary: "List the session's files (shape by api-version).",
+      tags: TAGS,
+      query: AzurePathQuery,
+      responses: {
+        200: {
+          description: 'Files: `{$id, value:[{properties}]}` before 2024-10-02-preview, `{value:[…]}` from it.',
+          json: AzureFileListResponse.or(AzureFilesResponse),
+        },
+        ...errors,
+      },
+      handler: async (c, { owner, query }) => {
+        const entry = await session(owner, query);
+        const directory = query.path === undefined ? '' : normalizeDataPath(query.path, { allowRoot: true });
+        if (!isNewApi(query)) return c.json(oldFileList(await allFiles(entry, directory)));
+        const entries = await entry.session.files.list(directory);
+        return c.json({
+          value: entries.filter((file) => file.type !== 'symlink' && file.type !== 'other').map(presentNewFile),
+        });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/azure/files/{name}',
+      wildcard: 'name',
+      operationId: 'azureGetFile',
+      summary: "A file's metadata (2024-10-02-preview and later); also serves the content routes below.",
+      tags: TAGS,
+      params: AzureNameParams,
+      query: AzurePathQuery,
+      responses: {
+        200: { description: 'The file.', json: AzureFileSchema },
+        ...errors,
+        404: { description: 'No such file.', json: ErrorSchema },
+      },
+      handler: (c, { owner, params, query }) => getFile(c, owner, query, params.name),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/azure/files/content/{name}',
+      register: false,
+      operationId: 'azureDownloadFile',
+      summary: 'Download a file (api-version 2024-02-02-preview); the name may carry /mnt/data/.',
+      tags: TAGS,
+      params: AzureNameParams,
+      query: AzurePathQuery,
+      responses: { 200: { description: 'The bytes.', contentTypes: ['application/octet-stream'] }, ...errors },
+      handler: () => {
+        throw notFound('served by azureGetFile');
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/azure/files/{name}/content',
+      register: false,
+      operationId: 'azureDownloadFileNew',
+      summary: 'Download a file (2024-10-02-preview and later).',
+      tags: TAGS,
+      params: AzureNameParams,
+      query: AzurePathQuery,
+      responses: { 200: { description: 'The bytes.', contentTypes: ['application/octet-stream'] }, ...errors },
+      handler: () => {
+        throw notFound('served by azureGetFile');
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/azure/files/{name}',
+      wildcard: 'name',
+      operationId: 'azureDeleteFile',
+      summary: 'Delete a file (2024-10-02-preview and later).',
+      tags: TAGS,
+      params: AzureNameParams,
+      query: AzurePathQuery,
+      responses: {
+        204: { description: 'Deleted.' },
+        ...errors,
+        404: { description: 'No such file.', json: ErrorSchema },
+      },
+      handler: async (c, { owner, params, query }) => {
+        const entry = await existing(owner, query);
+        await entry.session.files.remove(dataPath(params.name, query.path));
+        return c.body(null, 204);
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/azure/session',
+      operationId: 'azureDeleteSession',
+      summary: 'End the session (api-version 2025-10-02-preview); the identifier starts afresh on next use.',
+      description: 'Idempotent: deleting an identifier that has no session also answers 204.',
+      tags: TAGS,
+      query: AzureQuery,
+      responses: { 204: { description: 'Deleted.' }, ...errors },
+      handler: async (c, { owner, query }) => {
+        const entry = await registry.findNamed(owner, SCOPE, query.identifier);
+        if (entry) await registry.remove(entry);
+        return c.body(null, 204);
+      },
+    }),
+  ];
+  return routes as unknown as RouteSpec<never, never, never>[];
+}

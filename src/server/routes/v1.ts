@@ -1,0 +1,327 @@
+/** The native REST API under /v1: sessions, executions (JSON or streamed), files and images. */
+import { randomUUID } from 'node:crypto';
+import type { Context } from 'hono';
+import { z } from 'zod';
+import { normalizeDataPath } from '../../internal/data-path.js';
+import type { ExecutionResult } from '../../session/execution.js';
+import { fileHeaders } from '../content-type.js';
+import type { ServerContext } from '../context.js';
+import { badRequest, HttpError, notFound } from '../errors.js';
+import { type StreamFormat, streamExecution } from '../execution-stream.js';
+import { presentExecution, presentFile, presentResult, presentSession } from '../present.js';
+import type { ManagedSession } from '../registry.js';
+import { defineRoute, type RouteSpec } from '../route.js';
+import {
+  CreateSessionBody,
+  ErrorSchema,
+  ExecuteBody,
+  ExecuteQuery,
+  ExecutionSchema,
+  FileListSchema,
+  FilePathParams,
+  FileSchema,
+  ListFilesQuery,
+  SessionIdParams,
+  SessionListSchema,
+  SessionSchema,
+  UploadedSchema,
+  UploadForm,
+} from '../schemas.js';
+
+const TAG_SESSIONS = ['sessions'];
+const TAG_FILES = ['files'];
+const notFoundResponse = { description: 'No such session (or not yours), or no such file.', json: ErrorSchema };
+const badRequestResponse = { description: 'Invalid input.', json: ErrorSchema };
+
+function streamFormat(context: Context, query: { stream?: StreamFormat }): StreamFormat | undefined {
+  if (query.stream) return query.stream;
+  const accept = context.req.header('accept') ?? '';
+  if (/application\/x-ndjson/i.test(accept)) return 'ndjson';
+  if (/text\/event-stream/i.test(accept)) return 'sse';
+  return undefined;
+}
+
+type UploadedFile = Exclude<ReturnType<FormData['get']>, string | null>;
+
+async function uploadMultipart(context: Context, entry: ManagedSession) {
+  let form: FormData;
+  try {
+    form = await context.req.raw.formData();
+  } catch (error) {
+    throw badRequest(`The multipart body could not be read: ${(error as Error).message}`, 'invalid-multipart');
+  }
+  const directoryField = form.get('directory');
+  const directory = normalizeDataPath(typeof directoryField === 'string' ? directoryField : '', { allowRoot: true });
+  const files = form.getAll('file').filter((value): value is UploadedFile => typeof value !== 'string');
+  if (files.length === 0) throw badRequest('Send one or more files in the multipart field `file`.', 'no-file');
+  // Validate every name before writing any file.
+  const targets = files.map((file) => {
+    if (!file.name) throw badRequest('Each uploaded file needs a file name.', 'no-file-name');
+    const name = normalizeDataPath(file.name, { allowRoot: false });
+    return { file, path: directory && !file.name.startsWith('/mnt/data/') ? `${directory}/${name}` : name };
+  });
+  const written = [];
+  for (const { file, path } of targets) {
+    await entry.session.files.write(path, new Uint8Array(await file.arrayBuffer()));
+    written.push(path);
+  }
+  return written;
+}
+
+async function describeWritten(entry: ManagedSession, paths: string[]) {
+  const byDirectory = new Map<string, string[]>();
+  for (const path of paths) {
+    const directory = path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '';
+    byDirectory.set(directory, [...(byDirectory.get(directory) ?? []), path]);
+  }
+  const described = [];
+  for (const [directory, names] of byDirectory) {
+    const listing = await entry.session.files.list(directory);
+    for (const name of names) {
+      const file = listing.find((candidate) => candidate.path === name);
+      if (file) described.push(presentFile(entry, file));
+    }
+  }
+  return described;
+}
+
+export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[] {
+  const { registry } = server;
+  const routes = [
+    defineRoute({
+      method: 'post',
+      path: '/v1/sessions',
+      operationId: 'createSession',
+      summary: 'Create a session (a sandbox with a Python kernel), taken from the warm pool.',
+      tags: TAG_SESSIONS,
+      body: { json: CreateSessionBody },
+      responses: {
+        201: { description: 'The new session.', json: SessionSchema },
+        429: { description: "The key's session limit is reached.", json: ErrorSchema },
+        503: { description: 'The server is at capacity or cannot start sandboxes.', json: ErrorSchema },
+      },
+      handler: async (c, { owner }) => {
+        const entry = await registry.create(owner, 'v1');
+        return c.json(presentSession(entry), 201, { location: `/v1/sessions/${entry.id}` });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/sessions',
+      operationId: 'listSessions',
+      summary: "The caller's live sessions (from every API).",
+      tags: TAG_SESSIONS,
+      responses: { 200: { description: 'Sessions.', json: SessionListSchema } },
+      handler: (c, { owner }) => c.json({ sessions: registry.list(owner).map(presentSession) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/sessions/{id}',
+      operationId: 'getSession',
+      summary: 'One session.',
+      tags: TAG_SESSIONS,
+      params: SessionIdParams,
+      responses: { 200: { description: 'The session.', json: SessionSchema }, 404: notFoundResponse },
+      handler: (c, { owner, params }) => c.json(presentSession(registry.get(owner, params.id))),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/sessions/{id}',
+      operationId: 'deleteSession',
+      summary: 'Close a session: its processes end and its files are removed.',
+      tags: TAG_SESSIONS,
+      params: SessionIdParams,
+      responses: { 204: { description: 'Closed.' }, 404: notFoundResponse },
+      handler: async (c, { owner, params }) => {
+        await registry.remove(registry.get(owner, params.id));
+        return c.body(null, 204);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/sessions/{id}/executions',
+      operationId: 'execute',
+      summary: 'Run code in the session; the answer is the execution, or a stream of its events.',
+      description:
+        'With `?stream=ndjson` / `Accept: application/x-ndjson` (or `sse` / `text/event-stream`) the events ' +
+        '`stdout-delta`, `stderr-delta`, `result-ready` and `execution-end` arrive as they happen. ' +
+        'Errors in the code are part of the execution (`status: "error"`), not HTTP errors.',
+      tags: TAG_SESSIONS,
+      params: SessionIdParams,
+      query: ExecuteQuery,
+      body: { json: ExecuteBody, required: true },
+      responses: {
+        200: {
+          description: 'The execution (or its event stream).',
+          json: ExecutionSchema,
+          contentTypes: ['application/x-ndjson', 'text/event-stream'],
+        },
+        400: badRequestResponse,
+        404: notFoundResponse,
+        413: { description: 'The code is over the limit.', json: ErrorSchema },
+        429: { description: 'Too many executions per minute for this key.', json: ErrorSchema },
+      },
+      handler: async (c, { owner, params, query, body }) => {
+        const request = body as z.output<typeof ExecuteBody>;
+        const entry = registry.get(owner, params.id);
+        const executionId = randomUUID();
+        const format = streamFormat(c, query);
+        if (!format) {
+          const execution = await registry.execute(entry, request.code, {
+            timeoutMs: request.timeoutMs,
+            signal: c.req.raw.signal,
+          });
+          return c.json(presentExecution(entry, executionId, execution, request.images));
+        }
+        registry.admit(entry, request.code);
+        const presented = new WeakMap<ExecutionResult, unknown>();
+        const present = (result: ExecutionResult) => {
+          if (!presented.has(result)) presented.set(result, presentResult(entry, result, request.images));
+          return presented.get(result);
+        };
+        return streamExecution(
+          format,
+          async (callbacks) => {
+            const execution = await registry.execute(entry, request.code, {
+              timeoutMs: request.timeoutMs,
+              ...callbacks,
+            });
+            const whole = presentExecution(entry, executionId, { ...execution, results: [] }, request.images);
+            return { execution, body: { ...whole, results: execution.results.map(present) } };
+          },
+          present,
+        );
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/sessions/{id}/images/{name}',
+      operationId: 'getImage',
+      summary: 'An image an execution produced (linked from its results).',
+      tags: TAG_SESSIONS,
+      params: SessionIdParams.extend({ name: z.string().regex(/^[a-f0-9]{20}\.[a-z]{3,4}$/, 'not an image name') }),
+      responses: {
+        200: { description: 'The image.', contentTypes: ['image/png', 'image/svg+xml'] },
+        404: notFoundResponse,
+      },
+      handler: (c, { owner, params }) => {
+        const image = registry.get(owner, params.id).images.get(params.name);
+        if (!image) throw notFound(`No image ${params.name} in this session (only the latest images are kept).`);
+        return c.body(new Uint8Array(image.data), 200, {
+          ...fileHeaders(image.name, image.data.length),
+          'content-type': image.mimeType,
+          'cache-control': 'private, max-age=3600, immutable',
+        });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/sessions/{id}/files',
+      operationId: 'listFiles',
+      summary: 'List files under /mnt/data (or a directory in it).',
+      tags: TAG_FILES,
+      params: SessionIdParams,
+      query: ListFilesQuery,
+      responses: {
+        200: { description: 'Files.', json: FileListSchema },
+        400: badRequestResponse,
+        404: notFoundResponse,
+      },
+      handler: async (c, { owner, params, query }) => {
+        const entry = registry.get(owner, params.id);
+        const files = await entry.session.files.list(query.path ?? '', { recursive: query.recursive });
+        return c.json({ files: files.map((file) => presentFile(entry, file)) });
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/sessions/{id}/files',
+      operationId: 'uploadFiles',
+      summary: 'Upload files (multipart/form-data, field `file`, repeatable).',
+      tags: TAG_FILES,
+      params: SessionIdParams,
+      body: { multipart: UploadForm, required: true },
+      bodyKind: 'upload',
+      responses: {
+        201: { description: 'The files written.', json: UploadedSchema },
+        400: badRequestResponse,
+        404: notFoundResponse,
+        413: { description: 'Over the upload limit.', json: ErrorSchema },
+        415: { description: 'Not multipart/form-data.', json: ErrorSchema },
+      },
+      handler: async (c, { owner, params }) => {
+        const entry = registry.get(owner, params.id);
+        if (!/^multipart\/form-data\b/i.test(c.req.header('content-type') ?? '')) {
+          throw new HttpError(
+            415,
+            'unsupported-media-type',
+            'Upload with multipart/form-data (field `file`), or PUT the raw bytes to /v1/sessions/{id}/files/{path}.',
+          );
+        }
+        const written = await uploadMultipart(c, entry);
+        return c.json({ files: await describeWritten(entry, written) }, 201);
+      },
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/v1/sessions/{id}/files/{path}',
+      wildcard: 'path',
+      operationId: 'putFile',
+      summary: 'Write a file from the raw request body (any content type), replacing it if it exists.',
+      tags: TAG_FILES,
+      params: FilePathParams,
+      body: { raw: true, required: true },
+      bodyKind: 'upload',
+      responses: {
+        201: { description: 'The file written.', json: FileSchema },
+        400: badRequestResponse,
+        404: notFoundResponse,
+        413: { description: 'Over the upload limit.', json: ErrorSchema },
+      },
+      handler: async (c, { owner, params }) => {
+        const entry = registry.get(owner, params.id);
+        const path = normalizeDataPath(params.path);
+        const data = new Uint8Array(await c.req.raw.arrayBuffer());
+        await entry.session.files.write(path, data);
+        const [file] = await describeWritten(entry, [path]);
+        return c.json(file, 201);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/sessions/{id}/files/{path}',
+      wildcard: 'path',
+      operationId: 'downloadFile',
+      summary: 'Download a file.',
+      tags: TAG_FILES,
+      params: FilePathParams,
+      responses: {
+        200: { description: 'The bytes.', contentTypes: ['application/octet-stream'] },
+        400: badRequestResponse,
+        404: notFoundResponse,
+      },
+      handler: async (c, { owner, params }) => {
+        const entry = registry.get(owner, params.id);
+        const path = normalizeDataPath(params.path);
+        const data = await entry.session.files.read(path);
+        return c.body(new Uint8Array(data), 200, fileHeaders(path, data.length));
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/sessions/{id}/files/{path}',
+      wildcard: 'path',
+      operationId: 'deleteFile',
+      summary: 'Delete a file or a directory (recursively).',
+      tags: TAG_FILES,
+      params: FilePathParams,
+      responses: { 204: { description: 'Deleted.' }, 400: badRequestResponse, 404: notFoundResponse },
+      handler: async (c, { owner, params }) => {
+        const entry = registry.get(owner, params.id);
+        await entry.session.files.remove(normalizeDataPath(params.path));
+        return c.body(null, 204);
+      },
+    }),
+  ];
+  return routes as unknown as RouteSpec<never, never, never>[];
+}

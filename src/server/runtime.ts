@@ -1,0 +1,62 @@
+/** The pieces behind every front door of the server: logger, metrics, pool, registry. */
+import { readFileSync } from 'node:fs';
+import pino from 'pino';
+import { DEFAULT_MAX_CODE_BYTES } from '../session/options.js';
+import { SessionPool } from '../session/pool.js';
+import { ApiKeys } from './auth.js';
+import type { ServerContext } from './context.js';
+import { Metrics } from './metrics.js';
+import type { ResolvedServerOptions } from './options.js';
+import { RateLimiter } from './rate-limiter.js';
+import { SessionRegistry } from './registry.js';
+
+export function packageVersion(): string {
+  const manifest = new URL('../../package.json', import.meta.url);
+  return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
+}
+
+export function createRuntime(options: ResolvedServerOptions): ServerContext {
+  const logger = pino(
+    { name: 'sandcell', level: options.logLevel, base: { pid: process.pid } },
+    options.logDestination ?? pino.destination({ fd: 1, sync: false }),
+  );
+  const metrics = new Metrics();
+  const pool = new SessionPool({
+    size: options.poolSize,
+    // Warm sessions come on top of the live ones the registry allows.
+    maxSessions: options.maxSessions + options.poolSize,
+    // The registry closes idle sessions, counting from the hand-out; the pool's own reaper would count warm time too.
+    idleTimeoutMs: Number.POSITIVE_INFINITY,
+    sessionOptions: {
+      ...options.sessionOptions,
+      ...(options.backend ? { backend: options.backend } : {}),
+      timeoutMs: options.executionTimeoutMs,
+      preloadModules: options.preloadModules,
+    },
+  });
+  const registry = new SessionRegistry({
+    pool,
+    metrics,
+    logger,
+    rateLimiter: new RateLimiter(options.limits.executionsPerMinute),
+    maxSessions: options.maxSessions,
+    sessionsPerOwner: options.limits.maxSessions,
+    defaultTimeoutMs: options.executionTimeoutMs,
+    maxExecutionMs: options.limits.maxExecutionMs,
+    maxCodeBytes: options.sessionOptions.maxCodeBytes ?? DEFAULT_MAX_CODE_BYTES,
+    idleTimeoutMs: options.idleTimeoutMs,
+  });
+  metrics.gauge('sandcell_sessions_live', 'Sessions handed to clients and alive, by API.', () =>
+    Object.entries(registry.stats.bySource).map(([api, value]) => ({ labels: { api }, value })),
+  );
+  metrics.gauge('sandcell_sessions_pooled', 'Warm sessions waiting in the pool.', () => [
+    { labels: {}, value: pool.stats().warm },
+  ]);
+  metrics.gauge('sandcell_sessions_starting', 'Sandboxes starting.', () => [
+    { labels: {}, value: pool.stats().starting },
+  ]);
+  metrics.gauge('sandcell_executions_running', 'Executions running now.', () => [
+    { labels: {}, value: registry.stats.running },
+  ]);
+  return { registry, pool, metrics, logger, apiKeys: new ApiKeys(options.apiKeys), options, version: packageVersion() };
+}

@@ -1,0 +1,53 @@
+/** Shared by the server suites: a real server on 127.0.0.1 (port 0) with a real pool on bubblewrap. */
+import { Writable } from 'node:stream';
+import { createServer, type SandcellServer, type ServerOptions } from '../src/server/index.js';
+
+/** Collects the server's log lines (pino JSON) for assertions, printing nothing. */
+export class LogCapture extends Writable {
+  readonly lines: Record<string, unknown>[] = [];
+
+  override _write(chunk: Buffer, _encoding: string, callback: () => void): void {
+    for (const line of chunk.toString().split('\n')) if (line.trim()) this.lines.push(JSON.parse(line));
+    callback();
+  }
+}
+
+export async function startTestServer(options: ServerOptions = {}): Promise<SandcellServer & { logs: LogCapture }> {
+  const logs = new LogCapture();
+  const server = await createServer({
+    host: '127.0.0.1',
+    port: 0,
+    poolSize: 1,
+    preloadModules: [],
+    logDestination: logs,
+    ...options,
+  });
+  return Object.assign(server, { logs });
+}
+
+export interface Client {
+  (path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
+  json<T = Record<string, unknown>>(path: string, init?: RequestInit & { json?: unknown }): Promise<T>;
+}
+
+/** fetch against the server, with the key (if any) as a Bearer token and `json` sent as a JSON body. */
+export function client(server: SandcellServer, key?: string): Client {
+  const call = (path: string, init: RequestInit & { json?: unknown } = {}) => {
+    const headers = new Headers(init.headers);
+    if (key) headers.set('authorization', `Bearer ${key}`);
+    let body = init.body;
+    if (init.json !== undefined) {
+      headers.set('content-type', 'application/json');
+      body = JSON.stringify(init.json);
+    }
+    return fetch(`${server.url}${path}`, { ...init, headers, body });
+  };
+  return Object.assign(call, {
+    async json<T>(path: string, init?: RequestInit & { json?: unknown }): Promise<T> {
+      const response = await call(path, init);
+      const text = await response.text();
+      if (!response.ok) throw new Error(`${init?.method ?? 'GET'} ${path} → ${response.status}: ${text}`);
+      return JSON.parse(text) as T;
+    },
+  }) as Client;
+}

@@ -1,0 +1,189 @@
+/** MCP with the official SDK's client: over stdio (`sandcell mcp`) and over Streamable HTTP (/mcp). */
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SandcellServer } from '../src/server/index.js';
+import { isAlive } from './contract/backend-contract.js';
+import { client as httpClient, type LogCapture, startTestServer } from './server-helpers.js';
+
+const bin = path.resolve(import.meta.dirname, '..', 'bin', 'sandcell.js');
+
+async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args })) as CallToolResult;
+}
+
+function textOf(result: CallToolResult): string {
+  return result.content
+    .filter((part) => part.type === 'text')
+    .map((part) => (part as { text: string }).text)
+    .join('\n');
+}
+
+describe('sandcell mcp over stdio', () => {
+  let client: Client;
+  let transport: StdioClientTransport;
+
+  beforeAll(async () => {
+    transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [bin, 'mcp', '--preload', 'none'],
+      stderr: 'pipe',
+    });
+    client = new Client({ name: 'sandcell-test', version: '1.0.0' });
+    await client.connect(transport);
+  });
+
+  afterAll(async () => {
+    await client?.close();
+  });
+
+  it('lists the five tools', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      'list_files',
+      'read_file',
+      'reset_session',
+      'run_python',
+      'write_file',
+    ]);
+    const runPython = tools.find((tool) => tool.name === 'run_python');
+    expect(runPython?.inputSchema.required).toEqual(['code']);
+  });
+
+  it('keeps state between calls, per session name, and resets on request', async () => {
+    expect(textOf(await call(client, 'run_python', { code: 'x = 20\nprint("set")' }))).toBe('set');
+    expect(textOf(await call(client, 'run_python', { code: 'x + 1' }))).toBe('21');
+    const other = await call(client, 'run_python', { code: 'x', session: 'other' });
+    expect(other.isError).toBe(true);
+    expect(textOf(other)).toContain("NameError: name 'x' is not defined");
+    expect(textOf(await call(client, 'reset_session', {}))).toContain('reset');
+    expect(textOf(await call(client, 'run_python', { code: 'x' }))).toContain('NameError');
+  });
+
+  it('returns figures as image content', async () => {
+    const result = await call(client, 'run_python', {
+      code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()',
+    });
+    const image = result.content.find((part) => part.type === 'image') as { data: string; mimeType: string };
+    expect(image.mimeType).toBe('image/png');
+    expect(Buffer.from(image.data, 'base64').subarray(1, 4).toString()).toBe('PNG');
+  });
+
+  it('writes, lists and reads files (text and images), and refuses paths outside /mnt/data', async () => {
+    expect(textOf(await call(client, 'write_file', { path: 'notes/hello.txt', content: 'hi there' }))).toBe(
+      'Wrote /mnt/data/notes/hello.txt (8 bytes).',
+    );
+    await call(client, 'run_python', {
+      code: 'import matplotlib.pyplot as plt\nplt.figure(); plt.plot([3, 1]); plt.savefig("/mnt/data/c.png")',
+    });
+    const listing = textOf(await call(client, 'list_files', {}));
+    expect(listing).toContain('/mnt/data/notes/hello.txt  (8 bytes)');
+    expect(listing).toContain('/mnt/data/c.png');
+    expect(textOf(await call(client, 'read_file', { path: '/mnt/data/notes/hello.txt' }))).toBe('hi there');
+    const image = (await call(client, 'read_file', { path: 'c.png' })).content[0] as { type: string; mimeType: string };
+    expect(image).toMatchObject({ type: 'image', mimeType: 'image/png' });
+    const binary = await call(client, 'write_file', {
+      path: 'b.bin',
+      content: Buffer.from([0, 255]).toString('base64'),
+      encoding: 'base64',
+    });
+    expect(textOf(binary)).toContain('(2 bytes)');
+    const read = await call(client, 'read_file', { path: 'b.bin' });
+    expect(read.content[1]).toMatchObject({ type: 'resource', resource: { blob: 'AP8=' } });
+
+    for (const bad of ['../../etc/passwd', '/etc/passwd', 'a\u0000b']) {
+      const refused = await call(client, 'read_file', { path: bad });
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toMatch(/\/mnt\/data|NUL/);
+    }
+    const missing = await call(client, 'read_file', { path: 'nope.txt' });
+    expect(missing.isError).toBe(true);
+  });
+
+  it('ends when the client disconnects, and takes its sandboxes with it', async () => {
+    const pid = transport.pid as number;
+    expect(isAlive(pid)).toBe(true);
+    await client.close();
+    await expect.poll(() => isAlive(pid), { timeout: 15_000 }).toBe(false);
+  });
+});
+
+describe('MCP over Streamable HTTP at /mcp', () => {
+  let server: SandcellServer & { logs: LogCapture };
+  const KEY = 'mcp-http-key-000001';
+  const OTHER = 'mcp-http-key-000002';
+
+  beforeAll(async () => {
+    server = await startTestServer({ apiKeys: [KEY, OTHER] });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  async function connect(key: string) {
+    const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${key}` } },
+    });
+    const client = new Client({ name: 'sandcell-http-test', version: '1.0.0' });
+    await client.connect(transport);
+    return { client, transport };
+  }
+
+  it('runs code with state per connection; another connection has its own sessions', async () => {
+    const first = await connect(KEY);
+    const second = await connect(KEY);
+    try {
+      await call(first.client, 'run_python', { code: 'value = "first"' });
+      expect(textOf(await call(first.client, 'run_python', { code: 'value' }))).toBe("'first'");
+      expect(textOf(await call(second.client, 'run_python', { code: 'value' }))).toContain('NameError');
+      const sessions = await httpClient(server, KEY).json<{ sessions: { source: string }[] }>('/v1/sessions');
+      expect(sessions.sessions.filter((session) => session.source === 'mcp')).toHaveLength(2);
+    } finally {
+      await first.transport.terminateSession();
+      await first.client.close();
+      await second.transport.terminateSession();
+      await second.client.close();
+    }
+    // Ending the MCP sessions closed their sandboxes.
+    await expect
+      .poll(async () => (await httpClient(server, KEY).json<{ sessions: unknown[] }>('/v1/sessions')).sessions.length)
+      .toBe(0);
+  });
+
+  it('needs a key, and a connection belongs to the key that opened it', async () => {
+    const anonymous = await fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    expect(anonymous.status).toBe(401);
+
+    const mine = await connect(KEY);
+    try {
+      const sessionId = mine.transport.sessionId as string;
+      const stolen = await fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${OTHER}`,
+          'mcp-session-id': sessionId,
+          'mcp-protocol-version': '2025-06-18',
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: { name: 'run_python', arguments: { code: 'print(1)' } },
+        }),
+      });
+      expect(stolen.status).toBe(404);
+    } finally {
+      await mine.transport.terminateSession();
+      await mine.client.close();
+    }
+  });
+});

@@ -1,0 +1,148 @@
+/**
+ * SIGTERM on `sandcell serve` with executions in flight: running code gets to
+ * finish (bounded by the grace), and afterwards nothing of that server is left
+ * on the host — no process, no volume, no mount, no cgroup. The same for
+ * `sandcell mcp` when its client goes away.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { describe, expect, it } from 'vitest';
+import { type BubblewrapHostReport, createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
+import { isAlive } from './contract/backend-contract.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
+type Json = Record<string, any>;
+const bin = path.resolve(import.meta.dirname, '..', 'bin', 'sandcell.js');
+
+/** Every process below `root` (children, grandchildren, …), from /proc. */
+function descendants(root: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parentOf.set(Number(entry), parent);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: number[] = [];
+  let frontier = [root];
+  while (frontier.length > 0) {
+    const next = [...parentOf].filter(([, parent]) => frontier.includes(parent)).map(([pid]) => pid);
+    found.push(...next);
+    frontier = next;
+  }
+  return found;
+}
+
+/** Volumes, mounts and cgroups on the host named after process `pid`. */
+function leftovers(report: BubblewrapHostReport, pid: number): string[] {
+  const left: string[] = [];
+  const sessions = report.runtime.sessionsDirectory;
+  if (existsSync(sessions)) {
+    left.push(...readdirSync(sessions).filter((name) => name.startsWith(`${pid}-`)));
+  }
+  left.push(
+    ...readFileSync('/proc/mounts', 'utf8')
+      .split('\n')
+      .filter((line) => line.includes(`${sessions}/${pid}-`)),
+  );
+  for (const parent of Object.values(report.cgroups?.parents ?? {})) {
+    left.push(...readdirSync(parent).filter((name) => name.startsWith(`sandcell-${pid}-`)));
+  }
+  return left;
+}
+
+async function startServe(args: string[]): Promise<{ child: ChildProcess; url: string; logs: Json[] }> {
+  const child = spawn(process.execPath, [bin, 'serve', '--port', '0', ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, SANDCELL_API_KEYS: '' },
+  });
+  const logs: Json[] = [];
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      const entry = JSON.parse(line) as Json;
+      logs.push(entry);
+      if (entry.url) resolve(entry.url);
+    });
+    child.once('exit', (code) => reject(new Error(`serve exited early (${code})`)));
+  });
+  return { child, url, logs };
+}
+
+describe('graceful shutdown', () => {
+  it('SIGTERM lets running executions finish, ends one past the grace, and leaves no sandbox behind', async () => {
+    const report = await createBubblewrapBackend().report();
+    const { child, url, logs } = await startServe(['--pool-size', '2', '--preload', 'none', '--shutdown-grace', '3']);
+    const pid = child.pid as number;
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const post = async (target: string, body?: unknown) => {
+      const response = await fetch(`${url}${target}`, {
+        method: 'POST',
+        headers: body ? { 'content-type': 'application/json' } : {},
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      return { status: response.status, body: (await response.json()) as Json };
+    };
+    const sessions = await Promise.all([1, 2, 3].map(() => post('/v1/sessions')));
+    // Azure sessions are sandboxes too.
+    await post('/azure/code/execute?identifier=shutdown-test&api-version=2024-02-02-preview', {
+      properties: { code: 'import subprocess\nsubprocess.Popen(["sleep", "600"])' },
+    });
+    const inFlight = sessions.slice(0, 2).map((session, index) =>
+      post(`/v1/sessions/${session.body.id}/executions`, {
+        code: `import time\ntime.sleep(1.5)\nprint("finished ${index}")`,
+      }),
+    );
+    const tooLong = post(`/v1/sessions/${sessions[2]?.body.id}/executions`, { code: 'import time\ntime.sleep(120)' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const processes = descendants(pid);
+    expect(processes.length).toBeGreaterThan(4);
+    expect(leftovers(report, pid).length).toBeGreaterThan(0);
+
+    const signalled = Date.now();
+    child.kill('SIGTERM');
+    const finished = await Promise.all(inFlight);
+    expect(finished.map((answer) => [answer.status, answer.body.stdout])).toEqual([
+      [200, 'finished 0\n'],
+      [200, 'finished 1\n'],
+    ]);
+    const cut = await tooLong;
+    expect(cut.status).toBe(503);
+    expect(cut.body.error.code).toBe('shutting-down');
+    expect(await exited).toBe(0);
+    expect(Date.now() - signalled).toBeLessThan(10_000);
+    await expect.poll(() => processes.filter(isAlive), { timeout: 5_000 }).toEqual([]);
+    expect(leftovers(report, pid)).toEqual([]);
+    expect(logs.map((entry) => entry.msg)).toEqual(
+      expect.arrayContaining(['waiting for running executions', 'every sandbox closed', 'stopped']),
+    );
+    // New connections are refused once it has stopped.
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+  });
+
+  it('`sandcell mcp` closes its sandboxes when the client goes away', async () => {
+    const report = await createBubblewrapBackend().report();
+    const transport = new StdioClientTransport({ command: process.execPath, args: [bin, 'mcp', '--preload', 'none'] });
+    const client = new Client({ name: 'sandcell-shutdown-test', version: '1.0.0' });
+    await client.connect(transport);
+    await client.callTool({
+      name: 'run_python',
+      arguments: { code: 'import subprocess\nsubprocess.Popen(["sleep", "600"])' },
+    });
+    await client.callTool({ name: 'run_python', arguments: { code: '1', session: 'second' } });
+    const pid = transport.pid as number;
+    const processes = descendants(pid);
+    expect(leftovers(report, pid).length).toBeGreaterThan(0);
+    await client.close();
+    await expect.poll(() => isAlive(pid), { timeout: 15_000 }).toBe(false);
+    await expect.poll(() => processes.filter(isAlive), { timeout: 5_000 }).toEqual([]);
+    expect(leftovers(report, pid)).toEqual([]);
+  });
+});
