@@ -4,9 +4,8 @@
  * previews to the PythonExecAgent as context; questions go to the
  * PythonExecAgent; files the code writes can be saved on the host.
  */
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { normalizeDataPath } from '../internal/data-path.js';
 import type { SessionOptions } from '../session/options.js';
 import { createSession, type Session } from '../session/session.js';
 import type { AskOptions } from './agent.js';
@@ -136,21 +135,9 @@ export class DataChat {
   }
 
   private async saveFiles(files: SessionFile[]): Promise<void> {
-    const directory = path.resolve(this.options.outputDir!);
     for (const file of files) {
-      let relative: string;
-      try {
-        relative = normalizeDataPath(file.path);
-      } catch {
-        continue;
-      }
-      const target = path.resolve(directory, relative);
-      if (!target.startsWith(`${directory}${path.sep}`)) continue;
-      const content = await this.session.files.read(relative).catch(() => undefined);
-      if (!content) continue;
-      await mkdir(path.dirname(target), { recursive: true });
-      await writeFile(target, content);
-      file.savedTo = target;
+      const target = await this.session.files.saveTo(file.path, this.options.outputDir!);
+      if (target) file.savedTo = target;
     }
   }
 }

@@ -1,7 +1,6 @@
 /** Turning an Execution into terminal output and files on disk, for run and repl. */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { normalizeDataPath } from '../internal/data-path.js';
 import type { Execution, ExecutionResult } from '../session/execution.js';
 import { formatTraceback } from '../session/execution.js';
 import type { Session } from '../session/session.js';
@@ -63,22 +62,10 @@ export async function copyOutputFiles(
   skip: Set<string>,
 ): Promise<{ path: string; savedTo: string }[]> {
   const copied: { path: string; savedTo: string }[] = [];
-  const root = path.resolve(directory);
   for (const entry of await session.files.list('', { recursive: true })) {
     if (entry.type !== 'file' || skip.has(entry.path)) continue;
-    let relative: string;
-    try {
-      relative = normalizeDataPath(entry.path);
-    } catch {
-      continue;
-    }
-    const target = path.resolve(root, relative);
-    if (!target.startsWith(`${root}${path.sep}`)) continue;
-    const content = await session.files.read(relative).catch(() => undefined);
-    if (!content) continue;
-    await mkdir(path.dirname(target), { recursive: true });
-    await writeFile(target, content);
-    copied.push({ path: relative, savedTo: displayPath(target) });
+    const target = await session.files.saveTo(entry.path, directory);
+    if (target) copied.push({ path: entry.path, savedTo: displayPath(target) });
   }
   return copied;
 }

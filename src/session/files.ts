@@ -4,6 +4,8 @@
  * code could have planted (a symlink to /etc/passwd reads as an error, not as
  * the host's file), and it works the same on every backend.
  */
+import { mkdir, writeFile } from 'node:fs/promises';
+import hostPath from 'node:path';
 import { InvalidInputError } from '../errors.js';
 import { normalizeDataPath } from '../internal/data-path.js';
 import type { KernelMessage } from './kernel-connection.js';
@@ -61,6 +63,28 @@ export class SessionFiles {
       size: Number(entry.size) || 0,
       modifiedMs: Number(entry.modifiedMs) || 0,
     }));
+  }
+
+  /**
+   * Copies the file at `path` into the host directory `directory`, at the same
+   * relative path. Returns where it was saved, or undefined when the name is not
+   * a usable data path, would land outside `directory`, or cannot be read.
+   */
+  async saveTo(path: string, directory: string): Promise<string | undefined> {
+    let relative: string;
+    try {
+      relative = normalizeDataPath(path);
+    } catch {
+      return undefined;
+    }
+    const root = hostPath.resolve(directory);
+    const target = hostPath.resolve(root, relative);
+    if (!target.startsWith(`${root}${hostPath.sep}`)) return undefined;
+    const content = await this.read(relative).catch(() => undefined);
+    if (!content) return undefined;
+    await mkdir(hostPath.dirname(target), { recursive: true });
+    await writeFile(target, content);
+    return target;
   }
 
   /** Removes a file, symlink or directory (recursively). */
