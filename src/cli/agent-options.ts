@@ -17,6 +17,7 @@ import { createSession } from '../session/session.js';
 import type { AgentCommandOptions } from './agent-flags.js';
 import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_MODEL_FAILURE, EXIT_USAGE } from './exit-codes.js';
+import { parseTimeout } from './run-command.js';
 
 const MAX_CONTEXT_BYTES = 64 * 1024;
 
@@ -26,15 +27,6 @@ function positiveInteger(flag: string, value: string | undefined): number | unde
   if (!Number.isInteger(number) || number < 1)
     throw new CliExit(EXIT_USAGE, `${flag} takes a positive integer; got ${JSON.stringify(value)}.`);
   return number;
-}
-
-export function parseSeconds(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0) {
-    throw new CliExit(EXIT_USAGE, `--timeout takes a positive number of seconds; got ${JSON.stringify(value)}.`);
-  }
-  return seconds * 1000;
 }
 
 export function createModel(options: AgentCommandOptions): ChatModel {
@@ -75,7 +67,7 @@ export async function openDataChat(
   },
 ): Promise<DataChat> {
   const model = createModel(options);
-  const timeoutMs = parseSeconds(options.timeout);
+  const timeoutMs = parseTimeout(options.timeout);
   const context = await readContext(options.context);
   const maxSteps = positiveInteger('--max-steps', options.maxSteps);
   const maxAttempts = positiveInteger('--max-attempts', options.maxAttempts);

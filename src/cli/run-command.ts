@@ -37,7 +37,8 @@ async function readCode(file: string | undefined): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function parseTimeout(value: string | undefined): number | undefined {
+/** `--timeout` in seconds → milliseconds; a usage error unless it is a positive number. */
+export function parseTimeout(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const seconds = Number(value);
   if (!Number.isFinite(seconds) || seconds <= 0) {
