@@ -1,9 +1,3 @@
-/**
- * `sandcell ask` and `sandcell chat` as a user runs them: the built CLI in a
- * child process, a fake OpenAI-compatible (or Anthropic) server on 127.0.0.1,
- * real sandboxes.
- */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type FakeProvider, startFakeAnthropic, startFakeOpenAI } from './support/fake-providers.js';
+import { type Finished, runProcess } from './support/process.js';
 import { toolResults } from './support/wire.js';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -33,28 +28,8 @@ const cleanEnvironment = {
   NO_COLOR: '1',
 };
 
-function sandcell(
-  args: string[],
-  input = '',
-  env: Record<string, string> = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      cwd: workspace,
-      env: { ...process.env, ...cleanEnvironment, ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input);
-  });
+function sandcell(args: string[], input = '', env: Record<string, string> = {}): Promise<Finished> {
+  return runProcess(process.execPath, [bin, ...args], { cwd: workspace, env: { ...cleanEnvironment, ...env }, input });
 }
 
 const run = (code: string) => ({ name: 'execute_python_code', arguments: { code } });
@@ -206,21 +181,9 @@ describe('sandcell ask and chat', () => {
       { text: 'On average 20.63 accidents.' },
     ]);
     const script = path.join(root, 'examples', 'traffic-accidents', 'analyse.mjs');
-    const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [script, 'How many accidents on average?'], {
-        cwd: workspace,
-        env: { ...process.env, ...cleanEnvironment, OPENAI_BASE_URL: provider!.baseURL, SANDCELL_MODEL: 'local' },
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk) => {
-        stdout += chunk;
-      });
-      child.stderr.on('data', (chunk) => {
-        stderr += chunk;
-      });
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    const result = await runProcess(process.execPath, [script, 'How many accidents on average?'], {
+      cwd: workspace,
+      env: { ...cleanEnvironment, OPENAI_BASE_URL: provider!.baseURL, SANDCELL_MODEL: 'local' },
     });
     expect(result.code).toBe(0);
     expect(result.stdout).toBe('On average 20.63 accidents.\n');

@@ -1,11 +1,10 @@
-/** What the bubblewrap backend leaves on the host: nothing, once a session is closed. */
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { Session } from '../src/session/session.js';
 import { isAlive } from './contract/backend-contract.js';
+import { startSessionOwner } from './support/process.js';
 
 describe('bubblewrap backend on this host', () => {
   const backend = createBubblewrapBackend();
@@ -59,20 +58,7 @@ describe('bubblewrap backend on this host', () => {
 describe('after sandcell itself is killed', () => {
   it('its sandboxes die with it, and the next start removes the mounts, cgroups and directories it left', async () => {
     const report = await createBubblewrapBackend().report();
-    const entry = path.resolve(import.meta.dirname, '..', 'dist', 'index.js');
-    const script = `import { createSession } from ${JSON.stringify(entry)};
-const session = await createSession();
-const usage = await session.usage();
-console.log(JSON.stringify({ id: session.id, pids: usage.processIds ?? [] }));
-setInterval(() => {}, 1000);`;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const line = await new Promise<string>((resolve, reject) => {
-      child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()));
-      child.once('exit', () => reject(new Error('the child exited before creating a session')));
-    });
-    const { id, pids } = JSON.parse(line) as { id: string; pids: number[] };
+    const { child, id, pids } = await startSessionOwner();
     const volumePath = path.join(report.runtime.sessionsDirectory, `${child.pid}-${id}`);
     expect(existsSync(volumePath)).toBe(true);
     child.kill('SIGKILL');

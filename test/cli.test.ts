@@ -1,9 +1,9 @@
 /** The sandcell command as a user runs it: the built CLI, real sandboxes, real files. */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { type Finished, runProcess } from './support/process.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'sandcell.js');
@@ -11,32 +11,8 @@ const workspace = mkdtempSync(path.join(os.tmpdir(), 'sandcell-cli-'));
 
 afterAll(() => rmSync(workspace, { recursive: true, force: true }));
 
-interface Finished {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a command in the workspace, feeding `input`, and gathers what it printed. */
-function runProcess(command: string, args: string[], input?: string): Promise<Finished> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: workspace, env: { ...process.env, NO_COLOR: '1' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input ?? '');
-  });
-}
-
 function sandcell(args: string[], input?: string): Promise<Finished> {
-  return runProcess(process.execPath, [bin, ...args], input);
+  return runProcess(process.execPath, [bin, ...args], { cwd: workspace, input });
 }
 
 describe('sandcell run', () => {
@@ -145,7 +121,7 @@ describe('sandcell doctor', () => {
 describe('sandcell repl in a terminal', () => {
   it('Ctrl-C interrupts the running code, not the session', async () => {
     const driver = path.join(root, 'test', 'fixtures', 'repl_in_pty.py');
-    const result = await runProcess('/usr/bin/python3', [driver, process.execPath, bin]);
+    const result = await runProcess('/usr/bin/python3', [driver, process.execPath, bin], { cwd: workspace });
     expect(result.stdout).toContain('KeyboardInterrupt');
     expect(result.stdout).toContain("Out[3]: 'state'");
     expect(result.stdout).toContain('exit=0');

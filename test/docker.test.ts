@@ -1,9 +1,3 @@
-/**
- * The Docker backend: the same functional and security contracts as
- * bubblewrap, plus what is particular to containers (what a session leaves in
- * the engine, leftovers of a killed sandcell, the pool on top).
- */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { MANAGED_LABEL, SESSION_LABEL } from '../src/backends/docker/container-config.js';
@@ -13,6 +7,7 @@ import { Session } from '../src/session/session.js';
 import { runBackendContract } from './contract/backend-contract.js';
 import { runSecurityContract } from './contract/security-contract.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
+import { runProcess, startSessionOwner } from './support/process.js';
 
 const backend = createDockerBackend();
 const reason = await unavailableReason(backend);
@@ -106,19 +101,7 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
   });
 
   it('after sandcell is killed, its kernel exits and the next start removes what it left', async () => {
-    const entry = path.resolve(import.meta.dirname, '..', 'dist', 'index.js');
-    const script = `import { createSession } from ${JSON.stringify(entry)};
-const session = await createSession({ backend: 'docker' });
-console.log(JSON.stringify({ id: session.id }));
-setInterval(() => {}, 1000);`;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const line = await new Promise<string>((resolve, reject) => {
-      child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()));
-      child.once('exit', () => reject(new Error('the child exited before creating a session')));
-    });
-    const { id } = JSON.parse(line) as { id: string };
+    const { child, id } = await startSessionOwner({ backend: 'docker' });
     const before = await objectsOfSession(id);
     expect(before.containers.length).toBe(2);
     expect(before.volumes.length).toBe(1);
@@ -144,21 +127,7 @@ setInterval(() => {}, 1000);`;
 
 describeWhenAvailable('sandcell CLI with Docker', 'docker', reason, () => {
   const bin = path.resolve(import.meta.dirname, '..', 'bin', 'sandcell.js');
-  const sandcell = (args: string[], input = '') =>
-    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, NO_COLOR: '1' } });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk) => {
-        stdout += chunk;
-      });
-      child.stderr.on('data', (chunk) => {
-        stderr += chunk;
-      });
-      child.once('error', reject);
-      child.once('close', (code) => resolve({ code, stdout, stderr }));
-      child.stdin.end(input);
-    });
+  const sandcell = (args: string[], input = '') => runProcess(process.execPath, [bin, ...args], { input });
 
   it('runs code with --backend docker', async () => {
     const result = await sandcell(
