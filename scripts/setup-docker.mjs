@@ -3,36 +3,11 @@
 // Installs docker.io and debootstrap from Debian when missing (as root), starts the
 // engine when it is not running, then builds the runtime image (or finds it built) and
 // the same runtime as a root filesystem for `--rootfs runtime`.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, openSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { debianPackageInstalled, isRoot, setupSteps } from './setup-common.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const isRoot = process.getuid?.() === 0;
-const say = (text) => process.stdout.write(`\x1b[1msetup:docker:\x1b[0m ${text}\n`);
-
-function fail(text) {
-  process.stderr.write(`setup:docker: ${text}\n`);
-  process.exit(1);
-}
-
-function run(command, args, options = {}) {
-  say(`$ ${[command, ...args].join(' ')}`);
-  const result = spawnSync(command, args, { stdio: 'inherit', cwd: root, ...options });
-  if (result.status !== 0) fail(`\`${command} ${args.join(' ')}\` failed (exit ${result.status ?? result.signal}).`);
-}
-
-function installed(pkg) {
-  try {
-    return execFileSync('dpkg-query', ['-W', `-f=\${Status}`, pkg], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).includes('install ok installed');
-  } catch {
-    return false;
-  }
-}
+const { say, fail, run, aptInstall } = setupSteps('setup:docker');
 
 async function engineAnswers() {
   const { default: Dockerode } = await import('dockerode');
@@ -44,12 +19,12 @@ async function engineAnswers() {
   }
 }
 
-const missing = ['docker.io', 'debootstrap'].filter((pkg) => existsSync('/usr/bin/dpkg-query') && !installed(pkg));
+const missing = ['docker.io', 'debootstrap'].filter(
+  (pkg) => existsSync('/usr/bin/dpkg-query') && !debianPackageInstalled(pkg),
+);
 if (missing.length > 0) {
   if (!isRoot) fail(`missing Debian packages; run: sudo apt-get install -y ${missing.join(' ')}`);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  run('apt-get', ['update', '-qq'], { env });
-  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env });
+  aptInstall(missing);
 }
 
 if (await engineAnswers()) say('Docker Engine: running.');
