@@ -37,41 +37,33 @@ export async function imageBuildCommand(options: ImageBuildOptions): Promise<num
   }
   const progress = progressReporter(options.json === true);
   const started = Date.now();
+  const seconds = () => ((Date.now() - started) / 1000).toFixed(0);
+  const build = { force: options.force, mirror: options.mirror, onProgress: progress.report };
+  let result: Record<string, unknown>;
+  let summary: string;
   try {
     if (backend === 'bubblewrap') {
-      const result = await buildRuntimeRootfs({
-        force: options.force,
-        mirror: options.mirror,
-        onProgress: progress.report,
+      const rootfs = await buildRuntimeRootfs(build);
+      result = { ...rootfs };
+      summary =
+        `${rootfs.reused ? 'Up to date' : `Built in ${seconds()} s`}: runtime root filesystem ${rootfs.version} at ${rootfs.directory}\n` +
+        dim('Use it with: sandcell run --rootfs runtime …  (or SANDCELL_ROOTFS=runtime)\n');
+    } else {
+      const image = await buildRuntimeImage({
+        ...build,
+        docker: await connectDocker(),
+        route: route as ImageRoute | 'auto',
       });
-      progress.stop();
-      const seconds = ((Date.now() - started) / 1000).toFixed(0);
-      if (options.json) process.stdout.write(`${JSON.stringify({ backend, ...result })}\n`);
-      else {
-        process.stdout.write(
-          `${result.reused ? 'Up to date' : `Built in ${seconds} s`}: runtime root filesystem ${result.version} at ${result.directory}\n` +
-            dim(`Use it with: sandcell run --rootfs runtime …  (or SANDCELL_ROOTFS=runtime)\n`),
-        );
-      }
-      return EXIT_OK;
+      result = { ...image };
+      summary = image.reused
+        ? `Up to date: ${image.tag} is present in Docker Engine.\n`
+        : `Built ${image.tag} in ${seconds()} s by the ${image.route} route.\n`;
     }
-    const docker = await connectDocker();
-    const result = await buildRuntimeImage({
-      docker,
-      route: route as ImageRoute | 'auto',
-      force: options.force,
-      mirror: options.mirror,
-      onProgress: progress.report,
-    });
-    progress.stop();
-    const seconds = ((Date.now() - started) / 1000).toFixed(0);
-    if (options.json) process.stdout.write(`${JSON.stringify({ backend, ...result })}\n`);
-    else if (result.reused) process.stdout.write(`Up to date: ${result.tag} is present in Docker Engine.\n`);
-    else process.stdout.write(`Built ${result.tag} in ${seconds} s by the ${result.route} route.\n`);
-    return EXIT_OK;
   } finally {
     progress.stop();
   }
+  process.stdout.write(options.json ? `${JSON.stringify({ backend, ...result })}\n` : summary);
+  return EXIT_OK;
 }
 
 /** On a terminal a spinner with the current step; otherwise one line per stage (CI logs stay readable). */
