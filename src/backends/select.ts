@@ -3,7 +3,9 @@
  * when usable here, else Docker), as the CLI's --backend, the library's
  * `backend` option and SANDCELL_BACKEND spell it.
  */
+
 import { BackendUnavailableError, InvalidInputError } from '../errors.js';
+import { onceUntilFailure } from '../internal/once-until-failure.js';
 import { type BubblewrapBackendOptions, createBubblewrapBackend } from './bubblewrap/index.js';
 import { createDockerBackend, type DockerBackendOptions } from './docker/index.js';
 import type { CreateVolumeOptions, Sandbox, SandboxBackend, SandboxVolume, StartSandboxOptions } from './spec.js';
@@ -54,7 +56,7 @@ export interface BackendSelection {
  */
 export class AutoBackend implements SandboxBackend {
   readonly specificationVersion = 'v1' as const;
-  private selecting?: Promise<BackendSelection>;
+  private readonly selectionOnce = onceUntilFailure(() => this.select());
   private chosen?: SandboxBackend;
 
   constructor(private readonly options: BackendChoiceOptions = {}) {}
@@ -64,11 +66,7 @@ export class AutoBackend implements SandboxBackend {
   }
 
   selection(): Promise<BackendSelection> {
-    this.selecting ??= this.select();
-    this.selecting.catch(() => {
-      this.selecting = undefined;
-    });
-    return this.selecting;
+    return this.selectionOnce();
   }
 
   private async select(): Promise<BackendSelection> {

@@ -4,6 +4,7 @@
  * minimal system and capped writable /mnt/data and /tmp. As root, sandboxes
  * run as an unprivileged host account inside their own cgroups.
  */
+
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { access, open } from 'node:fs/promises';
@@ -11,6 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeRootfsDirectory } from '../../image/recipe.js';
+import { onceUntilFailure } from '../../internal/once-until-failure.js';
 import type { SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
 import type {
@@ -74,7 +76,7 @@ export interface BubblewrapHostReport {
 export class BubblewrapBackend implements SandboxBackend {
   readonly specificationVersion = 'v1' as const;
   readonly name = 'bubblewrap';
-  private prepared?: Promise<BubblewrapHostReport>;
+  private readonly prepareOnce = onceUntilFailure(() => this.doPrepare());
 
   constructor(private readonly options: BubblewrapBackendOptions = {}) {}
 
@@ -88,12 +90,7 @@ export class BubblewrapBackend implements SandboxBackend {
   }
 
   private prepare(): Promise<BubblewrapHostReport> {
-    this.prepared ??= this.doPrepare();
-    // A failed preparation is retried next time (the user may have fixed it meanwhile).
-    this.prepared.catch(() => {
-      this.prepared = undefined;
-    });
-    return this.prepared;
+    return this.prepareOnce();
   }
 
   private async doPrepare(): Promise<BubblewrapHostReport> {

@@ -6,11 +6,13 @@
  * restarts; closing a session removes everything it created, and objects left
  * by a sandcell process that died are removed at the next start.
  */
+
 import { randomUUID } from 'node:crypto';
 import { type Duplex, PassThrough } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeImageTag } from '../../image/recipe.js';
+import { onceUntilFailure } from '../../internal/once-until-failure.js';
 import type { SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
 import type {
@@ -76,7 +78,7 @@ export class DockerBackend implements SandboxBackend {
   readonly name = 'docker';
   readonly image: string;
   private client?: Dockerode;
-  private prepared?: Promise<DockerEngineReport>;
+  private readonly prepareOnce = onceUntilFailure(() => this.doPrepare());
 
   constructor(private readonly options: DockerBackendOptions = {}) {
     this.client = options.docker;
@@ -100,11 +102,7 @@ export class DockerBackend implements SandboxBackend {
   }
 
   private prepare(): Promise<DockerEngineReport> {
-    this.prepared ??= this.doPrepare();
-    this.prepared.catch(() => {
-      this.prepared = undefined;
-    });
-    return this.prepared;
+    return this.prepareOnce();
   }
 
   private async doPrepare(): Promise<DockerEngineReport> {
