@@ -1,0 +1,291 @@
+/**
+ * The browser's client of the sandcell API: every call carries the stored API
+ * key as a Bearer token, errors become ApiError with the server's code, a 401
+ * from any call tells the app to ask for a key, and turns stream over SSE.
+ */
+import type {
+  ApprovalMode,
+  Conversation,
+  ConversationEvent,
+  ConversationSummary,
+  Turn,
+} from '../../src/server/conversations/transcript';
+
+export interface ServerConfig {
+  version: string;
+  model: { provider: string; model: string } | null;
+  /** How to configure a model, for the banner shown when there is none. */
+  modelHelp: string;
+  approvalDefault: ApprovalMode;
+  maxUploadBytes: number;
+  idleTimeoutMs: number;
+}
+
+export interface SessionFile {
+  path: string;
+  type: 'file' | 'directory';
+  size: number;
+  modifiedAt: string;
+  url?: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+const KEY_NAME = 'sandcell.apiKey';
+
+function storage(kind: 'session' | 'local'): Storage | undefined {
+  try {
+    return kind === 'session' ? window.sessionStorage : window.localStorage;
+  } catch {
+    return undefined; // storage disabled: the key lives only in memory
+  }
+}
+
+let memoryKey: string | null = null;
+
+/** The API key the user gave, if any (this tab first, then "remembered on this device"). */
+export function storedKey(): string | null {
+  return storage('session')?.getItem(KEY_NAME) ?? storage('local')?.getItem(KEY_NAME) ?? memoryKey;
+}
+
+export function storeKey(key: string, remember: boolean): void {
+  clearKey();
+  memoryKey = key;
+  storage(remember ? 'local' : 'session')?.setItem(KEY_NAME, key);
+}
+
+export function clearKey(): void {
+  memoryKey = null;
+  storage('session')?.removeItem(KEY_NAME);
+  storage('local')?.removeItem(KEY_NAME);
+}
+
+type UnauthorizedListener = (error: ApiError) => void;
+let unauthorizedListener: UnauthorizedListener | undefined;
+
+/** Called whenever a request is answered 401 (no key, or a wrong one). */
+export function onUnauthorized(listener: UnauthorizedListener): void {
+  unauthorizedListener = listener;
+}
+
+async function errorFrom(response: Response): Promise<ApiError> {
+  let code = `http-${response.status}`;
+  let message = `${response.status} ${response.statusText}`.trim();
+  try {
+    const body = (await response.json()) as { error?: { code?: string; message?: string } };
+    if (body.error?.code) code = body.error.code;
+    if (body.error?.message) message = body.error.message;
+  } catch {
+    // not JSON: keep the status line
+  }
+  return new ApiError(response.status, code, message);
+}
+
+interface RequestOptions extends Omit<RequestInit, 'body'> {
+  json?: unknown;
+  body?: BodyInit;
+  /** Use this key instead of the stored one (to check a key before storing it). */
+  key?: string | null;
+}
+
+/** fetch() with the key; resolves only for 2xx, else throws ApiError. */
+export async function request(path: string, options: RequestOptions = {}): Promise<Response> {
+  const { json, key = storedKey(), headers: given, ...init } = options;
+  const headers = new Headers(given);
+  if (key) headers.set('authorization', `Bearer ${key}`);
+  let body = options.body;
+  if (json !== undefined) {
+    headers.set('content-type', 'application/json');
+    body = JSON.stringify(json);
+  }
+  let response: Response;
+  try {
+    response = await fetch(path, { ...init, headers, body });
+  } catch (error) {
+    if ((error as Error).name === 'AbortError') throw error;
+    throw new ApiError(0, 'network', 'The sandcell server could not be reached.');
+  }
+  if (response.ok) return response;
+  const error = await errorFrom(response);
+  if (response.status === 401 && options.key === undefined) unauthorizedListener?.(error);
+  throw error;
+}
+
+async function json<T>(path: string, options?: RequestOptions): Promise<T> {
+  return (await (await request(path, options)).json()) as T;
+}
+
+const conversationPath = (id: string) => `/v1/conversations/${encodeURIComponent(id)}`;
+
+/** A path inside /mnt/data as URL segments. */
+export function encodeDataPath(path: string): string {
+  return path.split('/').map(encodeURIComponent).join('/');
+}
+
+export const api = {
+  config: () => json<ServerConfig>('/v1/config'),
+  /** Checks a key without storing it; throws ApiError 401 when the server refuses it. */
+  checkKey: async (key: string) => {
+    await request('/v1/conversations', { key });
+  },
+  listConversations: async () =>
+    (await json<{ conversations: ConversationSummary[] }>('/v1/conversations')).conversations,
+  createConversation: (title?: string) =>
+    json<Conversation>('/v1/conversations', { method: 'POST', json: title ? { title } : {} }),
+  getConversation: (id: string) => json<Conversation>(conversationPath(id)),
+  deleteConversation: async (id: string) => {
+    await request(conversationPath(id), { method: 'DELETE' });
+  },
+  cancel: (id: string) => json<{ cancelled: boolean }>(`${conversationPath(id)}/cancel`, { method: 'POST' }),
+  decide: (id: string, approvalId: string, decision: 'run' | 'skip' | 'edit', code?: string) =>
+    json<{ approvalId: string; decision: string }>(
+      `${conversationPath(id)}/approvals/${encodeURIComponent(approvalId)}`,
+      { method: 'POST', json: decision === 'edit' ? { decision, code } : { decision } },
+    ),
+  upload: async (id: string, files: File[]) => {
+    const form = new FormData();
+    for (const file of files) form.append('file', file, file.name);
+    return (await json<{ turn: Turn }>(`${conversationPath(id)}/files`, { method: 'POST', body: form })).turn;
+  },
+  listFiles: async (sessionId: string) =>
+    (await json<{ files: SessionFile[] }>(`/v1/sessions/${encodeURIComponent(sessionId)}/files?recursive=true`)).files,
+  deleteFile: async (sessionId: string, path: string) => {
+    await request(`/v1/sessions/${encodeURIComponent(sessionId)}/files/${encodeDataPath(path)}`, { method: 'DELETE' });
+  },
+  fileUrl: (sessionId: string, path: string) =>
+    `/v1/sessions/${encodeURIComponent(sessionId)}/files/${encodeDataPath(path)}`,
+  notebookUrl: (id: string) => `${conversationPath(id)}/notebook`,
+  sendMessage: (id: string, content: string, approval: ApprovalMode, onEvent: (event: ConversationEvent) => void) =>
+    streamTurn(`${conversationPath(id)}/messages`, { content, approval }, onEvent),
+  runCell: (id: string, code: string, onEvent: (event: ConversationEvent) => void) =>
+    streamTurn(`${conversationPath(id)}/cells`, { code }, onEvent),
+};
+
+/**
+ * POSTs and reads the answer as server-sent events until it ends. Resolves
+ * with true when the stream carried `turn-end`, false when it broke off first
+ * (the turn goes on on the server: follow it with GET). Errors before the
+ * turn starts reject with ApiError.
+ */
+export async function streamTurn(
+  path: string,
+  body: unknown,
+  onEvent: (event: ConversationEvent) => void,
+): Promise<boolean> {
+  const response = await request(path, { method: 'POST', json: body, headers: { accept: 'text/event-stream' } });
+  if (!response.body) return false;
+  let ended = false;
+  const parser = new EventStreamParser((data) => {
+    let event: ConversationEvent;
+    try {
+      event = JSON.parse(data) as ConversationEvent;
+    } catch {
+      return; // not an event of ours
+    }
+    if (event.type === 'turn-end') ended = true;
+    onEvent(event);
+  });
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      parser.push(value);
+    }
+    parser.end();
+  } catch {
+    // connection lost: the caller follows the turn with GET
+  }
+  return ended;
+}
+
+/** Splits a text/event-stream into events and hands over each event's data. */
+export class EventStreamParser {
+  private buffer = '';
+  private data: string[] = [];
+
+  constructor(private readonly onData: (data: string) => void) {}
+
+  push(text: string): void {
+    this.buffer += text;
+    for (;;) {
+      const match = /\r\n|\r|\n/.exec(this.buffer);
+      if (!match) return;
+      // A lone \r at the end may be the first half of \r\n: wait for more.
+      if (match[0] === '\r' && match.index === this.buffer.length - 1) return;
+      const line = this.buffer.slice(0, match.index);
+      this.buffer = this.buffer.slice(match.index + match[0].length);
+      this.line(line);
+    }
+  }
+
+  end(): void {
+    if (this.buffer) this.line(this.buffer);
+    this.buffer = '';
+    this.line('');
+  }
+
+  private line(line: string): void {
+    if (line === '') {
+      if (this.data.length > 0) this.onData(this.data.join('\n'));
+      this.data = [];
+      return;
+    }
+    if (line.startsWith(':')) return;
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') this.data.push(value);
+  }
+}
+
+/** Fetches a file with the key, for a download or a blob: URL. */
+export async function fetchBlob(url: string): Promise<{ blob: Blob; filename?: string }> {
+  const response = await request(url);
+  const disposition = response.headers.get('content-disposition') ?? '';
+  return { blob: await response.blob(), filename: filenameFrom(disposition) };
+}
+
+function filenameFrom(disposition: string): string | undefined {
+  const extended = /filename\*\s*=\s*(?:UTF-8|utf-8)''([^;]+)/.exec(disposition);
+  if (extended?.[1]) {
+    try {
+      return decodeURIComponent(extended[1].trim());
+    } catch {
+      // fall through to the plain name
+    }
+  }
+  const plain = /filename\s*=\s*"((?:[^"\\]|\\.)*)"|filename\s*=\s*([^;]+)/.exec(disposition);
+  const name = plain?.[1]?.replace(/\\(.)/g, '$1') ?? plain?.[2]?.trim();
+  return name || undefined;
+}
+
+/** Saves a blob as a download named `filename`. */
+export function saveBlob(blob: Blob, filename: string): void {
+  const url = URL.createObjectURL(blob);
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = filename;
+  link.rel = 'noopener';
+  document.body.append(link);
+  link.click();
+  link.remove();
+  // The download has its own reference by now; give slow browsers a moment.
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+/** Downloads an API URL with the key (a plain link could not send it). */
+export async function download(url: string, fallbackName: string): Promise<void> {
+  const { blob, filename } = await fetchBlob(url);
+  saveBlob(blob, filename ?? fallbackName);
+}

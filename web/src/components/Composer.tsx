@@ -1,0 +1,216 @@
+/** Where the user writes: the chat box (Enter sends, Shift+Enter newline) and the notebook cell (Ctrl+Enter runs). */
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { CodeEditor } from './CodeEditor';
+
+export interface ChatComposerProps {
+  /** Why the user cannot send (no model, expired, …); undefined when they can. */
+  disabledReason?: string;
+  busy: boolean;
+  onSend: (text: string) => Promise<boolean>;
+  onStop: () => void;
+  onPickFiles: (files: File[]) => void;
+  uploadDisabledReason?: string;
+}
+
+const MAX_HEIGHT = 240;
+
+function FilePicker({ onPick, disabledReason }: { onPick: (files: File[]) => void; disabledReason?: string }) {
+  const input = useRef<HTMLInputElement>(null);
+  return (
+    <>
+      <input
+        ref={input}
+        type="file"
+        multiple
+        class="visually-hidden"
+        tabIndex={-1}
+        aria-hidden="true"
+        data-testid="upload-input"
+        onChange={(event) => {
+          const element = event.currentTarget as HTMLInputElement;
+          const files = Array.from(element.files ?? []);
+          element.value = '';
+          if (files.length > 0) onPick(files);
+        }}
+      />
+      <button
+        type="button"
+        class="icon-button attach-button"
+        aria-label="Upload data files"
+        title={disabledReason ?? 'Upload data files (or drop them here)'}
+        disabled={disabledReason !== undefined}
+        onClick={() => input.current?.click()}
+      >
+        <svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true">
+          <path
+            d="M16.5 6.5 8.9 14.1a2 2 0 0 0 2.8 2.8l7.6-7.6a4 4 0 0 0-5.7-5.7L5.9 11.3a6 6 0 0 0 8.5 8.5l6.1-6.1"
+            fill="none"
+            stroke="currentColor"
+            stroke-width="1.8"
+            stroke-linecap="round"
+            stroke-linejoin="round"
+          />
+        </svg>
+      </button>
+    </>
+  );
+}
+
+export function ChatComposer({
+  disabledReason,
+  busy,
+  onSend,
+  onStop,
+  onPickFiles,
+  uploadDisabledReason,
+}: ChatComposerProps) {
+  const [text, setText] = useState('');
+  const area = useRef<HTMLTextAreaElement>(null);
+
+  useLayoutEffect(() => {
+    const element = area.current;
+    if (!element) return;
+    element.style.height = 'auto';
+    element.style.height = `${Math.min(element.scrollHeight, MAX_HEIGHT)}px`;
+  }, [text]);
+
+  const send = async () => {
+    const content = text.trim();
+    if (!content || busy || disabledReason) return;
+    setText('');
+    const started = await onSend(content);
+    if (!started) setText((current) => current || content);
+  };
+
+  return (
+    <form
+      class="composer"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void send();
+      }}
+    >
+      {disabledReason ? (
+        <p class="composer-disabled" id="composer-reason">
+          {disabledReason}
+        </p>
+      ) : null}
+      <div class="composer-box">
+        <FilePicker onPick={onPickFiles} disabledReason={uploadDisabledReason} />
+        <textarea
+          ref={area}
+          rows={1}
+          class="composer-input"
+          value={text}
+          placeholder={disabledReason ? '' : 'Ask about your data…  (Enter sends, Shift+Enter for a new line)'}
+          aria-label="Your question"
+          aria-describedby={disabledReason ? 'composer-reason' : undefined}
+          disabled={disabledReason !== undefined}
+          onInput={(event) => setText((event.currentTarget as HTMLTextAreaElement).value)}
+          onKeyDown={(event) => {
+            if (event.key === 'Enter' && !event.shiftKey && !event.isComposing && !event.altKey) {
+              event.preventDefault();
+              void send();
+            }
+          }}
+        />
+        {busy ? (
+          <button type="button" class="button-stop" onClick={onStop} aria-label="Stop the running answer">
+            <span class="stop-square" aria-hidden="true" /> Stop
+          </button>
+        ) : (
+          <button
+            type="submit"
+            class="button-primary send-button"
+            disabled={!text.trim() || disabledReason !== undefined}
+            aria-label="Send"
+          >
+            Send
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}
+
+export interface CellComposerProps {
+  disabledReason?: string;
+  busy: boolean;
+  onRun: (code: string) => Promise<boolean>;
+  onStop: () => void;
+  onPickFiles: (files: File[]) => void;
+  uploadDisabledReason?: string;
+  /** Code to put in the editor (from "Edit in a new cell"); the counter makes a repeat count. */
+  preset?: { code: string; serial: number };
+}
+
+export function CellComposer({
+  disabledReason,
+  busy,
+  onRun,
+  onStop,
+  onPickFiles,
+  uploadDisabledReason,
+  preset,
+}: CellComposerProps) {
+  const [code, setCode] = useState('');
+  const wrapper = useRef<HTMLDivElement>(null);
+
+  useEffect(() => {
+    if (!preset) return;
+    setCode(preset.code);
+    wrapper.current?.querySelector('textarea')?.focus();
+  }, [preset]);
+
+  const run = async () => {
+    if (!code.trim() || busy || disabledReason) return;
+    const submitted = code;
+    setCode('');
+    const started = await onRun(submitted);
+    if (!started) setCode((current) => current || submitted);
+  };
+
+  return (
+    <div class="composer cell-composer" ref={wrapper}>
+      {disabledReason ? (
+        <p class="composer-disabled" id="cell-reason">
+          {disabledReason}
+        </p>
+      ) : null}
+      <div class="cell-box">
+        <span class="cell-prompt" aria-hidden="true">
+          In [ ]:
+        </span>
+        <CodeEditor
+          value={code}
+          onInput={setCode}
+          onRun={() => void run()}
+          label="Python cell (Ctrl+Enter runs it)"
+          placeholder="Python, e.g. import pandas as pd"
+          disabled={disabledReason !== undefined}
+          describedBy={disabledReason ? 'cell-reason' : 'cell-hint'}
+        />
+      </div>
+      <div class="cell-actions">
+        <FilePicker onPick={onPickFiles} disabledReason={uploadDisabledReason} />
+        <span class="muted cell-hint" id="cell-hint">
+          Ctrl+Enter runs · Tab indents (Esc, then Tab to leave)
+        </span>
+        {busy ? (
+          <button type="button" class="button-stop" onClick={onStop} aria-label="Stop the running cell">
+            <span class="stop-square" aria-hidden="true" /> Stop
+          </button>
+        ) : (
+          <button
+            type="button"
+            class="button-primary"
+            disabled={!code.trim() || disabledReason !== undefined}
+            onClick={() => void run()}
+          >
+            Run ▸
+          </button>
+        )}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,249 @@
+/** The main area: the conversation's header, notices, history, and the chat box or notebook cell. */
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
+import type { ApprovalMode, Conversation } from '../../../src/server/conversations/transcript';
+import type { ServerConfig } from '../api';
+import { formatTime } from '../format';
+import type { Decision } from './CodeStep';
+import { CellComposer, ChatComposer } from './Composer';
+import { TurnView } from './Turn';
+
+export type Mode = 'chat' | 'notebook';
+
+export interface ConversationViewProps {
+  conversation: Conversation | undefined;
+  config: ServerConfig | null;
+  mode: Mode;
+  onModeChange: (mode: Mode) => void;
+  approval: ApprovalMode;
+  onApprovalChange: (mode: ApprovalMode) => void;
+  busy: boolean;
+  filesOpen: boolean;
+  onToggleFiles: () => void;
+  onSend: (text: string) => Promise<boolean>;
+  onRunCell: (code: string) => Promise<boolean>;
+  onStop: () => void;
+  onDecide: (approvalId: string, decision: Decision, code?: string) => Promise<void>;
+  onUpload: (files: File[]) => void;
+  onExport: () => void;
+  onNew: () => void;
+  onError: (message: string) => void;
+}
+
+export function ConversationView(props: ConversationViewProps) {
+  const { conversation, config, mode, busy } = props;
+  const expired = conversation?.status === 'expired';
+  const noModel = config !== null && config.model === null;
+  const scroller = useRef<HTMLDivElement>(null);
+  const nearBottom = useRef(true);
+  const [dragging, setDragging] = useState(0);
+  const [preset, setPreset] = useState<{ code: string; serial: number }>();
+
+  // Follow the answer as it streams, unless the user scrolled up to read.
+  useLayoutEffect(() => {
+    const element = scroller.current;
+    if (element && nearBottom.current) element.scrollTop = element.scrollHeight;
+  });
+
+  const expiredText = expired
+    ? `This conversation's session expired${conversation?.expiredAt ? ` at ${formatTime(conversation.expiredAt)}` : ''}: its variables and files are gone. The history stays readable and can be exported.`
+    : undefined;
+  const chatDisabled = expired
+    ? 'This conversation has expired: start a new conversation to ask more.'
+    : noModel
+      ? 'No model is configured on the server, so questions cannot be answered. Notebook cells still run.'
+      : undefined;
+  const cellDisabled = expired ? 'This conversation has expired: start a new conversation to run code.' : undefined;
+  const uploadDisabled = expired ? 'This conversation has expired.' : undefined;
+
+  const hasFiles = (event: DragEvent) => Array.from(event.dataTransfer?.types ?? []).includes('Files');
+
+  return (
+    <main
+      class="main"
+      aria-label={conversation?.title || 'New conversation'}
+      onDragEnter={(event) => {
+        if (!hasFiles(event) || expired) return;
+        event.preventDefault();
+        setDragging((count) => count + 1);
+      }}
+      onDragOver={(event) => {
+        if (!hasFiles(event) || expired) return;
+        event.preventDefault();
+        if (event.dataTransfer) event.dataTransfer.dropEffect = 'copy';
+      }}
+      onDragLeave={(event) => {
+        if (!hasFiles(event) || expired) return;
+        setDragging((count) => Math.max(0, count - 1));
+      }}
+      onDrop={(event) => {
+        if (!hasFiles(event) || expired) return;
+        event.preventDefault();
+        setDragging(0);
+        const files = Array.from(event.dataTransfer?.files ?? []);
+        if (files.length > 0) props.onUpload(files);
+      }}
+    >
+      <header class="main-header">
+        <h1 class="conversation-heading">{conversation?.title || 'New conversation'}</h1>
+        <div class="header-controls">
+          <div class="segmented" role="tablist" aria-label="Mode">
+            {(['chat', 'notebook'] as const).map((value) => (
+              <button
+                key={value}
+                type="button"
+                role="tab"
+                aria-selected={mode === value}
+                class={mode === value ? 'is-active' : ''}
+                onClick={() => props.onModeChange(value)}
+                onKeyDown={(event) => {
+                  if (event.key === 'ArrowRight' || event.key === 'ArrowLeft') {
+                    event.preventDefault();
+                    const next = value === 'chat' ? 'notebook' : 'chat';
+                    props.onModeChange(next);
+                    const parent = (event.currentTarget as HTMLElement).parentElement;
+                    parent?.querySelector<HTMLButtonElement>(`[data-mode="${next}"]`)?.focus();
+                  }
+                }}
+                data-mode={value}
+                tabIndex={mode === value ? 0 : -1}
+              >
+                {value === 'chat' ? 'Chat' : 'Notebook'}
+              </button>
+            ))}
+          </div>
+          {mode === 'chat' ? (
+            <label class="switch" title="Ask before each piece of code runs">
+              <input
+                type="checkbox"
+                role="switch"
+                aria-checked={props.approval === 'ask'}
+                checked={props.approval === 'ask'}
+                onChange={(event) =>
+                  props.onApprovalChange((event.currentTarget as HTMLInputElement).checked ? 'ask' : 'auto')
+                }
+              />
+              <span class="switch-track" aria-hidden="true" />
+              <span>Approve code</span>
+            </label>
+          ) : null}
+          <button
+            type="button"
+            class={`button-secondary${props.filesOpen ? ' is-pressed' : ''}`}
+            aria-pressed={props.filesOpen}
+            onClick={props.onToggleFiles}
+          >
+            Files
+          </button>
+          <button
+            type="button"
+            class="button-secondary"
+            disabled={!conversation || conversation.turns.length === 0}
+            onClick={props.onExport}
+            title="Download this conversation as a Jupyter notebook"
+          >
+            Export .ipynb
+          </button>
+        </div>
+      </header>
+
+      {noModel ? (
+        <div class="banner banner-info" role="status">
+          <strong>No model is configured.</strong> Notebook mode works without one: run Python in cells below.{' '}
+          {config?.modelHelp ? <span class="model-help">{config.modelHelp}</span> : null}
+        </div>
+      ) : null}
+      {expiredText ? (
+        <div class="banner banner-warning" role="status">
+          <span>{expiredText}</span>
+          <button type="button" class="button-primary small" onClick={props.onNew}>
+            New conversation
+          </button>
+        </div>
+      ) : null}
+
+      <div
+        class="transcript"
+        ref={scroller}
+        onScroll={(event) => {
+          const element = event.currentTarget as HTMLDivElement;
+          nearBottom.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80;
+        }}
+      >
+        <div class="transcript-inner">
+          {!conversation || conversation.turns.length === 0 ? (
+            <EmptyState mode={mode} noModel={noModel} />
+          ) : (
+            conversation.turns.map((turn) => (
+              <TurnView
+                key={turn.id}
+                turn={turn}
+                onDecide={props.onDecide}
+                onError={props.onError}
+                onEditInCell={(code) => {
+                  props.onModeChange('notebook');
+                  setPreset((current) => ({ code, serial: (current?.serial ?? 0) + 1 }));
+                }}
+              />
+            ))
+          )}
+        </div>
+      </div>
+
+      <div class="composer-area">
+        {mode === 'chat' ? (
+          <ChatComposer
+            disabledReason={chatDisabled}
+            busy={busy}
+            onSend={props.onSend}
+            onStop={props.onStop}
+            onPickFiles={props.onUpload}
+            uploadDisabledReason={uploadDisabled}
+          />
+        ) : (
+          <CellComposer
+            disabledReason={cellDisabled}
+            busy={busy}
+            onRun={props.onRunCell}
+            onStop={props.onStop}
+            onPickFiles={props.onUpload}
+            uploadDisabledReason={uploadDisabled}
+            preset={preset}
+          />
+        )}
+      </div>
+
+      {dragging > 0 ? (
+        <div class="drop-overlay" aria-hidden="true">
+          <div class="drop-card">Drop files to add them to /mnt/data</div>
+        </div>
+      ) : null}
+    </main>
+  );
+}
+
+function EmptyState({ mode, noModel }: { mode: Mode; noModel: boolean }) {
+  return (
+    <div class="empty-state">
+      <div class="empty-mark" aria-hidden="true">
+        ◆
+      </div>
+      {mode === 'chat' && !noModel ? (
+        <>
+          <h2>Analyse data in a sandbox</h2>
+          <p>
+            Drop a CSV, JSON or text file here (or use the paperclip), then ask a question. The model writes Python, it
+            runs in a sandbox on this machine, and you see every step: the code, its output, tables and charts.
+          </p>
+        </>
+      ) : (
+        <>
+          <h2>Notebook</h2>
+          <p>
+            Type Python into the cell below and press <kbd>Ctrl</kbd>+<kbd>Enter</kbd> to run it. Variables are kept
+            between cells; files you upload are in <code>/mnt/data</code>.
+          </p>
+        </>
+      )}
+    </div>
+  );
+}

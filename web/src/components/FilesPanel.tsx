@@ -1,0 +1,190 @@
+/** The session's /mnt/data: list, download, delete, upload. */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { type ApiError, api, download, type SessionFile } from '../api';
+import { baseName, formatBytes, formatTime } from '../format';
+
+export interface FilesPanelProps {
+  sessionId: string | undefined;
+  expired: boolean;
+  /** Changes whenever the files may have changed (a turn ended, an upload). */
+  version: number;
+  onUpload: (files: File[]) => void;
+  onError: (message: string) => void;
+  onClose: () => void;
+  uploadDisabled?: string;
+}
+
+export function FilesPanel({
+  sessionId,
+  expired,
+  version,
+  onUpload,
+  onError,
+  onClose,
+  uploadDisabled,
+}: FilesPanelProps) {
+  const [files, setFiles] = useState<SessionFile[]>();
+  const [state, setState] = useState<'idle' | 'loading' | 'gone'>('idle');
+  const [confirming, setConfirming] = useState<string>();
+  const [reload, setReload] = useState(0);
+  const picker = useRef<HTMLInputElement>(null);
+
+  useEffect(() => {
+    if (!sessionId || expired) {
+      setFiles(undefined);
+      setState(expired ? 'gone' : 'idle');
+      return;
+    }
+    let live = true;
+    setState('loading');
+    api
+      .listFiles(sessionId)
+      .then((list) => {
+        if (!live) return;
+        setFiles(list.filter((file) => file.type === 'file').sort((a, b) => a.path.localeCompare(b.path)));
+        setState('idle');
+      })
+      .catch((error: ApiError) => {
+        if (!live) return;
+        if (error.status === 404) setState('gone');
+        else {
+          setState('idle');
+          onError(`The file list could not be loaded: ${error.message}`);
+        }
+      });
+    return () => {
+      live = false;
+    };
+  }, [sessionId, expired, version, reload]);
+
+  const remove = async (file: SessionFile) => {
+    if (!sessionId) return;
+    setConfirming(undefined);
+    try {
+      await api.deleteFile(sessionId, file.path);
+      setFiles((current) => current?.filter((candidate) => candidate.path !== file.path));
+    } catch (error) {
+      onError(`${file.path} could not be deleted: ${(error as Error).message}`);
+    }
+  };
+
+  const save = (file: SessionFile) => {
+    if (!sessionId) return;
+    download(file.url ?? api.fileUrl(sessionId, file.path), baseName(file.path)).catch((error: Error) =>
+      onError(`${file.path} could not be downloaded: ${error.message}`),
+    );
+  };
+
+  return (
+    <aside class="files-panel" aria-label="Files in /mnt/data">
+      <header class="panel-header">
+        <h2>Files</h2>
+        <span class="muted path-hint">/mnt/data</span>
+        <div class="panel-actions">
+          <button
+            type="button"
+            class="icon-button"
+            aria-label="Refresh the file list"
+            title="Refresh"
+            disabled={!sessionId || expired}
+            onClick={() => setReload((value) => value + 1)}
+          >
+            ↻
+          </button>
+          <button type="button" class="icon-button" aria-label="Close the files panel" title="Close" onClick={onClose}>
+            ✕
+          </button>
+        </div>
+      </header>
+      <div class="panel-body">
+        {state === 'gone' ? (
+          <p class="muted">This conversation's session has ended: its files are gone.</p>
+        ) : !sessionId ? (
+          <p class="muted">Files you upload or that code writes appear here.</p>
+        ) : files === undefined ? (
+          <p class="muted">Loading…</p>
+        ) : files.length === 0 ? (
+          <p class="muted">No files yet.</p>
+        ) : (
+          <ul class="file-list" aria-busy={state === 'loading'}>
+            {files.map((file) => (
+              <li key={file.path} class="file-row">
+                <div class="file-row-main">
+                  <span class="file-path" title={file.path}>
+                    {file.path}
+                  </span>
+                  <span class="muted file-meta">
+                    {formatBytes(file.size)} · {formatTime(file.modifiedAt)}
+                  </span>
+                </div>
+                <div class="file-row-actions">
+                  {confirming === file.path ? (
+                    <>
+                      <button
+                        type="button"
+                        class="button-danger small"
+                        aria-label={`Really delete ${file.path}`}
+                        onClick={() => void remove(file)}
+                      >
+                        Delete
+                      </button>
+                      <button type="button" class="button-quiet small" onClick={() => setConfirming(undefined)}>
+                        Keep
+                      </button>
+                    </>
+                  ) : (
+                    <>
+                      <button
+                        type="button"
+                        class="icon-button"
+                        aria-label={`Download ${file.path}`}
+                        title="Download"
+                        onClick={() => save(file)}
+                      >
+                        ⤓
+                      </button>
+                      <button
+                        type="button"
+                        class="icon-button"
+                        aria-label={`Delete ${file.path}`}
+                        title="Delete"
+                        onClick={() => setConfirming(file.path)}
+                      >
+                        🗑
+                      </button>
+                    </>
+                  )}
+                </div>
+              </li>
+            ))}
+          </ul>
+        )}
+      </div>
+      <footer class="panel-footer">
+        <input
+          ref={picker}
+          type="file"
+          multiple
+          class="visually-hidden"
+          tabIndex={-1}
+          aria-hidden="true"
+          onChange={(event) => {
+            const input = event.currentTarget as HTMLInputElement;
+            const chosen = Array.from(input.files ?? []);
+            input.value = '';
+            if (chosen.length > 0) onUpload(chosen);
+          }}
+        />
+        <button
+          type="button"
+          class="button-secondary wide"
+          disabled={uploadDisabled !== undefined}
+          title={uploadDisabled}
+          onClick={() => picker.current?.click()}
+        >
+          Upload files…
+        </button>
+      </footer>
+    </aside>
+  );
+}
