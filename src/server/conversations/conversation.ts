@@ -184,7 +184,7 @@ export class ServerConversation {
   runCell(code: string, timeoutMs: number | undefined, listener?: TurnListener): { turn: Turn; done: Promise<Turn> } {
     this.refuseWhenUnavailable();
     this.settings.registry.admit(this.entry, code); // a refusal is an HTTP status, before the stream starts
-    if (!this.titled && this.turns.every((turn) => turn.kind !== 'message')) this.title = titleFrom(code);
+    if (!this.titled) this.retitle(code);
     return this.start('cell', code, listener, async (running) => {
       const callId = this.turns[running.index]!.id;
       await this.cellFiles.snapshot();
@@ -225,7 +225,8 @@ export class ServerConversation {
         });
       }
       this.turns[running.index] = { ...this.turns[running.index]!, files: previews };
-      if (!this.titled && this.turns.length === 1) this.title = titleFrom(files.map((file) => file.name).join(', '));
+      // A provisional title: the first question or cell names the conversation.
+      if (!this.titled) this.title = titleFrom(files.map((file) => file.name).join(', '));
     });
     void turn;
     return done;
