@@ -18,6 +18,7 @@ import {
   type ApprovalRequest,
   type ExecutionRecord,
   PythonExecAgent,
+  type PythonExecAgentOptions,
 } from './python-exec-agent.js';
 
 /** Files taken from a data directory at most. */
@@ -44,6 +45,8 @@ export interface DataChatOptions {
   maxToolOutputChars?: number;
   executionTimeoutMs?: number;
   approve?: (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
+  /** How code runs. @default `session.run` */
+  run?: PythonExecAgentOptions['run'];
   onEvent?: AgentEventListener;
 }
 
@@ -80,6 +83,7 @@ export class DataChat {
       maxToolOutputChars: options.maxToolOutputChars,
       executionTimeoutMs: options.executionTimeoutMs,
       approve: options.approve,
+      run: options.run,
       onEvent: options.onEvent,
       afterExecution: options.outputDir ? (record) => this.saveFiles(record.files) : undefined,
     });
@@ -118,6 +122,16 @@ export class DataChat {
       for (const file of files) previews.push((await this.fileAgent.load(file)).preview);
     }
     if (previews.length > 0) this.pythonAgent.addContext(`The data files:\n\n${previews.join('\n\n')}`);
+  }
+
+  /**
+   * Adds a file the user sent (e.g. an upload to a server) to the session's
+   * /mnt/data and its preview to the model's context.
+   */
+  async addFile(name: string, bytes: Buffer): Promise<LoadedFile> {
+    const loaded = await this.fileAgent.share(name, bytes);
+    this.pythonAgent.addContext(`A data file the user added:\n\n${loaded.preview}`);
+    return loaded;
   }
 
   /** Asks a question about the data; the model writes and runs code until it can answer. */

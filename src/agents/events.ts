@@ -49,7 +49,8 @@ export type AgentEvent =
   | { type: 'file-loaded'; file: LoadedFileSummary };
 
 export interface LoadedFileSummary {
-  hostPath: string;
+  /** The host file it was read from; absent for bytes the user sent (an upload). */
+  hostPath?: string;
   /** Where the code finds it: /mnt/data/<name>. */
   sessionPath: string;
   size: number;

@@ -26,9 +26,14 @@ export const DEFAULT_FILE_ACCESS_INSTRUCTIONS = `You prepare data files for anal
 When the user names a file, call ${SAFE_FILE_ACCESS} with its name (relative to the shared data, never an absolute path).
 Then summarise, in a few sentences, what the file holds: its shape, its columns and their types, anything odd in the first rows.`;
 
+/** Rows of a table shown in a file's preview to people. */
+export const HEAD_ROWS = 10;
+
 export interface LoadedFile extends LoadedFileSummary {
   /** The context for the model: the preview text. */
   preview: string;
+  /** For tables: the first rows (cells as text), for a UI. */
+  head?: { columns: string[]; rows: string[][] };
 }
 
 export interface FileAccessAgentOptions extends Omit<AgentOptions, 'instructions' | 'tools'> {
@@ -86,17 +91,27 @@ export class FileAccessAgent extends Agent {
     const roots = await this.dataRoots();
     const located = who === 'model' ? await locateForModel(roots, requested) : locateForUser(roots, requested);
     const file = await readDataFile(located, this.options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
-    await this.options.files.write(file.name, file.bytes);
-    const preview: DataPreview = previewData(file.name, file.bytes);
+    return this.record(file.name, file.bytes, file.hostPath);
+  }
+
+  /** Copies bytes the user handed over (not a host file: e.g. an upload) into the session and previews them. */
+  share(name: string, bytes: Buffer): Promise<LoadedFile> {
+    return this.record(name, bytes);
+  }
+
+  private async record(name: string, bytes: Buffer, hostPath?: string): Promise<LoadedFile> {
+    await this.options.files.write(name, bytes);
+    const preview: DataPreview = previewData(name, bytes);
     const loaded: LoadedFile = {
-      hostPath: file.hostPath,
-      sessionPath: `/mnt/data/${file.name}`,
-      size: file.bytes.length,
+      ...(hostPath !== undefined ? { hostPath } : {}),
+      sessionPath: `/mnt/data/${name}`,
+      size: bytes.length,
       format: preview.format,
       ...(preview.table
         ? {
             rows: preview.rowCount,
-            columns: preview.table.columns.map((name, i) => ({ name, dtype: preview.table!.dtypes[i]! })),
+            columns: preview.table.columns.map((column, i) => ({ name: column, dtype: preview.table!.dtypes[i]! })),
+            head: { columns: preview.table.columns, rows: preview.table.rows.slice(0, HEAD_ROWS) },
           }
         : {}),
       preview: preview.text,
@@ -104,7 +119,7 @@ export class FileAccessAgent extends Agent {
     const previous = this.loaded.findIndex((item) => item.sessionPath === loaded.sessionPath);
     if (previous >= 0) this.loaded.splice(previous, 1);
     this.loaded.push(loaded);
-    const { preview: _text, ...summary } = loaded;
+    const { preview: _text, head: _head, ...summary } = loaded;
     this.emit({ type: 'file-loaded', file: summary });
     return loaded;
   }

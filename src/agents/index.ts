@@ -48,6 +48,7 @@ export {
   DEFAULT_MODELS,
   loadConfig,
   type ModelSelection,
+  modelIsConfigured,
   PROVIDERS,
   type ProviderName,
   type SandcellConfig,

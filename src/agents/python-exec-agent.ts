@@ -6,7 +6,8 @@
  * consecutive failures, after which the model is asked to explain instead.
  */
 import { z } from 'zod';
-import type { Execution } from '../session/execution.js';
+import type { Execution, RunOptions } from '../session/execution.js';
+import { FileChanges } from '../session/file-changes.js';
 import type { Session } from '../session/session.js';
 import { Agent, type AgentOptions } from './agent.js';
 import { ModelConfigurationError } from './errors.js';
@@ -68,6 +69,8 @@ export interface PythonExecAgentOptions extends Omit<AgentOptions, 'instructions
   executionTimeoutMs?: number;
   /** Called after each execution, before `execution-end`: e.g. to copy the files out (setting `savedTo`). */
   afterExecution?: (record: ExecutionRecord) => Promise<void>;
+  /** How code runs. @default `session.run`; a server passes its own to apply its limits and count the work. */
+  run?: (code: string, options: RunOptions) => Promise<Execution>;
 }
 
 const IMAGE_TYPES: [mime: string, extension: string, label: string][] = [
@@ -82,8 +85,8 @@ export class PythonExecAgent extends Agent {
   /** Every tool call of the current (or last) question. */
   records: ExecutionRecord[] = [];
   private failures = 0;
-  private readonly known = new Map<string, string>();
-  private snapshotTaken = false;
+  /** What /mnt/data held after the last execution, to tell new and changed files apart. */
+  private readonly fileChanges: FileChanges;
   private readonly options: PythonExecAgentOptions;
 
   constructor(options: PythonExecAgentOptions) {
@@ -94,6 +97,7 @@ export class PythonExecAgent extends Agent {
     });
     this.options = options;
     this.session = options.session;
+    this.fileChanges = new FileChanges(options.session.files);
     this.maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
     if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1) {
       throw new ModelConfigurationError(
@@ -151,7 +155,7 @@ export class PythonExecAgent extends Agent {
       if (decision.action === 'edit' && decision.code !== code) editedCode = decision.code;
     }
     const ran = editedCode ?? code;
-    await this.takeSnapshot();
+    await this.fileChanges.snapshot();
     this.emit({
       type: 'execution-start',
       toolCallId,
@@ -160,7 +164,8 @@ export class PythonExecAgent extends Agent {
       maxAttempts,
       edited: editedCode !== undefined,
     });
-    const execution = await this.session.run(ran, {
+    const run = this.options.run ?? ((source: string, options: RunOptions) => this.session.run(source, options));
+    const execution = await run(ran, {
       signal,
       timeoutMs: this.options.executionTimeoutMs,
       onStdout: (text) => this.emit({ type: 'stdout-delta', toolCallId, text }),
@@ -194,25 +199,8 @@ export class PythonExecAgent extends Agent {
     return { content, isError: execution.status !== 'ok' };
   }
 
-  /** Remembers what /mnt/data holds, so the next execution's new and changed files can be told apart. */
-  private async takeSnapshot(): Promise<void> {
-    if (this.snapshotTaken) return;
-    for (const entry of await this.session.files.list('', { recursive: true })) {
-      if (entry.type === 'file') this.known.set(entry.path, `${entry.size}:${entry.modifiedMs}`);
-    }
-    this.snapshotTaken = true;
-  }
-
   private async changedFiles(): Promise<SessionFile[]> {
-    const changed: SessionFile[] = [];
-    for (const entry of await this.session.files.list('', { recursive: true })) {
-      if (entry.type !== 'file') continue;
-      const stamp = `${entry.size}:${entry.modifiedMs}`;
-      if (this.known.get(entry.path) === stamp) continue;
-      this.known.set(entry.path, stamp);
-      changed.push({ path: entry.path, size: entry.size, kind: 'file' });
-    }
-    return changed;
+    return (await this.fileChanges.changed()).map((entry) => ({ path: entry.path, size: entry.size, kind: 'file' }));
   }
 
   /** Images in the results become figure-N files in /mnt/data: the model gets their names, the user the files. */
@@ -229,10 +217,9 @@ export class PythonExecAgent extends Agent {
       do {
         index += 1;
         name = `figure-${index}.${extension}`;
-      } while (this.known.has(name));
+      } while (this.fileChanges.has(name));
       const written = await this.session.files.write(name, bytes);
-      const stamp = (await this.session.files.list('')).find((entry) => entry.path === name);
-      this.known.set(name, stamp ? `${stamp.size}:${stamp.modifiedMs}` : 'figure');
+      await this.fileChanges.remember(name);
       const dimensions = label === 'PNG' ? pngSize(bytes) : undefined;
       notes.set(name, dimensions ? `${label}, ${dimensions.width}×${dimensions.height} px` : label);
       figures.push({ path: name, size: written.size, kind: 'figure' });

@@ -14,7 +14,7 @@ import {
 } from '../agents/index.js';
 import { InvalidInputError, InvalidPathError } from '../errors.js';
 import { createSession } from '../session/session.js';
-import type { AgentCommandOptions } from './agent-flags.js';
+import type { AgentCommandOptions, ModelCliOptions } from './agent-flags.js';
 import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_MODEL_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { parseTimeout } from './run-command.js';
@@ -29,7 +29,7 @@ function positiveInteger(flag: string, value: string | undefined): number | unde
   return number;
 }
 
-export function createModel(options: AgentCommandOptions): ChatModel {
+export function createModel(options: ModelCliOptions): ChatModel {
   return createChatModel({
     provider: options.provider,
     model: options.model,

@@ -128,7 +128,8 @@ export class AgentRenderer {
       case 'file-loaded': {
         const shape =
           event.file.rows !== undefined ? ` (${event.file.rows} rows × ${event.file.columns?.length} columns)` : '';
-        this.note(`loaded ${displayPath(event.file.hostPath)} → ${event.file.sessionPath}${shape}`);
+        const from = event.file.hostPath ? `${displayPath(event.file.hostPath)} → ` : '';
+        this.note(`loaded ${from}${event.file.sessionPath}${shape}`);
         break;
       }
       default:

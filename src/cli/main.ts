@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { SandcellError } from '../errors.js';
-import { addAgentOptions } from './agent-flags.js';
+import { addAgentOptions, addModelOptions, KEYS_HELP } from './agent-flags.js';
 import { addBackendOptions } from './backend-option.js';
 import { doctorCommand } from './doctor-command.js';
 import { CliExit, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
@@ -85,36 +85,43 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .option('--rootfs <dir>', 'check bubblewrap on a runtime root filesystem (`runtime`: the built one)')
     .action(async (options) => setExitCode(await doctorCommand(options)));
 
-  addBackendOptions(
-    program
-      .command('serve')
-      .description('serve sessions over HTTP: REST /v1, Azure dynamic sessions /azure, MCP /mcp')
-      .option('--host <address>', 'address to listen on; without API keys only loopback (env SANDCELL_HOST)')
-      .option('-p, --port <port>', 'port, 0 for any free one; default 8080 (env SANDCELL_PORT)')
-      .option(
-        '--api-key <key>',
-        'accept this Bearer key, as key or name:key (repeatable; env SANDCELL_API_KEYS)',
-        collect,
-        [],
-      )
-      .option('--pool-size <n>', 'sessions kept warm; default 2 (env SANDCELL_POOL_SIZE)')
-      .option('--max-sessions <n>', 'live sessions on the server; default 64 (env SANDCELL_MAX_SESSIONS)')
-      .option('--sessions-per-key <n>', 'live sessions per key; default 32 (env SANDCELL_SESSIONS_PER_KEY)')
-      .option(
-        '--executions-per-minute <n>',
-        'per key, 0 for no limit; default 600 (env SANDCELL_EXECUTIONS_PER_MINUTE)',
-      )
-      .option(
-        '--max-request-bytes <n>',
-        'largest JSON body (code); default 2 MiB + 64 KiB (env SANDCELL_MAX_REQUEST_BYTES)',
-      )
-      .option('--max-upload-bytes <n>', 'largest uploaded file; default 64 MiB (env SANDCELL_MAX_UPLOAD_BYTES)')
-      .option('--max-execution-time <seconds>', 'longest an execution may ask for; default 300')
-      .option('-t, --timeout <seconds>', 'time limit of an execution that asks for none; default 60')
-      .option('--idle-timeout <seconds>', 'close sessions unused this long; default 1200')
-      .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')
-      .option('--shutdown-grace <seconds>', 'on SIGTERM, how long running executions may finish; default 30')
-      .option('--log-level <level>', 'pino log level (env SANDCELL_LOG_LEVEL); default info'),
+  addModelOptions(
+    addBackendOptions(
+      program
+        .command('serve')
+        .description('serve sessions over HTTP: the web UI at /, REST /v1, Azure dynamic sessions /azure, MCP /mcp')
+        .option('--host <address>', 'address to listen on; without API keys only loopback (env SANDCELL_HOST)')
+        .option('-p, --port <port>', 'port, 0 for any free one; default 8080 (env SANDCELL_PORT)')
+        .option(
+          '--api-key <key>',
+          'accept this Bearer key, as key or name:key (repeatable; env SANDCELL_API_KEYS)',
+          collect,
+          [],
+        )
+        .option('--pool-size <n>', 'sessions kept warm; default 2 (env SANDCELL_POOL_SIZE)')
+        .option('--max-sessions <n>', 'live sessions on the server; default 64 (env SANDCELL_MAX_SESSIONS)')
+        .option('--sessions-per-key <n>', 'live sessions per key; default 32 (env SANDCELL_SESSIONS_PER_KEY)')
+        .option(
+          '--executions-per-minute <n>',
+          'per key, 0 for no limit; default 600 (env SANDCELL_EXECUTIONS_PER_MINUTE)',
+        )
+        .option(
+          '--max-request-bytes <n>',
+          'largest JSON body (code); default 2 MiB + 64 KiB (env SANDCELL_MAX_REQUEST_BYTES)',
+        )
+        .option('--max-upload-bytes <n>', 'largest uploaded file; default 64 MiB (env SANDCELL_MAX_UPLOAD_BYTES)')
+        .option('--max-execution-time <seconds>', 'longest an execution may ask for; default 300')
+        .option('-t, --timeout <seconds>', 'time limit of an execution that asks for none; default 60')
+        .option('--idle-timeout <seconds>', 'close sessions unused this long; default 1200')
+        .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')
+        .option('--shutdown-grace <seconds>', 'on SIGTERM, how long running executions may finish; default 30')
+        .option('--log-level <level>', 'pino log level (env SANDCELL_LOG_LEVEL); default info')
+        .option(
+          '--approve',
+          'in the web UI and conversations, code waits for run / skip / edit unless the client says otherwise',
+        )
+        .option('--no-ui', 'do not serve the web UI at /'),
+    ).addHelpText('after', `${KEYS_HELP}\nWithout a model the web UI still runs notebook cells.`),
   ).action(async (options) => {
     const { serveCommand } = await import('./serve-command.js');
     setExitCode(await serveCommand(options));

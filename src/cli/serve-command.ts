@@ -1,10 +1,16 @@
-/** `sandcell serve`: the HTTP server (REST /v1, Azure-compatible /azure, MCP /mcp) until SIGTERM or Ctrl-C. */
+/** `sandcell serve`: the HTTP server (REST /v1, Azure-compatible /azure, MCP /mcp, the web UI) until SIGTERM or Ctrl-C. */
+import type { ChatModel } from '../agents/model.js';
+import { modelIsConfigured } from '../agents/providers/select.js';
 import { InvalidInputError } from '../errors.js';
 import { createServer, type ServerOptions } from '../server/index.js';
+import type { ModelCliOptions } from './agent-flags.js';
+import { createModel, toCliExit } from './agent-options.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
-export interface ServeCommandOptions extends BackendCliOptions {
+export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions {
+  approve?: boolean;
+  ui?: boolean;
   host?: string;
   port?: string;
   apiKey: string[];
@@ -52,14 +58,33 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
     shutdownGraceMs: numberOption('--shutdown-grace', options.shutdownGrace, 1000),
     logLevel: options.logLevel,
+    ...(options.approve ? { approvalDefault: 'ask' as const } : {}),
+    ...(options.ui === false ? { webRoot: false as const } : {}),
   };
+}
+
+/** The model conversations use: the one the flags, environment or config file name, or none if none is named. */
+export function serverModel(options: ModelCliOptions): ChatModel | undefined {
+  const selection = { provider: options.provider, model: options.model, baseURL: options.baseUrl };
+  try {
+    return modelIsConfigured(selection) ? createModel(options) : undefined;
+  } catch (error) {
+    throw toCliExit(error);
+  }
 }
 
 export async function serveCommand(options: ServeCommandOptions): Promise<number> {
   let server: Awaited<ReturnType<typeof createServer>>;
   try {
+    const model = serverModel(options);
     const backend = await backendFromOptions(options);
-    server = await createServer({ ...serverOptionsFrom(options), backend });
+    server = await createServer({ ...serverOptionsFrom(options), backend, model });
+    server.context.logger.info(
+      { model: model ? `${model.provider}/${model.model}` : null, ui: server.context.options.webRoot !== false },
+      model
+        ? `web UI at ${server.url}/ — conversations use ${model.provider} model ${model.model}`
+        : `web UI at ${server.url}/ — no model configured: notebook cells work; start with --provider/--model (or --base-url) to chat`,
+    );
   } catch (error) {
     if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {

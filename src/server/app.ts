@@ -8,8 +8,10 @@ import { McpHttpEndpoint } from './mcp/http.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { registerRoutes } from './route.js';
 import { azureRoutes } from './routes/azure.js';
+import { conversationRoutes } from './routes/conversations.js';
 import { systemRoutes } from './routes/system.js';
 import { v1Routes } from './routes/v1.js';
+import { serveWebUi } from './web-ui.js';
 
 export interface SandcellApp {
   app: Hono;
@@ -63,17 +65,24 @@ export function createApp(server: ServerContext): SandcellApp {
   };
 
   let document: Record<string, unknown> = {};
-  const routes = [...systemRoutes(server, () => document), ...v1Routes(server), ...azureRoutes(server)];
+  const routes = [
+    ...systemRoutes(server, () => document),
+    ...v1Routes(server),
+    ...conversationRoutes(server),
+    ...azureRoutes(server),
+  ];
   document = buildOpenApiDocument(routes, {
     title: 'sandcell',
     version: server.version,
     description:
-      'A self-hosted code interpreter: stateful, sandboxed Python sessions. Native API under /v1, ' +
-      'Azure dynamic-sessions compatible API under /azure, MCP at /mcp.',
+      'A self-hosted code interpreter: stateful, sandboxed Python sessions. Native API under /v1 ' +
+      '(sessions, and conversations with the server’s model), Azure dynamic-sessions compatible API under /azure, ' +
+      'MCP at /mcp, and the web UI at /.',
   });
   registerRoutes(app, routes, routeContext);
 
   app.on(['GET', 'POST', 'DELETE'], '/mcp', (c) => mcp.handle(c, routeContext.authenticate(c)));
+  if (server.options.webRoot !== false) serveWebUi(app, server.options.webRoot);
 
   return { app, mcp, document };
 }

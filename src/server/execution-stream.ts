@@ -21,17 +21,20 @@ export interface StreamCallbacks {
   signal: AbortSignal;
 }
 
-export function streamExecution(
+/**
+ * A streamed response: `produce` sends events until it resolves, then the
+ * stream ends. `signal` aborts when the client goes away.
+ */
+export function eventStream<E extends { type: string }>(
   format: StreamFormat,
-  run: (callbacks: StreamCallbacks) => Promise<{ execution: Execution; body: unknown }>,
-  presentResult: (result: ExecutionResult) => unknown,
+  produce: (send: (event: E) => void, signal: AbortSignal) => Promise<void>,
 ): Response {
   const encoder = new TextEncoder();
   const abort = new AbortController();
   let closed = false;
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
-      const send = (event: StreamEvent): void => {
+      const send = (event: E): void => {
         if (closed) return;
         const text =
           format === 'ndjson'
@@ -39,19 +42,11 @@ export function streamExecution(
             : `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
         controller.enqueue(encoder.encode(text));
       };
-      void run({
-        onStdout: (text) => send({ type: 'stdout-delta', text }),
-        onStderr: (text) => send({ type: 'stderr-delta', text }),
-        onResult: (result) => send({ type: 'result-ready', result: presentResult(result) }),
-        signal: abort.signal,
-      })
-        .then(({ body }) => send({ type: 'execution-end', execution: body }))
-        .catch((error: unknown) => send({ type: 'error', ...errorBody(toHttpError(error)) }))
-        .finally(() => {
-          if (closed) return;
-          closed = true;
-          controller.close();
-        });
+      void produce(send, abort.signal).finally(() => {
+        if (closed) return;
+        closed = true;
+        controller.close();
+      });
     },
     cancel() {
       closed = true;
@@ -66,4 +61,21 @@ export function streamExecution(
       'x-accel-buffering': 'no',
     },
   });
+}
+
+export function streamExecution(
+  format: StreamFormat,
+  run: (callbacks: StreamCallbacks) => Promise<{ execution: Execution; body: unknown }>,
+  presentResult: (result: ExecutionResult) => unknown,
+): Response {
+  return eventStream<StreamEvent>(format, (send, signal) =>
+    run({
+      onStdout: (text) => send({ type: 'stdout-delta', text }),
+      onStderr: (text) => send({ type: 'stderr-delta', text }),
+      onResult: (result) => send({ type: 'result-ready', result: presentResult(result) }),
+      signal,
+    })
+      .then(({ body }) => send({ type: 'execution-end', execution: body }))
+      .catch((error: unknown) => send({ type: 'error', ...errorBody(toHttpError(error)) })),
+  );
 }

@@ -25,6 +25,13 @@ export interface StoredImage {
 export class ImageStore {
   private readonly images = new Map<string, StoredImage>();
   private bytes = 0;
+  private readonly maxImages: number;
+  private readonly maxBytes: number;
+
+  constructor(limits: { maxImages?: number; maxBytes?: number } = {}) {
+    this.maxImages = limits.maxImages ?? MAX_IMAGES;
+    this.maxBytes = limits.maxBytes ?? MAX_BYTES;
+  }
 
   /** Keeps an image (base64 for binary types, text for SVG) and returns its file name. */
   add(mimeType: string, content: string): StoredImage {
@@ -34,7 +41,7 @@ export class ImageStore {
     this.images.set(name, image);
     this.bytes += data.length;
     for (const [oldest, stored] of this.images) {
-      if (this.images.size <= MAX_IMAGES && this.bytes <= MAX_BYTES) break;
+      if (this.images.size <= this.maxImages && this.bytes <= this.maxBytes) break;
       if (oldest === name) break;
       this.images.delete(oldest);
       this.bytes -= stored.data.length;

@@ -1,4 +1,6 @@
 /** Options of `sandcell serve` and `createServer()`, their defaults, environment fallbacks and validation. */
+import { fileURLToPath } from 'node:url';
+import type { ChatModel } from '../agents/model.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
 import { DEFAULT_FILE_TRANSFER_BYTES, DEFAULT_MAX_CODE_BYTES, type SessionOptions } from '../session/options.js';
@@ -62,6 +64,12 @@ export interface ServerOptions {
   logLevel?: string;
   /** Where logs go. @default process.stdout */
   logDestination?: NodeJS.WritableStream;
+  /** The model conversations ask (POST /v1/conversations/{id}/messages). Without one, only notebook cells work. */
+  model?: ChatModel;
+  /** Whether code in conversations waits for approval unless the client says otherwise. @default 'auto' (env SANDCELL_APPROVAL: auto or ask) */
+  approvalDefault?: 'auto' | 'ask';
+  /** The built web UI served at `/`; false serves none. @default the package's dist/web (built by `npm run build`) */
+  webRoot?: string | false;
 }
 
 export interface ResolvedKeyLimits {
@@ -87,6 +95,9 @@ export interface ResolvedServerOptions {
   sessionOptions: NonNullable<ServerOptions['sessionOptions']>;
   logLevel: string;
   logDestination?: NodeJS.WritableStream;
+  model?: ChatModel;
+  approvalDefault: 'auto' | 'ask';
+  webRoot: string | false;
 }
 
 type Environment = Record<string, string | undefined>;
@@ -113,6 +124,12 @@ function count(name: string, value: number | undefined, fallback: number, minimu
     throw new InvalidInputError(`\`${name}\` must be a whole number of at least ${minimum}; got ${String(resolved)}.`);
   }
   return resolved;
+}
+
+function approvalMode(value: string | undefined): 'auto' | 'ask' {
+  if (value === undefined || value === '' || value === 'auto') return 'auto';
+  if (value === 'ask') return 'ask';
+  throw new InvalidInputError(`The approval default is auto or ask; got ${JSON.stringify(value)} (SANDCELL_APPROVAL).`);
 }
 
 /** True for addresses only this machine can reach. */
@@ -197,6 +214,9 @@ export function resolveServerOptions(
     sessionOptions: options.sessionOptions ?? {},
     logLevel: options.logLevel ?? environment.SANDCELL_LOG_LEVEL ?? 'info',
     logDestination: options.logDestination,
+    model: options.model,
+    approvalDefault: approvalMode(options.approvalDefault ?? environment.SANDCELL_APPROVAL),
+    webRoot: options.webRoot ?? fileURLToPath(new URL('../../dist/web', import.meta.url)),
   };
   for (const key of apiKeys) {
     const secret = key.includes(':') ? key.slice(key.indexOf(':') + 1) : key;

@@ -2,7 +2,7 @@
 import type { Execution, ExecutionResult } from '../session/execution.js';
 import { formatTraceback } from '../session/execution.js';
 import type { FileEntry } from '../session/files.js';
-import { IMAGE_MIME_TYPES } from './image-store.js';
+import { IMAGE_MIME_TYPES, type ImageStore } from './image-store.js';
 import type { ManagedSession } from './registry.js';
 
 const encodePath = (path: string): string => path.split('/').map(encodeURIComponent).join('/');
@@ -33,15 +33,23 @@ export function presentFile(entry: ManagedSession, file: FileEntry) {
   };
 }
 
-/** A result with its images stored and linked (mode `url`) or left in `data` as base64 (mode `inline`). */
-export function presentResult(entry: ManagedSession, result: ExecutionResult, images: 'url' | 'inline') {
+/**
+ * A result with its images stored and linked (mode `url`) or left in `data` as base64 (mode `inline`).
+ * Images go to the session's store unless another is given (a conversation keeps its own).
+ */
+export function presentResult(
+  entry: ManagedSession,
+  result: ExecutionResult,
+  images: 'url' | 'inline',
+  store: { images: ImageStore; url: string } = { images: entry.images, url: `${sessionUrl(entry)}/images` },
+) {
   if (images === 'inline') return { type: result.type, data: result.data, metadata: result.metadata };
   const data: Record<string, unknown> = {};
   const links: { mimeType: string; url: string }[] = [];
   for (const [mimeType, value] of Object.entries(result.data)) {
     if ((IMAGE_MIME_TYPES as readonly string[]).includes(mimeType) && typeof value === 'string') {
-      const stored = entry.images.add(mimeType, value);
-      links.push({ mimeType, url: `${sessionUrl(entry)}/images/${stored.name}` });
+      const stored = store.images.add(mimeType, value);
+      links.push({ mimeType, url: `${store.url}/${stored.name}` });
     } else {
       data[mimeType] = value;
     }

@@ -17,7 +17,7 @@ import { ImageStore } from './image-store.js';
 import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limiter.js';
 
-export type SessionSource = 'v1' | 'azure' | 'mcp';
+export type SessionSource = 'v1' | 'azure' | 'mcp' | 'conversation';
 
 export interface ManagedSession {
   /** The session's id, chosen by the server. */
@@ -32,6 +32,9 @@ export interface ManagedSession {
   readonly createdAt: number;
   readonly images: ImageStore;
   executions: number;
+  /** When and why the server let go of the session (idle, deleted, shutdown, closed). */
+  closedAt?: number;
+  closedReason?: string;
 }
 
 export interface RegistryOptions {
@@ -76,7 +79,7 @@ export class SessionRegistry {
   /** Sessions alive, and executions running. */
   get stats(): { live: number; running: number; bySource: Record<SessionSource, number> } {
     this.sweep();
-    const bySource: Record<SessionSource, number> = { v1: 0, azure: 0, mcp: 0 };
+    const bySource: Record<SessionSource, number> = { v1: 0, azure: 0, mcp: 0, conversation: 0 };
     for (const entry of this.byId.values()) bySource[entry.source]++;
     return { live: this.byId.size, running: this.inFlight, bySource };
   }
@@ -262,6 +265,10 @@ export class SessionRegistry {
       });
     }
     const count = this.byId.size;
+    for (const entry of this.byId.values()) {
+      entry.closedAt = Date.now();
+      entry.closedReason = 'shutdown';
+    }
     this.options.metrics.sessionsClosed.inc({ reason: 'shutdown' }, count);
     this.byId.clear();
     this.byName.clear();
@@ -284,6 +291,8 @@ export class SessionRegistry {
   private forget(entry: ManagedSession, reason: string): void {
     if (this.byId.get(entry.id) !== entry) return;
     this.byId.delete(entry.id);
+    entry.closedAt = Date.now();
+    entry.closedReason = reason;
     if (entry.name !== undefined) {
       const key = `${entry.owner.id}\u0000${entry.scope}\u0000${entry.name}`;
       void this.byName.get(key)?.then((named) => {

@@ -5,6 +5,7 @@ import { DEFAULT_MAX_CODE_BYTES } from '../session/options.js';
 import { SessionPool } from '../session/pool.js';
 import { ApiKeys } from './auth.js';
 import type { ServerContext } from './context.js';
+import { ConversationStore } from './conversations/store.js';
 import { Metrics } from './metrics.js';
 import type { ResolvedServerOptions } from './options.js';
 import { RateLimiter } from './rate-limiter.js';
@@ -58,5 +59,20 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
   metrics.gauge('sandcell_executions_running', 'Executions running now.', () => [
     { labels: {}, value: registry.stats.running },
   ]);
-  return { registry, pool, metrics, logger, apiKeys: new ApiKeys(options.apiKeys), options, version: packageVersion() };
+  const conversations = new ConversationStore({
+    registry,
+    logger,
+    model: options.model,
+    approvalDefault: options.approvalDefault,
+  });
+  return {
+    registry,
+    conversations,
+    pool,
+    metrics,
+    logger,
+    apiKeys: new ApiKeys(options.apiKeys),
+    options,
+    version: packageVersion(),
+  };
 }

@@ -77,6 +77,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       const connectionsClosed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
       httpServer.closeIdleConnections();
       await context.registry.shutdown(resolved.shutdownGraceMs);
+      context.conversations.shutdown();
       await mcp.close();
       // Answers of the executions that finished are on their way: give them a moment, then cut.
       const idle = setInterval(() => httpServer.closeIdleConnections(), 50);

@@ -36,6 +36,8 @@ export interface FakeProvider {
   requests: RecordedRequest[];
   /** Responses not yet served. */
   readonly remaining: number;
+  /** Adds responses to the end of the script (for a server whose model outlives one test). */
+  enqueue(...responses: ScriptedResponse[]): void;
   close(): Promise<void>;
 }
 
@@ -98,6 +100,9 @@ async function startFake(dialect: Dialect, script: ScriptedResponse[]): Promise<
     requests,
     get remaining() {
       return queue.length;
+    },
+    enqueue: (...responses) => {
+      queue.push(...responses);
     },
     close: () =>
       new Promise<void>((resolve) => {

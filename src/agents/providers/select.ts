@@ -113,6 +113,32 @@ function inferProvider(selection: ModelSelection, env: NodeJS.ProcessEnv, config
   return 'openai';
 }
 
+/**
+ * Whether the selection, the environment or the config file name a model at
+ * all (a provider, a model, an endpoint or a provider's key). A server with
+ * none runs without a model; one that names a model fails loudly if it is wrong.
+ */
+export function modelIsConfigured(
+  selection: ModelSelection = {},
+  env: NodeJS.ProcessEnv = process.env,
+  config: SandcellConfig = loadConfig(env).config,
+): boolean {
+  return [
+    selection.provider,
+    selection.model,
+    selection.baseURL,
+    env.SANDCELL_PROVIDER,
+    env.SANDCELL_MODEL,
+    env.OPENAI_API_KEY,
+    env.OPENAI_BASE_URL,
+    env.ANTHROPIC_API_KEY,
+    env.AZURE_OPENAI_API_KEY && env.AZURE_OPENAI_ENDPOINT,
+    config.provider,
+    config.model,
+    config.baseURL,
+  ].some((value) => Boolean(value?.trim()));
+}
+
 function orUndefined(value: string | undefined): string | undefined {
   return value?.trim() ? value.trim() : undefined;
 }

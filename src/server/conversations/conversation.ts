@@ -1,0 +1,509 @@
+/**
+ * One conversation of the server: a session (from the registry), the data
+ * chat that asks the server's model about it, and the transcript of every
+ * turn (questions, notebook cells, uploads). One turn runs at a time; its
+ * events are folded into the transcript and handed to whoever listens (an SSE
+ * response). A client that goes away does not stop the turn; `cancel()` does.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { DataChat } from '../../agents/data-chat.js';
+import type { AgentEvent, SessionFile } from '../../agents/events.js';
+import { FileAccessAgent } from '../../agents/file-access-agent.js';
+import type { ChatModel } from '../../agents/model.js';
+import type { ApprovalDecision, ApprovalRequest } from '../../agents/python-exec-agent.js';
+import { SandcellError } from '../../errors.js';
+import type { Execution, ExecutionResult } from '../../session/execution.js';
+import { FileChanges } from '../../session/file-changes.js';
+import { HttpError, toHttpError } from '../errors.js';
+import { ImageStore } from '../image-store.js';
+import { presentResult, sessionUrl } from '../present.js';
+import type { ManagedSession, SessionRegistry } from '../registry.js';
+import {
+  type ApprovalMode,
+  applyConversationEvent,
+  type CodeFile,
+  type ConversationEvent,
+  type ConversationSummary,
+  type Conversation as ConversationView,
+  type ExecutionSummary,
+  type FilePreview,
+  type PresentedResult,
+  type Turn,
+} from './transcript.js';
+
+/** Images kept per conversation (for its history and its notebook export); the oldest go first. */
+const CONVERSATION_IMAGES = { maxImages: 256, maxBytes: 128 * 1024 * 1024 };
+const MAX_TITLE_CHARS = 80;
+
+export interface ConversationSettings {
+  registry: SessionRegistry;
+  logger: Logger;
+  /** The server's model; without one only cells and uploads work. */
+  model?: ChatModel;
+  approvalDefault: ApprovalMode;
+  /** Context for the model about this server's setup, added to its instructions. */
+  instructions?: string;
+}
+
+export type ApprovalAnswer =
+  | { decision: 'run' }
+  | { decision: 'skip'; reason?: string }
+  | { decision: 'edit'; code: string };
+
+interface PendingApproval {
+  callId: string;
+  resolve(decision: ApprovalDecision): void;
+}
+
+interface RunningTurn {
+  index: number;
+  abort: AbortController;
+  approvals: Map<string, PendingApproval>;
+  /** Approval ids already answered, so a second answer is a conflict rather than "not found". */
+  decided: Set<string>;
+  listeners: Set<(event: ConversationEvent) => void>;
+}
+
+export type TurnListener = (event: ConversationEvent) => void;
+
+const encodePath = (path: string): string => path.split('/').map(encodeURIComponent).join('/');
+
+export function titleFrom(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > MAX_TITLE_CHARS ? `${line.slice(0, MAX_TITLE_CHARS - 1)}…` : line;
+}
+
+export class ServerConversation {
+  readonly id = randomUUID();
+  readonly createdAt = Date.now();
+  updatedAt = this.createdAt;
+  title: string;
+  private titled: boolean;
+  readonly images = new ImageStore(CONVERSATION_IMAGES);
+  readonly turns: Turn[] = [];
+  private running?: RunningTurn;
+  private expiry?: { at: number; reason: string };
+  private readonly fileAgent: FileAccessAgent;
+  private readonly cellFiles: FileChanges;
+
+  private constructor(
+    readonly entry: ManagedSession,
+    private readonly settings: ConversationSettings,
+    private readonly chat: DataChat | undefined,
+    title: string | undefined,
+  ) {
+    this.titled = Boolean(title?.trim());
+    this.title = this.titled ? titleFrom(title!) : 'New conversation';
+    this.cellFiles = new FileChanges(entry.session.files);
+    this.fileAgent = chat?.fileAgent ?? new FileAccessAgent({ dataRoots: [], files: entry.session.files });
+  }
+
+  static async create(
+    entry: ManagedSession,
+    settings: ConversationSettings,
+    title?: string,
+  ): Promise<ServerConversation> {
+    let conversation: ServerConversation | undefined;
+    const chat = settings.model
+      ? await DataChat.create({
+          model: settings.model,
+          session: entry.session,
+          ownSession: false,
+          instructions: settings.instructions,
+          run: (code, options) => settings.registry.execute(entry, code, options),
+          approve: (request) => conversation!.requestApproval(request),
+          onEvent: (event) => conversation!.onAgentEvent(event),
+        })
+      : undefined;
+    conversation = new ServerConversation(entry, settings, chat, title);
+    return conversation;
+  }
+
+  get owner() {
+    return this.entry.owner;
+  }
+
+  get busy(): boolean {
+    return this.running !== undefined;
+  }
+
+  /** Set once the session is gone: the history stays, the state does not. */
+  get expired(): { at: number; reason: string } | undefined {
+    if (!this.expiry && this.entry.session.closed) {
+      const reason = this.entry.closedReason ?? 'closed';
+      this.expiry = { at: this.entry.closedAt ?? Date.now(), reason };
+    }
+    return this.expiry;
+  }
+
+  summary(): ConversationSummary {
+    const expired = this.expired;
+    return {
+      id: this.id,
+      title: this.title,
+      sessionId: this.entry.id,
+      status: expired ? 'expired' : 'active',
+      busy: this.busy,
+      createdAt: new Date(this.createdAt).toISOString(),
+      updatedAt: new Date(this.updatedAt).toISOString(),
+      ...(expired
+        ? { expiredAt: new Date(expired.at).toISOString(), expiredReason: describeExpiry(expired.reason) }
+        : {}),
+      turnCount: this.turns.length,
+    };
+  }
+
+  view(): ConversationView {
+    return { ...this.summary(), turns: this.turns };
+  }
+
+  /** Asks the model; the events go to `listener` as they happen. Resolves with the finished turn. */
+  ask(content: string, approval: ApprovalMode, listener?: TurnListener): { turn: Turn; done: Promise<Turn> } {
+    const chat = this.chat;
+    if (!chat) {
+      throw new HttpError(
+        409,
+        'model-not-configured',
+        'This server has no model: start it with `sandcell serve --provider … --model …` (or set SANDCELL_PROVIDER / OPENAI_API_KEY / OPENAI_BASE_URL). Notebook cells work without one.',
+      );
+    }
+    if (!this.titled) this.retitle(content);
+    return this.start('message', content, listener, async (running) => {
+      this.approvalMode = approval;
+      const answer = await chat.ask(content, { signal: running.abort.signal });
+      // A non-streaming model (or a stop without words) left no text for the answer yet.
+      const turn = this.turns[running.index]!;
+      const last = turn.steps[turn.steps.length - 1];
+      if (!(last?.type === 'text' && last.text.trim() !== '')) this.emit({ type: 'answer-delta', text: answer.text });
+      this.emit({ type: 'answer-end', stopReason: answer.stopReason, steps: answer.steps, usage: answer.usage });
+    });
+  }
+
+  /** Runs a notebook cell in the session. */
+  runCell(code: string, timeoutMs: number | undefined, listener?: TurnListener): { turn: Turn; done: Promise<Turn> } {
+    this.refuseWhenUnavailable();
+    this.settings.registry.admit(this.entry, code); // a refusal is an HTTP status, before the stream starts
+    if (!this.titled) this.retitle(code);
+    return this.start('cell', code, listener, async (running) => {
+      const callId = this.turns[running.index]!.id;
+      await this.cellFiles.snapshot();
+      await this.cellFiles.changed(); // what earlier turns wrote is not this cell's doing
+      this.emit({ type: 'execution-start', callId, code, edited: false });
+      const execution = await this.settings.registry.execute(this.entry, code, {
+        admitted: true,
+        timeoutMs,
+        signal: running.abort.signal,
+        onStdout: (text) => this.emit({ type: 'stdout-delta', callId, text }),
+        onStderr: (text) => this.emit({ type: 'stderr-delta', callId, text }),
+        onResult: (result) => this.emit({ type: 'result-ready', callId, result: this.present(result) }),
+      });
+      const files = (await this.cellFiles.changed()).map((file) =>
+        this.codeFile({ path: file.path, size: file.size, kind: 'file' }),
+      );
+      this.emitExecutionEnd(callId, execution, files);
+    });
+  }
+
+  /** Writes uploaded files into /mnt/data and records their previews (and tells the model about them). */
+  async upload(files: { name: string; bytes: Buffer }[]): Promise<Turn> {
+    const { turn, done } = this.start('upload', '', undefined, async (running) => {
+      const previews: FilePreview[] = [];
+      for (const file of files) {
+        const loaded = this.chat
+          ? await this.chat.addFile(file.name, file.bytes)
+          : await this.fileAgent.share(file.name, file.bytes);
+        previews.push({
+          path: file.name,
+          size: loaded.size,
+          format: loaded.format,
+          ...(loaded.rows !== undefined ? { rows: loaded.rows } : {}),
+          ...(loaded.columns ? { columns: loaded.columns } : {}),
+          ...(loaded.head ? { head: loaded.head } : {}),
+          text: loaded.preview,
+          url: this.fileUrl(file.name),
+        });
+      }
+      this.turns[running.index] = { ...this.turns[running.index]!, files: previews };
+      // A provisional title: the first question or cell names the conversation.
+      if (!this.titled) this.title = titleFrom(files.map((file) => file.name).join(', '));
+    });
+    void turn;
+    return done;
+  }
+
+  /** Answers a pending approval. */
+  approve(approvalId: string, answer: ApprovalAnswer): void {
+    const running = this.running;
+    const pending = running?.approvals.get(approvalId);
+    if (!pending) {
+      if (running?.decided.has(approvalId)) {
+        throw new HttpError(409, 'approval-decided', `The approval ${approvalId} was already answered.`);
+      }
+      throw new HttpError(404, 'approval-not-found', `No pending approval ${JSON.stringify(approvalId)} here.`);
+    }
+    running!.approvals.delete(approvalId);
+    running!.decided.add(approvalId);
+    pending.resolve(
+      answer.decision === 'run'
+        ? { action: 'run' }
+        : answer.decision === 'edit'
+          ? { action: 'edit', code: answer.code }
+          : { action: 'skip', ...(answer.reason ? { reason: answer.reason } : {}) },
+    );
+  }
+
+  /** Stops the running turn: interrupts code, declines pending approvals, stops asking the model. */
+  cancel(): boolean {
+    const running = this.running;
+    if (!running) return false;
+    running.abort.abort();
+    for (const [id, pending] of running.approvals) {
+      running.approvals.delete(id);
+      running.decided.add(id);
+      pending.resolve({ action: 'skip', reason: 'The user stopped this turn.' });
+    }
+    return true;
+  }
+
+  /** Adds a listener to the running turn's events (for a client that reconnects). */
+  subscribe(listener: TurnListener): (() => void) | undefined {
+    const running = this.running;
+    if (!running) return undefined;
+    running.listeners.add(listener);
+    return () => running.listeners.delete(listener);
+  }
+
+  // --- turns -------------------------------------------------------------------
+
+  private approvalMode: ApprovalMode = 'auto';
+
+  private refuseWhenUnavailable(): void {
+    const expired = this.expired;
+    if (expired) {
+      throw new HttpError(
+        410,
+        'conversation-expired',
+        `This conversation's session ${describeExpiry(expired.reason)}; its variables and files are gone. Start a new conversation (the history can still be read and exported).`,
+      );
+    }
+    if (this.running) {
+      throw new HttpError(
+        409,
+        'conversation-busy',
+        'A turn is still running in this conversation; wait for it to end or cancel it (POST …/cancel).',
+      );
+    }
+  }
+
+  private start(
+    kind: Turn['kind'],
+    input: string,
+    listener: TurnListener | undefined,
+    work: (running: RunningTurn) => Promise<void>,
+  ): { turn: Turn; done: Promise<Turn> } {
+    this.refuseWhenUnavailable();
+    const turn: Turn = {
+      id: randomUUID(),
+      kind,
+      createdAt: new Date().toISOString(),
+      status: 'running',
+      input,
+      steps: [],
+    };
+    const running: RunningTurn = {
+      index: this.turns.length,
+      abort: new AbortController(),
+      approvals: new Map(),
+      decided: new Set(),
+      listeners: new Set(listener ? [listener] : []),
+    };
+    this.turns.push(turn);
+    this.running = running;
+    this.touch();
+    this.send(running, { type: 'turn-start', turn });
+    const done = (async () => {
+      let status: Turn['status'] = 'done';
+      try {
+        await work(running);
+        if (running.abort.signal.aborted) status = 'cancelled';
+      } catch (error) {
+        if (running.abort.signal.aborted) {
+          status = 'cancelled';
+        } else {
+          status = 'error';
+          this.emit({ type: 'error', error: describeError(error, this.settings.logger) });
+        }
+      }
+      this.finishOpenSteps(running);
+      const final: Turn = { ...this.turns[running.index]!, status };
+      this.turns[running.index] = final;
+      this.running = undefined;
+      this.touch();
+      this.send(running, { type: 'turn-end', turn: final });
+      return final;
+    })();
+    return { turn, done };
+  }
+
+  /** Folds an event into the running turn and hands it to the listeners. */
+  private emit(event: ConversationEvent): void {
+    const running = this.running;
+    if (!running) return;
+    this.turns[running.index] = applyConversationEvent(this.turns[running.index]!, event);
+    this.touch();
+    this.send(running, event);
+  }
+
+  private send(running: RunningTurn, event: ConversationEvent): void {
+    for (const listener of running.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.settings.logger.warn({ err: error }, 'a turn listener failed');
+      }
+    }
+  }
+
+  /** Code that never ran because the turn stopped is marked skipped. */
+  private finishOpenSteps(running: RunningTurn): void {
+    for (const step of this.turns[running.index]!.steps) {
+      if (step.type === 'code' && (step.status === 'awaiting-approval' || step.status === 'ready')) {
+        this.emit({ type: 'execution-skipped', callId: step.callId, code: step.code, reason: 'cancelled' });
+      }
+    }
+  }
+
+  private requestApproval(request: ApprovalRequest): Promise<ApprovalDecision> {
+    const running = this.running;
+    if (this.approvalMode === 'auto' || !running) return Promise.resolve({ action: 'run' });
+    if (running.abort.signal.aborted) return Promise.resolve({ action: 'skip', reason: 'The user stopped this turn.' });
+    const approvalId = randomUUID();
+    return new Promise((resolve) => {
+      running.approvals.set(approvalId, { callId: request.toolCallId, resolve });
+      this.emit({
+        type: 'approval-request',
+        approvalId,
+        callId: request.toolCallId,
+        code: request.code,
+        attempt: request.attempt,
+        maxAttempts: request.maxAttempts,
+      });
+    });
+  }
+
+  private onAgentEvent(event: AgentEvent): void {
+    switch (event.type) {
+      case 'step-start':
+        this.emit({ type: 'step-start', step: event.step, maxSteps: event.maxSteps });
+        break;
+      case 'answer-delta':
+        this.emit({ type: 'answer-delta', text: event.text });
+        break;
+      case 'step-end': {
+        // A model that does not stream gives its words only here.
+        const turn = this.running ? this.turns[this.running.index] : undefined;
+        const last = turn?.steps[turn.steps.length - 1];
+        const streamed = last?.type === 'text';
+        if (!streamed && event.response.text.trim() !== '' && event.response.toolCalls.length > 0) {
+          this.emit({ type: 'answer-delta', text: event.response.text });
+        }
+        break;
+      }
+      case 'code-ready':
+        this.emit({
+          type: 'code-ready',
+          callId: event.toolCallId,
+          code: event.code,
+          attempt: event.attempt,
+          maxAttempts: event.maxAttempts,
+        });
+        break;
+      case 'execution-start':
+        this.emit({ type: 'execution-start', callId: event.toolCallId, code: event.code, edited: event.edited });
+        break;
+      case 'stdout-delta':
+        this.emit({ type: 'stdout-delta', callId: event.toolCallId, text: event.text });
+        break;
+      case 'stderr-delta':
+        this.emit({ type: 'stderr-delta', callId: event.toolCallId, text: event.text });
+        break;
+      case 'execution-end':
+        this.emitExecutionEnd(
+          event.toolCallId,
+          event.execution,
+          event.files.map((file) => this.codeFile(file)),
+        );
+        break;
+      case 'execution-skipped':
+        this.emit({ type: 'execution-skipped', callId: event.toolCallId, code: event.code, reason: event.reason });
+        break;
+      default:
+        break;
+    }
+  }
+
+  private emitExecutionEnd(callId: string, execution: Execution, files: CodeFile[]): void {
+    const summary: ExecutionSummary = {
+      status: execution.status,
+      ...(execution.error ? { error: execution.error } : {}),
+      executionCount: execution.executionCount,
+      durationMs: execution.durationMs,
+      ...(execution.stateLost ? { stateLost: true, stateLostReason: execution.stateLostReason } : {}),
+      ...(execution.outputTruncated ? { outputTruncated: true } : {}),
+    };
+    // Results streamed during the run were stored already; the rest are stored now.
+    const turn = this.running ? this.turns[this.running.index] : undefined;
+    const step = turn?.steps.findLast((candidate) => candidate.type === 'code' && candidate.callId === callId);
+    const streamed = step?.type === 'code' ? step.results : [];
+    const results = execution.results.map((result, index) => streamed[index] ?? this.present(result));
+    this.emit({ type: 'execution-end', callId, execution: summary, results, files });
+  }
+
+  private present(result: ExecutionResult): PresentedResult {
+    return presentResult(this.entry, result, 'url', {
+      images: this.images,
+      url: `/v1/conversations/${this.id}/images`,
+    }) as PresentedResult;
+  }
+
+  private codeFile(file: SessionFile): CodeFile {
+    return { path: file.path, size: file.size, kind: file.kind, url: this.fileUrl(file.path) };
+  }
+
+  private fileUrl(path: string): string {
+    return `${sessionUrl(this.entry)}/files/${encodePath(path)}`;
+  }
+
+  private retitle(text: string): void {
+    this.title = titleFrom(text);
+    this.titled = true;
+  }
+
+  private touch(): void {
+    this.updatedAt = Date.now();
+  }
+}
+
+function describeExpiry(reason: string): string {
+  switch (reason) {
+    case 'idle':
+      return 'was closed after sitting idle';
+    case 'deleted':
+      return 'was deleted';
+    case 'shutdown':
+      return 'ended when the server shut down';
+    default:
+      return 'ended';
+  }
+}
+
+function describeError(error: unknown, logger: Logger): { code: string; message: string } {
+  if (error instanceof HttpError) return { code: error.code, message: error.message };
+  if (error instanceof SandcellError) {
+    const mapped = toHttpError(error);
+    return { code: error.code, message: mapped.message };
+  }
+  logger.error({ err: error }, 'a conversation turn failed');
+  return { code: 'internal-error', message: 'The turn failed unexpectedly; see the server log.' };
+}

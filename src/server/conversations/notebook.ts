@@ -1,0 +1,133 @@
+/**
+ * A conversation as a Jupyter notebook (nbformat 4.5): questions, the model's
+ * words and uploads as markdown cells; the code that ran (the model's and the
+ * user's cells) as code cells with their outputs, images embedded.
+ */
+import type { StoredImage } from '../image-store.js';
+import type { CodeStep, PresentedResult, Turn } from './transcript.js';
+
+type Output = Record<string, unknown>;
+type Cell = Record<string, unknown>;
+
+export interface NotebookSource {
+  id: string;
+  title: string;
+  turns: readonly Turn[];
+  /** The stored image behind a result's image URL, if still kept. */
+  image(url: string): StoredImage | undefined;
+}
+
+/** Splits text into nbformat's list of lines, each keeping its newline. */
+function lines(text: string): string[] {
+  return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+}
+
+function cellId(base: string, index: number): string {
+  return `${base.replace(/[^A-Za-z0-9-_]/g, '').slice(0, 40)}-${index}`;
+}
+
+function markdown(id: string, text: string): Cell {
+  return { cell_type: 'markdown', id, metadata: {}, source: lines(text) };
+}
+
+function quote(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `> ${line}`)
+    .join('\n');
+}
+
+function resultOutput(result: PresentedResult, executionCount: number | null, source: NotebookSource): Output {
+  const data: Record<string, unknown> = {};
+  for (const [mimeType, value] of Object.entries(result.data)) {
+    data[mimeType] = typeof value === 'string' && mimeType.startsWith('text/') ? lines(value) : value;
+  }
+  for (const link of result.images ?? []) {
+    const image = source.image(link.url);
+    if (!image) {
+      data['text/plain'] ??= [`[${link.mimeType} image no longer kept by the server]`];
+      continue;
+    }
+    data[link.mimeType] =
+      link.mimeType === 'image/svg+xml' ? lines(image.data.toString('utf8')) : image.data.toString('base64');
+  }
+  return result.type === 'execute_result'
+    ? { output_type: 'execute_result', execution_count: executionCount, data, metadata: result.metadata }
+    : { output_type: 'display_data', data, metadata: result.metadata };
+}
+
+function codeCell(id: string, step: CodeStep, source: NotebookSource): Cell {
+  const outputs: Output[] = [];
+  if (step.stdout) outputs.push({ output_type: 'stream', name: 'stdout', text: lines(step.stdout) });
+  if (step.stderr) outputs.push({ output_type: 'stream', name: 'stderr', text: lines(step.stderr) });
+  const executionCount = step.execution?.executionCount ?? null;
+  for (const result of step.results) outputs.push(resultOutput(result, executionCount, source));
+  const error = step.execution?.error;
+  if (error) outputs.push({ output_type: 'error', ename: error.name, evalue: error.value, traceback: error.traceback });
+  const code = step.ranCode ?? step.code;
+  const skipped = step.status === 'skipped';
+  return {
+    cell_type: 'code',
+    id,
+    execution_count: skipped ? null : executionCount,
+    metadata: {
+      sandcell: {
+        status: step.status,
+        ...(step.skipReason ? { skipReason: step.skipReason } : {}),
+        ...(step.ranCode ? { modelCode: step.code } : {}),
+        attempt: step.attempt,
+      },
+    },
+    source: lines(skipped ? `# Not run (${step.skipReason ?? 'skipped'}).\n${code}` : code),
+    outputs,
+  };
+}
+
+function uploadNote(turn: Turn): string {
+  const files = turn.files ?? [];
+  const described = files.map((file) => {
+    const shape = file.rows !== undefined ? `, ${file.rows} rows × ${file.columns?.length ?? 0} columns` : '';
+    return `- \`/mnt/data/${file.path}\` (${file.size} bytes${shape})`;
+  });
+  return `**Files added** (the code reads them from /mnt/data; put them there to rerun this notebook):\n\n${described.join('\n')}`;
+}
+
+export function conversationNotebook(source: NotebookSource, exportedAt = new Date()): Record<string, unknown> {
+  const cells: Cell[] = [markdown(cellId('title', 0), `# ${source.title}\n\nExported from sandcell.`)];
+  let index = 1;
+  for (const turn of source.turns) {
+    if (turn.kind === 'upload') cells.push(markdown(cellId(turn.id, index++), uploadNote(turn)));
+    if (turn.kind === 'message')
+      cells.push(markdown(cellId(turn.id, index++), `**Question:**\n\n${quote(turn.input)}`));
+    for (const step of turn.steps) {
+      if (step.type === 'code') cells.push(codeCell(cellId(turn.id, index++), step, source));
+      else if (step.text.trim()) cells.push(markdown(cellId(turn.id, index++), step.text));
+    }
+    if (turn.error) {
+      cells.push(markdown(cellId(turn.id, index++), `*The turn failed: ${turn.error.message}*`));
+    } else if (turn.status === 'cancelled') {
+      cells.push(markdown(cellId(turn.id, index++), '*Stopped by the user.*'));
+    }
+  }
+  return {
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: {
+      kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' },
+      language_info: { name: 'python' },
+      sandcell: { conversation: source.id, title: source.title, exportedAt: exportedAt.toISOString() },
+    },
+    cells,
+  };
+}
+
+/** A file name for the download: the title, made safe. */
+export function notebookFileName(title: string): string {
+  const base = title
+    .replace(/[^\p{L}\p{N} ._-]+/gu, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 60)
+    .trim();
+  return `${base || 'conversation'}.ipynb`;
+}

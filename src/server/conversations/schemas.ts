@@ -1,0 +1,188 @@
+/**
+ * The conversation API's zod schemas: they validate requests and describe the
+ * answers in /openapi.json. The types at the end make the compiler check that
+ * they describe exactly the shapes of transcript.ts.
+ */
+import { z } from 'zod';
+import type * as Transcript from './transcript.js';
+
+export const ConversationIdParams = z.object({
+  id: z.string().uuid('a conversation id is a UUID'),
+});
+
+export const ApprovalParams = ConversationIdParams.extend({
+  approvalId: z.string().uuid('an approval id is a UUID'),
+});
+
+export const ConversationImageParams = ConversationIdParams.extend({
+  name: z.string().regex(/^[a-f0-9]{20}\.[a-z]{3,4}$/, 'not an image name'),
+});
+
+const ApprovalModeSchema = z.enum(['auto', 'ask']);
+
+export const CreateConversationBody = z
+  .object({ title: z.string().max(200).optional().meta({ description: 'Else taken from the first question.' }) })
+  .strict();
+
+export const MessageBody = z
+  .object({
+    content: z.string().trim().min(1, 'the question is empty').max(100_000),
+    approval: ApprovalModeSchema.optional().meta({
+      description: "`ask`: each piece of code waits for POST …/approvals/{approvalId}. Default: the server's setting.",
+    }),
+  })
+  .strict();
+
+export const CellBody = z
+  .object({
+    code: z.string().meta({ description: 'Python source.' }),
+    timeoutMs: z.number().positive().optional().meta({ description: "Wall-clock limit; at most the key's limit." }),
+  })
+  .strict();
+
+export const TurnStreamQuery = z.object({
+  stream: z.enum(['sse', 'ndjson', 'none']).optional().meta({
+    description: 'Else from Accept: text/event-stream (SSE), application/x-ndjson, or JSON when the turn ends.',
+  }),
+});
+
+export const ApprovalBody = z
+  .discriminatedUnion('decision', [
+    z.object({ decision: z.literal('run') }).strict(),
+    z.object({ decision: z.literal('skip'), reason: z.string().max(2_000).optional() }).strict(),
+    z
+      .object({
+        decision: z.literal('edit'),
+        code: z.string().min(1).meta({ description: 'The code to run instead.' }),
+      })
+      .strict(),
+  ])
+  .meta({ title: 'ApprovalDecision' });
+
+const ImageLinkSchema = z.object({ mimeType: z.string(), url: z.string() });
+
+const PresentedResultSchema = z.object({
+  type: z.enum(['execute_result', 'display_data']),
+  data: z.record(z.string(), z.unknown()).meta({ description: 'MIME bundle without images; text/html is untrusted.' }),
+  metadata: z.record(z.string(), z.unknown()),
+  images: z.array(ImageLinkSchema).optional(),
+});
+
+const TracebackErrorSchema = z.object({ name: z.string(), value: z.string(), traceback: z.array(z.string()) });
+
+const CodeFileSchema = z.object({
+  path: z.string(),
+  size: z.number(),
+  kind: z.enum(['file', 'figure']),
+  url: z.string(),
+});
+
+const FilePreviewSchema = z.object({
+  path: z.string(),
+  size: z.number(),
+  format: z.enum(['csv', 'tsv', 'json', 'jsonl', 'text', 'binary']),
+  rows: z.number().optional(),
+  columns: z.array(z.object({ name: z.string(), dtype: z.string() })).optional(),
+  head: z.object({ columns: z.array(z.string()), rows: z.array(z.array(z.string())) }).optional(),
+  text: z.string().meta({ description: 'The preview the model was given.' }),
+  url: z.string(),
+});
+
+const ExecutionSummarySchema = z.object({
+  status: z.enum(['ok', 'error', 'timeout']),
+  error: TracebackErrorSchema.optional(),
+  executionCount: z.number(),
+  durationMs: z.number(),
+  stateLost: z.boolean().optional(),
+  stateLostReason: z.string().optional(),
+  outputTruncated: z.boolean().optional(),
+});
+
+const CodeStepSchema = z.object({
+  type: z.literal('code'),
+  callId: z.string(),
+  code: z.string(),
+  ranCode: z.string().optional().meta({ description: 'The code that ran, when the user edited it.' }),
+  attempt: z.number(),
+  maxAttempts: z.number(),
+  status: z.enum(['awaiting-approval', 'ready', 'running', 'ok', 'error', 'timeout', 'skipped']),
+  approvalId: z.string().optional(),
+  skipReason: z.enum(['declined', 'no-attempts-left', 'cancelled']).optional(),
+  stdout: z.string(),
+  stderr: z.string(),
+  results: z.array(PresentedResultSchema),
+  execution: ExecutionSummarySchema.optional(),
+  files: z.array(CodeFileSchema),
+});
+
+const TextStepSchema = z.object({ type: z.literal('text'), text: z.string() });
+
+const TurnAnswerSchema = z.object({
+  stopReason: z.enum(['answer', 'max-steps', 'gave-up']),
+  steps: z.number(),
+  usage: z.object({ inputTokens: z.number(), outputTokens: z.number() }),
+});
+
+const WireErrorSchema = z.object({ code: z.string(), message: z.string() });
+
+export const TurnSchema = z
+  .object({
+    id: z.string(),
+    kind: z.enum(['message', 'cell', 'upload']),
+    createdAt: z.string(),
+    status: z.enum(['running', 'done', 'error', 'cancelled']),
+    input: z.string(),
+    files: z.array(FilePreviewSchema).optional(),
+    steps: z.array(z.discriminatedUnion('type', [TextStepSchema, CodeStepSchema])),
+    answer: TurnAnswerSchema.optional(),
+    error: WireErrorSchema.optional(),
+  })
+  .meta({ title: 'Turn' });
+
+export const ConversationSummarySchema = z
+  .object({
+    id: z.string(),
+    title: z.string(),
+    sessionId: z.string().meta({ description: 'Its files: /v1/sessions/{sessionId}/files.' }),
+    status: z.enum(['active', 'expired']),
+    busy: z.boolean(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    expiredAt: z.string().optional(),
+    expiredReason: z.string().optional(),
+    turnCount: z.number(),
+  })
+  .meta({ title: 'ConversationSummary' });
+
+export const ConversationSchema = ConversationSummarySchema.extend({ turns: z.array(TurnSchema) }).meta({
+  title: 'Conversation',
+});
+
+export const ConversationListSchema = z.object({ conversations: z.array(ConversationSummarySchema) });
+
+export const UploadTurnSchema = z.object({ turn: TurnSchema });
+
+export const ApprovalAnswerSchema = z.object({ approvalId: z.string(), decision: z.enum(['run', 'skip', 'edit']) });
+
+export const CancelSchema = z.object({
+  cancelled: z.boolean().meta({ description: 'False when no turn was running.' }),
+});
+
+export const ServerConfigSchema = z
+  .object({
+    version: z.string(),
+    model: z.object({ provider: z.string(), model: z.string() }).nullable(),
+    modelHelp: z.string().meta({ description: 'How to configure a model on the server.' }),
+    approvalDefault: ApprovalModeSchema,
+    maxUploadBytes: z.number(),
+    idleTimeoutMs: z.number(),
+  })
+  .meta({ title: 'ServerConfig' });
+
+// The schemas and transcript.ts describe the same shapes, or this does not compile.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameShapes: [
+  Same<z.output<typeof TurnSchema>, Transcript.Turn>,
+  Same<z.output<typeof ConversationSchema>, Transcript.Conversation>,
+] = [true, true];
+void sameShapes;

@@ -1,0 +1,95 @@
+/**
+ * The web UI: the built app (dist/web) served at `/`, under a strict
+ * Content-Security-Policy. Scripts and styles come only from this origin,
+ * nothing inline runs, and the page cannot be framed. Paths the API owns are
+ * never answered with the app.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Hono } from 'hono';
+
+export const WEB_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' blob: data:",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "frame-src 'self' blob:",
+  "child-src 'self' blob:",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  "object-src 'none'",
+].join('; ');
+
+const SECURITY_HEADERS = {
+  'content-security-policy': WEB_CSP,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+  'cross-origin-opener-policy': 'same-origin',
+};
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.woff2': 'font/woff2',
+  '.json': 'application/json',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+/** Paths that belong to the APIs: an unknown one there is a JSON 404, not the app. */
+const API_PREFIXES = ['/v1/', '/azure/', '/mcp', '/healthz', '/metrics', '/openapi.json'];
+
+const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>sandcell</title>
+<h1>The sandcell web UI is not built</h1>
+<p>Run <code>npm run build</code> (or <code>npm run setup</code>) in the sandcell folder, then reload. The API works without it: see <a href="/openapi.json">/openapi.json</a>.</p>`;
+
+async function readIfFile(file: string): Promise<Buffer | undefined> {
+  try {
+    if (!(await stat(file)).isFile()) return undefined;
+    return await readFile(file);
+  } catch {
+    return undefined;
+  }
+}
+
+export function serveWebUi(app: Hono, root: string): void {
+  const base = path.resolve(root);
+  app.get('*', async (c, next) => {
+    const requested = c.req.path;
+    if (API_PREFIXES.some((prefix) => requested === prefix.replace(/\/$/, '') || requested.startsWith(prefix))) {
+      return next();
+    }
+    let relative: string;
+    try {
+      relative = decodeURIComponent(requested).replace(/^\/+/, '');
+    } catch {
+      return next();
+    }
+    const file = path.resolve(base, relative);
+    const inside = file === base || file.startsWith(`${base}${path.sep}`);
+    const asset = inside && relative !== '' ? await readIfFile(file) : undefined;
+    if (asset) {
+      const immutable = relative.startsWith('assets/');
+      return c.body(new Uint8Array(asset), 200, {
+        ...SECURITY_HEADERS,
+        'content-type': TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream',
+        'cache-control': immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
+      });
+    }
+    // A path with an extension that is not there is a missing file; any other path is a page of the app.
+    if (path.extname(relative) !== '') return next();
+    const index = await readIfFile(path.join(base, 'index.html'));
+    return c.body(index ? new Uint8Array(index) : NOT_BUILT, index ? 200 : 503, {
+      ...SECURITY_HEADERS,
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-cache',
+    });
+  });
+}
