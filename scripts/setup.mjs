@@ -9,7 +9,9 @@ import { debianPackageInstalled, isRoot, root, setupSteps } from './setup-common
 const SANDBOX_USER = process.env.SANDCELL_SANDBOX_USER ?? 'sandcell-sandbox';
 // One list for the host and the runtime image (sandcell image build), so both run the same Python packages.
 const PACKAGE_LISTS = JSON.parse(readFileSync(path.join(root, 'src/image/debian-packages.json'), 'utf8'));
-const DEBIAN_PACKAGES = [...PACKAGE_LISTS.host, ...PACKAGE_LISTS.sandbox];
+// The web UI's end-to-end tests (test/web-ui.test.ts) drive Debian's chromium with playwright-core.
+const TEST_PACKAGES = ['chromium'];
+const DEBIAN_PACKAGES = [...PACKAGE_LISTS.host, ...PACKAGE_LISTS.sandbox, ...TEST_PACKAGES];
 
 const { say, run, aptInstall } = setupSteps('setup');
 

@@ -18,7 +18,7 @@ import { ConversationView, type Mode } from './components/ConversationView';
 import { FilesPanel } from './components/FilesPanel';
 import { LoginDialog } from './components/LoginDialog';
 import { Sidebar } from './components/Sidebar';
-import { formatBytes, titleFrom } from './format';
+import { formatBytes } from './format';
 
 interface Notice {
   id: number;
@@ -97,7 +97,21 @@ export function App() {
 
   const refreshSummaries = useCallback(async () => {
     try {
-      setSummaries(await api.listConversations());
+      const list = await api.listConversations();
+      setSummaries(list);
+      // Titles and expiry change on the server (a title comes from the first question): keep the open ones in step.
+      setDetails((all) => {
+        let changed = false;
+        const next = { ...all };
+        for (const summary of list) {
+          const open = all[summary.id];
+          if (!open) continue;
+          const { busy: _busy, turnCount: _turnCount, ...fields } = summary;
+          next[summary.id] = { ...open, ...fields };
+          changed = true;
+        }
+        return changed ? next : all;
+      });
     } catch {
       // the next action reports what is wrong
     }
@@ -207,12 +221,13 @@ export function App() {
   };
 
   /** The selected conversation, or a new one (selected) when there is none. */
-  const ensureConversation = async (title?: string): Promise<Conversation> => {
+  const ensureConversation = async (): Promise<Conversation> => {
     if (selectedId) {
       const current = detailsRef.current[selectedId] ?? (await refreshConversation(selectedId));
       if (current) return current;
     }
-    const created = await api.createConversation(title);
+    // The server names it after its first question or cell.
+    const created = await api.createConversation();
     setDetails((all) => ({ ...all, [created.id]: created }));
     setSummaries((all) => [summaryOf(created), ...all.filter((summary) => summary.id !== created.id)]);
     setModes((all) => ({ ...all, [created.id]: mode }));
@@ -297,7 +312,7 @@ export function App() {
   const sendMessage = async (text: string): Promise<boolean> => {
     let conversation: Conversation;
     try {
-      conversation = await ensureConversation(titleFrom(text));
+      conversation = await ensureConversation();
     } catch (error) {
       handleError(undefined, error);
       return false;
@@ -308,7 +323,7 @@ export function App() {
   const runCell = async (code: string): Promise<boolean> => {
     let conversation: Conversation;
     try {
-      conversation = await ensureConversation('Notebook');
+      conversation = await ensureConversation();
     } catch (error) {
       handleError(undefined, error);
       return false;
@@ -343,7 +358,7 @@ export function App() {
     if (files.length === 0) return;
     let conversation: Conversation;
     try {
-      conversation = await ensureConversation(files.length === 1 ? files[0]!.name : `${files.length} files`);
+      conversation = await ensureConversation();
     } catch (error) {
       handleError(undefined, error);
       return;

@@ -38,9 +38,3 @@ export function formatCount(value: number): string {
 export function baseName(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1) || path;
 }
-
-/** A short title from the first words of a question. */
-export function titleFrom(text: string): string {
-  const line = text.trim().split('\n')[0] ?? '';
-  return line.length > 60 ? `${line.slice(0, 57).trimEnd()}…` : line;
-}

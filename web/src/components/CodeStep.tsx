@@ -68,7 +68,7 @@ export function CodeStepView({ step, place, origin, onDecide, onError, onEditInC
   return (
     <section
       class={`code-step status-${step.status}`}
-      aria-label={`${origin === 'cell' ? 'Notebook cell' : 'Code'} ${place}: ${STATUS_LABEL[step.status]}`}
+      aria-label={`${origin === 'cell' ? 'Notebook' : 'Code,'} ${place}: ${STATUS_LABEL[step.status]}`}
       aria-busy={step.status === 'running'}
     >
       <details

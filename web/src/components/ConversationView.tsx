@@ -5,6 +5,7 @@ import type { ServerConfig } from '../api';
 import { formatTime } from '../format';
 import type { Decision } from './CodeStep';
 import { CellComposer, ChatComposer } from './Composer';
+import { Markdown } from './Html';
 import { TurnView } from './Turn';
 
 export type Mode = 'chat' | 'notebook';
@@ -45,7 +46,9 @@ export function ConversationView(props: ConversationViewProps) {
   });
 
   const expiredText = expired
-    ? `This conversation's session expired${conversation?.expiredAt ? ` at ${formatTime(conversation.expiredAt)}` : ''}: its variables and files are gone. The history stays readable and can be exported.`
+    ? `This conversation's session expired${conversation?.expiredAt ? ` at ${formatTime(conversation.expiredAt)}` : ''}${
+        conversation?.expiredReason ? ` (it ${conversation.expiredReason})` : ''
+      }: its variables and files are gone. The history stays readable and can be exported.`
     : undefined;
   const chatDisabled = expired
     ? 'This conversation has expired: start a new conversation to ask more.'
@@ -149,7 +152,11 @@ export function ConversationView(props: ConversationViewProps) {
       {noModel ? (
         <div class="banner banner-info" role="status">
           <strong>No model is configured.</strong> Notebook mode works without one: run Python in cells below.{' '}
-          {config?.modelHelp ? <span class="model-help">{config.modelHelp}</span> : null}
+          {config?.modelHelp ? (
+            <div class="model-help">
+              <Markdown text={config.modelHelp} />
+            </div>
+          ) : null}
         </div>
       ) : null}
       {expiredText ? (

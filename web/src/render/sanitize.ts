@@ -61,9 +61,24 @@ function installHooks(): void {
   });
 }
 
+// A start tag, with quoted attribute values that may hold `>`.
+const START_TAG = /<[a-zA-Z][^\s/>]*(?:\s+[^\s/>=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]+))?)*\s*\/?>/g;
+const HANDLER_OR_STYLE = /\s(?:on[a-zA-Z]+|style)\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]+)/g;
+const STYLE_BLOCK = /<style\b[^>]*>[\s\S]*?<\/style\s*>/gi;
+
+/**
+ * Drops <style> blocks and inline handler/style attributes before the HTML is
+ * parsed at all: parsing them, even in DOMPurify's inert document, makes the
+ * browser report a (blocked) CSP violation — pandas puts a <style> in every
+ * DataFrame. Only noise reduction: DOMPurify below is what makes HTML safe.
+ */
+function withoutInlineCode(html: string): string {
+  return html.replace(STYLE_BLOCK, '').replace(START_TAG, (tag) => tag.replace(HANDLER_OR_STYLE, ''));
+}
+
 export function sanitizeHtml(html: string): string {
   installHooks();
-  return DOMPurify.sanitize(html, {
+  return DOMPurify.sanitize(withoutInlineCode(html), {
     FORBID_TAGS,
     FORBID_ATTR,
     ALLOW_DATA_ATTR: false,
