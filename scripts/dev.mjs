@@ -20,7 +20,8 @@ for (const [command, args] of [
   [process.execPath, ['scripts/copy-kernel.mjs']],
 ]) {
   const result = spawnSync(command, args, { cwd: root, stdio: 'inherit' });
-  if (result.status !== 0) fail(`\`${path.basename(args[0])}\` failed; fix the errors above and run \`npm run dev\` again.`);
+  if (result.status !== 0)
+    fail(`\`${path.basename(args[0])}\` failed; fix the errors above and run \`npm run dev\` again.`);
 }
 
 const children = [];
@@ -64,9 +65,22 @@ process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
 
 say(`starting sandcell serve on ${serverUrl}${extra.length ? ` with ${extra.join(' ')}` : ''}`);
-start('sandcell serve', process.execPath, ['bin/sandcell.js', 'serve', '--host', '127.0.0.1', '--port', port, ...extra]);
+start('sandcell serve', process.execPath, [
+  'bin/sandcell.js',
+  'serve',
+  '--host',
+  '127.0.0.1',
+  '--port',
+  port,
+  ...extra,
+]);
 
 say('starting the Vite dev server (hot reload); open the URL it prints.');
-start('vite', process.execPath, [path.join(root, 'node_modules', 'vite', 'bin', 'vite.js'), '--config', 'web/vite.config.ts'], {
-  SANDCELL_URL: serverUrl,
-});
+start(
+  'vite',
+  process.execPath,
+  [path.join(root, 'node_modules', 'vite', 'bin', 'vite.js'), '--config', 'web/vite.config.ts'],
+  {
+    SANDCELL_URL: serverUrl,
+  },
+);

@@ -35,6 +35,10 @@ interface PageGlobals {
   sessionStorage: PageStorage;
   localStorage: PageStorage;
 }
+interface PageDropScope {
+  DataTransfer: new () => { items: { add(file: unknown): void } };
+  File: new (parts: string[], name: string, options: { type: string }) => unknown;
+}
 interface PageImage {
   complete: boolean;
   naturalWidth: number;
@@ -170,6 +174,11 @@ describe('web UI with a scripted model', () => {
     // The page is served under the strict CSP.
     const response = await page.request.get(server.url);
     expect(response.headers()['content-security-policy']).toContain("script-src 'self'");
+    // …and the built page has nothing inline for it to block.
+    const html = await response.text();
+    expect(html).toMatch(/<script type="module" crossorigin src="\/assets\/[^"]+\.js"><\/script>/);
+    expect(html).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>/);
+    expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
 
     await page.getByTestId('upload-input').first().setInputFiles(TRAFFIC_CSV);
     const preview = page.locator('.file-preview');
@@ -345,6 +354,17 @@ describe('web UI with a scripted model', () => {
     // The question the model got is the one typed, newline included.
     const sent = provider.requests[provider.requests.length - 1]?.raw ?? '';
     expect(sent).toContain('first line\\nsecond line');
+
+    // Reopening another conversation from the sidebar shows its history, chart included.
+    await page.locator('.conversation-select', { hasText: 'What drives the number of accidents?' }).click();
+    await expect
+      .poll(() => page.locator('.question-bubble').first().textContent())
+      .toBe('What drives the number of accidents?');
+    expect(await page.locator('.file-preview .file-name').textContent()).toBe('traffic_accidents.csv');
+    const image = page.locator('img.output-image');
+    await expect
+      .poll(() => image.evaluate((element) => (element as unknown as PageImage).naturalWidth))
+      .toBeGreaterThan(100);
   });
 
   it("XSS: the model's markdown and HTML its code displays cannot run script in the page", async () => {
@@ -440,6 +460,22 @@ describe('web UI without a model (notebook)', () => {
     const conversation = await api.json<Conversation>(`/v1/conversations/${id}`);
     const listing = await api.json<{ files: { path: string }[] }>(`/v1/sessions/${conversation.sessionId}/files`);
     expect(listing.files.map((file) => file.path)).toEqual(['notes.txt']);
+
+    // Drag and drop a file onto the conversation: it is uploaded and previewed.
+    const dropped = await page.evaluateHandle(() => {
+      const scope = globalThis as unknown as PageDropScope;
+      const transfer = new scope.DataTransfer();
+      transfer.items.add(new scope.File(['city,count\nOslo,3\nLima,5\n'], 'dropped.csv', { type: 'text/csv' }));
+      return transfer;
+    });
+    await page.dispatchEvent('main', 'dragenter', { dataTransfer: dropped });
+    await page.locator('.drop-overlay').waitFor();
+    await page.dispatchEvent('main', 'drop', { dataTransfer: dropped });
+    const preview = page.locator('.file-preview', { hasText: 'dropped.csv' });
+    await preview.waitFor();
+    expect(await preview.locator('.file-facts').textContent()).toContain('2 rows × 2 columns');
+    expect(await page.locator('.drop-overlay').count()).toBe(0);
+    await expect.poll(() => panel.locator('.file-path').allTextContents()).toEqual(['dropped.csv', 'notes.txt']);
   });
 
   it('XSS: HTML and DataFrames from a cell are sanitised; the page keeps working', async () => {
@@ -515,6 +551,12 @@ describe('web UI without a model (notebook)', () => {
     await notice.waitFor();
     expect(await notice.textContent()).toContain('no longer on the server');
     expect(await page.locator('.conversation-title', { hasText: 'Lost one' }).count()).toBe(0);
+
+    // Deleting from the sidebar asks first, then removes it on the server too.
+    await page.getByRole('button', { name: 'Delete conversation Old one' }).click();
+    await page.locator('.confirm-delete').getByRole('button', { name: 'Delete' }).click();
+    await page.locator('.conversation-title', { hasText: 'Old one' }).waitFor({ state: 'detached' });
+    expect((await api(`/v1/conversations/${expired.id}`)).status).toBe(404);
   });
 });
 
