@@ -327,7 +327,7 @@ describe('conversations with a scripted model', () => {
     const outputs = codeCell?.outputs ?? [];
     expect(outputs[0]).toEqual({ output_type: 'stream', name: 'stdout', text: ['(8756, 10)\n'] });
     const png = outputs.find((output) => (output.data as Record<string, unknown> | undefined)?.['image/png']);
-    const pngData = (png?.data as Record<string, string>)['image/png'] ?? '';
+    const pngData = (png?.data as Record<string, string> | undefined)?.['image/png'] ?? '';
     expect(Buffer.from(pngData, 'base64').subarray(0, 8).toString('hex')).toBe(PNG_SIGNATURE);
     expect(new Set(notebook.cells.map((cell) => cell.id)).size).toBe(notebook.cells.length);
   });
@@ -488,14 +488,15 @@ describe('the web UI is served at / with a strict CSP', () => {
     expect(WEB_CSP).toMatch(/script-src 'self'(;|$)/);
     expect(WEB_CSP).not.toMatch(/unsafe-inline|unsafe-eval/);
     expect(page.headers.get('x-frame-options')).toBe('DENY');
-    const deep = await api('/conversations/some-id');
+    const deep = await api('/conversations/some-id', { headers: { accept: 'text/html,*/*;q=0.8' } });
     expect(await deep.text()).toMatch(/<div id="app">/);
+    expect((await api('/conversations/some-id')).status).toBe(404); // an API client gets JSON, not the page
     const asset = await api('/assets/app-1234.js');
     expect(asset.headers.get('content-type')).toMatch(/^text\/javascript/);
     expect(asset.headers.get('cache-control')).toMatch(/immutable/);
     expect((await api('/assets/missing.js')).status).toBe(404);
-    for (const escape of ['/%2e%2e/%2e%2e/etc/passwd', '/assets/..%2f..%2f..%2f..%2f..%2fetc%2fpasswd']) {
-      const response = await api(escape);
+    for (const outside of ['/%2e%2e/%2e%2e/etc/passwd', '/assets/..%2f..%2f..%2f..%2f..%2fetc%2fpasswd']) {
+      const response = await api(outside);
       expect(await response.text()).not.toMatch(/root:x:0:0/);
     }
     const apiMiss = await api('/v1/nothing-here');

@@ -2,7 +2,7 @@
  * The web UI: the built app (dist/web) served at `/`, under a strict
  * Content-Security-Policy. Scripts and styles come only from this origin,
  * nothing inline runs, and the page cannot be framed. Paths the API owns are
- * never answered with the app.
+ * never answered with the app, nor are requests that do not ask for HTML.
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -83,8 +83,10 @@ export function serveWebUi(app: Hono, root: string): void {
         'cache-control': immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
       });
     }
-    // A path with an extension that is not there is a missing file; any other path is a page of the app.
-    if (path.extname(relative) !== '') return next();
+    // A page of the app is `/`, or any path without an extension that a browser navigates to;
+    // other clients get the API's JSON 404.
+    const navigation = /\btext\/html\b/i.test(c.req.header('accept') ?? '');
+    if (relative !== '' && (path.extname(relative) !== '' || !navigation)) return next();
     const index = await readIfFile(path.join(base, 'index.html'));
     return c.body(index ? new Uint8Array(index) : NOT_BUILT, index ? 200 : 503, {
       ...SECURITY_HEADERS,
