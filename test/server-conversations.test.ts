@@ -4,9 +4,12 @@
  * to a local fake), SSE events, approvals, cancel, uploads with previews,
  * history, expiry, the notebook export, and the web UI's static serving.
  */
+
+import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChatModel } from '../src/agents/index.js';
 import type { Conversation, ConversationEvent, Turn } from '../src/server/conversations/transcript.js';
@@ -14,6 +17,21 @@ import { applyConversationEvent } from '../src/server/conversations/transcript.j
 import { WEB_CSP } from '../src/server/web-ui.js';
 import { type Client, client, startTestServer } from './server-helpers.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
+import { runProcess } from './support/process.js';
+
+const BIN = path.resolve('bin/sandcell.js');
+/** The environment without any model configuration of the machine running the tests. */
+const NO_MODEL_ENV = {
+  SANDCELL_API_KEYS: '',
+  SANDCELL_PROVIDER: '',
+  SANDCELL_MODEL: '',
+  OPENAI_API_KEY: '',
+  OPENAI_BASE_URL: '',
+  ANTHROPIC_API_KEY: '',
+  AZURE_OPENAI_API_KEY: '',
+  SANDCELL_CONFIG: '',
+  XDG_CONFIG_HOME: path.join(os.tmpdir(), 'sandcell-no-config'),
+};
 
 const TRAFFIC_CSV = path.resolve('examples/traffic-accidents/traffic_accidents.csv');
 const PNG_SIGNATURE = '89504e470d0a1a0a';
@@ -513,5 +531,68 @@ describe('the web UI is served at / with a strict CSP', () => {
     } finally {
       await unbuilt.close();
     }
+  });
+});
+
+describe('sandcell serve configures the model from its flags', () => {
+  it('--base-url/--model/--approve: the conversations use that model and ask for approval by default', async () => {
+    const provider = await startFakeOpenAI([{ text: 'Hello from the scripted model.' }]);
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        'serve',
+        '--port',
+        '0',
+        '--pool-size',
+        '1',
+        '--preload',
+        'none',
+        '--no-ui',
+        '--base-url',
+        provider.baseURL,
+        '--model',
+        'scripted',
+        '--approve',
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...NO_MODEL_ENV } },
+    );
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      const logs: Record<string, unknown>[] = [];
+      const url = await new Promise<string>((resolve, reject) => {
+        createInterface({ input: child.stdout }).on('line', (line) => {
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          logs.push(entry);
+          if (typeof entry.url === 'string') resolve(entry.url);
+        });
+        child.once('exit', (code) => reject(new Error(`serve exited early (${code})`)));
+      });
+      const config = (await (await fetch(`${url}/v1/config`)).json()) as Record<string, unknown>;
+      expect(config.model).toEqual({ provider: 'openai', model: 'scripted' });
+      expect(config.approvalDefault).toBe('ask');
+      const created = (await (await fetch(`${url}/v1/conversations`, { method: 'POST' })).json()) as Conversation;
+      const turn = (await (
+        await fetch(`${url}/v1/conversations/${created.id}/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ content: 'hello' }),
+        })
+      ).json()) as Turn;
+      expect(turn.steps).toEqual([{ type: 'text', text: 'Hello from the scripted model.' }]);
+      expect(logs.some((entry) => String(entry.msg).includes('conversations use openai model scripted'))).toBe(true);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      await provider.close();
+    }
+  });
+
+  it('a model named wrongly stops serve with a usage error', async () => {
+    const wrong = await runProcess(process.execPath, [BIN, 'serve', '--port', '0', '--provider', 'nonesuch'], {
+      env: NO_MODEL_ENV,
+    });
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/Unknown provider "nonesuch"/);
   });
 });
