@@ -133,6 +133,7 @@ export class ServerConversation {
     if (!this.expiry && this.entry.session.closed) {
       const reason = this.entry.closedReason ?? 'closed';
       this.expiry = { at: this.entry.closedAt ?? Date.now(), reason };
+      this.cancel(); // a turn waiting for an approval would otherwise wait forever
     }
     return this.expiry;
   }
