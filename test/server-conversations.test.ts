@@ -512,6 +512,8 @@ describe('the web UI is served at / with a strict CSP', () => {
     const asset = await api('/assets/app-1234.js');
     expect(asset.headers.get('content-type')).toMatch(/^text\/javascript/);
     expect(asset.headers.get('cache-control')).toMatch(/immutable/);
+    expect(asset.headers.get('content-encoding')).toBe('gzip'); // fetch asked for gzip and decoded it
+    expect(await asset.text()).toBe('console.log(1)');
     expect((await api('/assets/missing.js')).status).toBe(404);
     for (const outside of ['/%2e%2e/%2e%2e/etc/passwd', '/assets/..%2f..%2f..%2f..%2f..%2fetc%2fpasswd']) {
       const response = await api(outside);
