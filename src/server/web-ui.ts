@@ -70,7 +70,7 @@ export function serveWebUi(app: Hono, root: string): void {
     const extension = path.extname(file).toLowerCase();
     if (COMPRESSIBLE.has(extension) && /\bgzip\b/i.test(c.req.header('accept-encoding') ?? '')) {
       let entry = compressed.get(file);
-      if (!entry || !entry.source.equals(body)) {
+      if (!entry?.source.equals(body)) {
         entry = { source: body, gzip: gzipSync(body) };
         compressed.set(file, entry);
       }
