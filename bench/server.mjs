@@ -3,12 +3,15 @@
 //   - the warm execution round trip (targets of the server issue: p50 ≤ 5 ms),
 //   - a new Azure identifier's first execution with a warm pool (p50 ≤ 25 ms),
 //   - a bounded load test: 200 concurrent sessions × 20 executions, every output checked.
+//   - a notebook cell's round trip through /v1/conversations (the web UI's path),
+//   - the web UI: what the browser downloads for the first page (gzipped) and how long that takes.
 // Every request goes to 127.0.0.1 only; loops are bounded in count and time.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const bin = path.join(here, '..', 'bin', 'sandcell.js');
@@ -72,6 +75,44 @@ async function warmRoundTrip(server, runs) {
   }
   await request(`${server.url}/v1/sessions/${session.id}`, 'DELETE');
   return times;
+}
+
+async function conversationCellRoundTrip(server, runs) {
+  const conversation = await request(`${server.url}/v1/conversations`, 'POST');
+  const target = `${server.url}/v1/conversations/${conversation.id}/cells`;
+  for (let index = 0; index < 50; index++) await request(target, 'POST', { code: '1+1' });
+  const times = [];
+  for (let index = 0; index < runs; index++) {
+    const started = now();
+    const turn = await request(target, 'POST', { code: '1+1' });
+    times.push(now() - started);
+    if (turn.steps[0]?.results[0]?.data['text/plain'] !== '2') throw new Error('cell round trip: wrong result');
+  }
+  await request(`${server.url}/v1/conversations/${conversation.id}`, 'DELETE');
+  return times;
+}
+
+/** The first page as a browser loads it: index.html, then every script and stylesheet it names. */
+async function webUiFirstLoad(server, samples) {
+  const times = [];
+  let bytes = 0;
+  let gzipped = 0;
+  for (let index = 0; index < samples; index++) {
+    const started = now();
+    const page = await fetch(`${server.url}/`, { headers: { accept: 'text/html' } });
+    if (!page.ok) throw new Error(`GET / → ${page.status}: is the web UI built (npm run build)?`);
+    const html = await page.text();
+    const assets = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+\.(?:js|css))"/g)].map((match) => match[1]);
+    if (assets.length === 0) throw new Error('the page names no scripts or stylesheets');
+    const bodies = await Promise.all(
+      assets.map(async (asset) => Buffer.from(await (await fetch(`${server.url}${asset}`)).arrayBuffer())),
+    );
+    times.push(now() - started);
+    const all = [Buffer.from(html), ...bodies];
+    bytes = all.reduce((sum, body) => sum + body.length, 0);
+    gzipped = all.reduce((sum, body) => sum + gzipSync(body).length, 0);
+  }
+  return { times, bytes, gzipped };
 }
 
 async function firstExecutionOfNewIdentifier(server, samples) {
@@ -168,9 +209,13 @@ export async function runServerBench({ quick = false } = {}) {
   const warmServer = await startServer(['--pool-size', '2', '--executions-per-minute', '0']);
   let warm;
   let first;
+  let cell;
+  let page;
   try {
     warm = await warmRoundTrip(warmServer, quick ? 200 : 1000);
     first = await firstExecutionOfNewIdentifier(warmServer, quick ? 5 : 20);
+    cell = await conversationCellRoundTrip(warmServer, quick ? 100 : 500);
+    page = await webUiFirstLoad(warmServer, quick ? 5 : 20);
   } finally {
     await warmServer.stop();
   }
@@ -209,6 +254,25 @@ export async function runServerBench({ quick = false } = {}) {
     ),
     stat('', 'p95', round(p(first, 0.95), 2), 'ms'),
     stat(
+      'server: notebook cell round trip (conversation)',
+      'p50',
+      round(p(cell, 0.5), 3),
+      'ms',
+      '≤ 10',
+      p(cell, 0.5) <= 10,
+    ),
+    stat('', 'p95', round(p(cell, 0.95), 3), 'ms'),
+    stat(
+      'web UI: first page (HTML, JS, CSS)',
+      'gzipped',
+      round(page.gzipped / 1024, 1),
+      'KiB',
+      '≤ 150',
+      page.gzipped / 1024 <= 150,
+    ),
+    stat('', 'uncompressed', round(page.bytes / 1024, 1), 'KiB'),
+    stat('', 'loaded in (p50)', round(p(page.times, 0.5), 2), 'ms'),
+    stat(
       `server: ${loaded.sessions} sessions × ${loaded.executionsEach} executions at once`,
       'completed',
       loaded.completed,
@@ -226,6 +290,8 @@ export async function runServerBench({ quick = false } = {}) {
   const result = {
     warmRoundTripMs: { p50: p(warm, 0.5), p95: p(warm, 0.95), p99: p(warm, 0.99), samples: warm.length },
     newIdentifierFirstResultMs: { p50: p(first, 0.5), p95: p(first, 0.95), samples: first.length },
+    conversationCellRoundTripMs: { p50: p(cell, 0.5), p95: p(cell, 0.95), samples: cell.length },
+    webUiFirstLoad: { gzippedBytes: page.gzipped, bytes: page.bytes, p50Ms: p(page.times, 0.5) },
     load: loaded,
   };
   return { rows, result };

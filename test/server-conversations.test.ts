@@ -4,9 +4,12 @@
  * to a local fake), SSE events, approvals, cancel, uploads with previews,
  * history, expiry, the notebook export, and the web UI's static serving.
  */
+
+import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChatModel } from '../src/agents/index.js';
 import type { Conversation, ConversationEvent, Turn } from '../src/server/conversations/transcript.js';
@@ -14,6 +17,21 @@ import { applyConversationEvent } from '../src/server/conversations/transcript.j
 import { WEB_CSP } from '../src/server/web-ui.js';
 import { type Client, client, startTestServer } from './server-helpers.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
+import { runProcess } from './support/process.js';
+
+const BIN = path.resolve('bin/sandcell.js');
+/** The environment without any model configuration of the machine running the tests. */
+const NO_MODEL_ENV = {
+  SANDCELL_API_KEYS: '',
+  SANDCELL_PROVIDER: '',
+  SANDCELL_MODEL: '',
+  OPENAI_API_KEY: '',
+  OPENAI_BASE_URL: '',
+  ANTHROPIC_API_KEY: '',
+  AZURE_OPENAI_API_KEY: '',
+  SANDCELL_CONFIG: '',
+  XDG_CONFIG_HOME: path.join(os.tmpdir(), 'sandcell-no-config'),
+};
 
 const TRAFFIC_CSV = path.resolve('examples/traffic-accidents/traffic_accidents.csv');
 const PNG_SIGNATURE = '89504e470d0a1a0a';
@@ -327,7 +345,7 @@ describe('conversations with a scripted model', () => {
     const outputs = codeCell?.outputs ?? [];
     expect(outputs[0]).toEqual({ output_type: 'stream', name: 'stdout', text: ['(8756, 10)\n'] });
     const png = outputs.find((output) => (output.data as Record<string, unknown> | undefined)?.['image/png']);
-    const pngData = (png?.data as Record<string, string>)['image/png'] ?? '';
+    const pngData = (png?.data as Record<string, string> | undefined)?.['image/png'] ?? '';
     expect(Buffer.from(pngData, 'base64').subarray(0, 8).toString('hex')).toBe(PNG_SIGNATURE);
     expect(new Set(notebook.cells.map((cell) => cell.id)).size).toBe(notebook.cells.length);
   });
@@ -488,14 +506,17 @@ describe('the web UI is served at / with a strict CSP', () => {
     expect(WEB_CSP).toMatch(/script-src 'self'(;|$)/);
     expect(WEB_CSP).not.toMatch(/unsafe-inline|unsafe-eval/);
     expect(page.headers.get('x-frame-options')).toBe('DENY');
-    const deep = await api('/conversations/some-id');
+    const deep = await api('/conversations/some-id', { headers: { accept: 'text/html,*/*;q=0.8' } });
     expect(await deep.text()).toMatch(/<div id="app">/);
+    expect((await api('/conversations/some-id')).status).toBe(404); // an API client gets JSON, not the page
     const asset = await api('/assets/app-1234.js');
     expect(asset.headers.get('content-type')).toMatch(/^text\/javascript/);
     expect(asset.headers.get('cache-control')).toMatch(/immutable/);
+    expect(asset.headers.get('content-encoding')).toBe('gzip'); // fetch asked for gzip and decoded it
+    expect(await asset.text()).toBe('console.log(1)');
     expect((await api('/assets/missing.js')).status).toBe(404);
-    for (const escape of ['/%2e%2e/%2e%2e/etc/passwd', '/assets/..%2f..%2f..%2f..%2f..%2fetc%2fpasswd']) {
-      const response = await api(escape);
+    for (const outside of ['/%2e%2e/%2e%2e/etc/passwd', '/assets/..%2f..%2f..%2f..%2f..%2fetc%2fpasswd']) {
+      const response = await api(outside);
       expect(await response.text()).not.toMatch(/root:x:0:0/);
     }
     const apiMiss = await api('/v1/nothing-here');
@@ -512,5 +533,68 @@ describe('the web UI is served at / with a strict CSP', () => {
     } finally {
       await unbuilt.close();
     }
+  });
+});
+
+describe('sandcell serve configures the model from its flags', () => {
+  it('--base-url/--model/--approve: the conversations use that model and ask for approval by default', async () => {
+    const provider = await startFakeOpenAI([{ text: 'Hello from the scripted model.' }]);
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        'serve',
+        '--port',
+        '0',
+        '--pool-size',
+        '1',
+        '--preload',
+        'none',
+        '--no-ui',
+        '--base-url',
+        provider.baseURL,
+        '--model',
+        'scripted',
+        '--approve',
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...NO_MODEL_ENV } },
+    );
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      const logs: Record<string, unknown>[] = [];
+      const url = await new Promise<string>((resolve, reject) => {
+        createInterface({ input: child.stdout }).on('line', (line) => {
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          logs.push(entry);
+          if (typeof entry.url === 'string') resolve(entry.url);
+        });
+        child.once('exit', (code) => reject(new Error(`serve exited early (${code})`)));
+      });
+      const config = (await (await fetch(`${url}/v1/config`)).json()) as Record<string, unknown>;
+      expect(config.model).toEqual({ provider: 'openai', model: 'scripted' });
+      expect(config.approvalDefault).toBe('ask');
+      const created = (await (await fetch(`${url}/v1/conversations`, { method: 'POST' })).json()) as Conversation;
+      const turn = (await (
+        await fetch(`${url}/v1/conversations/${created.id}/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ content: 'hello' }),
+        })
+      ).json()) as Turn;
+      expect(turn.steps).toEqual([{ type: 'text', text: 'Hello from the scripted model.' }]);
+      expect(logs.some((entry) => String(entry.msg).includes('conversations use openai model scripted'))).toBe(true);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      await provider.close();
+    }
+  });
+
+  it('a model named wrongly stops serve with a usage error', async () => {
+    const wrong = await runProcess(process.execPath, [BIN, 'serve', '--port', '0', '--provider', 'nonesuch'], {
+      env: NO_MODEL_ENV,
+    });
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/Unknown provider "nonesuch"/);
   });
 });

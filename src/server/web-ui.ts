@@ -2,11 +2,12 @@
  * The web UI: the built app (dist/web) served at `/`, under a strict
  * Content-Security-Policy. Scripts and styles come only from this origin,
  * nothing inline runs, and the page cannot be framed. Paths the API owns are
- * never answered with the app.
+ * never answered with the app, nor are requests that do not ask for HTML.
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Hono } from 'hono';
+import { gzipSync } from 'node:zlib';
+import type { Context, Hono } from 'hono';
 
 export const WEB_CSP = [
   "default-src 'none'",
@@ -59,8 +60,28 @@ async function readIfFile(file: string): Promise<Buffer | undefined> {
   }
 }
 
+const COMPRESSIBLE = new Set(['.html', '.js', '.css', '.svg', '.json', '.txt']);
+
 export function serveWebUi(app: Hono, root: string): void {
   const base = path.resolve(root);
+  // Compressed once per file content (the build's files do not change while serving).
+  const compressed = new Map<string, { source: Buffer; gzip: Buffer }>();
+  const send = (c: Context, file: string, body: Buffer, status: 200 | 503, headers: Record<string, string>) => {
+    const extension = path.extname(file).toLowerCase();
+    if (COMPRESSIBLE.has(extension) && /\bgzip\b/i.test(c.req.header('accept-encoding') ?? '')) {
+      let entry = compressed.get(file);
+      if (!entry?.source.equals(body)) {
+        entry = { source: body, gzip: gzipSync(body) };
+        compressed.set(file, entry);
+      }
+      return c.body(new Uint8Array(entry.gzip), status, {
+        ...headers,
+        'content-encoding': 'gzip',
+        vary: 'accept-encoding',
+      });
+    }
+    return c.body(new Uint8Array(body), status, { ...headers, vary: 'accept-encoding' });
+  };
   app.get('*', async (c, next) => {
     const requested = c.req.path;
     if (API_PREFIXES.some((prefix) => requested === prefix.replace(/\/$/, '') || requested.startsWith(prefix))) {
@@ -77,16 +98,19 @@ export function serveWebUi(app: Hono, root: string): void {
     const asset = inside && relative !== '' ? await readIfFile(file) : undefined;
     if (asset) {
       const immutable = relative.startsWith('assets/');
-      return c.body(new Uint8Array(asset), 200, {
+      return send(c, file, asset, 200, {
         ...SECURITY_HEADERS,
         'content-type': TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream',
         'cache-control': immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
       });
     }
-    // A path with an extension that is not there is a missing file; any other path is a page of the app.
-    if (path.extname(relative) !== '') return next();
-    const index = await readIfFile(path.join(base, 'index.html'));
-    return c.body(index ? new Uint8Array(index) : NOT_BUILT, index ? 200 : 503, {
+    // A page of the app is `/`, or any path without an extension that a browser navigates to;
+    // other clients get the API's JSON 404.
+    const navigation = /\btext\/html\b/i.test(c.req.header('accept') ?? '');
+    if (relative !== '' && (path.extname(relative) !== '' || !navigation)) return next();
+    const indexFile = path.join(base, 'index.html');
+    const index = await readIfFile(indexFile);
+    return send(c, indexFile, index ?? Buffer.from(NOT_BUILT), index ? 200 : 503, {
       ...SECURITY_HEADERS,
       'content-type': 'text/html; charset=utf-8',
       'cache-control': 'no-cache',

@@ -83,6 +83,8 @@ export class ServerConversation {
   readonly images = new ImageStore(CONVERSATION_IMAGES);
   readonly turns: Turn[] = [];
   private running?: RunningTurn;
+  /** The running question's approval mode. */
+  private approvalMode: ApprovalMode = 'auto';
   private expiry?: { at: number; reason: string };
   private readonly fileAgent: FileAccessAgent;
   private readonly cellFiles: FileChanges;
@@ -133,6 +135,7 @@ export class ServerConversation {
     if (!this.expiry && this.entry.session.closed) {
       const reason = this.entry.closedReason ?? 'closed';
       this.expiry = { at: this.entry.closedAt ?? Date.now(), reason };
+      this.cancel(); // a turn waiting for an approval would otherwise wait forever
     }
     return this.expiry;
   }
@@ -206,8 +209,8 @@ export class ServerConversation {
   }
 
   /** Writes uploaded files into /mnt/data and records their previews (and tells the model about them). */
-  async upload(files: { name: string; bytes: Buffer }[]): Promise<Turn> {
-    const { turn, done } = this.start('upload', '', undefined, async (running) => {
+  upload(files: { name: string; bytes: Buffer }[]): Promise<Turn> {
+    return this.start('upload', '', undefined, async (running) => {
       const previews: FilePreview[] = [];
       for (const file of files) {
         const loaded = this.chat
@@ -227,9 +230,7 @@ export class ServerConversation {
       this.turns[running.index] = { ...this.turns[running.index]!, files: previews };
       // A provisional title: the first question or cell names the conversation.
       if (!this.titled) this.title = titleFrom(files.map((file) => file.name).join(', '));
-    });
-    void turn;
-    return done;
+    }).done;
   }
 
   /** Answers a pending approval. */
@@ -275,8 +276,6 @@ export class ServerConversation {
   }
 
   // --- turns -------------------------------------------------------------------
-
-  private approvalMode: ApprovalMode = 'auto';
 
   private refuseWhenUnavailable(): void {
     const expired = this.expired;
