@@ -405,7 +405,8 @@ describe('web UI without a model (notebook)', () => {
     const banner = page.locator('.banner-info');
     await banner.waitFor();
     expect(await banner.textContent()).toContain('No model is configured');
-    expect(await banner.textContent()).toContain('sandcell serve --provider openai --model');
+    await banner.getByText('How to configure a model').click();
+    await banner.locator('code', { hasText: 'sandcell serve --provider openai --model' }).first().waitFor();
     expect(await page.getByRole('tab', { name: 'Notebook' }).getAttribute('aria-selected')).toBe('true');
 
     const first = await runCell(page, 'x = 21\nprint("set x")');

@@ -284,6 +284,7 @@ export function App() {
         turnId = event.turn.id;
         resolveStarted(true);
         setAnnouncement(event.turn.kind === 'cell' ? 'Running the cell…' : 'Working on your question…');
+        void refreshSummaries(); // the first question or cell names the conversation
       }
       const current = turnId;
       if (current === undefined) return;

@@ -151,11 +151,12 @@ export function ConversationView(props: ConversationViewProps) {
 
       {noModel ? (
         <div class="banner banner-info" role="status">
-          <strong>No model is configured.</strong> Notebook mode works without one: run Python in cells below.{' '}
+          <strong>No model is configured.</strong> Notebook mode works without one: run Python in the cells below.
           {config?.modelHelp ? (
-            <div class="model-help">
+            <details class="model-help">
+              <summary>How to configure a model</summary>
               <Markdown text={config.modelHelp} />
-            </div>
+            </details>
           ) : null}
         </div>
       ) : null}

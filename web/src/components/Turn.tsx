@@ -66,7 +66,10 @@ export function TurnView({ turn, onDecide, onError, onEditInCell }: TurnViewProp
             />
           );
         })}
-        {turn.status === 'running' && !turn.steps.some((step) => step.type === 'code' && step.status === 'running') ? (
+        {turn.status === 'running' &&
+        !turn.steps.some(
+          (step) => step.type === 'code' && (step.status === 'running' || step.status === 'awaiting-approval'),
+        ) ? (
           <p class="thinking">
             <span class="spinner" aria-hidden="true" /> Working…
           </p>
