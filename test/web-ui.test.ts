@@ -21,7 +21,9 @@ const WEB_ROOT = path.join(ROOT, 'dist', 'web');
 const TRAFFIC_CSV = path.join(ROOT, 'examples', 'traffic-accidents', 'traffic_accidents.csv');
 const SCREENSHOT = path.join(ROOT, 'docs', 'screenshot.png');
 const API_KEY = 'web-ui-test-key-7f3a';
-const UI_TIMEOUT = 30_000;
+// Generous: other work on the machine can slow sandboxes down; a passing run takes a few seconds per test.
+const UI_TIMEOUT = 90_000;
+const TEST_TIMEOUT = 180_000;
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 
@@ -135,7 +137,7 @@ async function downloadText(download: Download): Promise<string> {
   return readFile(file, 'utf8');
 }
 
-describe('web UI with a scripted model', () => {
+describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
   let server: Server;
   let provider: FakeProvider;
   let analysis: Tab | undefined;
@@ -149,7 +151,11 @@ describe('web UI with a scripted model', () => {
       preloadModules: ['pandas', 'matplotlib'],
       webRoot: WEB_ROOT,
     });
-  });
+  }, TEST_TIMEOUT);
+
+  /** A test that failed halfway leaves its scripted answers queued: say so instead of failing strangely later. */
+  const expectNoLeftoverScript = () =>
+    expect(provider.remaining, 'scripted responses left over from an earlier test that failed').toBe(0);
 
   afterAll(async () => {
     await analysis?.context.close();
@@ -289,6 +295,7 @@ describe('web UI with a scripted model', () => {
   });
 
   it('approval mode: Run (keyboard), Skip, and Edit then run the edited code', async () => {
+    expectNoLeftoverScript();
     const { page } = await openTab(server.url);
     const toggle = page.getByRole('switch', { name: 'Approve code' });
     expect(await toggle.isChecked()).toBe(false); // the server's default is auto
@@ -337,6 +344,7 @@ describe('web UI with a scripted model', () => {
   });
 
   it('keyboard: Enter sends, Shift+Enter inserts a newline', async () => {
+    expectNoLeftoverScript();
     const { page } = await openTab(server.url);
     provider.enqueue({ text: 'Got both lines.' });
     const box = page.getByLabel('Your question');
@@ -368,6 +376,7 @@ describe('web UI with a scripted model', () => {
   });
 
   it("XSS: the model's markdown and HTML its code displays cannot run script in the page", async () => {
+    expectNoLeftoverScript();
     const { page, dialogs } = await openTab(server.url);
     const code = [
       'from IPython.display import HTML, display',
@@ -392,12 +401,12 @@ describe('web UI with a scripted model', () => {
   });
 });
 
-describe('web UI without a model (notebook)', () => {
+describe('web UI without a model (notebook)', { timeout: TEST_TIMEOUT }, () => {
   let server: Server;
 
   beforeAll(async () => {
     server = await startTestServer({ logLevel: 'warn', preloadModules: ['pandas'], webRoot: WEB_ROOT });
-  });
+  }, TEST_TIMEOUT);
   afterAll(async () => server?.close());
 
   it('shows the no-model banner, disables chat, and runs cells with Ctrl+Enter keeping state', async () => {
@@ -561,7 +570,7 @@ describe('web UI without a model (notebook)', () => {
   });
 });
 
-describe('web UI on a server with an API key', () => {
+describe('web UI on a server with an API key', { timeout: TEST_TIMEOUT }, () => {
   let server: Server;
 
   beforeAll(async () => {
@@ -571,7 +580,7 @@ describe('web UI on a server with an API key', () => {
       logLevel: 'warn',
       webRoot: WEB_ROOT,
     });
-  });
+  }, TEST_TIMEOUT);
   afterAll(async () => server?.close());
 
   it('asks for the key, rejects a wrong one, works with the right one, and signs out', async () => {

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import type { ConversationSummary } from '../../../src/server/conversations/transcript';
 import type { ServerConfig } from '../api';
-import { formatTime } from '../format';
+import { formatDuration, formatTime } from '../format';
 
 export interface SidebarProps {
   conversations: ConversationSummary[];
@@ -95,7 +95,10 @@ export function Sidebar(props: SidebarProps) {
               <span>No model configured</span>
             )}
             <br />
-            <span class="muted">sandcell {config.version}</span>
+            <span class="muted">
+              sandcell {config.version}
+              {config.idleTimeoutMs > 0 ? ` · sessions close after ${formatDuration(config.idleTimeoutMs)} idle` : ''}
+            </span>
           </p>
         ) : null}
         {signedIn ? (
