@@ -16,8 +16,6 @@ export const WEB_CSP = [
   "img-src 'self' blob: data:",
   "connect-src 'self'",
   "font-src 'self'",
-  "frame-src 'self' blob:",
-  "child-src 'self' blob:",
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",
