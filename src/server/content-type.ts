@@ -1,4 +1,5 @@
 /** Content types of files served back to clients, guessed from the extension. */
+import type { Context } from 'hono';
 
 const TYPES: Record<string, string> = {
   png: 'image/png',
@@ -40,4 +41,13 @@ export function fileHeaders(path: string, size: number): Record<string, string> 
     'x-content-type-options': 'nosniff',
     'content-security-policy': "sandbox; default-src 'none'",
   };
+}
+
+/** An image from an ImageStore, as the answer to GET …/images/{name}. */
+export function imageResponse(context: Context, image: { name: string; mimeType: string; data: Buffer }): Response {
+  return context.body(new Uint8Array(image.data), 200, {
+    ...fileHeaders(image.name, image.data.length),
+    'content-type': image.mimeType,
+    'cache-control': 'private, max-age=3600, immutable',
+  });
 }

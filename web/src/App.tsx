@@ -310,7 +310,10 @@ export function App() {
     return started;
   };
 
-  const sendMessage = async (text: string): Promise<boolean> => {
+  /** Starts a turn in the open conversation, creating the conversation first when none is open. */
+  const startInConversation = async (
+    run: (id: string, onEvent: (event: ConversationEvent) => void) => Promise<boolean>,
+  ): Promise<boolean> => {
     let conversation: Conversation;
     try {
       conversation = await ensureConversation();
@@ -318,19 +321,14 @@ export function App() {
       handleError(undefined, error);
       return false;
     }
-    return startTurn(conversation.id, (onEvent) => api.sendMessage(conversation.id, text, approval ?? 'auto', onEvent));
+    return startTurn(conversation.id, (onEvent) => run(conversation.id, onEvent));
   };
 
-  const runCell = async (code: string): Promise<boolean> => {
-    let conversation: Conversation;
-    try {
-      conversation = await ensureConversation();
-    } catch (error) {
-      handleError(undefined, error);
-      return false;
-    }
-    return startTurn(conversation.id, (onEvent) => api.runCell(conversation.id, code, onEvent));
-  };
+  const sendMessage = (text: string): Promise<boolean> =>
+    startInConversation((id, onEvent) => api.sendMessage(id, text, approval ?? 'auto', onEvent));
+
+  const runCell = (code: string): Promise<boolean> =>
+    startInConversation((id, onEvent) => api.runCell(id, code, onEvent));
 
   const stop = async () => {
     if (!selectedId) return;

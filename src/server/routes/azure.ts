@@ -18,7 +18,8 @@ import type { FileEntry } from '../../session/files.js';
 import type { Owner } from '../auth.js';
 import { contentTypeFor, fileHeaders } from '../content-type.js';
 import type { ServerContext } from '../context.js';
-import { badRequest, HttpError, notFound } from '../errors.js';
+import { HttpError, notFound } from '../errors.js';
+import { readUploadForm } from '../multipart.js';
 import { azureResult, azureStatus, azureStderr } from '../present.js';
 import type { ManagedSession } from '../registry.js';
 import { defineRoute, type RouteSpec } from '../route.js';
@@ -91,21 +92,8 @@ async function describe(entry: ManagedSession, path: string): Promise<FileEntry>
 }
 
 async function upload(context: Context, entry: ManagedSession, directory?: string): Promise<FileEntry[]> {
-  if (!/^multipart\/form-data\b/i.test(context.req.header('content-type') ?? '')) {
-    throw new HttpError(415, 'unsupported-media-type', 'Upload files as multipart/form-data in the field `file`.');
-  }
-  let form: FormData;
-  try {
-    form = await context.req.raw.formData();
-  } catch (error) {
-    throw badRequest(`The multipart body could not be read: ${(error as Error).message}`, 'invalid-multipart');
-  }
-  const files = form.getAll('file').filter((value) => typeof value !== 'string');
-  if (files.length === 0) throw badRequest('Send the file in the multipart field `file`.', 'no-file');
-  const targets = files.map((file) => {
-    if (!file.name) throw badRequest('The uploaded file needs a file name.', 'no-file-name');
-    return { file, path: dataPath(file.name, directory) };
-  });
+  const { files } = await readUploadForm(context, 'Upload files as multipart/form-data in the field `file`.');
+  const targets = files.map((file) => ({ file, path: dataPath(file.name, directory) }));
   const written: FileEntry[] = [];
   for (const { file, path } of targets) {
     await entry.session.files.write(path, new Uint8Array(await file.arrayBuffer()));

@@ -6,7 +6,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { normalizeDataPath } from '../../internal/data-path.js';
-import { fileHeaders } from '../content-type.js';
+import { imageResponse } from '../content-type.js';
 import type { ServerContext } from '../context.js';
 import type { ServerConversation, TurnListener } from '../conversations/conversation.js';
 import { conversationNotebook, notebookFileName } from '../conversations/notebook.js';
@@ -28,8 +28,9 @@ import {
   UploadTurnSchema,
 } from '../conversations/schemas.js';
 import type { ConversationEvent, Turn } from '../conversations/transcript.js';
-import { badRequest, HttpError, notFound } from '../errors.js';
+import { notFound } from '../errors.js';
 import { eventStream, type StreamFormat } from '../execution-stream.js';
+import { readUploadForm } from '../multipart.js';
 import { defineRoute, type RouteSpec } from '../route.js';
 import { ErrorSchema, UploadForm } from '../schemas.js';
 
@@ -79,24 +80,10 @@ async function answerTurn(
   });
 }
 
-type UploadedFile = Exclude<ReturnType<FormData['get']>, string | null>;
-
 async function readUpload(context: Context): Promise<{ name: string; bytes: Buffer }[]> {
-  if (!/^multipart\/form-data\b/i.test(context.req.header('content-type') ?? '')) {
-    throw new HttpError(415, 'unsupported-media-type', 'Upload with multipart/form-data, field `file` (repeatable).');
-  }
-  let form: FormData;
-  try {
-    form = await context.req.raw.formData();
-  } catch (error) {
-    throw badRequest(`The multipart body could not be read: ${(error as Error).message}`, 'invalid-multipart');
-  }
-  const files = form.getAll('file').filter((value): value is UploadedFile => typeof value !== 'string');
-  if (files.length === 0) throw badRequest('Send one or more files in the multipart field `file`.', 'no-file');
-  const named = files.map((file) => {
-    if (!file.name) throw badRequest('Each uploaded file needs a file name.', 'no-file-name');
-    return { file, name: normalizeDataPath(file.name, { allowRoot: false }) };
-  });
+  const { files } = await readUploadForm(context, 'Upload with multipart/form-data, field `file` (repeatable).');
+  // Every name is checked before any file is read or written.
+  const named = files.map((file) => ({ file, name: normalizeDataPath(file.name, { allowRoot: false }) }));
   return Promise.all(named.map(async ({ file, name }) => ({ name, bytes: Buffer.from(await file.arrayBuffer()) })));
 }
 
@@ -303,11 +290,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
       handler: (c, { owner, params }) => {
         const image = find(owner, params.id).images.get(params.name);
         if (!image) throw notFound(`No image ${params.name} in this conversation (only the latest images are kept).`);
-        return c.body(new Uint8Array(image.data), 200, {
-          ...fileHeaders(image.name, image.data.length),
-          'content-type': image.mimeType,
-          'cache-control': 'private, max-age=3600, immutable',
-        });
+        return imageResponse(c, image);
       },
     }),
     defineRoute({

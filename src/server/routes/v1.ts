@@ -4,10 +4,11 @@ import type { Context } from 'hono';
 import { z } from 'zod';
 import { normalizeDataPath } from '../../internal/data-path.js';
 import type { ExecutionResult } from '../../session/execution.js';
-import { fileHeaders } from '../content-type.js';
+import { fileHeaders, imageResponse } from '../content-type.js';
 import type { ServerContext } from '../context.js';
-import { badRequest, HttpError, notFound } from '../errors.js';
+import { notFound } from '../errors.js';
 import { type StreamFormat, streamExecution } from '../execution-stream.js';
+import { readUploadForm } from '../multipart.js';
 import { presentExecution, presentFile, presentResult, presentSession } from '../present.js';
 import type { ManagedSession } from '../registry.js';
 import { defineRoute, type RouteSpec } from '../route.js';
@@ -41,22 +42,15 @@ function streamFormat(context: Context, query: { stream?: StreamFormat }): Strea
   return undefined;
 }
 
-type UploadedFile = Exclude<ReturnType<FormData['get']>, string | null>;
-
 async function uploadMultipart(context: Context, entry: ManagedSession) {
-  let form: FormData;
-  try {
-    form = await context.req.raw.formData();
-  } catch (error) {
-    throw badRequest(`The multipart body could not be read: ${(error as Error).message}`, 'invalid-multipart');
-  }
+  const { form, files } = await readUploadForm(
+    context,
+    'Upload with multipart/form-data (field `file`), or PUT the raw bytes to /v1/sessions/{id}/files/{path}.',
+  );
   const directoryField = form.get('directory');
   const directory = normalizeDataPath(typeof directoryField === 'string' ? directoryField : '', { allowRoot: true });
-  const files = form.getAll('file').filter((value): value is UploadedFile => typeof value !== 'string');
-  if (files.length === 0) throw badRequest('Send one or more files in the multipart field `file`.', 'no-file');
   // Validate every name before writing any file.
   const targets = files.map((file) => {
-    if (!file.name) throw badRequest('Each uploaded file needs a file name.', 'no-file-name');
     const name = normalizeDataPath(file.name, { allowRoot: false });
     return { file, path: directory && !file.name.startsWith('/mnt/data/') ? `${directory}/${name}` : name };
   });
@@ -207,11 +201,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       handler: (c, { owner, params }) => {
         const image = registry.get(owner, params.id).images.get(params.name);
         if (!image) throw notFound(`No image ${params.name} in this session (only the latest images are kept).`);
-        return c.body(new Uint8Array(image.data), 200, {
-          ...fileHeaders(image.name, image.data.length),
-          'content-type': image.mimeType,
-          'cache-control': 'private, max-age=3600, immutable',
-        });
+        return imageResponse(c, image);
       },
     }),
     defineRoute({
@@ -251,13 +241,6 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       },
       handler: async (c, { owner, params }) => {
         const entry = registry.get(owner, params.id);
-        if (!/^multipart\/form-data\b/i.test(c.req.header('content-type') ?? '')) {
-          throw new HttpError(
-            415,
-            'unsupported-media-type',
-            'Upload with multipart/form-data (field `file`), or PUT the raw bytes to /v1/sessions/{id}/files/{path}.',
-          );
-        }
         const written = await uploadMultipart(c, entry);
         return c.json({ files: await describeWritten(entry, written) }, 201);
       },
