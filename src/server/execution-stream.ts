@@ -9,6 +9,20 @@ import { errorBody, toHttpError } from './errors.js';
 
 export type StreamFormat = 'ndjson' | 'sse';
 
+/**
+ * The stream a request asks for: `?stream=` first (`none` for a JSON answer), else its Accept
+ * header (NDJSON, then SSE); undefined for a JSON answer.
+ */
+export function requestedStreamFormat(
+  accept: string | undefined,
+  query: StreamFormat | 'none' | undefined,
+): StreamFormat | undefined {
+  if (query) return query === 'none' ? undefined : query;
+  if (/application\/x-ndjson/i.test(accept ?? '')) return 'ndjson';
+  if (/text\/event-stream/i.test(accept ?? '')) return 'sse';
+  return undefined;
+}
+
 export interface StreamEvent {
   type: 'stdout-delta' | 'stderr-delta' | 'result-ready' | 'execution-end' | 'error';
   [key: string]: unknown;

@@ -11,6 +11,11 @@ export function sessionUrl(entry: ManagedSession): string {
   return `/v1/sessions/${entry.id}`;
 }
 
+/** Where a client downloads a file of the session (a path relative to /mnt/data). */
+export function sessionFileUrl(entry: ManagedSession, path: string): string {
+  return `${sessionUrl(entry)}/files/${encodePath(path)}`;
+}
+
 export function presentSession(entry: ManagedSession) {
   return {
     id: entry.id,
@@ -29,7 +34,7 @@ export function presentFile(entry: ManagedSession, file: FileEntry) {
     type: file.type,
     size: file.size,
     modifiedAt: new Date(file.modifiedMs).toISOString(),
-    ...(file.type === 'file' ? { url: `${sessionUrl(entry)}/files/${encodePath(file.path)}` } : {}),
+    ...(file.type === 'file' ? { url: sessionFileUrl(entry, file.path) } : {}),
   };
 }
 

@@ -17,7 +17,7 @@ import type { Execution, ExecutionResult } from '../../session/execution.js';
 import { FileChanges } from '../../session/file-changes.js';
 import { HttpError, toHttpError } from '../errors.js';
 import { ImageStore } from '../image-store.js';
-import { presentResult, sessionUrl } from '../present.js';
+import { presentResult, sessionFileUrl } from '../present.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
 import {
   type ApprovalMode,
@@ -42,8 +42,6 @@ export interface ConversationSettings {
   /** The server's model; without one only cells and uploads work. */
   model?: ChatModel;
   approvalDefault: ApprovalMode;
-  /** Context for the model about this server's setup, added to its instructions. */
-  instructions?: string;
 }
 
 export type ApprovalAnswer =
@@ -58,6 +56,8 @@ interface PendingApproval {
 
 interface RunningTurn {
   index: number;
+  /** Whether this turn's code waits for approval. */
+  approval: ApprovalMode;
   abort: AbortController;
   approvals: Map<string, PendingApproval>;
   /** Approval ids already answered, so a second answer is a conflict rather than "not found". */
@@ -66,8 +66,6 @@ interface RunningTurn {
 }
 
 export type TurnListener = (event: ConversationEvent) => void;
-
-const encodePath = (path: string): string => path.split('/').map(encodeURIComponent).join('/');
 
 export function titleFrom(text: string): string {
   const line = text.replace(/\s+/g, ' ').trim();
@@ -83,8 +81,6 @@ export class ServerConversation {
   readonly images = new ImageStore(CONVERSATION_IMAGES);
   readonly turns: Turn[] = [];
   private running?: RunningTurn;
-  /** The running question's approval mode. */
-  private approvalMode: ApprovalMode = 'auto';
   private expiry?: { at: number; reason: string };
   private readonly fileAgent: FileAccessAgent;
   private readonly cellFiles: FileChanges;
@@ -112,7 +108,6 @@ export class ServerConversation {
           model: settings.model,
           session: entry.session,
           ownSession: false,
-          instructions: settings.instructions,
           run: (code, options) => settings.registry.execute(entry, code, options),
           approve: (request) => conversation!.requestApproval(request),
           onEvent: (event) => conversation!.onAgentEvent(event),
@@ -171,9 +166,7 @@ export class ServerConversation {
         'This server has no model: start it with `sandcell serve --provider … --model …` (or set SANDCELL_PROVIDER / OPENAI_API_KEY / OPENAI_BASE_URL). Notebook cells work without one.',
       );
     }
-    if (!this.titled) this.retitle(content);
-    return this.start('message', content, listener, async (running) => {
-      this.approvalMode = approval;
+    const started = this.start('message', content, listener, approval, async (running) => {
       const answer = await chat.ask(content, { signal: running.abort.signal });
       // A non-streaming model (or a stop without words) left no text for the answer yet.
       const turn = this.turns[running.index]!;
@@ -181,14 +174,15 @@ export class ServerConversation {
       if (!(last?.type === 'text' && last.text.trim() !== '')) this.emit({ type: 'answer-delta', text: answer.text });
       this.emit({ type: 'answer-end', stopReason: answer.stopReason, steps: answer.steps, usage: answer.usage });
     });
+    if (!this.titled) this.retitle(content);
+    return started;
   }
 
   /** Runs a notebook cell in the session. */
   runCell(code: string, timeoutMs: number | undefined, listener?: TurnListener): { turn: Turn; done: Promise<Turn> } {
     this.refuseWhenUnavailable();
     this.settings.registry.admit(this.entry, code); // a refusal is an HTTP status, before the stream starts
-    if (!this.titled) this.retitle(code);
-    return this.start('cell', code, listener, async (running) => {
+    const started = this.start('cell', code, listener, 'auto', async (running) => {
       const callId = this.turns[running.index]!.id;
       await this.cellFiles.snapshot();
       await this.cellFiles.changed(); // what earlier turns wrote is not this cell's doing
@@ -206,11 +200,13 @@ export class ServerConversation {
       );
       this.emitExecutionEnd(callId, execution, files);
     });
+    if (!this.titled) this.retitle(code);
+    return started;
   }
 
   /** Writes uploaded files into /mnt/data and records their previews (and tells the model about them). */
   upload(files: { name: string; bytes: Buffer }[]): Promise<Turn> {
-    return this.start('upload', '', undefined, async (running) => {
+    return this.start('upload', '', undefined, 'auto', async (running) => {
       const previews: FilePreview[] = [];
       for (const file of files) {
         const loaded = this.chat
@@ -267,14 +263,6 @@ export class ServerConversation {
     return true;
   }
 
-  /** Adds a listener to the running turn's events (for a client that reconnects). */
-  subscribe(listener: TurnListener): (() => void) | undefined {
-    const running = this.running;
-    if (!running) return undefined;
-    running.listeners.add(listener);
-    return () => running.listeners.delete(listener);
-  }
-
   // --- turns -------------------------------------------------------------------
 
   private refuseWhenUnavailable(): void {
@@ -299,6 +287,7 @@ export class ServerConversation {
     kind: Turn['kind'],
     input: string,
     listener: TurnListener | undefined,
+    approval: ApprovalMode,
     work: (running: RunningTurn) => Promise<void>,
   ): { turn: Turn; done: Promise<Turn> } {
     this.refuseWhenUnavailable();
@@ -312,6 +301,7 @@ export class ServerConversation {
     };
     const running: RunningTurn = {
       index: this.turns.length,
+      approval,
       abort: new AbortController(),
       approvals: new Map(),
       decided: new Set(),
@@ -375,7 +365,7 @@ export class ServerConversation {
 
   private requestApproval(request: ApprovalRequest): Promise<ApprovalDecision> {
     const running = this.running;
-    if (this.approvalMode === 'auto' || !running) return Promise.resolve({ action: 'run' });
+    if (!running || running.approval === 'auto') return Promise.resolve({ action: 'run' });
     if (running.abort.signal.aborted) return Promise.resolve({ action: 'skip', reason: 'The user stopped this turn.' });
     const approvalId = randomUUID();
     return new Promise((resolve) => {
@@ -471,7 +461,7 @@ export class ServerConversation {
   }
 
   private fileUrl(path: string): string {
-    return `${sessionUrl(this.entry)}/files/${encodePath(path)}`;
+    return sessionFileUrl(this.entry, path);
   }
 
   private retitle(text: string): void {

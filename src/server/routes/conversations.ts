@@ -29,7 +29,7 @@ import {
 } from '../conversations/schemas.js';
 import type { ConversationEvent, Turn } from '../conversations/transcript.js';
 import { notFound } from '../errors.js';
-import { eventStream, type StreamFormat } from '../execution-stream.js';
+import { eventStream, requestedStreamFormat, type StreamFormat } from '../execution-stream.js';
 import { readUploadForm } from '../multipart.js';
 import { defineRoute, type RouteSpec } from '../route.js';
 import { ErrorSchema, UploadForm } from '../schemas.js';
@@ -48,14 +48,6 @@ export const MODEL_HELP =
   'Start the server with a model: `sandcell serve --provider openai --model gpt-4.1` (key in OPENAI_API_KEY), ' +
   '`--provider anthropic` (ANTHROPIC_API_KEY), or any OpenAI-compatible endpoint such as a local Ollama: ' +
   '`sandcell serve --base-url http://localhost:11434/v1 --model llama3.1`. SANDCELL_PROVIDER and SANDCELL_MODEL work too.';
-
-function turnFormat(context: Context, query: { stream?: StreamFormat | 'none' }): StreamFormat | undefined {
-  if (query.stream) return query.stream === 'none' ? undefined : query.stream;
-  const accept = context.req.header('accept') ?? '';
-  if (/text\/event-stream/i.test(accept)) return 'sse';
-  if (/application\/x-ndjson/i.test(accept)) return 'ndjson';
-  return undefined;
-}
 
 /** Runs a turn and answers its events as a stream, or the finished turn as JSON. */
 async function answerTurn(
@@ -193,7 +185,9 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         const conversation = find(owner, params.id);
         const request = body as z.output<typeof MessageBody>;
         const approval = request.approval ?? conversations.settings.approvalDefault;
-        return answerTurn(c, turnFormat(c, query), (listener) => conversation.ask(request.content, approval, listener));
+        return answerTurn(c, requestedStreamFormat(c.req.header('accept'), query.stream), (listener) =>
+          conversation.ask(request.content, approval, listener),
+        );
       },
     }),
     defineRoute({
@@ -217,7 +211,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
       handler: (c, { owner, params, query, body }) => {
         const conversation = find(owner, params.id);
         const request = body as z.output<typeof CellBody>;
-        return answerTurn(c, turnFormat(c, query), (listener) =>
+        return answerTurn(c, requestedStreamFormat(c.req.header('accept'), query.stream), (listener) =>
           conversation.runCell(request.code, request.timeoutMs, listener),
         );
       },

@@ -7,7 +7,7 @@ import type { ExecutionResult } from '../../session/execution.js';
 import { fileHeaders, imageResponse } from '../content-type.js';
 import type { ServerContext } from '../context.js';
 import { notFound } from '../errors.js';
-import { type StreamFormat, streamExecution } from '../execution-stream.js';
+import { requestedStreamFormat, streamExecution } from '../execution-stream.js';
 import { readUploadForm } from '../multipart.js';
 import { presentExecution, presentFile, presentResult, presentSession } from '../present.js';
 import type { ManagedSession } from '../registry.js';
@@ -33,14 +33,6 @@ const TAG_SESSIONS = ['sessions'];
 const TAG_FILES = ['files'];
 const notFoundResponse = { description: 'No such session (or not yours), or no such file.', json: ErrorSchema };
 const badRequestResponse = { description: 'Invalid input.', json: ErrorSchema };
-
-function streamFormat(context: Context, query: { stream?: StreamFormat }): StreamFormat | undefined {
-  if (query.stream) return query.stream;
-  const accept = context.req.header('accept') ?? '';
-  if (/application\/x-ndjson/i.test(accept)) return 'ndjson';
-  if (/text\/event-stream/i.test(accept)) return 'sse';
-  return undefined;
-}
 
 async function uploadMultipart(context: Context, entry: ManagedSession) {
   const { form, files } = await readUploadForm(
@@ -159,7 +151,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         const request = body as z.output<typeof ExecuteBody>;
         const entry = registry.get(owner, params.id);
         const executionId = randomUUID();
-        const format = streamFormat(c, query);
+        const format = requestedStreamFormat(c.req.header('accept'), query.stream);
         if (!format) {
           const execution = await registry.execute(entry, request.code, {
             timeoutMs: request.timeoutMs,
