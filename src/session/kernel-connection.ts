@@ -55,7 +55,7 @@ export class KernelConnection {
     this.ready.catch(() => undefined);
 
     const { executionMessageBytes, replyMessageBytes } = options.messageLimits;
-    const onLine = (line: string, bytes: number): void => {
+    const onLine = (line: string, bytes: number) => {
       let message: KernelMessage;
       try {
         message = JSON.parse(line) as KernelMessage;
