@@ -81,6 +81,28 @@ describe('sandcell run', () => {
     expect(timeout.stderr).toContain('--timeout');
   });
 
+  it('refuses a binary file with a usage error, before starting a sandbox', async () => {
+    const binary = path.join(workspace, 'program.bin');
+    writeFileSync(binary, Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x02, 0x01, 0x00, 0x00, 0x70, 0x72, 0x69, 0x6e, 0x74]));
+    const latin1 = path.join(workspace, 'latin1.py');
+    writeFileSync(latin1, Buffer.from('print("caf\xe9")\n', 'latin1'));
+    // An unusable Docker engine: had a sandbox been started, this would fail with 3, not 2.
+    const noEngine = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
+    const refused = await runProcess(process.execPath, [bin, 'run', binary, '--backend', 'docker'], {
+      cwd: workspace,
+      env: noEngine,
+    });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('is a binary file (a NUL byte at offset 6)');
+    expect(refused.stderr).toContain('--upload');
+    const notUtf8 = await runProcess(process.execPath, [bin, 'run', latin1, '--backend', 'docker'], {
+      cwd: workspace,
+      env: noEngine,
+    });
+    expect(notUtf8.code).toBe(2);
+    expect(notUtf8.stderr).toContain('is not UTF-8 text');
+  });
+
   it('never writes outside the output directory, whatever names the code gives its files', async () => {
     const outputDir = path.join(workspace, 'names-out');
     const script = path.join(workspace, 'names.py');

@@ -20,11 +20,13 @@ export interface RunCommandOptions {
 
 async function readCode(file: string | undefined): Promise<string> {
   if (file && file !== '-') {
+    let bytes: Buffer;
     try {
-      return await readFile(file, 'utf8');
+      bytes = await readFile(file);
     } catch (error) {
       throw new CliExit(EXIT_USAGE, `Cannot read ${file}: ${(error as Error).message}`);
     }
+    return sourceText(bytes, file);
   }
   if (process.stdin.isTTY) {
     throw new CliExit(
@@ -34,7 +36,22 @@ async function readCode(file: string | undefined): Promise<string> {
   }
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  return sourceText(Buffer.concat(chunks), 'The code on standard input');
+}
+
+/**
+ * The bytes as Python source: UTF-8 text without NUL. Anything else is not
+ * code (a binary file given by mistake) and is refused before a sandbox starts.
+ */
+export function sourceText(bytes: Buffer, name: string): string {
+  const advice = 'sandcell run takes Python source; to give a data file to your code, pass it with --upload FILE.';
+  const nul = bytes.indexOf(0);
+  if (nul !== -1) throw new CliExit(EXIT_USAGE, `${name} is a binary file (a NUL byte at offset ${nul}): ${advice}`);
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new CliExit(EXIT_USAGE, `${name} is not UTF-8 text: ${advice}`);
+  }
 }
 
 /** `--timeout` in seconds → milliseconds; a usage error unless it is a positive number. */

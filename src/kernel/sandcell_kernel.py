@@ -54,6 +54,15 @@ OPTIONS = _read_options()
 OUTPUT_LIMIT = int(OPTIONS.get("outputBytes", 1 << 20))
 RESULT_LIMIT = int(OPTIONS.get("resultBytes", 32 << 20))
 FILE_LIMIT = int(OPTIONS.get("fileTransferBytes", 64 << 20))
+# Jupyter metadata is a few keys (image sizes, flags); past this a result
+# keeps its data and loses its metadata.
+METADATA_LIMIT = min(1 << 20, RESULT_LIMIT)
+# An error's parts, in UTF-8 bytes: the same bounds the host applies
+# (src/session/output-limits.ts), so an honest error is never cut twice.
+ERROR_NAME_LIMIT = 1024
+ERROR_VALUE_LIMIT = OUTPUT_LIMIT
+ERROR_TRACEBACK_LIMIT = OUTPUT_LIMIT
+TRACEBACK_NOTE_BYTES = 200
 
 
 def _apply_rlimits(limits):
@@ -91,9 +100,16 @@ class Channel:
         self._fd = fd
         self._lock = threading.Lock()
 
-    def send(self, message):
+    @staticmethod
+    def encode(message):
+        """The message as one protocol line; its length is what the host counts."""
         # ensure_ascii keeps the line valid UTF-8 whatever the user code printed.
-        data = (json.dumps(message, ensure_ascii=True, default=str) + "\n").encode("ascii")
+        return (json.dumps(message, ensure_ascii=True, default=str) + "\n").encode("ascii")
+
+    def send(self, message):
+        self.write(self.encode(message))
+
+    def write(self, data):
         with self._lock:
             view = memoryview(data)
             while view:
@@ -262,6 +278,83 @@ def bundle_size(bundle):
     """Roughly the bytes a MIME bundle takes on the wire, without serialising
     its (often large, base64) strings a second time."""
     return sum(len(value) if isinstance(value, str) else len(json.dumps(value, default=str)) for value in bundle.values())
+
+
+def exceeds_json_size(value, limit):
+    """Whether value's JSON surely takes more than limit bytes, judged without
+    serialising it: every string counts its length, every other item one byte.
+    A huge string in metadata is found at once instead of encoded first."""
+    total = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+            total += 1
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+            total += 1
+        else:
+            total += 1
+        if total > limit:
+            return True
+    return False
+
+
+def bounded_metadata(metadata):
+    """The metadata, or None when its JSON is over METADATA_LIMIT or cannot be
+    serialised (the result then goes out with empty metadata)."""
+    if not metadata:
+        return {}
+    if not isinstance(metadata, dict) or exceeds_json_size(metadata, METADATA_LIMIT):
+        return None
+    try:
+        size = len(json.dumps(metadata, ensure_ascii=True, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return metadata if size <= METADATA_LIMIT else None
+
+
+def utf8_size(text):
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def cut_text(text, limit, what):
+    """text within limit UTF-8 bytes, a note included when it had to be cut;
+    returns (text, whether it was cut). Mirrors cutText on the host."""
+    # A character takes at most 4 bytes, so a short text needs no measuring.
+    if len(text) * 4 <= limit or (len(text) <= limit and utf8_size(text) <= limit):
+        return text, False
+    note = "\n[sandcell cut this %s: %d bytes, the first %%d kept; the limit follows the session option outputBytes]" % (what, utf8_size(text))
+    room = max(0, limit - len(note) - 12)
+    head = text[:room].encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+    return head + note % len(head.encode("utf-8", "surrogatepass")), True
+
+
+def cut_traceback(entries, limit):
+    """The traceback within limit bytes; returns (entries, whether it was cut).
+    The last entry names the error (and repeats its value) and the innermost
+    frames say where it happened, so entries are kept from the end: the last
+    one cut to half the limit, then whole earlier ones while they fit.
+    Mirrors cutTraceback on the host."""
+    sizes = [utf8_size(entry) for entry in entries]
+    if sum(sizes) <= limit or not entries:
+        return entries, False
+    last, _ = cut_text(entries[-1], limit // 2, "traceback line")
+    kept = [last]
+    room = limit - utf8_size(last) - TRACEBACK_NOTE_BYTES
+    index = len(entries) - 2
+    while index >= 0 and sizes[index] <= room:
+        kept.append(entries[index])
+        room -= sizes[index]
+        index -= 1
+    if index >= 0:
+        kept.append("[sandcell cut %d earlier traceback entries: the traceback is kept within the session option outputBytes]" % (index + 1))
+    kept.reverse()
+    return kept, True
 
 
 class FileError(Exception):
@@ -557,17 +650,26 @@ class Kernel:
             bundle[mime] = value
         if not bundle:
             return
-        message = {"type": kind, "id": execution_id, "data": bundle, "metadata": metadata or {}}
-        if kind == "result":
-            message["executionCount"] = self.shell.execution_count
         # Results past the per-execution budget are dropped here, so that a huge
-        # HTML table or image never becomes an oversized protocol message.
-        size = bundle_size(bundle)
-        if self.results_used + size > RESULT_LIMIT:
+        # HTML table or image never becomes an oversized protocol message. The
+        # budget counts whole protocol lines (data, metadata, framing), as the
+        # host does; the data's size is a cheap lower bound checked first.
+        if self.results_used + bundle_size(bundle) > RESULT_LIMIT:
             self.budget.truncated = True
             return
-        self.results_used += size
-        self.channel.send(message)
+        kept_metadata = bounded_metadata(metadata)
+        if kept_metadata is None:
+            kept_metadata = {}
+            self.budget.truncated = True
+        message = {"type": kind, "id": execution_id, "data": bundle, "metadata": kept_metadata}
+        if kind == "result":
+            message["executionCount"] = self.shell.execution_count
+        line = self.channel.encode(message)
+        if self.results_used + len(line) > RESULT_LIMIT:
+            self.budget.truncated = True
+            return
+        self.results_used += len(line)
+        self.channel.write(line)
 
     def emit_error(self, etype, evalue, stb):
         execution_id = self.execution_id()
@@ -582,7 +684,25 @@ class Kernel:
             self.current["error"] = True
         if execution_id is None:
             return
-        self.channel.send({"type": "error", "id": execution_id, "name": name, "value": value, "traceback": list(stb)})
+        # Cut here, so that an error with a huge message never becomes an
+        # oversized protocol message (the host cuts again if it must).
+        name, name_cut = cut_text(name, ERROR_NAME_LIMIT, "error name")
+        value, value_cut = cut_text(value, ERROR_VALUE_LIMIT, "error value")
+        traceback, traceback_cut = cut_traceback([str(entry) for entry in stb], ERROR_TRACEBACK_LIMIT)
+        if name_cut or value_cut or traceback_cut:
+            self.budget.truncated = True
+        self.channel.send({"type": "error", "id": execution_id, "name": name, "value": value, "traceback": traceback})
+
+    def emit_syntax_error(self, message, code, offset):
+        """Reports code that cannot be compiled as IPython reports a SyntaxError."""
+        before = code[:offset]
+        line = before.count("\n") + 1
+        column = offset - (before.rfind("\n") + 1) + 1
+        text = code.split("\n")[line - 1]
+        try:
+            raise SyntaxError(message, ("<cell>", line, column, text))
+        except SyntaxError:
+            self.shell.showsyntaxerror()
 
     # --- threads ----------------------------------------------------------
     def control_loop(self):
@@ -666,10 +786,23 @@ class Kernel:
             self.current = {"id": message["id"], "error": False, "interrupted": False}
         self.stdout.execution_id = self.stderr.execution_id = message["id"]
         try:
-            self.shell.run_cell(code, store_history=True)
+            if "\x00" in code:
+                # compile() refuses NUL with a ValueError that this IPython lets
+                # escape run_cell; it is an error in the user's code, like any
+                # other that stops it compiling.
+                self.shell.execution_count += 1
+                self.emit_syntax_error("source code cannot contain null bytes", code, code.index("\x00"))
+            else:
+                self.shell.run_cell(code, store_history=True)
         except KeyboardInterrupt:
             # An interrupt that landed outside user code (in IPython itself).
             self.emit_error(KeyboardInterrupt, KeyboardInterrupt(), ["KeyboardInterrupt"])
+        except Exception as error:
+            # A failure inside IPython itself must not end the kernel (and the
+            # session's state with it): report it as this run's error.
+            import traceback
+
+            self.emit_error(type(error), error, traceback.format_exception(error))
         finally:
             with self.current_lock:
                 current = self.current

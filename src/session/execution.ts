@@ -31,7 +31,7 @@ export interface Execution {
   stateLost?: boolean;
   /** Why the state was lost, in words a user can act on. */
   stateLostReason?: string;
-  /** True when stdout/stderr or results went past the per-execution caps and were cut. */
+  /** True when stdout/stderr, results, result metadata or the error went past the per-execution caps and were cut or dropped. */
   outputTruncated?: boolean;
 }
 

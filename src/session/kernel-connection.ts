@@ -6,7 +6,8 @@
 
 import type { Sandbox, SandboxExit } from '../backends/spec.js';
 import { FileOperationError, ProtocolError, SandboxCrashedError, TimeoutError } from '../errors.js';
-import { LineSplitter, LineTooLongError } from '../internal/line-splitter.js';
+import { LineSplitter } from '../internal/line-splitter.js';
+import type { MessageLimits } from './output-limits.js';
 
 export interface KernelMessage {
   type: string;
@@ -22,12 +23,18 @@ export interface ReadyMessage {
 
 type Pending = { resolve: (message: KernelMessage) => void; reject: (error: Error) => void };
 
+/**
+ * Hears the messages of one execution, with the length of the line each came
+ * in. A line too large to read arrives as `{ type: 'message-dropped' }`.
+ */
+export type ExecutionListener = (message: KernelMessage, messageBytes: number) => void;
+
 export class KernelConnection {
   readonly ready: Promise<ReadyMessage>;
   /** Settles when the sandbox has ended, for whatever reason. */
   readonly exited: Promise<SandboxExit>;
   private readonly pending = new Map<string, Pending>();
-  private readonly listeners = new Map<string, (message: KernelMessage) => void>();
+  private readonly listeners = new Map<string, ExecutionListener>();
   private nextId = 1;
   private diagnostics = '';
   private dead = false;
@@ -37,7 +44,7 @@ export class KernelConnection {
 
   constructor(
     readonly sandbox: Sandbox,
-    options: { maxMessageBytes: number; startTimeoutMs: number },
+    options: { messageLimits: MessageLimits; startTimeoutMs: number },
   ) {
     let markReady: (message: ReadyMessage) => void = () => undefined;
     let failReady: (error: Error) => void = () => undefined;
@@ -47,7 +54,8 @@ export class KernelConnection {
     });
     this.ready.catch(() => undefined);
 
-    const splitter = new LineSplitter(options.maxMessageBytes, (line) => {
+    const { executionMessageBytes, replyMessageBytes } = options.messageLimits;
+    const onLine = (line: string, bytes: number) => {
       let message: KernelMessage;
       try {
         message = JSON.parse(line) as KernelMessage;
@@ -65,17 +73,18 @@ export class KernelConnection {
         });
         return;
       }
-      this.dispatch(message);
-    });
-    sandbox.output.on('data', (chunk: Buffer) => {
-      try {
-        splitter.push(chunk);
-      } catch (error) {
-        if (error instanceof LineTooLongError)
-          this.violation(`the kernel sent an oversized message (${error.message})`);
-        else throw error;
-      }
-    });
+      this.dispatch(message, bytes);
+    };
+    // Lines are short unless the host asked for something large (a file read).
+    // An oversized line is dropped unread rather than treated as a violation:
+    // the kernel cuts what it sends, so only code writing to its channel can
+    // send one, and what it costs is a cut output, not the session's state.
+    const splitter = new LineSplitter(
+      () => (this.pending.size > 0 ? replyMessageBytes : executionMessageBytes),
+      onLine,
+      (bytes) => this.dropped(bytes),
+    );
+    sandbox.output.on('data', (chunk: Buffer) => splitter.push(chunk));
     sandbox.diagnostics.on('data', (chunk: Buffer) => {
       // Keep the tail only: enough to explain a failed start.
       this.diagnostics = (this.diagnostics + chunk.toString('utf8')).slice(-4000);
@@ -133,7 +142,7 @@ export class KernelConnection {
   }
 
   /** Routes every message carrying `id` to `listener` until unsubscribed. */
-  subscribe(id: string, listener: (message: KernelMessage) => void): () => void {
+  subscribe(id: string, listener: ExecutionListener): () => void {
     this.listeners.set(id, listener);
     return () => this.listeners.delete(id);
   }
@@ -166,7 +175,7 @@ export class KernelConnection {
     return reply;
   }
 
-  private dispatch(message: KernelMessage): void {
+  private dispatch(message: KernelMessage, bytes: number): void {
     const id = typeof message.id === 'string' || typeof message.id === 'number' ? String(message.id) : undefined;
     if (id === undefined) return; // log lines and stray messages carry nothing we act on
     if (message.type === 'reply') {
@@ -177,7 +186,12 @@ export class KernelConnection {
       }
       return;
     }
-    this.listeners.get(id)?.(message);
+    this.listeners.get(id)?.(message, bytes);
+  }
+
+  /** Which execution an unread line belonged to is unknown; the one running (if any) hears that output is missing. */
+  private dropped(bytes: number): void {
+    for (const listener of this.listeners.values()) listener({ type: 'message-dropped' }, bytes);
   }
 
   private violation(reason: string): void {

@@ -27,9 +27,16 @@ export interface SessionOptions {
   interruptGraceMs?: number;
   /** How long a sandbox may take to come up. @default 30_000 */
   startTimeoutMs?: number;
-  /** Bytes of stdout+stderr kept per execution; the rest is cut and `outputTruncated` set. @default 1 MiB */
+  /**
+   * Bytes of stdout+stderr kept per execution; the rest is cut and `outputTruncated` set.
+   * An error's value and its traceback are each cut to this size too, with a note. @default 1 MiB
+   */
   outputBytes?: number;
-  /** Bytes of results (MIME bundles, images) kept per execution. @default 32 MiB */
+  /**
+   * Bytes of results (MIME bundles, images) kept per execution, counted as the kernel sends them:
+   * data, metadata and framing. Results past it are dropped and `outputTruncated` set; metadata
+   * over 1 MiB is dropped from its result. @default 32 MiB
+   */
   resultBytes?: number;
   /** Largest accepted code, in UTF-8 bytes. @default 2 MiB */
   maxCodeBytes?: number;

@@ -1,5 +1,12 @@
-/** Gathers one execution's events into an Execution, within the host-side caps. */
+/**
+ * Gathers one execution's events into an Execution, within the host-side caps.
+ * The kernel is untrusted, so every part of what it sends is bounded here:
+ * stream text by `outputBytes`, results (data, metadata, framing: the whole
+ * protocol line) by `resultBytes`, an error's value and traceback by
+ * `outputBytes` each. What is over is cut or dropped, and `truncated` says so.
+ */
 import type { ExecutionError, ExecutionResult, MimeBundle, RunOptions } from './execution.js';
+import { boundedError, headBytes } from './output-limits.js';
 
 export class OutputCollector {
   stdout = '';
@@ -29,29 +36,35 @@ export class OutputCollector {
     }
   }
 
-  result(type: ExecutionResult['type'], data: unknown, metadata: unknown): void {
-    if (typeof data !== 'object' || data === null || Array.isArray(data)) return;
-    const size = bundleSize(data as MimeBundle);
-    if (this.resultsUsed + size > this.resultBytes) {
+  /**
+   * A result, counted by `messageBytes`, the length of the protocol line it came
+   * in: that covers data and metadata alike without serialising either again.
+   */
+  result(type: ExecutionResult['type'], data: unknown, metadata: unknown, messageBytes: number): void {
+    if (!isPlainObject(data)) return;
+    if (this.resultsUsed + messageBytes > this.resultBytes) {
       this.truncated = true;
       return;
     }
-    this.resultsUsed += size;
+    this.resultsUsed += messageBytes;
     const result: ExecutionResult = {
       type,
       data: data as MimeBundle,
-      metadata: typeof metadata === 'object' && metadata !== null ? (metadata as Record<string, unknown>) : {},
+      metadata: isPlainObject(metadata) ? metadata : {},
     };
     this.results.push(result);
     this.callbacks.onResult?.(result);
   }
 
   fail(name: unknown, value: unknown, traceback: unknown): void {
-    this.error = {
-      name: String(name ?? 'Error'),
-      value: String(value ?? ''),
-      traceback: Array.isArray(traceback) ? traceback.map(String) : [],
-    };
+    const { error, cut } = boundedError(name, value, traceback, this.outputBytes);
+    this.error = error;
+    if (cut) this.truncated = true;
+  }
+
+  /** A message too large to read was dropped on the way: whatever it held is missing. */
+  dropped(): void {
+    this.truncated = true;
   }
 
   private takeOutput(text: string): string {
@@ -67,18 +80,10 @@ export class OutputCollector {
     }
     this.truncated = true;
     this.outputUsed = this.outputBytes;
-    // Cut on a character boundary.
-    return Buffer.from(text, 'utf8')
-      .subarray(0, room)
-      .toString('utf8')
-      .replace(/\uFFFD$/, '');
+    return headBytes(text, room);
   }
 }
 
-/** Roughly the bytes a MIME bundle holds, without serialising its (often large, base64) strings again. */
-function bundleSize(bundle: MimeBundle): number {
-  let size = 0;
-  for (const value of Object.values(bundle))
-    size += typeof value === 'string' ? value.length : JSON.stringify(value).length;
-  return size;
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -19,6 +19,7 @@ import {
   type SessionOptions,
 } from './options.js';
 import { OutputCollector } from './output-collector.js';
+import { messageLimits } from './output-limits.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const STATE_LOST = "the session's state (variables, imports) was lost. Files in /mnt/data were kept.";
@@ -196,8 +197,7 @@ export class Session {
       environment: this.options.environment,
     });
     const connection = new KernelConnection(sandbox, {
-      // Room for the largest file transfer in base64, plus framing.
-      maxMessageBytes: Math.ceil(this.options.fileTransferBytes * 1.4) + this.options.resultBytes + 1024 * 1024,
+      messageLimits: messageLimits(this.options),
       startTimeoutMs: this.options.startTimeoutMs,
     });
     try {
@@ -303,16 +303,19 @@ export class Session {
       options.signal?.addEventListener('abort', onAbort, { once: true });
       this.running = { interrupt };
 
-      const unsubscribe = connection.subscribe(id, (message) => {
+      const unsubscribe = connection.subscribe(id, (message, messageBytes) => {
         switch (message.type) {
           case 'stream':
             collector.stream(message.name, message.text);
             break;
           case 'result':
-            collector.result('execute_result', message.data, message.metadata);
+            collector.result('execute_result', message.data, message.metadata, messageBytes);
             break;
           case 'display':
-            collector.result('display_data', message.data, message.metadata);
+            collector.result('display_data', message.data, message.metadata, messageBytes);
+            break;
+          case 'message-dropped':
+            collector.dropped();
             break;
           case 'error':
             collector.fail(message.name, message.value, message.traceback);

@@ -187,6 +187,76 @@ export function runBackendContract({ name, createBackend }: ContractOptions): vo
       expect((await session.run('1')).status).toBe('ok');
     });
 
+    it('a NUL byte in code is a SyntaxError in the code, and the state is kept', async () => {
+      await session.run('before_nul = "kept"');
+      const execution = await session.run('print(1)\u0000');
+      expect(execution.status).toBe('error');
+      expect(execution.error?.name).toBe('SyntaxError');
+      expect(execution.error?.value).toContain('null bytes');
+      expect(execution.stateLost).toBeUndefined();
+      expect((await session.run('before_nul')).results[0]?.data['text/plain']).toBe("'kept'");
+    });
+
+    it('bounds result metadata and error values the kernel sends, saying so; the session goes on', async () => {
+      const resultBytes = 32 * 1024 * 1024; // the default
+      await session.run('before_caps = "kept"');
+      const displays = await session.run(
+        "from IPython.display import display\n[display({'text/plain': 'x'}, metadata={'m': 'M' * (8 << 20)}, raw=True) for _ in range(60)]\nNone",
+      );
+      expect(displays.status).toBe('ok');
+      expect(displays.outputTruncated).toBe(true);
+      expect(displays.results).toHaveLength(60);
+      expect(displays.results[0]).toEqual({ type: 'display_data', data: { 'text/plain': 'x' }, metadata: {} });
+      expect(JSON.stringify(displays.results).length).toBeLessThanOrEqual(resultBytes);
+
+      const raised = await session.run("raise ValueError('E' * (40 << 20))");
+      expect(raised.status).toBe('error');
+      expect(raised.outputTruncated).toBe(true);
+      expect(raised.error?.name).toBe('ValueError');
+      expect(raised.error?.value).toMatch(/^E+\n\[sandcell cut this error value: 41943040 bytes/);
+      expect(Buffer.byteLength(raised.error?.value ?? '')).toBeLessThanOrEqual(1024 * 1024);
+      expect(raised.error?.traceback.join('\n')).toContain("raise ValueError('E' * (40 << 20))");
+      expect(Buffer.byteLength(raised.error?.traceback.join('') ?? '')).toBeLessThanOrEqual(1024 * 1024);
+      expect(raised.stateLost).toBeUndefined();
+      expect((await session.run('before_caps')).results[0]?.data['text/plain']).toBe("'kept'");
+    });
+
+    it('bounds what code writing straight to the kernel channel sends: too large is dropped or cut; the state is kept', async () => {
+      const resultBytes = 32 * 1024 * 1024; // the default
+      await session.run('before_forgery = "kept"');
+      // The kernel's own channel object, found by user code: everything sent on
+      // it skips the kernel's caps, so only the host's bounds apply.
+      const forge = [
+        'import gc, json, os',
+        "kernel = next(o for o in gc.get_objects() if type(o).__name__ == 'Kernel' and hasattr(o, 'channel'))",
+        "execution = kernel.current['id']",
+        'def forged_display(metadata_bytes):',
+        "    message = {'type': 'display', 'id': execution, 'data': {'text/plain': 'forged'}, 'metadata': {'m': 'M' * metadata_bytes}}",
+        "    return (json.dumps(message) + '\\n').encode()",
+        'def write(line):',
+        '    with kernel.channel._lock:',
+        '        view = memoryview(line)',
+        '        while view:',
+        '            view = view[os.write(kernel.channel._fd, view):]',
+      ].join('\n');
+      const forged = await session.run(
+        `${forge}\n` +
+          'huge = forged_display(40 << 20)\nfor _ in range(3): write(huge)\n' +
+          'large = forged_display(20 << 20)\nfor _ in range(5): write(large)\n' +
+          "kernel.channel.send({'type': 'error', 'id': execution, 'name': 'N' * 5000, 'value': 'V' * (10 << 20), 'traceback': ['T' * (10 << 20)]})\n" +
+          '"after"',
+      );
+      expect(forged.outputTruncated).toBe(true);
+      expect(forged.results.map((result) => result.data['text/plain'])).toEqual(['forged', "'after'"]);
+      expect(JSON.stringify(forged.results).length).toBeLessThanOrEqual(resultBytes);
+      expect(Buffer.byteLength(forged.error?.name ?? '')).toBeLessThanOrEqual(1024);
+      expect(forged.error?.value).toMatch(/^V+\n\[sandcell cut this error value: 10485760 bytes/);
+      expect(Buffer.byteLength(forged.error?.value ?? '')).toBeLessThanOrEqual(1024 * 1024);
+      expect(Buffer.byteLength(forged.error?.traceback.join('') ?? '')).toBeLessThanOrEqual(1024 * 1024);
+      expect(forged.stateLost).toBeUndefined();
+      expect((await session.run('before_forgery')).results[0]?.data['text/plain']).toBe("'kept'");
+    });
+
     it('cuts a flood of output at the per-execution cap', async () => {
       await withSession(backend, { outputBytes: 64 * 1024 }, async (small) => {
         const execution = await small.run('while True:\n    print("x" * 10000)', { timeoutMs: 1500 });
