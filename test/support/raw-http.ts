@@ -17,6 +17,8 @@ export interface RawRequest {
   method?: string;
   headers?: Record<string, string>;
   body?: string | Buffer;
+  /** The client address to connect from (any 127.x.y.z is this machine). */
+  localAddress?: string;
 }
 
 /** Sends one request to `port` on 127.0.0.1 on a fresh connection. */
@@ -34,6 +36,7 @@ export function rawRequest(port: number, path: string, request: RawRequest = {})
           ...request.headers,
         },
         agent: false,
+        ...(request.localAddress ? { localAddress: request.localAddress } : {}),
       },
       (response) => {
         const chunks: Buffer[] = [];
@@ -63,4 +66,17 @@ export function formWithFile(name: string, content: string): { body: string; con
     `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\n` +
     `Content-Type: text/plain\r\n\r\n${content}\r\n--${boundary}--\r\n`;
   return { body, contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+/** Resolves when `check()` is true, polling; throws with `what` after `deadlineMs` (a bound, not a measured time). */
+export async function waitFor(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  deadlineMs = 20_000,
+): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`Gave up waiting for ${what} after ${deadlineMs} ms.`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }
