@@ -62,7 +62,7 @@ describe('browser guard without keys', () => {
 
   it('refuses other origins, `null`, and cross-site or same-site fetches', async () => {
     const host = '127.0.0.1:8080';
-    for (const headers of [
+    const cases: Record<string, string>[] = [
       { host, origin: 'http://attacker.example' },
       { host, origin: 'null' },
       { host, origin: 'http://localhost:8080' }, // another origin on this machine is still another page
@@ -70,7 +70,8 @@ describe('browser guard without keys', () => {
       { host, 'sec-fetch-site': 'cross-site' },
       { host, 'sec-fetch-site': 'same-site' },
       { host, origin: 'https://127.0.0.1' }, // https's default port is 443, not 8080
-    ]) {
+    ];
+    for (const headers of cases) {
       expect(await send('POST', headers), JSON.stringify(headers)).toBe('403 cross-site-request');
     }
     expect(await send('GET', { host, 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'no-cors' })).toBe(
