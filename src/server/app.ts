@@ -1,5 +1,4 @@
 /** The Hono application: routes from one table, auth, limits, metrics, and JSON errors for everything. */
-
 import type { HttpBindings } from '@hono/node-server';
 import { type Context, Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';

@@ -302,8 +302,8 @@ export class SessionRegistry {
       throw new HttpError(
         429,
         'queue-full',
-        `${waiting} executions already wait in this session behind the running one, its limit; wait for them ` +
-          '(or interrupt the running one) and retry, or raise --max-queued-executions.',
+        `${waiting} executions already wait in this session behind the running one, its limit; retry when ` +
+          'they have run, or raise --max-queued-executions.',
         { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
       );
     }
