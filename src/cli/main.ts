@@ -98,6 +98,12 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           collect,
           [],
         )
+        .option(
+          '--allowed-host <name>',
+          'also answer requests for this Host name, e.g. behind a reverse proxy; without keys only loopback names are answered (repeatable; env SANDCELL_ALLOWED_HOSTS)',
+          collect,
+          [],
+        )
         .option('--pool-size <n>', 'sessions kept warm; default 2 (env SANDCELL_POOL_SIZE)')
         .option('--max-sessions <n>', 'live sessions on the server; default 64 (env SANDCELL_MAX_SESSIONS)')
         .option('--sessions-per-key <n>', 'live sessions per key; default 32 (env SANDCELL_SESSIONS_PER_KEY)')
@@ -111,6 +117,23 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         )
         .option('--max-upload-bytes <n>', 'largest uploaded file; default 64 MiB (env SANDCELL_MAX_UPLOAD_BYTES)')
         .option('--max-execution-time <seconds>', 'longest an execution may ask for; default 300')
+        .option(
+          '--max-queued-executions <n>',
+          'executions that may wait in a session behind the running one; default 16 (env SANDCELL_MAX_QUEUED_EXECUTIONS)',
+        )
+        .option(
+          '--mcp-sessions-per-key <n>',
+          'MCP sessions open at /mcp per key; default 16 (env SANDCELL_MCP_SESSIONS_PER_KEY)',
+        )
+        .option('--max-connections <n>', 'open TCP connections; default 1024 (env SANDCELL_MAX_CONNECTIONS)')
+        .option(
+          '--max-connections-per-address <n>',
+          'open TCP connections from one client address; default 256 (env SANDCELL_MAX_CONNECTIONS_PER_ADDRESS)',
+        )
+        .option(
+          '--headers-timeout <seconds>',
+          'close a connection that sends no complete request header this long; default 10 (env SANDCELL_HEADERS_TIMEOUT_MS, in ms)',
+        )
         .option('-t, --timeout <seconds>', 'time limit of an execution that asks for none; default 60')
         .option('--idle-timeout <seconds>', 'close sessions unused this long; default 1200')
         .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')

@@ -14,6 +14,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   host?: string;
   port?: string;
   apiKey: string[];
+  allowedHost: string[];
   poolSize?: string;
   maxSessions?: string;
   sessionsPerKey?: string;
@@ -21,6 +22,11 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   maxRequestBytes?: string;
   maxUploadBytes?: string;
   maxExecutionTime?: string;
+  maxQueuedExecutions?: string;
+  mcpSessionsPerKey?: string;
+  maxConnections?: string;
+  maxConnectionsPerAddress?: string;
+  headersTimeout?: string;
   timeout?: string;
   idleTimeout?: string;
   preload?: string;
@@ -44,6 +50,10 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     host: options.host,
     port: numberOption('--port', options.port),
     apiKeys: keys,
+    allowedHosts: options.allowedHost.length > 0 ? options.allowedHost : undefined,
+    maxConnections: numberOption('--max-connections', options.maxConnections),
+    maxConnectionsPerAddress: numberOption('--max-connections-per-address', options.maxConnectionsPerAddress),
+    headersTimeoutMs: numberOption('--headers-timeout', options.headersTimeout, 1000),
     poolSize: numberOption('--pool-size', options.poolSize),
     maxSessions: numberOption('--max-sessions', options.maxSessions),
     limits: {
@@ -52,6 +62,8 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
       maxRequestBytes: numberOption('--max-request-bytes', options.maxRequestBytes),
       maxUploadBytes: numberOption('--max-upload-bytes', options.maxUploadBytes),
       maxExecutionMs: numberOption('--max-execution-time', options.maxExecutionTime, 1000),
+      maxQueuedExecutions: numberOption('--max-queued-executions', options.maxQueuedExecutions),
+      maxMcpSessions: numberOption('--mcp-sessions-per-key', options.mcpSessionsPerKey),
     },
     executionTimeoutMs: numberOption('--timeout', options.timeout, 1000),
     idleTimeoutMs: numberOption('--idle-timeout', options.idleTimeout, 1000),

@@ -1,7 +1,10 @@
 /** The Hono application: routes from one table, auth, limits, metrics, and JSON errors for everything. */
+import type { HttpBindings } from '@hono/node-server';
 import { type Context, Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { routePath } from 'hono/route';
+import { browserGuard } from './browser-guard.js';
+import type { ConnectionLimiter } from './connection-limiter.js';
 import type { ServerContext } from './context.js';
 import { errorBody, HttpError, toHttpError } from './errors.js';
 import { McpHttpEndpoint } from './mcp/http.js';
@@ -20,7 +23,12 @@ export interface SandcellApp {
   document: Record<string, unknown>;
 }
 
-export function createApp(server: ServerContext): SandcellApp {
+export interface AppOptions {
+  /** The HTTP server's connection accounting: connections that prove a key are kept when it sheds load. */
+  connections?: ConnectionLimiter;
+}
+
+export function createApp(server: ServerContext, options: AppOptions = {}): SandcellApp {
   const app = new Hono();
   const { metrics, logger } = server;
   const mcp = new McpHttpEndpoint(server);
@@ -39,6 +47,18 @@ export function createApp(server: ServerContext): SandcellApp {
       );
     }
   });
+
+  app.use(
+    browserGuard({
+      apiKeys: server.apiKeys,
+      allowedHosts: server.options.allowedHosts,
+      onKeyAccepted: (c) => {
+        const socket = (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket;
+        if (socket) options.connections?.trust(socket);
+      },
+      onRefused: (reason) => metrics.rejected.inc({ reason }),
+    }),
+  );
 
   app.onError((error, c) => {
     const mapped =

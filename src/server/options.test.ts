@@ -24,6 +24,40 @@ describe('server options', () => {
     expect(() => resolveServerOptions({ limits: { maxSessions: 1.5 } }, {})).toThrow(InvalidInputError);
   });
 
+  it('reads the browser and resource limits from the environment, flags first', () => {
+    const environment = {
+      SANDCELL_ALLOWED_HOSTS: 'Sandcell.Example.com, ::1',
+      SANDCELL_MAX_CONNECTIONS: '100',
+      SANDCELL_MAX_CONNECTIONS_PER_ADDRESS: '10',
+      SANDCELL_HEADERS_TIMEOUT_MS: '2000',
+      SANDCELL_MAX_QUEUED_EXECUTIONS: '0',
+      SANDCELL_MCP_SESSIONS_PER_KEY: '2',
+    };
+    const resolved = resolveServerOptions({}, environment);
+    expect(resolved).toMatchObject({
+      allowedHosts: ['sandcell.example.com', '[::1]'],
+      maxConnections: 100,
+      maxConnectionsPerAddress: 10,
+      headersTimeoutMs: 2000,
+    });
+    expect(resolved.limits).toMatchObject({ maxQueuedExecutions: 0, maxMcpSessions: 2 });
+    expect(resolveServerOptions({ allowedHosts: [] }, environment).allowedHosts).toEqual([]);
+    expect(resolveServerOptions({}, {})).toMatchObject({
+      allowedHosts: [],
+      maxConnections: 1024,
+      maxConnectionsPerAddress: 256,
+      headersTimeoutMs: 10_000,
+      limits: { maxQueuedExecutions: 16, maxMcpSessions: 16 },
+    });
+  });
+
+  it('refuses an allowed host with a port, a path or a scheme', () => {
+    for (const name of ['proxy.example:8080', 'http://proxy.example', 'proxy.example/x', 'a b']) {
+      expect(() => resolveServerOptions({ allowedHosts: [name] }, {}), name).toThrow(/--allowed-host/);
+    }
+    expect(() => resolveServerOptions({ limits: { maxMcpSessions: 0 } }, {})).toThrow(/maxMcpSessions/);
+  });
+
   it('knows loopback addresses', () => {
     for (const host of ['127.0.0.1', '127.8.9.10', 'localhost', '::1', '[::1]']) expect(isLoopback(host)).toBe(true);
     for (const host of ['0.0.0.0', '::', '192.168.1.2', '10.0.0.1', 'example.com'])

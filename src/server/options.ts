@@ -16,6 +16,11 @@ export const DEFAULT_MAX_EXECUTION_MS = 300_000;
 export const DEFAULT_EXECUTION_TIMEOUT_MS = 60_000;
 export const DEFAULT_IDLE_TIMEOUT_MS = 20 * 60_000;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
+export const DEFAULT_MAX_QUEUED_EXECUTIONS = 16;
+export const DEFAULT_MCP_SESSIONS_PER_KEY = 16;
+export const DEFAULT_MAX_CONNECTIONS = 1024;
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 
 /** Limits that apply to each API key on its own (to the single local user when no key is set). */
 export interface KeyLimits {
@@ -29,6 +34,10 @@ export interface KeyLimits {
   maxUploadBytes?: number;
   /** Longest an execution may run; a longer requested timeout is lowered to this. @default 300_000 (env SANDCELL_MAX_EXECUTION_MS) */
   maxExecutionMs?: number;
+  /** Executions that may wait in one session behind the running one; past it 429 `queue-full`. @default 16 (env SANDCELL_MAX_QUEUED_EXECUTIONS) */
+  maxQueuedExecutions?: number;
+  /** MCP sessions (Streamable HTTP at /mcp) one key may hold open. @default 16 (env SANDCELL_MCP_SESSIONS_PER_KEY) */
+  maxMcpSessions?: number;
 }
 
 export interface ServerOptions {
@@ -36,6 +45,19 @@ export interface ServerOptions {
   host?: string;
   /** Port; 0 picks a free one. @default 8080 (env SANDCELL_PORT) */
   port?: number;
+  /**
+   * Names (besides loopback: `localhost`, `127.0.0.1`, `[::1]`) that requests may carry in `Host`,
+   * e.g. the name a reverse proxy forwards. Without API keys every other name is refused (421),
+   * which stops DNS rebinding; with keys, `Host` is checked only when names are given here.
+   * @default none (env SANDCELL_ALLOWED_HOSTS, comma-separated)
+   */
+  allowedHosts?: string[];
+  /** Open TCP connections on the whole server; past it idle unauthenticated ones are closed first. @default 1024 (env SANDCELL_MAX_CONNECTIONS) */
+  maxConnections?: number;
+  /** Open TCP connections from one client address. @default 256 (env SANDCELL_MAX_CONNECTIONS_PER_ADDRESS) */
+  maxConnectionsPerAddress?: number;
+  /** A connection that has not sent a complete request header this long after it opened (or began a request) is closed. @default 10_000 (env SANDCELL_HEADERS_TIMEOUT_MS) */
+  headersTimeoutMs?: number;
   /**
    * API keys (Bearer tokens). Each key is its own tenant: it sees only its own sessions.
    * A key may carry a name for logs and metrics, as `name:key`.
@@ -78,12 +100,18 @@ export interface ResolvedKeyLimits {
   maxRequestBytes: number;
   maxUploadBytes: number;
   maxExecutionMs: number;
+  maxQueuedExecutions: number;
+  maxMcpSessions: number;
 }
 
 export interface ResolvedServerOptions {
   host: string;
   port: number;
   apiKeys: string[];
+  allowedHosts: string[];
+  maxConnections: number;
+  maxConnectionsPerAddress: number;
+  headersTimeoutMs: number;
   limits: ResolvedKeyLimits;
   maxSessions: number;
   poolSize: number;
@@ -132,6 +160,27 @@ function approvalMode(value: string | undefined): 'auto' | 'ask' {
   throw new InvalidInputError(`The approval default is auto or ask; got ${JSON.stringify(value)} (SANDCELL_APPROVAL).`);
 }
 
+/**
+ * An allowed `Host` name as compared: lower case, without a port, IPv6 in brackets.
+ * Refuses what cannot be a host name, so a typo fails at start rather than refusing every request.
+ */
+function allowedHostName(name: string): string {
+  const bare = name.trim().toLowerCase();
+  const bracketed = bare.includes(':') && !bare.startsWith('[') ? `[${bare}]` : bare;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(`http://${bracketed}`);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || parsed.hostname !== bracketed || parsed.pathname !== '/') {
+    throw new InvalidInputError(
+      `An allowed host is a name or address without port or path, e.g. sandcell.example.com; got ${JSON.stringify(name)} (--allowed-host, SANDCELL_ALLOWED_HOSTS).`,
+    );
+  }
+  return parsed.hostname;
+}
+
 /** True for addresses only this machine can reach. */
 export function isLoopback(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
@@ -152,6 +201,25 @@ export function resolveServerOptions(
     host,
     port: count('port', options.port ?? numberFrom(environment, 'SANDCELL_PORT'), DEFAULT_PORT, 0),
     apiKeys,
+    allowedHosts: (options.allowedHosts ?? list(environment.SANDCELL_ALLOWED_HOSTS) ?? []).map(allowedHostName),
+    maxConnections: count(
+      'maxConnections',
+      options.maxConnections ?? numberFrom(environment, 'SANDCELL_MAX_CONNECTIONS'),
+      DEFAULT_MAX_CONNECTIONS,
+      1,
+    ),
+    maxConnectionsPerAddress: count(
+      'maxConnectionsPerAddress',
+      options.maxConnectionsPerAddress ?? numberFrom(environment, 'SANDCELL_MAX_CONNECTIONS_PER_ADDRESS'),
+      DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+      1,
+    ),
+    headersTimeoutMs: count(
+      'headersTimeoutMs',
+      options.headersTimeoutMs ?? numberFrom(environment, 'SANDCELL_HEADERS_TIMEOUT_MS'),
+      DEFAULT_HEADERS_TIMEOUT_MS,
+      1,
+    ),
     limits: {
       maxSessions: count(
         'limits.maxSessions',
@@ -181,6 +249,18 @@ export function resolveServerOptions(
         'limits.maxExecutionMs',
         limits.maxExecutionMs ?? numberFrom(environment, 'SANDCELL_MAX_EXECUTION_MS'),
         DEFAULT_MAX_EXECUTION_MS,
+        1,
+      ),
+      maxQueuedExecutions: count(
+        'limits.maxQueuedExecutions',
+        limits.maxQueuedExecutions ?? numberFrom(environment, 'SANDCELL_MAX_QUEUED_EXECUTIONS'),
+        DEFAULT_MAX_QUEUED_EXECUTIONS,
+        0,
+      ),
+      maxMcpSessions: count(
+        'limits.maxMcpSessions',
+        limits.maxMcpSessions ?? numberFrom(environment, 'SANDCELL_MCP_SESSIONS_PER_KEY'),
+        DEFAULT_MCP_SESSIONS_PER_KEY,
         1,
       ),
     },

@@ -32,6 +32,8 @@ export interface ManagedSession {
   readonly createdAt: number;
   readonly images: ImageStore;
   executions: number;
+  /** Executions in `execute()` now: the running one and those queued behind it. */
+  inFlight: number;
   /** When and why the server let go of the session (idle, deleted, shutdown, closed). */
   closedAt?: number;
   closedReason?: string;
@@ -47,6 +49,8 @@ export interface RegistryOptions {
   defaultTimeoutMs: number;
   maxExecutionMs: number;
   maxCodeBytes: number;
+  /** Executions that may wait in one session behind the running one. */
+  maxQueuedExecutions: number;
   /** A session unused this long is closed. */
   idleTimeoutMs: number;
 }
@@ -58,6 +62,8 @@ export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
 }
 
 const SWEEP_INTERVAL_MS = 5_000;
+/** What a refused execution is told to wait: queued executions usually take seconds. */
+const QUEUE_FULL_RETRY_AFTER_SECONDS = 5;
 const MINIMUM_SWEEP_INTERVAL_MS = 50;
 
 export class SessionRegistry {
@@ -137,6 +143,7 @@ export class SessionRegistry {
       createdAt: Date.now(),
       images: new ImageStore(),
       executions: 0,
+      inFlight: 0,
     };
     this.byId.set(entry.id, entry);
     this.options.metrics.sessionsCreated.inc({ api: source });
@@ -198,12 +205,13 @@ export class SessionRegistry {
   }
 
   /**
-   * Checks an execution against the limits (shutdown, code size, rate) and
-   * counts it; `execute` does this itself unless told it was done already
+   * Checks an execution against the limits (shutdown, session queue, code size,
+   * rate) and counts it; `execute` does this itself unless told it was done already
    * (a stream checks first, so a refusal is an HTTP status, not a stream event).
    */
   admit(entry: ManagedSession, code: string): void {
     this.refuseWhenShuttingDown();
+    this.refuseWhenQueueFull(entry);
     const size = Buffer.byteLength(code, 'utf8');
     if (size > this.options.maxCodeBytes) {
       this.options.metrics.rejected.inc({ reason: 'code-too-large' });
@@ -224,8 +232,11 @@ export class SessionRegistry {
   /** Runs code in a session under the owner's limits. */
   async execute(entry: ManagedSession, code: string, options: ExecuteOptions = {}): Promise<Execution> {
     if (!options.admitted) this.admit(entry, code);
+    // Checked again: an admitted stream may start after others took the queue's last place.
+    else this.refuseWhenQueueFull(entry);
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.defaultTimeoutMs, this.options.maxExecutionMs);
     this.inFlight++;
+    entry.inFlight++;
     const started = performance.now();
     try {
       const { admitted: _admitted, ...runOptions } = options;
@@ -245,6 +256,7 @@ export class SessionRegistry {
       throw error;
     } finally {
       this.inFlight--;
+      entry.inFlight--;
       if (this.inFlight === 0) this.drained?.();
     }
   }
@@ -279,6 +291,21 @@ export class SessionRegistry {
   private refuseWhenShuttingDown(): void {
     if (this.shuttingDown) {
       throw new HttpError(503, 'shutting-down', 'The server is shutting down; retry against another instance.');
+    }
+  }
+
+  /** Each queued execution holds its code (up to 2 MiB) until it runs: a session's queue is bounded. */
+  private refuseWhenQueueFull(entry: ManagedSession): void {
+    const waiting = Math.max(0, entry.inFlight - 1);
+    if (entry.inFlight > 0 && waiting >= this.options.maxQueuedExecutions) {
+      this.options.metrics.rejected.inc({ reason: 'queue-full' });
+      throw new HttpError(
+        429,
+        'queue-full',
+        `${waiting} executions already wait in this session behind the running one, its limit; retry when ` +
+          'they have run, or raise --max-queued-executions.',
+        { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
+      );
     }
   }
 

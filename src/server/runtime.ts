@@ -45,6 +45,7 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     defaultTimeoutMs: options.executionTimeoutMs,
     maxExecutionMs: options.limits.maxExecutionMs,
     maxCodeBytes: options.sessionOptions.maxCodeBytes ?? DEFAULT_MAX_CODE_BYTES,
+    maxQueuedExecutions: options.limits.maxQueuedExecutions,
     idleTimeoutMs: options.idleTimeoutMs,
   });
   metrics.gauge('sandcell_sessions_live', 'Sessions handed to clients and alive, by API.', () =>

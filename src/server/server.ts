@@ -8,11 +8,22 @@ import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { createApp } from './app.js';
+import { ConnectionLimiter } from './connection-limiter.js';
 import type { ServerContext } from './context.js';
 import { isLoopback, resolveServerOptions, type ServerOptions } from './options.js';
 import { createRuntime } from './runtime.js';
 
 const CONNECTIONS_DRAIN_MS = 2_000;
+/** An idle keep-alive connection is closed after this long (Node's own default). */
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/**
+ * The whole request (headers and body) must arrive within this; the answer is not
+ * limited by it, so streamed executions run their full time. A 64 MiB upload needs
+ * about 2 Mbit/s to make it.
+ */
+const REQUEST_TIMEOUT_MS = 300_000;
+/** How often Node looks for connections past the header or request timeout. */
+const MAX_CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
 export interface SandcellServer {
   /** Base URL, e.g. `http://127.0.0.1:8080`. */
@@ -34,15 +45,29 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
   const resolved = resolveServerOptions(options);
   const context = createRuntime(resolved);
   const { logger } = context;
-  const { app, mcp, document } = createApp(context);
+  const connections = new ConnectionLimiter({
+    maxConnections: resolved.maxConnections,
+    maxConnectionsPerAddress: resolved.maxConnectionsPerAddress,
+    onShed: (reason) => context.metrics.rejected.inc({ reason }),
+  });
+  const { app, mcp, document } = createApp(context, { connections });
   try {
     await context.pool.start();
   } catch (error) {
     await context.pool.close();
     throw error;
   }
-  const httpServer = createAdaptorServer({ fetch: app.fetch }) as Server;
-  httpServer.keepAliveTimeout = 30_000;
+  const httpServer = createAdaptorServer({
+    fetch: app.fetch,
+    serverOptions: {
+      // A connection that never completes its request header is closed (slow-header floods).
+      headersTimeout: resolved.headersTimeoutMs,
+      requestTimeout: Math.max(REQUEST_TIMEOUT_MS, resolved.headersTimeoutMs),
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(MAX_CONNECTIONS_CHECKING_INTERVAL_MS, resolved.headersTimeoutMs),
+    },
+  }) as Server;
+  connections.attach(httpServer);
   try {
     await new Promise<void>((resolve, reject) => {
       httpServer.once('error', reject);

@@ -1,7 +1,10 @@
 /**
  * MCP over Streamable HTTP at /mcp. Each MCP connection (Mcp-Session-Id) has
  * its own MCP server and its own sandboxes, belongs to the key that opened it,
- * and closes its sandboxes when the client deletes it or it idles out.
+ * and closes its sandboxes when the client deletes it or it idles out. A key
+ * holds at most `limits.maxMcpSessions` of them; a connection is bound to the
+ * `Host` (and `Origin`) it was opened with, checked by the SDK's own
+ * DNS-rebinding protection on each later request too.
  */
 import { randomUUID } from 'node:crypto';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
@@ -16,14 +19,19 @@ interface Connection {
   lastUsedAt: number;
 }
 
-const jsonRpcError = (status: number, message: string): Response =>
+/** What a client refused for the MCP session limit is told to wait (a session may idle out or be closed). */
+const MCP_LIMIT_RETRY_AFTER_SECONDS = 30;
+
+const jsonRpcError = (status: number, message: string, headers: Record<string, string> = {}): Response =>
   new Response(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }), {
     status,
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
   });
 
 export class McpHttpEndpoint {
   private readonly connections = new Map<string, Connection>();
+  /** Initializations under way, by owner: counted against the limit before they are connections. */
+  private readonly opening = new Map<string, number>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly server: ServerContext) {
@@ -50,12 +58,41 @@ export class McpHttpEndpoint {
       return jsonRpcError(400, 'Start an MCP session with an initialize request (POST).');
     }
     if (this.server.registry.isShuttingDown) return jsonRpcError(503, 'The server is shutting down.');
+    const limit = this.server.options.limits.maxMcpSessions;
+    const open = this.countOwned(owner) + (this.opening.get(owner.id) ?? 0);
+    if (open >= limit) {
+      this.server.metrics.rejected.inc({ reason: 'mcp-sessions-per-key' });
+      return jsonRpcError(
+        429,
+        `This key already has ${open} MCP sessions open, its limit: close one you no longer use ` +
+          '(DELETE /mcp with its Mcp-Session-Id header; clients do this when they close), let one idle out, ' +
+          'or raise --mcp-sessions-per-key.',
+        { 'retry-after': String(MCP_LIMIT_RETRY_AFTER_SECONDS) },
+      );
+    }
+    this.opening.set(owner.id, (this.opening.get(owner.id) ?? 0) + 1);
+    try {
+      return await this.open(context, owner);
+    } finally {
+      const opening = (this.opening.get(owner.id) ?? 1) - 1;
+      if (opening > 0) this.opening.set(owner.id, opening);
+      else this.opening.delete(owner.id);
+    }
+  }
+
+  private async open(context: Context, owner: Owner): Promise<Response> {
     const id = randomUUID();
     const scope = `mcp:${id}`;
     const { maxRequestBytes, maxUploadBytes } = this.server.options.limits;
+    const host = context.req.header('host');
+    const origin = context.req.header('origin');
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
       enableJsonResponse: true,
+      // Our browser guard already checked this request; the SDK then holds the connection to it.
+      enableDnsRebindingProtection: true,
+      allowedHosts: host === undefined ? [] : [host],
+      allowedOrigins: origin === undefined ? [] : [origin],
       maxRequestBodySize: Math.max(maxRequestBytes, Math.ceil((maxUploadBytes * 4) / 3) + 64 * 1024),
       onsessioninitialized: () => {
         this.connections.set(id, { transport, owner, lastUsedAt: Date.now() });
@@ -74,6 +111,12 @@ export class McpHttpEndpoint {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     await Promise.all([...this.connections.values()].map((connection) => connection.transport.close()));
+  }
+
+  private countOwned(owner: Owner): number {
+    let count = 0;
+    for (const connection of this.connections.values()) if (connection.owner.id === owner.id) count++;
+    return count;
   }
 
   private async forget(id: string, owner: Owner, scope: string): Promise<void> {

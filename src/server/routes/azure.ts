@@ -3,7 +3,9 @@
  * /azure), so LangChain's SessionsPythonREPLTool and LlamaIndex's
  * AzureCodeInterpreterToolSpec work with their pool endpoint set to
  * `http://host:port/azure`. Every request names its session with
- * `?identifier=`; a session is created on first use, as Azure does.
+ * `?identifier=`; a session is created on first use, as Azure does — but only
+ * by a POST: a GET on an identifier without a session answers as an empty
+ * session would (no files), so a page's `<img>` cannot create sessions.
  *
  * Two generations of the API: 2024-02-02-preview (`code/execute`,
  * `files/upload`, `files/content/{name}`) and 2024-10-02-preview onwards
@@ -120,15 +122,26 @@ export function azureRoutes(server: ServerContext): RouteSpec<never, never, neve
     return c.body(new Uint8Array(data), 200, fileHeaders(path, data.length));
   };
 
+  /** For GETs: the session if it exists; a session that does not exist yet has no files. */
+  const existingOrNoFile = async (owner: Owner, query: AzureQueryValue, path: string) => {
+    const entry = await registry.findNamed(owner, SCOPE, query.identifier);
+    if (!entry) throw new HttpError(404, 'file-not-found', `No file /mnt/data/${path}.`);
+    return entry;
+  };
+
   /** GET files/… serves both generations: `content/{name}` (old) and `{name}`, `{name}/content` (new). */
   const getFile = async (c: Context, owner: Owner, query: AzureQueryValue, rest: string) => {
     if (!isNewApi(query)) {
       if (!rest.startsWith('content/')) throw notFound(`Unknown route for api-version ${query['api-version']}.`);
-      return download(c, await session(owner, query), dataPath(rest.slice('content/'.length), query.path));
+      const path = dataPath(rest.slice('content/'.length), query.path);
+      return download(c, await existingOrNoFile(owner, query, path), path);
     }
-    const entry = await session(owner, query);
-    if (rest.endsWith('/content')) return download(c, entry, dataPath(rest.slice(0, -'/content'.length), query.path));
-    return c.json(presentNewFile(await describe(entry, dataPath(rest, query.path))));
+    if (rest.endsWith('/content')) {
+      const path = dataPath(rest.slice(0, -'/content'.length), query.path);
+      return download(c, await existingOrNoFile(owner, query, path), path);
+    }
+    const path = dataPath(rest, query.path);
+    return c.json(presentNewFile(await describe(await existingOrNoFile(owner, query, path), path)));
   };
 
   const routes = [
@@ -233,8 +246,9 @@ export function azureRoutes(server: ServerContext): RouteSpec<never, never, neve
         ...errors,
       },
       handler: async (c, { owner, query }) => {
-        const entry = await session(owner, query);
         const directory = query.path === undefined ? '' : normalizeDataPath(query.path, { allowRoot: true });
+        const entry = await registry.findNamed(owner, SCOPE, query.identifier);
+        if (!entry) return c.json(isNewApi(query) ? { value: [] } : oldFileList([]));
         if (!isNewApi(query)) return c.json(oldFileList(await allFiles(entry, directory)));
         const entries = await entry.session.files.list(directory);
         return c.json({

@@ -206,7 +206,11 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         200: { description: 'The turn (or its event stream).', json: TurnSchema, contentTypes: ['text/event-stream'] },
         ...turnRefusals,
         413: { description: 'The code is over the limit.', json: ErrorSchema },
-        429: { description: 'Too many executions per minute for this key.', json: ErrorSchema },
+        429: {
+          description:
+            'Too many executions per minute for this key (`rate-limited`), or too many waiting in this session (`queue-full`).',
+          json: ErrorSchema,
+        },
       },
       handler: (c, { owner, params, query, body }) => {
         const conversation = find(owner, params.id);

@@ -145,7 +145,11 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         400: badRequestResponse,
         404: notFoundResponse,
         413: { description: 'The code is over the limit.', json: ErrorSchema },
-        429: { description: 'Too many executions per minute for this key.', json: ErrorSchema },
+        429: {
+          description:
+            'Too many executions per minute for this key (`rate-limited`), or too many waiting in this session (`queue-full`).',
+          json: ErrorSchema,
+        },
       },
       handler: async (c, { owner, params, query, body }) => {
         const request = body as z.output<typeof ExecuteBody>;
