@@ -205,8 +205,24 @@ export class ServerConversation {
   }
 
   /** Writes uploaded files into /mnt/data and records their previews (and tells the model about them). */
-  upload(files: { name: string; bytes: Buffer }[]): Promise<Turn> {
-    return this.start('upload', '', undefined, 'auto', async (running) => {
+  async upload(files: { name: string; bytes: Buffer }[]): Promise<Turn> {
+    let failure: unknown;
+    const turn = await this.start('upload', '', undefined, 'auto', async (running) => {
+      try {
+        await this.writeUploads(running, files);
+      } catch (error) {
+        failure = error;
+        throw error;
+      }
+    }).done;
+    // A client's mistake (a FIFO the code made where the file goes, …) answers its 4xx; the failed turn stays.
+    const refusal = failure === undefined ? undefined : toHttpError(failure);
+    if (refusal && refusal.status >= 400 && refusal.status < 500) throw refusal;
+    return turn;
+  }
+
+  private async writeUploads(running: RunningTurn, files: { name: string; bytes: Buffer }[]): Promise<void> {
+    {
       const previews: FilePreview[] = [];
       for (const file of files) {
         const loaded = this.chat
@@ -226,7 +242,7 @@ export class ServerConversation {
       this.turns[running.index] = { ...this.turns[running.index]!, files: previews };
       // A provisional title: the first question or cell names the conversation.
       if (!this.titled) this.title = titleFrom(files.map((file) => file.name).join(', '));
-    }).done;
+    }
   }
 
   /** Answers a pending approval. */
