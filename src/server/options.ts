@@ -21,7 +21,7 @@ export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
 export interface KeyLimits {
   /** Live sessions one key may hold. @default 32 (env SANDCELL_SESSIONS_PER_KEY) */
   maxSessions?: number;
-  /** Executions one key may start per minute (0 = no limit). @default 600 (env SANDCELL_EXECUTIONS_PER_MINUTE) */
+  /** Executions one key may start per minute; conversation uploads count too (0 = no limit). @default 600 (env SANDCELL_EXECUTIONS_PER_MINUTE) */
   executionsPerMinute?: number;
   /** Largest request body carrying code (JSON), in bytes. @default 2 MiB + 64 KiB of envelope (env SANDCELL_MAX_REQUEST_BYTES) */
   maxRequestBytes?: number;

@@ -95,6 +95,17 @@ export class ServerConversation {
     this.title = this.titled ? titleFrom(title!) : 'New conversation';
     this.cellFiles = new FileChanges(entry.session.files);
     this.fileAgent = chat?.fileAgent ?? new FileAccessAgent({ dataRoots: [], files: entry.session.files });
+    this.fileAgent.on((event) => {
+      if (event.type === 'file-written') {
+        settings.logger.debug(
+          { conversation: this.id, path: event.sessionPath, bytes: event.size },
+          'previewing an upload',
+        );
+      } else if (event.type === 'file-loaded') {
+        const { sessionPath: path, size: bytes, format, rows } = event.file;
+        settings.logger.debug({ conversation: this.id, path, bytes, format, rows }, 'upload previewed');
+      }
+    });
   }
 
   static async create(
@@ -204,6 +215,15 @@ export class ServerConversation {
     return started;
   }
 
+  /**
+   * Checks an upload before its body is read: the conversation can take a turn,
+   * and the key's rate limit (executions and uploads share it) has a token.
+   */
+  admitUpload(): void {
+    this.refuseWhenUnavailable();
+    this.settings.registry.admitUpload(this.entry);
+  }
+
   /** Writes uploaded files into /mnt/data and records their previews (and tells the model about them). */
   async upload(files: { name: string; bytes: Buffer }[]): Promise<Turn> {
     let failure: unknown;
@@ -222,27 +242,25 @@ export class ServerConversation {
   }
 
   private async writeUploads(running: RunningTurn, files: { name: string; bytes: Buffer }[]): Promise<void> {
-    {
-      const previews: FilePreview[] = [];
-      for (const file of files) {
-        const loaded = this.chat
-          ? await this.chat.addFile(file.name, file.bytes)
-          : await this.fileAgent.share(file.name, file.bytes);
-        previews.push({
-          path: file.name,
-          size: loaded.size,
-          format: loaded.format,
-          ...(loaded.rows !== undefined ? { rows: loaded.rows } : {}),
-          ...(loaded.columns ? { columns: loaded.columns } : {}),
-          ...(loaded.head ? { head: loaded.head } : {}),
-          text: loaded.preview,
-          url: this.fileUrl(file.name),
-        });
-      }
-      this.turns[running.index] = { ...this.turns[running.index]!, files: previews };
-      // A provisional title: the first question or cell names the conversation.
-      if (!this.titled) this.title = titleFrom(files.map((file) => file.name).join(', '));
+    const previews: FilePreview[] = [];
+    for (const file of files) {
+      const loaded = this.chat
+        ? await this.chat.addFile(file.name, file.bytes)
+        : await this.fileAgent.share(file.name, file.bytes);
+      previews.push({
+        path: file.name,
+        size: loaded.size,
+        format: loaded.format,
+        ...(loaded.rows !== undefined ? { rows: loaded.rows } : {}),
+        ...(loaded.columns ? { columns: loaded.columns } : {}),
+        ...(loaded.head ? { head: loaded.head } : {}),
+        text: loaded.preview,
+        url: this.fileUrl(file.name),
+      });
     }
+    this.turns[running.index] = { ...this.turns[running.index]!, files: previews };
+    // A provisional title: the first question or cell names the conversation.
+    if (!this.titled) this.title = titleFrom(files.map((file) => file.name).join(', '));
   }
 
   /** Answers a pending approval. */

@@ -263,9 +263,14 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         ...turnRefusals,
         413: { description: 'Over the upload limit.', json: ErrorSchema },
         415: { description: 'Not multipart/form-data.', json: ErrorSchema },
+        429: {
+          description: 'Too many executions and uploads per minute for this key (see `Retry-After`).',
+          json: ErrorSchema,
+        },
       },
       handler: async (c, { owner, params }) => {
         const conversation = find(owner, params.id);
+        conversation.admitUpload(); // before the body is read: a refusal costs the server nothing
         const files = await readUpload(c);
         return c.json({ turn: await conversation.upload(files) }, 201);
       },
