@@ -48,9 +48,10 @@ function expectValidNotebook(notebook: Json): void {
           expect(multiline(output.text)).toBe(true);
           break;
         case 'execute_result':
-          expect(output.execution_count === null || Number.isInteger(output.execution_count)).toBe(true);
-        // falls through: the rest is display_data's shape
         case 'display_data':
+          if (output.output_type === 'execute_result') {
+            expect(output.execution_count === null || Number.isInteger(output.execution_count)).toBe(true);
+          }
           expect(typeof output.metadata).toBe('object');
           for (const [mimeType, value] of Object.entries(output.data as Json)) {
             if (!mimeType.endsWith('json')) expect(multiline(value), mimeType).toBe(true);
