@@ -260,7 +260,7 @@ export class ServerConversation {
       }
     }).done;
     // A client's mistake (a FIFO the code made where the file goes, …) answers its 4xx; the failed turn stays.
-    const refusal = failure === undefined ? undefined : toHttpError(failure);
+    const refusal = failure === undefined || turn.status !== 'error' ? undefined : toHttpError(failure);
     if (refusal && refusal.status >= 400 && refusal.status < 500) throw refusal;
     return turn;
   }
