@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SAMPLE_BYTES } from '../src/agents/data-preview.js';
 import { previewData } from '../src/agents/index.js';
 import { createSession, type Session } from '../src/session/session.js';
 
@@ -43,11 +44,26 @@ describe('data preview against pandas', () => {
   it('gives the traffic data the shape, columns and dtypes pandas gives it', async () => {
     const bytes = readFileSync(path.join(root, 'examples', 'traffic-accidents', 'traffic_accidents.csv'));
     await session.files.write('traffic_accidents.csv', bytes);
-    const preview = previewData('traffic_accidents.csv', bytes);
+    const preview = await previewData('traffic_accidents.csv', bytes);
     const pandas = await pandasView('traffic', 'pd.read_csv("traffic_accidents.csv")');
     expect(preview.rowCount).toBe(pandas.rows);
     expect(preview.table?.columns).toEqual(pandas.columns);
     expect(preview.table?.dtypes).toEqual(pandas.dtypes);
+  });
+
+  it('counts the rows of a file larger than the sample as pandas does, quoted newlines and blank lines included', async () => {
+    const rows = Array.from(
+      { length: 40_000 },
+      (_, i) =>
+        `${i},${i / 4},"line ${i}\nwith ""quotes"", commas",${i % 3 === 0 ? '' : 'x'}${i % 1000 === 0 ? '\n' : ''}`,
+    );
+    const bytes = Buffer.from(`id,ratio,note,sparse\r\n${rows.join('\r\n')}\r\n`);
+    expect(bytes.length).toBeGreaterThan(SAMPLE_BYTES);
+    await session.files.write('large.csv', bytes);
+    const preview = await previewData('large.csv', bytes);
+    const pandas = await pandasView('large', 'pd.read_csv("large.csv")');
+    expect(preview.sampledRows).toBeLessThan(pandas.rows);
+    expect({ rows: preview.rowCount, columns: preview.table?.columns, dtypes: preview.table?.dtypes }).toEqual(pandas);
   });
 
   it.each([
@@ -57,7 +73,7 @@ describe('data preview against pandas', () => {
   ])('agrees with pandas on %s', async (name, reader) => {
     const bytes = Buffer.from(files[name]!);
     await session.files.write(name, bytes);
-    const preview = previewData(name, bytes);
+    const preview = await previewData(name, bytes);
     const pandas = await pandasView(name, reader);
     expect({ rows: preview.rowCount, columns: preview.table?.columns, dtypes: preview.table?.dtypes }).toEqual(pandas);
   });

@@ -516,6 +516,46 @@ describe('web UI without a model (notebook)', { timeout: TEST_TIMEOUT }, () => {
     expect(await after.locator('.stdout').textContent()).toBe('still here\n');
   });
 
+  it('XSS: namespace-confusion HTML and <base href> are dropped before parsing: no CSP report, nothing hostile shown', async () => {
+    const { page, dialogs } = await openTab(server.url);
+    const payloads = [
+      // DOMPurify's mutation-XSS classics: a <style> under MathML that re-parses as HTML.
+      '<math><mtext><table><mglyph><style><img src=x onerror="window.__xss=11;alert(11)">',
+      '<math><mtext><table><mglyph><style><!--</style><img title="--&gt;&lt;/mglyph&gt;&lt;img&Tab;src=1&Tab;onerror=alert(12)&gt;">',
+      '<form><math><mtext></form><form><mglyph><style></math><img src onerror="window.__xss=13;alert(13)">',
+      '<svg></p><style><a id="</style><img src=1 onerror=alert(14)>">',
+      '<math><mi><style>*{background:url(https://attacker.example/x)}</style></mi></math>',
+      // A base URL would redirect every relative link and fetch of the page.
+      '<base href="https://attacker.example/"><a href="/docs">a relative link</a>',
+      "<BASE HREF='//attacker.example/' target=_top>",
+    ];
+    const cell = await runCell(
+      page,
+      [
+        'from IPython.display import HTML, display',
+        `for payload in ${JSON.stringify(payloads)}:`,
+        '    display(HTML(payload))',
+        "display(HTML('<i>after them</i>'))",
+      ].join('\n'),
+    );
+    const outputs = cell.locator('.html-output');
+    await expect.poll(() => outputs.count()).toBe(payloads.length + 1);
+    expect(await outputs.last().locator('i').textContent()).toBe('after them');
+    expect(await outputs.nth(5).locator('a').textContent()).toBe('a relative link');
+    // (An empty <svg> may stay: DOMPurify allows SVG, without its <style>.)
+    expect(await page.locator('.transcript :is(style, base, math, mglyph, script, [onerror], [style])').count()).toBe(
+      0,
+    );
+    const baseUri = await page.evaluate(
+      () => (globalThis as unknown as { document: { baseURI: string } }).document.baseURI,
+    );
+    expect(baseUri.startsWith(`${server.url}/`)).toBe(true);
+    await page.waitForTimeout(300); // give any handler that slipped through the time to run
+    expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).__xss)).toBeUndefined();
+    expect(dialogs).toEqual([]);
+    // afterEach: no CSP violation was reported while these were parsed and shown.
+  });
+
   it('Stop interrupts running code; a reload follows a running cell to its end', async () => {
     const { page } = await openTab(server.url);
     const cells = page.locator('.turn-cell');

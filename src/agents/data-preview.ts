@@ -3,148 +3,65 @@
  * running any code in the sandbox: for tables (CSV, TSV, JSON, JSON lines)
  * the columns, their dtypes as pandas infers them by default, the row count
  * and the first rows; for other files their size and first lines or bytes.
+ *
+ * Bounded whatever the file's size: only the first `SAMPLE_BYTES` are decoded
+ * and parsed (columns, dtypes and the first rows come from the rows that fit,
+ * and the text says so when that is not the whole file); the rest is only
+ * scanned to count rows (data-scan.ts), in chunks that yield to the event
+ * loop. The file is never held as one string.
  */
 import path from 'node:path';
+import { countDelimitedRecords, countLines, countNonBlankLines, SCAN_CHUNK_BYTES, scanJsonArray } from './data-scan.js';
+import { delimitedTable, jsonValueTable, parseDelimited, type Table } from './data-table.js';
 import type { LoadedFileSummary } from './events.js';
 import { formatBytes } from './execution-report.js';
 
+export { inferDtype, parseDelimited, type Table } from './data-table.js';
+
 export const PREVIEW_ROWS = 15;
+/** The bytes of a file decoded and parsed for its preview; past them, rows are only counted. */
+export const SAMPLE_BYTES = 1 << 20;
+/** The bytes looked at to tell text from binary, and to show a text file's first lines. */
+const TEXT_SAMPLE_BYTES = 64 * 1024;
 const MAX_CELL_CHARS = 30;
 const MAX_TABLE_COLUMNS = 30;
 const MAX_LISTED_COLUMNS = 300;
-
-/** pandas' default NA markers for read_csv. */
-const NA_VALUES = new Set([
-  '',
-  '#N/A',
-  '#N/A N/A',
-  '#NA',
-  '-1.#IND',
-  '-1.#QNAN',
-  '-NaN',
-  '-nan',
-  '1.#IND',
-  '1.#QNAN',
-  '<NA>',
-  'N/A',
-  'NA',
-  'NULL',
-  'NaN',
-  'None',
-  'n/a',
-  'nan',
-  'null',
-]);
-const INTEGER = /^[+-]?\d+$/;
-const FLOAT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(inf|Inf|INF|infinity|Infinity)$/;
-const BOOLEAN = new Set(['True', 'False', 'TRUE', 'FALSE', 'true', 'false']);
+const FORMAT_NAMES = { csv: 'CSV (comma-separated)', tsv: 'TSV (tab-separated)', json: 'JSON', jsonl: 'JSON lines' };
 
 export type DataFormat = LoadedFileSummary['format'];
 
-export interface Table {
-  columns: string[];
-  /** Cells as text (missing values as ''). */
-  rows: string[][];
-  dtypes: string[];
-}
-
 export interface DataPreview {
   format: DataFormat;
+  /** Columns, dtypes and the rows that were parsed: all of them, or the first `sampledRows`. */
   table?: Table;
+  /** Rows in the whole file (for JSON, the records of its top-level array). */
   rowCount?: number;
+  /** Set when the file is larger than the sample: columns and dtypes were judged from this many first rows. */
+  sampledRows?: number;
   /** The text the model gets. */
   text: string;
 }
 
-/** Splits delimited text into records (RFC 4180 quoting, CRLF or LF, a leading BOM dropped, blank lines skipped). */
-export function parseDelimited(text: string, delimiter: string): string[][] {
-  const records: string[][] = [];
-  let record: string[] = [];
-  let field = '';
-  let quoted = false;
-  let index = text.charCodeAt(0) === 0xfeff ? 1 : 0;
-  const endRecord = () => {
-    record.push(field);
-    field = '';
-    if (!(record.length === 1 && record[0] === '')) records.push(record);
-    record = [];
-  };
-  for (; index < text.length; index++) {
-    const char = text[index]!;
-    if (quoted) {
-      if (char === '"') {
-        if (text[index + 1] === '"') {
-          field += '"';
-          index++;
-        } else quoted = false;
-      } else field += char;
-    } else if (char === '"' && field === '') quoted = true;
-    else if (char === delimiter) {
-      record.push(field);
-      field = '';
-    } else if (char === '\n' || char === '\r') {
-      if (char === '\r' && text[index + 1] === '\n') index++;
-      endRecord();
-    } else field += char;
-  }
-  if (field !== '' || record.length > 0) endRecord();
-  return records;
+export interface PreviewOptions {
+  /** @default SAMPLE_BYTES */
+  sampleBytes?: number;
+  /** Bytes scanned between yields to the event loop. @default SCAN_CHUNK_BYTES (1 MiB) */
+  chunkBytes?: number;
 }
 
-/** The dtype pandas' read_csv gives a column of these cells, with its default options. */
-export function inferDtype(cells: readonly string[]): string {
-  const present = cells.map((cell) => cell.trim()).filter((cell) => !NA_VALUES.has(cell));
-  const missing = present.length < cells.length;
-  if (present.length === 0) return 'float64';
-  if (present.every((cell) => INTEGER.test(cell))) return missing ? 'float64' : 'int64';
-  if (present.every((cell) => INTEGER.test(cell) || FLOAT.test(cell))) return 'float64';
-  if (!missing && present.every((cell) => BOOLEAN.has(cell))) return 'bool';
-  return 'object';
+/** Decodes bytes as UTF-8; a character cut at the end is left out rather than shown as U+FFFD. */
+function decode(bytes: Uint8Array): string {
+  return new TextDecoder().decode(bytes, { stream: true });
 }
 
-function jsonDtype(values: readonly unknown[]): string {
-  const present = values.filter((value) => value !== null && value !== undefined);
-  const missing = present.length < values.length;
-  if (present.length === 0) return 'float64';
-  if (present.every((value) => typeof value === 'number' && Number.isInteger(value)))
-    return missing ? 'float64' : 'int64';
-  if (present.every((value) => typeof value === 'number')) return 'float64';
-  if (!missing && present.every((value) => typeof value === 'boolean')) return 'bool';
-  return 'object';
-}
-
-function cellText(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  return typeof value === 'object' ? JSON.stringify(value) : String(value);
-}
-
-/** Records from JSON as pandas.read_json reads them: a list of objects, or an object of columns. */
-function jsonTable(value: unknown): { columns: string[]; records: Record<string, unknown>[] } | undefined {
-  if (Array.isArray(value) && value.every((item) => item && typeof item === 'object' && !Array.isArray(item))) {
-    const columns = [...new Set(value.flatMap((item) => Object.keys(item as object)))];
-    return { columns, records: value as Record<string, unknown>[] };
-  }
-  if (value && typeof value === 'object' && !Array.isArray(value)) {
-    const columns = Object.keys(value);
-    const series = columns.map((column) => (value as Record<string, unknown>)[column]);
-    if (columns.length === 0 || !series.every((item) => item && typeof item === 'object')) return undefined;
-    const index = [...new Set(series.flatMap((item) => Object.keys(item as object)))];
-    const records = index.map((key) =>
-      Object.fromEntries(columns.map((column, i) => [column, (series[i] as Record<string, unknown>)[key]])),
-    );
-    return { columns, records };
-  }
-  return undefined;
-}
-
-export function detectFormat(name: string, bytes: Buffer): DataFormat {
+export function detectFormat(name: string, bytes: Uint8Array): DataFormat {
   const extension = path.extname(name).toLowerCase();
   if (extension === '.csv') return 'csv';
   if (extension === '.tsv' || extension === '.tab') return 'tsv';
   if (extension === '.json') return 'json';
   if (extension === '.jsonl' || extension === '.ndjson') return 'jsonl';
   const sample = bytes.subarray(0, 8192);
-  return sample.includes(0) || sample.toString('utf8').includes('\uFFFD') ? 'binary' : 'text';
+  return sample.includes(0) || decode(sample).includes('\uFFFD') ? 'binary' : 'text';
 }
 
 function pad(text: string, width: number): string {
@@ -165,75 +82,114 @@ export function formatTable(table: Table, rows: number): string {
   return [line(header), ...body.map(line), ...(omitted > 0 ? [`[${omitted} more columns not shown]`] : [])].join('\n');
 }
 
-function tableFrom(format: DataFormat, bytes: Buffer): Table | undefined {
-  const text = bytes.toString('utf8');
-  if (format === 'csv' || format === 'tsv') {
-    const records = parseDelimited(text, format === 'csv' ? ',' : '\t');
-    const [header, ...rows] = records;
-    if (!header) return undefined;
-    const columns = header.map((name, i) => name || `Unnamed: ${i}`);
-    return { columns, rows, dtypes: columns.map((_, i) => inferDtype(rows.map((row) => row[i] ?? ''))) };
-  }
-  let parsed: { columns: string[]; records: Record<string, unknown>[] } | undefined;
-  try {
-    parsed =
-      format === 'json'
-        ? jsonTable(JSON.parse(text))
-        : jsonTable(
-            text
-              .split(/\r?\n/)
-              .filter((line) => line.trim() !== '')
-              .map((line) => JSON.parse(line)),
-          );
-  } catch {
-    return undefined;
-  }
-  if (!parsed) return undefined;
-  const { columns, records } = parsed;
-  return {
-    columns,
-    rows: records.map((record) => columns.map((column) => cellText(record[column]))),
-    dtypes: columns.map((column) => jsonDtype(records.map((record) => record[column]))),
-  };
+interface SampledTable {
+  table: Table;
+  rowCount: number;
+  /** Whether the table holds every row. */
+  complete: boolean;
 }
 
-/** The preview of a file that now lives at /mnt/data/<name>. */
-export function previewData(name: string, bytes: Buffer): DataPreview {
-  const format = detectFormat(name, bytes);
-  const where = `/mnt/data/${name}`;
-  const heading = `Data file ${name} (${formatBytes(bytes.length)}) is at ${where}.`;
-  if (format !== 'text' && format !== 'binary') {
-    const table = tableFrom(format, bytes);
-    if (table) {
-      const kind = { csv: 'CSV (comma-separated)', tsv: 'TSV (tab-separated)', json: 'JSON', jsonl: 'JSON lines' }[
-        format
-      ];
-      const width = Math.max(...table.columns.map((column) => column.length), 6);
-      const listed = table.columns.slice(0, MAX_LISTED_COLUMNS);
-      const text = [
-        heading,
-        `Format: ${kind}. Shape: ${table.rows.length} rows × ${table.columns.length} columns.`,
-        'Columns and dtypes (as pandas reads them by default):',
-        ...listed.map((column, i) => `  ${column.padEnd(width)}  ${table.dtypes[i]}`),
-        ...(table.columns.length > listed.length ? [`  [${table.columns.length - listed.length} more columns]`] : []),
-        `First ${Math.min(PREVIEW_ROWS, table.rows.length)} rows:`,
-        formatTable(table, PREVIEW_ROWS),
-      ].join('\n');
-      return { format, table, rowCount: table.rows.length, text };
+/** Parses the first `sampleBytes` into a table and counts the rows of the whole file. */
+async function sampleTable(
+  format: 'csv' | 'tsv' | 'json' | 'jsonl',
+  bytes: Uint8Array,
+  options: Required<PreviewOptions>,
+): Promise<SampledTable | undefined> {
+  const complete = bytes.length <= options.sampleBytes;
+  const sample = decode(bytes.subarray(0, options.sampleBytes));
+  if (format === 'csv' || format === 'tsv') {
+    const delimiter = format === 'csv' ? ',' : '\t';
+    const records = parseDelimited(sample, delimiter);
+    if (!complete) records.pop(); // the sample ends inside the last record
+    const table = delimitedTable(records);
+    if (!table) return undefined;
+    const rowCount = complete
+      ? table.rows.length
+      : (await countDelimitedRecords(bytes, delimiter, options.chunkBytes)) - 1;
+    return { table, rowCount, complete };
+  }
+  if (format === 'jsonl') {
+    const lines = sample.split(/\r?\n/);
+    if (!complete) lines.pop();
+    let table: Table | undefined;
+    try {
+      table = jsonValueTable(lines.filter((line) => line.trim() !== '').map((line) => JSON.parse(line)));
+    } catch {
+      return undefined;
     }
-    const text = bytes.toString('utf8');
-    return {
-      format: 'text',
-      text: `${heading}\nIt could not be read as ${format.toUpperCase()}; first lines:\n${firstLines(text)}`,
-    };
+    if (!table) return undefined;
+    const rowCount = complete ? table.rows.length : await countNonBlankLines(bytes, options.chunkBytes);
+    return { table, rowCount, complete };
+  }
+  if (complete) {
+    let value: unknown;
+    try {
+      value = JSON.parse(sample);
+    } catch {
+      return undefined;
+    }
+    const table = jsonValueTable(value);
+    return table ? { table, rowCount: table.rows.length, complete } : undefined;
+  }
+  // A large JSON file: the records of its top-level array, those within the sample parsed.
+  const scan = await scanJsonArray(bytes, options.sampleBytes, options.chunkBytes);
+  const table = scan && scan.sample.length > 0 ? jsonValueTable(scan.sample) : undefined;
+  return table && scan ? { table, rowCount: scan.count, complete: scan.count === table.rows.length } : undefined;
+}
+
+function describeTable(format: keyof typeof FORMAT_NAMES, sampled: SampledTable): string {
+  const { table, rowCount, complete } = sampled;
+  const width = Math.max(...table.columns.map((column) => column.length), 6);
+  const listed = table.columns.slice(0, MAX_LISTED_COLUMNS);
+  const unit = format === 'json' ? 'records' : 'rows';
+  const dtypesFrom = complete
+    ? 'Columns and dtypes (as pandas reads them by default):'
+    : `Columns and dtypes (as pandas reads them by default), judged from the first ${table.rows.length} ${unit} only: a later ${unit === 'rows' ? 'row' : 'record'} can change a dtype${format === 'json' || format === 'jsonl' ? ' or add a column' : ''}:`;
+  return [
+    `Format: ${FORMAT_NAMES[format]}. Shape: ${rowCount} ${unit} × ${table.columns.length} columns${complete ? '' : ` (${unit} counted in the whole file)`}.`,
+    dtypesFrom,
+    ...listed.map((column, i) => `  ${column.padEnd(width)}  ${table.dtypes[i]}`),
+    ...(table.columns.length > listed.length ? [`  [${table.columns.length - listed.length} more columns]`] : []),
+    `First ${Math.min(PREVIEW_ROWS, table.rows.length)} rows:`,
+    formatTable(table, PREVIEW_ROWS),
+  ].join('\n');
+}
+
+/**
+ * The preview of a file that now lives at /mnt/data/<name>. Reads at most the
+ * first `sampleBytes` as text; a larger file is scanned in chunks, yielding.
+ */
+export async function previewData(name: string, bytes: Uint8Array, options: PreviewOptions = {}): Promise<DataPreview> {
+  const resolved = {
+    sampleBytes: options.sampleBytes ?? SAMPLE_BYTES,
+    chunkBytes: options.chunkBytes ?? SCAN_CHUNK_BYTES,
+  };
+  const format = detectFormat(name, bytes);
+  const heading = `Data file ${name} (${formatBytes(bytes.length)}) is at /mnt/data/${name}.`;
+  const firstText = () => decode(bytes.subarray(0, TEXT_SAMPLE_BYTES));
+  if (format === 'binary') {
+    const hex = Buffer.from(bytes.subarray(0, 32)).toString('hex').replace(/(..)/g, '$1 ').trim();
+    return { format, text: `${heading}\nBinary; its first bytes (hex): ${hex}` };
   }
   if (format === 'text') {
-    const text = bytes.toString('utf8');
-    const lines = text.split(/\r?\n/).length;
-    return { format, text: `${heading}\nText, ${lines} lines. First lines:\n${firstLines(text)}` };
+    const lines = await countLines(bytes, resolved.chunkBytes);
+    return { format, text: `${heading}\nText, ${lines} lines. First lines:\n${firstLines(firstText())}` };
   }
-  const hex = bytes.subarray(0, 32).toString('hex').replace(/(..)/g, '$1 ').trim();
-  return { format, text: `${heading}\nBinary; its first bytes (hex): ${hex}` };
+  const sampled = await sampleTable(format, bytes, resolved);
+  if (!sampled) {
+    const why = bytes.length > resolved.sampleBytes && format === 'json' ? ' (as an array of records)' : '';
+    return {
+      format: 'text',
+      text: `${heading}\nIt could not be read as ${format.toUpperCase()}${why}; first lines:\n${firstLines(firstText())}`,
+    };
+  }
+  return {
+    format,
+    table: sampled.table,
+    rowCount: sampled.rowCount,
+    ...(sampled.complete ? {} : { sampledRows: sampled.table.rows.length }),
+    text: `${heading}\n${describeTable(format, sampled)}`,
+  };
 }
 
 function firstLines(text: string): string {

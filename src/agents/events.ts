@@ -46,6 +46,8 @@ export type AgentEvent =
       files: SessionFile[];
     }
   | { type: 'execution-skipped'; toolCallId: string; code: string; reason: 'declined' | 'no-attempts-left' }
+  /** A file is in the session (/mnt/data); its preview is being computed. */
+  | { type: 'file-written'; sessionPath: string; size: number }
   | { type: 'file-loaded'; file: LoadedFileSummary };
 
 export interface LoadedFileSummary {

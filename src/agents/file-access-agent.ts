@@ -101,7 +101,8 @@ export class FileAccessAgent extends Agent {
 
   private async record(name: string, bytes: Buffer, hostPath?: string): Promise<LoadedFile> {
     await this.options.files.write(name, bytes);
-    const preview: DataPreview = previewData(name, bytes);
+    this.emit({ type: 'file-written', sessionPath: `/mnt/data/${name}`, size: bytes.length });
+    const preview: DataPreview = await previewData(name, bytes);
     const loaded: LoadedFile = {
       ...(hostPath !== undefined ? { hostPath } : {}),
       sessionPath: `/mnt/data/${name}`,

@@ -109,7 +109,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         .option('--sessions-per-key <n>', 'live sessions per key; default 32 (env SANDCELL_SESSIONS_PER_KEY)')
         .option(
           '--executions-per-minute <n>',
-          'per key, 0 for no limit; default 600 (env SANDCELL_EXECUTIONS_PER_MINUTE)',
+          'per key, conversation uploads included; 0 for no limit; default 600 (env SANDCELL_EXECUTIONS_PER_MINUTE)',
         )
         .option(
           '--max-request-bytes <n>',

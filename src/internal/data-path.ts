@@ -2,11 +2,14 @@
 import { InvalidPathError } from '../errors.js';
 
 export const DATA_MOUNT = '/mnt/data';
+/** The longest file name (one path component) Linux file systems take, in bytes (NAME_MAX). */
+export const MAX_NAME_BYTES = 255;
 
 /**
  * Normalises `path` to a relative path under /mnt/data ('' is the directory
  * itself). Accepts `name`, `dir/name` and `/mnt/data/name`; refuses NUL bytes,
- * `..`, and any other absolute path.
+ * `..`, any other absolute path, and names the file system would refuse as too
+ * long (so a client's mistake is a 400 before anything is written).
  */
 export function normalizeDataPath(path: string, options: { allowRoot?: boolean } = {}): string {
   if (typeof path !== 'string') throw new InvalidPathError('A file path must be a string.');
@@ -24,5 +27,11 @@ export function normalizeDataPath(path: string, options: { allowRoot?: boolean }
     throw new InvalidPathError('A file path must name a file inside /mnt/data.');
   }
   if (relative.length > 4096) throw new InvalidPathError('A file path must be at most 4096 characters.');
+  const tooLong = parts.find((part) => Buffer.byteLength(part, 'utf8') > MAX_NAME_BYTES);
+  if (tooLong !== undefined) {
+    throw new InvalidPathError(
+      `The name ${JSON.stringify(`${tooLong.slice(0, 40)}…`)} is ${Buffer.byteLength(tooLong, 'utf8')} bytes; a file or directory name may be at most ${MAX_NAME_BYTES} bytes (UTF-8).`,
+    );
+  }
   return parts.join('/');
 }

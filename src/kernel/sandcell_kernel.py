@@ -15,6 +15,7 @@ Threads:
 """
 
 import base64
+import errno
 import json
 import os
 import queue
@@ -387,17 +388,32 @@ def _resolve(path):
     return DATA_DIR + ("/" + "/".join(parts) if parts else ""), parts
 
 
+def _os_file_error(full, error):
+    """A FileError the host can map to a client error, for a failed open or mkdir."""
+    if error.errno == errno.ENOENT:
+        return FileError("not-found", "no such file: %s" % full)
+    if error.errno == errno.ELOOP:  # the last component is a symlink (O_NOFOLLOW)
+        return FileError("symlink", "refusing to follow a symbolic link: %s" % full)
+    if error.errno == errno.EISDIR:
+        return FileError("is-a-directory", "%s is a directory" % full)
+    if error.errno == errno.ENOTDIR:
+        return FileError("not-a-directory", "a parent of %s is not a directory" % full)
+    if error.errno == errno.ENXIO:  # a FIFO nobody reads, or a socket: O_NONBLOCK makes open refuse at once
+        return FileError("not-a-file", "%s is a FIFO or a socket, not a regular file" % full)
+    if error.errno == errno.ENAMETOOLONG:
+        return FileError("name-too-long", "%s: the name is too long for the file system" % full)
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return FileError("permission-denied", "%s: permission denied (the code may have changed its mode)" % full)
+    return FileError("io", "%s: %s" % (full, error.strerror))
+
+
 def _open_regular(full, flags, mode=0o644):
+    # O_NONBLOCK: opening a FIFO must never wait for its other end (the control
+    # thread would hang); the fstat below then refuses anything not regular.
     try:
         fd = os.open(full, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
-    except FileNotFoundError:
-        raise FileError("not-found", "no such file: %s" % full)
     except OSError as error:
-        if error.errno == 40:  # ELOOP: the last component is a symlink
-            raise FileError("symlink", "refusing to follow a symbolic link: %s" % full)
-        if error.errno == 21:
-            raise FileError("is-a-directory", "%s is a directory" % full)
-        raise FileError("io", "%s: %s" % (full, error.strerror))
+        raise _os_file_error(full, error)
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
@@ -444,6 +460,8 @@ def file_write(message):
         except FileExistsError:
             if os.path.islink(current) or not os.path.isdir(current):
                 raise FileError("not-a-directory", "%s is not a directory" % current)
+        except OSError as error:
+            raise _os_file_error(current, error)
     fd, _ = _open_regular(full, os.O_WRONLY | os.O_CREAT)
     try:
         os.ftruncate(fd, 0)

@@ -41,8 +41,12 @@ const STATUS_BY_FILE_REASON: Record<string, number> = {
   'not-a-directory': 400,
   symlink: 400,
   'invalid-path': 400,
+  // A FIFO, socket or device (the code can make them in /mnt/data): refused without blocking.
   'not-a-file': 400,
   'hard-link': 400,
+  'name-too-long': 400,
+  // The code took the write permission away from a file a client then writes.
+  'permission-denied': 409,
 };
 
 /** The status, code and message a client sees for `error`; unknown errors are 500 without internals. */

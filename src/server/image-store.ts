@@ -52,4 +52,17 @@ export class ImageStore {
   get(name: string): StoredImage | undefined {
     return this.images.get(name);
   }
+
+  /** Forgets an image (its output was dropped). */
+  delete(name: string): void {
+    const image = this.images.get(name);
+    if (!image) return;
+    this.images.delete(name);
+    this.bytes -= image.data.length;
+  }
+
+  /** The bytes of every image kept. */
+  get totalBytes(): number {
+    return this.bytes;
+  }
 }

@@ -58,6 +58,33 @@ describe('server options', () => {
     expect(() => resolveServerOptions({ limits: { maxMcpSessions: 0 } }, {})).toThrow(/maxMcpSessions/);
   });
 
+  it('bounds what conversations keep: defaults, environment, and bounds that must nest', () => {
+    const defaults = resolveServerOptions({}, {});
+    expect(defaults.conversationOutputBytes).toBe(1024 * 1024);
+    expect(defaults.conversationHistoryBytes).toBe(32 * 1024 * 1024);
+    expect(defaults.limits.conversationBytes).toBe(256 * 1024 * 1024);
+    const fromEnvironment = resolveServerOptions(
+      {},
+      {
+        SANDCELL_CONVERSATION_OUTPUT_BYTES: '65536',
+        SANDCELL_CONVERSATION_HISTORY_BYTES: '1048576',
+        SANDCELL_CONVERSATION_BYTES_PER_KEY: '2097152',
+      },
+    );
+    expect([
+      fromEnvironment.conversationOutputBytes,
+      fromEnvironment.conversationHistoryBytes,
+      fromEnvironment.limits.conversationBytes,
+    ]).toEqual([65536, 1048576, 2097152]);
+    expect(() => resolveServerOptions({ conversationHistoryBytes: 128 * 1024 * 1024 }, {})).toThrow(/at most/);
+    expect(() => resolveServerOptions({ conversationOutputBytes: 2048, conversationHistoryBytes: 1024 }, {})).toThrow(
+      /must nest/,
+    );
+    expect(() => resolveServerOptions({ limits: { conversationBytes: 1024 * 1024 } }, {})).toThrow(
+      /SANDCELL_CONVERSATION_BYTES_PER_KEY/,
+    );
+  });
+
   it('knows loopback addresses', () => {
     for (const host of ['127.0.0.1', '127.8.9.10', 'localhost', '::1', '[::1]']) expect(isLoopback(host)).toBe(true);
     for (const host of ['0.0.0.0', '::', '192.168.1.2', '10.0.0.1', 'example.com'])

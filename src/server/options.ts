@@ -5,6 +5,12 @@ import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
 import { DEFAULT_FILE_TRANSFER_BYTES, DEFAULT_MAX_CODE_BYTES, type SessionOptions } from '../session/options.js';
 import { DEFAULT_PRELOAD_MODULES } from '../session/pool.js';
+import {
+  DEFAULT_CONVERSATION_BYTES_PER_KEY,
+  DEFAULT_CONVERSATION_HISTORY_BYTES,
+  DEFAULT_CONVERSATION_OUTPUT_BYTES,
+  MAX_CONVERSATION_HISTORY_BYTES,
+} from './conversations/history-limits.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8080;
@@ -26,7 +32,7 @@ export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 export interface KeyLimits {
   /** Live sessions one key may hold. @default 32 (env SANDCELL_SESSIONS_PER_KEY) */
   maxSessions?: number;
-  /** Executions one key may start per minute (0 = no limit). @default 600 (env SANDCELL_EXECUTIONS_PER_MINUTE) */
+  /** Executions one key may start per minute; conversation uploads count too (0 = no limit). @default 600 (env SANDCELL_EXECUTIONS_PER_MINUTE) */
   executionsPerMinute?: number;
   /** Largest request body carrying code (JSON), in bytes. @default 2 MiB + 64 KiB of envelope (env SANDCELL_MAX_REQUEST_BYTES) */
   maxRequestBytes?: number;
@@ -38,6 +44,12 @@ export interface KeyLimits {
   maxQueuedExecutions?: number;
   /** MCP sessions (Streamable HTTP at /mcp) one key may hold open. @default 16 (env SANDCELL_MCP_SESSIONS_PER_KEY) */
   maxMcpSessions?: number;
+  /**
+   * What all of one key's conversations keep together (turns as JSON, images); past it, the least
+   * recently updated ones lose their oldest outputs, then their oldest turns.
+   * @default 256 MiB (env SANDCELL_CONVERSATION_BYTES_PER_KEY)
+   */
+  conversationBytes?: number;
 }
 
 export interface ServerOptions {
@@ -92,6 +104,16 @@ export interface ServerOptions {
   approvalDefault?: 'auto' | 'ask';
   /** The built web UI served at `/`; false serves none. @default the package's dist/web (built by `npm run build`) */
   webRoot?: string | false;
+  /**
+   * What a conversation keeps of each piece of code's output (stdout, stderr and results together;
+   * the error apart): the rest is cut, with a note. @default 1 MiB (env SANDCELL_CONVERSATION_OUTPUT_BYTES)
+   */
+  conversationOutputBytes?: number;
+  /**
+   * What one conversation keeps in all (turns as JSON, images); past it, its oldest outputs are
+   * dropped (a note stays), then its oldest turns. At most 64 MiB. @default 32 MiB (env SANDCELL_CONVERSATION_HISTORY_BYTES)
+   */
+  conversationHistoryBytes?: number;
 }
 
 export interface ResolvedKeyLimits {
@@ -102,6 +124,7 @@ export interface ResolvedKeyLimits {
   maxExecutionMs: number;
   maxQueuedExecutions: number;
   maxMcpSessions: number;
+  conversationBytes: number;
 }
 
 export interface ResolvedServerOptions {
@@ -126,6 +149,8 @@ export interface ResolvedServerOptions {
   model?: ChatModel;
   approvalDefault: 'auto' | 'ask';
   webRoot: string | false;
+  conversationOutputBytes: number;
+  conversationHistoryBytes: number;
 }
 
 type Environment = Record<string, string | undefined>;
@@ -185,6 +210,23 @@ function allowedHostName(name: string): string {
 export function isLoopback(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
   return bare === 'localhost' || bare === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+}
+
+/** The three history bounds nest: a step's output within a conversation, a conversation within a key. */
+function checkConversationBounds(resolved: ResolvedServerOptions): void {
+  const output = resolved.conversationOutputBytes;
+  const history = resolved.conversationHistoryBytes;
+  const key = resolved.limits.conversationBytes;
+  if (history > MAX_CONVERSATION_HISTORY_BYTES) {
+    throw new InvalidInputError(
+      `\`conversationHistoryBytes\` is at most ${MAX_CONVERSATION_HISTORY_BYTES} (a history is answered as one JSON document); got ${history} (SANDCELL_CONVERSATION_HISTORY_BYTES).`,
+    );
+  }
+  if (output > history || history > key) {
+    throw new InvalidInputError(
+      `Conversation bounds must nest: conversationOutputBytes (${output}) ≤ conversationHistoryBytes (${history}) ≤ limits.conversationBytes (${key}); check SANDCELL_CONVERSATION_OUTPUT_BYTES, SANDCELL_CONVERSATION_HISTORY_BYTES and SANDCELL_CONVERSATION_BYTES_PER_KEY.`,
+    );
+  }
 }
 
 /** Fills defaults from the environment, then from constants; refuses a non-loopback bind without keys. */
@@ -263,6 +305,12 @@ export function resolveServerOptions(
         DEFAULT_MCP_SESSIONS_PER_KEY,
         1,
       ),
+      conversationBytes: count(
+        'limits.conversationBytes',
+        limits.conversationBytes ?? numberFrom(environment, 'SANDCELL_CONVERSATION_BYTES_PER_KEY'),
+        DEFAULT_CONVERSATION_BYTES_PER_KEY,
+        1024,
+      ),
     },
     maxSessions: count(
       'maxSessions',
@@ -297,7 +345,20 @@ export function resolveServerOptions(
     model: options.model,
     approvalDefault: approvalMode(options.approvalDefault ?? environment.SANDCELL_APPROVAL),
     webRoot: options.webRoot ?? fileURLToPath(new URL('../../dist/web', import.meta.url)),
+    conversationOutputBytes: count(
+      'conversationOutputBytes',
+      options.conversationOutputBytes ?? numberFrom(environment, 'SANDCELL_CONVERSATION_OUTPUT_BYTES'),
+      DEFAULT_CONVERSATION_OUTPUT_BYTES,
+      1024,
+    ),
+    conversationHistoryBytes: count(
+      'conversationHistoryBytes',
+      options.conversationHistoryBytes ?? numberFrom(environment, 'SANDCELL_CONVERSATION_HISTORY_BYTES'),
+      DEFAULT_CONVERSATION_HISTORY_BYTES,
+      1024,
+    ),
   };
+  checkConversationBounds(resolved);
   for (const key of apiKeys) {
     const secret = key.includes(':') ? key.slice(key.indexOf(':') + 1) : key;
     if (secret.length < 8 || /\s/.test(key)) {

@@ -1,4 +1,4 @@
-/** Executions per minute per owner: a token bucket that refills continuously. */
+/** Executions (and uploads, which share the bucket) per minute per owner: a token bucket that refills continuously. */
 import { HttpError } from './errors.js';
 
 interface Bucket {
@@ -29,7 +29,7 @@ export class RateLimiter {
       throw new HttpError(
         429,
         'rate-limited',
-        `This key may start ${this.perMinute} executions per minute; retry in ${retryAfterSeconds} s (server option --executions-per-minute).`,
+        `This key may start ${this.perMinute} executions or uploads per minute; retry in ${retryAfterSeconds} s (server option --executions-per-minute).`,
         { 'retry-after': String(retryAfterSeconds) },
       );
     }

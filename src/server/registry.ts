@@ -229,6 +229,17 @@ export class SessionRegistry {
     }
   }
 
+  /** Checks an upload against the limits (shutdown, rate: uploads take tokens from the executions' bucket). */
+  admitUpload(entry: ManagedSession): void {
+    this.refuseWhenShuttingDown();
+    try {
+      this.options.rateLimiter.take(entry.owner.id);
+    } catch (error) {
+      this.options.metrics.rejected.inc({ reason: 'executions-per-minute' });
+      throw error;
+    }
+  }
+
   /** Runs code in a session under the owner's limits. */
   async execute(entry: ManagedSession, code: string, options: ExecuteOptions = {}): Promise<Execution> {
     if (!options.admitted) this.admit(entry, code);

@@ -65,6 +65,11 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     logger,
     model: options.model,
     approvalDefault: options.approvalDefault,
+    limits: {
+      outputBytes: options.conversationOutputBytes,
+      historyBytes: options.conversationHistoryBytes,
+      keyBytes: options.limits.conversationBytes,
+    },
   });
   return {
     registry,

@@ -167,6 +167,39 @@ export function runBackendContract({ name, createBackend }: ContractOptions): vo
       await expect(session.files.read('missing.txt')).rejects.toBeInstanceOf(FileOperationError);
     });
 
+    it('refuses FIFOs, sockets and over-long names with typed errors, without blocking the kernel', async () => {
+      // Canary: the file operations work at all, so a refusal below is the refusal asked for.
+      await session.files.write('canary.txt', 'ok');
+      expect((await session.files.read('canary.txt')).toString()).toBe('ok');
+      const made = await session.run(
+        [
+          'import os, socket',
+          "os.mkfifo('/mnt/data/fifo')",
+          "os.mkfifo('/mnt/data/held')",
+          // A reader holding `held` open: a blocking open for writing would now succeed and write into it.
+          "reader = os.open('/mnt/data/held', os.O_RDONLY | os.O_NONBLOCK)",
+          "listener = socket.socket(socket.AF_UNIX); listener.bind('/mnt/data/sock')",
+          "os.makedirs('/mnt/data/deep', exist_ok=True)",
+        ].join('\n'),
+      );
+      expect(made.error).toBeUndefined();
+      for (const name of ['fifo', 'held', 'sock']) {
+        await expect(session.files.write(name, 'x'), name).rejects.toMatchObject({ reason: 'not-a-file' });
+        await expect(session.files.read(name), name).rejects.toMatchObject({ reason: 'not-a-file' });
+      }
+      // 4096 characters: within the host's bound, but over the kernel's PATH_MAX once under /mnt/data.
+      const deep = `deep/${Array.from({ length: 16 }, () => 'd'.repeat(240)).join('/')}/${'f'.repeat(235)}`;
+      expect(deep.length).toBe(4096);
+      await expect(session.files.write(deep, 'x')).rejects.toMatchObject({ reason: 'name-too-long' });
+      await expect(session.files.write('n'.repeat(256), 'x')).rejects.toBeInstanceOf(InvalidPathError);
+      // Nothing was written into the FIFO, and the kernel still answers (its control thread did not block).
+      const after = await session.run("os.read(reader, 10), os.path.getsize('/mnt/data/canary.txt')");
+      expect(after.results[0]?.data['text/plain']).toBe("(b'', 2)");
+      await session.run(
+        "os.close(reader); listener.close()\nfor name in ('fifo', 'held', 'sock'): os.unlink('/mnt/data/' + name)",
+      );
+    });
+
     it('refuses paths that leave /mnt/data, before they reach the sandbox', async () => {
       for (const path of ['../../etc/passwd', '/etc/passwd', 'a/../../b', 'nul\0byte']) {
         await expect(session.files.read(path)).rejects.toBeInstanceOf(InvalidPathError);

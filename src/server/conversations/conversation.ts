@@ -20,6 +20,16 @@ import { ImageStore } from '../image-store.js';
 import { presentResult, sessionFileUrl } from '../present.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
 import {
+  DEFAULT_HISTORY_LIMITS,
+  type HistoryLimits,
+  hasOutputs,
+  isSettled,
+  outputsDroppedNote,
+  turnImageUrls,
+  withoutOutputs,
+} from './history-limits.js';
+import { errorWithin, jsonBytes, OutputBudget } from './output-budget.js';
+import {
   type ApprovalMode,
   applyConversationEvent,
   type CodeFile,
@@ -33,7 +43,7 @@ import {
 } from './transcript.js';
 
 /** Images kept per conversation (for its history and its notebook export); the oldest go first. */
-const CONVERSATION_IMAGES = { maxImages: 256, maxBytes: 128 * 1024 * 1024 };
+const MAX_CONVERSATION_IMAGES = 256;
 const MAX_TITLE_CHARS = 80;
 
 export interface ConversationSettings {
@@ -42,6 +52,10 @@ export interface ConversationSettings {
   /** The server's model; without one only cells and uploads work. */
   model?: ChatModel;
   approvalDefault: ApprovalMode;
+  /** What conversations keep. @default DEFAULT_HISTORY_LIMITS */
+  limits?: HistoryLimits;
+  /** Called when a conversation's history grew (the store keeps the key's conversations within bounds). */
+  onHistoryGrew?: (conversation: ServerConversation) => void;
 }
 
 export type ApprovalAnswer =
@@ -63,6 +77,8 @@ interface RunningTurn {
   /** Approval ids already answered, so a second answer is a conflict rather than "not found". */
   decided: Set<string>;
   listeners: Set<(event: ConversationEvent) => void>;
+  /** What each code step (by call id) may still keep of its output. */
+  budgets: Map<string, OutputBudget>;
 }
 
 export type TurnListener = (event: ConversationEvent) => void;
@@ -78,8 +94,13 @@ export class ServerConversation {
   updatedAt = this.createdAt;
   title: string;
   private titled: boolean;
-  readonly images = new ImageStore(CONVERSATION_IMAGES);
+  readonly images: ImageStore;
   readonly turns: Turn[] = [];
+  /** Turns dropped whole to keep the history within its bounds. */
+  droppedTurns = 0;
+  private readonly limits: HistoryLimits;
+  /** The JSON bytes of each settled turn, measured once. */
+  private readonly measured = new WeakMap<Turn, number>();
   private running?: RunningTurn;
   private expiry?: { at: number; reason: string };
   private readonly fileAgent: FileAccessAgent;
@@ -91,10 +112,23 @@ export class ServerConversation {
     private readonly chat: DataChat | undefined,
     title: string | undefined,
   ) {
+    this.limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
+    this.images = new ImageStore({ maxImages: MAX_CONVERSATION_IMAGES, maxBytes: this.limits.historyBytes });
     this.titled = Boolean(title?.trim());
     this.title = this.titled ? titleFrom(title!) : 'New conversation';
     this.cellFiles = new FileChanges(entry.session.files);
     this.fileAgent = chat?.fileAgent ?? new FileAccessAgent({ dataRoots: [], files: entry.session.files });
+    this.fileAgent.on((event) => {
+      if (event.type === 'file-written') {
+        settings.logger.debug(
+          { conversation: this.id, path: event.sessionPath, bytes: event.size },
+          'previewing an upload',
+        );
+      } else if (event.type === 'file-loaded') {
+        const { sessionPath: path, size: bytes, format, rows } = event.file;
+        settings.logger.debug({ conversation: this.id, path, bytes, format, rows }, 'upload previewed');
+      }
+    });
   }
 
   static async create(
@@ -149,6 +183,7 @@ export class ServerConversation {
         ? { expiredAt: new Date(expired.at).toISOString(), expiredReason: describeExpiry(expired.reason) }
         : {}),
       turnCount: this.turns.length,
+      ...(this.droppedTurns > 0 ? { droppedTurns: this.droppedTurns } : {}),
     };
   }
 
@@ -193,7 +228,7 @@ export class ServerConversation {
         signal: running.abort.signal,
         onStdout: (text) => this.emit({ type: 'stdout-delta', callId, text }),
         onStderr: (text) => this.emit({ type: 'stderr-delta', callId, text }),
-        onResult: (result) => this.emit({ type: 'result-ready', callId, result: this.present(result) }),
+        onResult: (result) => this.emitResult(running, callId, result),
       });
       const files = (await this.cellFiles.changed()).map((file) =>
         this.codeFile({ path: file.path, size: file.size, kind: 'file' }),
@@ -204,29 +239,52 @@ export class ServerConversation {
     return started;
   }
 
+  /**
+   * Checks an upload before its body is read: the conversation can take a turn,
+   * and the key's rate limit (executions and uploads share it) has a token.
+   */
+  admitUpload(): void {
+    this.refuseWhenUnavailable();
+    this.settings.registry.admitUpload(this.entry);
+  }
+
   /** Writes uploaded files into /mnt/data and records their previews (and tells the model about them). */
-  upload(files: { name: string; bytes: Buffer }[]): Promise<Turn> {
-    return this.start('upload', '', undefined, 'auto', async (running) => {
-      const previews: FilePreview[] = [];
-      for (const file of files) {
-        const loaded = this.chat
-          ? await this.chat.addFile(file.name, file.bytes)
-          : await this.fileAgent.share(file.name, file.bytes);
-        previews.push({
-          path: file.name,
-          size: loaded.size,
-          format: loaded.format,
-          ...(loaded.rows !== undefined ? { rows: loaded.rows } : {}),
-          ...(loaded.columns ? { columns: loaded.columns } : {}),
-          ...(loaded.head ? { head: loaded.head } : {}),
-          text: loaded.preview,
-          url: this.fileUrl(file.name),
-        });
+  async upload(files: { name: string; bytes: Buffer }[]): Promise<Turn> {
+    let failure: unknown;
+    const turn = await this.start('upload', '', undefined, 'auto', async (running) => {
+      try {
+        await this.writeUploads(running, files);
+      } catch (error) {
+        failure = error;
+        throw error;
       }
-      this.turns[running.index] = { ...this.turns[running.index]!, files: previews };
-      // A provisional title: the first question or cell names the conversation.
-      if (!this.titled) this.title = titleFrom(files.map((file) => file.name).join(', '));
     }).done;
+    // A client's mistake (a FIFO the code made where the file goes, …) answers its 4xx; the failed turn stays.
+    const refusal = failure === undefined || turn.status !== 'error' ? undefined : toHttpError(failure);
+    if (refusal && refusal.status >= 400 && refusal.status < 500) throw refusal;
+    return turn;
+  }
+
+  private async writeUploads(running: RunningTurn, files: { name: string; bytes: Buffer }[]): Promise<void> {
+    const previews: FilePreview[] = [];
+    for (const file of files) {
+      const loaded = this.chat
+        ? await this.chat.addFile(file.name, file.bytes)
+        : await this.fileAgent.share(file.name, file.bytes);
+      previews.push({
+        path: file.name,
+        size: loaded.size,
+        format: loaded.format,
+        ...(loaded.rows !== undefined ? { rows: loaded.rows } : {}),
+        ...(loaded.columns ? { columns: loaded.columns } : {}),
+        ...(loaded.head ? { head: loaded.head } : {}),
+        text: loaded.preview,
+        url: this.fileUrl(file.name),
+      });
+    }
+    this.turns[running.index] = { ...this.turns[running.index]!, files: previews };
+    // A provisional title: the first question or cell names the conversation.
+    if (!this.titled) this.title = titleFrom(files.map((file) => file.name).join(', '));
   }
 
   /** Answers a pending approval. */
@@ -306,6 +364,7 @@ export class ServerConversation {
       approvals: new Map(),
       decided: new Set(),
       listeners: new Set(listener ? [listener] : []),
+      budgets: new Map(),
     };
     this.turns.push(turn);
     this.running = running;
@@ -325,23 +384,65 @@ export class ServerConversation {
         }
       }
       this.finishOpenSteps(running);
-      const final: Turn = { ...this.turns[running.index]!, status };
-      this.turns[running.index] = final;
+      this.turns[running.index] = { ...this.turns[running.index]!, status };
       this.running = undefined;
       this.touch();
+      this.keepWithinLimits(); // may drop older turns (never this one, the newest) or outputs
+      const final = this.turns[this.turns.length - 1]!;
       this.send(running, { type: 'turn-end', turn: final });
       return final;
     })();
     return { turn, done };
   }
 
-  /** Folds an event into the running turn and hands it to the listeners. */
+  /** Folds an event, as kept within the output budget, into the running turn and hands it to the listeners. */
   private emit(event: ConversationEvent): void {
     const running = this.running;
     if (!running) return;
-    this.turns[running.index] = applyConversationEvent(this.turns[running.index]!, event);
+    const kept = this.withinBudget(running, event);
+    if (!kept) return;
+    this.turns[running.index] = applyConversationEvent(this.turns[running.index]!, kept);
     this.touch();
-    this.send(running, event);
+    this.send(running, kept);
+  }
+
+  /** The event as the history keeps it: output past the step's budget is cut (with a note) or left out. */
+  private withinBudget(running: RunningTurn, event: ConversationEvent): ConversationEvent | undefined {
+    switch (event.type) {
+      case 'execution-start':
+        running.budgets.set(event.callId, new OutputBudget(this.limits.outputBytes));
+        return event;
+      case 'stdout-delta':
+      case 'stderr-delta': {
+        const text = this.budget(running, event.callId).text(event.text);
+        return text === undefined ? undefined : { ...event, text };
+      }
+      case 'result-ready': {
+        const result = this.budget(running, event.callId).result(event.result);
+        return result ? { ...event, result } : undefined;
+      }
+      default:
+        return event;
+    }
+  }
+
+  private budget(running: RunningTurn, callId: string): OutputBudget {
+    let budget = running.budgets.get(callId);
+    if (!budget) {
+      budget = new OutputBudget(this.limits.outputBytes);
+      running.budgets.set(callId, budget);
+    }
+    return budget;
+  }
+
+  /** A streamed result; one past the budget is not even stored (its images would only take room). */
+  private emitResult(running: RunningTurn, callId: string, result: ExecutionResult): void {
+    const budget = this.budget(running, callId);
+    if (budget.exhausted) {
+      budget.resultsSeen++;
+      return;
+    }
+    this.emit({ type: 'result-ready', callId, result: this.present(result) });
   }
 
   private send(running: RunningTurn, event: ConversationEvent): void {
@@ -433,20 +534,101 @@ export class ServerConversation {
   }
 
   private emitExecutionEnd(callId: string, execution: Execution, files: CodeFile[]): void {
+    const running = this.running;
+    if (!running) return;
     const summary: ExecutionSummary = {
       status: execution.status,
-      ...(execution.error ? { error: execution.error } : {}),
+      ...(execution.error ? { error: errorWithin(execution.error, this.limits.outputBytes) } : {}),
       executionCount: execution.executionCount,
       durationMs: execution.durationMs,
       ...(execution.stateLost ? { stateLost: true, stateLostReason: execution.stateLostReason } : {}),
       ...(execution.outputTruncated ? { outputTruncated: true } : {}),
     };
-    // Results streamed during the run were stored already; the rest are stored now.
-    const turn = this.running ? this.turns[this.running.index] : undefined;
+    // Results streamed during the run were kept (or left out) already; the rest are kept now, within the budget.
+    const turn = this.turns[running.index];
     const step = turn?.steps.findLast((candidate) => candidate.type === 'code' && candidate.callId === callId);
-    const streamed = step?.type === 'code' ? step.results : [];
-    const results = execution.results.map((result, index) => streamed[index] ?? this.present(result));
+    const results = step?.type === 'code' ? [...step.results] : [];
+    const budget = this.budget(running, callId);
+    for (const result of execution.results.slice(budget.resultsSeen)) {
+      if (budget.exhausted) break;
+      const kept = budget.result(this.present(result));
+      if (kept) results.push(kept);
+    }
     this.emit({ type: 'execution-end', callId, execution: summary, results, files });
+    this.keepWithinLimits();
+  }
+
+  // --- bounds --------------------------------------------------------------------
+
+  /** The bytes this conversation holds: its turns as JSON, and its images. */
+  get historyBytes(): number {
+    let total = this.images.totalBytes;
+    for (const turn of this.turns) total += this.turnBytes(turn);
+    return total;
+  }
+
+  private turnBytes(turn: Turn): number {
+    const known = this.measured.get(turn);
+    if (known !== undefined) return known;
+    const bytes = jsonBytes(turn);
+    // The running turn changes with every event; a settled one is measured once.
+    if (turn.status !== 'running') this.measured.set(turn, bytes);
+    return bytes;
+  }
+
+  /** Within the conversation's bound, then (through the store) the key's. */
+  private keepWithinLimits(): void {
+    if (this.historyBytes > this.limits.historyBytes) {
+      this.dropOutputs(this.limits.historyBytes);
+      this.dropTurns(this.limits.historyBytes);
+    }
+    this.settings.onHistoryGrew?.(this);
+  }
+
+  /**
+   * Replaces the outputs of settled code steps with a note, oldest first, until
+   * the history takes at most `targetBytes` (or no output is left to drop).
+   */
+  dropOutputs(targetBytes: number): void {
+    let size = this.historyBytes;
+    const note = outputsDroppedNote(this.limits.historyBytes);
+    for (let index = 0; index < this.turns.length && size > targetBytes; index++) {
+      const turn = this.turns[index]!;
+      const steps = turn.steps.slice();
+      let changed = false;
+      for (let position = 0; position < steps.length && size > targetBytes; position++) {
+        const step = steps[position]!;
+        if (step.type !== 'code' || !isSettled(step) || !hasOutputs(step, note)) continue;
+        const imageBytes = this.images.totalBytes;
+        for (const result of step.results) for (const image of result.images ?? []) this.forgetImage(image.url);
+        const kept = withoutOutputs(step, note);
+        size -= jsonBytes(step) - jsonBytes(kept) + (imageBytes - this.images.totalBytes);
+        steps[position] = kept;
+        changed = true;
+      }
+      if (changed) this.turns[index] = { ...turn, steps };
+    }
+  }
+
+  /**
+   * Drops whole turns, oldest first, until the history takes at most
+   * `targetBytes`; never the newest turn (the running one, or the one just done).
+   */
+  dropTurns(targetBytes: number): void {
+    let size = this.historyBytes;
+    const running = this.running;
+    while (size > targetBytes && this.turns.length > 1) {
+      const turn = this.turns.shift()!;
+      const imageBytes = this.images.totalBytes;
+      for (const url of turnImageUrls(turn)) this.forgetImage(url);
+      size -= this.turnBytes(turn) + (imageBytes - this.images.totalBytes);
+      this.droppedTurns++;
+      if (running) running.index--;
+    }
+  }
+
+  private forgetImage(url: string): void {
+    this.images.delete(url.slice(url.lastIndexOf('/') + 1));
   }
 
   private present(result: ExecutionResult): PresentedResult {

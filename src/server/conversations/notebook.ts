@@ -17,8 +17,12 @@ export interface NotebookSource {
   image(url: string): StoredImage | undefined;
 }
 
-/** Splits text into nbformat's list of lines, each keeping its newline. */
-function lines(text: string): string[] {
+/** Text past this many characters stays one string (nbformat allows it): a list of millions of lines would not fit in memory. */
+const MAX_LISTED_CHARS = 64 * 1024;
+
+/** Text as nbformat's multiline string: a list of lines, each keeping its newline, or one string when long. */
+function lines(text: string): string[] | string {
+  if (text.length > MAX_LISTED_CHARS) return text;
   return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
 }
 
@@ -119,6 +123,21 @@ export function conversationNotebook(source: NotebookSource, exportedAt = new Da
     },
     cells,
   };
+}
+
+/**
+ * The notebook as JSON (indented by one space, as Jupyter writes it), built a
+ * cell at a time into bytes, so no single string ever holds the whole export.
+ */
+export function notebookBytes(notebook: Record<string, unknown>): Buffer {
+  const { cells, ...rest } = notebook as { cells: Cell[] } & Record<string, unknown>;
+  const parts: Buffer[] = [Buffer.from('{\n "cells": [')];
+  cells.forEach((cell, index) => {
+    // JSON text never holds a raw newline inside a string, so re-indenting line by line is safe.
+    parts.push(Buffer.from(`${index === 0 ? '' : ','}\n  ${JSON.stringify(cell, null, 1).replace(/\n/g, '\n  ')}`));
+  });
+  parts.push(Buffer.from(`\n ],${JSON.stringify(rest, null, 1).slice(1)}`));
+  return Buffer.concat(parts);
 }
 
 /** A file name for the download: the title, made safe. */

@@ -151,6 +151,10 @@ export const ConversationSummarySchema = z
     expiredAt: z.string().optional(),
     expiredReason: z.string().optional(),
     turnCount: z.number(),
+    droppedTurns: z
+      .number()
+      .optional()
+      .meta({ description: 'The oldest turns dropped whole to keep the history within bounds (outputs go first).' }),
   })
   .meta({ title: 'ConversationSummary' });
 

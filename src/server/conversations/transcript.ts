@@ -140,6 +140,8 @@ export interface ConversationSummary {
   expiredAt?: string;
   expiredReason?: string;
   turnCount: number;
+  /** The oldest turns dropped whole to keep the history within the server's bounds (outputs go first). */
+  droppedTurns?: number;
 }
 
 export interface Conversation extends ConversationSummary {

@@ -9,7 +9,7 @@ import { normalizeDataPath } from '../../internal/data-path.js';
 import { imageResponse } from '../content-type.js';
 import type { ServerContext } from '../context.js';
 import type { ServerConversation, TurnListener } from '../conversations/conversation.js';
-import { conversationNotebook, notebookFileName } from '../conversations/notebook.js';
+import { conversationNotebook, notebookBytes, notebookFileName } from '../conversations/notebook.js';
 import {
   ApprovalAnswerSchema,
   ApprovalBody,
@@ -267,9 +267,14 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         ...turnRefusals,
         413: { description: 'Over the upload limit.', json: ErrorSchema },
         415: { description: 'Not multipart/form-data.', json: ErrorSchema },
+        429: {
+          description: 'Too many executions and uploads per minute for this key (see `Retry-After`).',
+          json: ErrorSchema,
+        },
       },
       handler: async (c, { owner, params }) => {
         const conversation = find(owner, params.id);
+        conversation.admitUpload(); // before the body is read: a refusal costs the server nothing
         const files = await readUpload(c);
         return c.json({ turn: await conversation.upload(files) }, 201);
       },
@@ -311,7 +316,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
           image: (url) => conversation.images.get(url.slice(url.lastIndexOf('/') + 1)),
         });
         const name = notebookFileName(conversation.title);
-        return c.body(JSON.stringify(notebook, null, 1), 200, {
+        return c.body(new Uint8Array(notebookBytes(notebook)), 200, {
           'content-type': 'application/x-ipynb+json',
           'content-disposition': `attachment; filename="${name.replace(/[^\x20-\x7e]/g, '_').replace(/"/g, '')}"; filename*=UTF-8''${encodeURIComponent(name)}`,
         });

@@ -178,6 +178,14 @@ export function ConversationView(props: ConversationViewProps) {
         }}
       >
         <div class="transcript-inner">
+          {conversation?.droppedTurns ? (
+            <p class="turn-note history-note" role="note">
+              {conversation.droppedTurns === 1
+                ? 'The earliest turn was'
+                : `The ${conversation.droppedTurns} earliest turns were`}{' '}
+              dropped to keep this conversation within the server's memory limit.
+            </p>
+          ) : null}
           {!conversation || conversation.turns.length === 0 ? (
             <EmptyState mode={mode} noModel={noModel} />
           ) : (

@@ -64,16 +64,23 @@ function installHooks(): void {
 // A start tag, with quoted attribute values that may hold `>`.
 const START_TAG = /<[a-zA-Z][^\s/>]*(?:\s+[^\s/>=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]+))?)*\s*\/?>/g;
 const HANDLER_OR_STYLE = /\s(?:on[a-zA-Z]+|style)\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]+)/g;
-const STYLE_BLOCK = /<style\b[^>]*>[\s\S]*?<\/style\s*>/gi;
+// A <style> element, up to its end tag or, unclosed, to the end of the input (where an
+// HTML parser would end it too); under <math> or <svg> it would otherwise re-parse as markup.
+const STYLE_ELEMENT = /<style\b[^>]*>(?:[\s\S]*?<\/style\s*>|[\s\S]*$)/gi;
+const BASE_TAG = /<base\b[^>]*>/gi;
 
 /**
- * Drops <style> blocks and inline handler/style attributes before the HTML is
- * parsed at all: parsing them, even in DOMPurify's inert document, makes the
- * browser report a (blocked) CSP violation — pandas puts a <style> in every
- * DataFrame. Only noise reduction: DOMPurify below is what makes HTML safe.
+ * Drops <style> elements, <base> tags and inline handler/style attributes
+ * before the HTML is parsed at all: parsing them, even in DOMPurify's inert
+ * document, makes the browser report a (blocked) CSP violation — pandas puts a
+ * <style> in every DataFrame; a <base href> sets the parsing document's base
+ * URI. Only noise reduction: DOMPurify below is what makes HTML safe.
  */
 function withoutInlineCode(html: string): string {
-  return html.replace(STYLE_BLOCK, '').replace(START_TAG, (tag) => tag.replace(HANDLER_OR_STYLE, ''));
+  return html
+    .replace(STYLE_ELEMENT, '')
+    .replace(BASE_TAG, '')
+    .replace(START_TAG, (tag) => tag.replace(HANDLER_OR_STYLE, ''));
 }
 
 export function sanitizeHtml(html: string): string {
