@@ -7,7 +7,7 @@ import { Session } from '../src/session/session.js';
 import { runBackendContract } from './contract/backend-contract.js';
 import { runSecurityContract } from './contract/security-contract.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
-import { runProcess, startSessionOwner } from './support/process.js';
+import { runProcess, startProcessGroup, startSessionOwner } from './support/process.js';
 
 const backend = createDockerBackend();
 const reason = await unavailableReason(backend);
@@ -138,6 +138,16 @@ describeWhenAvailable('sandcell CLI with Docker', 'docker', reason, () => {
     const execution = JSON.parse(result.stdout) as { stdout: string; results: { data: Record<string, string> }[] };
     expect(execution.stdout).toBe('sandbox\n');
     expect(execution.results[0]?.data['text/plain']).toBe('42');
+  });
+
+  it('Ctrl-C (SIGINT to the process group) interrupts the code: KeyboardInterrupt, exit 130', async () => {
+    const run = startProcessGroup(process.execPath, [bin, 'run', '-', '--backend', 'docker']);
+    run.child.stdin.end('import time\nprint("sleep" + "ing", flush=True)\ntime.sleep(60)\n');
+    await run.printed('sleeping');
+    run.pressCtrlC();
+    const { code } = await run.exited;
+    expect(run.output.stderr).toContain('KeyboardInterrupt');
+    expect(code).toBe(130);
   });
 
   it('image status and image build find the runtime image built and reuse it', async () => {

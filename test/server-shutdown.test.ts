@@ -8,6 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { describe, expect, it } from 'vitest';
@@ -59,10 +60,15 @@ function leftovers(report: BubblewrapHostReport, pid: number): string[] {
   return left;
 }
 
-async function startServe(args: string[]): Promise<{ child: ChildProcess; url: string; logs: Json[] }> {
+/** `detached` makes serve the leader of its own process group, as a shell does for a foreground job. */
+async function startServe(
+  args: string[],
+  options: { detached?: boolean } = {},
+): Promise<{ child: ChildProcess; url: string; logs: Json[] }> {
   const child = spawn(process.execPath, [bin, 'serve', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, SANDCELL_API_KEYS: '' },
+    detached: options.detached,
   });
   const logs: Json[] = [];
   const url = await new Promise<string>((resolve, reject) => {
@@ -125,6 +131,37 @@ describe('graceful shutdown', () => {
     );
     // New connections are refused once it has stopped.
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+  });
+
+  it('Ctrl-C (SIGINT to the whole process group, as a terminal sends it) honours the grace like SIGTERM', async () => {
+    const report = await createBubblewrapBackend().report();
+    const { child, url } = await startServe(['--pool-size', '1', '--preload', 'none', '--shutdown-grace', '20'], {
+      detached: true,
+    });
+    const pid = child.pid as number;
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const session = (await (await fetch(`${url}/v1/sessions`, { method: 'POST' })).json()) as Json;
+    // Streamed, so the test knows the code is running before it presses Ctrl-C.
+    const response = await fetch(`${url}/v1/sessions/${session.id}/executions?stream=ndjson`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        code: 'import time\nx = 6\nprint("started", flush=True)\ntime.sleep(2)\nprint("finished", x * 7)',
+      }),
+    });
+    const events: Json[] = [];
+    const lines = createInterface({ input: Readable.fromWeb(response.body as never) });
+    for await (const line of lines) {
+      const event = JSON.parse(line) as Json;
+      events.push(event);
+      if (event.type === 'stdout-delta' && event.text.includes('started')) process.kill(-pid, 'SIGINT');
+    }
+    const end = events.at(-1) as Json;
+    expect(end.type).toBe('execution-end');
+    expect(end.execution.status).toBe('ok');
+    expect(end.execution.stdout).toBe('started\nfinished 42\n');
+    expect(await exited).toBe(0);
+    expect(leftovers(report, pid)).toEqual([]);
   });
 
   it('`sandcell mcp` closes its sandboxes when the client goes away', async () => {

@@ -54,3 +54,65 @@ setInterval(() => {}, 1000);`;
   });
   return { child, ...(JSON.parse(line) as { id: string; pids: number[] }) };
 }
+
+export interface GroupLeader {
+  child: ChildProcessWithoutNullStreams;
+  /** Everything printed so far, stdout and stderr apart. */
+  output: { stdout: string; stderr: string };
+  /** Resolves once `text` has been printed (on either stream). */
+  printed(text: string): Promise<void>;
+  /** SIGINT to the whole process group, as a terminal sends on Ctrl-C. */
+  pressCtrlC(): void;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Starts a command as the leader of its own process group, as a shell does
+ * for a foreground job, so a signal can reach the whole group at once.
+ */
+export function startProcessGroup(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): GroupLeader {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: { ...process.env, NO_COLOR: '1', ...options.env },
+    detached: true,
+  });
+  const output = { stdout: '', stderr: '' };
+  const waiting: { text: string; resolve: () => void }[] = [];
+  const check = () => {
+    for (const waiter of [...waiting]) {
+      if (`${output.stdout}${output.stderr}`.includes(waiter.text)) {
+        waiting.splice(waiting.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    }
+  };
+  child.stdout.on('data', (chunk) => {
+    output.stdout += chunk;
+    check();
+  });
+  child.stderr.on('data', (chunk) => {
+    output.stderr += chunk;
+    check();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('close', (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    output,
+    exited,
+    printed: (text) =>
+      new Promise<void>((resolve, reject) => {
+        waiting.push({ text, resolve });
+        check();
+        void exited.then(() =>
+          reject(new Error(`exited before printing ${JSON.stringify(text)}: ${JSON.stringify(output)}`)),
+        );
+      }),
+    pressCtrlC: () => process.kill(-(child.pid as number), 'SIGINT'),
+  };
+}

@@ -199,6 +199,9 @@ export class BubblewrapBackend implements SandboxBackend {
         stdio: ['pipe', 'pipe', 'pipe', filter.fd],
         cwd: '/',
         env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+        // Its own session and process group: a terminal's Ctrl-C (SIGINT to the foreground group) must reach
+        // sandcell, which interrupts the code, not bwrap, which would die. --die-with-parent still ties it to us.
+        detached: true,
       });
       return await BubblewrapSandbox.started(child, cgroup);
     } catch (error) {
