@@ -7,8 +7,9 @@
 
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { access, open } from 'node:fs/promises';
+import { access, type FileHandle, open } from 'node:fs/promises';
 import path from 'node:path';
+import type { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeRootfsDirectory } from '../../image/recipe.js';
@@ -23,7 +24,7 @@ import type {
   SandboxUsage,
   StartSandboxOptions,
 } from '../spec.js';
-import { buildBubblewrapArguments } from './arguments.js';
+import { buildBubblewrapArguments, encodeArguments, sandboxFileSources } from './arguments.js';
 import { type CgroupLayout, detectCgroups, SandboxCgroup, sweepStaleCgroups } from './cgroup.js';
 import {
   DEFAULT_SANDBOX_USER,
@@ -40,6 +41,11 @@ import {
 import { BubblewrapVolume, sweepStaleVolumes } from './volume.js';
 
 const execFileAsync = promisify(execFile);
+
+/** The child's descriptors beyond stdio: the seccomp filter, bwrap's options (`--args`), then files copied in. */
+const SECCOMP_DESCRIPTOR = 3;
+const OPTIONS_DESCRIPTOR = 4;
+const FIRST_FILE_DESCRIPTOR = 5;
 
 export interface BubblewrapBackendOptions {
   /** The bwrap executable. @default `bwrap` on PATH (env SANDCELL_BWRAP) */
@@ -181,34 +187,44 @@ export class BubblewrapBackend implements SandboxBackend {
     const cgroup = prepared.cgroups
       ? await SandboxCgroup.create(prepared.cgroups, `sandcell-${process.pid}-${randomUUID().slice(0, 8)}`, limits)
       : undefined;
-    const filter = await open(prepared.seccompFilter, 'r');
+    // Descriptors of the child: 3 the seccomp filter, 4 bwrap's options, then the files copied in.
+    const opened: FileHandle[] = [];
     try {
+      const filter = await open(prepared.seccompFilter, 'r');
+      opened.push(filter);
+      const files: Record<string, number> = {};
+      for (const [target, source] of Object.entries(sandboxFileSources(prepared.runtime))) {
+        opened.push(await open(source, 'r'));
+        files[target] = FIRST_FILE_DESCRIPTOR + opened.length - 2;
+      }
       const kernelOptions = { ...options.kernelOptions, limits: rlimitsFor(limits, cgroup) };
-      const bwrapArguments = buildBubblewrapArguments({
+      const commandLine = buildBubblewrapArguments({
         dataDirectory: options.volume.directory,
-        etcDirectory: prepared.runtime.etcDirectory,
-        kernelDirectory: prepared.runtime.kernelDirectory,
-        seccompDescriptor: 3,
+        files,
+        seccompDescriptor: SECCOMP_DESCRIPTOR,
         tmpBytes: limits.tmpBytes,
         environment: sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra: options.environment }),
         pythonPath: this.options.pythonPath ?? '/usr/bin/python3',
         systemRoot: prepared.systemRoot,
       });
-      const [command, ...commandArguments] = launcher(prepared, cgroup, bwrapArguments);
+      const encodedOptions = encodeArguments(commandLine.options);
+      const bwrap = [prepared.bwrapPath, '--args', String(OPTIONS_DESCRIPTOR), '--', ...commandLine.command];
+      const [command, ...commandArguments] = launcher(prepared, cgroup, bwrap);
       const child = spawn(command as string, commandArguments, {
-        stdio: ['pipe', 'pipe', 'pipe', filter.fd],
+        stdio: ['pipe', 'pipe', 'pipe', filter.fd, 'pipe', ...opened.slice(1).map((file) => file.fd)],
         cwd: '/',
         env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
         // Its own session and process group: a terminal's Ctrl-C (SIGINT to the foreground group) must reach
         // sandcell, which interrupts the code, not bwrap, which would die. --die-with-parent still ties it to us.
         detached: true,
       });
+      (child.stdio[OPTIONS_DESCRIPTOR] as Writable).end(encodedOptions);
       return await BubblewrapSandbox.started(child, cgroup);
     } catch (error) {
       await cgroup?.remove();
       throw error;
     } finally {
-      await filter.close();
+      await Promise.all(opened.map((file) => file.close()));
     }
   }
 }
@@ -249,12 +265,7 @@ function rlimitsFor(limits: SandboxLimits, cgroup: SandboxCgroup | undefined): R
  * As root: a shell joins the cgroups (before anything forks, so nothing
  * escapes them), then setpriv drops to the sandbox account and execs bwrap.
  */
-function launcher(
-  prepared: BubblewrapHostReport,
-  cgroup: SandboxCgroup | undefined,
-  bwrapArguments: string[],
-): string[] {
-  const bwrap = [prepared.bwrapPath, ...bwrapArguments];
+function launcher(prepared: BubblewrapHostReport, cgroup: SandboxCgroup | undefined, bwrap: string[]): string[] {
   if (!prepared.runAs) return bwrap;
   const { uid, gid } = prepared.runAs;
   const drop = ['setpriv', `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--', ...bwrap];

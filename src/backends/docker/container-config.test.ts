@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../limits.js';
 import {
+  EXTRA_MASKED_PATHS,
   holderContainerOptions,
   KERNEL_COMMAND,
   kernelContainerOptions,
@@ -19,8 +20,14 @@ describe('the kernel container', () => {
     limits: { ...DEFAULT_LIMITS, memoryBytes: 256 * 2 ** 20, processes: 64, cpus: 0.5, tmpBytes: 2 ** 20 },
     environment: { A: 'b' },
     labels,
+    maskedPaths: ['/proc/kcore', '/proc/cmdline'],
   });
   const host = options.HostConfig ?? {};
+
+  it("masks the paths it is given, the host's boot arguments among sandcell's own", () => {
+    expect(host.MaskedPaths).toEqual(['/proc/kcore', '/proc/cmdline']);
+    expect(EXTRA_MASKED_PATHS).toContain('/proc/cmdline');
+  });
 
   it('has no network, no capabilities, no new privileges, and keeps the engine seccomp profile', () => {
     expect(host.NetworkMode).toBe('none');

@@ -71,6 +71,9 @@ function dataMount(volumeName: string, readOnly: boolean): Dockerode.MountSettin
   };
 }
 
+/** Masked in kernel containers beyond the engine's defaults: the host's boot arguments. */
+export const EXTRA_MASKED_PATHS = ['/proc/cmdline'];
+
 export interface KernelContainerInput {
   image: string;
   name: string;
@@ -78,6 +81,8 @@ export interface KernelContainerInput {
   limits: SandboxLimits;
   environment: Record<string, string>;
   labels: Record<string, string>;
+  /** Every path to mask (this replaces the engine's list): its defaults and EXTRA_MASKED_PATHS. */
+  maskedPaths: string[];
 }
 
 export function kernelContainerOptions(input: KernelContainerInput): Dockerode.ContainerCreateOptions {
@@ -110,6 +115,7 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
       NanoCpus: Math.round(limits.cpus * 1e9),
       PidsLimit: Math.floor(limits.processes),
       Mounts: [dataMount(input.volumeName, false)],
+      MaskedPaths: input.maskedPaths,
       Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
     },
   };

@@ -25,6 +25,7 @@ import type {
   StartSandboxOptions,
 } from '../spec.js';
 import {
+  EXTRA_MASKED_PATHS,
   holderContainerOptions,
   KERNEL_COMMAND,
   kernelContainerOptions,
@@ -56,6 +57,8 @@ export interface DockerEngineReport {
   limits: { memory: boolean; swap: boolean; pids: boolean; cpu: boolean };
   /** Stale objects of dead sandcell processes removed while preparing. */
   swept: number;
+  /** Paths kernel containers see masked: the engine's defaults plus sandcell's (EXTRA_MASKED_PATHS). */
+  maskedPaths: string[];
 }
 
 /** Where the client connects, for messages. */
@@ -129,6 +132,7 @@ export class DockerBackend implements SandboxBackend {
       );
     }
     const swept = await sweepStaleObjects(this.docker);
+    const maskedPaths = await maskedPathsFor(this.docker, this.image);
     return {
       endpoint,
       serverVersion: version.Version,
@@ -144,6 +148,7 @@ export class DockerBackend implements SandboxBackend {
         cpu: info.CpuCfsQuota === true,
       },
       swept,
+      maskedPaths,
     };
   }
 
@@ -178,7 +183,7 @@ export class DockerBackend implements SandboxBackend {
   }
 
   async start(options: StartSandboxOptions): Promise<Sandbox> {
-    await this.prepare();
+    const { maskedPaths } = await this.prepare();
     if (!(options.volume instanceof DockerVolume)) {
       throw new SandboxStartError('The docker backend needs a volume it created (createVolume).');
     }
@@ -191,6 +196,7 @@ export class DockerBackend implements SandboxBackend {
       limits: options.limits,
       environment: sandboxEnvironment({ kernelOptions, threads: options.limits.cpus, extra: options.environment }),
       labels: options.volume.labels,
+      maskedPaths,
     });
     let container: Dockerode.Container | undefined;
     try {
@@ -337,6 +343,29 @@ function exitReason(code: number | null, outOfMemory: boolean, killedByUs: boole
   if (code === 128 + 24) return 'cpu-limit';
   if (code === 128 + 9) return 'killed';
   return 'exited';
+}
+
+/**
+ * The engine's default masked paths with sandcell's added. Setting MaskedPaths
+ * replaces the engine's list, which differs between versions, so it is read
+ * from a container created (never started) for the purpose.
+ */
+async function maskedPathsFor(docker: Dockerode, image: string): Promise<string[]> {
+  const probe = await docker.createContainer({
+    name: `sandcell-probe-${process.pid}-${randomUUID().slice(0, 8)}`,
+    Image: image,
+    Entrypoint: ['/bin/true'],
+    Cmd: [],
+    NetworkDisabled: true,
+    Labels: { [MANAGED_LABEL]: '1', ...ownerLabels() },
+    HostConfig: { NetworkMode: 'none' },
+  });
+  try {
+    const defaults = (await probe.inspect()).HostConfig.MaskedPaths ?? [];
+    return [...new Set([...defaults, ...EXTRA_MASKED_PATHS])];
+  } finally {
+    await probe.remove({ force: true }).catch(ignoreMissing);
+  }
 }
 
 /** Removes containers and volumes labelled as sandcell's whose owning process on this machine is gone. */
