@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { Session } from '../src/session/session.js';
 import { isAlive } from './contract/backend-contract.js';
-import { startSessionOwner } from './support/process.js';
+import { canLowerOomScore, startSessionOwner } from './support/process.js';
 
 describe('bubblewrap backend on this host', () => {
   const backend = createBubblewrapBackend();
@@ -38,6 +38,23 @@ describe('bubblewrap backend on this host', () => {
     expect(readFileSync('/proc/mounts', 'utf8')).not.toContain(volumePath);
     for (const directory of cgroupDirectories) expect(existsSync(directory)).toBe(false);
     for (const pid of usage.processIds ?? []) expect(isAlive(pid)).toBe(false);
+  });
+
+  it('gives sandboxes the highest oom_score_adj, so a host OOM takes a sandbox first', async () => {
+    const session = await Session.create({ backend });
+    try {
+      const pids = (await session.usage()).processIds ?? [];
+      expect(pids.length).toBeGreaterThan(0);
+      for (const pid of pids) expect(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8').trim()).toBe('1000');
+      // Set with CAP_SYS_RESOURCE, the score is also the floor; without it (some containers deny it even to root)
+      // the code could go back down to the score sandcell itself has.
+      const lower = await session.run(
+        'try:\n    with open("/proc/self/oom_score_adj", "w") as score:\n        score.write("0")\n    print("LOWERED")\nexcept OSError as error:\n    print("refused", type(error).__name__)',
+      );
+      expect(lower.stdout).toMatch(canLowerOomScore() ? /^refused/ : /^(refused|LOWERED)/);
+    } finally {
+      await session.close();
+    }
   });
 
   it('caps memory with a cgroup when it has one', async () => {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { MANAGED_LABEL, SESSION_LABEL } from '../src/backends/docker/container-config.js';
@@ -7,7 +8,7 @@ import { Session } from '../src/session/session.js';
 import { runBackendContract } from './contract/backend-contract.js';
 import { runSecurityContract } from './contract/security-contract.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
-import { runProcess, startProcessGroup, startSessionOwner } from './support/process.js';
+import { canLowerOomScore, runProcess, startProcessGroup, startSessionOwner } from './support/process.js';
 
 const backend = createDockerBackend();
 const reason = await unavailableReason(backend);
@@ -56,6 +57,23 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     const after = await objectsOfSession(session.id);
     expect(after.containers).toEqual([]);
     expect(after.volumes).toEqual([]);
+  });
+
+  it('gives kernel containers the highest oom_score_adj, so a host OOM takes them first', async () => {
+    const session = await Session.create({ backend });
+    try {
+      const pids = (await session.usage()).processIds ?? [];
+      expect(pids.length).toBeGreaterThan(0);
+      for (const pid of pids) expect(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8').trim()).toBe('1000');
+      // Set with CAP_SYS_RESOURCE, the score is also the floor; without it (some containers deny it even to root)
+      // the code could go back down to the score sandcell itself has.
+      const lower = await session.run(
+        'try:\n    with open("/proc/self/oom_score_adj", "w") as score:\n        score.write("0")\n    print("LOWERED")\nexcept OSError as error:\n    print("refused", type(error).__name__)',
+      );
+      expect(lower.stdout).toMatch(canLowerOomScore() ? /^refused/ : /^(refused|LOWERED)/);
+    } finally {
+      await session.close();
+    }
   });
 
   it('keeps /mnt/data across a kernel killed for ignoring a timeout', async () => {

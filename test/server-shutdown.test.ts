@@ -11,9 +11,10 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type BubblewrapHostReport, createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { isAlive } from './contract/backend-contract.js';
+import { canLowerOomScore } from './support/process.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;
@@ -135,11 +136,23 @@ describe('graceful shutdown', () => {
 
   it('Ctrl-C (SIGINT to the whole process group, as a terminal sends it) honours the grace like SIGTERM', async () => {
     const report = await createBubblewrapBackend().report();
-    const { child, url } = await startServe(['--pool-size', '1', '--preload', 'none', '--shutdown-grace', '20'], {
+    const { child, url, logs } = await startServe(['--pool-size', '1', '--preload', 'none', '--shutdown-grace', '20'], {
       detached: true,
     });
     const pid = child.pid as number;
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // A host OOM must take a sandbox, never the server: it lowers its own score where it may, else says it could not.
+    const score = await vi.waitFor(() => {
+      const entry = logs.find((line) => line.oomScoreAdj !== undefined);
+      if (!entry) throw new Error('no oom_score_adj log line yet');
+      return entry;
+    });
+    if (canLowerOomScore()) {
+      expect(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8').trim()).toBe('-900');
+      expect(score.msg).toContain('takes sandboxes before this server');
+    } else {
+      expect(score.msg).toContain("could not lower this server's oom_score_adj to -900: lowering it needs root");
+    }
     const session = (await (await fetch(`${url}/v1/sessions`, { method: 'POST' })).json()) as Json;
     // Streamed, so the test knows the code is running before it presses Ctrl-C.
     const response = await fetch(`${url}/v1/sessions/${session.id}/executions?stream=ndjson`, {
@@ -175,6 +188,8 @@ describe('graceful shutdown', () => {
     });
     await client.callTool({ name: 'run_python', arguments: { code: '1', session: 'second' } });
     const pid = transport.pid as number;
+    // A host OOM must take a sandbox, never the server: it lowers its own score where it may.
+    if (canLowerOomScore()) expect(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8').trim()).toBe('-900');
     const processes = descendants(pid);
     expect(leftovers(report, pid).length).toBeGreaterThan(0);
     await client.close();

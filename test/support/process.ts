@@ -1,5 +1,6 @@
 /** Child processes as the tests start them: a command run to its end, or a sandcell owner to kill. */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 export interface Finished {
@@ -115,4 +116,13 @@ export function startProcessGroup(
       }),
     pressCtrlC: () => process.kill(-(child.pid as number), 'SIGINT'),
   };
+}
+
+/**
+ * Whether this process may lower an OOM score (CAP_SYS_RESOURCE, bit 24 of
+ * CapEff). Root usually may; inside some containers even root may not.
+ */
+export function canLowerOomScore(): boolean {
+  const effective = /^CapEff:\s+([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '0';
+  return (BigInt(`0x${effective}`) & (1n << 24n)) !== 0n;
 }

@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeRootfsDirectory } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
+import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
 import type { SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
 import type {
@@ -262,15 +263,19 @@ function rlimitsFor(limits: SandboxLimits, cgroup: SandboxCgroup | undefined): R
 }
 
 /**
- * As root: a shell joins the cgroups (before anything forks, so nothing
- * escapes them), then setpriv drops to the sandbox account and execs bwrap.
+ * A tiny shell raises its OOM score to the top (inherited by everything in
+ * the sandbox; set as root it is also the floor the sandbox cannot go below),
+ * joins the cgroups (before anything forks, so nothing escapes them), then, as
+ * root, setpriv drops to the sandbox account; and it execs bwrap.
  */
 function launcher(prepared: BubblewrapHostReport, cgroup: SandboxCgroup | undefined, bwrap: string[]): string[] {
-  if (!prepared.runAs) return bwrap;
-  const { uid, gid } = prepared.runAs;
-  const drop = ['setpriv', `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--', ...bwrap];
-  const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"';
-  return ['/bin/sh', '-c', join, 'sandcell-launch', ...(cgroup?.procsFiles ?? []), '--', ...drop];
+  const script =
+    `echo ${SANDBOX_OOM_SCORE_ADJ} > /proc/self/oom_score_adj || exit 96; ` +
+    'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"';
+  const run = prepared.runAs
+    ? ['setpriv', `--reuid=${prepared.runAs.uid}`, `--regid=${prepared.runAs.gid}`, '--clear-groups', '--', ...bwrap]
+    : bwrap;
+  return ['/bin/sh', '-c', script, 'sandcell-launch', ...(cgroup?.procsFiles ?? []), '--', ...run];
 }
 
 class BubblewrapSandbox implements Sandbox {

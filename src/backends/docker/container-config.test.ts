@@ -24,6 +24,10 @@ describe('the kernel container', () => {
   });
   const host = options.HostConfig ?? {};
 
+  it('asks the OOM killer to take it first', () => {
+    expect(host.OomScoreAdj).toBe(1000);
+  });
+
   it("masks the paths it is given, the host's boot arguments among sandcell's own", () => {
     expect(host.MaskedPaths).toEqual(['/proc/kcore', '/proc/cmdline']);
     expect(EXTRA_MASKED_PATHS).toContain('/proc/cmdline');

@@ -5,6 +5,7 @@
  * one place.
  */
 import type Dockerode from 'dockerode';
+import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
 import type { SandboxLimits } from '../limits.js';
 import {
   DATA_MOUNT,
@@ -57,6 +58,8 @@ function lockedDown(limits: Pick<SandboxLimits, 'tmpBytes'>): Dockerode.HostConf
     LogConfig: { Type: 'none', Config: {} },
     // docker-init as PID 1 reaps orphans and forwards signals.
     Init: true,
+    // A host OOM takes sandboxes before anything else (set by the engine as root, so the code cannot lower it).
+    OomScoreAdj: SANDBOX_OOM_SCORE_ADJ,
   };
 }
 
