@@ -1,8 +1,9 @@
 /**
  * The bubblewrap backend (the default): each sandbox is a bwrap process with
  * every namespace unshared, a seccomp filter, no capabilities, a read-only
- * minimal system and capped writable /mnt/data and /tmp. As root, sandboxes
- * run as an unprivileged host account inside their own cgroups.
+ * minimal system and capped writable /mnt/data and /tmp. As root, each
+ * session's sandboxes run as its own leased, unprivileged host uid, inside
+ * their own cgroups.
  */
 
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -25,15 +26,13 @@ import type {
   SandboxUsage,
   StartSandboxOptions,
 } from '../spec.js';
+import { checkUidRangeIsFree, resolveUidRange, type UidLease, UidLeases, type UidRange } from '../uid-leases.js';
 import { buildBubblewrapArguments, encodeArguments, sandboxFileSources } from './arguments.js';
 import { type CgroupLayout, detectCgroups, SandboxCgroup, sweepStaleCgroups } from './cgroup.js';
 import {
-  DEFAULT_SANDBOX_USER,
   defaultCacheDirectory,
   defaultRuntimeDirectory,
   ensureSeccompFilter,
-  findHostAccount,
-  type HostAccount,
   isRoot,
   prepareRuntime,
   type RuntimeLayout,
@@ -53,8 +52,12 @@ export interface BubblewrapBackendOptions {
   bwrapPath?: string;
   /** Python inside the sandbox. @default `/usr/bin/python3` */
   pythonPath?: string;
-  /** Host account sandboxes run as when sandcell runs as root. @default `sandcell-sandbox` (env SANDCELL_SANDBOX_USER) */
-  sandboxUser?: string;
+  /**
+   * Host uids leased to sessions when sandcell runs as root, one each, as
+   * `START-END` or a range; no account or subordinate id range may overlap it.
+   * @default 1974206464-1974271999 (DEFAULT_UID_RANGE; env SANDCELL_UID_RANGE)
+   */
+  uidRange?: string | UidRange;
   /** Where volumes and runtime files live. @default `/run/sandcell` as root, else `$XDG_RUNTIME_DIR/sandcell` (env SANDCELL_RUNTIME_DIR) */
   runtimeDirectory?: string;
   /** Where the compiled seccomp filter is cached. @default `~/.cache/sandcell` (env SANDCELL_CACHE_DIR) */
@@ -72,7 +75,8 @@ export interface BubblewrapBackendOptions {
 /** What the backend found about the host; `doctor` prints it. */
 export interface BubblewrapHostReport {
   bwrapPath: string;
-  runAs?: HostAccount;
+  /** As root: where each session's host uid comes from. Without root, sandboxes run as the caller. */
+  uidLeases?: UidLeases;
   cgroups?: CgroupLayout;
   seccompFilter: string;
   runtime: RuntimeLayout;
@@ -107,28 +111,26 @@ export class BubblewrapBackend implements SandboxBackend {
         'bubblewrap is not installed. Install it with `apt-get install bubblewrap` (or run `npm run setup`).',
       );
     }
-    let runAs: HostAccount | undefined;
+    let uidLeases: UidLeases | undefined;
     if (isRoot()) {
-      const name = this.options.sandboxUser ?? process.env.SANDCELL_SANDBOX_USER ?? DEFAULT_SANDBOX_USER;
-      runAs = findHostAccount(name);
-      if (!runAs || runAs.uid === 0) {
-        throw new BackendUnavailableError(
-          `sandcell runs as root, so sandboxes run as the unprivileged account \`${name}\`, which does not exist. ` +
-            `Create it with \`useradd --system --no-create-home --shell /usr/sbin/nologin ${name}\` (or run \`npm run setup\`), or set SANDCELL_SANDBOX_USER.`,
-        );
-      }
+      const range = resolveUidRange(this.options.uidRange);
+      await checkUidRangeIsFree(range);
+      uidLeases = new UidLeases({ range });
+      await uidLeases.prepare();
     }
     const systemRoot = await resolveSystemRoot(this.options.rootfs ?? process.env.SANDCELL_ROOTFS);
     const runtime = await prepareRuntime(this.options.runtimeDirectory ?? defaultRuntimeDirectory());
     const seccompFilter = await ensureSeccompFilter(this.options.cacheDirectory ?? defaultCacheDirectory());
     const cgroups = this.options.cgroups === 'off' || !isRoot() ? undefined : await detectCgroups();
     if (cgroups) await sweepStaleCgroups(cgroups);
-    await sweepStaleVolumes(runtime.sessionsDirectory, runAs !== undefined);
-    await this.checkUserNamespaces(bwrapPath, runAs);
-    return { bwrapPath, runAs, cgroups, seccompFilter, runtime, systemRoot };
+    await sweepStaleVolumes(runtime.sessionsDirectory, uidLeases !== undefined);
+    await this.checkUserNamespaces(bwrapPath, uidLeases);
+    return { bwrapPath, uidLeases, cgroups, seccompFilter, runtime, systemRoot };
   }
 
-  private async checkUserNamespaces(bwrapPath: string, runAs: HostAccount | undefined): Promise<void> {
+  /** A trial bwrap, as the uid a sandbox would have. */
+  private async checkUserNamespaces(bwrapPath: string, uidLeases: UidLeases | undefined): Promise<void> {
+    const trialUid = await uidLeases?.acquire('bubblewrap trial run');
     try {
       await execFileAsync(
         bwrapPath,
@@ -149,7 +151,7 @@ export class BubblewrapBackend implements SandboxBackend {
         {
           timeout: 10_000,
           cwd: '/',
-          ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
+          ...(trialUid ? { uid: trialUid.uid, gid: trialUid.gid } : {}),
         },
       );
     } catch (error) {
@@ -165,17 +167,26 @@ export class BubblewrapBackend implements SandboxBackend {
           'and on Ubuntu 24.04+ `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`.',
         { cause: error },
       );
+    } finally {
+      await trialUid?.release();
     }
   }
 
+  /** The session's storage, which holds the session's host uid (as root) for its whole life. */
   async createVolume(options: CreateVolumeOptions): Promise<BubblewrapVolume> {
     const prepared = await this.prepare();
-    return BubblewrapVolume.create({
-      sessionsDirectory: prepared.runtime.sessionsDirectory,
-      sessionId: options.sessionId,
-      dataBytes: options.limits.dataBytes,
-      account: prepared.runAs,
-    });
+    const owner = await prepared.uidLeases?.acquire(`bubblewrap session ${options.sessionId}`);
+    try {
+      return await BubblewrapVolume.create({
+        sessionsDirectory: prepared.runtime.sessionsDirectory,
+        sessionId: options.sessionId,
+        dataBytes: options.limits.dataBytes,
+        owner,
+      });
+    } catch (error) {
+      await owner?.release();
+      throw error;
+    }
   }
 
   async start(options: StartSandboxOptions): Promise<Sandbox> {
@@ -210,7 +221,7 @@ export class BubblewrapBackend implements SandboxBackend {
       });
       const encodedOptions = encodeArguments(commandLine.options);
       const bwrap = [prepared.bwrapPath, '--args', String(OPTIONS_DESCRIPTOR), '--', ...commandLine.command];
-      const [command, ...commandArguments] = launcher(prepared, cgroup, bwrap);
+      const [command, ...commandArguments] = launcher(options.volume.owner, cgroup, bwrap);
       const child = spawn(command as string, commandArguments, {
         stdio: ['pipe', 'pipe', 'pipe', filter.fd, 'pipe', ...opened.slice(1).map((file) => file.fd)],
         cwd: '/',
@@ -266,14 +277,14 @@ function rlimitsFor(limits: SandboxLimits, cgroup: SandboxCgroup | undefined): R
  * A tiny shell raises its OOM score to the top (inherited by everything in
  * the sandbox; set as root it is also the floor the sandbox cannot go below),
  * joins the cgroups (before anything forks, so nothing escapes them), then, as
- * root, setpriv drops to the sandbox account; and it execs bwrap.
+ * root, setpriv drops to the session's host uid; and it execs bwrap.
  */
-function launcher(prepared: BubblewrapHostReport, cgroup: SandboxCgroup | undefined, bwrap: string[]): string[] {
+function launcher(owner: UidLease | undefined, cgroup: SandboxCgroup | undefined, bwrap: string[]): string[] {
   const script =
     `echo ${SANDBOX_OOM_SCORE_ADJ} > /proc/self/oom_score_adj || exit 96; ` +
     'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"';
-  const run = prepared.runAs
-    ? ['setpriv', `--reuid=${prepared.runAs.uid}`, `--regid=${prepared.runAs.gid}`, '--clear-groups', '--', ...bwrap]
+  const run = owner
+    ? ['setpriv', `--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--clear-groups', '--', ...bwrap]
     : bwrap;
   return ['/bin/sh', '-c', script, 'sandcell-launch', ...(cgroup?.procsFiles ?? []), '--', ...run];
 }

@@ -11,6 +11,8 @@ import {
 import { ownerIsGone, ownerLabels } from './owner.js';
 
 const labels = { [MANAGED_LABEL]: '1', ...ownerLabels() };
+/** A session's leased host uid (from the default range). */
+const owner = { uid: 1974206500, gid: 1974206500 };
 
 describe('the kernel container', () => {
   const options = kernelContainerOptions({
@@ -21,6 +23,7 @@ describe('the kernel container', () => {
     environment: { A: 'b' },
     labels,
     maskedPaths: ['/proc/kcore', '/proc/cmdline'],
+    owner,
   });
   const host = options.HostConfig ?? {};
 
@@ -44,7 +47,7 @@ describe('the kernel container', () => {
     expect(options.Entrypoint).toEqual(KERNEL_COMMAND);
   });
 
-  it('is read-only but for size-capped /tmp and the /mnt/data volume, and runs as uid 1000 without a TTY', () => {
+  it("is read-only but for size-capped /tmp and the /mnt/data volume, and runs as the session's uid without a TTY", () => {
     expect(host.ReadonlyRootfs).toBe(true);
     expect(host.Tmpfs?.['/tmp']).toContain(`size=${2 ** 20}`);
     expect(host.Tmpfs?.['/tmp']).toContain('nosuid');
@@ -52,7 +55,7 @@ describe('the kernel container', () => {
     expect(host.Mounts).toEqual([
       expect.objectContaining({ Type: 'volume', Source: 'sandcell-data-1', Target: '/mnt/data' }),
     ]);
-    expect(options.User).toBe('1000:1000');
+    expect(options.User).toBe('1974206500:1974206500');
     expect(options.Tty).toBe(false);
     expect(options.OpenStdin).toBe(true);
     expect(options.StdinOnce).toBe(true);
@@ -73,15 +76,16 @@ describe('the kernel container', () => {
 });
 
 describe('the data volume and its holder', () => {
-  it('is a tmpfs capped at dataBytes, owned by the sandbox user', () => {
-    const volume = volumeOptions({ name: 'v', dataBytes: 5 * 2 ** 20, labels });
+  it("is a tmpfs capped at dataBytes, owned by the session's uid", () => {
+    const volume = volumeOptions({ name: 'v', dataBytes: 5 * 2 ** 20, labels, owner });
     expect(volume.DriverOpts).toMatchObject({ type: 'tmpfs', device: 'tmpfs' });
     expect(volume.DriverOpts?.o).toContain(`size=${5 * 2 ** 20}`);
-    expect(volume.DriverOpts?.o).toContain('uid=1000');
+    expect(volume.DriverOpts?.o).toContain('uid=1974206500,gid=1974206500');
   });
 
   it('holds the volume read-only, locked down like the kernel', () => {
-    const holder = holderContainerOptions({ image: 'i', name: 'h', volumeName: 'v', labels });
+    const holder = holderContainerOptions({ image: 'i', name: 'h', volumeName: 'v', labels, owner });
+    expect(holder.User).toBe('1974206500:1974206500');
     expect(holder.HostConfig?.NetworkMode).toBe('none');
     expect(holder.HostConfig?.CapDrop).toEqual(['ALL']);
     expect(holder.HostConfig?.Mounts?.[0]?.ReadOnly).toBe(true);
