@@ -201,13 +201,18 @@ export class BubblewrapBackend implements SandboxBackend {
       : undefined;
     // Descriptors of the child: 3 the seccomp filter, 4 bwrap's options, then the files copied in.
     const opened: FileHandle[] = [];
+    const openForChild = async (file: string) => {
+      const handle = await open(file, 'r');
+      opened.push(handle);
+      return handle.fd;
+    };
     try {
-      const filter = await open(prepared.seccompFilter, 'r');
-      opened.push(filter);
+      const filter = await openForChild(prepared.seccompFilter);
       const files: Record<string, number> = {};
+      const copied: number[] = [];
       for (const [target, source] of Object.entries(sandboxFileSources(prepared.runtime))) {
-        opened.push(await open(source, 'r'));
-        files[target] = FIRST_FILE_DESCRIPTOR + opened.length - 2;
+        files[target] = FIRST_FILE_DESCRIPTOR + copied.length;
+        copied.push(await openForChild(source));
       }
       const kernelOptions = { ...options.kernelOptions, limits: rlimitsFor(limits, cgroup) };
       const commandLine = buildBubblewrapArguments({
@@ -223,14 +228,17 @@ export class BubblewrapBackend implements SandboxBackend {
       const bwrap = [prepared.bwrapPath, '--args', String(OPTIONS_DESCRIPTOR), '--', ...commandLine.command];
       const [command, ...commandArguments] = launcher(options.volume.owner, cgroup, bwrap);
       const child = spawn(command as string, commandArguments, {
-        stdio: ['pipe', 'pipe', 'pipe', filter.fd, 'pipe', ...opened.slice(1).map((file) => file.fd)],
+        stdio: ['pipe', 'pipe', 'pipe', filter, 'pipe', ...copied],
         cwd: '/',
         env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
         // Its own session and process group: a terminal's Ctrl-C (SIGINT to the foreground group) must reach
         // sandcell, which interrupts the code, not bwrap, which would die. --die-with-parent still ties it to us.
         detached: true,
       });
-      (child.stdio[OPTIONS_DESCRIPTOR] as Writable).end(encodedOptions);
+      const optionsPipe = child.stdio[OPTIONS_DESCRIPTOR] as Writable;
+      // A bwrap that fails to start, or dies before reading, breaks the pipe: `exited` reports that, not a crash here.
+      optionsPipe.on('error', () => undefined);
+      optionsPipe.end(encodedOptions);
       return await BubblewrapSandbox.started(child, cgroup);
     } catch (error) {
       await cgroup?.remove();
