@@ -6,7 +6,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { debianPackageInstalled, isRoot, root, setupSteps } from './setup-common.mjs';
 
-const SANDBOX_USER = process.env.SANDCELL_SANDBOX_USER ?? 'sandcell-sandbox';
 // One list for the host and the runtime image (sandcell image build), so both run the same Python packages.
 const PACKAGE_LISTS = JSON.parse(readFileSync(path.join(root, 'src/image/debian-packages.json'), 'utf8'));
 // The web UI's end-to-end tests (test/web-ui.test.ts) drive Debian's chromium with playwright-core.
@@ -34,22 +33,6 @@ if (!existsSync('/usr/bin/dpkg-query')) {
       `missing Debian packages. Run this, then \`npm run setup\` again:\n\n    sudo apt-get install -y --no-install-recommends ${missing.join(' ')}\n`,
     );
   }
-}
-
-if (isRoot) {
-  const passwd = readFileSync('/etc/passwd', 'utf8');
-  if (!passwd.split('\n').some((line) => line.startsWith(`${SANDBOX_USER}:`))) {
-    // Sandboxes run as this account when sandcell runs as root: it owns nothing on the host.
-    run('useradd', [
-      '--system',
-      '--no-create-home',
-      '--home-dir',
-      '/nonexistent',
-      '--shell',
-      '/usr/sbin/nologin',
-      SANDBOX_USER,
-    ]);
-  } else say(`sandbox account ${SANDBOX_USER}: present.`);
 }
 
 run('npm', ['install', '--no-audit', '--no-fund']);

@@ -1,30 +1,32 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
+import { DEFAULT_UID_RANGE } from '../src/backends/uid-leases.js';
 import { Session } from '../src/session/session.js';
 import { isAlive } from './contract/backend-contract.js';
-import { startSessionOwner } from './support/process.js';
+import {
+  hostHasAccount,
+  hostUidOf,
+  hostUidsOf,
+  inotifyInstancesPerUser,
+  leasesOf,
+  OPEN_INOTIFY_INSTANCES,
+} from './support/host-uids.js';
+import { canLowerOomScore, startSessionOwner } from './support/process.js';
 
 describe('bubblewrap backend on this host', () => {
   const backend = createBubblewrapBackend();
 
-  it('runs sandboxes as an unprivileged host account, and cleans up mounts, cgroups and directories on close', async () => {
+  it('cleans up mounts, cgroups, directories and the uid lease on close', async () => {
     const report = await backend.report();
     const session = await Session.create({ backend });
     const volume = readdirSync(report.runtime.sessionsDirectory).find((name) => name.endsWith(`-${session.id}`));
     expect(volume).toBeDefined();
     const volumePath = path.join(report.runtime.sessionsDirectory, volume as string);
     const usage = await session.usage();
-    if (report.runAs) {
-      expect(report.runAs.uid).not.toBe(0);
-      expect(readFileSync('/proc/mounts', 'utf8')).toContain(volumePath);
-      // Every process of the sandbox belongs to the sandbox account on the host.
-      for (const pid of usage.processIds ?? []) {
-        const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-        expect(Number(uid)).toBe(report.runAs.uid);
-      }
-    }
+    if (report.uidLeases) expect(readFileSync('/proc/mounts', 'utf8')).toContain(volumePath);
+    const uid = await hostUidOf(session);
     const cgroupDirectories = report.cgroups
       ? Object.values(report.cgroups.parents).flatMap((parent) =>
           readdirSync(parent)
@@ -33,11 +35,70 @@ describe('bubblewrap backend on this host', () => {
         )
       : [];
     if (report.cgroups) expect(cgroupDirectories.length).toBeGreaterThan(0);
+    if (report.uidLeases) expect(leasesOf(report.uidLeases.directory, uid)).toHaveLength(1);
     await session.close();
     expect(existsSync(volumePath)).toBe(false);
     expect(readFileSync('/proc/mounts', 'utf8')).not.toContain(volumePath);
     for (const directory of cgroupDirectories) expect(existsSync(directory)).toBe(false);
     for (const pid of usage.processIds ?? []) expect(isAlive(pid)).toBe(false);
+    if (report.uidLeases) expect(leasesOf(report.uidLeases.directory, uid)).toEqual([]);
+  });
+
+  it('runs each session as its own host uid from the reserved range, one no account has, for the whole session', async () => {
+    const report = await backend.report();
+    expect(report.uidLeases).toBeDefined(); // these tests run as root
+    const range = report.uidLeases?.range ?? DEFAULT_UID_RANGE;
+    const [first, second] = await Promise.all([Session.create({ backend }), Session.create({ backend })]);
+    try {
+      const uids = [await hostUidOf(first), await hostUidOf(second)];
+      expect(uids[0]).not.toBe(uids[1]);
+      for (const uid of uids) {
+        expect(uid).toBeGreaterThanOrEqual(range.first);
+        expect(uid).toBeLessThanOrEqual(range.last);
+        expect(hostHasAccount(uid)).toBe(false);
+      }
+      // Inside, it is still the user sandbox (uid 1000) of the sandbox's own user namespace.
+      expect((await first.run('import os; print(os.getuid())')).stdout).toBe('1000\n');
+      // The session's files belong to its uid on the host, and a restarted kernel keeps the uid.
+      await first.files.write('mine.txt', 'x');
+      const volume = readdirSync(report.runtime.sessionsDirectory).find((name) => name.endsWith(`-${first.id}`));
+      const stats = statSync(path.join(report.runtime.sessionsDirectory, volume as string, 'mine.txt'));
+      expect([stats.uid, stats.gid]).toEqual([uids[0], uids[0]]);
+      await first.restart();
+      expect(await hostUidOf(first)).toBe(uids[0]);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+
+  it('gives sandboxes the highest oom_score_adj, so a host OOM takes a sandbox first', async () => {
+    const session = await Session.create({ backend });
+    try {
+      const pids = (await session.usage()).processIds ?? [];
+      expect(pids.length).toBeGreaterThan(0);
+      for (const pid of pids) expect(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8').trim()).toBe('1000');
+      // Set with CAP_SYS_RESOURCE, the score is also the floor; without it (some containers deny it even to root)
+      // the code could go back down to the score sandcell itself has.
+      const lower = await session.run(
+        'try:\n    with open("/proc/self/oom_score_adj", "w") as score:\n        score.write("0")\n    print("LOWERED")\nexcept OSError as error:\n    print("refused", type(error).__name__)',
+      );
+      expect(lower.stdout).toMatch(canLowerOomScore() ? /^refused/ : /^(refused|LOWERED)/);
+    } finally {
+      await session.close();
+    }
+  });
+
+  it("one session's inotify instances do not use up another's (per-uid kernel limits are per session)", async () => {
+    const hog = await Session.create({ backend });
+    const other = await Session.create({ backend });
+    try {
+      const held = await hog.run(OPEN_INOTIFY_INSTANCES);
+      expect(Number(/opened (\d+)/.exec(held.stdout)?.[1])).toBeGreaterThanOrEqual(inotifyInstancesPerUser() - 8);
+      const after = await other.run(OPEN_INOTIFY_INSTANCES.replace('len(held) < 4096', 'len(held) < 1'));
+      expect(after.stdout).toMatch(/^opened 1 /);
+    } finally {
+      await Promise.all([hog.close(), other.close()]);
+    }
   });
 
   it('caps memory with a cgroup when it has one', async () => {
@@ -56,17 +117,22 @@ describe('bubblewrap backend on this host', () => {
 });
 
 describe('after sandcell itself is killed', () => {
-  it('its sandboxes die with it, and the next start removes the mounts, cgroups and directories it left', async () => {
+  it('its sandboxes die with it, and the next start removes the mounts, cgroups, directories and uid leases it left', async () => {
     const report = await createBubblewrapBackend().report();
     const { child, id, pids } = await startSessionOwner();
     const volumePath = path.join(report.runtime.sessionsDirectory, `${child.pid}-${id}`);
     expect(existsSync(volumePath)).toBe(true);
+    const uid = hostUidsOf(pids[0] as number)[0] as number;
+    const leaseDirectory = report.uidLeases?.directory;
+    if (leaseDirectory) expect(leasesOf(leaseDirectory, uid)).toHaveLength(1);
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     await expect.poll(() => pids.filter(isAlive).length, { timeout: 5_000 }).toBe(0);
     expect(existsSync(volumePath)).toBe(true); // left behind, until the next start
 
+    if (leaseDirectory) expect(leasesOf(leaseDirectory, uid)).toHaveLength(1); // left behind, until the next start
     await createBubblewrapBackend().ensureAvailable();
+    if (leaseDirectory) expect(leasesOf(leaseDirectory, uid)).toEqual([]);
     expect(existsSync(volumePath)).toBe(false);
     expect(readFileSync('/proc/mounts', 'utf8')).not.toContain(volumePath);
     if (report.cgroups) {

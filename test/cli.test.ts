@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Finished, runProcess } from './support/process.js';
+import { type Finished, runProcess, startProcessGroup } from './support/process.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'sandcell.js');
@@ -148,6 +148,35 @@ describe('sandcell repl in a terminal', () => {
     expect(result.stdout).toContain("Out[3]: 'state'");
     expect(result.stdout).toContain('exit=0');
     expect(result.code).toBe(0);
+  });
+});
+
+describe('Ctrl-C from a terminal (SIGINT to the whole process group)', () => {
+  const sandcellGroup = (args: string[]) => startProcessGroup(process.execPath, [bin, ...args], { cwd: workspace });
+
+  it('`sandcell run`: the code gets a KeyboardInterrupt, its traceback prints, and run exits 130', async () => {
+    const script = path.join(workspace, 'long.py');
+    writeFileSync(script, 'import time\nprint("sleep" + "ing", flush=True)\ntime.sleep(60)\n');
+    const run = sandcellGroup(['run', script]);
+    await run.printed('sleeping');
+    run.pressCtrlC();
+    const { code } = await run.exited;
+    expect(run.output.stderr).toContain('KeyboardInterrupt');
+    expect(run.output.stderr).not.toContain('KernelDied');
+    expect(code).toBe(130);
+  });
+
+  it('`sandcell repl` with piped input: Ctrl-C interrupts the running code and keeps the state', async () => {
+    const repl = sandcellGroup(['repl']);
+    repl.child.stdin.write('x = 41\nimport time; print("sleep" + "ing", flush=True); time.sleep(60)\n');
+    await repl.printed('sleeping');
+    repl.pressCtrlC();
+    await repl.printed('KeyboardInterrupt');
+    repl.child.stdin.end('x + 1\n');
+    const { code } = await repl.exited;
+    expect(repl.output.stdout).toContain('Out[3]: 42');
+    expect(repl.output.stderr).not.toContain('KernelDied');
+    expect(code).toBe(0);
   });
 });
 

@@ -1,13 +1,21 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { MANAGED_LABEL, SESSION_LABEL } from '../src/backends/docker/container-config.js';
+import { MANAGED_LABEL, SESSION_LABEL, UID_LABEL } from '../src/backends/docker/container-config.js';
 import { createDockerBackend } from '../src/backends/docker/index.js';
 import { SessionPool } from '../src/session/pool.js';
 import { Session } from '../src/session/session.js';
 import { runBackendContract } from './contract/backend-contract.js';
 import { runSecurityContract } from './contract/security-contract.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
-import { runProcess, startSessionOwner } from './support/process.js';
+import {
+  hostHasAccount,
+  hostUidOf,
+  inotifyInstancesPerUser,
+  leasesOf,
+  OPEN_INOTIFY_INSTANCES,
+} from './support/host-uids.js';
+import { canLowerOomScore, runProcess, startProcessGroup, startSessionOwner } from './support/process.js';
 
 const backend = createDockerBackend();
 const reason = await unavailableReason(backend);
@@ -40,7 +48,8 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     expect(host.MemorySwap).toBe(host.Memory);
     expect(host.PidsLimit).toBeGreaterThan(0);
     expect(host.NanoCpus).toBeGreaterThan(0);
-    expect(inspected.Config.User).toBe('1000:1000');
+    const uid = Number(kernel?.Labels[UID_LABEL]);
+    expect(inspected.Config.User).toBe(`${uid}:${uid}`);
     expect(inspected.Config.Tty).toBe(false);
     expect(inspected.Config.Labels[MANAGED_LABEL]).toBe('1');
     // Two seccomp filters: the engine's default profile, and sandcell's stacked on it.
@@ -56,6 +65,61 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     const after = await objectsOfSession(session.id);
     expect(after.containers).toEqual([]);
     expect(after.volumes).toEqual([]);
+  });
+
+  it("runs each session's containers as its own leased host uid, not 1000 and no account's, released at close", async () => {
+    const { uidLeases } = await backend.report();
+    const [first, second] = await Promise.all([Session.create({ backend }), Session.create({ backend })]);
+    let uids: number[] = [];
+    try {
+      uids = [await hostUidOf(first), await hostUidOf(second)];
+      expect(uids[0]).not.toBe(uids[1]);
+      for (const uid of uids) {
+        expect(uid).not.toBe(1000);
+        expect(uid).toBeGreaterThanOrEqual(uidLeases.range.first);
+        expect(uid).toBeLessThanOrEqual(uidLeases.range.last);
+        expect(hostHasAccount(uid)).toBe(false);
+        expect(leasesOf(uidLeases.directory, uid)).toHaveLength(1);
+      }
+      // The holder runs as the session's uid too, and a restarted kernel keeps it.
+      const { containers } = await objectsOfSession(first.id);
+      expect(new Set(containers.map((container) => container.Labels[UID_LABEL]))).toEqual(new Set([String(uids[0])]));
+      await first.restart();
+      expect(await hostUidOf(first)).toBe(uids[0]);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+    for (const uid of uids) expect(leasesOf(uidLeases.directory, uid)).toEqual([]);
+  });
+
+  it('gives kernel containers the highest oom_score_adj, so a host OOM takes them first', async () => {
+    const session = await Session.create({ backend });
+    try {
+      const pids = (await session.usage()).processIds ?? [];
+      expect(pids.length).toBeGreaterThan(0);
+      for (const pid of pids) expect(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8').trim()).toBe('1000');
+      // Set with CAP_SYS_RESOURCE, the score is also the floor; without it (some containers deny it even to root)
+      // the code could go back down to the score sandcell itself has.
+      const lower = await session.run(
+        'try:\n    with open("/proc/self/oom_score_adj", "w") as score:\n        score.write("0")\n    print("LOWERED")\nexcept OSError as error:\n    print("refused", type(error).__name__)',
+      );
+      expect(lower.stdout).toMatch(canLowerOomScore() ? /^refused/ : /^(refused|LOWERED)/);
+    } finally {
+      await session.close();
+    }
+  });
+
+  it("one session's inotify instances do not use up another's (per-uid kernel limits are per session)", async () => {
+    const hog = await Session.create({ backend });
+    const other = await Session.create({ backend });
+    try {
+      const held = await hog.run(OPEN_INOTIFY_INSTANCES);
+      expect(Number(/opened (\d+)/.exec(held.stdout)?.[1])).toBeGreaterThanOrEqual(inotifyInstancesPerUser() - 8);
+      const after = await other.run(OPEN_INOTIFY_INSTANCES.replace('len(held) < 4096', 'len(held) < 1'));
+      expect(after.stdout).toMatch(/^opened 1 /);
+    } finally {
+      await Promise.all([hog.close(), other.close()]);
+    }
   });
 
   it('keeps /mnt/data across a kernel killed for ignoring a timeout', async () => {
@@ -100,11 +164,14 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     }
   });
 
-  it('after sandcell is killed, its kernel exits and the next start removes what it left', async () => {
+  it('after sandcell is killed, its kernel exits and the next start removes what it left, uid lease included', async () => {
+    const { uidLeases } = await backend.report();
     const { child, id } = await startSessionOwner({ backend: 'docker' });
     const before = await objectsOfSession(id);
     expect(before.containers.length).toBe(2);
     expect(before.volumes.length).toBe(1);
+    const uid = Number(before.volumes[0]?.Labels?.[UID_LABEL]);
+    expect(leasesOf(uidLeases.directory, uid)).toHaveLength(1);
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     // Its stdin closed with it: the kernel container stops by itself.
@@ -117,11 +184,13 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
         { timeout: 10_000 },
       )
       .toBe(0);
-    // A new backend (a new sandcell process would do the same) sweeps the rest.
+    // A new backend (a new sandcell process would do the same) sweeps the rest, and the uid lease.
+    expect(leasesOf(uidLeases.directory, uid)).toHaveLength(1);
     await createDockerBackend().ensureAvailable();
     const after = await objectsOfSession(id);
     expect(after.containers).toEqual([]);
     expect(after.volumes).toEqual([]);
+    expect(leasesOf(uidLeases.directory, uid)).toEqual([]);
   });
 });
 
@@ -138,6 +207,16 @@ describeWhenAvailable('sandcell CLI with Docker', 'docker', reason, () => {
     const execution = JSON.parse(result.stdout) as { stdout: string; results: { data: Record<string, string> }[] };
     expect(execution.stdout).toBe('sandbox\n');
     expect(execution.results[0]?.data['text/plain']).toBe('42');
+  });
+
+  it('Ctrl-C (SIGINT to the process group) interrupts the code: KeyboardInterrupt, exit 130', async () => {
+    const run = startProcessGroup(process.execPath, [bin, 'run', '-', '--backend', 'docker']);
+    run.child.stdin.end('import time\nprint("sleep" + "ing", flush=True)\ntime.sleep(60)\n');
+    await run.printed('sleeping');
+    run.pressCtrlC();
+    const { code } = await run.exited;
+    expect(run.output.stderr).toContain('KeyboardInterrupt');
+    expect(code).toBe(130);
   });
 
   it('image status and image build find the runtime image built and reuse it', async () => {

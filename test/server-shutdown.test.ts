@@ -8,11 +8,13 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type BubblewrapHostReport, createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { isAlive } from './contract/backend-contract.js';
+import { canLowerOomScore } from './support/process.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;
@@ -59,10 +61,15 @@ function leftovers(report: BubblewrapHostReport, pid: number): string[] {
   return left;
 }
 
-async function startServe(args: string[]): Promise<{ child: ChildProcess; url: string; logs: Json[] }> {
+/** `detached` makes serve the leader of its own process group, as a shell does for a foreground job. */
+async function startServe(
+  args: string[],
+  options: { detached?: boolean } = {},
+): Promise<{ child: ChildProcess; url: string; logs: Json[] }> {
   const child = spawn(process.execPath, [bin, 'serve', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, SANDCELL_API_KEYS: '' },
+    detached: options.detached,
   });
   const logs: Json[] = [];
   const url = await new Promise<string>((resolve, reject) => {
@@ -127,6 +134,49 @@ describe('graceful shutdown', () => {
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
   });
 
+  it('Ctrl-C (SIGINT to the whole process group, as a terminal sends it) honours the grace like SIGTERM', async () => {
+    const report = await createBubblewrapBackend().report();
+    const { child, url, logs } = await startServe(['--pool-size', '1', '--preload', 'none', '--shutdown-grace', '20'], {
+      detached: true,
+    });
+    const pid = child.pid as number;
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // A host OOM must take a sandbox, never the server: it lowers its own score where it may, else says it could not.
+    const score = await vi.waitFor(() => {
+      const entry = logs.find((line) => line.oomScoreAdj !== undefined);
+      if (!entry) throw new Error('no oom_score_adj log line yet');
+      return entry;
+    });
+    if (canLowerOomScore()) {
+      expect(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8').trim()).toBe('-900');
+      expect(score.msg).toContain('takes sandboxes before this server');
+    } else {
+      expect(score.msg).toContain("could not lower this server's oom_score_adj to -900: lowering it needs root");
+    }
+    const session = (await (await fetch(`${url}/v1/sessions`, { method: 'POST' })).json()) as Json;
+    // Streamed, so the test knows the code is running before it presses Ctrl-C.
+    const response = await fetch(`${url}/v1/sessions/${session.id}/executions?stream=ndjson`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        code: 'import time\nx = 6\nprint("started", flush=True)\ntime.sleep(2)\nprint("finished", x * 7)',
+      }),
+    });
+    const events: Json[] = [];
+    const lines = createInterface({ input: Readable.fromWeb(response.body as never) });
+    for await (const line of lines) {
+      const event = JSON.parse(line) as Json;
+      events.push(event);
+      if (event.type === 'stdout-delta' && event.text.includes('started')) process.kill(-pid, 'SIGINT');
+    }
+    const end = events.at(-1) as Json;
+    expect(end.type).toBe('execution-end');
+    expect(end.execution.status).toBe('ok');
+    expect(end.execution.stdout).toBe('started\nfinished 42\n');
+    expect(await exited).toBe(0);
+    expect(leftovers(report, pid)).toEqual([]);
+  });
+
   it('`sandcell mcp` closes its sandboxes when the client goes away', async () => {
     const report = await createBubblewrapBackend().report();
     const transport = new StdioClientTransport({ command: process.execPath, args: [bin, 'mcp', '--preload', 'none'] });
@@ -138,6 +188,8 @@ describe('graceful shutdown', () => {
     });
     await client.callTool({ name: 'run_python', arguments: { code: '1', session: 'second' } });
     const pid = transport.pid as number;
+    // A host OOM must take a sandbox, never the server: it lowers its own score where it may.
+    if (canLowerOomScore()) expect(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8').trim()).toBe('-900');
     const processes = descendants(pid);
     expect(leftovers(report, pid).length).toBeGreaterThan(0);
     await client.close();

@@ -8,6 +8,7 @@ import { isRoot, which } from '../backends/bubblewrap/host-setup.js';
 import { createBubblewrapBackend } from '../backends/bubblewrap/index.js';
 import { createDockerBackend, type DockerEngineReport } from '../backends/docker/index.js';
 import type { SandboxBackend } from '../backends/spec.js';
+import { formatUidRange } from '../backends/uid-leases.js';
 import { createSession } from '../session/session.js';
 import { EXIT_OK, EXIT_SANDBOX_FAILURE } from './exit-codes.js';
 import { dim } from './render.js';
@@ -122,6 +123,10 @@ async function checkDocker(add: Add, required: boolean): Promise<void> {
   }
   add('ok', `docker: Engine ${report.serverVersion} (API ${report.apiVersion}) at ${report.endpoint}`);
   add('ok', `docker: runtime image ${report.image} (${(report.imageSize / 2 ** 20).toFixed(0)} MiB)`);
+  add(
+    'ok',
+    `docker: each session runs as its own host uid, leased on this machine from ${formatUidRange(report.uidLeases.range)} (no account here uses it)`,
+  );
   const limits: [keyof DockerEngineReport['limits'], string][] = [
     ['memory', 'memory'],
     ['swap', 'no swap beyond memory'],
@@ -161,12 +166,19 @@ async function checkBubblewrap(add: Add, rootfs: string | undefined): Promise<vo
     backendReady = true;
     add('ok', 'user namespaces: bwrap can create a sandbox');
     add('ok', `seccomp filter: ${report.seccompFilter}`);
-    add(
-      'ok',
-      report.runAs
-        ? `sandboxes run as the unprivileged host account ${report.runAs.name} (uid ${report.runAs.uid})`
-        : `sandboxes run as your own account (uid ${process.getuid?.()}), mapped to uid 1000 inside`,
-    );
+    if (report.uidLeases) {
+      const { range, directory } = report.uidLeases;
+      add(
+        'ok',
+        `each session runs as its own unprivileged host uid, leased from ${formatUidRange(range)} (no account uses it; leases in ${directory})`,
+      );
+    } else {
+      add(
+        'warn',
+        `sandboxes run as your own account (uid ${process.getuid?.()}), mapped to uid 1000 inside: sessions share its per-user kernel limits (inotify instances, processes)`,
+        'Run sandcell as root (sandboxes still run unprivileged) to give each session its own host uid.',
+      );
+    }
     if (report.cgroups) {
       const controllers = Object.keys(report.cgroups.parents).join(', ');
       add('ok', `cgroups v${report.cgroups.version}: memory, process and CPU limits per sandbox (${controllers})`);
@@ -180,11 +192,11 @@ async function checkBubblewrap(add: Add, rootfs: string | undefined): Promise<vo
       );
     }
     add(
-      report.runAs ? 'ok' : 'warn',
-      report.runAs
+      report.uidLeases ? 'ok' : 'warn',
+      report.uidLeases
         ? '/mnt/data: a size-capped tmpfs per session'
         : '/mnt/data: a plain directory; total size is not capped (each file is, by RLIMIT_FSIZE)',
-      report.runAs ? undefined : 'Run sandcell as root to give each session a size-capped tmpfs.',
+      report.uidLeases ? undefined : 'Run sandcell as root to give each session a size-capped tmpfs.',
     );
   } catch (error) {
     add('fail', 'the bubblewrap backend is unavailable', (error as Error).message);

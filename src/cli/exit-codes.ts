@@ -4,6 +4,8 @@ export const EXIT_CODE_ERROR = 1;
 export const EXIT_USAGE = 2;
 export const EXIT_SANDBOX_FAILURE = 3;
 export const EXIT_TIMEOUT = 124;
+/** Ctrl-C interrupted the code (128 + SIGINT, as shells report it). */
+export const EXIT_INTERRUPTED = 130;
 
 /** Thrown by commands to end with a message and an exit code. */
 export class CliExit extends Error {

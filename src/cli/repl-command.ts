@@ -58,7 +58,7 @@ export async function replCommand(
   });
   let running: AbortController | undefined;
   let buffer: string[] = [];
-  terminal.on('SIGINT', () => {
+  const onInterrupt = () => {
     if (running) {
       running.abort();
       return;
@@ -67,7 +67,10 @@ export async function replCommand(
     process.stdout.write('\nKeyboardInterrupt\n');
     terminal.setPrompt('>>> ');
     terminal.prompt();
-  });
+  };
+  // A terminal in raw mode hands Ctrl-C to readline; otherwise it arrives as SIGINT to the process group.
+  terminal.on('SIGINT', onInterrupt);
+  process.on('SIGINT', onInterrupt);
   const closed = new Promise<void>((resolve) => terminal.once('close', resolve));
 
   const runCode = async (code: string): Promise<void> => {
@@ -123,6 +126,7 @@ export async function replCommand(
     terminal.prompt();
   }
   await closed;
+  process.off('SIGINT', onInterrupt);
   saveHistory([...((terminal as unknown as { history?: string[] }).history ?? [])]);
   process.stdout.write('\n');
   await session.close();

@@ -5,7 +5,7 @@ import { InvalidInputError } from '../errors.js';
 import type { Execution } from '../session/execution.js';
 import { createSession } from '../session/session.js';
 import { backendFromOptions } from './backend-option.js';
-import { CliExit, EXIT_CODE_ERROR, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
+import { CliExit, EXIT_CODE_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
 import { copyOutputFiles, dim, printError, resultText, saveResultImages } from './render.js';
 import { type Status, startStatus } from './status.js';
 
@@ -64,8 +64,9 @@ export function parseTimeout(value: string | undefined): number | undefined {
   return seconds * 1000;
 }
 
-export function exitCodeFor(execution: Execution): number {
+export function exitCodeFor(execution: Execution, interrupted = false): number {
   if (execution.status === 'timeout') return EXIT_TIMEOUT;
+  if (interrupted && execution.status === 'error') return EXIT_INTERRUPTED;
   return execution.status === 'error' ? EXIT_CODE_ERROR : EXIT_OK;
 }
 
@@ -117,7 +118,7 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
     const files = await copyOutputFiles(session, options.outputDir, new Set(uploads.map((upload) => upload.name)));
     if (options.json) {
       process.stdout.write(`${JSON.stringify({ ...execution, images: images.map((image) => image.file), files })}\n`);
-      return exitCodeFor(execution);
+      return exitCodeFor(execution, interrupt.signal.aborted);
     }
     for (const result of execution.results) {
       const saved = images.find((image) => image.result === result);
@@ -130,7 +131,7 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
     if (execution.stateLostReason && execution.status !== 'timeout')
       process.stderr.write(`${execution.stateLostReason}\n`);
     for (const copied of files) process.stdout.write(`${dim(`[file saved to ${copied.savedTo}]`)}\n`);
-    return exitCodeFor(execution);
+    return exitCodeFor(execution, interrupt.signal.aborted);
   } catch (error) {
     if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);
     throw error;

@@ -2,7 +2,8 @@
 import type { ChatModel } from '../agents/model.js';
 import { modelIsConfigured } from '../agents/providers/select.js';
 import { InvalidInputError } from '../errors.js';
-import { createServer, type ServerOptions } from '../server/index.js';
+import { SERVER_OOM_SCORE_ADJ, setOwnOomScoreAdjust } from '../internal/oom-score.js';
+import { createServer, logOomScore, type ServerOptions } from '../server/index.js';
 import type { ModelCliOptions } from './agent-flags.js';
 import { createModel, toCliExit } from './agent-options.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
@@ -87,6 +88,8 @@ export function serverModel(options: ModelCliOptions): ChatModel | undefined {
 
 export async function serveCommand(options: ServeCommandOptions): Promise<number> {
   let server: Awaited<ReturnType<typeof createServer>>;
+  // Before any sandbox starts: a host OOM must take a sandbox, never the server.
+  const oomScore = setOwnOomScoreAdjust(SERVER_OOM_SCORE_ADJ);
   try {
     const model = serverModel(options);
     const backend = await backendFromOptions(options);
@@ -97,6 +100,7 @@ export async function serveCommand(options: ServeCommandOptions): Promise<number
         ? `web UI at ${server.url}/ — conversations use ${model.provider} model ${model.model}`
         : `web UI at ${server.url}/ — no model configured: notebook cells work; start with --provider/--model (or --base-url) to chat`,
     );
+    logOomScore(server.context.logger, oomScore);
   } catch (error) {
     if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {

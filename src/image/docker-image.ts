@@ -10,9 +10,10 @@ import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type Dockerode from 'dockerode';
-import { SANDBOX_GID, SANDBOX_UID, SANDBOX_USER } from '../backends/sandbox-environment.js';
+import { SANDBOX_GID, SANDBOX_UID } from '../backends/sandbox-environment.js';
 import { ImageBuildError } from '../errors.js';
 import {
+  ACCOUNT_FILE_LINKS,
   DOCKERFILE_BASE_IMAGE,
   RUNTIME_VERSION_LABEL,
   runtimeFiles,
@@ -120,16 +121,18 @@ function pull(
 /** The Dockerfile route's recipe: the same packages, account and files as the offline route. */
 export function runtimeDockerfile(): string {
   const files = runtimeFiles().map((file) => file.name);
+  const accountLinks = Object.entries(ACCOUNT_FILE_LINKS)
+    .map(([file, target]) => ` && ln -sf ${target} ${file}`)
+    .join('');
   return [
     `FROM ${DOCKERFILE_BASE_IMAGE}`,
     'RUN apt-get update \\',
     ` && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${sandboxPackages().join(' ')} \\`,
     ' && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb',
-    `RUN groupadd --gid ${SANDBOX_GID} ${SANDBOX_USER} \\`,
-    ` && useradd --uid ${SANDBOX_UID} --gid ${SANDBOX_GID} --home-dir /tmp --no-create-home --shell /usr/sbin/nologin ${SANDBOX_USER} \\`,
-    ' && mkdir -p /mnt/data /opt/sandcell',
+    'RUN mkdir -p /mnt/data /opt/sandcell',
     `COPY ${files.join(' ')} /opt/sandcell/`,
-    `RUN echo ${runtimeVersion()} > /etc/sandcell-runtime-version`,
+    // The kernel writes the accounts at start, for the session's uid (ACCOUNT_FILE_LINKS).
+    `RUN echo ${runtimeVersion()} > /etc/sandcell-runtime-version${accountLinks}`,
     `LABEL ${RUNTIME_VERSION_LABEL}=${runtimeVersion()}`,
     `USER ${SANDBOX_UID}:${SANDBOX_GID}`,
     'WORKDIR /mnt/data',

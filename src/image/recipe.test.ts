@@ -14,11 +14,11 @@ describe('the runtime recipe', () => {
     );
   });
 
-  it('the Dockerfile route installs those packages, the sandbox user and the kernel', () => {
+  it('the Dockerfile route installs those packages and the kernel, and leaves the accounts to the kernel', () => {
     const dockerfile = runtimeDockerfile();
     expect(dockerfile).toMatch(/^FROM debian:bookworm-slim\n/);
     for (const pkg of sandboxPackages()) expect(dockerfile).toContain(` ${pkg}`);
-    expect(dockerfile).toContain('useradd --uid 1000');
+    expect(dockerfile).toContain('ln -sf /tmp/.sandcell/passwd /etc/passwd && ln -sf /tmp/.sandcell/group /etc/group');
     expect(dockerfile).toContain('COPY sandcell_kernel.py seccomp_filter.py /opt/sandcell/');
     expect(dockerfile).toContain(`org.sandcell.runtime-version=${runtimeVersion()}`);
   });

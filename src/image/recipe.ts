@@ -10,11 +10,11 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SANDBOX_GID, SANDBOX_UID, SANDBOX_USER } from '../backends/sandbox-environment.js';
+import { SANDBOX_GID, SANDBOX_UID } from '../backends/sandbox-environment.js';
 import { KERNEL_SCRIPT, kernelDirectory, SECCOMP_SCRIPT } from '../kernel/index.js';
 
 /** Bump when the build steps change in a way the inputs below do not show. */
-const RECIPE_REVISION = 1;
+const RECIPE_REVISION = 2;
 
 export const DEBIAN_SUITE = 'bookworm';
 export const DEFAULT_DEBIAN_MIRROR = 'http://deb.debian.org/debian';
@@ -80,10 +80,13 @@ export function runtimeRootfsDirectory(): string {
   return path.join(runtimeStoreDirectory(), 'rootfs', runtimeVersion());
 }
 
-/** The sandbox account's lines for /etc/passwd and /etc/group. */
-export function sandboxAccountLines(): { passwd: string; group: string } {
-  return {
-    passwd: `${SANDBOX_USER}:x:${SANDBOX_UID}:${SANDBOX_GID}:sandbox:/tmp:/usr/sbin/nologin\n`,
-    group: `${SANDBOX_USER}:x:${SANDBOX_GID}:\n`,
-  };
-}
+/**
+ * Where the runtime's /etc/passwd and /etc/group point. Docker runs each
+ * session as its own leased host uid, which no image can know, so these are
+ * links into /tmp and the kernel writes them at start (that uid named
+ * `sandbox`, home /tmp). bubblewrap binds its own synthetic files instead.
+ */
+export const ACCOUNT_FILE_LINKS = {
+  '/etc/passwd': '/tmp/.sandcell/passwd',
+  '/etc/group': '/tmp/.sandcell/group',
+} as const;

@@ -6,18 +6,18 @@
  * bubblewrap can run on it directly.
  */
 import { spawn } from 'node:child_process';
-import { access, appendFile, copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { access, copyFile, mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { isRoot, which } from '../backends/bubblewrap/host-setup.js';
 import { BackendUnavailableError, ImageBuildError } from '../errors.js';
 import {
+  ACCOUNT_FILE_LINKS,
   DEBIAN_SUITE,
   DEFAULT_DEBIAN_MIRROR,
   runtimeFiles,
   runtimeRootfsDirectory,
   runtimeVersion,
-  sandboxAccountLines,
   sandboxPackages,
 } from './recipe.js';
 
@@ -125,11 +125,11 @@ async function finishRootfs(root: string, version: string): Promise<void> {
   await mkdir(path.join(root, 'var/cache/apt/archives/partial'), { recursive: true });
   await rm(path.join(root, 'var/lib/apt/lists'), { recursive: true, force: true });
   await mkdir(path.join(root, 'var/lib/apt/lists'), { recursive: true });
-  const account = sandboxAccountLines();
-  const passwd = await readFile(path.join(root, 'etc/passwd'), 'utf8');
-  if (!passwd.includes(account.passwd)) await appendFile(path.join(root, 'etc/passwd'), account.passwd);
-  const group = await readFile(path.join(root, 'etc/group'), 'utf8');
-  if (!group.includes(account.group)) await appendFile(path.join(root, 'etc/group'), account.group);
+  // The accounts are written by the kernel at start (see ACCOUNT_FILE_LINKS).
+  for (const [file, target] of Object.entries(ACCOUNT_FILE_LINKS)) {
+    await rm(path.join(root, file), { force: true });
+    await symlink(target, path.join(root, file));
+  }
   await mkdir(path.join(root, 'mnt/data'), { recursive: true, mode: 0o755 });
   await mkdir(path.join(root, 'opt/sandcell'), { recursive: true, mode: 0o755 });
   for (const file of runtimeFiles()) {

@@ -851,10 +851,36 @@ class Kernel:
                 continue
 
 
+def _write_accounts():
+    """Name the user `sandbox`, home /tmp, whatever its uid. In the runtime
+    image /etc/passwd and /etc/group are links into /tmp, because the host uid
+    a Docker session runs as (leased per session) cannot be known when the
+    image is built; the kernel writes them before anything looks a user up.
+    Where they are real files (bubblewrap's synthetic ones), nothing is done."""
+    uid, gid = os.getuid(), os.getgid()
+    accounts = {
+        "/etc/passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        "sandbox:x:%d:%d:sandbox:/tmp:/usr/sbin/nologin\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n" % (uid, gid),
+        "/etc/group": "root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n" % gid,
+    }
+    for link, content in accounts.items():
+        if not os.path.islink(link) or os.path.exists(link):
+            continue
+        target = os.path.join(os.path.dirname(link), os.readlink(link))
+        try:
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            with open(target, "w") as handle:
+                handle.write(content)
+        except OSError:
+            pass  # lookups by name fail; nothing else depends on them
+
+
 def main():
     # Descriptors the host process leaked (anything beyond stdio) must not
     # reach user code.
     os.closerange(3, 1 << 20)
+    _write_accounts()
     if OPTIONS.get("limits"):
         _apply_rlimits(OPTIONS["limits"])
     proto_out = os.dup(1)

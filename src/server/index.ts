@@ -24,5 +24,5 @@ export {
   type ServerOptions,
 } from './options.js';
 export type { ManagedSession, SessionRegistry, SessionSource } from './registry.js';
-export { createRuntime } from './runtime.js';
+export { createRuntime, logOomScore } from './runtime.js';
 export { createServer, type SandcellServer } from './server.js';

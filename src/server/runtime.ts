@@ -1,6 +1,7 @@
 /** The pieces behind every front door of the server: logger, metrics, pool, registry. */
 import { readFileSync } from 'node:fs';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
+import type { OomScoreOutcome } from '../internal/oom-score.js';
 import { DEFAULT_MAX_CODE_BYTES } from '../session/options.js';
 import { SessionPool } from '../session/pool.js';
 import { ApiKeys } from './auth.js';
@@ -14,6 +15,19 @@ import { SessionRegistry } from './registry.js';
 export function packageVersion(): string {
   const manifest = new URL('../../package.json', import.meta.url);
   return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
+}
+
+/** Says what became of the server's own oom_score_adj (see internal/oom-score.ts). */
+export function logOomScore(logger: Logger, outcome: OomScoreOutcome): void {
+  if (outcome.applied) {
+    logger.info({ oomScoreAdj: outcome.value }, 'the OOM killer takes sandboxes before this server');
+  } else {
+    // Info, not a warning: without root this is the expected case (sandboxes are still taken first).
+    logger.info(
+      { oomScoreAdj: outcome.value, reason: outcome.reason },
+      `could not lower this server's oom_score_adj to ${outcome.value}: ${outcome.reason}; sandboxes still get 1000, so a host OOM takes them first, but the server is not shielded beyond that`,
+    );
+  }
 }
 
 export function createRuntime(options: ResolvedServerOptions): ServerContext {

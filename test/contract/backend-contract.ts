@@ -146,6 +146,33 @@ export function runBackendContract({ name, createBackend }: ContractOptions): vo
       expect(execution.error?.name).toBe('KeyboardInterrupt');
     });
 
+    it('is the user `sandbox` with home /tmp, however the code asks, and its tools find their places', async () => {
+      const execution = await session.run(
+        `import getpass, grp, os, pwd, subprocess
+import IPython, matplotlib
+entry = pwd.getpwuid(os.getuid())
+print("pwd", entry.pw_name, entry.pw_dir)
+print("group", grp.getgrgid(os.getgid()).gr_name)
+print("getpass", getpass.getuser())
+print("home", os.path.expanduser("~"))
+print("id", subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip())
+print("mpl", os.access(matplotlib.get_configdir(), os.W_OK), matplotlib.get_configdir())
+print("ipython", IPython.paths.get_ipython_dir())
+print("data owner is me", os.stat("/mnt/data").st_uid == os.getuid())`,
+      );
+      expect(execution.error).toBeUndefined();
+      expect(execution.stdout.trim().split('\n')).toEqual([
+        'pwd sandbox /tmp',
+        'group sandbox',
+        'getpass sandbox',
+        'home /tmp',
+        'id sandbox',
+        'mpl True /tmp/.config/matplotlib',
+        'ipython /tmp/.ipython',
+        'data owner is me True',
+      ]);
+    });
+
     it('moves files in and out of /mnt/data', async () => {
       const binary = Buffer.from([0, 1, 2, 255, 254, 10, 13]);
       await session.files.write('in/data.bin', binary);

@@ -5,7 +5,7 @@
  * the host must be unaffected.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -284,6 +284,56 @@ for name, family, kind in [("unix", socket.AF_UNIX, socket.SOCK_STREAM), ("inet"
         'print([line.split()[5].split(",")[0] for line in open("/proc/self/mountinfo") if line.split()[4] == "/proc/sys"])',
       );
       expect(mounts.stdout.trim()).toBe("['ro']");
+    });
+
+    it("sees none of the host's boot arguments, sandbox command line or host paths in /proc", async () => {
+      const hostBoot = readFileSync('/proc/cmdline', 'utf8').trim();
+      expect(hostBoot.length).toBeGreaterThan(0);
+      const execution = await attempt(
+        backend,
+        `import os
+def read(path):
+    try:
+        return open(path, "rb").read().replace(b"\\0", b" ").decode(errors="replace")
+    except OSError as error:
+        return "unreadable " + type(error).__name__
+print("boot:", read("/proc/cmdline"))
+for pid in sorted(name for name in os.listdir("/proc") if name.isdigit()):
+    print("cmdline", pid + ":", read(f"/proc/{pid}/cmdline"))
+print("mountinfo:", read("/proc/self/mountinfo"))`,
+      );
+      const output = execution.stdout;
+      expect(output).toMatch(/^cmdline 1: ./m);
+      expect(/^boot: (.*)$/m.exec(output)?.[1]?.trim()).toBe('');
+      for (const word of hostBoot.split(/\s+/).filter((word) => word.length > 8)) expect(output).not.toContain(word);
+      // No sandbox-runtime option, runtime directory or kernel option list in any command line or mount.
+      // (A bind mount's source path shows in mountinfo by design: /usr of a runtime root filesystem does.)
+      expect(output).not.toMatch(/--ro-bind|--bind|--setenv|--seccomp|SANDCELL_KERNEL_OPTIONS|\/run\//);
+    });
+
+    it("does not see the host's /usr/local", async () => {
+      const marker = path.join('/usr/local/share', `sandcell-host-only-${randomBytes(4).toString('hex')}`);
+      mkdirSync(path.dirname(marker), { recursive: true });
+      writeFileSync(marker, 'host only');
+      try {
+        const execution = await attempt(
+          backend,
+          `import os
+files = [os.path.join(root, name) for root, _, names in os.walk("/usr/local") for name in names]
+print("files", len(files), files[:5])
+print("marker", os.path.exists(${JSON.stringify(marker)}))
+try:
+    open("/usr/local/planted", "w").write("x")
+    print("WROTE")
+except OSError:
+    print("read-only")`,
+        );
+        expect(execution.stdout).toContain('files 0 []');
+        expect(execution.stdout).toContain('marker False');
+        expect(execution.stdout).toContain('read-only');
+      } finally {
+        rmSync(marker, { force: true });
+      }
     });
 
     it('sees none of the host environment', async () => {

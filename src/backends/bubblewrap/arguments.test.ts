@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { sandboxEnvironment } from '../sandbox-environment.js';
-import { buildBubblewrapArguments } from './arguments.js';
+import { buildBubblewrapArguments, encodeArguments, sandboxFileSources } from './arguments.js';
 
+const runtime = { etcDirectory: '/run/sandcell/etc', kernelDirectory: '/run/sandcell/kernel' };
+const files = Object.fromEntries(Object.keys(sandboxFileSources(runtime)).map((target, index) => [target, 5 + index]));
 const input = {
   dataDirectory: '/run/sandcell/sessions/1-abc',
-  etcDirectory: '/run/sandcell/etc',
-  kernelDirectory: '/run/sandcell/kernel',
+  files,
   seccompDescriptor: 3,
   tmpBytes: 1024 * 1024,
   environment: { PATH: '/usr/bin' },
@@ -21,7 +22,7 @@ function pairs(args: string[], flag: string): string[][] {
 }
 
 describe('buildBubblewrapArguments', () => {
-  const args = buildBubblewrapArguments(input);
+  const { options: args, command } = buildBubblewrapArguments(input);
 
   it('unshares every namespace and forbids new user namespaces', () => {
     for (const flag of [
@@ -51,6 +52,23 @@ describe('buildBubblewrapArguments', () => {
       expect(everything).not.toContain(` ${secret} `);
   });
 
+  it('leaves only the command, with paths inside the sandbox, where the sandbox can read it', () => {
+    expect(command).toEqual(['/usr/bin/python3', '-I', '-B', '/opt/sandcell/sandcell_kernel.py']);
+    expect(encodeArguments(['--tmpfs', '/tmp']).toString()).toBe('--tmpfs\0/tmp\0');
+    expect(() => encodeArguments(['--setenv', 'A', 'x\0y'])).toThrow(/NUL/);
+  });
+
+  it('copies the synthetic /etc files and the kernel in, hides /proc/cmdline and the host /usr/local', () => {
+    const copied = Object.fromEntries(
+      pairs(args, '--ro-bind-data').map(([descriptor, target]) => [target, Number(descriptor)]),
+    );
+    expect(copied).toEqual(files);
+    expect(sandboxFileSources(runtime)['/proc/cmdline']).toBe('/dev/null');
+    expect(sandboxFileSources(runtime)['/etc/passwd']).toBe('/run/sandcell/etc/passwd');
+    expect(args.join(' ')).toContain('--tmpfs /usr/local --remount-ro /usr/local');
+    for (const directory of Object.values(runtime)) expect(args.join(' ')).not.toContain(directory);
+  });
+
   it('starts from an empty environment', () => {
     expect(args).toContain('--clearenv');
     const environment = sandboxEnvironment({ kernelOptions: {}, threads: 1 });
@@ -61,7 +79,7 @@ describe('buildBubblewrapArguments', () => {
 
 describe('bubblewrap on a runtime root filesystem', () => {
   it('takes /usr and the /etc files from that root, and nothing from the host system', () => {
-    const args = buildBubblewrapArguments({ ...input, systemRoot: '/var/lib/sandcell/rootfs/abc' });
+    const args = buildBubblewrapArguments({ ...input, systemRoot: '/var/lib/sandcell/rootfs/abc' }).options;
     expect(pairs(args, '--ro-bind')).toContainEqual(['/var/lib/sandcell/rootfs/abc/usr', '/usr']);
     for (const [source, target] of pairs(args, '--ro-bind-try')) {
       expect(source).toBe(`/var/lib/sandcell/rootfs/abc${target}`);

@@ -3,15 +3,18 @@
  * in, so the isolation flags can be read (and unit-tested) in one place.
  */
 import path from 'node:path';
+import { SandboxStartError } from '../../errors.js';
 import { KERNEL_MOUNT, KERNEL_SCRIPT, SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID } from '../sandbox-environment.js';
 
 export interface BubblewrapArgumentsInput {
   /** Host directory holding the session's files, mounted at /mnt/data. */
   dataDirectory: string;
-  /** Host directory with the synthetic /etc files (passwd, group, hosts, …). */
-  etcDirectory: string;
-  /** Host directory with the kernel program, mounted read-only at /opt/sandcell. */
-  kernelDirectory: string;
+  /**
+   * Files copied into the sandbox read-only from descriptors (in the child):
+   * path inside → descriptor. Copies, not binds, so no host path of them shows
+   * in the sandbox's /proc/self/mountinfo (see sandboxFileSources).
+   */
+  files: Record<string, number>;
   /** Descriptor (in the child) carrying the compiled seccomp filter. */
   seccompDescriptor: number;
   tmpBytes: number;
@@ -43,7 +46,31 @@ export const HOST_ETC_FILES = [
 /** Synthetic files written by sandcell, replacing the host's. */
 export const SYNTHETIC_ETC_FILES = ['passwd', 'group', 'hostname', 'hosts', 'nsswitch.conf', 'resolv.conf'] as const;
 
-export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): string[] {
+/**
+ * The host files whose content the sandbox gets as read-only files: the
+ * synthetic /etc files, the kernel, and an empty /proc/cmdline (the host's
+ * boot arguments are none of the sandbox's business).
+ */
+export function sandboxFileSources(runtime: { etcDirectory: string; kernelDirectory: string }): Record<string, string> {
+  const sources: Record<string, string> = {};
+  for (const name of SYNTHETIC_ETC_FILES) sources[`/etc/${name}`] = path.join(runtime.etcDirectory, name);
+  sources[`${KERNEL_MOUNT}/${KERNEL_SCRIPT}`] = path.join(runtime.kernelDirectory, KERNEL_SCRIPT);
+  sources['/proc/cmdline'] = '/dev/null';
+  return sources;
+}
+
+/**
+ * bwrap's command line in two parts. Every option goes through a descriptor
+ * (`--args FD`): bwrap's own argument list is what the sandbox reads in
+ * /proc/1/cmdline, so only the command, with paths inside the sandbox, is left
+ * on it.
+ */
+export interface BubblewrapCommandLine {
+  options: string[];
+  command: string[];
+}
+
+export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): BubblewrapCommandLine {
   const systemRoot = input.systemRoot ?? '/';
   const args: string[] = [
     // Namespaces: every kind, and no further user namespaces from inside.
@@ -90,13 +117,19 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): strin
     '/proc/sys',
     '--dev',
     '/dev',
+    // The host's (or the runtime's) /usr/local holds whatever was installed by hand: none of it is the sandbox's.
+    '--size',
+    String(EMPTY_DIRECTORY_BYTES),
+    '--tmpfs',
+    '/usr/local',
+    '--remount-ro',
+    '/usr/local',
   ];
   for (const name of HOST_ETC_FILES) args.push('--ro-bind-try', path.join(systemRoot, 'etc', name), `/etc/${name}`);
-  for (const name of SYNTHETIC_ETC_FILES) args.push('--ro-bind', `${input.etcDirectory}/${name}`, `/etc/${name}`);
+  for (const [target, descriptor] of Object.entries(input.files)) {
+    args.push('--perms', '0444', '--ro-bind-data', String(descriptor), target);
+  }
   args.push(
-    '--ro-bind',
-    input.kernelDirectory,
-    KERNEL_MOUNT,
     // The only writable places: the session's files and a scratch /tmp, both capped.
     '--size',
     String(input.tmpBytes),
@@ -115,6 +148,15 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): strin
     '--clearenv',
   );
   for (const [name, value] of Object.entries(input.environment)) args.push('--setenv', name, value);
-  args.push('--', input.pythonPath, '-I', '-B', `${KERNEL_MOUNT}/${KERNEL_SCRIPT}`);
-  return args;
+  return { options: args, command: [input.pythonPath, '-I', '-B', `${KERNEL_MOUNT}/${KERNEL_SCRIPT}`] };
+}
+
+/** The size of the empty read-only tmpfs over /usr/local: one page is all it needs. */
+const EMPTY_DIRECTORY_BYTES = 4096;
+
+/** The options as `--args` reads them: each one followed by a NUL. */
+export function encodeArguments(options: string[]): Buffer {
+  const broken = options.find((option) => option.includes('\0'));
+  if (broken !== undefined) throw new SandboxStartError(`A sandbox option holds a NUL byte: ${JSON.stringify(broken)}`);
+  return Buffer.from(options.map((option) => `${option}\0`).join(''));
 }

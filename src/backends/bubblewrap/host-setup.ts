@@ -1,12 +1,11 @@
 /**
  * What the bubblewrap backend prepares on the host once per process: the
- * runtime directory (synthetic /etc files, a copy of the kernel that the
- * unprivileged sandbox user can read), the seccomp filter, and the
- * unprivileged host account sandboxes run as when sandcell runs as root.
+ * runtime directory (synthetic /etc files, a copy of the kernel, the
+ * sessions' volumes) and the seccomp filter.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { access, chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,31 +16,8 @@ import { KERNEL_SCRIPT, SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID } from '../sa
 
 const execFileAsync = promisify(execFile);
 
-export const DEFAULT_SANDBOX_USER = 'sandcell-sandbox';
-
-export interface HostAccount {
-  name: string;
-  uid: number;
-  gid: number;
-}
-
 export function isRoot(): boolean {
   return typeof process.getuid === 'function' && process.getuid() === 0;
-}
-
-/** Looks up a user in /etc/passwd (no NSS needed for the system account setup creates). */
-export function findHostAccount(name: string): HostAccount | undefined {
-  let passwd: string;
-  try {
-    passwd = readFileSync('/etc/passwd', 'utf8');
-  } catch {
-    return undefined;
-  }
-  for (const line of passwd.split('\n')) {
-    const [user, , uid, gid] = line.split(':');
-    if (user === name && uid && gid) return { name, uid: Number(uid), gid: Number(gid) };
-  }
-  return undefined;
 }
 
 export function defaultRuntimeDirectory(): string {
@@ -98,7 +74,7 @@ export interface RuntimeLayout {
   sessionsDirectory: string;
 }
 
-/** Creates the runtime directory: readable by the sandbox account, writable only by us. */
+/** Creates the runtime directory: searchable by the sandboxes' uids (bwrap binds the volumes under it), writable only by us. */
 export async function prepareRuntime(root: string): Promise<RuntimeLayout> {
   const layout: RuntimeLayout = {
     root,

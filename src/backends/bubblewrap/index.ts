@@ -1,18 +1,21 @@
 /**
  * The bubblewrap backend (the default): each sandbox is a bwrap process with
  * every namespace unshared, a seccomp filter, no capabilities, a read-only
- * minimal system and capped writable /mnt/data and /tmp. As root, sandboxes
- * run as an unprivileged host account inside their own cgroups.
+ * minimal system and capped writable /mnt/data and /tmp. As root, each
+ * session's sandboxes run as its own leased, unprivileged host uid, inside
+ * their own cgroups.
  */
 
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { access, open } from 'node:fs/promises';
+import { access, type FileHandle, open } from 'node:fs/promises';
 import path from 'node:path';
+import type { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeRootfsDirectory } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
+import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
 import type { SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
 import type {
@@ -23,15 +26,13 @@ import type {
   SandboxUsage,
   StartSandboxOptions,
 } from '../spec.js';
-import { buildBubblewrapArguments } from './arguments.js';
+import { checkUidRangeIsFree, resolveUidRange, type UidLease, UidLeases, type UidRange } from '../uid-leases.js';
+import { buildBubblewrapArguments, encodeArguments, sandboxFileSources } from './arguments.js';
 import { type CgroupLayout, detectCgroups, SandboxCgroup, sweepStaleCgroups } from './cgroup.js';
 import {
-  DEFAULT_SANDBOX_USER,
   defaultCacheDirectory,
   defaultRuntimeDirectory,
   ensureSeccompFilter,
-  findHostAccount,
-  type HostAccount,
   isRoot,
   prepareRuntime,
   type RuntimeLayout,
@@ -41,13 +42,22 @@ import { BubblewrapVolume, sweepStaleVolumes } from './volume.js';
 
 const execFileAsync = promisify(execFile);
 
+/** The child's descriptors beyond stdio: the seccomp filter, bwrap's options (`--args`), then files copied in. */
+const SECCOMP_DESCRIPTOR = 3;
+const OPTIONS_DESCRIPTOR = 4;
+const FIRST_FILE_DESCRIPTOR = 5;
+
 export interface BubblewrapBackendOptions {
   /** The bwrap executable. @default `bwrap` on PATH (env SANDCELL_BWRAP) */
   bwrapPath?: string;
   /** Python inside the sandbox. @default `/usr/bin/python3` */
   pythonPath?: string;
-  /** Host account sandboxes run as when sandcell runs as root. @default `sandcell-sandbox` (env SANDCELL_SANDBOX_USER) */
-  sandboxUser?: string;
+  /**
+   * Host uids leased to sessions when sandcell runs as root, one each, as
+   * `START-END` or a range; no account or subordinate id range may overlap it.
+   * @default 1974206464-1974271999 (DEFAULT_UID_RANGE; env SANDCELL_UID_RANGE)
+   */
+  uidRange?: string | UidRange;
   /** Where volumes and runtime files live. @default `/run/sandcell` as root, else `$XDG_RUNTIME_DIR/sandcell` (env SANDCELL_RUNTIME_DIR) */
   runtimeDirectory?: string;
   /** Where the compiled seccomp filter is cached. @default `~/.cache/sandcell` (env SANDCELL_CACHE_DIR) */
@@ -65,7 +75,8 @@ export interface BubblewrapBackendOptions {
 /** What the backend found about the host; `doctor` prints it. */
 export interface BubblewrapHostReport {
   bwrapPath: string;
-  runAs?: HostAccount;
+  /** As root: where each session's host uid comes from. Without root, sandboxes run as the caller. */
+  uidLeases?: UidLeases;
   cgroups?: CgroupLayout;
   seccompFilter: string;
   runtime: RuntimeLayout;
@@ -100,28 +111,26 @@ export class BubblewrapBackend implements SandboxBackend {
         'bubblewrap is not installed. Install it with `apt-get install bubblewrap` (or run `npm run setup`).',
       );
     }
-    let runAs: HostAccount | undefined;
+    let uidLeases: UidLeases | undefined;
     if (isRoot()) {
-      const name = this.options.sandboxUser ?? process.env.SANDCELL_SANDBOX_USER ?? DEFAULT_SANDBOX_USER;
-      runAs = findHostAccount(name);
-      if (!runAs || runAs.uid === 0) {
-        throw new BackendUnavailableError(
-          `sandcell runs as root, so sandboxes run as the unprivileged account \`${name}\`, which does not exist. ` +
-            `Create it with \`useradd --system --no-create-home --shell /usr/sbin/nologin ${name}\` (or run \`npm run setup\`), or set SANDCELL_SANDBOX_USER.`,
-        );
-      }
+      const range = resolveUidRange(this.options.uidRange);
+      await checkUidRangeIsFree(range);
+      uidLeases = new UidLeases({ range });
+      await uidLeases.prepare();
     }
     const systemRoot = await resolveSystemRoot(this.options.rootfs ?? process.env.SANDCELL_ROOTFS);
     const runtime = await prepareRuntime(this.options.runtimeDirectory ?? defaultRuntimeDirectory());
     const seccompFilter = await ensureSeccompFilter(this.options.cacheDirectory ?? defaultCacheDirectory());
     const cgroups = this.options.cgroups === 'off' || !isRoot() ? undefined : await detectCgroups();
     if (cgroups) await sweepStaleCgroups(cgroups);
-    await sweepStaleVolumes(runtime.sessionsDirectory, runAs !== undefined);
-    await this.checkUserNamespaces(bwrapPath, runAs);
-    return { bwrapPath, runAs, cgroups, seccompFilter, runtime, systemRoot };
+    await sweepStaleVolumes(runtime.sessionsDirectory, uidLeases !== undefined);
+    await this.checkUserNamespaces(bwrapPath, uidLeases);
+    return { bwrapPath, uidLeases, cgroups, seccompFilter, runtime, systemRoot };
   }
 
-  private async checkUserNamespaces(bwrapPath: string, runAs: HostAccount | undefined): Promise<void> {
+  /** A trial bwrap, as the uid a sandbox would have. */
+  private async checkUserNamespaces(bwrapPath: string, uidLeases: UidLeases | undefined): Promise<void> {
+    const trialUid = await uidLeases?.acquire('bubblewrap trial run');
     try {
       await execFileAsync(
         bwrapPath,
@@ -142,7 +151,7 @@ export class BubblewrapBackend implements SandboxBackend {
         {
           timeout: 10_000,
           cwd: '/',
-          ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
+          ...(trialUid ? { uid: trialUid.uid, gid: trialUid.gid } : {}),
         },
       );
     } catch (error) {
@@ -158,17 +167,26 @@ export class BubblewrapBackend implements SandboxBackend {
           'and on Ubuntu 24.04+ `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`.',
         { cause: error },
       );
+    } finally {
+      await trialUid?.release();
     }
   }
 
+  /** The session's storage, which holds the session's host uid (as root) for its whole life. */
   async createVolume(options: CreateVolumeOptions): Promise<BubblewrapVolume> {
     const prepared = await this.prepare();
-    return BubblewrapVolume.create({
-      sessionsDirectory: prepared.runtime.sessionsDirectory,
-      sessionId: options.sessionId,
-      dataBytes: options.limits.dataBytes,
-      account: prepared.runAs,
-    });
+    const owner = await prepared.uidLeases?.acquire(`bubblewrap session ${options.sessionId}`);
+    try {
+      return await BubblewrapVolume.create({
+        sessionsDirectory: prepared.runtime.sessionsDirectory,
+        sessionId: options.sessionId,
+        dataBytes: options.limits.dataBytes,
+        owner,
+      });
+    } catch (error) {
+      await owner?.release();
+      throw error;
+    }
   }
 
   async start(options: StartSandboxOptions): Promise<Sandbox> {
@@ -181,31 +199,52 @@ export class BubblewrapBackend implements SandboxBackend {
     const cgroup = prepared.cgroups
       ? await SandboxCgroup.create(prepared.cgroups, `sandcell-${process.pid}-${randomUUID().slice(0, 8)}`, limits)
       : undefined;
-    const filter = await open(prepared.seccompFilter, 'r');
+    // Descriptors of the child: 3 the seccomp filter, 4 bwrap's options, then the files copied in.
+    const opened: FileHandle[] = [];
+    const openForChild = async (file: string) => {
+      const handle = await open(file, 'r');
+      opened.push(handle);
+      return handle.fd;
+    };
     try {
+      const filter = await openForChild(prepared.seccompFilter);
+      const files: Record<string, number> = {};
+      const copied: number[] = [];
+      for (const [target, source] of Object.entries(sandboxFileSources(prepared.runtime))) {
+        files[target] = FIRST_FILE_DESCRIPTOR + copied.length;
+        copied.push(await openForChild(source));
+      }
       const kernelOptions = { ...options.kernelOptions, limits: rlimitsFor(limits, cgroup) };
-      const bwrapArguments = buildBubblewrapArguments({
+      const commandLine = buildBubblewrapArguments({
         dataDirectory: options.volume.directory,
-        etcDirectory: prepared.runtime.etcDirectory,
-        kernelDirectory: prepared.runtime.kernelDirectory,
-        seccompDescriptor: 3,
+        files,
+        seccompDescriptor: SECCOMP_DESCRIPTOR,
         tmpBytes: limits.tmpBytes,
         environment: sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra: options.environment }),
         pythonPath: this.options.pythonPath ?? '/usr/bin/python3',
         systemRoot: prepared.systemRoot,
       });
-      const [command, ...commandArguments] = launcher(prepared, cgroup, bwrapArguments);
+      const encodedOptions = encodeArguments(commandLine.options);
+      const bwrap = [prepared.bwrapPath, '--args', String(OPTIONS_DESCRIPTOR), '--', ...commandLine.command];
+      const [command, ...commandArguments] = launcher(options.volume.owner, cgroup, bwrap);
       const child = spawn(command as string, commandArguments, {
-        stdio: ['pipe', 'pipe', 'pipe', filter.fd],
+        stdio: ['pipe', 'pipe', 'pipe', filter, 'pipe', ...copied],
         cwd: '/',
         env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+        // Its own session and process group: a terminal's Ctrl-C (SIGINT to the foreground group) must reach
+        // sandcell, which interrupts the code, not bwrap, which would die. --die-with-parent still ties it to us.
+        detached: true,
       });
+      const optionsPipe = child.stdio[OPTIONS_DESCRIPTOR] as Writable;
+      // A bwrap that fails to start, or dies before reading, breaks the pipe: `exited` reports that, not a crash here.
+      optionsPipe.on('error', () => undefined);
+      optionsPipe.end(encodedOptions);
       return await BubblewrapSandbox.started(child, cgroup);
     } catch (error) {
       await cgroup?.remove();
       throw error;
     } finally {
-      await filter.close();
+      await Promise.all(opened.map((file) => file.close()));
     }
   }
 }
@@ -243,20 +282,19 @@ function rlimitsFor(limits: SandboxLimits, cgroup: SandboxCgroup | undefined): R
 }
 
 /**
- * As root: a shell joins the cgroups (before anything forks, so nothing
- * escapes them), then setpriv drops to the sandbox account and execs bwrap.
+ * A tiny shell raises its OOM score to the top (inherited by everything in
+ * the sandbox; set as root it is also the floor the sandbox cannot go below),
+ * joins the cgroups (before anything forks, so nothing escapes them), then, as
+ * root, setpriv drops to the session's host uid; and it execs bwrap.
  */
-function launcher(
-  prepared: BubblewrapHostReport,
-  cgroup: SandboxCgroup | undefined,
-  bwrapArguments: string[],
-): string[] {
-  const bwrap = [prepared.bwrapPath, ...bwrapArguments];
-  if (!prepared.runAs) return bwrap;
-  const { uid, gid } = prepared.runAs;
-  const drop = ['setpriv', `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--', ...bwrap];
-  const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"';
-  return ['/bin/sh', '-c', join, 'sandcell-launch', ...(cgroup?.procsFiles ?? []), '--', ...drop];
+function launcher(owner: UidLease | undefined, cgroup: SandboxCgroup | undefined, bwrap: string[]): string[] {
+  const script =
+    `echo ${SANDBOX_OOM_SCORE_ADJ} > /proc/self/oom_score_adj || exit 96; ` +
+    'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"';
+  const run = owner
+    ? ['setpriv', `--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--clear-groups', '--', ...bwrap]
+    : bwrap;
+  return ['/bin/sh', '-c', script, 'sandcell-launch', ...(cgroup?.procsFiles ?? []), '--', ...run];
 }
 
 class BubblewrapSandbox implements Sandbox {

@@ -1,8 +1,11 @@
 /**
  * A session's /mnt/data on the host. As root it is its own tmpfs, capped at
- * `dataBytes`, owned by the sandbox account and mounted nosuid,nodev; without
- * root it is a plain directory, capped per file by RLIMIT_FSIZE only (doctor
- * says so). Either way it outlives kernel restarts and goes with dispose().
+ * `dataBytes`, owned by the session's leased host uid and mounted
+ * nosuid,nodev; the volume holds that lease for the session's life, so every
+ * kernel of the session runs as the same uid, and releases it with the
+ * storage. Without root it is a plain directory, capped per file by
+ * RLIMIT_FSIZE only (doctor says so). Either way it outlives kernel restarts
+ * and goes with dispose().
  */
 import { execFile } from 'node:child_process';
 import { chown, mkdir, readdir, rm, rmdir } from 'node:fs/promises';
@@ -11,7 +14,7 @@ import { promisify } from 'node:util';
 import { SandboxStartError } from '../../errors.js';
 import { isProcessAlive } from '../../internal/process-alive.js';
 import type { SandboxVolume } from '../spec.js';
-import type { HostAccount } from './host-setup.js';
+import type { UidLease } from '../uid-leases.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -22,18 +25,20 @@ export class BubblewrapVolume implements SandboxVolume {
     readonly sessionId: string,
     readonly directory: string,
     private readonly mounted: boolean,
+    /** The host uid the session's sandboxes run as (as root); released with the volume. */
+    readonly owner?: UidLease,
   ) {}
 
   static async create(options: {
     sessionsDirectory: string;
     sessionId: string;
     dataBytes: number;
-    account?: HostAccount;
+    owner?: UidLease;
   }): Promise<BubblewrapVolume> {
     const directory = path.join(options.sessionsDirectory, `${process.pid}-${options.sessionId}`);
     await mkdir(directory, { mode: 0o700 });
-    if (!options.account) return new BubblewrapVolume(options.sessionId, directory, false);
-    const { uid, gid } = options.account;
+    if (!options.owner) return new BubblewrapVolume(options.sessionId, directory, false);
+    const { uid, gid } = options.owner;
     try {
       await execFileAsync('mount', [
         '-t',
@@ -50,11 +55,11 @@ export class BubblewrapVolume implements SandboxVolume {
       });
     }
     await chown(directory, uid, gid);
-    return new BubblewrapVolume(options.sessionId, directory, true);
+    return new BubblewrapVolume(options.sessionId, directory, true, options.owner);
   }
 
   dispose(): Promise<void> {
-    this.disposed ??= removeVolumeDirectory(this.directory, this.mounted);
+    this.disposed ??= removeVolumeDirectory(this.directory, this.mounted).then(() => this.owner?.release());
     return this.disposed;
   }
 }

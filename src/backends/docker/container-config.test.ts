@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../limits.js';
 import {
+  EXTRA_MASKED_PATHS,
   holderContainerOptions,
   KERNEL_COMMAND,
   kernelContainerOptions,
@@ -10,6 +11,8 @@ import {
 import { ownerIsGone, ownerLabels } from './owner.js';
 
 const labels = { [MANAGED_LABEL]: '1', ...ownerLabels() };
+/** A session's leased host uid (from the default range). */
+const owner = { uid: 1974206500, gid: 1974206500 };
 
 describe('the kernel container', () => {
   const options = kernelContainerOptions({
@@ -19,8 +22,19 @@ describe('the kernel container', () => {
     limits: { ...DEFAULT_LIMITS, memoryBytes: 256 * 2 ** 20, processes: 64, cpus: 0.5, tmpBytes: 2 ** 20 },
     environment: { A: 'b' },
     labels,
+    maskedPaths: ['/proc/kcore', '/proc/cmdline'],
+    owner,
   });
   const host = options.HostConfig ?? {};
+
+  it('asks the OOM killer to take it first', () => {
+    expect(host.OomScoreAdj).toBe(1000);
+  });
+
+  it("masks the paths it is given, the host's boot arguments among sandcell's own", () => {
+    expect(host.MaskedPaths).toEqual(['/proc/kcore', '/proc/cmdline']);
+    expect(EXTRA_MASKED_PATHS).toContain('/proc/cmdline');
+  });
 
   it('has no network, no capabilities, no new privileges, and keeps the engine seccomp profile', () => {
     expect(host.NetworkMode).toBe('none');
@@ -33,7 +47,7 @@ describe('the kernel container', () => {
     expect(options.Entrypoint).toEqual(KERNEL_COMMAND);
   });
 
-  it('is read-only but for size-capped /tmp and the /mnt/data volume, and runs as uid 1000 without a TTY', () => {
+  it("is read-only but for size-capped /tmp and the /mnt/data volume, and runs as the session's uid without a TTY", () => {
     expect(host.ReadonlyRootfs).toBe(true);
     expect(host.Tmpfs?.['/tmp']).toContain(`size=${2 ** 20}`);
     expect(host.Tmpfs?.['/tmp']).toContain('nosuid');
@@ -41,7 +55,7 @@ describe('the kernel container', () => {
     expect(host.Mounts).toEqual([
       expect.objectContaining({ Type: 'volume', Source: 'sandcell-data-1', Target: '/mnt/data' }),
     ]);
-    expect(options.User).toBe('1000:1000');
+    expect(options.User).toBe('1974206500:1974206500');
     expect(options.Tty).toBe(false);
     expect(options.OpenStdin).toBe(true);
     expect(options.StdinOnce).toBe(true);
@@ -62,15 +76,16 @@ describe('the kernel container', () => {
 });
 
 describe('the data volume and its holder', () => {
-  it('is a tmpfs capped at dataBytes, owned by the sandbox user', () => {
-    const volume = volumeOptions({ name: 'v', dataBytes: 5 * 2 ** 20, labels });
+  it("is a tmpfs capped at dataBytes, owned by the session's uid", () => {
+    const volume = volumeOptions({ name: 'v', dataBytes: 5 * 2 ** 20, labels, owner });
     expect(volume.DriverOpts).toMatchObject({ type: 'tmpfs', device: 'tmpfs' });
     expect(volume.DriverOpts?.o).toContain(`size=${5 * 2 ** 20}`);
-    expect(volume.DriverOpts?.o).toContain('uid=1000');
+    expect(volume.DriverOpts?.o).toContain('uid=1974206500,gid=1974206500');
   });
 
   it('holds the volume read-only, locked down like the kernel', () => {
-    const holder = holderContainerOptions({ image: 'i', name: 'h', volumeName: 'v', labels });
+    const holder = holderContainerOptions({ image: 'i', name: 'h', volumeName: 'v', labels, owner });
+    expect(holder.User).toBe('1974206500:1974206500');
     expect(holder.HostConfig?.NetworkMode).toBe('none');
     expect(holder.HostConfig?.CapDrop).toEqual(['ALL']);
     expect(holder.HostConfig?.Mounts?.[0]?.ReadOnly).toBe(true);

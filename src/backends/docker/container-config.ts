@@ -5,15 +5,9 @@
  * one place.
  */
 import type Dockerode from 'dockerode';
+import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
 import type { SandboxLimits } from '../limits.js';
-import {
-  DATA_MOUNT,
-  KERNEL_MOUNT,
-  KERNEL_SCRIPT,
-  SANDBOX_GID,
-  SANDBOX_HOSTNAME,
-  SANDBOX_UID,
-} from '../sandbox-environment.js';
+import { DATA_MOUNT, KERNEL_MOUNT, KERNEL_SCRIPT, SANDBOX_HOSTNAME } from '../sandbox-environment.js';
 
 /** Every object sandcell creates carries this label; sweeping looks for it. */
 export const MANAGED_LABEL = 'org.sandcell.managed';
@@ -24,6 +18,8 @@ export const OWNER_LABELS = {
   start: 'org.sandcell.owner.start',
 } as const;
 export const SESSION_LABEL = 'org.sandcell.session';
+/** The host uid a session's containers run as, so that no two sessions sharing an engine take the same one. */
+export const UID_LABEL = 'org.sandcell.uid';
 export const ROLE_LABEL = 'org.sandcell.role';
 
 const PYTHON = '/usr/bin/python3';
@@ -57,10 +53,18 @@ function lockedDown(limits: Pick<SandboxLimits, 'tmpBytes'>): Dockerode.HostConf
     LogConfig: { Type: 'none', Config: {} },
     // docker-init as PID 1 reaps orphans and forwards signals.
     Init: true,
+    // A host OOM takes sandboxes before anything else (set by the engine as root, so the code cannot lower it).
+    OomScoreAdj: SANDBOX_OOM_SCORE_ADJ,
   };
 }
 
-/** NoCopy: the engine must not copy the image's /mnt/data (owner root) over the volume's uid-1000 root. */
+/** The session's leased host uid and gid: containers run as them and the volume belongs to them. */
+export interface SessionOwner {
+  uid: number;
+  gid: number;
+}
+
+/** NoCopy: the engine must not copy the image's /mnt/data (owner root) over the volume's root, owned by the session. */
 function dataMount(volumeName: string, readOnly: boolean): Dockerode.MountSettings {
   return {
     Type: 'volume',
@@ -71,6 +75,9 @@ function dataMount(volumeName: string, readOnly: boolean): Dockerode.MountSettin
   };
 }
 
+/** Masked in kernel containers beyond the engine's defaults: the host's boot arguments. */
+export const EXTRA_MASKED_PATHS = ['/proc/cmdline'];
+
 export interface KernelContainerInput {
   image: string;
   name: string;
@@ -78,6 +85,9 @@ export interface KernelContainerInput {
   limits: SandboxLimits;
   environment: Record<string, string>;
   labels: Record<string, string>;
+  /** Every path to mask (this replaces the engine's list): its defaults and EXTRA_MASKED_PATHS. */
+  maskedPaths: string[];
+  owner: SessionOwner;
 }
 
 export function kernelContainerOptions(input: KernelContainerInput): Dockerode.ContainerCreateOptions {
@@ -88,7 +98,7 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
     Image: input.image,
     Entrypoint: KERNEL_COMMAND,
     Cmd: [],
-    User: `${SANDBOX_UID}:${SANDBOX_GID}`,
+    User: `${input.owner.uid}:${input.owner.gid}`,
     WorkingDir: DATA_MOUNT,
     Hostname: SANDBOX_HOSTNAME,
     Env: Object.entries(input.environment).map(([name, value]) => `${name}=${value}`),
@@ -110,6 +120,7 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
       NanoCpus: Math.round(limits.cpus * 1e9),
       PidsLimit: Math.floor(limits.processes),
       Mounts: [dataMount(input.volumeName, false)],
+      MaskedPaths: input.maskedPaths,
       Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
     },
   };
@@ -125,13 +136,14 @@ export function holderContainerOptions(input: {
   name: string;
   volumeName: string;
   labels: Record<string, string>;
+  owner: SessionOwner;
 }): Dockerode.ContainerCreateOptions {
   return {
     name: input.name,
     Image: input.image,
     Entrypoint: ['/bin/sleep', 'infinity'],
     Cmd: [],
-    User: `${SANDBOX_UID}:${SANDBOX_GID}`,
+    User: `${input.owner.uid}:${input.owner.gid}`,
     Hostname: SANDBOX_HOSTNAME,
     Labels: { ...input.labels, [ROLE_LABEL]: 'volume-holder' },
     Tty: false,
@@ -147,11 +159,12 @@ export function holderContainerOptions(input: {
   };
 }
 
-/** /mnt/data: a tmpfs volume, capped at `dataBytes`, owned by the sandbox user. */
+/** /mnt/data: a tmpfs volume, capped at `dataBytes`, owned by the session's uid. */
 export function volumeOptions(input: {
   name: string;
   dataBytes: number;
   labels: Record<string, string>;
+  owner: SessionOwner;
 }): Dockerode.VolumeCreateOptions {
   return {
     Name: input.name,
@@ -159,7 +172,7 @@ export function volumeOptions(input: {
     DriverOpts: {
       type: 'tmpfs',
       device: 'tmpfs',
-      o: `size=${Math.floor(input.dataBytes)},uid=${SANDBOX_UID},gid=${SANDBOX_GID},mode=0700,nosuid,nodev`,
+      o: `size=${Math.floor(input.dataBytes)},uid=${input.owner.uid},gid=${input.owner.gid},mode=0700,nosuid,nodev`,
     },
     Labels: { ...input.labels, [ROLE_LABEL]: 'data' },
   };

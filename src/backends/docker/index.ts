@@ -4,7 +4,8 @@
  * speaks the same protocol as on bubblewrap, over the container's attached
  * stdin/stdout. /mnt/data is a size-capped tmpfs volume that outlives kernel
  * restarts; closing a session removes everything it created, and objects left
- * by a sandcell process that died are removed at the next start.
+ * by a sandcell process that died are removed at the next start. Each session
+ * runs as its own host uid, leased on this machine (see uid-leases.ts).
  */
 
 import { randomUUID } from 'node:crypto';
@@ -24,12 +25,15 @@ import type {
   SandboxVolume,
   StartSandboxOptions,
 } from '../spec.js';
+import { checkUidRangeIsFree, resolveUidRange, type UidLease, UidLeases, type UidRange } from '../uid-leases.js';
 import {
+  EXTRA_MASKED_PATHS,
   holderContainerOptions,
   KERNEL_COMMAND,
   kernelContainerOptions,
   MANAGED_LABEL,
   SESSION_LABEL,
+  UID_LABEL,
   volumeOptions,
 } from './container-config.js';
 import { ownerIsGone, ownerLabels } from './owner.js';
@@ -41,6 +45,12 @@ export interface DockerBackendOptions {
   image?: string;
   /** How long to wait for the engine to answer a ping. @default 5000 */
   connectTimeoutMs?: number;
+  /**
+   * Host uids leased to sessions, one each, as `START-END` or a range; no
+   * account or subordinate id range of this machine may overlap it.
+   * @default 1974206464-1974271999 (DEFAULT_UID_RANGE; env SANDCELL_UID_RANGE)
+   */
+  uidRange?: string | UidRange;
 }
 
 /** What the backend found about the engine; `doctor` prints it. */
@@ -56,7 +66,14 @@ export interface DockerEngineReport {
   limits: { memory: boolean; swap: boolean; pids: boolean; cpu: boolean };
   /** Stale objects of dead sandcell processes removed while preparing. */
   swept: number;
+  /** Paths kernel containers see masked: the engine's defaults plus sandcell's (EXTRA_MASKED_PATHS). */
+  maskedPaths: string[];
+  /** Where each session's host uid comes from. */
+  uidLeases: UidLeases;
 }
+
+/** Leases tried before giving up when the engine shows each uid in use (machines sharing one engine). */
+const UID_ATTEMPTS = 8;
 
 /** Where the client connects, for messages. */
 function describeEndpoint(): string {
@@ -128,7 +145,14 @@ export class DockerBackend implements SandboxBackend {
         { cause: error },
       );
     }
+    // The range is checked against this machine's accounts: the engine is expected to run here.
+    const range = resolveUidRange(this.options.uidRange);
+    await checkUidRangeIsFree(range);
     const swept = await sweepStaleObjects(this.docker);
+    // After the sweep, so that a uid whose lease is swept has no container of a dead owner left.
+    const uidLeases = new UidLeases({ range });
+    await uidLeases.prepare();
+    const maskedPaths = await maskedPathsFor(this.docker, this.image);
     return {
       endpoint,
       serverVersion: version.Version,
@@ -144,21 +168,31 @@ export class DockerBackend implements SandboxBackend {
         cpu: info.CpuCfsQuota === true,
       },
       swept,
+      maskedPaths,
+      uidLeases,
     };
   }
 
   async createVolume(options: CreateVolumeOptions): Promise<DockerVolume> {
-    await this.prepare();
+    const { uidLeases } = await this.prepare();
     options.signal?.throwIfAborted();
+    const owner = await this.leaseUid(uidLeases, options.sessionId);
     const suffix = `${process.pid}-${options.sessionId.slice(0, 12)}-${randomUUID().slice(0, 6)}`;
-    const labels = { [MANAGED_LABEL]: '1', [SESSION_LABEL]: options.sessionId, ...ownerLabels() };
+    const labels = {
+      [MANAGED_LABEL]: '1',
+      [SESSION_LABEL]: options.sessionId,
+      [UID_LABEL]: String(owner.uid),
+      ...ownerLabels(),
+    };
     const volumeName = `sandcell-data-${suffix}`;
     try {
-      await this.docker.createVolume(volumeOptions({ name: volumeName, dataBytes: options.limits.dataBytes, labels }));
-      const holder = await this.docker.createContainer(
-        holderContainerOptions({ image: this.image, name: `sandcell-holder-${suffix}`, volumeName, labels }),
+      await this.docker.createVolume(
+        volumeOptions({ name: volumeName, dataBytes: options.limits.dataBytes, labels, owner }),
       );
-      const volume = new DockerVolume(this.docker, options.sessionId, volumeName, holder, labels);
+      const holder = await this.docker.createContainer(
+        holderContainerOptions({ image: this.image, name: `sandcell-holder-${suffix}`, volumeName, labels, owner }),
+      );
+      const volume = new DockerVolume(this.docker, options.sessionId, volumeName, holder, labels, owner);
       try {
         await holder.start();
       } catch (error) {
@@ -171,14 +205,40 @@ export class DockerBackend implements SandboxBackend {
         .getVolume(volumeName)
         .remove()
         .catch(() => undefined);
+      await owner.release();
       throw new SandboxStartError(`Could not create the session's /mnt/data volume: ${errorText(error)}`, {
         cause: error,
       });
     }
   }
 
+  /**
+   * A uid leased on this machine that no container on the engine runs as:
+   * containers of another machine sharing the engine, or of a dead owner not
+   * swept yet, keep their uid label, and such a uid is passed over.
+   */
+  private async leaseUid(uidLeases: UidLeases, sessionId: string): Promise<UidLease> {
+    const passedOver: UidLease[] = [];
+    try {
+      for (let attempt = 0; attempt < UID_ATTEMPTS; attempt += 1) {
+        const lease = await uidLeases.acquire(`docker session ${sessionId}`);
+        const users = await this.docker.listContainers({
+          all: true,
+          filters: { label: [`${UID_LABEL}=${lease.uid}`] },
+        });
+        if (users.length === 0) return lease;
+        passedOver.push(lease);
+      }
+    } finally {
+      await Promise.all(passedOver.map((lease) => lease.release()));
+    }
+    throw new SandboxStartError(
+      `No free host uid found in ${UID_ATTEMPTS} tries: containers on the engine already run as them. Give this machine its own range with SANDCELL_UID_RANGE=START-END.`,
+    );
+  }
+
   async start(options: StartSandboxOptions): Promise<Sandbox> {
-    await this.prepare();
+    const { maskedPaths } = await this.prepare();
     if (!(options.volume instanceof DockerVolume)) {
       throw new SandboxStartError('The docker backend needs a volume it created (createVolume).');
     }
@@ -191,6 +251,8 @@ export class DockerBackend implements SandboxBackend {
       limits: options.limits,
       environment: sandboxEnvironment({ kernelOptions, threads: options.limits.cpus, extra: options.environment }),
       labels: options.volume.labels,
+      maskedPaths,
+      owner: options.volume.owner,
     });
     let container: Dockerode.Container | undefined;
     try {
@@ -216,9 +278,18 @@ export class DockerBackend implements SandboxBackend {
   }
 }
 
-/** Limits the kernel applies to itself; processes are the container's PidsLimit (RLIMIT_NPROC would count every container's uid 1000). */
+/**
+ * Limits the kernel applies to itself. RLIMIT_NPROC counts every process of
+ * the host uid, which is the session's own, so it bounds the session like
+ * PidsLimit does (the holder's two processes count too).
+ */
 function rlimitsFor(limits: SandboxLimits): Record<string, number> {
-  return { cpuSeconds: limits.cpuSeconds, fileSizeBytes: limits.fileSizeBytes, openFiles: limits.openFiles };
+  return {
+    processes: limits.processes,
+    cpuSeconds: limits.cpuSeconds,
+    fileSizeBytes: limits.fileSizeBytes,
+    openFiles: limits.openFiles,
+  };
 }
 
 export class DockerVolume implements SandboxVolume {
@@ -230,24 +301,32 @@ export class DockerVolume implements SandboxVolume {
     readonly name: string,
     private readonly holder: Dockerode.Container,
     readonly labels: Record<string, string>,
+    /** The session's host uid: its containers run as it; released once they and the volume are gone. */
+    readonly owner: UidLease,
   ) {}
 
   dispose(): Promise<void> {
     this.disposed ??= (async () => {
-      await this.holder.remove({ force: true }).catch(ignoreMissing);
-      // The engine may still be releasing the last kernel container's mount: retry briefly.
-      for (let attempt = 0; ; attempt += 1) {
-        try {
-          await this.docker.getVolume(this.name).remove();
-          return;
-        } catch (error) {
-          if (statusOf(error) === 404) return;
-          if (statusOf(error) !== 409 || attempt >= 20) throw error;
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-      }
+      await this.removeObjects();
+      await this.owner.release();
     })();
     return this.disposed;
+  }
+
+  /** The holder, then the volume. Should this fail, the uid stays leased until this process ends. */
+  private async removeObjects(): Promise<void> {
+    await this.holder.remove({ force: true }).catch(ignoreMissing);
+    // The engine may still be releasing the last kernel container's mount: retry briefly.
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        await this.docker.getVolume(this.name).remove();
+        return;
+      } catch (error) {
+        if (statusOf(error) === 404) return;
+        if (statusOf(error) !== 409 || attempt >= 20) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
   }
 }
 
@@ -337,6 +416,29 @@ function exitReason(code: number | null, outOfMemory: boolean, killedByUs: boole
   if (code === 128 + 24) return 'cpu-limit';
   if (code === 128 + 9) return 'killed';
   return 'exited';
+}
+
+/**
+ * The engine's default masked paths with sandcell's added. Setting MaskedPaths
+ * replaces the engine's list, which differs between versions, so it is read
+ * from a container created (never started) for the purpose.
+ */
+async function maskedPathsFor(docker: Dockerode, image: string): Promise<string[]> {
+  const probe = await docker.createContainer({
+    name: `sandcell-probe-${process.pid}-${randomUUID().slice(0, 8)}`,
+    Image: image,
+    Entrypoint: ['/bin/true'],
+    Cmd: [],
+    NetworkDisabled: true,
+    Labels: { [MANAGED_LABEL]: '1', ...ownerLabels() },
+    HostConfig: { NetworkMode: 'none' },
+  });
+  try {
+    const defaults = (await probe.inspect()).HostConfig.MaskedPaths ?? [];
+    return [...new Set([...defaults, ...EXTRA_MASKED_PATHS])];
+  } finally {
+    await probe.remove({ force: true }).catch(ignoreMissing);
+  }
 }
 
 /** Removes containers and volumes labelled as sandcell's whose owning process on this machine is gone. */

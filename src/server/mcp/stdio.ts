@@ -6,9 +6,10 @@
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import pino from 'pino';
+import { SERVER_OOM_SCORE_ADJ, setOwnOomScoreAdjust } from '../../internal/oom-score.js';
 import { LOCAL_OWNER } from '../auth.js';
 import { resolveServerOptions, type ServerOptions } from '../options.js';
-import { createRuntime } from '../runtime.js';
+import { createRuntime, logOomScore } from '../runtime.js';
 import { createMcpServer } from './mcp-server.js';
 
 export interface McpStdioOptions
@@ -22,6 +23,8 @@ export interface McpStdioOptions
 
 /** Serves MCP on stdin/stdout until the client goes away; resolves once every sandbox is closed. */
 export async function runMcpStdio(options: McpStdioOptions = {}): Promise<void> {
+  // This serves one client for the life of its process: a host OOM must take a sandbox, never it.
+  const oomScore = setOwnOomScoreAdjust(SERVER_OOM_SCORE_ADJ);
   const resolved = resolveServerOptions({
     host: '127.0.0.1',
     apiKeys: [],
@@ -36,6 +39,7 @@ export async function runMcpStdio(options: McpStdioOptions = {}): Promise<void> 
     shutdownGraceMs: 5_000,
   });
   const context = createRuntime(resolved);
+  logOomScore(context.logger, oomScore);
   const server = createMcpServer({
     registry: context.registry,
     owner: LOCAL_OWNER,
