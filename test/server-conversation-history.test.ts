@@ -6,8 +6,8 @@
  * JSON while the conversation keeps working.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CodeStep, Conversation, ConversationEvent, Turn } from '../src/server/conversations/transcript.js';
-import { applyConversationEvent } from '../src/server/conversations/transcript.js';
+import type { CodeStep, Conversation, ConversationEvent, Turn } from '../src/protocol/index.js';
+import { applyConversationEvent } from '../src/protocol/index.js';
 import { type Client, client, startTestServer } from './server-helpers.js';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;

@@ -6,7 +6,7 @@
  * rate limit like executions.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Turn } from '../src/server/conversations/transcript.js';
+import type { Turn } from '../src/protocol/index.js';
 import { client, startTestServer } from './server-helpers.js';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;

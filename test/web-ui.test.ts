@@ -11,7 +11,7 @@ import path from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Download, type Locator, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createChatModel } from '../src/agents/index.js';
-import type { Conversation } from '../src/server/conversations/transcript.js';
+import type { Conversation } from '../src/protocol/index.js';
 import { client, startTestServer } from './server-helpers.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
 

@@ -105,7 +105,7 @@ export class Agent {
               ? 'The code failed on every attempt, so I stopped without an answer.'
               : `I stopped after ${this.maxSteps} steps without reaching an answer.`);
           const answer: AgentAnswer = { text, stopReason: wrapUp ?? 'answer', steps: step, usage };
-          this.emit({ type: 'answer-end', agent: this.name, answer });
+          this.emit({ type: 'answer-end', agent: this.name, ...answer });
           return answer;
         }
         const { messages } = await this.tools.runAll(response.toolCalls, {

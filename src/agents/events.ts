@@ -1,18 +1,19 @@
-/** What agents report while they work, for a UI to render. Events are `<noun>-<action>`. */
-import type { Execution } from '../session/execution.js';
+/**
+ * What agents report while they work, for a UI to render: the shared event
+ * vocabulary (src/protocol/events.ts) as it is in process, plus the events
+ * only a process sees (the model's raw response, tool calls, files loaded).
+ */
+import type { Presentation, TurnAnswer, WorkEvent } from '../protocol/index.js';
+import type { Execution, ExecutionResult } from '../session/execution.js';
 import type { ChatResponse, ToolCall } from './model.js';
 import type { ToolOutput } from './tool.js';
 
-export type StopReason = 'answer' | 'max-steps' | 'gave-up';
+export type { StopReason } from '../protocol/index.js';
 
-export interface AgentAnswer {
+/** `stopReason`: `max-steps` is `maxSteps`, `gave-up` is `maxAttempts` failures in a row; `steps`: model calls made for this question. */
+export interface AgentAnswer extends TurnAnswer {
   /** The model's answer in words. */
   text: string;
-  /** `answer`: the model answered; `max-steps`: it was stopped at `maxSteps` and asked to wrap up; `gave-up`: code failed `maxAttempts` times in a row. */
-  stopReason: StopReason;
-  /** Model calls made for this question. */
-  steps: number;
-  usage: { inputTokens: number; outputTokens: number };
 }
 
 /** A file the code left in /mnt/data (new or changed), or a figure saved there from a result. */
@@ -25,27 +26,25 @@ export interface SessionFile {
   savedTo?: string;
 }
 
+/** In process: results with their image bytes, the execution as it ran, files with their host paths, the answer with its words. */
+export interface InProcessPresentation extends Presentation {
+  result: ExecutionResult;
+  ended: {
+    /** The code that ran (the edited code, when the user edited it). */
+    code: string;
+    attempt: number;
+    maxAttempts: number;
+    execution: Execution;
+    files: SessionFile[];
+  };
+  answer: AgentAnswer;
+}
+
 export type AgentEvent =
-  | { type: 'step-start'; agent: string; step: number; maxSteps: number }
-  | { type: 'answer-delta'; agent: string; text: string }
+  | WorkEvent<InProcessPresentation>
   | { type: 'step-end'; agent: string; step: number; response: ChatResponse }
   | { type: 'tool-call-start'; agent: string; toolCall: ToolCall }
   | { type: 'tool-call-end'; agent: string; toolCall: ToolCall; output: ToolOutput }
-  | { type: 'answer-end'; agent: string; answer: AgentAnswer }
-  | { type: 'code-ready'; toolCallId: string; code: string; attempt: number; maxAttempts: number }
-  | { type: 'execution-start'; toolCallId: string; code: string; attempt: number; maxAttempts: number; edited: boolean }
-  | { type: 'stdout-delta'; toolCallId: string; text: string }
-  | { type: 'stderr-delta'; toolCallId: string; text: string }
-  | {
-      type: 'execution-end';
-      toolCallId: string;
-      code: string;
-      attempt: number;
-      maxAttempts: number;
-      execution: Execution;
-      files: SessionFile[];
-    }
-  | { type: 'execution-skipped'; toolCallId: string; code: string; reason: 'declined' | 'no-attempts-left' }
   /** A file is in the session (/mnt/data); its preview is being computed. */
   | { type: 'file-written'; sessionPath: string; size: number }
   | { type: 'file-loaded'; file: LoadedFileSummary };

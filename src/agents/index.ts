@@ -15,6 +15,7 @@ export type {
   AgentAnswer,
   AgentEvent,
   AgentEventListener,
+  InProcessPresentation,
   LoadedFileSummary,
   SessionFile,
   StopReason,

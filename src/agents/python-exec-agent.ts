@@ -34,7 +34,7 @@ export type ApprovalDecision =
   | { action: 'edit'; code: string };
 
 export interface ApprovalRequest {
-  toolCallId: string;
+  callId: string;
   code: string;
   attempt: number;
   maxAttempts: number;
@@ -42,7 +42,7 @@ export interface ApprovalRequest {
 
 /** What one call of the tool did: what ran, or why not. */
 export interface ExecutionRecord {
-  toolCallId: string;
+  callId: string;
   /** The code the model wrote. */
   code: string;
   /** The code that ran, if the user edited it. */
@@ -129,24 +129,24 @@ export class PythonExecAgent extends Agent {
     return this.failures >= this.maxAttempts ? 'gave-up' : undefined;
   }
 
-  private async execute(code: string, toolCallId: string, signal?: AbortSignal): Promise<ToolOutput> {
+  private async execute(code: string, callId: string, signal?: AbortSignal): Promise<ToolOutput> {
     const attempt = this.failures + 1;
     const maxAttempts = this.maxAttempts;
     if (this.failures >= maxAttempts) {
-      this.records.push({ toolCallId, code, attempt: this.failures, status: 'no-attempts-left', files: [] });
-      this.emit({ type: 'execution-skipped', toolCallId, code, reason: 'no-attempts-left' });
+      this.records.push({ callId, code, attempt: this.failures, status: 'no-attempts-left', files: [] });
+      this.emit({ type: 'execution-skipped', callId, code, reason: 'no-attempts-left' });
       return {
         content: `Not run: the code already failed ${maxAttempts} times in a row. Do not run more code; explain to the user what went wrong.`,
         isError: true,
       };
     }
-    this.emit({ type: 'code-ready', toolCallId, code, attempt, maxAttempts });
+    this.emit({ type: 'code-ready', callId, code, attempt, maxAttempts });
     let editedCode: string | undefined;
     if (this.options.approve) {
-      const decision = await this.options.approve({ toolCallId, code, attempt, maxAttempts });
+      const decision = await this.options.approve({ callId, code, attempt, maxAttempts });
       if (decision.action === 'skip') {
-        this.records.push({ toolCallId, code, attempt, status: 'declined', files: [] });
-        this.emit({ type: 'execution-skipped', toolCallId, code, reason: 'declined' });
+        this.records.push({ callId, code, attempt, status: 'declined', files: [] });
+        this.emit({ type: 'execution-skipped', callId, code, reason: 'declined' });
         const why = decision.reason ? ` Their reason: ${decision.reason}` : '';
         return {
           content: `The user declined to run this code, so it was not executed.${why} Do not run it again unchanged; ask the user or answer without it.`,
@@ -158,7 +158,7 @@ export class PythonExecAgent extends Agent {
     await this.fileChanges.snapshot();
     this.emit({
       type: 'execution-start',
-      toolCallId,
+      callId,
       code: ran,
       attempt,
       maxAttempts,
@@ -168,15 +168,15 @@ export class PythonExecAgent extends Agent {
     const execution = await run(ran, {
       signal,
       timeoutMs: this.options.executionTimeoutMs,
-      onStdout: (text) => this.emit({ type: 'stdout-delta', toolCallId, text }),
-      onStderr: (text) => this.emit({ type: 'stderr-delta', toolCallId, text }),
+      onStdout: (text) => this.emit({ type: 'stdout-delta', callId, text }),
+      onStderr: (text) => this.emit({ type: 'stderr-delta', callId, text }),
     });
     const files = await this.changedFiles();
     const figureNotes = new Map<string, string>();
     files.push(...(await this.saveFigures(execution, figureNotes)));
     this.failures = execution.status === 'ok' ? 0 : this.failures + 1;
     const record: ExecutionRecord = {
-      toolCallId,
+      callId,
       code,
       editedCode,
       attempt,
@@ -186,7 +186,7 @@ export class PythonExecAgent extends Agent {
     };
     this.records.push(record);
     await this.options.afterExecution?.(record);
-    this.emit({ type: 'execution-end', toolCallId, code: ran, attempt, maxAttempts, execution, files });
+    this.emit({ type: 'execution-end', callId, code: ran, attempt, maxAttempts, execution, files });
     const content = formatExecutionReport({
       execution,
       attempt,

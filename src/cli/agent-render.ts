@@ -96,12 +96,12 @@ export class AgentRenderer {
         break;
       case 'stdout-delta':
       case 'stderr-delta':
-        this.outputs.set(event.toolCallId, (this.outputs.get(event.toolCallId) ?? '') + event.text);
+        this.outputs.set(event.callId, (this.outputs.get(event.callId) ?? '') + event.text);
         break;
       case 'execution-end': {
         this.stopSpinner();
-        const output = this.outputs.get(event.toolCallId) ?? '';
-        this.outputs.delete(event.toolCallId);
+        const output = this.outputs.get(event.callId) ?? '';
+        this.outputs.delete(event.callId);
         if (output) this.log.write(`${trimOutput(output)}\n`);
         for (const result of event.execution.results) {
           const plain = result.data['text/plain'];

@@ -4,6 +4,7 @@
  * then `execution-end` with the whole execution, or `error` if it could not run.
  * A client that disconnects interrupts the code.
  */
+import type { ExecutionStreamEvent } from '../protocol/index.js';
 import type { Execution, ExecutionResult } from '../session/execution.js';
 import { errorBody, toHttpError } from './errors.js';
 
@@ -21,11 +22,6 @@ export function requestedStreamFormat(
   if (/application\/x-ndjson/i.test(accept ?? '')) return 'ndjson';
   if (/text\/event-stream/i.test(accept ?? '')) return 'sse';
   return undefined;
-}
-
-export interface StreamEvent {
-  type: 'stdout-delta' | 'stderr-delta' | 'result-ready' | 'execution-end' | 'error';
-  [key: string]: unknown;
 }
 
 export interface StreamCallbacks {
@@ -82,7 +78,7 @@ export function streamExecution(
   run: (callbacks: StreamCallbacks) => Promise<{ execution: Execution; body: unknown }>,
   presentResult: (result: ExecutionResult) => unknown,
 ): Response {
-  return eventStream<StreamEvent>(format, (send, signal) =>
+  return eventStream<ExecutionStreamEvent>(format, (send, signal) =>
     run({
       onStdout: (text) => send({ type: 'stdout-delta', text }),
       onStderr: (text) => send({ type: 'stderr-delta', text }),

@@ -1,5 +1,6 @@
 /** The zod schemas of the HTTP API: they validate requests and make the OpenAPI document. */
 import { z } from 'zod';
+import type * as Protocol from '../protocol/index.js';
 
 // --- shared -------------------------------------------------------------------
 
@@ -222,3 +223,11 @@ export const AzureNameParams = z.object({
 export const AzureUploadForm = z.object({
   file: z.string().meta({ format: 'binary', description: 'The file; its file name is its path under /mnt/data.' }),
 });
+
+// The schemas and src/protocol/ describe the same shapes, or this does not compile.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameShapes: [
+  Same<z.output<typeof ErrorSchema>, Protocol.ErrorBody>,
+  Same<z.output<typeof FileSchema>, Protocol.FileInfo>,
+] = [true, true];
+void sameShapes;

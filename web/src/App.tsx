@@ -11,7 +11,7 @@ import {
   type ConversationEvent,
   type ConversationSummary,
   type Turn,
-} from '../../src/server/conversations/transcript';
+} from '../../src/protocol/index';
 import { ApiError, api, clearKey, download, onUnauthorized, type ServerConfig, storedKey, storeKey } from './api';
 import type { Decision } from './components/CodeStep';
 import { ConversationView, type Mode } from './components/ConversationView';

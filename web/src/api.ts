@@ -8,27 +8,14 @@ import type {
   Conversation,
   ConversationEvent,
   ConversationSummary,
+  ErrorBody,
+  FileInfo,
+  ServerConfig,
   Turn,
-} from '../../src/server/conversations/transcript';
+} from '../../src/protocol/index';
 import { EventStreamParser } from './event-stream';
 
-export interface ServerConfig {
-  version: string;
-  model: { provider: string; model: string } | null;
-  /** How to configure a model, for the banner shown when there is none. */
-  modelHelp: string;
-  approvalDefault: ApprovalMode;
-  maxUploadBytes: number;
-  idleTimeoutMs: number;
-}
-
-export interface SessionFile {
-  path: string;
-  type: 'file' | 'directory';
-  size: number;
-  modifiedAt: string;
-  url?: string;
-}
+export type { ServerConfig };
 
 export class ApiError extends Error {
   constructor(
@@ -82,7 +69,7 @@ async function errorFrom(response: Response): Promise<ApiError> {
   let code = `http-${response.status}`;
   let message = `${response.status} ${response.statusText}`.trim();
   try {
-    const body = (await response.json()) as { error?: { code?: string; message?: string } };
+    const body = (await response.json()) as Partial<ErrorBody>;
     if (body.error?.code) code = body.error.code;
     if (body.error?.message) message = body.error.message;
   } catch {
@@ -158,7 +145,7 @@ export const api = {
     return (await json<{ turn: Turn }>(`${conversationPath(id)}/files`, { method: 'POST', body: form })).turn;
   },
   listFiles: async (sessionId: string) =>
-    (await json<{ files: SessionFile[] }>(`/v1/sessions/${encodeURIComponent(sessionId)}/files?recursive=true`)).files,
+    (await json<{ files: FileInfo[] }>(`/v1/sessions/${encodeURIComponent(sessionId)}/files?recursive=true`)).files,
   deleteFile: async (sessionId: string, path: string) => {
     await request(`/v1/sessions/${encodeURIComponent(sessionId)}/files/${encodeDataPath(path)}`, { method: 'DELETE' });
   },

@@ -13,6 +13,18 @@ import { FileAccessAgent } from '../../agents/file-access-agent.js';
 import type { ChatModel } from '../../agents/model.js';
 import type { ApprovalDecision, ApprovalRequest } from '../../agents/python-exec-agent.js';
 import { SandcellError } from '../../errors.js';
+import {
+  type ApprovalMode,
+  applyConversationEvent,
+  type CodeFile,
+  type ConversationEvent,
+  type ConversationSummary,
+  type Conversation as ConversationView,
+  type ExecutionSummary,
+  type FilePreview,
+  type PresentedResult,
+  type Turn,
+} from '../../protocol/index.js';
 import type { Execution, ExecutionResult } from '../../session/execution.js';
 import { FileChanges } from '../../session/file-changes.js';
 import { HttpError, toHttpError } from '../errors.js';
@@ -29,18 +41,6 @@ import {
   withoutOutputs,
 } from './history-limits.js';
 import { errorWithin, jsonBytes, OutputBudget } from './output-budget.js';
-import {
-  type ApprovalMode,
-  applyConversationEvent,
-  type CodeFile,
-  type ConversationEvent,
-  type ConversationSummary,
-  type Conversation as ConversationView,
-  type ExecutionSummary,
-  type FilePreview,
-  type PresentedResult,
-  type Turn,
-} from './transcript.js';
 
 /** Images kept per conversation (for its history and its notebook export); the oldest go first. */
 const MAX_CONVERSATION_IMAGES = 256;
@@ -221,7 +221,7 @@ export class ServerConversation {
       const callId = this.turns[running.index]!.id;
       await this.cellFiles.snapshot();
       await this.cellFiles.changed(); // what earlier turns wrote is not this cell's doing
-      this.emit({ type: 'execution-start', callId, code, edited: false });
+      this.emit({ type: 'execution-start', callId, code, attempt: 1, maxAttempts: 1, edited: false });
       const execution = await this.settings.registry.execute(this.entry, code, {
         admitted: true,
         timeoutMs,
@@ -470,66 +470,46 @@ export class ServerConversation {
     if (running.abort.signal.aborted) return Promise.resolve({ action: 'skip', reason: 'The user stopped this turn.' });
     const approvalId = randomUUID();
     return new Promise((resolve) => {
-      running.approvals.set(approvalId, { callId: request.toolCallId, resolve });
-      this.emit({
-        type: 'approval-request',
-        approvalId,
-        callId: request.toolCallId,
-        code: request.code,
-        attempt: request.attempt,
-        maxAttempts: request.maxAttempts,
-      });
+      running.approvals.set(approvalId, { callId: request.callId, resolve });
+      this.emit({ type: 'approval-request', approvalId, ...request });
     });
   }
 
+  /**
+   * The agents speak the conversation's vocabulary; what differs is presented
+   * here: results and files become links, and events only a process sees stay
+   * in it (the conversation ends the turn with its own `answer-end`).
+   */
   private onAgentEvent(event: AgentEvent): void {
     switch (event.type) {
-      case 'step-start':
-        this.emit({ type: 'step-start', step: event.step, maxSteps: event.maxSteps });
-        break;
-      case 'answer-delta':
-        this.emit({ type: 'answer-delta', text: event.text });
-        break;
       case 'step-end': {
         // A model that does not stream gives its words only here.
         const turn = this.running ? this.turns[this.running.index] : undefined;
         const last = turn?.steps[turn.steps.length - 1];
         const streamed = last?.type === 'text';
         if (!streamed && event.response.text.trim() !== '' && event.response.toolCalls.length > 0) {
-          this.emit({ type: 'answer-delta', text: event.response.text });
+          this.emit({ type: 'answer-delta', agent: event.agent, text: event.response.text });
         }
         break;
       }
-      case 'code-ready':
-        this.emit({
-          type: 'code-ready',
-          callId: event.toolCallId,
-          code: event.code,
-          attempt: event.attempt,
-          maxAttempts: event.maxAttempts,
-        });
-        break;
-      case 'execution-start':
-        this.emit({ type: 'execution-start', callId: event.toolCallId, code: event.code, edited: event.edited });
-        break;
-      case 'stdout-delta':
-        this.emit({ type: 'stdout-delta', callId: event.toolCallId, text: event.text });
-        break;
-      case 'stderr-delta':
-        this.emit({ type: 'stderr-delta', callId: event.toolCallId, text: event.text });
+      case 'result-ready':
+        if (this.running) this.emitResult(this.running, event.callId, event.result);
         break;
       case 'execution-end':
         this.emitExecutionEnd(
-          event.toolCallId,
+          event.callId,
           event.execution,
           event.files.map((file) => this.codeFile(file)),
         );
         break;
-      case 'execution-skipped':
-        this.emit({ type: 'execution-skipped', callId: event.toolCallId, code: event.code, reason: event.reason });
+      case 'answer-end':
+      case 'tool-call-start':
+      case 'tool-call-end':
+      case 'file-written':
+      case 'file-loaded':
         break;
       default:
-        break;
+        this.emit(event);
     }
   }
 

@@ -12,7 +12,7 @@
  * still over do the oldest turns go whole (the conversation counts them).
  */
 import { formatBytes } from '../../agents/execution-report.js';
-import type { CodeStep, Turn } from './transcript.js';
+import type { CodeStep, Turn } from '../../protocol/index.js';
 
 export const DEFAULT_CONVERSATION_OUTPUT_BYTES = 1024 * 1024;
 export const DEFAULT_CONVERSATION_HISTORY_BYTES = 32 * 1024 * 1024;

@@ -3,8 +3,9 @@
  * words and uploads as markdown cells; the code that ran (the model's and the
  * user's cells) as code cells with their outputs, images embedded.
  */
+
+import type { CodeStep, PresentedResult, Turn } from '../../protocol/index.js';
 import type { StoredImage } from '../image-store.js';
-import type { CodeStep, PresentedResult, Turn } from './transcript.js';
 
 type Output = Record<string, unknown>;
 type Cell = Record<string, unknown>;

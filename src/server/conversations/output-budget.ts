@@ -8,7 +8,7 @@
  * them. The session's own caps are not relied on: the kernel is untrusted.
  */
 import { formatBytes } from '../../agents/execution-report.js';
-import type { PresentedResult, TracebackError } from './transcript.js';
+import type { PresentedResult, TracebackError } from '../../protocol/index.js';
 
 /** Bytes `value` takes in the history's JSON. */
 export function jsonBytes(value: unknown): number {

@@ -1,10 +1,10 @@
 /**
  * The conversation API's zod schemas: they validate requests and describe the
  * answers in /openapi.json. The types at the end make the compiler check that
- * they describe exactly the shapes of transcript.ts.
+ * they describe exactly the shapes of src/protocol/.
  */
 import { z } from 'zod';
-import type * as Transcript from './transcript.js';
+import type * as Protocol from '../../protocol/index.js';
 
 export const ConversationIdParams = z.object({
   id: z.string().uuid('a conversation id is a UUID'),
@@ -183,10 +183,11 @@ export const ServerConfigSchema = z
   })
   .meta({ title: 'ServerConfig' });
 
-// The schemas and transcript.ts describe the same shapes, or this does not compile.
+// The schemas and src/protocol/ describe the same shapes, or this does not compile.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const sameShapes: [
-  Same<z.output<typeof TurnSchema>, Transcript.Turn>,
-  Same<z.output<typeof ConversationSchema>, Transcript.Conversation>,
-] = [true, true];
+  Same<z.output<typeof TurnSchema>, Protocol.Turn>,
+  Same<z.output<typeof ConversationSchema>, Protocol.Conversation>,
+  Same<z.output<typeof ServerConfigSchema>, Protocol.ServerConfig>,
+] = [true, true, true];
 void sameShapes;

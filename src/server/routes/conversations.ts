@@ -6,6 +6,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { normalizeDataPath } from '../../internal/data-path.js';
+import type { ConversationEvent, Turn } from '../../protocol/index.js';
 import { imageResponse } from '../content-type.js';
 import type { ServerContext } from '../context.js';
 import type { ServerConversation, TurnListener } from '../conversations/conversation.js';
@@ -27,7 +28,6 @@ import {
   TurnStreamQuery,
   UploadTurnSchema,
 } from '../conversations/schemas.js';
-import type { ConversationEvent, Turn } from '../conversations/transcript.js';
 import { notFound } from '../errors.js';
 import { eventStream, requestedStreamFormat, type StreamFormat } from '../execution-stream.js';
 import { readUploadForm } from '../multipart.js';

@@ -4,7 +4,7 @@
  * (tables, charts, text), the error with its traceback, and the files it wrote.
  */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import type { CodeFile, CodeStep, PresentedResult } from '../../../src/server/conversations/transcript';
+import type { CodeFile, CodeStep, PresentedResult } from '../../../src/protocol/index';
 import { ApiError, download } from '../api';
 import { baseName, formatBytes, formatDuration } from '../format';
 import { stripAnsi } from '../render/ansi';

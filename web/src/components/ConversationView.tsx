@@ -1,6 +1,6 @@
 /** The main area: the conversation's header, notices, history, and the chat box or notebook cell. */
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
-import type { ApprovalMode, Conversation } from '../../../src/server/conversations/transcript';
+import type { ApprovalMode, Conversation } from '../../../src/protocol/index';
 import type { ServerConfig } from '../api';
 import { formatTime } from '../format';
 import type { Decision } from './CodeStep';

@@ -1,6 +1,7 @@
 /** The session's /mnt/data: list, download, delete, upload. */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { type ApiError, api, download, type SessionFile } from '../api';
+import type { FileInfo } from '../../../src/protocol/index';
+import { type ApiError, api, download } from '../api';
 import { baseName, formatBytes, formatTime } from '../format';
 
 export interface FilesPanelProps {
@@ -23,7 +24,7 @@ export function FilesPanel({
   onClose,
   uploadDisabled,
 }: FilesPanelProps) {
-  const [files, setFiles] = useState<SessionFile[]>();
+  const [files, setFiles] = useState<FileInfo[]>();
   const [state, setState] = useState<'idle' | 'loading' | 'gone'>('idle');
   const [confirming, setConfirming] = useState<string>();
   const [reload, setReload] = useState(0);
@@ -57,7 +58,7 @@ export function FilesPanel({
     };
   }, [sessionId, expired, version, reload]);
 
-  const remove = async (file: SessionFile) => {
+  const remove = async (file: FileInfo) => {
     if (!sessionId) return;
     setConfirming(undefined);
     try {
@@ -68,7 +69,7 @@ export function FilesPanel({
     }
   };
 
-  const save = (file: SessionFile) => {
+  const save = (file: FileInfo) => {
     if (!sessionId) return;
     download(file.url ?? api.fileUrl(sessionId, file.path), baseName(file.path)).catch((error: Error) =>
       onError(`${file.path} could not be downloaded: ${error.message}`),

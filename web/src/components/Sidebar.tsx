@@ -1,6 +1,6 @@
 /** The conversations: new, select, delete; and who/what the server is. */
 import { useState } from 'preact/hooks';
-import type { ConversationSummary } from '../../../src/server/conversations/transcript';
+import type { ConversationSummary } from '../../../src/protocol/index';
 import type { ServerConfig } from '../api';
 import { formatDuration, formatTime } from '../format';
 

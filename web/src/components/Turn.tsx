@@ -1,5 +1,5 @@
 /** One turn of a conversation: a question and its answer, a notebook cell, or an upload. */
-import type { FilePreview, Turn } from '../../../src/server/conversations/transcript';
+import type { FilePreview, Turn } from '../../../src/protocol/index';
 import { formatBytes, formatCount, formatTime } from '../format';
 import { CodeStepView, type Decision } from './CodeStep';
 import { Markdown } from './Html';

@@ -1,0 +1,29 @@
+/**
+ * The shapes that cross a process boundary: the transcript, the stream
+ * events, the REST answers. A leaf: it imports nothing of sandcell's, so
+ * agents, the server and the web UI (which bundles it) share it.
+ */
+export { applyConversationEvent } from './apply-conversation-event.js';
+export type { ConversationEvent, Presentation, WirePresentation, WorkEvent } from './events.js';
+export type { ErrorBody, ExecutionStreamEvent, FileInfo, ServerConfig } from './rest.js';
+export type {
+  ApprovalMode,
+  CodeFile,
+  CodeStatus,
+  CodeStep,
+  Conversation,
+  ConversationStatus,
+  ConversationSummary,
+  ExecutionSummary,
+  FilePreview,
+  ImageLink,
+  PresentedResult,
+  SkipReason,
+  Step,
+  StopReason,
+  TextStep,
+  TracebackError,
+  Turn,
+  TurnAnswer,
+  TurnStatus,
+} from './transcript.js';

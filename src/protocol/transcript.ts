@@ -1,0 +1,151 @@
+/**
+ * A conversation's transcript: the turns and steps the server keeps, sends
+ * (GET /v1/conversations/{id}) and exports, and the web UI shows.
+ */
+
+/** `ask`: each piece of code waits for run / skip / edit (POST …/approvals/{approvalId}); `auto`: code runs at once. */
+export type ApprovalMode = 'auto' | 'ask';
+
+export interface ImageLink {
+  mimeType: string;
+  /** GET it with the same credentials as the API (relative to the server). */
+  url: string;
+}
+
+/** One output of an execution, as Jupyter's MIME bundle; images are stored on the server and linked. */
+export interface PresentedResult {
+  type: 'execute_result' | 'display_data';
+  /** MIME bundle without the images: `text/plain`, `text/html` (untrusted), `application/json`, … */
+  data: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  images?: ImageLink[];
+}
+
+export interface TracebackError {
+  name: string;
+  value: string;
+  /** Lines may carry ANSI colour codes. */
+  traceback: string[];
+}
+
+/** A file the code wrote in /mnt/data (new or changed), or a figure saved there. */
+export interface CodeFile {
+  /** Relative to /mnt/data. */
+  path: string;
+  size: number;
+  kind: 'file' | 'figure';
+  /** Download URL, valid while the session lives. */
+  url: string;
+}
+
+/** What the server could tell about an uploaded file, without running code. */
+export interface FilePreview {
+  /** Relative to /mnt/data. */
+  path: string;
+  size: number;
+  format: 'csv' | 'tsv' | 'json' | 'jsonl' | 'text' | 'binary';
+  rows?: number;
+  columns?: { name: string; dtype: string }[];
+  /** The first rows, for tables (cells as text). */
+  head?: { columns: string[]; rows: string[][] };
+  /** The preview text the model was given. */
+  text: string;
+  url: string;
+}
+
+/** Why code did not run: the user declined it, the model had no attempts left, or the turn was cancelled. */
+export type SkipReason = 'declined' | 'no-attempts-left' | 'cancelled';
+
+export type CodeStatus = 'awaiting-approval' | 'ready' | 'running' | 'ok' | 'error' | 'timeout' | 'skipped';
+
+export interface ExecutionSummary {
+  status: 'ok' | 'error' | 'timeout';
+  error?: TracebackError;
+  executionCount: number;
+  durationMs: number;
+  stateLost?: boolean;
+  stateLostReason?: string;
+  outputTruncated?: boolean;
+}
+
+export interface CodeStep {
+  type: 'code';
+  /** The model's tool call id, or the turn id for a notebook cell. */
+  callId: string;
+  /** The code as written (by the model, or in the cell). */
+  code: string;
+  /** The code that ran, when the user edited it before approving. */
+  ranCode?: string;
+  attempt: number;
+  maxAttempts: number;
+  status: CodeStatus;
+  /** Set while the code waits for a decision. */
+  approvalId?: string;
+  skipReason?: SkipReason;
+  stdout: string;
+  stderr: string;
+  results: PresentedResult[];
+  execution?: ExecutionSummary;
+  files: CodeFile[];
+}
+
+export interface TextStep {
+  type: 'text';
+  /** Markdown from the model (untrusted: render it sanitised). */
+  text: string;
+}
+
+export type Step = TextStep | CodeStep;
+
+export type TurnStatus = 'running' | 'done' | 'error' | 'cancelled';
+
+/** `answer`: the model answered; `max-steps`: it was stopped at its step limit and asked to wrap up; `gave-up`: code failed its attempts in a row. */
+export type StopReason = 'answer' | 'max-steps' | 'gave-up';
+
+export interface TurnAnswer {
+  stopReason: StopReason;
+  steps: number;
+  usage: { inputTokens: number; outputTokens: number };
+}
+
+export interface Turn {
+  id: string;
+  /** `message`: a question to the model; `cell`: code the user ran (notebook); `upload`: files added. */
+  kind: 'message' | 'cell' | 'upload';
+  createdAt: string;
+  status: TurnStatus;
+  /** The question, or the cell's code; '' for an upload. */
+  input: string;
+  /** For uploads: what each file holds. */
+  files?: FilePreview[];
+  /** What happened, in order: the model's words and the code it ran (one code step for a cell). */
+  steps: Step[];
+  /** Set when the model answered. The answer's words are the last text step. */
+  answer?: TurnAnswer;
+  /** Why the turn failed (model unreachable, server shutting down, …). */
+  error?: { code: string; message: string };
+}
+
+export type ConversationStatus = 'active' | 'expired';
+
+export interface ConversationSummary {
+  id: string;
+  title: string;
+  /** The session that runs its code (files: /v1/sessions/{sessionId}/files). */
+  sessionId: string;
+  /** `expired`: the session was closed (idle timeout, deleted, server restart of the session); history is kept, state is gone. */
+  status: ConversationStatus;
+  /** A turn is running. */
+  busy: boolean;
+  createdAt: string;
+  updatedAt: string;
+  expiredAt?: string;
+  expiredReason?: string;
+  turnCount: number;
+  /** The oldest turns dropped whole to keep the history within the server's bounds (outputs go first). */
+  droppedTurns?: number;
+}
+
+export interface Conversation extends ConversationSummary {
+  turns: Turn[];
+}
