@@ -9,16 +9,13 @@ export {
   type BubblewrapHostReport,
   createBubblewrapBackend,
 } from './backends/bubblewrap/index.js';
-export {
-  createDockerBackend,
-  DockerBackend,
-  type DockerBackendOptions,
-  type DockerEngineReport,
-} from './backends/docker/index.js';
+// The Docker backend's own names are in `sandcell/docker`: its types name dockerode's.
+export type { DockerBackendSettings } from './backends/docker/settings.js';
 export { DEFAULT_LIMITS, type SandboxLimits } from './backends/limits.js';
 export {
   AutoBackend,
   BACKEND_NAMES,
+  type BackendChoiceOptions,
   type BackendName,
   type BackendSelection,
   createBackend,

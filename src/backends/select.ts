@@ -7,7 +7,8 @@
 import { BackendUnavailableError, InvalidInputError } from '../errors.js';
 import { onceUntilFailure } from '../internal/once-until-failure.js';
 import { type BubblewrapBackendOptions, createBubblewrapBackend } from './bubblewrap/index.js';
-import { createDockerBackend, type DockerBackendOptions } from './docker/index.js';
+import { createDockerBackend } from './docker/index.js';
+import type { DockerBackendSettings } from './docker/settings.js';
 import type { CreateVolumeOptions, Sandbox, SandboxBackend, SandboxVolume, StartSandboxOptions } from './spec.js';
 
 export const BACKEND_NAMES = ['bubblewrap', 'docker', 'auto'] as const;
@@ -15,7 +16,8 @@ export type BackendName = (typeof BACKEND_NAMES)[number];
 
 export interface BackendChoiceOptions {
   bubblewrap?: BubblewrapBackendOptions;
-  docker?: DockerBackendOptions;
+  /** A configured Docker client goes to `createDockerBackend` (`sandcell/docker`) instead. */
+  docker?: DockerBackendSettings;
 }
 
 export function isBackendName(value: string): value is BackendName {

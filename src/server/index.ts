@@ -1,12 +1,12 @@
 /**
  * sandcell/server: the HTTP API (/v1), Azure dynamic-sessions compatible
  * routes (/azure), MCP (/mcp and stdio), on the SessionPool.
- * Named exports only.
+ * Named exports only: what runs a server and names its options and parts;
+ * the app, auth and HTTP-error plumbing stay internal.
  */
-export { createApp, type SandcellApp } from './app.js';
-export { ApiKeys, LOCAL_OWNER, type Owner } from './auth.js';
+export type { Owner } from './auth.js';
 export type { ServerContext } from './context.js';
-export { type ErrorBody, HttpError, toHttpError } from './errors.js';
+export type { ErrorBody } from './errors.js';
 export { createMcpServer, type McpServerOptions } from './mcp/mcp-server.js';
 export { type McpStdioOptions, runMcpStdio } from './mcp/stdio.js';
 export {
@@ -17,12 +17,10 @@ export {
   DEFAULT_PORT,
   DEFAULT_SERVER_MAX_SESSIONS,
   DEFAULT_SESSIONS_PER_KEY,
-  isLoopback,
   type KeyLimits,
   type ResolvedServerOptions,
   resolveServerOptions,
   type ServerOptions,
 } from './options.js';
 export type { ManagedSession, SessionRegistry, SessionSource } from './registry.js';
-export { createRuntime, logOomScore } from './runtime.js';
 export { createServer, type SandcellServer } from './server.js';

@@ -37,14 +37,11 @@ import {
   volumeOptions,
 } from './container-config.js';
 import { ownerIsGone, ownerLabels } from './owner.js';
+import type { DockerBackendSettings } from './settings.js';
 
-export interface DockerBackendOptions {
+export interface DockerBackendOptions extends DockerBackendSettings {
   /** A configured client. @default a client for DOCKER_HOST, else /var/run/docker.sock */
   docker?: Dockerode;
-  /** The runtime image. @default `sandcell-runtime:<version>` of this sandcell (env SANDCELL_DOCKER_IMAGE) */
-  image?: string;
-  /** How long to wait for the engine to answer a ping. @default 5000 */
-  connectTimeoutMs?: number;
   /**
    * Host uids leased to sessions, one each, as `START-END` or a range; no
    * account or subordinate id range of this machine may overlap it.

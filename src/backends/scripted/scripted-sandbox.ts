@@ -1,0 +1,112 @@
+/**
+ * A sandbox with no processes: in-memory streams carrying the kernel protocol
+ * (newline-delimited JSON) to a scripted kernel in this process, the MCP
+ * SDK's in-memory transport in spirit. Tests end it from outside with `die()`.
+ */
+import { PassThrough, Writable } from 'node:stream';
+import type { Sandbox, SandboxExit } from '../spec.js';
+import type { ScriptedFileStore } from './file-store.js';
+import type { ScriptedRun } from './script.js';
+import { ScriptedKernel } from './scripted-kernel.js';
+
+export interface ScriptedSandboxOptions {
+  run: ScriptedRun;
+  files: ScriptedFileStore;
+  kernelNumber: number;
+  /** Sent as the kernel's `ready` message; another value tests the host's version check. */
+  protocolVersion: number;
+  /** Whether the kernel says it is ready at all. */
+  sendReady: boolean;
+}
+
+export class ScriptedSandbox implements Sandbox {
+  readonly input: Writable;
+  readonly output = new PassThrough();
+  readonly diagnostics = new PassThrough();
+  readonly exited: Promise<SandboxExit>;
+  /** Every request line the host sent, parsed where it was JSON: what a test can assert on. */
+  readonly requests: unknown[] = [];
+  private exitWith: (exit: SandboxExit) => void = () => undefined;
+  private exitInfo?: SandboxExit;
+  private readonly kernel: ScriptedKernel;
+
+  constructor(options: ScriptedSandboxOptions) {
+    this.exited = new Promise((resolve) => {
+      this.exitWith = resolve;
+    });
+    this.kernel = new ScriptedKernel({
+      run: options.run,
+      files: options.files,
+      kernelNumber: options.kernelNumber,
+      send: (line) => this.send(line),
+      die: (exit) => this.die(exit),
+    });
+    let pending = '';
+    this.input = new Writable({
+      write: (chunk: Buffer, _encoding, callback) => {
+        // A dead sandbox swallows what is written to it, as a closed pipe would be ignored.
+        if (this.exitInfo) return callback();
+        pending += chunk.toString('utf8');
+        let newline = pending.indexOf('\n');
+        while (newline !== -1) {
+          const line = pending.slice(0, newline);
+          pending = pending.slice(newline + 1);
+          this.receive(line);
+          newline = pending.indexOf('\n');
+        }
+        callback();
+      },
+    });
+    if (options.sendReady) {
+      setImmediate(() => this.send({ type: 'ready', protocolVersion: options.protocolVersion, pid: 0, python: '3' }));
+    }
+  }
+
+  /** The exit, once the sandbox has ended. */
+  get exit(): SandboxExit | undefined {
+    return this.exitInfo;
+  }
+
+  get alive(): boolean {
+    return this.exitInfo === undefined;
+  }
+
+  /** Ends the sandbox from outside, as a crash between runs would: the default is an exit with code 1. */
+  die(exit: Partial<SandboxExit> = {}): void {
+    if (this.exitInfo) return;
+    this.exitInfo = {
+      code: exit.code ?? (exit.signal ? null : 1),
+      signal: exit.signal ?? null,
+      reason: exit.reason ?? 'exited',
+    };
+    this.kernel.stop();
+    this.output.end();
+    this.diagnostics.end();
+    const info = this.exitInfo;
+    // After what was already written has been read, as a real process's exit follows its last output.
+    setImmediate(() => this.exitWith(info));
+  }
+
+  async kill(): Promise<SandboxExit> {
+    this.die({ code: null, signal: 'SIGKILL', reason: 'killed' });
+    return this.exited;
+  }
+
+  private send(line: string | Record<string, unknown>): void {
+    if (this.exitInfo) return;
+    this.output.write(`${typeof line === 'string' ? line : JSON.stringify(line)}\n`);
+  }
+
+  private receive(line: string): void {
+    let message: unknown;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      this.requests.push(line);
+      this.send({ type: 'protocol-error', message: 'invalid JSON request' });
+      return;
+    }
+    this.requests.push(message);
+    this.kernel.handle(message as Record<string, unknown>);
+  }
+}

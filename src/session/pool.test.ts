@@ -1,0 +1,114 @@
+/**
+ * The pool's own logic on the scripted backend: warming, refilling, the cap,
+ * backing off from a broken host, idle reaping. test/pool.test.ts keeps what
+ * needs a real sandbox (modules really imported, no process left behind).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { createScriptedBackend, type ScriptedBackendOptions } from '../backends/scripted/index.js';
+import { PoolExhaustedError, SandboxStartError } from '../errors.js';
+import { DEFAULT_PRELOAD_MODULES, SessionPool, type SessionPoolOptions } from './pool.js';
+
+let pool: SessionPool | undefined;
+afterEach(async () => {
+  await pool?.close();
+  pool = undefined;
+});
+
+function scriptedPool(options: SessionPoolOptions, backendOptions: ScriptedBackendOptions = {}) {
+  const backend = createScriptedBackend(backendOptions);
+  pool = new SessionPool({ ...options, sessionOptions: { ...options.sessionOptions, backend } });
+  return { backend, pool };
+}
+
+describe('SessionPool on the scripted backend', () => {
+  it('warms `size` sessions with the data modules preloaded, hands one out and refills', async () => {
+    const preloaded: unknown[] = [];
+    const { pool } = scriptedPool(
+      { size: 2, maxSessions: 4 },
+      { onStart: ({ options }) => void preloaded.push(options.kernelOptions.preloadModules) },
+    );
+    await pool.start();
+    expect(pool.stats()).toMatchObject({ warm: 2, leased: 0, starting: 0 });
+    expect(preloaded).toEqual([DEFAULT_PRELOAD_MODULES, DEFAULT_PRELOAD_MODULES]);
+    const session = await pool.acquire();
+    expect(pool.stats()).toMatchObject({ warm: 1, leased: 1 });
+    expect((await session.run('1')).status).toBe('ok');
+    await expect.poll(() => pool.stats().warm).toBe(2);
+    expect(pool.stats().leased).toBe(1);
+  });
+
+  it('caps the total number of sessions, and makes room when one closes', async () => {
+    const { pool } = scriptedPool({ size: 0, maxSessions: 2 });
+    const first = await pool.acquire();
+    const second = await pool.acquire();
+    await expect(pool.acquire()).rejects.toBeInstanceOf(PoolExhaustedError);
+    await first.close();
+    const third = await pool.acquire();
+    expect(third.id).not.toBe(first.id);
+    expect(second.closed).toBe(false);
+  });
+
+  it('at the cap, hands out a session that is still starting instead of failing', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { pool } = scriptedPool({ size: 1, maxSessions: 1 }, { onStart: () => gate });
+    void pool.start();
+    expect(pool.stats().starting).toBe(1);
+    const acquiring = pool.acquire();
+    release();
+    const session = await acquiring;
+    expect(session.closed).toBe(false);
+    expect(pool.stats()).toMatchObject({ warm: 0, leased: 1, starting: 0 });
+  });
+
+  it('reports a failed start, backs off, and fills once the host works again', async () => {
+    const { backend, pool } = scriptedPool(
+      { size: 1 },
+      {
+        onStart: ({ attempt }) => {
+          if (attempt === 1) throw new SandboxStartError('the host is broken for now');
+        },
+      },
+    );
+    await expect(pool.start()).rejects.toThrow('the host is broken for now');
+    expect(pool.stats().lastError).toBe('the host is broken for now');
+    // No retry storm: the next attempt waits for the back-off.
+    expect(backend.sandboxes).toHaveLength(0);
+    await expect.poll(() => pool.stats().warm, { timeout: 5_000 }).toBe(1);
+    expect(pool.stats().lastError).toBeUndefined();
+    expect(backend.sandboxes).toHaveLength(1);
+  });
+
+  it('closes handed-out sessions idle past the timeout, counting from the hand-out', async () => {
+    const { pool } = scriptedPool({ size: 1, idleTimeoutMs: 200 });
+    await pool.start();
+    // Warm for longer than the idle timeout before anyone takes it.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const session = await pool.acquire();
+    // Counted from the hand-out, it is not idle yet: it runs.
+    expect((await session.run('1')).status).toBe('ok');
+    await expect.poll(() => session.closed, { timeout: 5_000, interval: 20 }).toBe(true);
+    expect(pool.stats().leased).toBe(0);
+  });
+
+  it('does not close a session while it runs, however long', async () => {
+    const { pool } = scriptedPool({ size: 0, idleTimeoutMs: 50 }, { execute: [[{ type: 'sleep', ms: 300 }]] });
+    const session = await pool.acquire();
+    const execution = await session.run('long');
+    expect(execution.status).toBe('ok');
+    expect(session.closed).toBe(false);
+  });
+
+  it('close ends warm, handed-out and starting sessions, and refuses to hand out more', async () => {
+    const { backend, pool } = scriptedPool({ size: 2 });
+    await pool.start();
+    const leased = await pool.acquire();
+    await pool.close();
+    expect(leased.closed).toBe(true);
+    expect(backend.liveSandboxes).toHaveLength(0);
+    expect(backend.volumes.every((volume) => volume.disposed)).toBe(true);
+    await expect(pool.acquire()).rejects.toThrow(/closed/);
+  });
+});
