@@ -41,6 +41,7 @@ export {
   InvalidPathError,
   PoolExhaustedError,
   ProtocolError,
+  ResourceExhaustedError,
   SandboxCrashedError,
   SandboxStartError,
   SandcellError,

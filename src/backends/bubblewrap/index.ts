@@ -13,7 +13,8 @@ import { promisify } from 'node:util';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeRootfsDirectory } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
-import type { SandboxLimits } from '../limits.js';
+import { sharedDataBudget } from '../data-budget.js';
+import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
 import type {
   CreateVolumeOptions,
@@ -24,7 +25,7 @@ import type {
   StartSandboxOptions,
 } from '../spec.js';
 import { buildBubblewrapArguments } from './arguments.js';
-import { type CgroupLayout, detectCgroups, SandboxCgroup, sweepStaleCgroups } from './cgroup.js';
+import { type CgroupLayout, detectCgroups, SandboxCgroup, SessionCgroup, sweepStaleCgroups } from './cgroup.js';
 import {
   DEFAULT_SANDBOX_USER,
   defaultCacheDirectory,
@@ -163,12 +164,27 @@ export class BubblewrapBackend implements SandboxBackend {
 
   async createVolume(options: CreateVolumeOptions): Promise<BubblewrapVolume> {
     const prepared = await this.prepare();
-    return BubblewrapVolume.create({
-      sessionsDirectory: prepared.runtime.sessionsDirectory,
-      sessionId: options.sessionId,
-      dataBytes: options.limits.dataBytes,
-      account: prepared.runAs,
-    });
+    // The session's memory budget: every kernel it starts, and its files, stay within memoryBytes together.
+    const memoryBudget = prepared.cgroups
+      ? await SessionCgroup.create(
+          prepared.cgroups,
+          `sandcell-${process.pid}-${options.sessionId.slice(0, 16)}-${randomUUID().slice(0, 6)}`,
+          options.limits.memoryBytes,
+        )
+      : undefined;
+    try {
+      return await BubblewrapVolume.create({
+        sessionsDirectory: prepared.runtime.sessionsDirectory,
+        sessionId: options.sessionId,
+        dataBytes: dataCapacityBytes(options.limits),
+        account: prepared.runAs,
+        memoryBudget,
+        dataBudget: sharedDataBudget(),
+      });
+    } catch (error) {
+      await memoryBudget?.remove();
+      throw error;
+    }
   }
 
   async start(options: StartSandboxOptions): Promise<Sandbox> {
@@ -179,7 +195,12 @@ export class BubblewrapBackend implements SandboxBackend {
     options.signal?.throwIfAborted();
     const limits = options.limits;
     const cgroup = prepared.cgroups
-      ? await SandboxCgroup.create(prepared.cgroups, `sandcell-${process.pid}-${randomUUID().slice(0, 8)}`, limits)
+      ? await SandboxCgroup.create(
+          prepared.cgroups,
+          `sandcell-${process.pid}-${randomUUID().slice(0, 8)}`,
+          limits,
+          options.volume.memoryBudget,
+        )
       : undefined;
     const filter = await open(prepared.seccompFilter, 'r');
     try {
