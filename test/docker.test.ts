@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { MANAGED_LABEL, SESSION_LABEL } from '../src/backends/docker/container-config.js';
@@ -5,7 +6,7 @@ import { createDockerBackend } from '../src/backends/docker/index.js';
 import { SessionPool } from '../src/session/pool.js';
 import { Session } from '../src/session/session.js';
 import { runBackendContract } from './contract/backend-contract.js';
-import { runSecurityContract } from './contract/security-contract.js';
+import { expectOneMemoryBudget, runSecurityContract } from './contract/security-contract.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
 import { runProcess, startSessionOwner } from './support/process.js';
 
@@ -87,6 +88,29 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     }
   });
 
+  it('puts every container of a session in a cgroup that holds its memory budget, removed on close', async () => {
+    const report = await backend.report();
+    expect(report.memoryBudget).toEqual({ mode: 'cgroup-parent' });
+    const session = await Session.create({ backend, limits: { memoryBytes: 300 * 1024 * 1024 } });
+    const { containers } = await objectsOfSession(session.id);
+    const parents = await Promise.all(
+      containers.map(async (container) => (await backend.docker.getContainer(container.Id).inspect()).HostConfig),
+    );
+    const parent = parents[0]?.CgroupParent as string;
+    expect(parent).toMatch(/^\/sandcell\/\d+-/);
+    expect(parents.map((host) => host.CgroupParent)).toEqual([parent, parent]);
+    const directory = path.join('/sys/fs/cgroup/memory', parent);
+    expect(readFileSync(path.join(directory, 'memory.limit_in_bytes'), 'utf8').trim()).toBe(String(300 * 1024 * 1024));
+    await session.close();
+    expect(existsSync(directory)).toBe(false);
+  });
+
+  it('without session cgroups, lowers the limit of each new kernel by what /mnt/data holds', async () => {
+    const fallback = createDockerBackend({ sessionCgroups: 'off' });
+    expect((await fallback.report()).memoryBudget.mode).toBe('kernel-memory');
+    await expectOneMemoryBudget(fallback);
+  });
+
   it('works under the pool: warm containers, handed out and replaced', async () => {
     const pool = new SessionPool({ size: 1, sessionOptions: { backend } });
     try {
@@ -105,6 +129,11 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     const before = await objectsOfSession(id);
     expect(before.containers.length).toBe(2);
     expect(before.volumes.length).toBe(1);
+    const parent = (await backend.docker.getContainer(before.containers[0]?.Id as string).inspect()).HostConfig
+      .CgroupParent as string;
+    expect(parent).toMatch(/^\/sandcell\/\d+-/);
+    const budgetDirectory = path.join('/sys/fs/cgroup/memory', parent);
+    expect(existsSync(budgetDirectory)).toBe(true);
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     // Its stdin closed with it: the kernel container stops by itself.
@@ -122,6 +151,7 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     const after = await objectsOfSession(id);
     expect(after.containers).toEqual([]);
     expect(after.volumes).toEqual([]);
+    expect(existsSync(budgetDirectory)).toBe(false);
   });
 });
 

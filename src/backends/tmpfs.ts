@@ -4,9 +4,9 @@
  * visible to sandcell (bubblewrap as root; Docker with a local engine).
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import { readMountInfo } from '../internal/mount-info.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -31,22 +31,8 @@ export async function resizeTmpfs(directory: string, bytes: number): Promise<voi
   await execFileAsync('mount', ['-o', `remount,size=${floorToPage(bytes)}`, directory]);
 }
 
-/** Whether a tmpfs is mounted exactly at `directory` in sandcell's own mount namespace. */
+/** Whether a tmpfs is mounted at `directory` in sandcell's own mount namespace (the last mount there wins). */
 export function isTmpfsMountPoint(directory: string): boolean {
-  let mountInfo: string;
-  try {
-    mountInfo = readFileSync('/proc/self/mountinfo', 'utf8');
-  } catch {
-    return false;
-  }
-  for (const line of mountInfo.split('\n')) {
-    const [left, right] = line.split(' - ');
-    if (!left || !right) continue;
-    // Spaces and other odd characters in mount points are octal-escaped.
-    const mountPoint = left
-      .split(' ')[4]
-      ?.replace(/\\([0-7]{3})/g, (_, octal) => String.fromCharCode(parseInt(octal, 8)));
-    if (mountPoint === directory && right.startsWith('tmpfs ')) return true;
-  }
-  return false;
+  const mounts = readMountInfo().filter((mount) => mount.mountPoint === directory);
+  return mounts.at(-1)?.type === 'tmpfs';
 }

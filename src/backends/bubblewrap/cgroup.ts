@@ -10,7 +10,9 @@
 import { readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { type MountEntry, readMountInfo } from '../../internal/mount-info.js';
 import { isProcessAlive } from '../../internal/process-alive.js';
+import { removeCgroupTree } from '../cgroup-files.js';
 import type { SandboxLimits } from '../limits.js';
 
 export type CgroupController = 'memory' | 'pids' | 'cpu';
@@ -19,26 +21,6 @@ export interface CgroupLayout {
   version: 1 | 2;
   /** Directory under which sandcell creates one cgroup per sandbox, per controller (v2: one entry). */
   parents: Partial<Record<CgroupController, string>>;
-}
-
-interface MountEntry {
-  root: string;
-  mountPoint: string;
-  type: string;
-  superOptions: string[];
-}
-
-function readMounts(): MountEntry[] {
-  const entries: MountEntry[] = [];
-  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
-    const [left, right] = line.split(' - ');
-    if (!left || !right) continue;
-    const fields = left.split(' ');
-    const [type, , superOptions = ''] = right.split(' ');
-    if (!type || fields[3] === undefined || fields[4] === undefined) continue;
-    entries.push({ root: fields[3], mountPoint: fields[4], type, superOptions: superOptions.split(',') });
-  }
-  return entries;
 }
 
 function ownCgroups(): Map<string, string> {
@@ -72,7 +54,7 @@ export async function detectCgroups(): Promise<CgroupLayout | undefined> {
   let mounts: MountEntry[];
   let own: Map<string, string>;
   try {
-    mounts = readMounts();
+    mounts = readMountInfo();
     own = ownCgroups();
   } catch {
     return undefined;
@@ -163,31 +145,6 @@ async function readMemoryUsage(layout: CgroupLayout, directory: string): Promise
     return Number((await readFile(path.join(directory, file), 'utf8')).trim());
   } catch {
     return undefined;
-  }
-}
-
-/** Kills what is left in a cgroup and everything below it, then removes them, deepest first. */
-async function removeCgroupTree(directory: string): Promise<void> {
-  let children: string[] = [];
-  try {
-    children = (await readdir(directory, { withFileTypes: true }))
-      .filter((entry) => entry.isDirectory())
-      .map((entry) => path.join(directory, entry.name));
-  } catch {
-    return;
-  }
-  for (const child of children) await removeCgroupTree(child);
-  for (let attempt = 0; attempt < 50; attempt++) {
-    try {
-      for (const line of (await readFile(path.join(directory, 'cgroup.procs'), 'utf8')).split('\n')) {
-        if (line) process.kill(Number(line), 'SIGKILL');
-      }
-      await rmdir(directory);
-      return;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
   }
 }
 

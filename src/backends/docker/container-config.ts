@@ -78,6 +78,8 @@ export interface KernelContainerInput {
   limits: SandboxLimits;
   environment: Record<string, string>;
   labels: Record<string, string>;
+  /** The session's memory budget (a cgroup sandcell limits), when the engine can use one. */
+  cgroupParent?: string;
 }
 
 export function kernelContainerOptions(input: KernelContainerInput): Dockerode.ContainerCreateOptions {
@@ -111,6 +113,7 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
       PidsLimit: Math.floor(limits.processes),
       Mounts: [dataMount(input.volumeName, false)],
       Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
+      ...(input.cgroupParent ? { CgroupParent: input.cgroupParent } : {}),
     },
   };
 }
@@ -125,6 +128,7 @@ export function holderContainerOptions(input: {
   name: string;
   volumeName: string;
   labels: Record<string, string>;
+  cgroupParent?: string;
 }): Dockerode.ContainerCreateOptions {
   return {
     name: input.name,
@@ -143,6 +147,7 @@ export function holderContainerOptions(input: {
       PidsLimit: 4,
       NanoCpus: 0.1e9,
       Mounts: [dataMount(input.volumeName, true)],
+      ...(input.cgroupParent ? { CgroupParent: input.cgroupParent } : {}),
     },
   };
 }
