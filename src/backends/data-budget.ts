@@ -11,7 +11,7 @@
  */
 import os from 'node:os';
 import { InvalidInputError, ResourceExhaustedError } from '../errors.js';
-import { floorToPage } from './tmpfs.js';
+import { floorToPage, PAGE_BYTES } from './tmpfs.js';
 
 const MiB = 1024 * 1024;
 
@@ -19,6 +19,8 @@ const MiB = 1024 * 1024;
 export const DEFAULT_DATA_BUDGET_SHARE = 0.5;
 /** A new volume is refused when less than this (or its whole `dataBytes`, if smaller) is left. */
 export const MINIMUM_NEW_VOLUME_BYTES = 16 * MiB;
+/** A new volume whose share of what is left comes out smaller than this is refused rather than mounted. */
+const MINIMUM_SHARE_BYTES = MiB;
 /** How often sizes are recomputed while the volumes' `dataBytes` together exceed the budget. */
 export const REBALANCE_INTERVAL_MS = 2_000;
 /** Smaller changes of a volume's size are not worth a remount. */
@@ -49,7 +51,8 @@ export interface VolumeDemand {
  */
 export function planDataSizes(volumes: readonly VolumeDemand[], budgetBytes: number): number[] {
   if (sum(volumes.map((volume) => volume.dataBytes)) <= budgetBytes) return volumes.map((volume) => volume.dataBytes);
-  const used = volumes.map((volume) => Math.min(volume.usedBytes, volume.dataBytes));
+  // At least a page each: a tmpfs of size 0 would have no limit at all.
+  const used = volumes.map((volume) => Math.max(PAGE_BYTES, Math.min(volume.usedBytes, volume.dataBytes)));
   const headroom = volumes.map((volume, index) => volume.dataBytes - (used[index] as number));
   let remaining = Math.max(0, budgetBytes - sum(used));
   const sizes = [...used];
@@ -171,7 +174,7 @@ export class DataBudget {
       );
       await this.shrink(others, plan);
       lease.sizeBytes = floorToPage(Math.min(plan[others.length] as number, this.budget - this.committedBytes()));
-      if (lease.sizeBytes < minimum) {
+      if (lease.sizeBytes < MINIMUM_SHARE_BYTES) {
         // Others could not give enough back (their files grew meanwhile).
         await this.rebalanceLocked();
         throw this.exhausted(sum(await this.measure([...this.leases])));

@@ -28,6 +28,8 @@ export async function tmpfsUsedBytes(directory: string): Promise<number> {
  * kernel refuses a size below what the files occupy (mount exits non-zero).
  */
 export async function resizeTmpfs(directory: string, bytes: number): Promise<void> {
+  // size=0 means "no limit" to tmpfs: never ask for it.
+  if (floorToPage(bytes) < PAGE_BYTES) throw new RangeError(`A tmpfs cannot be sized below one page (${bytes}).`);
   await execFileAsync('mount', ['-o', `remount,size=${floorToPage(bytes)}`, directory]);
 }
 

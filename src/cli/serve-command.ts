@@ -16,6 +16,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   apiKey: string[];
   poolSize?: string;
   maxSessions?: string;
+  dataBudgetBytes?: string;
   sessionsPerKey?: string;
   executionsPerMinute?: string;
   maxRequestBytes?: string;
@@ -46,6 +47,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     apiKeys: keys,
     poolSize: numberOption('--pool-size', options.poolSize),
     maxSessions: numberOption('--max-sessions', options.maxSessions),
+    dataBudgetBytes: numberOption('--data-budget-bytes', options.dataBudgetBytes),
     limits: {
       maxSessions: numberOption('--sessions-per-key', options.sessionsPerKey),
       executionsPerMinute: numberOption('--executions-per-minute', options.executionsPerMinute),
