@@ -111,6 +111,22 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     await expectOneMemoryBudget(fallback);
   });
 
+  it('creates 20 sessions in parallel, each working (transient engine errors are retried)', async () => {
+    const created = await Promise.allSettled(
+      Array.from({ length: 20 }, () => Session.create({ backend, preloadModules: [] })),
+    );
+    const sessions = created.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+    try {
+      expect(created.filter((result) => result.status === 'rejected')).toEqual([]);
+      const executions = await Promise.all(sessions.map((session, index) => session.run(`${index} * 7`)));
+      expect(executions.map((execution) => execution.results[0]?.data['text/plain'])).toEqual(
+        sessions.map((_, index) => String(index * 7)),
+      );
+    } finally {
+      await Promise.all(sessions.map((session) => session.close()));
+    }
+  }, 240_000);
+
   it('works under the pool: warm containers, handed out and replaced', async () => {
     const pool = new SessionPool({ size: 1, sessionOptions: { backend } });
     try {

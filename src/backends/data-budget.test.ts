@@ -105,6 +105,17 @@ describe('DataBudget', () => {
     expect(budget.snapshot()).toMatchObject({ volumes: 1, committedBytes: 32 * MiB });
   });
 
+  it('waits for volumes still being mounted rather than counting them as full', async () => {
+    const budget = new DataBudget(48 * MiB);
+    const first = await budget.lease(32 * MiB);
+    const second = budget.lease(32 * MiB);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const tmpfs = new FakeTmpfs(first.sizeBytes);
+    first.attach(tmpfs);
+    expect((await second).sizeBytes).toBeGreaterThan(23 * MiB);
+    expect(tmpfs.size + (await second).sizeBytes).toBeLessThanOrEqual(48 * MiB);
+  });
+
   it('does nothing but count while every volume fits', async () => {
     const budget = new DataBudget(100 * MiB);
     const volumes = [await mount(budget, 32 * MiB), await mount(budget, 32 * MiB), await mount(budget, 32 * MiB)];

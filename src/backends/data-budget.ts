@@ -19,6 +19,8 @@ const MiB = 1024 * 1024;
 export const DEFAULT_DATA_BUDGET_SHARE = 0.5;
 /** A new volume is refused when less than this (or its whole `dataBytes`, if smaller) is left. */
 export const MINIMUM_NEW_VOLUME_BYTES = 16 * MiB;
+/** How long a new volume waits for volumes still being mounted before it counts them as they are. */
+const PENDING_MOUNT_WAIT_MS = 30_000;
 /** A new volume whose share of what is left comes out smaller than this is refused rather than mounted. */
 const MINIMUM_SHARE_BYTES = MiB;
 /** How often sizes are recomputed while the volumes' `dataBytes` together exceed the budget. */
@@ -73,20 +75,31 @@ export class DataLease {
   /** The size the volume has (or is to be mounted with). */
   sizeBytes = 0;
   member?: DataBudgetMember;
+  /** What the files held when the budget last measured them. */
+  measuredBytes?: number;
+  /** Settles once the volume is mounted (attach) or given up (release): until then its size cannot change. */
+  readonly settled: Promise<void>;
+  private settle: () => void = () => undefined;
   private released?: Promise<void>;
 
   constructor(
     private readonly budget: DataBudget,
     readonly dataBytes: number,
-  ) {}
+  ) {
+    this.settled = new Promise((resolve) => {
+      this.settle = resolve;
+    });
+  }
+
+  get isReleased(): boolean {
+    return this.released !== undefined;
+  }
 
   /** Called once the volume is mounted: from now on the budget may measure and resize it. */
   attach(member: DataBudgetMember): void {
     this.member = member;
+    this.settle();
   }
-
-  /** What the files held when the budget last measured them. */
-  measuredBytes?: number;
 
   /**
    * The files may have changed (an execution ended): when volumes share the
@@ -101,8 +114,10 @@ export class DataLease {
     await this.budget.rebalance();
   }
 
-  /** Gives the volume's share back (after unmounting it). Idempotent. */
+  /** Gives the volume's share back (after unmounting it, or when mounting failed). Idempotent. */
   release(): Promise<void> {
+    // Settle first: a lease() waiting for this volume must not wait for the lock it holds.
+    this.settle();
     this.released ??= this.budget.releaseLease(this);
     return this.released;
   }
@@ -141,7 +156,7 @@ export class DataBudget {
   snapshot(): DataBudgetSnapshot {
     return {
       budgetBytes: this.budget,
-      volumes: this.leases.size,
+      volumes: this.live().length,
       demandBytes: this.demandBytes(),
       committedBytes: this.committedBytes(),
     };
@@ -160,7 +175,13 @@ export class DataBudget {
         this.leases.add(lease);
         return lease;
       }
-      const others = [...this.leases];
+      // Volumes still being mounted cannot be resized yet: wait for them (bounded).
+      const pending = this.live().filter((other) => !other.member);
+      await Promise.race([
+        Promise.all(pending.map((other) => other.settled)),
+        new Promise((resolve) => setTimeout(resolve, PENDING_MOUNT_WAIT_MS).unref()),
+      ]);
+      const others = this.live();
       const used = await this.measure(others);
       const remaining = this.budget - sum(used);
       const minimum = Math.min(lease.dataBytes, MINIMUM_NEW_VOLUME_BYTES);
@@ -177,7 +198,7 @@ export class DataBudget {
       if (lease.sizeBytes < MINIMUM_SHARE_BYTES) {
         // Others could not give enough back (their files grew meanwhile).
         await this.rebalanceLocked();
-        throw this.exhausted(sum(await this.measure([...this.leases])));
+        throw this.exhausted(sum(await this.measure(this.live())));
       }
       this.leases.add(lease);
       await this.grow(others, plan);
@@ -194,10 +215,9 @@ export class DataBudget {
   /** @internal DataLease.release */
   releaseLease(lease: DataLease): Promise<void> {
     return this.exclusive(async () => {
-      const wasShared = this.isShared;
       this.leases.delete(lease);
-      if (wasShared) await this.rebalanceLocked();
-      this.updateTimer();
+      // Volumes shrunk to share the budget grow back (no work when none was shrunk).
+      await this.rebalanceLocked();
     });
   }
 
@@ -213,7 +233,7 @@ export class DataBudget {
   }
 
   private async rebalanceLocked(): Promise<void> {
-    const leases = [...this.leases];
+    const leases = this.live();
     const used = this.isShared ? await this.measure(leases) : leases.map(() => 0);
     const plan = planDataSizes(
       leases.map((lease, index) => ({ dataBytes: lease.dataBytes, usedBytes: used[index] as number })),
@@ -273,11 +293,16 @@ export class DataBudget {
   }
 
   private demandBytes(): number {
-    return sum([...this.leases].map((lease) => lease.dataBytes));
+    return sum(this.live().map((lease) => lease.dataBytes));
   }
 
   private committedBytes(): number {
     return sum([...this.leases].map((lease) => lease.sizeBytes));
+  }
+
+  /** Leases not given back: one being released is leaving (its mount may still be there, so it stays committed). */
+  private live(): DataLease[] {
+    return [...this.leases].filter((lease) => !lease.isReleased);
   }
 
   private updateTimer(): void {
