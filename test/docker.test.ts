@@ -205,6 +205,8 @@ describeWhenAvailable('sandcell CLI with Docker', 'docker', reason, () => {
     expect(titles).toContain('docker: Engine');
     expect(titles).toContain(`docker: runtime image ${backend.image}`);
     expect(titles).toContain('docker: sandbox network: blocked');
+    expect(titles).toContain("docker: memory budget per session: the session's containers and its /mnt/data share");
+    expect(titles).toMatch(/docker: data budget: all sessions' \/mnt\/data together stay within/);
     expect(titles).not.toContain('bubblewrap');
   });
 });
