@@ -2,6 +2,12 @@
 import { readdir, readFile, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 
+/**
+ * How long removing a cgroup keeps trying: killed processes on a loaded
+ * machine can take a while to exit, and a cgroup with processes cannot go.
+ */
+export const CGROUP_REMOVAL_MS = 5_000;
+
 /** Kills what is left in a cgroup and everything below it, then removes them, deepest first. */
 export async function removeCgroupTree(directory: string): Promise<void> {
   let children: string[] = [];
@@ -13,7 +19,8 @@ export async function removeCgroupTree(directory: string): Promise<void> {
     return;
   }
   for (const child of children) await removeCgroupTree(child);
-  for (let attempt = 0; attempt < 50; attempt++) {
+  const deadline = Date.now() + CGROUP_REMOVAL_MS;
+  for (let attempt = 0; ; attempt++) {
     try {
       for (const line of (await readFile(path.join(directory, 'cgroup.procs'), 'utf8')).split('\n')) {
         if (line) process.kill(Number(line), 'SIGKILL');
@@ -21,8 +28,8 @@ export async function removeCgroupTree(directory: string): Promise<void> {
       await rmdir(directory);
       return;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' || Date.now() > deadline) return;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(50, 5 * (attempt + 1))));
     }
   }
 }

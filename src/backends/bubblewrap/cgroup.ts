@@ -12,7 +12,7 @@ import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type MountEntry, readMountInfo } from '../../internal/mount-info.js';
 import { isProcessAlive } from '../../internal/process-alive.js';
-import { removeCgroupTree } from '../cgroup-files.js';
+import { CGROUP_REMOVAL_MS, removeCgroupTree } from '../cgroup-files.js';
 import type { SandboxLimits } from '../limits.js';
 
 export type CgroupController = 'memory' | 'pids' | 'cpu';
@@ -271,9 +271,10 @@ export class SandboxCgroup {
     }
   }
 
-  /** SIGKILLs every process left, until none is. */
+  /** SIGKILLs every process left, until none is (or the removal deadline passes). */
   async killAll(): Promise<void> {
-    for (let attempt = 0; attempt < 50; attempt++) {
+    const deadline = Date.now() + CGROUP_REMOVAL_MS;
+    while (Date.now() <= deadline) {
       const ids = await this.processIds();
       if (ids.length === 0) return;
       if (this.layout.version === 2) {
@@ -292,17 +293,7 @@ export class SandboxCgroup {
 
   async remove(): Promise<void> {
     await this.killAll();
-    for (const directory of this.directories) {
-      for (let attempt = 0; attempt < 50; attempt++) {
-        try {
-          await rmdir(directory);
-          break;
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === 'ENOENT') break;
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-      }
-    }
+    for (const directory of this.directories) await removeCgroupTree(directory);
   }
 }
 

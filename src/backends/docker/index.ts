@@ -15,7 +15,7 @@ import type Dockerode from 'dockerode';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeImageTag } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
-import { sharedDataBudget } from '../data-budget.js';
+import { type DataBudgetMember, sharedDataBudget } from '../data-budget.js';
 import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
 import type {
@@ -266,7 +266,7 @@ export class DockerBackend implements SandboxBackend {
       }
       const mountPath = await this.visibleMount(volumeName);
       if (lease && mountPath) {
-        lease.attach({ usedBytes: () => tmpfsUsedBytes(mountPath), resize: (bytes) => resizeTmpfs(mountPath, bytes) });
+        lease.attach(engineMountMember(mountPath));
       } else if (lease) {
         report.dataBudget.enforced = false;
         report.dataBudget.reason = "the engine's tmpfs mounts are not visible here, so they cannot be resized";
@@ -358,6 +358,27 @@ async function lowerByFiles(limits: SandboxLimits, volume: DockerVolume): Promis
   const used = (await volume.usedBytes()) ?? 0;
   // /mnt/data never holds more than its capacity, which leaves the kernel its reserve.
   return { ...limits, memoryBytes: limits.memoryBytes - Math.min(used, dataCapacityBytes(limits)) };
+}
+
+/**
+ * The budget's view of a tmpfs the engine mounted: should the engine have
+ * unmounted it, measuring or resizing fails (the budget then counts the
+ * volume as full) rather than acting on the disk beneath.
+ */
+function engineMountMember(mountPath: string): DataBudgetMember {
+  const mounted = () => {
+    if (!isTmpfsMountPoint(mountPath)) throw new Error(`${mountPath} is no longer a tmpfs mount`);
+  };
+  return {
+    usedBytes: async () => {
+      mounted();
+      return tmpfsUsedBytes(mountPath);
+    },
+    resize: async (bytes) => {
+      mounted();
+      await resizeTmpfs(mountPath, bytes);
+    },
+  };
 }
 
 /** The first failure of a retried operation is the one worth keeping as the cause. */

@@ -10,7 +10,7 @@ import type Dockerode from 'dockerode';
 import type { DataLease } from '../data-budget.js';
 import { DATA_MOUNT } from '../sandbox-environment.js';
 import type { SandboxVolume } from '../spec.js';
-import { tmpfsUsedBytes } from '../tmpfs.js';
+import { isTmpfsMountPoint, tmpfsUsedBytes } from '../tmpfs.js';
 import { holderContainerOptions, volumeOptions } from './container-config.js';
 import { ignoreMissing, statusOf } from './engine-errors.js';
 import type { DockerSessionCgroup } from './session-cgroup.js';
@@ -45,7 +45,10 @@ export class DockerVolume implements SandboxVolume {
 
   /** What the files hold: measured on the host mount, else by the holder (`stat -f`). */
   async usedBytes(): Promise<number | undefined> {
-    if (this.parts.mountPath) return tmpfsUsedBytes(this.parts.mountPath).catch(() => undefined);
+    // The engine owns that mount: should it be gone, statfs would measure the disk beneath it.
+    if (this.parts.mountPath && isTmpfsMountPoint(this.parts.mountPath)) {
+      return tmpfsUsedBytes(this.parts.mountPath).catch(() => undefined);
+    }
     return measureInHolder(this.docker, this.holder).catch(() => undefined);
   }
 
