@@ -1,8 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import type Dockerode from 'dockerode';
 import { expect, it } from 'vitest';
 import { MANAGED_LABEL, SESSION_LABEL } from '../src/backends/docker/container-config.js';
-import { createDockerBackend } from '../src/backends/docker/index.js';
+import { createDockerBackend, DockerVolume } from '../src/backends/docker/index.js';
 import { SessionPool } from '../src/session/pool.js';
 import { Session } from '../src/session/session.js';
 import { runBackendContract } from './contract/backend-contract.js';
@@ -126,6 +127,21 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
       await Promise.all(sessions.map((session) => session.close()));
     }
   }, 240_000);
+
+  it('measures /mnt/data through the holder when the engine mounts it out of sight (a remote engine)', async () => {
+    const session = await Session.create({ backend, preloadModules: [] });
+    try {
+      await session.run('open("/mnt/data/five.bin", "wb").write(b"x" * (5 << 20))');
+      const local = (session as unknown as { volume: DockerVolume }).volume;
+      const internals = local as unknown as { holder: Dockerode.Container; labels: Record<string, string> };
+      // The same volume as a remote engine's would be: no host mount to measure.
+      const remote = new DockerVolume(backend.docker, local.sessionId, local.name, internals.holder, internals.labels);
+      expect(await local.usedBytes()).toBe(5 << 20);
+      expect(await remote.usedBytes()).toBe(5 << 20);
+    } finally {
+      await session.close();
+    }
+  });
 
   it('works under the pool: warm containers, handed out and replaced', async () => {
     const pool = new SessionPool({ size: 1, sessionOptions: { backend } });

@@ -82,6 +82,9 @@ for (const [name, backend, reason] of backends) {
       expect(body.error.code).toBe('data-budget-exhausted');
       expect(body.error.message).toMatch(/data budget/);
       expect(body.error.message).toContain('--data-budget-bytes');
+      const metrics = await (await api('/metrics')).text();
+      expect(metrics).toContain(`sandcell_data_budget_bytes ${48 * MiB}`);
+      expect(metrics).toContain('sandcell_requests_rejected_total{reason="data-budget"} 1');
 
       // A removes its files: B can write again.
       await run(a.id, 'import os\nos.remove("/mnt/data/a.bin")');
