@@ -177,10 +177,7 @@ export class DataBudget {
       }
       // Volumes still being mounted cannot be resized yet: wait for them (bounded).
       const pending = this.live().filter((other) => !other.member);
-      await Promise.race([
-        Promise.all(pending.map((other) => other.settled)),
-        new Promise((resolve) => setTimeout(resolve, PENDING_MOUNT_WAIT_MS).unref()),
-      ]);
+      await waitAtMost(Promise.all(pending.map((other) => other.settled)), PENDING_MOUNT_WAIT_MS);
       const others = this.live();
       const used = await this.measure(others);
       const remaining = this.budget - sum(used);
@@ -350,6 +347,12 @@ let shared: DataBudget | undefined;
 export function sharedDataBudget(): DataBudget {
   shared ??= new DataBudget(defaultDataBudgetBytes());
   return shared;
+}
+
+async function waitAtMost(promise: Promise<unknown>, milliseconds: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, milliseconds)))]);
+  clearTimeout(timer);
 }
 
 function sum(values: number[]): number {
