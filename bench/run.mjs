@@ -36,52 +36,99 @@ function memoryOf(processIds) {
   return { rssMB: round(rssKiB / 1024, 1), pssMB: round(pssKiB / 1024, 1) };
 }
 
-async function coldStart(backend, samples) {
+/**
+ * Failures are counted, not fatal: a sample whose session could not be created or whose run threw is
+ * reported (the `failed samples` row and `failedSamples` in the JSON), and the bench goes on.
+ */
+function newFailures() {
+  const failures = { count: 0, first: undefined };
+  failures.add = (error) => {
+    failures.count++;
+    failures.first ??= error?.message ?? String(error);
+  };
+  return failures;
+}
+
+async function coldStart(backend, samples, failures) {
   const times = [];
   for (let index = 0; index < samples; index++) {
-    const started = now();
-    const session = await Session.create({ backend });
-    const execution = await session.run('1+1');
-    times.push(now() - started);
-    if (execution.results[0]?.data['text/plain'] !== '2') throw new Error('cold start: wrong result');
-    await session.close();
+    try {
+      const started = now();
+      const session = await Session.create({ backend });
+      try {
+        const execution = await session.run('1+1');
+        if (execution.results[0]?.data['text/plain'] !== '2') throw new Error('cold start: wrong result');
+        times.push(now() - started);
+      } finally {
+        await session.close();
+      }
+    } catch (error) {
+      failures.add(error);
+    }
   }
   return times;
 }
 
-async function poolFirstResult(backend, samples) {
+async function poolFirstResult(backend, samples, failures) {
   const pool = new SessionPool({ size: 2, maxSessions: 8, sessionOptions: { backend } });
-  await pool.start();
+  await pool.start().catch((error) => failures.add(error));
   const times = [];
   for (let index = 0; index < samples; index++) {
-    // Wait until the pool is warm again, as it is between users in practice.
-    while (pool.stats().warm < 2) await new Promise((resolve) => setTimeout(resolve, 20));
-    const started = now();
-    const session = await pool.acquire();
-    const execution = await session.run('1+1');
-    times.push(now() - started);
-    if (execution.results[0]?.data['text/plain'] !== '2') throw new Error('pool: wrong result');
-    await session.close();
+    // Wait until the pool is warm again, as it is between users in practice (bounded: a failing pool backs off).
+    for (let waited = 0; waited < 1500 && pool.stats().warm < 2; waited++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    try {
+      const started = now();
+      const session = await pool.acquire();
+      try {
+        const execution = await session.run('1+1');
+        if (execution.results[0]?.data['text/plain'] !== '2') throw new Error('pool: wrong result');
+        times.push(now() - started);
+      } finally {
+        await session.close();
+      }
+    } catch (error) {
+      failures.add(error);
+    }
   }
   await pool.close();
   return times;
 }
 
-async function warmRoundTrip(backend, runs) {
-  const session = await Session.create({ backend });
-  for (let index = 0; index < 100; index++) await session.run('1+1');
-  const times = [];
-  for (let index = 0; index < runs; index++) {
-    const started = now();
-    await session.run('1+1');
-    times.push(now() - started);
+async function warmRoundTrip(backend, runs, failures) {
+  let session;
+  try {
+    session = await Session.create({ backend });
+  } catch (error) {
+    failures.add(error);
+    return [];
   }
-  await session.close();
+  const times = [];
+  try {
+    for (let index = 0; index < 100; index++) await session.run('1+1');
+    for (let index = 0; index < runs; index++) {
+      const started = now();
+      await session.run('1+1');
+      times.push(now() - started);
+    }
+  } catch (error) {
+    failures.add(error);
+  } finally {
+    await session.close();
+  }
   return times;
 }
 
-async function idleMemory(backend, count, preloadModules) {
-  const sessions = await Promise.all(Array.from({ length: count }, () => Session.create({ backend, preloadModules })));
+/** Sessions created at once; the ones that failed are counted and left out. */
+async function createSessions(count, options, failures) {
+  const settled = await Promise.allSettled(Array.from({ length: count }, () => Session.create(options)));
+  for (const result of settled) if (result.status === 'rejected') failures.add(result.reason);
+  return settled.filter((result) => result.status === 'fulfilled').map((result) => result.value);
+}
+
+async function idleMemory(backend, count, preloadModules, failures) {
+  const sessions = await createSessions(count, { backend, preloadModules }, failures);
   await Promise.all(sessions.map((session) => session.run('1+1')));
   await new Promise((resolve) => setTimeout(resolve, 500));
   const perSession = [];
@@ -93,12 +140,15 @@ async function idleMemory(backend, count, preloadModules) {
     });
   }
   await Promise.all(sessions.map((session) => session.close()));
-  const mean = (key) => round(perSession.reduce((sum, entry) => sum + (entry[key] ?? 0), 0) / perSession.length, 1);
-  return { sessions: count, rssMB: mean('rssMB'), pssMB: mean('pssMB'), cgroupMB: mean('cgroupMB') };
+  const mean = (key) =>
+    perSession.length === 0
+      ? null
+      : round(perSession.reduce((sum, entry) => sum + (entry[key] ?? 0), 0) / perSession.length, 1);
+  return { sessions: sessions.length, rssMB: mean('rssMB'), pssMB: mean('pssMB'), cgroupMB: mean('cgroupMB') };
 }
 
-async function parallel(backend, sessionCount, runsEach) {
-  const sessions = await Promise.all(Array.from({ length: sessionCount }, () => Session.create({ backend })));
+async function parallel(backend, sessionCount, runsEach, failures) {
+  const sessions = await createSessions(sessionCount, { backend }, failures);
   await Promise.all(sessions.map((session) => session.run('1+1')));
   const latencies = [];
   let wrong = 0;
@@ -107,15 +157,24 @@ async function parallel(backend, sessionCount, runsEach) {
     sessions.map(async (session, index) => {
       for (let run = 0; run < runsEach; run++) {
         const begun = now();
-        const execution = await session.run(`${index} * 1000 + ${run}`);
-        latencies.push(now() - begun);
-        if (execution.results[0]?.data['text/plain'] !== String(index * 1000 + run)) wrong++;
+        try {
+          const execution = await session.run(`${index} * 1000 + ${run}`);
+          latencies.push(now() - begun);
+          if (execution.results[0]?.data['text/plain'] !== String(index * 1000 + run)) wrong++;
+        } catch (error) {
+          failures.add(error);
+        }
       }
     }),
   );
   const seconds = (now() - started) / 1000;
   await Promise.all(sessions.map((session) => session.close()));
-  return { throughput: (sessionCount * runsEach) / seconds, p95: percentile(latencies, 0.95), wrong };
+  return {
+    sessions: sessions.length,
+    throughput: latencies.length / seconds,
+    p95: latencies.length ? percentile(latencies, 0.95) : undefined,
+    wrong,
+  };
 }
 
 /** The cookbook's approach for comparison: a stateless `docker exec … python3 -c` per call, in a running container. */
@@ -142,14 +201,16 @@ async function dockerExecPerCall(docker, image, samples) {
 }
 
 async function measure(backend) {
-  return {
-    cold: await coldStart(backend, quick ? 3 : 10),
-    pooled: await poolFirstResult(backend, quick ? 5 : 20),
-    warm: await warmRoundTrip(backend, quick ? 200 : 1000),
-    idleCold: await idleMemory(backend, 4, []),
-    idlePooled: await idleMemory(backend, 4, ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot']),
-    load: await parallel(backend, 20, 50),
+  const failures = newFailures();
+  const result = {
+    cold: await coldStart(backend, quick ? 3 : 10, failures),
+    pooled: await poolFirstResult(backend, quick ? 5 : 20, failures),
+    warm: await warmRoundTrip(backend, quick ? 200 : 1000, failures),
+    idleCold: await idleMemory(backend, 4, [], failures),
+    idlePooled: await idleMemory(backend, 4, ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'], failures),
+    load: await parallel(backend, 20, 50, failures),
   };
+  return { ...result, failures: failures.count, firstFailure: failures.first };
 }
 
 const BACKENDS = ['bubblewrap', 'docker'];
@@ -164,6 +225,9 @@ for (const name of BACKENDS) {
     continue;
   }
   measured[name] = await measure(backend);
+  if (measured[name].failures > 0) {
+    notes.push(`${name}: ${measured[name].failures} failed sample(s); the first: ${measured[name].firstFailure}`);
+  }
   if (name === 'docker') {
     measured[name].dockerExec = await dockerExecPerCall(backend.docker, backend.image, quick ? 5 : 20).catch(
       (error) => {
@@ -178,7 +242,13 @@ const p = percentile;
 const value = (name, pick, digits) => {
   const result = measured[name];
   if (!result) return '';
-  const picked = pick(result);
+  let picked;
+  try {
+    picked = pick(result);
+  } catch {
+    // No sample to compute it from (every one failed).
+    return '';
+  }
   return picked === undefined || picked === null ? '' : round(picked, digits);
 };
 /** A row: a statistic per backend, and for the backends with a target, the target and whether it is met. */
@@ -188,11 +258,20 @@ const row = (measureName, stat, pick, digits, unit, targets = {}) => {
     .map((name) => `${name}: ${targets[name].text}`)
     .join('; ');
   const metText = BACKENDS.filter((name) => targets[name] && measured[name])
-    .map((name) => (targets[name].met(pick(measured[name]), measured) ? 'yes' : 'NO'))
+    .map((name) => {
+      try {
+        return targets[name].met(pick(measured[name]), measured) ? 'yes' : 'NO';
+      } catch {
+        return 'NO';
+      }
+    })
     .join(' / ');
   return [measureName, stat, ...values.map(String), unit, targetText, metText];
 };
-const atMost = (limit) => ({ text: `≤ ${limit}`, met: (observed) => observed <= limit });
+const atMost = (limit) => ({
+  text: `≤ ${limit}`,
+  met: (observed) => typeof observed === 'number' && observed <= limit,
+});
 const warmP50 = (result) => p(result.warm, 0.5);
 const rows = [
   row('cold session start → first result of 1+1', 'p50', (r) => p(r.cold, 0.5), 1, 'ms', { bubblewrap: atMost(400) }),
@@ -220,6 +299,10 @@ const rows = [
   }),
   row('', 'p95', (r) => r.load.p95, 2, 'ms'),
   row('', 'wrong results', (r) => r.load.wrong, 0, '', {
+    bubblewrap: { text: '0', met: (observed) => observed === 0 },
+    docker: { text: '0', met: (observed) => observed === 0 },
+  }),
+  row('all of the above', 'failed samples', (r) => r.failures, 0, '', {
     bubblewrap: { text: '0', met: (observed) => observed === 0 },
     docker: { text: '0', met: (observed) => observed === 0 },
   }),
@@ -271,8 +354,9 @@ const result = {
         poolFirstResultMs: { p50: p(r.pooled, 0.5), p95: p(r.pooled, 0.95), samples: r.pooled.length },
         warmRoundTripMs: { p50: p(r.warm, 0.5), p95: p(r.warm, 0.95), p99: p(r.warm, 0.99), samples: r.warm.length },
         idleSessionMemory: { ipythonOnly: r.idleCold, pooled: r.idlePooled },
+        failedSamples: r.failures,
         parallel: {
-          sessions: 20,
+          sessions: r.load.sessions,
           executionsEach: 50,
           throughputPerSecond: r.load.throughput,
           p95Ms: r.load.p95,

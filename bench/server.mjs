@@ -6,6 +6,8 @@
 //   - a notebook cell's round trip through /v1/conversations (the web UI's path),
 //   - the web UI: what the browser downloads for the first page (gzipped) and how long that takes.
 // Every request goes to 127.0.0.1 only; loops are bounded in count and time.
+// A sample that fails (a session that could not be created, a request that errs) is counted and
+// reported (`failed samples`), not fatal.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -62,33 +64,53 @@ async function request(url, method, body, signal) {
   return text ? JSON.parse(text) : undefined;
 }
 
-async function warmRoundTrip(server, runs) {
-  const session = await request(`${server.url}/v1/sessions`, 'POST');
-  const target = `${server.url}/v1/sessions/${session.id}/executions`;
-  for (let index = 0; index < 100; index++) await request(target, 'POST', { code: '1+1' });
-  const times = [];
-  for (let index = 0; index < runs; index++) {
-    const started = now();
-    const execution = await request(target, 'POST', { code: '1+1' });
-    times.push(now() - started);
-    if (execution.results[0]?.data['text/plain'] !== '2') throw new Error('warm round trip: wrong result');
+async function warmRoundTrip(server, runs, failures) {
+  let session;
+  try {
+    session = await request(`${server.url}/v1/sessions`, 'POST');
+  } catch (error) {
+    failures.add(error);
+    return [];
   }
-  await request(`${server.url}/v1/sessions/${session.id}`, 'DELETE');
+  const target = `${server.url}/v1/sessions/${session.id}/executions`;
+  const times = [];
+  try {
+    for (let index = 0; index < 100; index++) await request(target, 'POST', { code: '1+1' });
+    for (let index = 0; index < runs; index++) {
+      const started = now();
+      const execution = await request(target, 'POST', { code: '1+1' });
+      times.push(now() - started);
+      if (execution.results[0]?.data['text/plain'] !== '2') throw new Error('warm round trip: wrong result');
+    }
+  } catch (error) {
+    failures.add(error);
+  }
+  await request(`${server.url}/v1/sessions/${session.id}`, 'DELETE').catch((error) => failures.add(error));
   return times;
 }
 
-async function conversationCellRoundTrip(server, runs) {
-  const conversation = await request(`${server.url}/v1/conversations`, 'POST');
-  const target = `${server.url}/v1/conversations/${conversation.id}/cells`;
-  for (let index = 0; index < 50; index++) await request(target, 'POST', { code: '1+1' });
-  const times = [];
-  for (let index = 0; index < runs; index++) {
-    const started = now();
-    const turn = await request(target, 'POST', { code: '1+1' });
-    times.push(now() - started);
-    if (turn.steps[0]?.results[0]?.data['text/plain'] !== '2') throw new Error('cell round trip: wrong result');
+async function conversationCellRoundTrip(server, runs, failures) {
+  let conversation;
+  try {
+    conversation = await request(`${server.url}/v1/conversations`, 'POST');
+  } catch (error) {
+    failures.add(error);
+    return [];
   }
-  await request(`${server.url}/v1/conversations/${conversation.id}`, 'DELETE');
+  const target = `${server.url}/v1/conversations/${conversation.id}/cells`;
+  const times = [];
+  try {
+    for (let index = 0; index < 50; index++) await request(target, 'POST', { code: '1+1' });
+    for (let index = 0; index < runs; index++) {
+      const started = now();
+      const turn = await request(target, 'POST', { code: '1+1' });
+      times.push(now() - started);
+      if (turn.steps[0]?.results[0]?.data['text/plain'] !== '2') throw new Error('cell round trip: wrong result');
+    }
+  } catch (error) {
+    failures.add(error);
+  }
+  await request(`${server.url}/v1/conversations/${conversation.id}`, 'DELETE').catch((error) => failures.add(error));
   return times;
 }
 
@@ -115,24 +137,31 @@ async function webUiFirstLoad(server, samples) {
   return { times, bytes, gzipped };
 }
 
-async function firstExecutionOfNewIdentifier(server, samples) {
+async function firstExecutionOfNewIdentifier(server, samples, failures) {
   const times = [];
   for (let index = 0; index < samples; index++) {
-    // Wait until the pool is warm again, as it is between users in practice.
-    for (let waited = 0; waited < 600; waited++) {
-      const health = await request(`${server.url}/healthz`, 'GET');
-      if (health.sessions.warm >= 2) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
     const identifier = randomUUID();
-    const query = `identifier=${identifier}&api-version=2024-02-02-preview`;
-    const started = now();
-    const answer = await request(`${server.url}/azure/code/execute?${query}`, 'POST', {
-      properties: { codeInputType: 'inline', executionType: 'synchronous', code: '1+1' },
-    });
-    times.push(now() - started);
-    if (answer.properties.result !== 2) throw new Error('new identifier: wrong result');
-    await request(`${server.url}/azure/session?identifier=${identifier}&api-version=2025-10-02-preview`, 'DELETE');
+    try {
+      // Wait until the pool is warm again, as it is between users in practice.
+      for (let waited = 0; waited < 600; waited++) {
+        const health = await request(`${server.url}/healthz`, 'GET');
+        if (health.sessions.warm >= 2) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const query = `identifier=${identifier}&api-version=2024-02-02-preview`;
+      const started = now();
+      const answer = await request(`${server.url}/azure/code/execute?${query}`, 'POST', {
+        properties: { codeInputType: 'inline', executionType: 'synchronous', code: '1+1' },
+      });
+      times.push(now() - started);
+      if (answer.properties.result !== 2) throw new Error('new identifier: wrong result');
+    } catch (error) {
+      failures.add(error);
+    }
+    await request(
+      `${server.url}/azure/session?identifier=${identifier}&api-version=2025-10-02-preview`,
+      'DELETE',
+    ).catch((error) => failures.add(error));
   }
   return times;
 }
@@ -145,11 +174,16 @@ async function load(server, sessionCount, runsEach) {
   const sessions = [];
   const startedCreating = now();
   let next = 0;
+  let creationFailures = 0;
   await Promise.all(
     Array.from({ length: 8 }, async () => {
       while (next < sessionCount) {
         next++;
-        sessions.push(await request(`${server.url}/v1/sessions`, 'POST', undefined, bounded()));
+        try {
+          sessions.push(await request(`${server.url}/v1/sessions`, 'POST', undefined, bounded()));
+        } catch {
+          creationFailures++;
+        }
       }
     }),
   );
@@ -189,9 +223,12 @@ async function load(server, sessionCount, runsEach) {
     }),
   );
   const seconds = (now() - started) / 1000;
-  await Promise.all(sessions.map((session) => request(`${server.url}/v1/sessions/${session.id}`, 'DELETE')));
+  await Promise.all(
+    sessions.map((session) => request(`${server.url}/v1/sessions/${session.id}`, 'DELETE').catch(() => undefined)),
+  );
   return {
     sessions: sessions.length,
+    creationFailures,
     executionsEach: runsEach,
     completed: latencies.length,
     wrong,
@@ -207,14 +244,19 @@ async function load(server, sessionCount, runsEach) {
 
 export async function runServerBench({ quick = false } = {}) {
   const warmServer = await startServer(['--pool-size', '2', '--executions-per-minute', '0']);
+  const failures = { count: 0, first: undefined };
+  failures.add = (error) => {
+    failures.count++;
+    failures.first ??= error?.message ?? String(error);
+  };
   let warm;
   let first;
   let cell;
   let page;
   try {
-    warm = await warmRoundTrip(warmServer, quick ? 200 : 1000);
-    first = await firstExecutionOfNewIdentifier(warmServer, quick ? 5 : 20);
-    cell = await conversationCellRoundTrip(warmServer, quick ? 100 : 500);
+    warm = await warmRoundTrip(warmServer, quick ? 200 : 1000, failures);
+    first = await firstExecutionOfNewIdentifier(warmServer, quick ? 5 : 20, failures);
+    cell = await conversationCellRoundTrip(warmServer, quick ? 100 : 500, failures);
     page = await webUiFirstLoad(warmServer, quick ? 5 : 20);
   } finally {
     await warmServer.stop();
@@ -282,6 +324,8 @@ export async function runServerBench({ quick = false } = {}) {
     ),
     stat('', 'wrong or mixed-up', loaded.wrong, '', '0', loaded.wrong === 0),
     stat('', 'failed requests', loaded.failed, '', '0', loaded.failed === 0),
+    stat('', 'sessions not created', loaded.creationFailures, '', '0', loaded.creationFailures === 0),
+    stat('server: the measures above', 'failed samples', failures.count, '', '0', failures.count === 0),
     stat('', 'throughput', round(loaded.throughput, 0), 'exec/s'),
     stat('', 'p50', round(loaded.p50, 1), 'ms'),
     stat('', 'p95', round(loaded.p95, 1), 'ms'),
@@ -293,6 +337,8 @@ export async function runServerBench({ quick = false } = {}) {
     conversationCellRoundTripMs: { p50: p(cell, 0.5), p95: p(cell, 0.95), samples: cell.length },
     webUiFirstLoad: { gzippedBytes: page.gzipped, bytes: page.bytes, p50Ms: p(page.times, 0.5) },
     load: loaded,
+    failedSamples: failures.count,
+    ...(failures.first ? { firstFailure: failures.first } : {}),
   };
   return { rows, result };
 }

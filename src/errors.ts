@@ -14,6 +14,7 @@ export type SandcellErrorCode =
   | 'timeout'
   | 'protocol-error'
   | 'pool-exhausted'
+  | 'data-budget-exhausted'
   | 'image-build-failed'
   | 'aborted'
   | 'model-configuration'
@@ -101,6 +102,16 @@ export class PoolExhaustedError extends SandcellError {
       'pool-exhausted',
       `All ${maxSessions} sessions are in use; close one, or raise \`maxSessions\` in the pool options.`,
     );
+  }
+}
+
+/**
+ * A server-wide resource is used up, so nothing new can start until some is
+ * given back (sessions closed, files removed); the message names the setting.
+ */
+export class ResourceExhaustedError extends SandcellError {
+  constructor(code: 'data-budget-exhausted', message: string) {
+    super(code, message);
   }
 }
 

@@ -38,6 +38,7 @@ export {
   InvalidPathError,
   PoolExhaustedError,
   ProtocolError,
+  ResourceExhaustedError,
   SandboxCrashedError,
   SandboxStartError,
   SandcellError,

@@ -137,6 +137,9 @@ describe('sandcell doctor', () => {
     const titles = report.checks.map((check: { title: string }) => check.title).join('\n');
     expect(titles).toContain('python: pandas');
     expect(titles).toContain('sandbox network: blocked');
+    // Run as root with cgroups here: both budgets hold, and doctor says so.
+    expect(titles).toContain('memory budget per session: its kernels and its /mnt/data share limits.memoryBytes');
+    expect(titles).toMatch(/data budget: all sessions' \/mnt\/data together stay within \d+\.\d GiB/);
   });
 });
 

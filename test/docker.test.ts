@@ -1,12 +1,13 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import type Dockerode from 'dockerode';
 import { expect, it } from 'vitest';
 import { MANAGED_LABEL, SESSION_LABEL, UID_LABEL } from '../src/backends/docker/container-config.js';
-import { createDockerBackend } from '../src/backends/docker/index.js';
+import { createDockerBackend, DockerVolume } from '../src/backends/docker/index.js';
 import { SessionPool } from '../src/session/pool.js';
 import { Session } from '../src/session/session.js';
 import { runBackendContract } from './contract/backend-contract.js';
-import { runSecurityContract } from './contract/security-contract.js';
+import { expectOneMemoryBudget, runSecurityContract } from './contract/security-contract.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
 import {
   hostHasAccount,
@@ -151,6 +152,67 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     }
   });
 
+  it('puts every container of a session in a cgroup that holds its memory budget, removed on close', async () => {
+    const report = await backend.report();
+    expect(report.memoryBudget).toEqual({ mode: 'cgroup-parent' });
+    const session = await Session.create({ backend, limits: { memoryBytes: 300 * 1024 * 1024 } });
+    const { containers } = await objectsOfSession(session.id);
+    const parents = await Promise.all(
+      containers.map(async (container) => (await backend.docker.getContainer(container.Id).inspect()).HostConfig),
+    );
+    const parent = parents[0]?.CgroupParent as string;
+    expect(parent).toMatch(/^\/sandcell\/\d+-/);
+    expect(parents.map((host) => host.CgroupParent)).toEqual([parent, parent]);
+    const directory = path.join('/sys/fs/cgroup/memory', parent);
+    expect(readFileSync(path.join(directory, 'memory.limit_in_bytes'), 'utf8').trim()).toBe(String(300 * 1024 * 1024));
+    await session.close();
+    expect(existsSync(directory)).toBe(false);
+  });
+
+  it('without session cgroups, lowers the limit of each new kernel by what /mnt/data holds', async () => {
+    const fallback = createDockerBackend({ sessionCgroups: 'off' });
+    expect((await fallback.report()).memoryBudget.mode).toBe('kernel-memory');
+    await expectOneMemoryBudget(fallback);
+  });
+
+  it('creates 20 sessions in parallel, each working (transient engine errors are retried)', async () => {
+    const created = await Promise.allSettled(
+      Array.from({ length: 20 }, () => Session.create({ backend, preloadModules: [] })),
+    );
+    const sessions = created.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+    try {
+      expect(created.filter((result) => result.status === 'rejected')).toEqual([]);
+      const executions = await Promise.all(sessions.map((session, index) => session.run(`${index} * 7`)));
+      expect(executions.map((execution) => execution.results[0]?.data['text/plain'])).toEqual(
+        sessions.map((_, index) => String(index * 7)),
+      );
+    } finally {
+      await Promise.all(sessions.map((session) => session.close()));
+    }
+  }, 240_000);
+
+  it('measures /mnt/data through the holder when the engine mounts it out of sight (a remote engine)', async () => {
+    const session = await Session.create({ backend, preloadModules: [] });
+    try {
+      await session.run('open("/mnt/data/five.bin", "wb").write(b"x" * (5 << 20))');
+      const local = (session as unknown as { volume: DockerVolume }).volume;
+      const internals = local as unknown as { holder: Dockerode.Container; labels: Record<string, string> };
+      // The same volume as a remote engine's would be: no host mount to measure.
+      const remote = new DockerVolume(
+        backend.docker,
+        local.sessionId,
+        local.name,
+        internals.holder,
+        internals.labels,
+        local.owner,
+      );
+      expect(await local.usedBytes()).toBe(5 << 20);
+      expect(await remote.usedBytes()).toBe(5 << 20);
+    } finally {
+      await session.close();
+    }
+  });
+
   it('works under the pool: warm containers, handed out and replaced', async () => {
     const pool = new SessionPool({ size: 1, sessionOptions: { backend } });
     try {
@@ -172,6 +234,11 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     expect(before.volumes.length).toBe(1);
     const uid = Number(before.volumes[0]?.Labels?.[UID_LABEL]);
     expect(leasesOf(uidLeases.directory, uid)).toHaveLength(1);
+    const parent = (await backend.docker.getContainer(before.containers[0]?.Id as string).inspect()).HostConfig
+      .CgroupParent as string;
+    expect(parent).toMatch(/^\/sandcell\/\d+-/);
+    const budgetDirectory = path.join('/sys/fs/cgroup/memory', parent);
+    expect(existsSync(budgetDirectory)).toBe(true);
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     // Its stdin closed with it: the kernel container stops by itself.
@@ -191,6 +258,7 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     expect(after.containers).toEqual([]);
     expect(after.volumes).toEqual([]);
     expect(leasesOf(uidLeases.directory, uid)).toEqual([]);
+    expect(existsSync(budgetDirectory)).toBe(false);
   });
 });
 
@@ -238,6 +306,8 @@ describeWhenAvailable('sandcell CLI with Docker', 'docker', reason, () => {
     expect(titles).toContain('docker: Engine');
     expect(titles).toContain(`docker: runtime image ${backend.image}`);
     expect(titles).toContain('docker: sandbox network: blocked');
+    expect(titles).toContain("docker: memory budget per session: the session's containers and its /mnt/data share");
+    expect(titles).toMatch(/docker: data budget: all sessions' \/mnt\/data together stay within/);
     expect(titles).not.toContain('bubblewrap');
   });
 });

@@ -35,6 +35,7 @@ const EXPECTED: Record<string, string[]> = {
     'InvalidPathError',
     'PoolExhaustedError',
     'ProtocolError',
+    'ResourceExhaustedError',
     'SandboxCrashedError',
     'SandboxStartError',
     'SandcellError',

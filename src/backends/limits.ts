@@ -12,7 +12,10 @@ export interface SandboxLimits {
   cpus: number;
   /** Largest file the code may write (RLIMIT_FSIZE). @default 1 GiB */
   fileSizeBytes: number;
-  /** Size of /mnt/data. @default 1 GiB */
+  /**
+   * Size of /mnt/data. Its files are RAM and count against `memoryBytes`, so it
+   * is capped further at what leaves the kernel room to start (see dataCapacityBytes). @default 1 GiB
+   */
   dataBytes: number;
   /** Size of /tmp. @default 512 MiB */
   tmpBytes: number;
@@ -33,6 +36,20 @@ export const DEFAULT_LIMITS: Readonly<SandboxLimits> = Object.freeze({
   tmpBytes: 512 * MiB,
   openFiles: 1024,
 });
+
+/** Memory a session's files may never take from its kernel: enough to start Python and clean up. */
+export const KERNEL_MEMORY_RESERVE_BYTES = 128 * MiB;
+
+/**
+ * How much /mnt/data may hold: `dataBytes`, but never so much that files
+ * (which share the session's memory budget and outlive the kernel) leave a
+ * restarted kernel too little memory to start and delete them. The reserve
+ * is 128 MiB, or half the budget when that is smaller.
+ */
+export function dataCapacityBytes(limits: Pick<SandboxLimits, 'dataBytes' | 'memoryBytes'>): number {
+  const reserve = Math.min(KERNEL_MEMORY_RESERVE_BYTES, limits.memoryBytes / 2);
+  return Math.floor(Math.min(limits.dataBytes, limits.memoryBytes - reserve));
+}
 
 const MINIMUMS: Record<keyof SandboxLimits, number> = {
   memoryBytes: 64 * MiB,

@@ -35,6 +35,16 @@ export interface SandboxVolume {
   readonly sessionId: string;
   /** Removes the storage and everything in it. Idempotent. */
   dispose(): Promise<void>;
+  /**
+   * What the files hold, where the backend can tell: they are RAM that counts
+   * against the session's memory budget, which error messages explain.
+   */
+  usedBytes?(): Promise<number | undefined>;
+  /**
+   * Called after each execution: the files may have changed, so a volume that
+   * shares a server-wide budget for files can give back or take room now.
+   */
+  usageChanged?(): Promise<void>;
 }
 
 export interface StartSandboxOptions {

@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { isRoot, which } from '../backends/bubblewrap/host-setup.js';
 import { createBubblewrapBackend } from '../backends/bubblewrap/index.js';
+import { sharedDataBudget } from '../backends/data-budget.js';
 import { createDockerBackend, type DockerEngineReport } from '../backends/docker/index.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { formatUidRange } from '../backends/uid-leases.js';
@@ -145,6 +146,31 @@ async function checkDocker(add: Add, required: boolean): Promise<void> {
   );
   if (report.swept > 0) add('ok', `docker: removed ${report.swept} leftover object(s) of sandcell processes that died`);
   await trialSession(docker, add, 'docker: ');
+  // After the trial session: it checks that the engine really uses sandcell's cgroup and mounts.
+  add(
+    'ok',
+    report.memoryBudget.mode === 'cgroup-parent'
+      ? "docker: memory budget per session: the session's containers and its /mnt/data share limits.memoryBytes (a cgroup parent sandcell limits)"
+      : "docker: memory budget per session: each new kernel's limit is limits.memoryBytes minus what /mnt/data holds",
+    report.memoryBudget.reason ? `No session cgroup: ${report.memoryBudget.reason}.` : undefined,
+  );
+  add(
+    report.dataBudget.enforced ? 'ok' : 'warn',
+    report.dataBudget.enforced
+      ? `docker: data budget: all sessions' /mnt/data together stay within ${formatGiB(sharedDataBudget().budgetBytes)} (resized in place)`
+      : "docker: data budget: not enforced; all sessions' /mnt/data together are not bounded",
+    report.dataBudget.enforced
+      ? 'Set it with `sandcell serve --data-budget-bytes` or SANDCELL_DATA_BUDGET_BYTES (default: half of the memory).'
+      : `${capitalize(report.dataBudget.reason ?? 'unknown reason')}. Run sandcell as root beside a local Docker Engine to enforce it; each session is still capped at limits.dataBytes.`,
+  );
+}
+
+function formatGiB(bytes: number): string {
+  return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 async function checkBubblewrap(add: Add, rootfs: string | undefined): Promise<void> {
@@ -182,10 +208,14 @@ async function checkBubblewrap(add: Add, rootfs: string | undefined): Promise<vo
     if (report.cgroups) {
       const controllers = Object.keys(report.cgroups.parents).join(', ');
       add('ok', `cgroups v${report.cgroups.version}: memory, process and CPU limits per sandbox (${controllers})`);
+      add(
+        'ok',
+        'memory budget per session: its kernels and its /mnt/data share limits.memoryBytes, whatever restarts (a session cgroup)',
+      );
     } else {
       add(
         'warn',
-        'cgroups: not available to sandcell; memory is limited per process (RLIMIT_AS) and processes by RLIMIT_NPROC',
+        'cgroups: not available to sandcell; memory is limited per process (RLIMIT_AS), files in /mnt/data do not count against it, and processes are limited by RLIMIT_NPROC',
         isRoot()
           ? 'Mount the cgroup v1 memory/pids controllers, or a cgroup v2 hierarchy with memory and pids delegated.'
           : 'Run sandcell as root (sandboxes still run unprivileged) to get per-sandbox cgroups.',
@@ -197,6 +227,15 @@ async function checkBubblewrap(add: Add, rootfs: string | undefined): Promise<vo
         ? '/mnt/data: a size-capped tmpfs per session'
         : '/mnt/data: a plain directory; total size is not capped (each file is, by RLIMIT_FSIZE)',
       report.uidLeases ? undefined : 'Run sandcell as root to give each session a size-capped tmpfs.',
+    );
+    add(
+      report.uidLeases ? 'ok' : 'warn',
+      report.uidLeases
+        ? `data budget: all sessions' /mnt/data together stay within ${formatGiB(sharedDataBudget().budgetBytes)} (each tmpfs resized to its share)`
+        : "data budget: not enforced; all sessions' /mnt/data together are not bounded",
+      report.uidLeases
+        ? 'Set it with `sandcell serve --data-budget-bytes` or SANDCELL_DATA_BUDGET_BYTES (default: half of the memory).'
+        : 'Run sandcell as root: only a tmpfs per session can be held to a server-wide budget.',
     );
   } catch (error) {
     add('fail', 'the bubblewrap backend is unavailable', (error as Error).message);

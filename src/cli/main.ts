@@ -106,6 +106,10 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         )
         .option('--pool-size <n>', 'sessions kept warm; default 2 (env SANDCELL_POOL_SIZE)')
         .option('--max-sessions <n>', 'live sessions on the server; default 64 (env SANDCELL_MAX_SESSIONS)')
+        .option(
+          '--data-budget-bytes <n>',
+          "RAM all sessions' files (/mnt/data) may hold together; default half the host's memory (env SANDCELL_DATA_BUDGET_BYTES)",
+        )
         .option('--sessions-per-key <n>', 'live sessions per key; default 32 (env SANDCELL_SESSIONS_PER_KEY)')
         .option(
           '--executions-per-minute <n>',

@@ -19,6 +19,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   allowedHost: string[];
   poolSize?: string;
   maxSessions?: string;
+  dataBudgetBytes?: string;
   sessionsPerKey?: string;
   executionsPerMinute?: string;
   maxRequestBytes?: string;
@@ -58,6 +59,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     headersTimeoutMs: numberOption('--headers-timeout', options.headersTimeout, 1000),
     poolSize: numberOption('--pool-size', options.poolSize),
     maxSessions: numberOption('--max-sessions', options.maxSessions),
+    dataBudgetBytes: numberOption('--data-budget-bytes', options.dataBudgetBytes),
     limits: {
       maxSessions: numberOption('--sessions-per-key', options.sessionsPerKey),
       executionsPerMinute: numberOption('--executions-per-minute', options.executionsPerMinute),

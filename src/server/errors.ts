@@ -26,12 +26,20 @@ const STATUS_BY_CODE: Record<string, number> = {
   'invalid-path': 400,
   'session-closed': 404,
   'pool-exhausted': 503,
+  'data-budget-exhausted': 503,
   'backend-unavailable': 503,
   'sandbox-start-failed': 503,
   'sandbox-crashed': 500,
   'protocol-error': 500,
   timeout: 504,
   aborted: 499,
+};
+
+/** Refusals that pass: how long a client should wait before trying again. */
+const RETRY_AFTER_SECONDS: Record<string, string> = {
+  'pool-exhausted': '5',
+  // Files are removed and sessions closed on the scale of minutes, not seconds.
+  'data-budget-exhausted': '30',
 };
 
 const STATUS_BY_FILE_REASON: Record<string, number> = {
@@ -65,7 +73,8 @@ export function toHttpError(error: unknown): HttpError {
     if (error.code === 'session-closed') {
       return new HttpError(404, 'session-not-found', 'The session was closed; create a new one.');
     }
-    const headers: Record<string, string> = error.code === 'pool-exhausted' ? { 'retry-after': '5' } : {};
+    const retryAfter = RETRY_AFTER_SECONDS[error.code];
+    const headers: Record<string, string> = retryAfter ? { 'retry-after': retryAfter } : {};
     return new HttpError(STATUS_BY_CODE[error.code] ?? 500, error.code, error.message, headers);
   }
   return new HttpError(500, 'internal-error', 'The server met an unexpected error; see its log.');

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../errors.js';
 import { ApiKeys, LOCAL_OWNER } from './auth.js';
@@ -83,6 +84,14 @@ describe('server options', () => {
     expect(() => resolveServerOptions({ limits: { conversationBytes: 1024 * 1024 } }, {})).toThrow(
       /SANDCELL_CONVERSATION_BYTES_PER_KEY/,
     );
+  });
+
+  it('takes the data budget from the option, else SANDCELL_DATA_BUDGET_BYTES, else half of the memory', () => {
+    expect(resolveServerOptions({ dataBudgetBytes: 64 << 20 }, {}).dataBudgetBytes).toBe(64 << 20);
+    expect(resolveServerOptions({}, { SANDCELL_DATA_BUDGET_BYTES: String(32 << 20) }).dataBudgetBytes).toBe(32 << 20);
+    const half = resolveServerOptions({}, {}).dataBudgetBytes;
+    expect(Math.abs(half - os.totalmem() / 2)).toBeLessThan(4096);
+    expect(() => resolveServerOptions({ dataBudgetBytes: 100 }, {})).toThrow(/dataBudgetBytes/);
   });
 
   it('knows loopback addresses', () => {

@@ -1,6 +1,7 @@
 /** Options of `sandcell serve` and `createServer()`, their defaults, environment fallbacks and validation. */
 import { fileURLToPath } from 'node:url';
 import type { ChatModel } from '../agents/model.js';
+import { defaultDataBudgetBytes } from '../backends/data-budget.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
 import { DEFAULT_FILE_TRANSFER_BYTES, DEFAULT_MAX_CODE_BYTES, type SessionOptions } from '../session/options.js';
@@ -27,6 +28,7 @@ export const DEFAULT_MCP_SESSIONS_PER_KEY = 16;
 export const DEFAULT_MAX_CONNECTIONS = 1024;
 export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
 export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+const MINIMUM_DATA_BUDGET_BYTES = 1024 * 1024;
 
 /** Limits that apply to each API key on its own (to the single local user when no key is set). */
 export interface KeyLimits {
@@ -82,6 +84,13 @@ export interface ServerOptions {
   maxSessions?: number;
   /** Sessions kept warm, ready for the next new session. @default 2 (env SANDCELL_POOL_SIZE) */
   poolSize?: number;
+  /**
+   * RAM that all sessions' files (/mnt/data, a tmpfs each) may hold together, in bytes. Past it, writes
+   * fail as on a full disk and new sessions get 503. Applies to the whole process (every session it
+   * starts), where sandcell can resize the mounts: as root, with bubblewrap or a local Docker Engine.
+   * @default half of the host's memory (env SANDCELL_DATA_BUDGET_BYTES)
+   */
+  dataBudgetBytes?: number;
   /** A session unused this long is closed. @default 1_200_000 (20 min) (env SANDCELL_IDLE_TIMEOUT_MS) */
   idleTimeoutMs?: number;
   /** Default time limit of an execution that asks for none. @default 60_000 (env SANDCELL_EXECUTION_TIMEOUT_MS) */
@@ -138,6 +147,7 @@ export interface ResolvedServerOptions {
   limits: ResolvedKeyLimits;
   maxSessions: number;
   poolSize: number;
+  dataBudgetBytes: number;
   idleTimeoutMs: number;
   executionTimeoutMs: number;
   preloadModules: string[];
@@ -323,6 +333,12 @@ export function resolveServerOptions(
       options.poolSize ?? numberFrom(environment, 'SANDCELL_POOL_SIZE'),
       DEFAULT_POOL_SIZE,
       0,
+    ),
+    dataBudgetBytes: count(
+      'dataBudgetBytes',
+      options.dataBudgetBytes ?? numberFrom(environment, 'SANDCELL_DATA_BUDGET_BYTES'),
+      defaultDataBudgetBytes({}),
+      MINIMUM_DATA_BUDGET_BYTES,
     ),
     idleTimeoutMs: count(
       'idleTimeoutMs',

@@ -122,7 +122,9 @@ export class SessionRegistry {
     try {
       session = await this.options.pool.acquire();
     } catch (error) {
-      if (error instanceof SandcellError && error.code !== 'pool-exhausted') {
+      if (error instanceof SandcellError && error.code === 'data-budget-exhausted') {
+        this.options.metrics.rejected.inc({ reason: 'data-budget' });
+      } else if (error instanceof SandcellError && error.code !== 'pool-exhausted') {
         this.options.metrics.sandboxFailures.inc({ kind: error.code });
       }
       throw error;

@@ -1,6 +1,7 @@
 /** The pieces behind every front door of the server: logger, metrics, pool, registry. */
 import { readFileSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
+import { sharedDataBudget } from '../backends/data-budget.js';
 import type { OomScoreOutcome } from '../internal/oom-score.js';
 import { DEFAULT_MAX_CODE_BYTES } from '../session/options.js';
 import { SessionPool } from '../session/pool.js';
@@ -36,6 +37,11 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     options.logDestination ?? pino.destination({ fd: 1, sync: false }),
   );
   const metrics = new Metrics();
+  // One budget for the files of every session this process starts (the pool's included).
+  const dataBudget = sharedDataBudget();
+  void dataBudget.configure(options.dataBudgetBytes).catch((error: Error) => {
+    logger.warn({ error: error.message }, 'could not resize the data volumes to the new data budget');
+  });
   const pool = new SessionPool({
     size: options.poolSize,
     // Warm sessions come on top of the live ones the registry allows.
@@ -74,6 +80,16 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
   metrics.gauge('sandcell_executions_running', 'Executions running now.', () => [
     { labels: {}, value: registry.stats.running },
   ]);
+  metrics.gauge(
+    'sandcell_data_budget_bytes',
+    "RAM all sessions' files may hold together (--data-budget-bytes).",
+    () => [{ labels: {}, value: dataBudget.budgetBytes }],
+  );
+  metrics.gauge(
+    'sandcell_data_committed_bytes',
+    "Sizes of the sessions' /mnt/data mounts together; never above the budget.",
+    () => [{ labels: {}, value: dataBudget.snapshot().committedBytes }],
+  );
   const conversations = new ConversationStore({
     registry,
     logger,

@@ -11,7 +11,9 @@ export const DEFAULT_POOL_SIZE = 2;
 export const DEFAULT_MAX_SESSIONS = 16;
 export const DEFAULT_IDLE_TIMEOUT_MS = 15 * 60_000;
 export const DEFAULT_PRELOAD_MODULES = ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'];
+/** After a failed warm-up, wait this long, doubling with each further failure up to the maximum. */
 const REFILL_RETRY_MS = 1_000;
+const REFILL_RETRY_MAX_MS = 30_000;
 const REFILL_DELAY_MS = 20;
 
 export interface SessionPoolOptions {
@@ -46,6 +48,7 @@ export class SessionPool {
   private readonly startingSessions = new Set<Promise<Session | undefined>>();
   private readonly waiters: ((session: Session | undefined) => void)[] = [];
   private lastError?: Error;
+  private failuresInARow = 0;
   private retryTimer?: NodeJS.Timeout;
   private readonly reaper: NodeJS.Timeout;
   private closed = false;
@@ -140,6 +143,7 @@ export class SessionPool {
             return undefined;
           }
           this.lastError = undefined;
+          this.failuresInARow = 0;
           const waiter = this.waiters.shift();
           if (waiter) waiter(session);
           else this.warm.push(session);
@@ -149,11 +153,13 @@ export class SessionPool {
           this.startingSessions.delete(starting);
           this.lastError = error;
           this.waiters.shift()?.(undefined);
-          // Back off rather than spin on a broken host.
-          this.retryTimer = setTimeout(() => {
+          // Back off rather than spin on a broken host or a full data budget (which frees slowly).
+          this.failuresInARow++;
+          const delay = Math.min(REFILL_RETRY_MAX_MS, REFILL_RETRY_MS * 2 ** (this.failuresInARow - 1));
+          this.retryTimer ??= setTimeout(() => {
             this.retryTimer = undefined;
             this.fill();
-          }, REFILL_RETRY_MS);
+          }, delay);
           this.retryTimer.unref();
           return undefined;
         },

@@ -23,6 +23,8 @@ import { messageLimits } from './output-limits.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const STATE_LOST = "the session's state (variables, imports) was lost. Files in /mnt/data were kept.";
+/** An out-of-memory death names the files when they hold at least this share of the memory budget. */
+const DATA_SHARE_WORTH_NOTING = 0.25;
 
 /** The process-wide default backend (SANDCELL_BACKEND, else bubblewrap), so host preparation happens once. */
 export function getDefaultBackend(): SandboxBackend {
@@ -107,7 +109,14 @@ export class Session {
       return Promise.reject(new InvalidInputError('`timeoutMs` must be a positive number.'));
     }
     if (this.closing) return Promise.reject(new SessionClosedError(this.id));
-    return this.enqueue(() => this.execute(code, options));
+    return this.enqueue(async () => {
+      try {
+        return await this.execute(code, options);
+      } finally {
+        // The code may have written or removed files: a volume sharing a server-wide budget adjusts now.
+        await this.volume.usageChanged?.().catch(() => undefined);
+      }
+    });
   }
 
   /** Clears all variables and imports (the files stay). Interrupts a running execution first. */
@@ -210,8 +219,9 @@ export class Session {
     } catch (error) {
       await connection.kill();
       if (error instanceof SandcellError && error.code === 'sandbox-start-failed') throw error;
+      const dataNote = connection.exit?.reason === 'out-of-memory' ? await this.dataShareNote(0) : '';
       throw new SandboxStartError(
-        `The sandbox did not start: ${(error as Error).message} Run \`sandcell doctor\` to check this machine.`,
+        `The sandbox did not start: ${(error as Error).message}${dataNote ? ` ${capitalize(dataNote)}` : ''} Run \`sandcell doctor\` to check this machine.`,
         { cause: error },
       );
     }
@@ -230,14 +240,26 @@ export class Session {
     return connection.request(message, DEFAULT_REQUEST_TIMEOUT_MS);
   }
 
-  private deathCause(connection: KernelConnection, exit: SandboxExit): string {
+  private async deathCause(connection: KernelConnection, exit: SandboxExit): Promise<string> {
     if (connection.violationReason) {
       return `The kernel broke the wire protocol (${connection.violationReason}; user code may have written to the kernel's private channel), so it was killed.`;
     }
     if (exit.reason === 'out-of-memory') {
-      return `The kernel died: it was ${describeExit(exit)} (${formatBytes(this.options.limits.memoryBytes)}); use less memory or raise \`limits.memoryBytes\`.`;
+      const dataNote = await this.dataShareNote(DATA_SHARE_WORTH_NOTING);
+      return `The kernel died: it was ${describeExit(exit)} (${formatBytes(this.options.limits.memoryBytes)}); ${dataNote || 'use less memory or raise `limits.memoryBytes`.'}`;
     }
     return `The kernel died (${describeExit(exit)}).`;
+  }
+
+  /**
+   * Files in /mnt/data are RAM in the session's memory budget and outlive the
+   * kernel: when they hold at least `share` of it, say so (empty otherwise).
+   */
+  private async dataShareNote(share: number): Promise<string> {
+    const used = await this.volume.usedBytes?.().catch(() => undefined);
+    const budget = this.options.limits.memoryBytes;
+    if (used === undefined || used < share * budget || used === 0) return '';
+    return `files in /mnt/data use ${formatBytes(used)} of the session's ${formatBytes(budget)} memory budget; remove files or raise \`limits.memoryBytes\`.`;
   }
 
   private async execute(code: string, options: RunOptions): Promise<Execution> {
@@ -341,19 +363,21 @@ export class Session {
         }
       });
 
-      void connection.exited.then((exit) => {
+      void connection.exited.then(async (exit) => {
         if (finished) return;
         if (this.closing) {
           if (settle()) reject(new SessionClosedError(this.id));
           return;
         }
-        this.executionCount += 1;
         this.retired.add(connection);
+        const cause = timedOut || interrupted ? '' : await this.deathCause(connection, exit);
+        if (finished) return;
+        this.executionCount += 1;
         const reason = timedOut
           ? `Execution exceeded the time limit of ${timeoutMs / 1000} s and did not stop when interrupted, so the kernel was killed and restarted: ${STATE_LOST}`
           : interrupted
             ? `The execution was interrupted but did not stop, so the kernel was killed and restarted: ${STATE_LOST}`
-            : `${this.deathCause(connection, exit)} The kernel was restarted: ${STATE_LOST}`;
+            : `${cause} The kernel was restarted: ${STATE_LOST}`;
         finish({
           status: timedOut ? 'timeout' : 'error',
           error: { name: timedOut ? 'TimeoutError' : 'KernelDied', value: reason, traceback: [] },
@@ -367,6 +391,10 @@ export class Session {
       connection.send({ type: 'execute', id, code });
     });
   }
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 function formatBytes(bytes: number): string {

@@ -40,6 +40,44 @@ def probe(name, number, *args):
     print(name, "allowed" if result >= 0 else "denied:" + errno.errorcode.get(ctypes.get_errno(), "?"))
 `;
 
+/**
+ * Fills /mnt/data with 100 MiB, then allocates until the kernel dies, twice:
+ * the restarted kernel must get only what the files leave of the session's
+ * 256 MiB budget (not a whole new 256 MiB), and the death says why.
+ */
+export async function expectOneMemoryBudget(backend: SandboxBackend): Promise<void> {
+  const MiB = 1024 * 1024;
+  const budgetMiB = 256;
+  const dataMiB = 100;
+  // Allocates until the kernel dies, writing its progress into /mnt/data (output in flight dies with it).
+  const hog =
+    'import os\nfd = os.open("/mnt/data/progress", os.O_WRONLY | os.O_CREAT)\nhog = []\n' +
+    'while True:\n    hog.append(b"x" * (8 << 20))\n    os.pwrite(fd, str(len(hog) * 8).encode().ljust(12), 0)';
+  await withSession(backend, { limits: { memoryBytes: budgetMiB * MiB } }, async (session) => {
+    await canary(session);
+    const write = await session.run(
+      `with open("/mnt/data/ballast.bin", "wb") as handle:\n    for _ in range(${dataMiB}):\n        handle.write(b"d" * (1 << 20))`,
+    );
+    expect(write.status).toBe('ok');
+    const first = await session.run(hog, { timeoutMs: 30_000 });
+    expect(first.error?.name).toBe('KernelDied');
+    expect(first.error?.value).toMatch(/more memory than its limit/);
+    expect(first.error?.value).toMatch(
+      /files in \/mnt\/data use 10\d(\.\d)? MiB of the session's 256 MiB memory budget/,
+    );
+    // The restarted kernel keeps the files, and gets only what they leave of the budget.
+    const second = await session.run(hog, { timeoutMs: 30_000 });
+    expect(second.error?.name).toBe('KernelDied');
+    const after = await session.run(
+      'import os\nprint(os.path.getsize("/mnt/data/ballast.bin") >> 20, int(open("/mnt/data/progress").read()))',
+    );
+    const [keptMiB, allocatedMiB] = after.stdout.trim().split(' ').map(Number);
+    expect(keptMiB).toBe(dataMiB);
+    expect(allocatedMiB).toBeGreaterThan(0);
+    expect((keptMiB as number) + (allocatedMiB as number)).toBeLessThanOrEqual(budgetMiB + 8);
+  });
+}
+
 export function runSecurityContract({ name, createBackend }: ContractOptions): void {
   describe(`security contract: ${name}`, () => {
     const backend = createBackend();
@@ -436,6 +474,10 @@ except OSError as error:
         if (execution.error?.name === 'KernelDied') expect(execution.error.value).toMatch(/memory/);
         await canary(session);
       });
+    });
+
+    it('keeps kernel memory and /mnt/data within one memory budget, whatever restarts', async () => {
+      await expectOneMemoryBudget(backend);
     });
 
     it('cannot fill the disk: /mnt/data and /tmp are capped', async () => {

@@ -1,12 +1,18 @@
 /**
- * Per-sandbox control groups for memory, process count and CPU, on cgroup v2
- * or v1, whichever the host offers and lets us write. When neither is usable
- * the sandbox falls back to rlimits (see the kernel's _apply_rlimits).
+ * Control groups for memory, process count and CPU, on cgroup v2 or v1,
+ * whichever the host offers and lets us write. Each session has a memory
+ * cgroup holding its budget (kernel memory and the tmpfs pages of /mnt/data,
+ * which stay charged to it after a kernel dies); each kernel start gets its
+ * own cgroups inside it, for its processes, pids and CPU, and for counting
+ * its OOM kills. When no cgroup is usable the sandbox falls back to rlimits
+ * (see the kernel's _apply_rlimits).
  */
 import { readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { type MountEntry, readMountInfo } from '../../internal/mount-info.js';
 import { isProcessAlive } from '../../internal/process-alive.js';
+import { CGROUP_REMOVAL_MS, removeCgroupTree } from '../cgroup-files.js';
 import type { SandboxLimits } from '../limits.js';
 
 export type CgroupController = 'memory' | 'pids' | 'cpu';
@@ -15,26 +21,6 @@ export interface CgroupLayout {
   version: 1 | 2;
   /** Directory under which sandcell creates one cgroup per sandbox, per controller (v2: one entry). */
   parents: Partial<Record<CgroupController, string>>;
-}
-
-interface MountEntry {
-  root: string;
-  mountPoint: string;
-  type: string;
-  superOptions: string[];
-}
-
-function readMounts(): MountEntry[] {
-  const entries: MountEntry[] = [];
-  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
-    const [left, right] = line.split(' - ');
-    if (!left || !right) continue;
-    const fields = left.split(' ');
-    const [type, , superOptions = ''] = right.split(' ');
-    if (!type || fields[3] === undefined || fields[4] === undefined) continue;
-    entries.push({ root: fields[3], mountPoint: fields[4], type, superOptions: superOptions.split(',') });
-  }
-  return entries;
 }
 
 function ownCgroups(): Map<string, string> {
@@ -68,7 +54,7 @@ export async function detectCgroups(): Promise<CgroupLayout | undefined> {
   let mounts: MountEntry[];
   let own: Map<string, string>;
   try {
-    mounts = readMounts();
+    mounts = readMountInfo();
     own = ownCgroups();
   } catch {
     return undefined;
@@ -102,31 +88,103 @@ export async function detectCgroups(): Promise<CgroupLayout | undefined> {
   }
 }
 
-/** One sandbox's cgroups. */
+/**
+ * A session's memory budget: `memoryBytes` (and no swap beyond it) for every
+ * kernel of the session together with the files in /mnt/data. It lives as
+ * long as the volume; kernels come and go inside it.
+ */
+export class SessionCgroup {
+  private constructor(
+    private readonly layout: CgroupLayout,
+    readonly directory: string,
+  ) {}
+
+  static async create(layout: CgroupLayout, name: string, memoryBytes: number): Promise<SessionCgroup | undefined> {
+    if (!layout.parents.memory) return undefined;
+    const cgroup = new SessionCgroup(layout, path.join(layout.parents.memory, name));
+    const memory = String(Math.floor(memoryBytes));
+    await mkdir(cgroup.directory);
+    try {
+      if (layout.version === 1) {
+        await writeFile(path.join(cgroup.directory, 'memory.limit_in_bytes'), memory);
+        await writeFile(path.join(cgroup.directory, 'memory.memsw.limit_in_bytes'), memory).catch(() => undefined);
+      } else {
+        await writeFile(path.join(cgroup.directory, 'memory.max'), memory);
+        await writeFile(path.join(cgroup.directory, 'memory.swap.max'), '0').catch(() => undefined);
+        // Kernel cgroups inside get the controllers their parent has.
+        const available = (await readFile(path.join(layout.parents.memory, 'cgroup.subtree_control'), 'utf8'))
+          .trim()
+          .split(/\s+/)
+          .filter((name) => ['memory', 'pids', 'cpu'].includes(name));
+        await writeFile(
+          path.join(cgroup.directory, 'cgroup.subtree_control'),
+          available.map((controller) => `+${controller}`).join(' '),
+        );
+      }
+    } catch (error) {
+      await cgroup.remove();
+      throw error;
+    }
+    return cgroup;
+  }
+
+  /** Memory of the session: its kernel's, and what its files in /mnt/data hold. */
+  memoryBytes(): Promise<number | undefined> {
+    return readMemoryUsage(this.layout, this.directory);
+  }
+
+  /** Removes the budget once the volume is gone (kernel cgroups inside were removed with their kernels). */
+  async remove(): Promise<void> {
+    await removeCgroupTree(this.directory);
+  }
+}
+
+async function readMemoryUsage(layout: CgroupLayout, directory: string): Promise<number | undefined> {
+  const file = layout.version === 1 ? 'memory.usage_in_bytes' : 'memory.current';
+  try {
+    return Number((await readFile(path.join(directory, file), 'utf8')).trim());
+  } catch {
+    return undefined;
+  }
+}
+
+/** One sandbox's cgroups (one kernel start). */
 export class SandboxCgroup {
   readonly directories: string[];
+
+  /** OOM kills counted before this kernel started (a reused counter must not blame it for earlier ones). */
+  private oomKillsBefore = 0;
 
   private constructor(
     private readonly layout: CgroupLayout,
     private readonly byController: Partial<Record<CgroupController, string>>,
+    private readonly session: SessionCgroup | undefined,
   ) {
     this.directories = [...new Set(Object.values(byController))];
   }
 
-  static async create(layout: CgroupLayout, name: string, limits: SandboxLimits): Promise<SandboxCgroup> {
+  /** With `session`, the memory cgroup goes inside the session's budget (on v2, every controller does). */
+  static async create(
+    layout: CgroupLayout,
+    name: string,
+    limits: SandboxLimits,
+    session?: SessionCgroup,
+  ): Promise<SandboxCgroup> {
     const byController: Partial<Record<CgroupController, string>> = {};
     for (const [controller, parent] of Object.entries(layout.parents) as [CgroupController, string][]) {
       byController[controller] = path.join(parent, name);
     }
+    if (session) byController.memory = path.join(session.directory, name);
     if (layout.version === 2) {
       const directory = byController.memory as string;
       byController.pids = directory;
       byController.cpu = directory;
     }
-    const cgroup = new SandboxCgroup(layout, byController);
+    const cgroup = new SandboxCgroup(layout, byController, session);
     try {
       for (const directory of cgroup.directories) await mkdir(directory);
       await cgroup.applyLimits(limits);
+      cgroup.oomKillsBefore = await cgroup.oomKillsSoFar();
     } catch (error) {
       await cgroup.remove();
       throw error;
@@ -185,19 +243,23 @@ export class SandboxCgroup {
     return [...ids];
   }
 
+  /** Memory of the session (kernel and files) when it has a budget, else of this sandbox. */
   async memoryBytes(): Promise<number | undefined> {
+    if (this.session) return this.session.memoryBytes();
     const directory = this.byController.memory;
-    if (!directory) return undefined;
-    const file = this.layout.version === 1 ? 'memory.usage_in_bytes' : 'memory.current';
-    try {
-      return Number((await readFile(path.join(directory, file), 'utf8')).trim());
-    } catch {
-      return undefined;
-    }
+    return directory ? readMemoryUsage(this.layout, directory) : undefined;
   }
 
-  /** How many times the kernel's OOM killer acted in this cgroup. */
+  /**
+   * How many times the OOM killer acted on this kernel since it started. The
+   * kill is counted where the victim was (v1: only there), which is this cgroup
+   * even when the session's budget, above it, was what ran out.
+   */
   async oomKills(): Promise<number> {
+    return (await this.oomKillsSoFar()) - this.oomKillsBefore;
+  }
+
+  private async oomKillsSoFar(): Promise<number> {
     const directory = this.byController.memory;
     if (!directory) return 0;
     const file = this.layout.version === 1 ? 'memory.oom_control' : 'memory.events';
@@ -209,9 +271,10 @@ export class SandboxCgroup {
     }
   }
 
-  /** SIGKILLs every process left, until none is. */
+  /** SIGKILLs every process left, until none is (or the removal deadline passes). */
   async killAll(): Promise<void> {
-    for (let attempt = 0; attempt < 50; attempt++) {
+    const deadline = Date.now() + CGROUP_REMOVAL_MS;
+    while (Date.now() <= deadline) {
       const ids = await this.processIds();
       if (ids.length === 0) return;
       if (this.layout.version === 2) {
@@ -230,21 +293,11 @@ export class SandboxCgroup {
 
   async remove(): Promise<void> {
     await this.killAll();
-    for (const directory of this.directories) {
-      for (let attempt = 0; attempt < 50; attempt++) {
-        try {
-          await rmdir(directory);
-          break;
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === 'ENOENT') break;
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-      }
-    }
+    for (const directory of this.directories) await removeCgroupTree(directory);
   }
 }
 
-/** Removes cgroups that a sandcell process which is no longer alive left behind. */
+/** Removes cgroups (sandboxes' and sessions' budgets) that a sandcell process which is no longer alive left behind. */
 export async function sweepStaleCgroups(layout: CgroupLayout): Promise<void> {
   for (const parent of new Set(Object.values(layout.parents))) {
     let names: string[];
@@ -256,16 +309,8 @@ export async function sweepStaleCgroups(layout: CgroupLayout): Promise<void> {
     for (const name of names) {
       const owner = /^sandcell-(\d+)-/.exec(name)?.[1];
       if (!owner || isProcessAlive(Number(owner))) continue;
-      const directory = path.join(parent, name);
-      try {
-        for (const line of (await readFile(path.join(directory, 'cgroup.procs'), 'utf8')).split('\n')) {
-          if (line) process.kill(Number(line), 'SIGKILL');
-        }
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        await rmdir(directory);
-      } catch {
-        // best effort: another sweep will try again
-      }
+      // Best effort: another sweep will try again.
+      await removeCgroupTree(path.join(parent, name));
     }
   }
 }

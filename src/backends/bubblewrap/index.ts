@@ -16,7 +16,8 @@ import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeRootfsDirectory } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
 import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
-import type { SandboxLimits } from '../limits.js';
+import { sharedDataBudget } from '../data-budget.js';
+import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
 import type {
   CreateVolumeOptions,
@@ -28,7 +29,7 @@ import type {
 } from '../spec.js';
 import { checkUidRangeIsFree, resolveUidRange, type UidLease, UidLeases, type UidRange } from '../uid-leases.js';
 import { buildBubblewrapArguments, encodeArguments, sandboxFileSources } from './arguments.js';
-import { type CgroupLayout, detectCgroups, SandboxCgroup, sweepStaleCgroups } from './cgroup.js';
+import { type CgroupLayout, detectCgroups, SandboxCgroup, SessionCgroup, sweepStaleCgroups } from './cgroup.js';
 import {
   defaultCacheDirectory,
   defaultRuntimeDirectory,
@@ -176,14 +177,28 @@ export class BubblewrapBackend implements SandboxBackend {
   async createVolume(options: CreateVolumeOptions): Promise<BubblewrapVolume> {
     const prepared = await this.prepare();
     const owner = await prepared.uidLeases?.acquire(`bubblewrap session ${options.sessionId}`);
+    // The session's memory budget: every kernel it starts, and its files, stay within memoryBytes together.
+    const memoryBudget = prepared.cgroups
+      ? await SessionCgroup.create(
+          prepared.cgroups,
+          `sandcell-${process.pid}-${options.sessionId.slice(0, 16)}-${randomUUID().slice(0, 6)}`,
+          options.limits.memoryBytes,
+        ).catch(async (error) => {
+          await owner?.release();
+          throw error;
+        })
+      : undefined;
     try {
       return await BubblewrapVolume.create({
         sessionsDirectory: prepared.runtime.sessionsDirectory,
         sessionId: options.sessionId,
-        dataBytes: options.limits.dataBytes,
+        dataBytes: dataCapacityBytes(options.limits),
         owner,
+        memoryBudget,
+        dataBudget: sharedDataBudget(),
       });
     } catch (error) {
+      await memoryBudget?.remove();
       await owner?.release();
       throw error;
     }
@@ -197,7 +212,12 @@ export class BubblewrapBackend implements SandboxBackend {
     options.signal?.throwIfAborted();
     const limits = options.limits;
     const cgroup = prepared.cgroups
-      ? await SandboxCgroup.create(prepared.cgroups, `sandcell-${process.pid}-${randomUUID().slice(0, 8)}`, limits)
+      ? await SandboxCgroup.create(
+          prepared.cgroups,
+          `sandcell-${process.pid}-${randomUUID().slice(0, 8)}`,
+          limits,
+          options.volume.memoryBudget,
+        )
       : undefined;
     // Descriptors of the child: 3 the seccomp filter, 4 bwrap's options, then the files copied in.
     const opened: FileHandle[] = [];

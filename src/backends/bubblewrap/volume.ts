@@ -1,9 +1,10 @@
 /**
  * A session's /mnt/data on the host. As root it is its own tmpfs, capped at
  * `dataBytes`, owned by the session's leased host uid and mounted
- * nosuid,nodev; the volume holds that lease for the session's life, so every
- * kernel of the session runs as the same uid, and releases it with the
- * storage. Without root it is a plain directory, capped per file by
+ * nosuid,nodev, sized within the server-wide data budget, with the session's
+ * memory budget (a cgroup) beside it; the volume holds the uid lease for the
+ * session's life, so every kernel of the session runs as the same uid, and
+ * releases it with the storage. Without root it is a plain directory, capped per file by
  * RLIMIT_FSIZE only (doctor says so). Either way it outlives kernel restarts
  * and goes with dispose().
  */
@@ -13,8 +14,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxStartError } from '../../errors.js';
 import { isProcessAlive } from '../../internal/process-alive.js';
+import type { DataBudget, DataLease } from '../data-budget.js';
 import type { SandboxVolume } from '../spec.js';
+import { resizeTmpfs, tmpfsUsedBytes } from '../tmpfs.js';
 import type { UidLease } from '../uid-leases.js';
+import type { SessionCgroup } from './cgroup.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -27,6 +31,9 @@ export class BubblewrapVolume implements SandboxVolume {
     private readonly mounted: boolean,
     /** The host uid the session's sandboxes run as (as root); released with the volume. */
     readonly owner?: UidLease,
+    /** The session's memory budget, shared by its kernels and these files. */
+    readonly memoryBudget?: SessionCgroup,
+    private readonly lease?: DataLease,
   ) {}
 
   static async create(options: {
@@ -34,32 +41,58 @@ export class BubblewrapVolume implements SandboxVolume {
     sessionId: string;
     dataBytes: number;
     owner?: UidLease;
+    memoryBudget?: SessionCgroup;
+    /** The server-wide budget for files, which only a tmpfs (as root) can be held to. */
+    dataBudget?: DataBudget;
   }): Promise<BubblewrapVolume> {
     const directory = path.join(options.sessionsDirectory, `${process.pid}-${options.sessionId}`);
-    await mkdir(directory, { mode: 0o700 });
-    if (!options.owner) return new BubblewrapVolume(options.sessionId, directory, false);
+    if (!options.owner) {
+      await mkdir(directory, { mode: 0o700 });
+      return new BubblewrapVolume(options.sessionId, directory, false, undefined, options.memoryBudget);
+    }
+    const lease = await options.dataBudget?.lease(options.dataBytes);
     const { uid, gid } = options.owner;
     try {
-      await execFileAsync('mount', [
-        '-t',
-        'tmpfs',
-        '-o',
-        `size=${Math.floor(options.dataBytes)},mode=0700,uid=${uid},gid=${gid},nosuid,nodev`,
-        'sandcell-data',
-        directory,
-      ]);
+      await mkdir(directory, { mode: 0o700 });
+      try {
+        await execFileAsync('mount', [
+          '-t',
+          'tmpfs',
+          '-o',
+          `size=${Math.floor(lease?.sizeBytes ?? options.dataBytes)},mode=0700,uid=${uid},gid=${gid},nosuid,nodev`,
+          'sandcell-data',
+          directory,
+        ]);
+      } catch (error) {
+        await rmdir(directory).catch(() => undefined);
+        throw new SandboxStartError(`Could not mount the session's data tmpfs at ${directory}: ${String(error)}`, {
+          cause: error,
+        });
+      }
     } catch (error) {
-      await rmdir(directory).catch(() => undefined);
-      throw new SandboxStartError(`Could not mount the session's data tmpfs at ${directory}: ${String(error)}`, {
-        cause: error,
-      });
+      await lease?.release();
+      throw error;
     }
+    lease?.attach({ usedBytes: () => tmpfsUsedBytes(directory), resize: (bytes) => resizeTmpfs(directory, bytes) });
     await chown(directory, uid, gid);
-    return new BubblewrapVolume(options.sessionId, directory, true, options.owner);
+    return new BubblewrapVolume(options.sessionId, directory, true, options.owner, options.memoryBudget, lease);
+  }
+
+  async usedBytes(): Promise<number | undefined> {
+    return this.mounted ? tmpfsUsedBytes(this.directory).catch(() => undefined) : undefined;
+  }
+
+  usageChanged(): Promise<void> {
+    return this.lease?.usageChanged() ?? Promise.resolve();
   }
 
   dispose(): Promise<void> {
-    this.disposed ??= removeVolumeDirectory(this.directory, this.mounted).then(() => this.owner?.release());
+    this.disposed ??= (async () => {
+      await removeVolumeDirectory(this.directory, this.mounted);
+      await this.memoryBudget?.remove();
+      await this.lease?.release();
+      await this.owner?.release();
+    })();
     return this.disposed;
   }
 }

@@ -88,6 +88,8 @@ export interface KernelContainerInput {
   /** Every path to mask (this replaces the engine's list): its defaults and EXTRA_MASKED_PATHS. */
   maskedPaths: string[];
   owner: SessionOwner;
+  /** The session's memory budget (a cgroup sandcell limits), when the engine can use one. */
+  cgroupParent?: string;
 }
 
 export function kernelContainerOptions(input: KernelContainerInput): Dockerode.ContainerCreateOptions {
@@ -122,6 +124,7 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
       Mounts: [dataMount(input.volumeName, false)],
       MaskedPaths: input.maskedPaths,
       Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
+      ...(input.cgroupParent ? { CgroupParent: input.cgroupParent } : {}),
     },
   };
 }
@@ -137,6 +140,7 @@ export function holderContainerOptions(input: {
   volumeName: string;
   labels: Record<string, string>;
   owner: SessionOwner;
+  cgroupParent?: string;
 }): Dockerode.ContainerCreateOptions {
   return {
     name: input.name,
@@ -155,6 +159,7 @@ export function holderContainerOptions(input: {
       PidsLimit: 4,
       NanoCpus: 0.1e9,
       Mounts: [dataMount(input.volumeName, true)],
+      ...(input.cgroupParent ? { CgroupParent: input.cgroupParent } : {}),
     },
   };
 }

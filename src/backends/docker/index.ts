@@ -3,18 +3,22 @@
  * Engine through its API (dockerode; DOCKER_HOST is honoured). The kernel
  * speaks the same protocol as on bubblewrap, over the container's attached
  * stdin/stdout. /mnt/data is a size-capped tmpfs volume that outlives kernel
- * restarts; closing a session removes everything it created, and objects left
- * by a sandcell process that died are removed at the next start. Each session
- * runs as its own host uid, leased on this machine (see uid-leases.ts).
+ * restarts (volume.ts); a session's kernels and files share one memory budget
+ * (session-cgroup.ts). Closing a session removes everything it created, and
+ * objects left by a sandcell process that died are removed at the next start.
+ * Each session runs as its own host uid, leased on this machine (see
+ * uid-leases.ts).
  */
 
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { type Duplex, PassThrough } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeImageTag } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
-import type { SandboxLimits } from '../limits.js';
+import { type DataBudgetMember, sharedDataBudget } from '../data-budget.js';
+import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
 import type {
   CreateVolumeOptions,
@@ -22,22 +26,30 @@ import type {
   SandboxBackend,
   SandboxExit,
   SandboxUsage,
-  SandboxVolume,
   StartSandboxOptions,
 } from '../spec.js';
+import { isTmpfsMountPoint, resizeTmpfs, tmpfsUsedBytes } from '../tmpfs.js';
 import { checkUidRangeIsFree, resolveUidRange, type UidLease, UidLeases, type UidRange } from '../uid-leases.js';
 import {
   EXTRA_MASKED_PATHS,
-  holderContainerOptions,
   KERNEL_COMMAND,
   kernelContainerOptions,
   MANAGED_LABEL,
   SESSION_LABEL,
   UID_LABEL,
-  volumeOptions,
 } from './container-config.js';
+import { EngineRetriesExhausted, engineErrorText, ignoreMissing, retryTransient } from './engine-errors.js';
 import { ownerIsGone, ownerLabels } from './owner.js';
+import {
+  type DockerCgroupTree,
+  DockerSessionCgroup,
+  detectDockerCgroupTree,
+  sweepStaleDockerCgroups,
+} from './session-cgroup.js';
 import type { DockerBackendSettings } from './settings.js';
+import { createVolumeObjects, DockerVolume } from './volume.js';
+
+export { DockerVolume } from './volume.js';
 
 export interface DockerBackendOptions extends DockerBackendSettings {
   /** A configured client. @default a client for DOCKER_HOST, else /var/run/docker.sock */
@@ -48,6 +60,31 @@ export interface DockerBackendOptions extends DockerBackendSettings {
    * @default 1974206464-1974271999 (DEFAULT_UID_RANGE; env SANDCELL_UID_RANGE)
    */
   uidRange?: string | UidRange;
+  /**
+   * Keep each session's memory budget with a cgroup sandcell limits and gives
+   * the engine as `CgroupParent` (needs a local engine with the cgroupfs driver
+   * and root); `off`, or where impossible, each kernel's own limit is lowered
+   * by what /mnt/data holds instead. @default 'auto'
+   */
+  sessionCgroups?: 'auto' | 'off';
+}
+
+/** How a session's memory budget (its kernels and /mnt/data together) is kept on this engine. */
+export interface DockerMemoryBudgetMode {
+  /**
+   * `cgroup-parent`: one limited cgroup holds every container of the session and the pages of its files;
+   * `kernel-memory`: each new kernel's limit is `memoryBytes` minus what /mnt/data holds when it starts.
+   */
+  mode: 'cgroup-parent' | 'kernel-memory';
+  /** Why the first is not used. */
+  reason?: string;
+}
+
+/** Whether the server-wide budget for all sessions' files holds on this engine's volumes. */
+export interface DockerDataBudgetMode {
+  enforced: boolean;
+  /** Why not. */
+  reason?: string;
 }
 
 /** What the backend found about the engine; `doctor` prints it. */
@@ -63,6 +100,10 @@ export interface DockerEngineReport {
   limits: { memory: boolean; swap: boolean; pids: boolean; cpu: boolean };
   /** Stale objects of dead sandcell processes removed while preparing. */
   swept: number;
+  /** May change to `kernel-memory` when the first session shows the engine does not use sandcell's cgroups. */
+  memoryBudget: DockerMemoryBudgetMode;
+  /** May change to not enforced when the first session shows its mount is not visible to sandcell. */
+  dataBudget: DockerDataBudgetMode;
   /** Paths kernel containers see masked: the engine's defaults plus sandcell's (EXTRA_MASKED_PATHS). */
   maskedPaths: string[];
   /** Where each session's host uid comes from. */
@@ -92,6 +133,7 @@ export class DockerBackend implements SandboxBackend {
   readonly name = 'docker';
   readonly image: string;
   private client?: Dockerode;
+  private cgroupTree?: DockerCgroupTree;
   private readonly prepareOnce = onceUntilFailure(() => this.doPrepare());
 
   constructor(private readonly options: DockerBackendOptions = {}) {
@@ -129,7 +171,7 @@ export class DockerBackend implements SandboxBackend {
       [info, version] = await Promise.all([this.docker.info(), this.docker.version()]);
     } catch (error) {
       throw new BackendUnavailableError(
-        `Docker Engine is not reachable at ${endpoint} (${errorText(error)}). Install it with \`apt-get install docker.io\` and start it (\`dockerd &\` or \`service docker start\`), or set DOCKER_HOST.`,
+        `Docker Engine is not reachable at ${endpoint} (${engineErrorText(error)}). Install it with \`apt-get install docker.io\` and start it (\`dockerd &\` or \`service docker start\`), or set DOCKER_HOST.`,
         { cause: error },
       );
     }
@@ -150,6 +192,7 @@ export class DockerBackend implements SandboxBackend {
     const uidLeases = new UidLeases({ range });
     await uidLeases.prepare();
     const maskedPaths = await maskedPathsFor(this.docker, this.image);
+    const { memoryBudget, dataBudget } = await this.detectBudgets(info);
     return {
       endpoint,
       serverVersion: version.Version,
@@ -165,46 +208,121 @@ export class DockerBackend implements SandboxBackend {
         cpu: info.CpuCfsQuota === true,
       },
       swept,
+      memoryBudget,
+      dataBudget,
       maskedPaths,
       uidLeases,
     };
   }
 
+  /** Which budgets this engine lets sandcell keep (see DockerMemoryBudgetMode, DockerDataBudgetMode). */
+  private async detectBudgets(
+    info: Record<string, unknown>,
+  ): Promise<{ memoryBudget: DockerMemoryBudgetMode; dataBudget: DockerDataBudgetMode }> {
+    // A unix socket on this machine (it may still lead elsewhere: the first session checks).
+    const modem = this.docker.modem as { getSocketPath?: () => Promise<string | undefined> | undefined };
+    const socketPath = await modem.getSocketPath?.();
+    const local = typeof socketPath === 'string' && existsSync(socketPath);
+    let memoryBudget: DockerMemoryBudgetMode;
+    if (this.options.sessionCgroups === 'off') {
+      memoryBudget = { mode: 'kernel-memory', reason: 'turned off (sessionCgroups: off)' };
+    } else {
+      const detected = await detectDockerCgroupTree({
+        local,
+        driver: typeof info.CgroupDriver === 'string' ? info.CgroupDriver : undefined,
+        version: typeof info.CgroupVersion === 'string' ? info.CgroupVersion : undefined,
+      });
+      if ('tree' in detected) {
+        this.cgroupTree = detected.tree;
+        await sweepStaleDockerCgroups(detected.tree);
+        memoryBudget = { mode: 'cgroup-parent' };
+      } else {
+        memoryBudget = { mode: 'kernel-memory', reason: detected.reason };
+      }
+    }
+    const rootDirectory = typeof info.DockerRootDir === 'string' ? info.DockerRootDir : undefined;
+    const dataBudget: DockerDataBudgetMode = !local
+      ? {
+          enforced: false,
+          reason: 'the engine is not on this machine (DOCKER_HOST), so its tmpfs mounts cannot be resized',
+        }
+      : process.getuid?.() !== 0
+        ? { enforced: false, reason: "sandcell does not run as root, so it cannot resize the engine's tmpfs mounts" }
+        : !rootDirectory || !existsSync(rootDirectory)
+          ? {
+              enforced: false,
+              reason: `the engine's data directory (${rootDirectory ?? 'unknown'}) is not visible here`,
+            }
+          : { enforced: true };
+    return { memoryBudget, dataBudget };
+  }
+
   async createVolume(options: CreateVolumeOptions): Promise<DockerVolume> {
-    const { uidLeases } = await this.prepare();
+    const report = await this.prepare();
     options.signal?.throwIfAborted();
-    const owner = await this.leaseUid(uidLeases, options.sessionId);
-    const suffix = `${process.pid}-${options.sessionId.slice(0, 12)}-${randomUUID().slice(0, 6)}`;
+    const capacity = dataCapacityBytes(options.limits);
+    const session = `${process.pid}-${options.sessionId.slice(0, 12)}-${randomUUID().slice(0, 6)}`;
+    // Before any engine object: a full budget refuses the session (ResourceExhaustedError) as it is.
+    let lease = report.dataBudget.enforced ? await sharedDataBudget().lease(capacity) : undefined;
+    const owner = await this.leaseUid(report.uidLeases, options.sessionId).catch(async (error: unknown) => {
+      await lease?.release();
+      throw error;
+    });
     const labels = {
       [MANAGED_LABEL]: '1',
       [SESSION_LABEL]: options.sessionId,
       [UID_LABEL]: String(owner.uid),
       ...ownerLabels(),
     };
-    const volumeName = `sandcell-data-${suffix}`;
+    let memoryBudget: DockerSessionCgroup | undefined;
     try {
-      await this.docker.createVolume(
-        volumeOptions({ name: volumeName, dataBytes: options.limits.dataBytes, labels, owner }),
-      );
-      const holder = await this.docker.createContainer(
-        holderContainerOptions({ image: this.image, name: `sandcell-holder-${suffix}`, volumeName, labels, owner }),
-      );
-      const volume = new DockerVolume(this.docker, options.sessionId, volumeName, holder, labels, owner);
-      try {
-        await holder.start();
-      } catch (error) {
-        await volume.dispose();
-        throw error;
+      if (this.cgroupTree && report.memoryBudget.mode === 'cgroup-parent') {
+        memoryBudget = await DockerSessionCgroup.create(this.cgroupTree, session, options.limits.memoryBytes);
       }
-      return volume;
+      let volumeName = '';
+      const holder = await retryTransient(
+        () => {
+          // Fresh names on each attempt: an earlier attempt's objects may still be on their way out.
+          const suffix = `${session}-${randomUUID().slice(0, 4)}`;
+          volumeName = `sandcell-data-${suffix}`;
+          return createVolumeObjects(this.docker, {
+            image: this.image,
+            volumeName,
+            holderName: `sandcell-holder-${suffix}`,
+            sizeBytes: lease?.sizeBytes ?? capacity,
+            labels,
+            owner,
+            cgroupParent: memoryBudget?.parent,
+          });
+        },
+        { signal: options.signal },
+      );
+      if (memoryBudget && !memoryBudget.holds(holder.id)) {
+        report.memoryBudget.mode = 'kernel-memory';
+        report.memoryBudget.reason = `the engine did not put containers in ${memoryBudget.parent} as sandcell sees it`;
+        await memoryBudget.remove();
+        memoryBudget = undefined;
+      }
+      const mountPath = await this.visibleMount(volumeName);
+      if (lease && mountPath) {
+        lease.attach(engineMountMember(mountPath));
+      } else if (lease) {
+        report.dataBudget.enforced = false;
+        report.dataBudget.reason = "the engine's tmpfs mounts are not visible here, so they cannot be resized";
+        await lease.release();
+        lease = undefined;
+      }
+      return new DockerVolume(this.docker, options.sessionId, volumeName, holder, labels, owner, {
+        memoryBudget,
+        lease,
+        mountPath,
+      });
     } catch (error) {
-      await this.docker
-        .getVolume(volumeName)
-        .remove()
-        .catch(() => undefined);
+      await memoryBudget?.remove();
+      await lease?.release();
       await owner.release();
-      throw new SandboxStartError(`Could not create the session's /mnt/data volume: ${errorText(error)}`, {
-        cause: error,
+      throw new SandboxStartError(`Could not create the session's /mnt/data volume: ${engineErrorText(error)}`, {
+        cause: firstCause(error),
       });
     }
   }
@@ -234,45 +352,105 @@ export class DockerBackend implements SandboxBackend {
     );
   }
 
+  /** Where the engine mounted a volume's tmpfs, when that mount is in sandcell's own mount namespace. */
+  private async visibleMount(volumeName: string): Promise<string | undefined> {
+    const inspected = await this.docker
+      .getVolume(volumeName)
+      .inspect()
+      .catch(() => undefined);
+    const mountPoint = inspected?.Mountpoint;
+    return mountPoint && isTmpfsMountPoint(mountPoint) ? mountPoint : undefined;
+  }
+
   async start(options: StartSandboxOptions): Promise<Sandbox> {
     const { maskedPaths } = await this.prepare();
-    if (!(options.volume instanceof DockerVolume)) {
+    const volume = options.volume;
+    if (!(volume instanceof DockerVolume)) {
       throw new SandboxStartError('The docker backend needs a volume it created (createVolume).');
     }
     options.signal?.throwIfAborted();
-    const kernelOptions = { ...options.kernelOptions, limits: rlimitsFor(options.limits) };
-    const create = kernelContainerOptions({
-      image: this.image,
-      name: `sandcell-kernel-${process.pid}-${randomUUID().slice(0, 12)}`,
-      volumeName: options.volume.name,
-      limits: options.limits,
-      environment: sandboxEnvironment({ kernelOptions, threads: options.limits.cpus, extra: options.environment }),
-      labels: options.volume.labels,
-      maskedPaths,
-      owner: options.volume.owner,
-    });
-    let container: Dockerode.Container | undefined;
+    const limits = volume.memoryBudget ? options.limits : await lowerByFiles(options.limits, volume);
+    const kernelOptions = { ...options.kernelOptions, limits: rlimitsFor(limits) };
+    const environment = sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra: options.environment });
     try {
-      container = await this.docker.createContainer(create);
-      // Attach before start, so not a byte of the kernel's output is missed.
-      const stream = (await container.attach({
-        stream: true,
-        stdin: true,
-        stdout: true,
-        stderr: true,
-        hijack: true,
-      })) as unknown as Duplex;
-      const sandbox = new DockerSandbox(this.docker, container, stream);
-      await container.start();
-      sandbox.watch();
-      return sandbox;
+      return await retryTransient(
+        async () => {
+          const create = kernelContainerOptions({
+            image: this.image,
+            name: `sandcell-kernel-${process.pid}-${randomUUID().slice(0, 12)}`,
+            volumeName: volume.name,
+            limits,
+            environment,
+            labels: volume.labels,
+            maskedPaths,
+            owner: volume.owner,
+            cgroupParent: volume.memoryBudget?.parent,
+          });
+          let container: Dockerode.Container | undefined;
+          try {
+            container = await this.docker.createContainer(create);
+            // Attach before start, so not a byte of the kernel's output is missed.
+            const stream = (await container.attach({
+              stream: true,
+              stdin: true,
+              stdout: true,
+              stderr: true,
+              hijack: true,
+            })) as unknown as Duplex;
+            const sandbox = new DockerSandbox(this.docker, container, stream);
+            await container.start();
+            sandbox.watch();
+            return sandbox;
+          } catch (error) {
+            await container?.remove({ force: true }).catch(() => undefined);
+            throw error;
+          }
+        },
+        { signal: options.signal },
+      );
     } catch (error) {
-      await container?.remove({ force: true }).catch(() => undefined);
-      throw new SandboxStartError(`Could not start the kernel container (${KERNEL_COMMAND[0]}): ${errorText(error)}`, {
-        cause: error,
-      });
+      throw new SandboxStartError(
+        `Could not start the kernel container (${KERNEL_COMMAND[0]}): ${engineErrorText(error)}`,
+        { cause: firstCause(error) },
+      );
     }
   }
+}
+
+/**
+ * Without a session cgroup, the files the last kernels wrote are charged to
+ * containers that are gone: the new kernel gets what they leave of the budget.
+ */
+async function lowerByFiles(limits: SandboxLimits, volume: DockerVolume): Promise<SandboxLimits> {
+  const used = (await volume.usedBytes()) ?? 0;
+  // /mnt/data never holds more than its capacity, which leaves the kernel its reserve.
+  return { ...limits, memoryBytes: limits.memoryBytes - Math.min(used, dataCapacityBytes(limits)) };
+}
+
+/**
+ * The budget's view of a tmpfs the engine mounted: should the engine have
+ * unmounted it, measuring or resizing fails (the budget then counts the
+ * volume as full) rather than acting on the disk beneath.
+ */
+function engineMountMember(mountPath: string): DataBudgetMember {
+  const mounted = () => {
+    if (!isTmpfsMountPoint(mountPath)) throw new Error(`${mountPath} is no longer a tmpfs mount`);
+  };
+  return {
+    usedBytes: async () => {
+      mounted();
+      return tmpfsUsedBytes(mountPath);
+    },
+    resize: async (bytes) => {
+      mounted();
+      await resizeTmpfs(mountPath, bytes);
+    },
+  };
+}
+
+/** The first failure of a retried operation is the one worth keeping as the cause. */
+function firstCause(error: unknown): unknown {
+  return error instanceof EngineRetriesExhausted ? error.cause : error;
 }
 
 /**
@@ -287,44 +465,6 @@ function rlimitsFor(limits: SandboxLimits): Record<string, number> {
     fileSizeBytes: limits.fileSizeBytes,
     openFiles: limits.openFiles,
   };
-}
-
-export class DockerVolume implements SandboxVolume {
-  private disposed?: Promise<void>;
-
-  constructor(
-    private readonly docker: Dockerode,
-    readonly sessionId: string,
-    readonly name: string,
-    private readonly holder: Dockerode.Container,
-    readonly labels: Record<string, string>,
-    /** The session's host uid: its containers run as it; released once they and the volume are gone. */
-    readonly owner: UidLease,
-  ) {}
-
-  dispose(): Promise<void> {
-    this.disposed ??= (async () => {
-      await this.removeObjects();
-      await this.owner.release();
-    })();
-    return this.disposed;
-  }
-
-  /** The holder, then the volume. Should this fail, the uid stays leased until this process ends. */
-  private async removeObjects(): Promise<void> {
-    await this.holder.remove({ force: true }).catch(ignoreMissing);
-    // The engine may still be releasing the last kernel container's mount: retry briefly.
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        await this.docker.getVolume(this.name).remove();
-        return;
-      } catch (error) {
-        if (statusOf(error) === 404) return;
-        if (statusOf(error) !== 409 || attempt >= 20) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    }
-  }
 }
 
 class DockerSandbox implements Sandbox {
@@ -460,19 +600,6 @@ export async function sweepStaleObjects(docker: Dockerode): Promise<number> {
       }),
   );
   return removed;
-}
-
-function statusOf(error: unknown): number | undefined {
-  return (error as { statusCode?: number }).statusCode;
-}
-
-function ignoreMissing(error: unknown): void {
-  if (statusOf(error) !== 404 && statusOf(error) !== 409) throw error;
-}
-
-function errorText(error: unknown): string {
-  const json = (error as { json?: { message?: string } }).json;
-  return json?.message ?? (error as Error).message ?? String(error);
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
