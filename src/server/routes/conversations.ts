@@ -28,7 +28,7 @@ import {
   TurnStreamQuery,
   UploadTurnSchema,
 } from '../conversations/schemas.js';
-import { notFound } from '../errors.js';
+import { notFound, toHttpError } from '../errors.js';
 import { eventStream, requestedStreamFormat, type StreamFormat } from '../execution-stream.js';
 import { readUploadForm } from '../multipart.js';
 import { defineRoute, type RouteSpec } from '../route.js';
@@ -276,7 +276,13 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         const conversation = find(owner, params.id);
         conversation.admitUpload(); // before the body is read: a refusal costs the server nothing
         const files = await readUpload(c);
-        return c.json({ turn: await conversation.upload(files) }, 201);
+        const { turn, failure } = await conversation.upload(files);
+        // A client's mistake (a FIFO the code made where the file goes, …) answers its 4xx; the failed turn stays.
+        if (failure !== undefined) {
+          const refusal = toHttpError(failure);
+          if (refusal.status >= 400 && refusal.status < 500) throw refusal;
+        }
+        return c.json({ turn }, 201);
       },
     }),
     defineRoute({
