@@ -35,7 +35,7 @@ import {
   ModelNotConfiguredError,
 } from '../core-errors.js';
 import { ImageStore } from '../image-store.js';
-import { presentResult, sessionFileUrl } from '../present.js';
+import { presentResult, sessionFileUrl } from '../present-result.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
 import {
   DEFAULT_HISTORY_LIMITS,
