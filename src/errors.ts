@@ -19,7 +19,15 @@ export type SandcellErrorCode =
   | 'aborted'
   | 'model-configuration'
   | 'model-unavailable'
-  | 'model-error';
+  | 'model-error'
+  // The server's core (src/server/core-errors.ts).
+  | 'limit-exceeded'
+  | 'shutting-down'
+  | 'not-found'
+  | 'approval-decided'
+  | 'conversation-busy'
+  | 'conversation-expired'
+  | 'model-not-configured';
 
 export class SandcellError extends Error {
   readonly code: SandcellErrorCode;

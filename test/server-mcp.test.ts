@@ -111,6 +111,41 @@ describe('sandcell mcp over stdio', () => {
   });
 });
 
+describe('sandcell mcp at its session limit', () => {
+  let client: Client;
+
+  beforeAll(async () => {
+    const environment = Object.fromEntries(
+      Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+    );
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [bin, 'mcp', '--preload', 'none'],
+      env: { ...environment, SANDCELL_SESSIONS_PER_KEY: '1' },
+      stderr: 'pipe',
+    });
+    client = new Client({ name: 'sandcell-test', version: '1.0.0' });
+    await client.connect(transport);
+  });
+
+  afterAll(async () => {
+    await client?.close();
+  });
+
+  it('tells the user what they can do in `sandcell mcp`, naming no HTTP route or serve flag', async () => {
+    expect(textOf(await call(client, 'run_python', { code: 'print("first")', session: 'first' }))).toBe('first');
+    const refused = await call(client, 'run_python', { code: 'print("second")', session: 'second' });
+    expect(refused.isError).toBe(true);
+    const message = textOf(refused);
+    expect(message).toContain('1 live sessions, its limit');
+    expect(message).toContain('`session` argument');
+    expect(message).toContain('SANDCELL_SESSIONS_PER_KEY');
+    expect(message).not.toMatch(/\/v1|DELETE|--sessions-per-key/);
+    // The session it has still works.
+    expect(textOf(await call(client, 'run_python', { code: 'print("again")', session: 'first' }))).toBe('again');
+  });
+});
+
 describe('MCP over Streamable HTTP at /mcp', () => {
   let server: SandcellServer & { logs: LogCapture };
   const KEY = 'mcp-http-key-000001';

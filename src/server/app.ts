@@ -3,17 +3,17 @@ import type { HttpBindings } from '@hono/node-server';
 import { type Context, Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { routePath } from 'hono/route';
+import { azureRoutes } from './azure/routes.js';
 import { browserGuard } from './browser-guard.js';
 import type { ConnectionLimiter } from './connection-limiter.js';
 import type { ServerContext } from './context.js';
+import { conversationRoutes } from './conversations/routes.js';
 import { errorBody, HttpError, toHttpError } from './errors.js';
 import { McpHttpEndpoint } from './mcp/http.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { registerRoutes } from './route.js';
-import { azureRoutes } from './routes/azure.js';
-import { conversationRoutes } from './routes/conversations.js';
-import { systemRoutes } from './routes/system.js';
-import { v1Routes } from './routes/v1.js';
+import { systemRoutes } from './system-routes.js';
+import { v1Routes } from './v1/routes.js';
 import { serveWebUi } from './web-ui.js';
 
 export interface SandcellApp {

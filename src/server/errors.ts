@@ -1,8 +1,10 @@
 /**
  * Wire errors of the HTTP API, mapped from sandcell's typed errors in this one
- * place. Every error answers JSON: `{"error": {"code", "message"}}`.
+ * place, with the hints that fit the HTTP server (its routes and the flags of
+ * `sandcell serve`). Every error answers JSON: `{"error": {"code", "message"}}`.
  */
 import { FileOperationError, SandcellError } from '../errors.js';
+import { LimitExceededError, type LimitName, NotFoundError } from './core-errors.js';
 
 /** An error the server itself raises with a definite status (not found, limits, auth). */
 export class HttpError extends Error {
@@ -42,6 +44,41 @@ const RETRY_AFTER_SECONDS: Record<string, string> = {
   'data-budget-exhausted': '30',
 };
 
+/** How each of the server's limits answers over HTTP, and what lifts it. */
+const LIMITS: Record<LimitName, { status: number; code: string; hint: string }> = {
+  'sessions-per-key': {
+    status: 429,
+    code: 'too-many-sessions',
+    hint: 'Delete one (DELETE /v1/sessions/{id}) or raise --sessions-per-key.',
+  },
+  'server-sessions': { status: 503, code: 'server-at-capacity', hint: 'Try again later or raise --max-sessions.' },
+  'queued-executions': {
+    status: 429,
+    code: 'queue-full',
+    hint: 'Retry when they have run, or raise --max-queued-executions.',
+  },
+  'executions-per-minute': {
+    status: 429,
+    code: 'rate-limited',
+    hint: 'The server option --executions-per-minute sets it.',
+  },
+  'code-bytes': { status: 413, code: 'code-too-large', hint: 'Upload large data as a file instead.' },
+};
+
+/** The server core's other refusals: status, and a hint naming the HTTP way on where there is one. */
+const CORE_REFUSALS: Partial<Record<string, { status: number; hint?: string }>> = {
+  'shutting-down': { status: 503, hint: 'Retry against another instance.' },
+  'approval-decided': { status: 409 },
+  'conversation-busy': { status: 409, hint: 'To stop it: POST /v1/conversations/{id}/cancel.' },
+  'conversation-expired': { status: 410 },
+  'model-not-configured': {
+    status: 409,
+    hint: 'Start the server with `sandcell serve --provider … --model …` (or set SANDCELL_PROVIDER / OPENAI_API_KEY / OPENAI_BASE_URL).',
+  },
+};
+
+const withHint = (message: string, hint: string | undefined): string => (hint ? `${message} ${hint}` : message);
+
 const STATUS_BY_FILE_REASON: Record<string, number> = {
   'not-found': 404,
   'too-large': 413,
@@ -69,6 +106,17 @@ export function toHttpError(error: unknown): HttpError {
       error.message,
     );
   }
+  if (error instanceof LimitExceededError) {
+    const limit = LIMITS[error.limit];
+    const headers: Record<string, string> =
+      error.retryAfterMs === undefined ? {} : { 'retry-after': String(Math.ceil(error.retryAfterMs / 1000)) };
+    return new HttpError(limit.status, limit.code, withHint(error.message, limit.hint), headers);
+  }
+  if (error instanceof NotFoundError) return new HttpError(404, `${error.what}-not-found`, error.message);
+  const refusal = error instanceof SandcellError ? CORE_REFUSALS[error.code] : undefined;
+  if (error instanceof SandcellError && refusal) {
+    return new HttpError(refusal.status, error.code, withHint(error.message, refusal.hint));
+  }
   if (error instanceof SandcellError) {
     if (error.code === 'session-closed') {
       return new HttpError(404, 'session-not-found', 'The session was closed; create a new one.');
@@ -85,6 +133,4 @@ export function errorBody(error: HttpError): ErrorBody {
 }
 
 export const notFound = (what: string): HttpError => new HttpError(404, 'not-found', what);
-export const sessionNotFound = (id: string): HttpError =>
-  new HttpError(404, 'session-not-found', `No session ${JSON.stringify(id)} (it may have been closed after idling).`);
 export const badRequest = (message: string, code = 'invalid-request'): HttpError => new HttpError(400, code, message);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HttpError } from './errors.js';
+import { LimitExceededError } from './core-errors.js';
 import { RateLimiter } from './rate-limiter.js';
 
 describe('RateLimiter', () => {
@@ -13,12 +13,12 @@ describe('RateLimiter', () => {
     } catch (error) {
       refused = error;
     }
-    expect(refused).toBeInstanceOf(HttpError);
-    expect(refused).toMatchObject({ status: 429, code: 'rate-limited', headers: { 'retry-after': '10' } });
+    expect(refused).toBeInstanceOf(LimitExceededError);
+    expect(refused).toMatchObject({ limit: 'executions-per-minute', retryAfterMs: 10_000 });
     limiter.take('b'); // owners are counted apart
     now += 10_000; // one token per 10 s
     limiter.take('a');
-    expect(() => limiter.take('a')).toThrow(HttpError);
+    expect(() => limiter.take('a')).toThrow(LimitExceededError);
   });
 
   it('never limits with 0', () => {

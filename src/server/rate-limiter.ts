@@ -1,5 +1,5 @@
 /** Executions (and uploads, which share the bucket) per minute per owner: a token bucket that refills continuously. */
-import { HttpError } from './errors.js';
+import { LimitExceededError } from './core-errors.js';
 
 interface Bucket {
   tokens: number;
@@ -15,7 +15,7 @@ export class RateLimiter {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Takes one token for `owner`, or throws a 429 saying when to retry. */
+  /** Takes one token for `owner`, or throws a `LimitExceededError` saying when to retry. */
   take(owner: string): void {
     if (this.perMinute === 0) return;
     const now = this.now();
@@ -26,11 +26,10 @@ export class RateLimiter {
     this.buckets.set(owner, bucket);
     if (bucket.tokens < 1) {
       const retryAfterSeconds = Math.max(1, Math.ceil(((1 - bucket.tokens) / this.perMinute) * 60));
-      throw new HttpError(
-        429,
-        'rate-limited',
-        `This key may start ${this.perMinute} executions or uploads per minute; retry in ${retryAfterSeconds} s (server option --executions-per-minute).`,
-        { 'retry-after': String(retryAfterSeconds) },
+      throw new LimitExceededError(
+        'executions-per-minute',
+        `This key may start ${this.perMinute} executions or uploads per minute; retry in ${retryAfterSeconds} s.`,
+        retryAfterSeconds * 1000,
       );
     }
     bucket.tokens -= 1;

@@ -12,7 +12,7 @@ import type { Execution, RunOptions } from '../session/execution.js';
 import type { SessionPool } from '../session/pool.js';
 import type { Session } from '../session/session.js';
 import type { Owner } from './auth.js';
-import { HttpError, sessionNotFound } from './errors.js';
+import { LimitExceededError, SessionNotFoundError, ShuttingDownError } from './core-errors.js';
 import { ImageStore } from './image-store.js';
 import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limiter.js';
@@ -63,7 +63,9 @@ export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
 
 const SWEEP_INTERVAL_MS = 5_000;
 /** What a refused execution is told to wait: queued executions usually take seconds. */
-const QUEUE_FULL_RETRY_AFTER_SECONDS = 5;
+const QUEUE_FULL_RETRY_AFTER_MS = 5_000;
+/** What a session refused at the server's capacity is told to wait: sessions idle out or get closed. */
+const SERVER_FULL_RETRY_AFTER_MS = 5_000;
 const MINIMUM_SWEEP_INTERVAL_MS = 50;
 
 export class SessionRegistry {
@@ -101,19 +103,14 @@ export class SessionRegistry {
     const owned = this.countOwned(owner) + (this.pendingByOwner.get(owner.id) ?? 0);
     if (owned >= this.options.sessionsPerOwner) {
       this.options.metrics.rejected.inc({ reason: 'sessions-per-key' });
-      throw new HttpError(
-        429,
-        'too-many-sessions',
-        `This key already has ${owned} live sessions, its limit; delete one (DELETE /v1/sessions/{id}) or raise --sessions-per-key.`,
-      );
+      throw new LimitExceededError('sessions-per-key', `This key already has ${owned} live sessions, its limit.`);
     }
     if (this.byId.size + this.pendingCreations >= this.options.maxSessions) {
       this.options.metrics.rejected.inc({ reason: 'server-capacity' });
-      throw new HttpError(
-        503,
-        'server-at-capacity',
-        `The server holds ${this.options.maxSessions} sessions, its limit; try again later or raise --max-sessions.`,
-        { 'retry-after': '5' },
+      throw new LimitExceededError(
+        'server-sessions',
+        `The server holds ${this.options.maxSessions} sessions, its limit.`,
+        SERVER_FULL_RETRY_AFTER_MS,
       );
     }
     this.pendingCreations++;
@@ -156,10 +153,10 @@ export class SessionRegistry {
   /** The owner's session with this id; another owner's session is "not found" too. */
   get(owner: Owner, id: string): ManagedSession {
     const entry = this.byId.get(id);
-    if (!entry || entry.owner.id !== owner.id) throw sessionNotFound(id);
+    if (!entry || entry.owner.id !== owner.id) throw new SessionNotFoundError(id);
     if (entry.session.closed) {
       this.forget(entry, 'closed');
-      throw sessionNotFound(id);
+      throw new SessionNotFoundError(id);
     }
     return entry;
   }
@@ -209,7 +206,7 @@ export class SessionRegistry {
   /**
    * Checks an execution against the limits (shutdown, session queue, code size,
    * rate) and counts it; `execute` does this itself unless told it was done already
-   * (a stream checks first, so a refusal is an HTTP status, not a stream event).
+   * (a stream checks first, so a refusal answers the request, not a stream event).
    */
   admit(entry: ManagedSession, code: string): void {
     this.refuseWhenShuttingDown();
@@ -217,10 +214,9 @@ export class SessionRegistry {
     const size = Buffer.byteLength(code, 'utf8');
     if (size > this.options.maxCodeBytes) {
       this.options.metrics.rejected.inc({ reason: 'code-too-large' });
-      throw new HttpError(
-        413,
-        'code-too-large',
-        `The code is ${size} bytes; the limit is ${this.options.maxCodeBytes}. Upload large data as a file instead.`,
+      throw new LimitExceededError(
+        'code-bytes',
+        `The code is ${size} bytes; the limit is ${this.options.maxCodeBytes}.`,
       );
     }
     try {
@@ -264,7 +260,7 @@ export class SessionRegistry {
       return execution;
     } catch (error) {
       if (this.shuttingDown && error instanceof SandcellError && error.code === 'session-closed') {
-        throw new HttpError(503, 'shutting-down', 'The server shut down before the execution finished.');
+        throw new ShuttingDownError('The server shut down before the execution finished.');
       }
       throw error;
     } finally {
@@ -303,7 +299,7 @@ export class SessionRegistry {
 
   private refuseWhenShuttingDown(): void {
     if (this.shuttingDown) {
-      throw new HttpError(503, 'shutting-down', 'The server is shutting down; retry against another instance.');
+      throw new ShuttingDownError();
     }
   }
 
@@ -312,12 +308,10 @@ export class SessionRegistry {
     const waiting = Math.max(0, entry.inFlight - 1);
     if (entry.inFlight > 0 && waiting >= this.options.maxQueuedExecutions) {
       this.options.metrics.rejected.inc({ reason: 'queue-full' });
-      throw new HttpError(
-        429,
-        'queue-full',
-        `${waiting} executions already wait in this session behind the running one, its limit; retry when ` +
-          'they have run, or raise --max-queued-executions.',
-        { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
+      throw new LimitExceededError(
+        'queued-executions',
+        `${waiting} executions already wait in this session behind the running one, its limit.`,
+        QUEUE_FULL_RETRY_AFTER_MS,
       );
     }
   }

@@ -12,7 +12,7 @@ import type { AgentEvent, SessionFile } from '../../agents/events.js';
 import { FileAccessAgent } from '../../agents/file-access-agent.js';
 import type { ChatModel } from '../../agents/model.js';
 import type { ApprovalDecision, ApprovalRequest } from '../../agents/python-exec-agent.js';
-import { SandcellError } from '../../errors.js';
+import { SandcellError, SessionClosedError } from '../../errors.js';
 import {
   type ApprovalMode,
   applyConversationEvent,
@@ -27,9 +27,15 @@ import {
 } from '../../protocol/index.js';
 import type { Execution, ExecutionResult } from '../../session/execution.js';
 import { FileChanges } from '../../session/file-changes.js';
-import { HttpError, toHttpError } from '../errors.js';
+import {
+  ApprovalDecidedError,
+  ApprovalNotFoundError,
+  ConversationBusyError,
+  ConversationExpiredError,
+  ModelNotConfiguredError,
+} from '../core-errors.js';
 import { ImageStore } from '../image-store.js';
-import { presentResult, sessionFileUrl } from '../present.js';
+import { presentResult, sessionFileUrl } from '../present-result.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
 import {
   DEFAULT_HISTORY_LIMITS,
@@ -195,11 +201,7 @@ export class ServerConversation {
   ask(content: string, approval: ApprovalMode, listener?: TurnListener): { turn: Turn; done: Promise<Turn> } {
     const chat = this.chat;
     if (!chat) {
-      throw new HttpError(
-        409,
-        'model-not-configured',
-        'This server has no model: start it with `sandcell serve --provider … --model …` (or set SANDCELL_PROVIDER / OPENAI_API_KEY / OPENAI_BASE_URL). Notebook cells work without one.',
-      );
+      throw new ModelNotConfiguredError();
     }
     const started = this.start('message', content, listener, approval, async (running) => {
       const answer = await chat.ask(content, { signal: running.abort.signal });
@@ -216,7 +218,7 @@ export class ServerConversation {
   /** Runs a notebook cell in the session. */
   runCell(code: string, timeoutMs: number | undefined, listener?: TurnListener): { turn: Turn; done: Promise<Turn> } {
     this.refuseWhenUnavailable();
-    this.settings.registry.admit(this.entry, code); // a refusal is an HTTP status, before the stream starts
+    this.settings.registry.admit(this.entry, code); // a refusal answers the request, before the stream starts
     const started = this.start('cell', code, listener, 'auto', async (running) => {
       const callId = this.turns[running.index]!.id;
       await this.cellFiles.snapshot();
@@ -248,8 +250,12 @@ export class ServerConversation {
     this.settings.registry.admitUpload(this.entry);
   }
 
-  /** Writes uploaded files into /mnt/data and records their previews (and tells the model about them). */
-  async upload(files: { name: string; bytes: Buffer }[]): Promise<Turn> {
+  /**
+   * Writes uploaded files into /mnt/data and records their previews (and tells
+   * the model about them). A failed upload stays in the history as a failed
+   * turn; `failure` is what failed, for the caller to answer with.
+   */
+  async upload(files: { name: string; bytes: Buffer }[]): Promise<{ turn: Turn; failure?: unknown }> {
     let failure: unknown;
     const turn = await this.start('upload', '', undefined, 'auto', async (running) => {
       try {
@@ -259,10 +265,7 @@ export class ServerConversation {
         throw error;
       }
     }).done;
-    // A client's mistake (a FIFO the code made where the file goes, …) answers its 4xx; the failed turn stays.
-    const refusal = failure === undefined || turn.status !== 'error' ? undefined : toHttpError(failure);
-    if (refusal && refusal.status >= 400 && refusal.status < 500) throw refusal;
-    return turn;
+    return failure === undefined || turn.status !== 'error' ? { turn } : { turn, failure };
   }
 
   private async writeUploads(running: RunningTurn, files: { name: string; bytes: Buffer }[]): Promise<void> {
@@ -293,9 +296,9 @@ export class ServerConversation {
     const pending = running?.approvals.get(approvalId);
     if (!pending) {
       if (running?.decided.has(approvalId)) {
-        throw new HttpError(409, 'approval-decided', `The approval ${approvalId} was already answered.`);
+        throw new ApprovalDecidedError(approvalId);
       }
-      throw new HttpError(404, 'approval-not-found', `No pending approval ${JSON.stringify(approvalId)} here.`);
+      throw new ApprovalNotFoundError(approvalId);
     }
     running!.approvals.delete(approvalId);
     running!.decided.add(approvalId);
@@ -325,20 +328,8 @@ export class ServerConversation {
 
   private refuseWhenUnavailable(): void {
     const expired = this.expired;
-    if (expired) {
-      throw new HttpError(
-        410,
-        'conversation-expired',
-        `This conversation's session ${describeExpiry(expired.reason)}; its variables and files are gone. Start a new conversation (the history can still be read and exported).`,
-      );
-    }
-    if (this.running) {
-      throw new HttpError(
-        409,
-        'conversation-busy',
-        'A turn is still running in this conversation; wait for it to end or cancel it (POST …/cancel).',
-      );
-    }
+    if (expired) throw new ConversationExpiredError(describeExpiry(expired.reason));
+    if (this.running) throw new ConversationBusyError();
   }
 
   private start(
@@ -650,11 +641,11 @@ function describeExpiry(reason: string): string {
 }
 
 function describeError(error: unknown, logger: Logger): { code: string; message: string } {
-  if (error instanceof HttpError) return { code: error.code, message: error.message };
-  if (error instanceof SandcellError) {
-    const mapped = toHttpError(error);
-    return { code: error.code, message: mapped.message };
+  // The session's own message names the library's createSession(); here a new conversation is the way on.
+  if (error instanceof SessionClosedError) {
+    return { code: error.code, message: 'The session was closed; start a new conversation.' };
   }
+  if (error instanceof SandcellError) return { code: error.code, message: error.message };
   logger.error({ err: error }, 'a conversation turn failed');
   return { code: 'internal-error', message: 'The turn failed unexpectedly; see the server log.' };
 }

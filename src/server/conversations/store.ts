@@ -8,7 +8,7 @@
  * turns (history-limits.ts says why).
  */
 import type { Owner } from '../auth.js';
-import { HttpError } from '../errors.js';
+import { ConversationNotFoundError } from '../core-errors.js';
 import { type ConversationSettings, ServerConversation } from './conversation.js';
 import { DEFAULT_HISTORY_LIMITS } from './history-limits.js';
 
@@ -42,11 +42,7 @@ export class ConversationStore {
   get(owner: Owner, id: string): ServerConversation {
     const conversation = this.byId.get(id);
     if (!conversation || conversation.owner.id !== owner.id) {
-      throw new HttpError(
-        404,
-        'conversation-not-found',
-        `No conversation ${JSON.stringify(id)} (it may have been deleted, or the server restarted).`,
-      );
+      throw new ConversationNotFoundError(id);
     }
     return conversation;
   }

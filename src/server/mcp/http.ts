@@ -101,7 +101,13 @@ export class McpHttpEndpoint {
       onsessionclosed: () => void this.forget(id, owner, scope),
     });
     transport.onclose = () => void this.forget(id, owner, scope);
-    const mcp = createMcpServer({ registry: this.server.registry, owner, scope, version: this.server.version });
+    const mcp = createMcpServer({
+      registry: this.server.registry,
+      owner,
+      scope,
+      version: this.server.version,
+      deployment: 'http',
+    });
     await mcp.connect(transport);
     const response = await transport.handleRequest(context.req.raw);
     if (!this.connections.has(id)) await transport.close();

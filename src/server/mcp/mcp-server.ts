@@ -7,12 +7,11 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { SandcellError } from '../../errors.js';
 import { formatTraceback } from '../../session/execution.js';
 import type { Owner } from '../auth.js';
 import { contentTypeFor } from '../content-type.js';
-import { HttpError } from '../errors.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
+import { type McpDeployment, toolErrorText } from './tool-errors.js';
 
 const SESSION_NAME = z
   .string()
@@ -28,6 +27,8 @@ export interface McpServerOptions {
   /** Session names are unique within this scope (one MCP connection). */
   scope: string;
   version: string;
+  /** Where it runs: the hints of its tool errors name what its user can do there. */
+  deployment: McpDeployment;
 }
 
 const text = (value: string, isError = false): CallToolResult => ({
@@ -36,17 +37,18 @@ const text = (value: string, isError = false): CallToolResult => ({
 });
 
 /** Typed failures become tool errors the model can read; anything else is rethrown. */
-async function guard(work: () => Promise<CallToolResult>): Promise<CallToolResult> {
+async function guard(deployment: McpDeployment, work: () => Promise<CallToolResult>): Promise<CallToolResult> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof SandcellError || error instanceof HttpError) return text(error.message, true);
+    const message = toolErrorText(error, deployment);
+    if (message !== undefined) return text(message, true);
     throw error;
   }
 }
 
 export function createMcpServer(options: McpServerOptions): McpServer {
-  const { registry, owner, scope } = options;
+  const { registry, owner, scope, deployment } = options;
   const server = new McpServer(
     { name: 'sandcell', version: options.version },
     {
@@ -72,7 +74,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       },
     },
     ({ code, session, timeout_seconds }) =>
-      guard(async () => {
+      guard(deployment, async () => {
         const entry = await sessionFor(session);
         const execution = await registry.execute(entry, code, {
           timeoutMs: timeout_seconds ? timeout_seconds * 1000 : undefined,
@@ -111,7 +113,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       },
     },
     ({ path, session }) =>
-      guard(async () => {
+      guard(deployment, async () => {
         const entry = await sessionFor(session);
         const files = await entry.session.files.list(path ?? '', { recursive: true });
         if (files.length === 0) return text('/mnt/data is empty.');
@@ -133,7 +135,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       },
     },
     ({ path, session }) =>
-      guard(async () => {
+      guard(deployment, async () => {
         const entry = await sessionFor(session);
         const data = await entry.session.files.read(path);
         const type = contentTypeFor(path).split(';')[0] as string;
@@ -170,7 +172,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       },
     },
     ({ path, content, encoding, session }) =>
-      guard(async () => {
+      guard(deployment, async () => {
         const entry = await sessionFor(session);
         const data = encoding === 'base64' ? Buffer.from(content, 'base64') : Buffer.from(content, 'utf8');
         const written = await entry.session.files.write(path, data);
@@ -186,7 +188,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       inputSchema: { session: SESSION_NAME },
     },
     ({ session }) =>
-      guard(async () => {
+      guard(deployment, async () => {
         const entry = await registry.findNamed(owner, scope, session ?? 'default');
         if (!entry) return text(`Session "${session ?? 'default'}" has not run anything yet; nothing to reset.`);
         await entry.session.reset();

@@ -18,13 +18,14 @@ import type { z } from 'zod';
 import { normalizeDataPath } from '../../internal/data-path.js';
 import type { FileEntry } from '../../session/files.js';
 import type { Owner } from '../auth.js';
+import { ErrorSchema } from '../common-schemas.js';
 import { contentTypeFor, fileHeaders } from '../content-type.js';
 import type { ServerContext } from '../context.js';
 import { HttpError, notFound } from '../errors.js';
 import { readUploadForm } from '../multipart.js';
-import { azureResult, azureStatus, azureStderr } from '../present.js';
 import type { ManagedSession } from '../registry.js';
 import { defineRoute, type RouteSpec } from '../route.js';
+import { azureResult, azureStatus, azureStderr } from './present.js';
 import {
   AzureCodeExecuteBody,
   AzureCodeExecuteResponse,
@@ -37,8 +38,7 @@ import {
   AzurePathQuery,
   AzureQuery,
   AzureUploadForm,
-  ErrorSchema,
-} from '../schemas.js';
+} from './schemas.js';
 
 const TAGS = ['azure dynamic sessions'];
 const SCOPE = 'azure';

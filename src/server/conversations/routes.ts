@@ -7,10 +7,15 @@ import type { Context } from 'hono';
 import type { z } from 'zod';
 import { normalizeDataPath } from '../../internal/data-path.js';
 import type { ConversationEvent, Turn } from '../../protocol/index.js';
+import { ErrorSchema, UploadForm } from '../common-schemas.js';
 import { imageResponse } from '../content-type.js';
 import type { ServerContext } from '../context.js';
-import type { ServerConversation, TurnListener } from '../conversations/conversation.js';
-import { conversationNotebook, notebookBytes, notebookFileName } from '../conversations/notebook.js';
+import { notFound, toHttpError } from '../errors.js';
+import { eventStream, requestedStreamFormat, type StreamFormat } from '../execution-stream.js';
+import { readUploadForm } from '../multipart.js';
+import { defineRoute, type RouteSpec } from '../route.js';
+import type { ServerConversation, TurnListener } from './conversation.js';
+import { conversationNotebook, notebookBytes, notebookFileName } from './notebook.js';
 import {
   ApprovalAnswerSchema,
   ApprovalBody,
@@ -27,12 +32,7 @@ import {
   TurnSchema,
   TurnStreamQuery,
   UploadTurnSchema,
-} from '../conversations/schemas.js';
-import { notFound } from '../errors.js';
-import { eventStream, requestedStreamFormat, type StreamFormat } from '../execution-stream.js';
-import { readUploadForm } from '../multipart.js';
-import { defineRoute, type RouteSpec } from '../route.js';
-import { ErrorSchema, UploadForm } from '../schemas.js';
+} from './schemas.js';
 
 const TAGS = ['conversations'];
 const notFoundResponse = { description: 'No such conversation (or not yours).', json: ErrorSchema };
@@ -276,7 +276,13 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         const conversation = find(owner, params.id);
         conversation.admitUpload(); // before the body is read: a refusal costs the server nothing
         const files = await readUpload(c);
-        return c.json({ turn: await conversation.upload(files) }, 201);
+        const { turn, failure } = await conversation.upload(files);
+        // A client's mistake (a FIFO the code made where the file goes, …) answers its 4xx; the failed turn stays.
+        if (failure !== undefined) {
+          const refusal = toHttpError(failure);
+          if (refusal.status >= 400 && refusal.status < 500) throw refusal;
+        }
+        return c.json({ turn }, 201);
       },
     }),
     defineRoute({

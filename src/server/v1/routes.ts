@@ -4,17 +4,18 @@ import type { Context } from 'hono';
 import { z } from 'zod';
 import { normalizeDataPath } from '../../internal/data-path.js';
 import type { ExecutionResult } from '../../session/execution.js';
+import { ErrorSchema, UploadForm } from '../common-schemas.js';
 import { fileHeaders, imageResponse } from '../content-type.js';
 import type { ServerContext } from '../context.js';
 import { notFound } from '../errors.js';
 import { requestedStreamFormat, streamExecution } from '../execution-stream.js';
 import { readUploadForm } from '../multipart.js';
-import { presentExecution, presentFile, presentResult, presentSession } from '../present.js';
+import { presentResult } from '../present-result.js';
 import type { ManagedSession } from '../registry.js';
 import { defineRoute, type RouteSpec } from '../route.js';
+import { presentExecution, presentFile, presentSession } from './present.js';
 import {
   CreateSessionBody,
-  ErrorSchema,
   ExecuteBody,
   ExecuteQuery,
   ExecutionSchema,
@@ -26,8 +27,7 @@ import {
   SessionListSchema,
   SessionSchema,
   UploadedSchema,
-  UploadForm,
-} from '../schemas.js';
+} from './schemas.js';
 
 const TAG_SESSIONS = ['sessions'];
 const TAG_FILES = ['files'];

@@ -1,7 +1,14 @@
 /** Health, Prometheus metrics, the OpenAPI document, and the MCP endpoint's entry in it. */
-import type { ServerContext } from '../context.js';
-import { defineRoute, type RouteSpec } from '../route.js';
-import { ErrorSchema, HealthSchema } from '../schemas.js';
+import { z } from 'zod';
+import { ErrorSchema } from './common-schemas.js';
+import type { ServerContext } from './context.js';
+import { defineRoute, type RouteSpec } from './route.js';
+
+export const HealthSchema = z.object({
+  status: z.enum(['ok', 'degraded', 'shutting-down']),
+  sessions: z.object({ live: z.number(), warm: z.number(), starting: z.number(), running: z.number() }),
+  lastError: z.string().optional(),
+});
 
 export function systemRoutes(
   server: ServerContext,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Execution, ExecutionResult } from '../session/execution.js';
+import type { Execution, ExecutionResult } from '../../session/execution.js';
 import { azureResult, azureStatus, azureStderr, pythonValueAsJson } from './present.js';
 
 const value = (text: string, extra: Record<string, unknown> = {}): ExecutionResult => ({

@@ -1,0 +1,98 @@
+/** The zod schemas of the Azure dynamic-sessions API: they validate requests and make the OpenAPI document. */
+import { z } from 'zod';
+
+const IDENTIFIER = /^[A-Za-z0-9_.|\-&^%$#(){}[\];<>]{4,128}$/;
+
+export const AzureQuery = z.object({
+  identifier: z
+    .string({ error: 'the `identifier` query parameter is required' })
+    .regex(IDENTIFIER, 'an identifier is 4 to 128 letters, digits or |-&^%$#(){}[];<>_.')
+    .meta({ description: 'The session: created on first use, 4 to 128 characters.' }),
+  'api-version': z
+    .string({ error: 'the `api-version` query parameter is required' })
+    .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, 'an api-version looks like 2024-02-02-preview'),
+});
+
+export const AzurePathQuery = AzureQuery.extend({
+  path: z.string().optional().meta({ description: 'A directory under /mnt/data (newer files API).' }),
+});
+
+const caseInsensitive = (value: string) =>
+  z
+    .string()
+    .refine((given) => given.toLowerCase() === value.toLowerCase(), `only "${value}" is supported`)
+    .optional();
+
+export const AzureCodeExecuteBody = z.object({
+  properties: z.object({
+    codeInputType: caseInsensitive('inline'),
+    executionType: caseInsensitive('synchronous'),
+    code: z.string(),
+    timeoutInSeconds: z.number().positive().optional(),
+  }),
+});
+
+export const AzureCodeExecuteResponse = z.object({
+  $id: z.string(),
+  properties: z.object({
+    $id: z.string(),
+    status: z.enum(['Success', 'Failure', 'Timeout']),
+    stdout: z.string(),
+    stderr: z.string(),
+    result: z.unknown().meta({ description: 'The last expression as JSON, or an image object.' }),
+    executionTimeInMilliseconds: z.number().int(),
+  }),
+});
+
+export const AzureFileListResponse = z.object({
+  $id: z.string(),
+  value: z.array(
+    z.object({
+      $id: z.string(),
+      properties: z.object({
+        $id: z.string(),
+        filename: z.string(),
+        size: z.number().int(),
+        lastModifiedTime: z.string(),
+      }),
+    }),
+  ),
+});
+
+export const AzureExecutionBody = z.looseObject({
+  codeInputType: caseInsensitive('inline'),
+  executionType: caseInsensitive('synchronous'),
+  code: z.string({ error: '`code` is required (this pool runs Python; `shellCommand` is not supported)' }),
+  timeoutInSeconds: z.number().positive().optional(),
+});
+
+export const AzureExecutionResponse = z.object({
+  id: z.string(),
+  identifier: z.string(),
+  executionType: z.string(),
+  status: z.enum(['Succeeded', 'Failed']),
+  result: z.object({
+    stdout: z.string(),
+    stderr: z.string(),
+    executionResult: z.unknown(),
+    executionTimeInMilliseconds: z.number().int(),
+  }),
+});
+
+export const AzureFileSchema = z.object({
+  name: z.string(),
+  type: z.enum(['file', 'directory']),
+  sizeInBytes: z.number().int(),
+  lastModifiedAt: z.string(),
+  contentType: z.string().optional(),
+});
+
+export const AzureFilesResponse = z.object({ value: z.array(AzureFileSchema) });
+
+export const AzureNameParams = z.object({
+  name: z.string().min(1).meta({ description: 'A file name or path under /mnt/data (URL-encoded or not).' }),
+});
+
+export const AzureUploadForm = z.object({
+  file: z.string().meta({ format: 'binary', description: 'The file; its file name is its path under /mnt/data.' }),
+});

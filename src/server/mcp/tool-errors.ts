@@ -1,0 +1,48 @@
+/**
+ * sandcell's typed errors as MCP tool errors, mapped in this one place. An MCP
+ * user has tools, session names and the command that started the server, not
+ * HTTP routes: each hint names what they can do where they are — `sandcell mcp`
+ * on stdio (its flags and environment variables), or /mcp of `sandcell serve`
+ * (whose operator sets the limits).
+ */
+import { SandcellError } from '../../errors.js';
+import { LimitExceededError, type LimitName } from '../core-errors.js';
+
+/** Where the MCP server runs: `sandcell mcp` on stdio, or /mcp of `sandcell serve`. */
+export type McpDeployment = 'stdio' | 'http';
+
+const REUSE_A_SESSION =
+  'Each session name is its own sandbox, kept until this MCP connection closes: run in a session you already have ' +
+  '(the `session` argument)';
+
+const LIMIT_HINTS: Record<McpDeployment, Record<LimitName, string>> = {
+  stdio: {
+    'sessions-per-key': `${REUSE_A_SESSION}, or start \`sandcell mcp\` with SANDCELL_SESSIONS_PER_KEY set higher.`,
+    'server-sessions': `${REUSE_A_SESSION}, or start \`sandcell mcp\` with a higher --max-sessions.`,
+    'queued-executions':
+      'Wait for the code already running to finish, or start `sandcell mcp` with SANDCELL_MAX_QUEUED_EXECUTIONS set higher.',
+    'executions-per-minute':
+      'Wait, or start `sandcell mcp` with SANDCELL_EXECUTIONS_PER_MINUTE set higher (0 for no limit).',
+    'code-bytes': 'Write large data into /mnt/data with the write_file tool instead.',
+  },
+  http: {
+    'sessions-per-key':
+      `${REUSE_A_SESSION}, or close an MCP connection you no longer use (its sessions close with it); ` +
+      "the server's operator can raise `sandcell serve --sessions-per-key`.",
+    'server-sessions': "Try again later; the server's operator can raise `sandcell serve --max-sessions`.",
+    'queued-executions':
+      "Wait for the code already running to finish; the server's operator can raise `sandcell serve --max-queued-executions`.",
+    'executions-per-minute': "Wait; the server's operator can raise `sandcell serve --executions-per-minute`.",
+    'code-bytes': 'Write large data into /mnt/data with the write_file tool instead.',
+  },
+};
+
+/** The text of the tool error for a typed failure; undefined for anything else (a bug, rethrown). */
+export function toolErrorText(error: unknown, deployment: McpDeployment): string | undefined {
+  if (error instanceof LimitExceededError) return `${error.message} ${LIMIT_HINTS[deployment][error.limit]}`;
+  if (error instanceof SandcellError && error.code === 'session-closed') {
+    return 'The session was closed (it sat idle, or its sandbox ended); the next call with its name starts a new one.';
+  }
+  if (error instanceof SandcellError) return error.message;
+  return undefined;
+}

@@ -1,0 +1,48 @@
+/** How sessions, executions and files look on the native /v1 wire. */
+import type { Execution } from '../../session/execution.js';
+import type { FileEntry } from '../../session/files.js';
+import { presentResult, sessionFileUrl } from '../present-result.js';
+import type { ManagedSession } from '../registry.js';
+
+export function presentSession(entry: ManagedSession) {
+  return {
+    id: entry.id,
+    source: entry.source,
+    ...(entry.name !== undefined ? { name: entry.name } : {}),
+    createdAt: new Date(entry.createdAt).toISOString(),
+    lastActivityAt: new Date(entry.session.lastActivityAt).toISOString(),
+    executions: entry.executions,
+    busy: entry.session.busy,
+  };
+}
+
+export function presentFile(entry: ManagedSession, file: FileEntry) {
+  return {
+    path: file.path,
+    type: file.type,
+    size: file.size,
+    modifiedAt: new Date(file.modifiedMs).toISOString(),
+    ...(file.type === 'file' ? { url: sessionFileUrl(entry, file.path) } : {}),
+  };
+}
+
+export function presentExecution(
+  entry: ManagedSession,
+  executionId: string,
+  execution: Execution,
+  images: 'url' | 'inline',
+) {
+  return {
+    id: executionId,
+    sessionId: entry.id,
+    status: execution.status,
+    stdout: execution.stdout,
+    stderr: execution.stderr,
+    results: execution.results.map((result) => presentResult(entry, result, images)),
+    ...(execution.error ? { error: execution.error } : {}),
+    executionCount: execution.executionCount,
+    durationMs: execution.durationMs,
+    ...(execution.stateLost ? { stateLost: true, stateLostReason: execution.stateLostReason } : {}),
+    ...(execution.outputTruncated ? { outputTruncated: true } : {}),
+  };
+}

@@ -1,0 +1,108 @@
+/** The zod schemas of the native /v1 sessions API: they validate requests and make the OpenAPI document. */
+import { z } from 'zod';
+import type * as Protocol from '../../protocol/index.js';
+
+export const SessionIdParams = z.object({
+  id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a session id is 1 to 64 letters, digits, "-" or "_"'),
+});
+
+export const FilePathParams = SessionIdParams.extend({
+  path: z.string().min(1).meta({ description: 'A path under /mnt/data (URL-encoded; slashes allowed).' }),
+});
+
+// --- /v1 ----------------------------------------------------------------------
+
+export const SessionSchema = z
+  .object({
+    id: z.string(),
+    source: z.enum(['v1', 'azure', 'mcp', 'conversation']).meta({ description: 'Which API created the session.' }),
+    name: z.string().optional().meta({ description: 'The Azure identifier or MCP session name, if any.' }),
+    createdAt: z.string().meta({ description: 'ISO 8601.' }),
+    lastActivityAt: z.string().meta({ description: 'ISO 8601; idle sessions are closed after the idle timeout.' }),
+    executions: z.number().int(),
+    busy: z.boolean(),
+  })
+  .meta({ title: 'Session' });
+
+export const SessionListSchema = z.object({ sessions: z.array(SessionSchema) });
+
+export const CreateSessionBody = z.object({}).strict().meta({ description: 'No fields yet; send `{}` or nothing.' });
+
+export const ImageRefSchema = z.object({
+  mimeType: z.string(),
+  url: z.string().meta({ description: 'Where to GET the image (relative to the server).' }),
+});
+
+export const ResultSchema = z.object({
+  type: z.enum(['execute_result', 'display_data']),
+  data: z
+    .record(z.string(), z.unknown())
+    .meta({ description: 'MIME bundle; images are left out unless `images` is `inline`.' }),
+  metadata: z.record(z.string(), z.unknown()),
+  images: z.array(ImageRefSchema).optional(),
+});
+
+export const ExecutionSchema = z
+  .object({
+    id: z.string(),
+    sessionId: z.string(),
+    status: z.enum(['ok', 'error', 'timeout']),
+    stdout: z.string(),
+    stderr: z.string(),
+    results: z.array(ResultSchema),
+    error: z.object({ name: z.string(), value: z.string(), traceback: z.array(z.string()) }).optional(),
+    executionCount: z.number().int(),
+    durationMs: z.number(),
+    stateLost: z.boolean().optional(),
+    stateLostReason: z.string().optional(),
+    outputTruncated: z.boolean().optional(),
+  })
+  .meta({ title: 'Execution' });
+
+export const ExecuteBody = z
+  .object({
+    code: z.string().meta({ description: 'Python source.' }),
+    timeoutMs: z
+      .number()
+      .positive()
+      .optional()
+      .meta({ description: "Wall-clock limit; at most the key's execution limit." }),
+    images: z
+      .enum(['url', 'inline'])
+      .default('url')
+      .meta({ description: '`url`: images are stored and linked; `inline`: base64 in `data`.' }),
+  })
+  .strict();
+
+export const ExecuteQuery = z.object({
+  stream: z.enum(['ndjson', 'sse']).optional().meta({
+    description: 'Stream events as they happen (also chosen by `Accept: application/x-ndjson` or `text/event-stream`).',
+  }),
+});
+
+export const FileSchema = z
+  .object({
+    path: z.string().meta({ description: 'Relative to /mnt/data.' }),
+    type: z.enum(['file', 'directory', 'symlink', 'other']),
+    size: z.number().int(),
+    modifiedAt: z.string(),
+    url: z.string().optional().meta({ description: 'Where to GET the bytes (files only).' }),
+  })
+  .meta({ title: 'File' });
+
+export const FileListSchema = z.object({ files: z.array(FileSchema) });
+
+export const ListFilesQuery = z.object({
+  path: z.string().optional().meta({ description: 'A directory under /mnt/data. @default /mnt/data' }),
+  recursive: z
+    .enum(['true', 'false'])
+    .optional()
+    .transform((value) => value === 'true'),
+});
+
+export const UploadedSchema = z.object({ files: z.array(FileSchema) });
+
+// The schemas and src/protocol/ describe the same shapes, or this does not compile.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameShapes: [Same<z.output<typeof FileSchema>, Protocol.FileInfo>] = [true];
+void sameShapes;
