@@ -35,10 +35,12 @@ export type {
 export {
   AbortError,
   BackendUnavailableError,
+  type FileErrorReason,
   FileOperationError,
   ImageBuildError,
   InvalidInputError,
   InvalidPathError,
+  KernelRequestError,
   PoolExhaustedError,
   ProtocolError,
   SandboxCrashedError,

@@ -404,6 +404,8 @@ def _os_file_error(full, error):
         return FileError("name-too-long", "%s: the name is too long for the file system" % full)
     if error.errno in (errno.EACCES, errno.EPERM):
         return FileError("permission-denied", "%s: permission denied (the code may have changed its mode)" % full)
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return FileError("no-space", "%s: no space left in /mnt/data (the session's limits.dataBytes)" % full)
     return FileError("io", "%s: %s" % (full, error.strerror))
 
 
@@ -469,7 +471,7 @@ def file_write(message):
         while view:
             view = view[os.write(fd, view) :]
     except OSError as error:
-        raise FileError("io", "%s: %s" % (full, error.strerror))
+        raise _os_file_error(full, error)
     finally:
         os.close(fd)
     return {"size": len(data)}

@@ -2,7 +2,7 @@
  * Wire errors of the HTTP API, mapped from sandcell's typed errors in this one
  * place. Every error answers JSON: `{"error": {"code", "message"}}`.
  */
-import { FileOperationError, SandcellError } from '../errors.js';
+import { type FileErrorReason, FileOperationError, SandcellError } from '../errors.js';
 
 /** An error the server itself raises with a definite status (not found, limits, auth). */
 export class HttpError extends Error {
@@ -34,7 +34,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   aborted: 499,
 };
 
-const STATUS_BY_FILE_REASON: Record<string, number> = {
+const STATUS_BY_FILE_REASON: Partial<Record<FileErrorReason, number>> = {
   'not-found': 404,
   'too-large': 413,
   'is-a-directory': 400,
@@ -47,14 +47,14 @@ const STATUS_BY_FILE_REASON: Record<string, number> = {
   'name-too-long': 400,
   // The code took the write permission away from a file a client then writes.
   'permission-denied': 409,
+  'no-space': 507,
 };
 
 /** The status, code and message a client sees for `error`; unknown errors are 500 without internals. */
 export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof FileOperationError) {
-    const noSpace = /no space left/i.test(error.message);
-    const status = noSpace ? 507 : (STATUS_BY_FILE_REASON[error.reason] ?? 500);
+    const status = STATUS_BY_FILE_REASON[error.reason] ?? 500;
     return new HttpError(
       status,
       error.reason === 'not-found' ? 'file-not-found' : `file-${error.reason}`,

@@ -11,7 +11,8 @@ import { AbortError, InvalidInputError, SandboxStartError, SandcellError, Sessio
 import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
 import type { Execution, RunOptions } from './execution.js';
 import { SessionFiles } from './files.js';
-import { describeExit, KernelConnection, type KernelMessage } from './kernel-connection.js';
+import { describeExit, KernelConnection } from './kernel-connection.js';
+import type { KernelRequest, ReplyTo } from './kernel-protocol.js';
 import {
   DEFAULT_REQUEST_TIMEOUT_MS,
   type ResolvedSessionOptions,
@@ -152,9 +153,7 @@ export class Session {
    * input): IPython's own rules, answered even while code runs.
    */
   async checkComplete(code: string): Promise<{ status: 'complete' | 'incomplete' | 'invalid'; indent: number }> {
-    const reply = await this.request({ type: 'is-complete', code: String(code) });
-    const status = reply.status === 'incomplete' || reply.status === 'invalid' ? reply.status : 'complete';
-    return { status, indent: Number(reply.indent) || 0 };
+    return this.request({ type: 'is-complete', code: String(code) });
   }
 
   /** Host-side resource usage of the current sandbox, where the backend measures it. */
@@ -224,10 +223,10 @@ export class Session {
     return connection;
   }
 
-  private async request(message: Record<string, unknown>): Promise<KernelMessage> {
+  private async request<Request extends KernelRequest>(request: Request): Promise<ReplyTo<Request>> {
     const connection = await this.ensureConnection();
     this.lastActivity = Date.now();
-    return connection.request(message, DEFAULT_REQUEST_TIMEOUT_MS);
+    return connection.request(request, DEFAULT_REQUEST_TIMEOUT_MS);
   }
 
   private deathCause(connection: KernelConnection, exit: SandboxExit): string {
@@ -303,26 +302,25 @@ export class Session {
       options.signal?.addEventListener('abort', onAbort, { once: true });
       this.running = { interrupt };
 
-      const unsubscribe = connection.subscribe(id, (message, messageBytes) => {
-        switch (message.type) {
+      const unsubscribe = connection.subscribe(id, (event, messageBytes) => {
+        switch (event.type) {
           case 'stream':
-            collector.stream(message.name, message.text);
+            collector.stream(event.name, event.text);
             break;
           case 'result':
-            collector.result('execute_result', message.data, message.metadata, messageBytes);
+            collector.result('execute_result', event.data, event.metadata, messageBytes);
             break;
           case 'display':
-            collector.result('display_data', message.data, message.metadata, messageBytes);
+            collector.result('display_data', event.data, event.metadata, messageBytes);
             break;
           case 'message-dropped':
             collector.dropped();
             break;
           case 'error':
-            collector.fail(message.name, message.value, message.traceback);
+            collector.fail(event);
             break;
           case 'execution-end': {
-            const count = Number(message.executionCount);
-            this.executionCount = Number.isFinite(count) ? count : this.executionCount + 1;
+            this.executionCount = event.executionCount ?? this.executionCount + 1;
             if (timedOut) {
               collector.error = {
                 name: 'TimeoutError',
@@ -334,7 +332,7 @@ export class Session {
               status: timedOut ? 'timeout' : collector.error ? 'error' : 'ok',
               ...(collector.error ? { error: collector.error } : {}),
               executionCount: this.executionCount,
-              outputTruncated: message.outputTruncated === true,
+              outputTruncated: event.outputTruncated,
             });
             break;
           }
