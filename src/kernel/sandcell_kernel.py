@@ -29,6 +29,7 @@ PROTOCOL_VERSION = 1
 DATA_DIR = "/mnt/data"
 FLUSH_INTERVAL_S = 0.05
 STREAM_CHUNK_BYTES = 8192
+# The images among these, and how the host carries each: src/protocol/images.ts.
 MIME_TYPES = (
     "text/plain",
     "text/html",

@@ -1,8 +1,10 @@
 /** How sessions, executions and files look on the wire: the native /v1 shapes and Azure's. */
+
+import { imageType } from '../protocol/images.js';
 import type { Execution, ExecutionResult } from '../session/execution.js';
 import { formatTraceback } from '../session/execution.js';
 import type { FileEntry } from '../session/files.js';
-import { IMAGE_MIME_TYPES, type ImageStore } from './image-store.js';
+import type { ImageStore } from './image-store.js';
 import type { ManagedSession } from './registry.js';
 
 const encodePath = (path: string): string => path.split('/').map(encodeURIComponent).join('/');
@@ -52,7 +54,7 @@ export function presentResult(
   const data: Record<string, unknown> = {};
   const links: { mimeType: string; url: string }[] = [];
   for (const [mimeType, value] of Object.entries(result.data)) {
-    if ((IMAGE_MIME_TYPES as readonly string[]).includes(mimeType) && typeof value === 'string') {
+    if (imageType(mimeType) && typeof value === 'string') {
       const stored = store.images.add(mimeType, value);
       links.push({ mimeType, url: `${store.url}/${stored.name}` });
     } else {
