@@ -35,12 +35,15 @@ describe('SessionPool on bubblewrap', () => {
     expect(second.closed).toBe(false);
   });
 
-  it('closes handed-out sessions that sit idle past the timeout', async () => {
+  it('closes handed-out sessions that sit idle past the timeout, telling its listeners first', async () => {
     pool = new SessionPool({ size: 0, idleTimeoutMs: 300, sessionOptions: { preloadModules: [] } });
+    const told: { id: string; closed: boolean }[] = [];
+    pool.onIdleClose((idle) => told.push({ id: idle.id, closed: idle.closed }));
     const session = await pool.acquire();
     await session.run('1');
     await expect.poll(() => session.closed, { timeout: 5_000, interval: 100 }).toBe(true);
     expect(pool.stats().leased).toBe(0);
+    expect(told).toEqual([{ id: session.id, closed: false }]);
   });
 
   it('counts idleness from the hand-out, not from the time a session sat warm', async () => {
