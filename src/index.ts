@@ -22,6 +22,8 @@ export {
   type BackendName,
   type BackendSelection,
   createBackend,
+  getDefaultBackend,
+  resolveBackend,
 } from './backends/select.js';
 export type {
   CreateVolumeOptions,
@@ -69,4 +71,4 @@ export {
   type SessionOptions,
 } from './session/options.js';
 export { SessionPool, type SessionPoolOptions, type SessionPoolStats } from './session/pool.js';
-export { createSession, getDefaultBackend, resolveBackend, Session } from './session/session.js';
+export { createSession, Session } from './session/session.js';

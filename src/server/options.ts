@@ -91,7 +91,7 @@ export interface ServerOptions {
   preloadModules?: string[];
   /** On shutdown, how long running executions get to finish before their sandboxes are closed. @default 30_000 */
   shutdownGraceMs?: number;
-  /** Where sandboxes run. @default the bubblewrap backend */
+  /** Where sandboxes run. @default `resolveBackend()`: the backend SANDCELL_BACKEND names, else bubblewrap */
   backend?: SandboxBackend;
   /** Further options of every session (limits, output caps, environment). */
   sessionOptions?: Omit<SessionOptions, 'id' | 'signal' | 'backend' | 'timeoutMs' | 'preloadModules'>;

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { sharedBackend } from '../backends/select.js';
+import { resolveBackend } from '../backends/select.js';
 import type { SandboxBackend, SandboxExit, SandboxVolume } from '../backends/spec.js';
 import { AbortError, InvalidInputError, SandboxStartError, SandcellError, SessionClosedError } from '../errors.js';
 import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
@@ -24,17 +24,6 @@ import { messageLimits } from './output-limits.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const STATE_LOST = "the session's state (variables, imports) was lost. Files in /mnt/data were kept.";
-
-/** The process-wide default backend (SANDCELL_BACKEND, else bubblewrap), so host preparation happens once. */
-export function getDefaultBackend(): SandboxBackend {
-  return sharedBackend(process.env.SANDCELL_BACKEND || 'bubblewrap');
-}
-
-/** A backend instance, or a name resolved to the process-wide instance of that name. */
-export function resolveBackend(backend: SandboxBackend | string | undefined): SandboxBackend {
-  if (backend === undefined) return getDefaultBackend();
-  return typeof backend === 'string' ? sharedBackend(backend) : backend;
-}
 
 /** An execution in flight: what `reset()`, `restart()` and aborts act on. */
 interface Running {
