@@ -13,6 +13,7 @@ export type SandcellErrorCode =
   | 'file-error'
   | 'timeout'
   | 'protocol-error'
+  | 'kernel-request-failed'
   | 'pool-exhausted'
   | 'data-budget-exhausted'
   | 'image-build-failed'
@@ -80,11 +81,40 @@ export class InvalidPathError extends SandcellError {
   }
 }
 
-/** A file operation inside the sandbox failed; `reason` is machine-readable (`not-found`, `symlink`, …). */
-export class FileOperationError extends SandcellError {
-  readonly reason: string;
+/**
+ * Why a file operation inside the sandbox failed, as the kernel names it
+ * (sandcell_kernel.py: FileError codes). A code this host does not know reads
+ * as `internal`.
+ */
+export const FILE_ERROR_REASONS = [
+  'invalid-path',
+  'not-found',
+  'is-a-directory',
+  'not-a-directory',
+  'symlink',
+  /** A FIFO, socket or device (the code can make them in /mnt/data). */
+  'not-a-file',
+  'hard-link',
+  'name-too-long',
+  /** The code took the permission away. */
+  'permission-denied',
+  /** Over the session's `fileTransferBytes`. */
+  'too-large',
+  /** /mnt/data is full (the session's `limits.dataBytes`). */
+  'no-space',
+  /** Any other operating-system error. */
+  'io',
+  /** The kernel failed handling the request (a bug, or a malformed request). */
+  'internal',
+] as const;
 
-  constructor(reason: string, message: string) {
+export type FileErrorReason = (typeof FILE_ERROR_REASONS)[number];
+
+/** A file operation inside the sandbox failed; `reason` says why, for programs (`not-found`, `symlink`, …). */
+export class FileOperationError extends SandcellError {
+  readonly reason: FileErrorReason;
+
+  constructor(reason: FileErrorReason, message: string) {
     super('file-error', message);
     this.reason = reason;
   }
@@ -101,6 +131,23 @@ export class TimeoutError extends SandcellError {
 export class ProtocolError extends SandcellError {
   constructor(message: string) {
     super('protocol-error', message);
+  }
+}
+
+/**
+ * The kernel answered a request other than a file operation (`reset`,
+ * `is-complete`, …) with a failure; `reason` is the kernel's code.
+ */
+export class KernelRequestError extends SandcellError {
+  constructor(
+    readonly request: string,
+    readonly reason: string,
+    message: string,
+  ) {
+    super(
+      'kernel-request-failed',
+      `The kernel failed a ${request} request (${reason}): ${message}. Restart the session if this persists.`,
+    );
   }
 }
 

@@ -19,6 +19,8 @@ export {
   type BackendName,
   type BackendSelection,
   createBackend,
+  getDefaultBackend,
+  resolveBackend,
 } from './backends/select.js';
 export type {
   CreateVolumeOptions,
@@ -32,10 +34,12 @@ export type {
 export {
   AbortError,
   BackendUnavailableError,
+  type FileErrorReason,
   FileOperationError,
   ImageBuildError,
   InvalidInputError,
   InvalidPathError,
+  KernelRequestError,
   PoolExhaustedError,
   ProtocolError,
   ResourceExhaustedError,
@@ -65,4 +69,4 @@ export {
   type SessionOptions,
 } from './session/options.js';
 export { SessionPool, type SessionPoolOptions, type SessionPoolStats } from './session/pool.js';
-export { createSession, getDefaultBackend, resolveBackend, Session } from './session/session.js';
+export { createSession, Session } from './session/session.js';

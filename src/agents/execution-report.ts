@@ -3,6 +3,7 @@
  * long output, with a note of what was cut), images and files by name and
  * size, never as base64.
  */
+import { findImage } from '../protocol/images.js';
 import { type Execution, formatTraceback } from '../session/execution.js';
 import type { SessionFile } from './events.js';
 
@@ -63,8 +64,7 @@ export function formatExecutionReport(input: ReportInput): string {
   if (stdout) lines.push(`stdout:\n${boundText(stdout.trimEnd(), share)}`);
   if (stderr) lines.push(`stderr:\n${boundText(stderr.trimEnd(), Math.floor(share / 2))}`);
   for (const result of execution.results) {
-    const hasImage = ['image/png', 'image/jpeg', 'image/svg+xml'].some((mime) => typeof result.data[mime] === 'string');
-    if (hasImage) continue; // described below, by file
+    if (findImage(result.data)) continue; // described below, by file
     const plain = result.data['text/plain'];
     const label = result.type === 'execute_result' ? 'Result' : 'Display';
     if (typeof plain === 'string') lines.push(`${label}:\n${boundText(plain, share)}`);

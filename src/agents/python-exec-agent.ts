@@ -6,6 +6,7 @@
  * consecutive failures, after which the model is asked to explain instead.
  */
 import { z } from 'zod';
+import { bufferEncoding, findImage } from '../protocol/images.js';
 import type { Execution, RunOptions } from '../session/execution.js';
 import { FileChanges } from '../session/file-changes.js';
 import type { Session } from '../session/session.js';
@@ -72,12 +73,6 @@ export interface PythonExecAgentOptions extends Omit<AgentOptions, 'instructions
   /** How code runs. @default `session.run`; a server passes its own to apply its limits and count the work. */
   run?: (code: string, options: RunOptions) => Promise<Execution>;
 }
-
-const IMAGE_TYPES: [mime: string, extension: string, label: string][] = [
-  ['image/png', 'png', 'PNG'],
-  ['image/jpeg', 'jpg', 'JPEG'],
-  ['image/svg+xml', 'svg', 'SVG'],
-];
 
 export class PythonExecAgent extends Agent {
   readonly session: Session;
@@ -208,11 +203,10 @@ export class PythonExecAgent extends Agent {
     const figures: SessionFile[] = [];
     let index = 0;
     for (const result of execution.results) {
-      const image = IMAGE_TYPES.find(([mime]) => typeof result.data[mime] === 'string');
+      const image = findImage(result.data);
       if (!image) continue;
-      const [mime, extension, label] = image;
-      const content = result.data[mime] as string;
-      const bytes = mime === 'image/svg+xml' ? Buffer.from(content, 'utf8') : Buffer.from(content, 'base64');
+      const { extension, label } = image.type;
+      const bytes = Buffer.from(image.content, bufferEncoding(image.type));
       let name: string;
       do {
         index += 1;

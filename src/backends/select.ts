@@ -1,7 +1,9 @@
 /**
  * Choosing a backend by name: `bubblewrap`, `docker`, or `auto` (bubblewrap
  * when usable here, else Docker), as the CLI's --backend, the library's
- * `backend` option and SANDCELL_BACKEND spell it.
+ * `backend` option and SANDCELL_BACKEND spell it. `resolveBackend` is the one
+ * place a name, or the lack of one, becomes a backend: sessions, pools, the
+ * server and the CLI all go through it.
  */
 
 import { BackendUnavailableError, InvalidInputError } from '../errors.js';
@@ -13,6 +15,9 @@ import type { CreateVolumeOptions, Sandbox, SandboxBackend, SandboxVolume, Start
 
 export const BACKEND_NAMES = ['bubblewrap', 'docker', 'auto'] as const;
 export type BackendName = (typeof BACKEND_NAMES)[number];
+
+/** The backend used when neither an option nor SANDCELL_BACKEND names one. */
+export const DEFAULT_BACKEND_NAME: BackendName = 'bubblewrap';
 
 export interface BackendChoiceOptions {
   bubblewrap?: BubblewrapBackendOptions;
@@ -44,6 +49,28 @@ export function sharedBackend(name: string): SandboxBackend {
     shared.set(name, backend);
   }
   return backend;
+}
+
+/** The name a backend is chosen by when none is given: SANDCELL_BACKEND, else bubblewrap. */
+export function defaultBackendName(environment: NodeJS.ProcessEnv = process.env): string {
+  return environment.SANDCELL_BACKEND || DEFAULT_BACKEND_NAME;
+}
+
+/**
+ * The backend for `choice`: an instance as it is; a name (none: SANDCELL_BACKEND,
+ * else bubblewrap) as the process-wide backend of that name, so a host is
+ * prepared once — or, when `options` are given (a CLI --rootfs), a new one
+ * made with them. An unknown name is an InvalidInputError listing the known ones.
+ */
+export function resolveBackend(choice?: SandboxBackend | string, options?: BackendChoiceOptions): SandboxBackend {
+  if (typeof choice === 'object') return choice;
+  const name = choice ?? defaultBackendName();
+  return options ? createBackend(name, options) : sharedBackend(name);
+}
+
+/** The process-wide default backend (SANDCELL_BACKEND, else bubblewrap). */
+export function getDefaultBackend(): SandboxBackend {
+  return resolveBackend();
 }
 
 export interface BackendSelection {

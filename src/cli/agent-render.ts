@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { AgentAnswer, AgentEvent, ApprovalDecision, ApprovalRequest, DataChat } from '../agents/index.js';
+import { findImage } from '../protocol/images.js';
 import { formatTraceback } from '../session/execution.js';
 import type { LineReader } from './line-reader.js';
 import { dim, displayPath, red } from './render.js';
@@ -105,8 +106,7 @@ export class AgentRenderer {
         if (output) this.log.write(`${trimOutput(output)}\n`);
         for (const result of event.execution.results) {
           const plain = result.data['text/plain'];
-          const image = ['image/png', 'image/jpeg', 'image/svg+xml'].some((mime) => mime in result.data);
-          if (!image && typeof plain === 'string') this.log.write(`${trimOutput(plain)}\n`);
+          if (!findImage(result.data) && typeof plain === 'string') this.log.write(`${trimOutput(plain)}\n`);
         }
         if (event.execution.error)
           this.log.write(`${red(trimOutput(formatTraceback(event.execution.error)), this.log)}\n`);

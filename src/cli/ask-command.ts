@@ -5,6 +5,7 @@
  */
 import type { DataAnswer, ExecutionRecord } from '../agents/index.js';
 import { SandcellError } from '../errors.js';
+import { findImage } from '../protocol/images.js';
 import type { AgentCommandOptions } from './agent-flags.js';
 import { openDataChat, toCliExit } from './agent-options.js';
 import { AgentRenderer, approvalPrompt } from './agent-render.js';
@@ -28,7 +29,7 @@ function executionJson(record: ExecutionRecord) {
           stderr: execution.stderr,
           // Images are files (see `files`); results keep their text only.
           results: execution.results.flatMap((result) =>
-            typeof result.data['text/plain'] === 'string' && !('image/png' in result.data)
+            typeof result.data['text/plain'] === 'string' && !findImage(result.data)
               ? [{ type: result.type, text: result.data['text/plain'] }]
               : [],
           ),

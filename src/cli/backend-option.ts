@@ -1,9 +1,7 @@
 /** The `--backend` and `--rootfs` options shared by the commands that start sessions. */
 import { type Command, Option } from 'commander';
-import { createBubblewrapBackend } from '../backends/bubblewrap/index.js';
-import { AutoBackend, BACKEND_NAMES, isBackendName } from '../backends/select.js';
+import { AutoBackend, BACKEND_NAMES, DEFAULT_BACKEND_NAME, isBackendName, resolveBackend } from '../backends/select.js';
 import type { SandboxBackend } from '../backends/spec.js';
-import { resolveBackend } from '../session/session.js';
 import { CliExit, EXIT_USAGE } from './exit-codes.js';
 import { dim } from './render.js';
 
@@ -29,7 +27,8 @@ export function addBackendOptions(command: Command): Command {
 
 /** The backend the options name; with `auto`, tells the user (on stderr) which one it picked and why. */
 export async function backendFromOptions(options: BackendCliOptions, quiet = false): Promise<SandboxBackend> {
-  const name = options.backend ?? 'bubblewrap';
+  // commander has already put SANDCELL_BACKEND in `options.backend` when no flag was given.
+  const name = options.backend ?? DEFAULT_BACKEND_NAME;
   if (!isBackendName(name)) {
     throw new CliExit(EXIT_USAGE, `--backend must be one of ${BACKEND_NAMES.join(', ')}; got ${name}.`);
   }
@@ -39,12 +38,10 @@ export async function backendFromOptions(options: BackendCliOptions, quiet = fal
       '--rootfs applies to the bubblewrap backend; the Docker backend always runs on the runtime image.',
     );
   }
-  if (name === 'auto') {
-    const auto = new AutoBackend(options.rootfs ? { bubblewrap: { rootfs: options.rootfs } } : {});
-    const { backend, reason } = await auto.selection();
-    if (!quiet) process.stderr.write(dim(`sandcell: using the ${backend.name} backend — ${reason}\n`, process.stderr));
-    return auto;
+  const backend = resolveBackend(name, options.rootfs ? { bubblewrap: { rootfs: options.rootfs } } : undefined);
+  if (backend instanceof AutoBackend) {
+    const { backend: chosen, reason } = await backend.selection();
+    if (!quiet) process.stderr.write(dim(`sandcell: using the ${chosen.name} backend — ${reason}\n`, process.stderr));
   }
-  if (name === 'bubblewrap' && options.rootfs) return createBubblewrapBackend({ rootfs: options.rootfs });
-  return resolveBackend(name);
+  return backend;
 }

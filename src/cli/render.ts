@@ -1,11 +1,10 @@
 /** Turning an Execution into terminal output and files on disk, for run and repl. */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { bufferEncoding, findImage } from '../protocol/images.js';
 import type { Execution, ExecutionResult } from '../session/execution.js';
 import { formatTraceback } from '../session/execution.js';
 import type { Session } from '../session/session.js';
-
-const IMAGE_EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/svg+xml': 'svg' };
 
 const useColor = (stream: NodeJS.WriteStream): boolean => stream.isTTY === true && !process.env.NO_COLOR;
 export const dim = (text: string, stream: NodeJS.WriteStream = process.stdout): string =>
@@ -30,23 +29,20 @@ export async function saveResultImages(
   const saved: { result: ExecutionResult; file: string }[] = [];
   let index = 0;
   for (const result of execution.results) {
-    for (const [mime, extension] of Object.entries(IMAGE_EXTENSIONS)) {
-      const content = result.data[mime];
-      if (typeof content !== 'string') continue;
-      await mkdir(directory, { recursive: true });
-      const bytes = mime === 'image/svg+xml' ? Buffer.from(content, 'utf8') : Buffer.from(content, 'base64');
-      for (;;) {
-        index += 1;
-        const file = path.join(directory, `figure-${index}.${extension}`);
-        try {
-          await writeFile(file, bytes, { flag: 'wx' });
-          saved.push({ result, file: displayPath(file) });
-          break;
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        }
+    const image = findImage(result.data);
+    if (!image) continue;
+    await mkdir(directory, { recursive: true });
+    const bytes = Buffer.from(image.content, bufferEncoding(image.type));
+    for (;;) {
+      index += 1;
+      const file = path.join(directory, `figure-${index}.${image.type.extension}`);
+      try {
+        await writeFile(file, bytes, { flag: 'wx' });
+        saved.push({ result, file: displayPath(file) });
+        break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
-      break;
     }
   }
   return saved;

@@ -29,6 +29,7 @@ PROTOCOL_VERSION = 1
 DATA_DIR = "/mnt/data"
 FLUSH_INTERVAL_S = 0.05
 STREAM_CHUNK_BYTES = 8192
+# The images among these, and how the host carries each: src/protocol/images.ts.
 MIME_TYPES = (
     "text/plain",
     "text/html",
@@ -404,6 +405,8 @@ def _os_file_error(full, error):
         return FileError("name-too-long", "%s: the name is too long for the file system" % full)
     if error.errno in (errno.EACCES, errno.EPERM):
         return FileError("permission-denied", "%s: permission denied (the code may have changed its mode)" % full)
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return FileError("no-space", "%s: no space left in /mnt/data (the session's limits.dataBytes)" % full)
     return FileError("io", "%s: %s" % (full, error.strerror))
 
 
@@ -469,7 +472,7 @@ def file_write(message):
         while view:
             view = view[os.write(fd, view) :]
     except OSError as error:
-        raise FileError("io", "%s: %s" % (full, error.strerror))
+        raise _os_file_error(full, error)
     finally:
         os.close(fd)
     return {"size": len(data)}

@@ -1,13 +1,10 @@
 /** Content types of files served back to clients, guessed from the extension. */
 import type { Context } from 'hono';
+import { IMAGE_TYPES, isRasterImage } from '../protocol/images.js';
 
 const TYPES: Record<string, string> = {
-  png: 'image/png',
-  jpg: 'image/jpeg',
+  ...Object.fromEntries(IMAGE_TYPES.map((type) => [type.extension, type.mimeType])),
   jpeg: 'image/jpeg',
-  gif: 'image/gif',
-  webp: 'image/webp',
-  svg: 'image/svg+xml',
   csv: 'text/csv; charset=utf-8',
   tsv: 'text/tab-separated-values; charset=utf-8',
   txt: 'text/plain; charset=utf-8',
@@ -33,7 +30,7 @@ export function contentTypeFor(path: string): string {
 export function fileHeaders(path: string, size: number): Record<string, string> {
   const type = contentTypeFor(path);
   const name = path.split('/').pop() ?? 'file';
-  const inline = type.startsWith('image/') && type !== 'image/svg+xml';
+  const inline = isRasterImage(type);
   return {
     'content-type': type,
     'content-length': String(size),

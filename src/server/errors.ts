@@ -3,7 +3,7 @@
  * place, with the hints that fit the HTTP server (its routes and the flags of
  * `sandcell serve`). Every error answers JSON: `{"error": {"code", "message"}}`.
  */
-import { FileOperationError, SandcellError } from '../errors.js';
+import { type FileErrorReason, FileOperationError, SandcellError } from '../errors.js';
 import { LimitExceededError, type LimitName, NotFoundError } from './core-errors.js';
 
 /** An error the server itself raises with a definite status (not found, limits, auth). */
@@ -79,7 +79,7 @@ const CORE_REFUSALS: Partial<Record<string, { status: number; hint?: string }>> 
 
 const withHint = (message: string, hint: string | undefined): string => (hint ? `${message} ${hint}` : message);
 
-const STATUS_BY_FILE_REASON: Record<string, number> = {
+const STATUS_BY_FILE_REASON: Partial<Record<FileErrorReason, number>> = {
   'not-found': 404,
   'too-large': 413,
   'is-a-directory': 400,
@@ -92,14 +92,14 @@ const STATUS_BY_FILE_REASON: Record<string, number> = {
   'name-too-long': 400,
   // The code took the write permission away from a file a client then writes.
   'permission-denied': 409,
+  'no-space': 507,
 };
 
 /** The status, code and message a client sees for `error`; unknown errors are 500 without internals. */
 export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof FileOperationError) {
-    const noSpace = /no space left/i.test(error.message);
-    const status = noSpace ? 507 : (STATUS_BY_FILE_REASON[error.reason] ?? 500);
+    const status = STATUS_BY_FILE_REASON[error.reason] ?? 500;
     return new HttpError(
       status,
       error.reason === 'not-found' ? 'file-not-found' : `file-${error.reason}`,

@@ -4,15 +4,8 @@
  * oldest images go first.
  */
 import { randomUUID } from 'node:crypto';
+import { bufferEncoding, imageType } from '../protocol/images.js';
 
-export const IMAGE_MIME_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml'] as const;
-const EXTENSIONS: Record<string, string> = {
-  'image/png': 'png',
-  'image/jpeg': 'jpg',
-  'image/gif': 'gif',
-  'image/webp': 'webp',
-  'image/svg+xml': 'svg',
-};
 const MAX_IMAGES = 64;
 const MAX_BYTES = 64 * 1024 * 1024;
 
@@ -33,10 +26,11 @@ export class ImageStore {
     this.maxBytes = limits.maxBytes ?? MAX_BYTES;
   }
 
-  /** Keeps an image (base64 for binary types, text for SVG) and returns its file name. */
+  /** Keeps an image (content as carried in a bundle: see protocol/images.ts) and returns its file name. */
   add(mimeType: string, content: string): StoredImage {
-    const data = mimeType === 'image/svg+xml' ? Buffer.from(content, 'utf8') : Buffer.from(content, 'base64');
-    const name = `${randomUUID().replace(/-/g, '').slice(0, 20)}.${EXTENSIONS[mimeType] ?? 'bin'}`;
+    const type = imageType(mimeType);
+    const data = Buffer.from(content, type ? bufferEncoding(type) : 'base64');
+    const name = `${randomUUID().replace(/-/g, '').slice(0, 20)}.${type?.extension ?? 'bin'}`;
     const image = { name, mimeType, data };
     this.images.set(name, image);
     this.bytes += data.length;

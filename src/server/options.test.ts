@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../errors.js';
+import { DEFAULT_IDLE_TIMEOUT_MS } from '../session/pool.js';
 import { ApiKeys, LOCAL_OWNER } from './auth.js';
 import { HttpError } from './errors.js';
 import { isLoopback, resolveServerOptions } from './options.js';
@@ -17,6 +18,11 @@ describe('server options', () => {
     expect(resolved).toMatchObject({ port: 9000, maxSessions: 300, preloadModules: [], host: '127.0.0.1' });
     expect(resolved.limits.executionsPerMinute).toBe(0);
     expect(resolveServerOptions({ port: 1234 }, environment).port).toBe(1234);
+  });
+
+  it("closes idle sessions after the pool's default idle timeout, which owns idle reaping", () => {
+    expect(resolveServerOptions({}, {}).idleTimeoutMs).toBe(DEFAULT_IDLE_TIMEOUT_MS);
+    expect(DEFAULT_IDLE_TIMEOUT_MS).toBe(20 * 60_000); // as `sandcell serve --help` and the README say
   });
 
   it('refuses nonsense with the name of the option', () => {

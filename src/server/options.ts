@@ -5,7 +5,7 @@ import { defaultDataBudgetBytes } from '../backends/data-budget.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
 import { DEFAULT_FILE_TRANSFER_BYTES, DEFAULT_MAX_CODE_BYTES, type SessionOptions } from '../session/options.js';
-import { DEFAULT_PRELOAD_MODULES } from '../session/pool.js';
+import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_PRELOAD_MODULES } from '../session/pool.js';
 import {
   DEFAULT_CONVERSATION_BYTES_PER_KEY,
   DEFAULT_CONVERSATION_HISTORY_BYTES,
@@ -21,7 +21,8 @@ export const DEFAULT_SESSIONS_PER_KEY = 32;
 export const DEFAULT_EXECUTIONS_PER_MINUTE = 600;
 export const DEFAULT_MAX_EXECUTION_MS = 300_000;
 export const DEFAULT_EXECUTION_TIMEOUT_MS = 60_000;
-export const DEFAULT_IDLE_TIMEOUT_MS = 20 * 60_000;
+// The pool closes idle sessions, so its default is the server's.
+export { DEFAULT_IDLE_TIMEOUT_MS };
 export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
 export const DEFAULT_MAX_QUEUED_EXECUTIONS = 16;
 export const DEFAULT_MCP_SESSIONS_PER_KEY = 16;
@@ -99,7 +100,7 @@ export interface ServerOptions {
   preloadModules?: string[];
   /** On shutdown, how long running executions get to finish before their sandboxes are closed. @default 30_000 */
   shutdownGraceMs?: number;
-  /** Where sandboxes run. @default the bubblewrap backend */
+  /** Where sandboxes run. @default `resolveBackend()`: the backend SANDCELL_BACKEND names, else bubblewrap */
   backend?: SandboxBackend;
   /** Further options of every session (limits, output caps, environment). */
   sessionOptions?: Omit<SessionOptions, 'id' | 'signal' | 'backend' | 'timeoutMs' | 'preloadModules'>;

@@ -3,8 +3,9 @@
  * with its images stored and linked: shared by the /v1 routes and the
  * conversations, whose turns link to the session's files.
  */
+import { imageType } from '../protocol/images.js';
 import type { ExecutionResult } from '../session/execution.js';
-import { IMAGE_MIME_TYPES, type ImageStore } from './image-store.js';
+import type { ImageStore } from './image-store.js';
 import type { ManagedSession } from './registry.js';
 
 const encodePath = (path: string): string => path.split('/').map(encodeURIComponent).join('/');
@@ -32,7 +33,7 @@ export function presentResult(
   const data: Record<string, unknown> = {};
   const links: { mimeType: string; url: string }[] = [];
   for (const [mimeType, value] of Object.entries(result.data)) {
-    if ((IMAGE_MIME_TYPES as readonly string[]).includes(mimeType) && typeof value === 'string') {
+    if (imageType(mimeType) && typeof value === 'string') {
       const stored = store.images.add(mimeType, value);
       links.push({ mimeType, url: `${store.url}/${stored.name}` });
     } else {

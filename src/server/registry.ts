@@ -3,7 +3,7 @@
  * sessions out from the pool, finds them by id or by a client-chosen name
  * (Azure identifiers, MCP session names), applies the per-key limits, counts
  * executions in flight for a graceful shutdown, and forgets sessions the
- * pool closed for idling.
+ * pool closed for idling (the pool owns idle reaping and its timeout).
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -51,8 +51,6 @@ export interface RegistryOptions {
   maxCodeBytes: number;
   /** Executions that may wait in one session behind the running one. */
   maxQueuedExecutions: number;
-  /** A session unused this long is closed. */
-  idleTimeoutMs: number;
 }
 
 export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
@@ -66,7 +64,6 @@ const SWEEP_INTERVAL_MS = 5_000;
 const QUEUE_FULL_RETRY_AFTER_MS = 5_000;
 /** What a session refused at the server's capacity is told to wait: sessions idle out or get closed. */
 const SERVER_FULL_RETRY_AFTER_MS = 5_000;
-const MINIMUM_SWEEP_INTERVAL_MS = 50;
 
 export class SessionRegistry {
   private readonly byId = new Map<string, ManagedSession>();
@@ -79,9 +76,12 @@ export class SessionRegistry {
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly options: RegistryOptions) {
-    const interval = Math.max(MINIMUM_SWEEP_INTERVAL_MS, Math.min(SWEEP_INTERVAL_MS, options.idleTimeoutMs / 4));
-    this.sweeper = setInterval(() => this.sweep(), interval);
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
     this.sweeper.unref();
+    options.pool.onIdleClose((session) => {
+      const entry = this.byId.get(session.id);
+      if (entry?.session === session) this.forget(entry, 'idle');
+    });
   }
 
   /** Sessions alive, and executions running. */
@@ -337,17 +337,10 @@ export class SessionRegistry {
     this.options.logger.info({ session: entry.id, owner: entry.owner.label, reason }, 'session closed');
   }
 
-  /**
-   * Closes sessions idle past the timeout, counted from the hand-out (time
-   * spent warm in the pool is not idleness), and forgets closed ones.
-   */
+  /** Forgets sessions closed other than through the registry (the pool's idle close is reported as it happens). */
   private sweep(): void {
-    const cutoff = Date.now() - this.options.idleTimeoutMs;
     for (const entry of this.byId.values()) {
       if (entry.session.closed) this.forget(entry, 'closed');
-      else if (!entry.session.busy && Math.max(entry.createdAt, entry.session.lastActivityAt) < cutoff) {
-        void this.remove(entry, 'idle').catch(() => undefined);
-      }
     }
   }
 }

@@ -46,8 +46,8 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     size: options.poolSize,
     // Warm sessions come on top of the live ones the registry allows.
     maxSessions: options.maxSessions + options.poolSize,
-    // The registry closes idle sessions, counting from the hand-out; the pool's own reaper would count warm time too.
-    idleTimeoutMs: Number.POSITIVE_INFINITY,
+    // The pool closes idle sessions, counting from the hand-out; the registry hears of it (onIdleClose).
+    idleTimeoutMs: options.idleTimeoutMs,
     sessionOptions: {
       ...options.sessionOptions,
       ...(options.backend ? { backend: options.backend } : {}),
@@ -66,7 +66,6 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     maxExecutionMs: options.limits.maxExecutionMs,
     maxCodeBytes: options.sessionOptions.maxCodeBytes ?? DEFAULT_MAX_CODE_BYTES,
     maxQueuedExecutions: options.limits.maxQueuedExecutions,
-    idleTimeoutMs: options.idleTimeoutMs,
   });
   metrics.gauge('sandcell_sessions_live', 'Sessions handed to clients and alive, by API.', () =>
     Object.entries(registry.stats.bySource).map(([api, value]) => ({ labels: { api }, value })),

@@ -8,17 +8,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import hostPath from 'node:path';
 import { InvalidInputError } from '../errors.js';
 import { normalizeDataPath } from '../internal/data-path.js';
-import type { KernelMessage } from './kernel-connection.js';
+import type { FileRequest, KernelFileEntry, ReplyTo } from './kernel-protocol.js';
 
-export interface FileEntry {
-  /** Path relative to /mnt/data. */
-  path: string;
-  type: 'file' | 'directory' | 'symlink' | 'other';
-  size: number;
-  modifiedMs: number;
-}
+export type FileEntry = KernelFileEntry;
 
-export type KernelRequester = (message: Record<string, unknown>) => Promise<KernelMessage>;
+/** Sends a file request to the session's kernel (starting one if needed) and resolves with its reply. */
+export type KernelRequester = <Request extends FileRequest>(request: Request) => Promise<ReplyTo<Request>>;
 
 export class SessionFiles {
   constructor(
@@ -46,7 +41,7 @@ export class SessionFiles {
   /** Reads a regular file. Symlinks, hard-linked files, devices and FIFOs are refused. */
   async read(path: string): Promise<Buffer> {
     const reply = await this.request({ type: 'file-read', path: normalizeDataPath(path) });
-    return Buffer.from(String(reply.data ?? ''), 'base64');
+    return Buffer.from(reply.data, 'base64');
   }
 
   /** Lists a directory (default: /mnt/data itself). */
@@ -56,13 +51,7 @@ export class SessionFiles {
       path: normalizeDataPath(path, { allowRoot: true }),
       recursive: options.recursive === true,
     });
-    const entries = Array.isArray(reply.entries) ? reply.entries : [];
-    return entries.map((entry: Record<string, unknown>) => ({
-      path: String(entry.path),
-      type: (['file', 'directory', 'symlink'].includes(String(entry.type)) ? entry.type : 'other') as FileEntry['type'],
-      size: Number(entry.size) || 0,
-      modifiedMs: Number(entry.modifiedMs) || 0,
-    }));
+    return reply.entries;
   }
 
   /**

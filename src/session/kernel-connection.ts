@@ -5,32 +5,37 @@
  */
 
 import type { Sandbox, SandboxExit } from '../backends/spec.js';
-import { FileOperationError, ProtocolError, SandboxCrashedError, TimeoutError } from '../errors.js';
+import { FileOperationError, KernelRequestError, ProtocolError, SandboxCrashedError, TimeoutError } from '../errors.js';
 import { LineSplitter } from '../internal/line-splitter.js';
+import {
+  type ExecutionEvent,
+  fileErrorReason,
+  isFileRequest,
+  type KernelCommand,
+  type KernelRequest,
+  parseKernelLine,
+  parseReplyBody,
+  type ReadyEvent,
+  type ReplyEvent,
+  type ReplyTo,
+} from './kernel-protocol.js';
 import type { MessageLimits } from './output-limits.js';
 
-export interface KernelMessage {
-  type: string;
-  id?: unknown;
-  [key: string]: unknown;
-}
+type Pending = { resolve: (reply: ReplyEvent) => void; reject: (error: Error) => void };
 
-export interface ReadyMessage {
-  protocolVersion: number;
-  pid: number;
-  python: string;
+/** Made by the host, not the kernel: a line of the execution was too large to read and was dropped. */
+export interface MessageDropped {
+  type: 'message-dropped';
 }
-
-type Pending = { resolve: (message: KernelMessage) => void; reject: (error: Error) => void };
 
 /**
- * Hears the messages of one execution, with the length of the line each came
- * in. A line too large to read arrives as `{ type: 'message-dropped' }`.
+ * Hears the events of one execution, with the length of the line each came
+ * in (what the host-side caps count).
  */
-export type ExecutionListener = (message: KernelMessage, messageBytes: number) => void;
+export type ExecutionListener = (event: ExecutionEvent | MessageDropped, messageBytes: number) => void;
 
 export class KernelConnection {
-  readonly ready: Promise<ReadyMessage>;
+  readonly ready: Promise<ReadyEvent>;
   /** Settles when the sandbox has ended, for whatever reason. */
   readonly exited: Promise<SandboxExit>;
   private readonly pending = new Map<string, Pending>();
@@ -46,9 +51,9 @@ export class KernelConnection {
     readonly sandbox: Sandbox,
     options: { messageLimits: MessageLimits; startTimeoutMs: number },
   ) {
-    let markReady: (message: ReadyMessage) => void = () => undefined;
+    let markReady: (message: ReadyEvent) => void = () => undefined;
     let failReady: (error: Error) => void = () => undefined;
-    this.ready = new Promise<ReadyMessage>((resolve, reject) => {
+    this.ready = new Promise<ReadyEvent>((resolve, reject) => {
       markReady = resolve;
       failReady = reject;
     });
@@ -56,24 +61,19 @@ export class KernelConnection {
 
     const { executionMessageBytes, replyMessageBytes } = options.messageLimits;
     const onLine = (line: string, bytes: number) => {
-      let message: KernelMessage;
-      try {
-        message = JSON.parse(line) as KernelMessage;
-      } catch {
-        return this.violation('the kernel sent a line that is not JSON');
+      const event = parseKernelLine(line);
+      switch (event.type) {
+        case 'violation':
+          return this.violation(event.reason);
+        case 'ignored':
+          return;
+        case 'ready':
+          return markReady(event);
+        case 'reply':
+          return this.settle(event);
+        default:
+          this.listeners.get(event.id)?.(event, bytes);
       }
-      if (typeof message !== 'object' || message === null || typeof message.type !== 'string') {
-        return this.violation('the kernel sent a message without a type');
-      }
-      if (message.type === 'ready') {
-        markReady({
-          protocolVersion: Number(message.protocolVersion),
-          pid: Number(message.pid),
-          python: String(message.python),
-        });
-        return;
-      }
-      this.dispatch(message, bytes);
     };
     // Lines are short unless the host asked for something large (a file read).
     // An oversized line is dropped unread rather than treated as a violation:
@@ -136,7 +136,12 @@ export class KernelConnection {
     return String(this.nextId++);
   }
 
-  send(message: Record<string, unknown>): void {
+  /** Sends a message that has no reply: an execution (answered by its events) or an interrupt. */
+  send(command: KernelCommand): void {
+    this.write(command);
+  }
+
+  private write(message: (KernelCommand | KernelRequest) & { id: string }): void {
     if (this.dead) return;
     this.sandbox.input.write(`${JSON.stringify(message)}\n`);
   }
@@ -147,14 +152,19 @@ export class KernelConnection {
     return () => this.listeners.delete(id);
   }
 
-  /** Sends a request and waits for its reply; a failed reply rejects with FileOperationError. */
-  async request(message: Record<string, unknown>, timeoutMs: number): Promise<KernelMessage> {
+  /**
+   * Sends a request and waits for its reply. A failed file operation rejects
+   * with FileOperationError (its `reason` the kernel's code), any other failed
+   * request with KernelRequestError, and a reply this host cannot read (or a
+   * request the kernel does not know) with ProtocolError.
+   */
+  async request<Request extends KernelRequest>(request: Request, timeoutMs: number): Promise<ReplyTo<Request>> {
     if (this.dead) throw new SandboxCrashedError('The sandbox has ended.');
     const id = this.newId();
-    const reply = await new Promise<KernelMessage>((resolve, reject) => {
+    const reply = await new Promise<ReplyEvent>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        reject(new TimeoutError(`The kernel did not answer a ${String(message.type)} request within ${timeoutMs} ms.`));
+        reject(new TimeoutError(`The kernel did not answer a ${request.type} request within ${timeoutMs} ms.`));
       }, timeoutMs);
       this.pending.set(id, {
         resolve: (value) => {
@@ -166,27 +176,21 @@ export class KernelConnection {
           reject(error);
         },
       });
-      this.send({ ...message, id });
+      this.write({ ...request, id });
     });
-    if (reply.ok !== true) {
-      const error = (reply.error ?? {}) as { code?: unknown; message?: unknown };
-      throw new FileOperationError(String(error.code ?? 'unknown'), String(error.message ?? 'the request failed'));
+    if (!reply.ok) throw requestFailure(request, reply.error);
+    const body = parseReplyBody(request.type, reply.body);
+    if ('invalid' in body) {
+      throw new ProtocolError(`The kernel sent ${body.invalid}; restart the session if this persists.`);
     }
-    return reply;
+    return body as ReplyTo<Request>;
   }
 
-  private dispatch(message: KernelMessage, bytes: number): void {
-    const id = typeof message.id === 'string' || typeof message.id === 'number' ? String(message.id) : undefined;
-    if (id === undefined) return; // log lines and stray messages carry nothing we act on
-    if (message.type === 'reply') {
-      const pending = this.pending.get(id);
-      if (pending) {
-        this.pending.delete(id);
-        pending.resolve(message);
-      }
-      return;
-    }
-    this.listeners.get(id)?.(message, bytes);
+  private settle(reply: ReplyEvent): void {
+    const pending = this.pending.get(reply.id);
+    if (!pending) return; // the request timed out: its answer has no one to go to
+    this.pending.delete(reply.id);
+    pending.resolve(reply);
   }
 
   /** Which execution an unread line belonged to is unknown; the one running (if any) hears that output is missing. */
@@ -205,6 +209,17 @@ export class KernelConnection {
     this.dead = true;
     return this.sandbox.kill();
   }
+}
+
+/** The error a failed reply to `request` becomes. */
+function requestFailure(request: KernelRequest, error: { code: string; message: string }): Error {
+  if (error.code === 'unknown-request') {
+    return new ProtocolError(
+      `The kernel does not know the request ${request.type} (${error.message}); reinstall sandcell (\`npm run setup\`).`,
+    );
+  }
+  if (isFileRequest(request)) return new FileOperationError(fileErrorReason(error.code), error.message);
+  return new KernelRequestError(request.type, error.code, error.message);
 }
 
 export function describeExit(exit: SandboxExit): string {

@@ -1,6 +1,7 @@
 /**
  * Gathers one execution's events into an Execution, within the host-side caps.
- * The kernel is untrusted, so every part of what it sends is bounded here:
+ * The kernel is untrusted: its events arrive typed (kernel-protocol.ts checked
+ * their fields), and every part of what they carry is bounded here:
  * stream text by `outputBytes`, results (data, metadata, framing: the whole
  * protocol line) by `resultBytes`, an error's value and traceback by
  * `outputBytes` each. What is over is cut or dropped, and `truncated` says so.
@@ -23,8 +24,7 @@ export class OutputCollector {
     private readonly callbacks: RunOptions,
   ) {}
 
-  stream(name: unknown, text: unknown): void {
-    if (typeof text !== 'string' || (name !== 'stdout' && name !== 'stderr')) return;
+  stream(name: 'stdout' | 'stderr', text: string): void {
     const kept = this.takeOutput(text);
     if (!kept) return;
     if (name === 'stdout') {
@@ -40,24 +40,24 @@ export class OutputCollector {
    * A result, counted by `messageBytes`, the length of the protocol line it came
    * in: that covers data and metadata alike without serialising either again.
    */
-  result(type: ExecutionResult['type'], data: unknown, metadata: unknown, messageBytes: number): void {
-    if (!isPlainObject(data)) return;
+  result(
+    type: ExecutionResult['type'],
+    data: MimeBundle,
+    metadata: Record<string, unknown>,
+    messageBytes: number,
+  ): void {
     if (this.resultsUsed + messageBytes > this.resultBytes) {
       this.truncated = true;
       return;
     }
     this.resultsUsed += messageBytes;
-    const result: ExecutionResult = {
-      type,
-      data: data as MimeBundle,
-      metadata: isPlainObject(metadata) ? metadata : {},
-    };
+    const result: ExecutionResult = { type, data, metadata };
     this.results.push(result);
     this.callbacks.onResult?.(result);
   }
 
-  fail(name: unknown, value: unknown, traceback: unknown): void {
-    const { error, cut } = boundedError(name, value, traceback, this.outputBytes);
+  fail(reported: ExecutionError): void {
+    const { error, cut } = boundedError(reported, this.outputBytes);
     this.error = error;
     if (cut) this.truncated = true;
   }
@@ -82,8 +82,4 @@ export class OutputCollector {
     this.outputUsed = this.outputBytes;
     return headBytes(text, room);
   }
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

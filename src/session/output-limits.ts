@@ -99,16 +99,10 @@ export function cutTraceback(entries: string[], maxBytes: number): { traceback: 
 }
 
 /** An error as the kernel reported it, each part bounded: the name by ERROR_NAME_BYTES, value and traceback by `maxBytes` each. */
-export function boundedError(
-  name: unknown,
-  value: unknown,
-  traceback: unknown,
-  maxBytes: number,
-): { error: ExecutionError; cut: boolean } {
-  const boundedName = cutText(typeof name === 'string' ? name : 'Error', ERROR_NAME_BYTES, 'error name');
-  const boundedValue = cutText(typeof value === 'string' ? value : '', maxBytes, 'error value');
-  const entries = Array.isArray(traceback) ? traceback.filter((entry) => typeof entry === 'string') : [];
-  const boundedTraceback = cutTraceback(entries, maxBytes);
+export function boundedError(error: ExecutionError, maxBytes: number): { error: ExecutionError; cut: boolean } {
+  const boundedName = cutText(error.name, ERROR_NAME_BYTES, 'error name');
+  const boundedValue = cutText(error.value, maxBytes, 'error value');
+  const boundedTraceback = cutTraceback(error.traceback, maxBytes);
   return {
     error: { name: boundedName.text, value: boundedValue.text, traceback: boundedTraceback.traceback },
     cut: boundedName.cut || boundedValue.cut || boundedTraceback.cut,

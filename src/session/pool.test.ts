@@ -81,8 +81,10 @@ describe('SessionPool on the scripted backend', () => {
     expect(backend.sandboxes).toHaveLength(1);
   });
 
-  it('closes handed-out sessions idle past the timeout, counting from the hand-out', async () => {
+  it('closes handed-out sessions idle past the timeout, counting from the hand-out, telling its listeners first', async () => {
     const { pool } = scriptedPool({ size: 1, idleTimeoutMs: 200 });
+    const told: { id: string; closed: boolean }[] = [];
+    pool.onIdleClose((idle) => told.push({ id: idle.id, closed: idle.closed }));
     await pool.start();
     // Warm for longer than the idle timeout before anyone takes it.
     await new Promise((resolve) => setTimeout(resolve, 400));
@@ -91,6 +93,7 @@ describe('SessionPool on the scripted backend', () => {
     expect((await session.run('1')).status).toBe('ok');
     await expect.poll(() => session.closed, { timeout: 5_000, interval: 20 }).toBe(true);
     expect(pool.stats().leased).toBe(0);
+    expect(told).toEqual([{ id: session.id, closed: false }]);
   });
 
   it('does not close a session while it runs, however long', async () => {

@@ -1,7 +1,9 @@
 /**
  * SessionPool keeps sessions pre-warmed (kernel up, the usual data modules
  * imported), hands one out at once and refills in the background. A session
- * is never reused: a closed one is gone, and the pool starts a new one.
+ * is never reused: a closed one is gone, and the pool starts a new one. It
+ * is the one place that closes idle sessions: a server listens (onIdleClose)
+ * rather than keeping its own clock.
  */
 import { PoolExhaustedError, SessionClosedError } from '../errors.js';
 import type { SessionOptions } from './options.js';
@@ -9,7 +11,8 @@ import { Session } from './session.js';
 
 export const DEFAULT_POOL_SIZE = 2;
 export const DEFAULT_MAX_SESSIONS = 16;
-export const DEFAULT_IDLE_TIMEOUT_MS = 15 * 60_000;
+/** How long a handed-out session may sit unused before it is closed: the one default, for pools and servers. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 20 * 60_000;
 export const DEFAULT_PRELOAD_MODULES = ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'];
 /** After a failed warm-up, wait this long, doubling with each further failure up to the maximum. */
 const REFILL_RETRY_MS = 1_000;
@@ -21,7 +24,7 @@ export interface SessionPoolOptions {
   size?: number;
   /** Most sessions alive at once, warm and handed out together. @default 16 */
   maxSessions?: number;
-  /** A handed-out session idle (no run, no file operation since it was handed out) this long is closed. @default 900_000 (15 min) */
+  /** A handed-out session idle (no run, no file operation since it was handed out) this long is closed. @default 1_200_000 (20 min) */
   idleTimeoutMs?: number;
   /** Options of every session; `preloadModules` defaults to numpy, pandas and matplotlib. */
   sessionOptions?: SessionOptions;
@@ -51,6 +54,7 @@ export class SessionPool {
   private failuresInARow = 0;
   private retryTimer?: NodeJS.Timeout;
   private readonly reaper: NodeJS.Timeout;
+  private readonly idleListeners = new Set<(session: Session) => void>();
   private closed = false;
 
   constructor(options: SessionPoolOptions = {}) {
@@ -83,6 +87,16 @@ export class SessionPool {
     // milliseconds, which should not land on the caller's first run.
     setTimeout(() => this.fill(), REFILL_DELAY_MS).unref();
     return session;
+  }
+
+  /**
+   * Calls `listener` with each handed-out session the pool closes for idling,
+   * just before it closes it (a server records why the session went). Returns
+   * the function that stops listening.
+   */
+  onIdleClose(listener: (session: Session) => void): () => void {
+    this.idleListeners.add(listener);
+    return () => this.idleListeners.delete(listener);
   }
 
   stats(): SessionPoolStats {
@@ -174,6 +188,7 @@ export class SessionPool {
       const lastUse = Math.max(session.lastActivityAt, this.handedOutAt.get(session) ?? 0);
       if (!session.busy && now - lastUse > this.idleTimeoutMs) {
         this.leased.delete(session);
+        for (const listener of this.idleListeners) listener(session);
         await session.close().catch(() => undefined);
       }
     }

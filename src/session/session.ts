@@ -5,13 +5,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { sharedBackend } from '../backends/select.js';
+import { resolveBackend } from '../backends/select.js';
 import type { SandboxBackend, SandboxExit, SandboxVolume } from '../backends/spec.js';
 import { AbortError, InvalidInputError, SandboxStartError, SandcellError, SessionClosedError } from '../errors.js';
 import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
 import type { Execution, RunOptions } from './execution.js';
 import { SessionFiles } from './files.js';
-import { describeExit, KernelConnection, type KernelMessage } from './kernel-connection.js';
+import { describeExit, KernelConnection } from './kernel-connection.js';
+import type { KernelRequest, ReplyTo } from './kernel-protocol.js';
 import {
   DEFAULT_REQUEST_TIMEOUT_MS,
   type ResolvedSessionOptions,
@@ -25,17 +26,6 @@ const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const STATE_LOST = "the session's state (variables, imports) was lost. Files in /mnt/data were kept.";
 /** An out-of-memory death names the files when they hold at least this share of the memory budget. */
 const DATA_SHARE_WORTH_NOTING = 0.25;
-
-/** The process-wide default backend (SANDCELL_BACKEND, else bubblewrap), so host preparation happens once. */
-export function getDefaultBackend(): SandboxBackend {
-  return sharedBackend(process.env.SANDCELL_BACKEND || 'bubblewrap');
-}
-
-/** A backend instance, or a name resolved to the process-wide instance of that name. */
-export function resolveBackend(backend: SandboxBackend | string | undefined): SandboxBackend {
-  if (backend === undefined) return getDefaultBackend();
-  return typeof backend === 'string' ? sharedBackend(backend) : backend;
-}
 
 /** An execution in flight: what `reset()`, `restart()` and aborts act on. */
 interface Running {
@@ -161,9 +151,7 @@ export class Session {
    * input): IPython's own rules, answered even while code runs.
    */
   async checkComplete(code: string): Promise<{ status: 'complete' | 'incomplete' | 'invalid'; indent: number }> {
-    const reply = await this.request({ type: 'is-complete', code: String(code) });
-    const status = reply.status === 'incomplete' || reply.status === 'invalid' ? reply.status : 'complete';
-    return { status, indent: Number(reply.indent) || 0 };
+    return this.request({ type: 'is-complete', code: String(code) });
   }
 
   /** Host-side resource usage of the current sandbox, where the backend measures it. */
@@ -234,10 +222,10 @@ export class Session {
     return connection;
   }
 
-  private async request(message: Record<string, unknown>): Promise<KernelMessage> {
+  private async request<Request extends KernelRequest>(request: Request): Promise<ReplyTo<Request>> {
     const connection = await this.ensureConnection();
     this.lastActivity = Date.now();
-    return connection.request(message, DEFAULT_REQUEST_TIMEOUT_MS);
+    return connection.request(request, DEFAULT_REQUEST_TIMEOUT_MS);
   }
 
   private async deathCause(connection: KernelConnection, exit: SandboxExit): Promise<string> {
@@ -325,26 +313,25 @@ export class Session {
       options.signal?.addEventListener('abort', onAbort, { once: true });
       this.running = { interrupt };
 
-      const unsubscribe = connection.subscribe(id, (message, messageBytes) => {
-        switch (message.type) {
+      const unsubscribe = connection.subscribe(id, (event, messageBytes) => {
+        switch (event.type) {
           case 'stream':
-            collector.stream(message.name, message.text);
+            collector.stream(event.name, event.text);
             break;
           case 'result':
-            collector.result('execute_result', message.data, message.metadata, messageBytes);
+            collector.result('execute_result', event.data, event.metadata, messageBytes);
             break;
           case 'display':
-            collector.result('display_data', message.data, message.metadata, messageBytes);
+            collector.result('display_data', event.data, event.metadata, messageBytes);
             break;
           case 'message-dropped':
             collector.dropped();
             break;
           case 'error':
-            collector.fail(message.name, message.value, message.traceback);
+            collector.fail(event);
             break;
           case 'execution-end': {
-            const count = Number(message.executionCount);
-            this.executionCount = Number.isFinite(count) ? count : this.executionCount + 1;
+            this.executionCount = event.executionCount ?? this.executionCount + 1;
             if (timedOut) {
               collector.error = {
                 name: 'TimeoutError',
@@ -356,7 +343,7 @@ export class Session {
               status: timedOut ? 'timeout' : collector.error ? 'error' : 'ok',
               ...(collector.error ? { error: collector.error } : {}),
               executionCount: this.executionCount,
-              outputTruncated: message.outputTruncated === true,
+              outputTruncated: event.outputTruncated,
             });
             break;
           }

@@ -5,7 +5,13 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxBackend } from '../../src/backends/spec.js';
-import { FileOperationError, InvalidInputError, InvalidPathError, SessionClosedError } from '../../src/errors.js';
+import {
+  FileOperationError,
+  InvalidInputError,
+  InvalidPathError,
+  KernelRequestError,
+  SessionClosedError,
+} from '../../src/errors.js';
 import type { SessionOptions } from '../../src/session/options.js';
 import { Session } from '../../src/session/session.js';
 
@@ -225,6 +231,35 @@ print("data owner is me", os.stat("/mnt/data").st_uid == os.getuid())`,
       await session.run(
         "os.close(reader); listener.close()\nfor name in ('fifo', 'held', 'sock'): os.unlink('/mnt/data/' + name)",
       );
+    });
+
+    it('says a full /mnt/data is out of space, by reason rather than by message', async () => {
+      const dataBytes = 1024 * 1024;
+      await withSession(backend, { limits: { dataBytes } }, async (small) => {
+        // Canary: a file that fits is written, so the refusal below is the full disk.
+        await small.files.write('fits.bin', Buffer.alloc(1000));
+        const error = await small.files.write('big.bin', Buffer.alloc(2 * dataBytes)).catch((caught) => caught);
+        expect(error).toBeInstanceOf(FileOperationError);
+        expect(error).toMatchObject({ reason: 'no-space' });
+        expect((await small.run('1 + 1')).results[0]?.data['text/plain']).toBe('2');
+      });
+    });
+
+    it('a failed request that is not a file operation is a KernelRequestError, not a file error', async () => {
+      // Canary: the request works before the code breaks the kernel's handler for it.
+      expect(await session.checkComplete('for x in y:')).toEqual({ status: 'incomplete', indent: 4 });
+      const broken = await session.run(
+        'import IPython.core.inputtransformer2 as transformers\n' +
+          'original_check = transformers.TransformerManager.check_complete\n' +
+          'transformers.TransformerManager.check_complete = lambda self, code: 1 / 0',
+      );
+      expect(broken.error).toBeUndefined();
+      const error = await session.checkComplete('x = 1').catch((caught) => caught);
+      expect(error).toBeInstanceOf(KernelRequestError);
+      expect(error).not.toBeInstanceOf(FileOperationError);
+      expect(error).toMatchObject({ code: 'kernel-request-failed', reason: 'internal' });
+      await session.run('transformers.TransformerManager.check_complete = original_check');
+      expect(await session.checkComplete('x = 1')).toEqual({ status: 'complete', indent: 0 });
     });
 
     it('refuses paths that leave /mnt/data, before they reach the sandbox', async () => {

@@ -4,6 +4,7 @@
  * user's cells) as code cells with their outputs, images embedded.
  */
 
+import { imageType } from '../../protocol/images.js';
 import type { CodeStep, PresentedResult, Turn } from '../../protocol/index.js';
 import type { StoredImage } from '../image-store.js';
 
@@ -53,8 +54,11 @@ function resultOutput(result: PresentedResult, executionCount: number | null, so
       data['text/plain'] ??= [`[${link.mimeType} image no longer kept by the server]`];
       continue;
     }
+    // A notebook carries images as bundles do: text as its lines, binary as base64.
     data[link.mimeType] =
-      link.mimeType === 'image/svg+xml' ? lines(image.data.toString('utf8')) : image.data.toString('base64');
+      imageType(link.mimeType)?.encoding === 'text'
+        ? lines(image.data.toString('utf8'))
+        : image.data.toString('base64');
   }
   return result.type === 'execute_result'
     ? { output_type: 'execute_result', execution_count: executionCount, data, metadata: result.metadata }

@@ -6,6 +6,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { normalizeDataPath } from '../../internal/data-path.js';
+import { IMAGE_TYPES } from '../../protocol/images.js';
 import type { ConversationEvent, Turn } from '../../protocol/index.js';
 import { ErrorSchema, UploadForm } from '../common-schemas.js';
 import { imageResponse } from '../content-type.js';
@@ -293,7 +294,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
       tags: TAGS,
       params: ConversationImageParams,
       responses: {
-        200: { description: 'The image.', contentTypes: ['image/png', 'image/svg+xml'] },
+        200: { description: 'The image.', contentTypes: IMAGE_TYPES.map((type) => type.mimeType) },
         404: notFoundResponse,
       },
       handler: (c, { owner, params }) => {

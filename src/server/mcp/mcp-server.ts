@@ -7,6 +7,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { findImage, isRasterImage } from '../../protocol/images.js';
 import { formatTraceback } from '../../session/execution.js';
 import type { Owner } from '../auth.js';
 import { contentTypeFor } from '../content-type.js';
@@ -18,8 +19,6 @@ const SESSION_NAME = z
   .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'a session name is 1 to 64 letters, digits, ".", "-" or "_"')
   .optional()
   .describe('Which of your sessions to use; each keeps its own variables and files. Default "default".');
-
-const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 
 export interface McpServerOptions {
   registry: SessionRegistry;
@@ -84,9 +83,10 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         if (execution.stderr) parts.push(`[stderr]\n${execution.stderr.trimEnd()}`);
         const content: CallToolResult['content'] = [];
         for (const result of execution.results) {
-          const image = Object.keys(result.data).find((type) => IMAGE_TYPES.has(type));
-          if (image && typeof result.data[image] === 'string') {
-            content.push({ type: 'image', data: result.data[image] as string, mimeType: image });
+          // MCP image content is base64: a raster image goes as one, SVG as its text/plain.
+          const image = findImage(result.data);
+          if (image && image.type.encoding === 'base64') {
+            content.push({ type: 'image', data: image.content, mimeType: image.type.mimeType });
           } else if (typeof result.data['text/plain'] === 'string') {
             parts.push(result.data['text/plain'] as string);
           }
@@ -139,8 +139,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         const entry = await sessionFor(session);
         const data = await entry.session.files.read(path);
         const type = contentTypeFor(path).split(';')[0] as string;
-        if (IMAGE_TYPES.has(type))
-          return { content: [{ type: 'image', data: data.toString('base64'), mimeType: type }] };
+        if (isRasterImage(type)) return { content: [{ type: 'image', data: data.toString('base64'), mimeType: type }] };
         const decoded = new TextDecoder('utf-8', { fatal: false }).decode(data);
         if (!decoded.includes('\uFFFD') && !decoded.includes('\u0000')) return text(decoded);
         return {

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import { z } from 'zod';
 import { normalizeDataPath } from '../../internal/data-path.js';
+import { IMAGE_TYPES } from '../../protocol/images.js';
 import type { ExecutionResult } from '../../session/execution.js';
 import { ErrorSchema, UploadForm } from '../common-schemas.js';
 import { fileHeaders, imageResponse } from '../content-type.js';
@@ -191,7 +192,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       tags: TAG_SESSIONS,
       params: SessionIdParams.extend({ name: z.string().regex(/^[a-f0-9]{20}\.[a-z]{3,4}$/, 'not an image name') }),
       responses: {
-        200: { description: 'The image.', contentTypes: ['image/png', 'image/svg+xml'] },
+        200: { description: 'The image.', contentTypes: IMAGE_TYPES.map((type) => type.mimeType) },
         404: notFoundResponse,
       },
       handler: (c, { owner, params }) => {

@@ -1,0 +1,157 @@
+import { describe, expect, it } from 'vitest';
+import { fileErrorReason, parseKernelLine, parseReplyBody } from './kernel-protocol.js';
+
+const line = (message: unknown) => JSON.stringify(message);
+
+describe('parseKernelLine', () => {
+  it('reads what an honest kernel sends', () => {
+    expect(parseKernelLine(line({ type: 'ready', protocolVersion: 1, pid: 7, python: '3.12.1' }))).toEqual({
+      type: 'ready',
+      protocolVersion: 1,
+      pid: 7,
+      python: '3.12.1',
+    });
+    expect(parseKernelLine(line({ type: 'stream', id: '3', name: 'stderr', text: 'x' }))).toEqual({
+      type: 'stream',
+      id: '3',
+      name: 'stderr',
+      text: 'x',
+    });
+    const data = { 'image/png': 'iVBOR', 'text/plain': '<Figure>' };
+    expect(parseKernelLine(line({ type: 'result', id: '3', data, metadata: { a: 1 }, executionCount: 2 }))).toEqual({
+      type: 'result',
+      id: '3',
+      data,
+      metadata: { a: 1 },
+    });
+    expect(parseKernelLine(line({ type: 'error', id: 3, name: 'KeyError', value: "'k'", traceback: ['t'] }))).toEqual({
+      type: 'error',
+      id: '3',
+      name: 'KeyError',
+      value: "'k'",
+      traceback: ['t'],
+    });
+    expect(
+      parseKernelLine(line({ type: 'execution-end', id: '3', status: 'ok', executionCount: 4, outputTruncated: true })),
+    ).toEqual({ type: 'execution-end', id: '3', executionCount: 4, outputTruncated: true });
+    expect(parseKernelLine(line({ type: 'reply', id: '5', ok: true, data: 'AA==' }))).toMatchObject({
+      type: 'reply',
+      id: '5',
+      ok: true,
+      body: { data: 'AA==' },
+    });
+    expect(
+      parseKernelLine(line({ type: 'reply', id: '5', ok: false, error: { code: 'not-found', message: 'no such' } })),
+    ).toEqual({ type: 'reply', id: '5', ok: false, error: { code: 'not-found', message: 'no such' } });
+  });
+
+  it('hands large strings on as they are, without copying them', () => {
+    const image = 'A'.repeat(1 << 20);
+    const event = parseKernelLine(line({ type: 'display', id: '1', data: { 'image/png': image }, metadata: {} }));
+    expect(event.type === 'display' && event.data['image/png']).toBe(image);
+  });
+
+  it('calls a line that is not a protocol message a violation', () => {
+    for (const bad of ['not json', '42', 'null', '[]', '"text"', line({ id: '1' }), line({ type: 7, id: '1' })]) {
+      expect(parseKernelLine(bad).type, bad).toBe('violation');
+    }
+  });
+
+  it('ignores what carries nothing to act on: logs, unknown types, missing ids', () => {
+    for (const quiet of [
+      { type: 'log', message: 'preload failed' },
+      { type: 'protocol-error', message: 'invalid JSON request' },
+      { type: 'stream', name: 'stdout', text: 'no id' },
+      { type: 'stream', id: { nested: true }, name: 'stdout', text: 'object id' },
+      { type: 'something-new', id: '1' },
+    ]) {
+      expect(parseKernelLine(line(quiet)), JSON.stringify(quiet)).toEqual({ type: 'ignored' });
+    }
+  });
+
+  it('drops execution events whose fields are unusable, as the host always did', () => {
+    for (const unusable of [
+      { type: 'stream', id: '1', name: 'bogus', text: 'x' },
+      { type: 'stream', id: '1', name: 'stdout', text: ['x'] },
+      { type: 'result', id: '1', data: 'not a bundle' },
+      { type: 'display', id: '1', data: ['not', 'a', 'bundle'] },
+      { type: 'display', id: '1', data: null },
+    ]) {
+      expect(parseKernelLine(line(unusable)), JSON.stringify(unusable)).toEqual({ type: 'ignored' });
+    }
+  });
+
+  it('keeps only the usable fields of a hostile event', () => {
+    expect(parseKernelLine(line({ type: 'display', id: '1', data: { 'text/plain': 'x' }, metadata: ['no'] }))).toEqual({
+      type: 'display',
+      id: '1',
+      data: { 'text/plain': 'x' },
+      metadata: {},
+    });
+    expect(
+      parseKernelLine(line({ type: 'error', id: '1', name: 42, value: { not: 'text' }, traceback: ['ok', 7, null] })),
+    ).toEqual({ type: 'error', id: '1', name: 'Error', value: '', traceback: ['ok'] });
+    expect(parseKernelLine(line({ type: 'error', id: '1', traceback: 'one string' }))).toEqual({
+      type: 'error',
+      id: '1',
+      name: 'Error',
+      value: '',
+      traceback: [],
+    });
+    expect(
+      parseKernelLine(line({ type: 'execution-end', id: '1', executionCount: '9', outputTruncated: 'yes' })),
+    ).toEqual({ type: 'execution-end', id: '1', outputTruncated: false });
+    expect(parseKernelLine(line({ type: 'reply', id: '1', ok: 'true', error: 'boom' }))).toEqual({
+      type: 'reply',
+      id: '1',
+      ok: false,
+      error: { code: 'unknown', message: 'the request failed' },
+    });
+    expect(parseKernelLine(line({ type: 'reply', id: '1', error: { code: 5, message: ['x'] } }))).toEqual({
+      type: 'reply',
+      id: '1',
+      ok: false,
+      error: { code: 'unknown', message: 'the request failed' },
+    });
+  });
+});
+
+describe('parseReplyBody', () => {
+  it('reads each reply by the request it answers', () => {
+    expect(parseReplyBody('is-complete', { status: 'incomplete', indent: 4 })).toEqual({
+      status: 'incomplete',
+      indent: 4,
+    });
+    expect(parseReplyBody('is-complete', { status: 'weird', indent: 'x' })).toEqual({ status: 'complete', indent: 0 });
+    expect(parseReplyBody('file-read', { data: 'AA==' })).toEqual({ data: 'AA==' });
+    expect(parseReplyBody('reset', { anything: true })).toEqual({});
+    expect(
+      parseReplyBody('file-list', {
+        entries: [
+          { path: 'a.csv', type: 'file', size: 3, modifiedMs: 5 },
+          { path: 'fifo', type: 'pipe', size: 'x' },
+          { type: 'file' },
+          'not an entry',
+        ],
+      }),
+    ).toEqual({
+      entries: [
+        { path: 'a.csv', type: 'file', size: 3, modifiedMs: 5 },
+        { path: 'fifo', type: 'other', size: 0, modifiedMs: 0 },
+      ],
+    });
+  });
+
+  it('says what is missing from a reply that lacks its payload', () => {
+    expect(parseReplyBody('file-read', {})).toEqual({ invalid: 'a file-read reply without its data' });
+    expect(parseReplyBody('file-list', { entries: 'x' })).toEqual({ invalid: 'a file-list reply without its entries' });
+  });
+});
+
+describe('fileErrorReason', () => {
+  it('keeps the reasons it knows and reads any other code as internal', () => {
+    expect(fileErrorReason('not-found')).toBe('not-found');
+    expect(fileErrorReason('no-space')).toBe('no-space');
+    expect(fileErrorReason('../../etc')).toBe('internal');
+  });
+});
