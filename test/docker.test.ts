@@ -7,16 +7,11 @@ import { createDockerBackend, DockerVolume } from '../src/backends/docker/index.
 import { SessionPool } from '../src/session/pool.js';
 import { Session } from '../src/session/session.js';
 import { runBackendContract } from './contract/backend-contract.js';
+import { hostIsolationCases } from './contract/host-isolation-cases.js';
 import { expectOneMemoryBudget, runSecurityContract } from './contract/security-contract.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
-import {
-  hostHasAccount,
-  hostUidOf,
-  inotifyInstancesPerUser,
-  leasesOf,
-  OPEN_INOTIFY_INSTANCES,
-} from './support/host-uids.js';
-import { canLowerOomScore, runProcess, startProcessGroup, startSessionOwner } from './support/process.js';
+import { hostHasAccount, hostUidOf, leasesOf } from './support/host-uids.js';
+import { runProcess, startProcessGroup, startSessionOwner } from './support/process.js';
 
 const backend = createDockerBackend();
 const reason = await unavailableReason(backend);
@@ -93,35 +88,7 @@ describeWhenAvailable('docker backend', 'docker', reason, () => {
     for (const uid of uids) expect(leasesOf(uidLeases.directory, uid)).toEqual([]);
   });
 
-  it('gives kernel containers the highest oom_score_adj, so a host OOM takes them first', async () => {
-    const session = await Session.create({ backend });
-    try {
-      const pids = (await session.usage()).processIds ?? [];
-      expect(pids.length).toBeGreaterThan(0);
-      for (const pid of pids) expect(readFileSync(`/proc/${pid}/oom_score_adj`, 'utf8').trim()).toBe('1000');
-      // Set with CAP_SYS_RESOURCE, the score is also the floor; without it (some containers deny it even to root)
-      // the code could go back down to the score sandcell itself has.
-      const lower = await session.run(
-        'try:\n    with open("/proc/self/oom_score_adj", "w") as score:\n        score.write("0")\n    print("LOWERED")\nexcept OSError as error:\n    print("refused", type(error).__name__)',
-      );
-      expect(lower.stdout).toMatch(canLowerOomScore() ? /^refused/ : /^(refused|LOWERED)/);
-    } finally {
-      await session.close();
-    }
-  });
-
-  it("one session's inotify instances do not use up another's (per-uid kernel limits are per session)", async () => {
-    const hog = await Session.create({ backend });
-    const other = await Session.create({ backend });
-    try {
-      const held = await hog.run(OPEN_INOTIFY_INSTANCES);
-      expect(Number(/opened (\d+)/.exec(held.stdout)?.[1])).toBeGreaterThanOrEqual(inotifyInstancesPerUser() - 8);
-      const after = await other.run(OPEN_INOTIFY_INSTANCES.replace('len(held) < 4096', 'len(held) < 1'));
-      expect(after.stdout).toMatch(/^opened 1 /);
-    } finally {
-      await Promise.all([hog.close(), other.close()]);
-    }
-  });
+  hostIsolationCases(backend);
 
   it('keeps /mnt/data across a kernel killed for ignoring a timeout', async () => {
     const session = await Session.create({ backend, interruptGraceMs: 300 });

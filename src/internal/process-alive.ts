@@ -5,6 +5,8 @@
  * matches.
  */
 import { readFileSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
 
 /** Whether a process id names a live process (one we may not signal counts as alive). */
 export function isProcessAlive(pid: number): boolean {
@@ -56,4 +58,28 @@ export function processIsGone(identity: ProcessIdentity): boolean {
   if (!Number.isInteger(identity.pid) || identity.pid <= 0) return true;
   const started = processStartTime(identity.pid);
   return started === undefined || started !== identity.start;
+}
+
+/**
+ * Removes the entries of `directory` that a sandcell process no longer alive
+ * left behind: those whose name matches `pattern` with the owner's pid as its
+ * first group (volumes, cgroups: `<pid>-…`, `sandcell-<pid>-…`). A missing
+ * directory holds nothing; a failed removal is left for the next sweep.
+ */
+export async function sweepDeadOwnersEntries(
+  directory: string,
+  pattern: RegExp,
+  remove: (entry: string) => Promise<void>,
+): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(directory);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const owner = pattern.exec(name)?.[1];
+    if (!owner || isProcessAlive(Number(owner))) continue;
+    await remove(path.join(directory, name)).catch(() => undefined);
+  }
 }

@@ -8,10 +8,10 @@
  * (see the kernel's _apply_rlimits).
  */
 import { readFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type MountEntry, readMountInfo } from '../../internal/mount-info.js';
-import { isProcessAlive } from '../../internal/process-alive.js';
+import { sweepDeadOwnersEntries } from '../../internal/process-alive.js';
 import { CGROUP_REMOVAL_MS, removeCgroupTree } from '../cgroup-files.js';
 import type { SandboxLimits } from '../limits.js';
 
@@ -300,17 +300,6 @@ export class SandboxCgroup {
 /** Removes cgroups (sandboxes' and sessions' budgets) that a sandcell process which is no longer alive left behind. */
 export async function sweepStaleCgroups(layout: CgroupLayout): Promise<void> {
   for (const parent of new Set(Object.values(layout.parents))) {
-    let names: string[];
-    try {
-      names = await readdir(parent);
-    } catch {
-      continue;
-    }
-    for (const name of names) {
-      const owner = /^sandcell-(\d+)-/.exec(name)?.[1];
-      if (!owner || isProcessAlive(Number(owner))) continue;
-      // Best effort: another sweep will try again.
-      await removeCgroupTree(path.join(parent, name));
-    }
+    await sweepDeadOwnersEntries(parent, /^sandcell-(\d+)-/, removeCgroupTree);
   }
 }

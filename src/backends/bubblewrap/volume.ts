@@ -9,11 +9,11 @@
  * and goes with dispose().
  */
 import { execFile } from 'node:child_process';
-import { chown, mkdir, readdir, rm, rmdir } from 'node:fs/promises';
+import { chown, mkdir, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxStartError } from '../../errors.js';
-import { isProcessAlive } from '../../internal/process-alive.js';
+import { sweepDeadOwnersEntries } from '../../internal/process-alive.js';
 import type { DataBudget, DataLease } from '../data-budget.js';
 import type { SandboxVolume } from '../spec.js';
 import { resizeTmpfs, tmpfsUsedBytes } from '../tmpfs.js';
@@ -111,16 +111,6 @@ async function removeVolumeDirectory(directory: string, mounted: boolean): Promi
 }
 
 /** Removes volumes whose owning sandcell process is gone. */
-export async function sweepStaleVolumes(sessionsDirectory: string, mounted: boolean): Promise<void> {
-  let names: string[];
-  try {
-    names = await readdir(sessionsDirectory);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const owner = /^(\d+)-/.exec(name)?.[1];
-    if (!owner || isProcessAlive(Number(owner))) continue;
-    await removeVolumeDirectory(path.join(sessionsDirectory, name), mounted).catch(() => undefined);
-  }
+export function sweepStaleVolumes(sessionsDirectory: string, mounted: boolean): Promise<void> {
+  return sweepDeadOwnersEntries(sessionsDirectory, /^(\d+)-/, (directory) => removeVolumeDirectory(directory, mounted));
 }

@@ -12,10 +12,10 @@
  * each kernel's own limit by what /mnt/data holds (see DockerBackend).
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { readMountInfo } from '../../internal/mount-info.js';
-import { isProcessAlive } from '../../internal/process-alive.js';
+import { sweepDeadOwnersEntries } from '../../internal/process-alive.js';
 import { removeCgroupTree } from '../cgroup-files.js';
 
 /** Every session cgroup lives under this one at the root of each hierarchy. */
@@ -140,16 +140,6 @@ export class DockerSessionCgroup {
 /** Removes session cgroups whose owning sandcell process is gone (after their containers were removed). */
 export async function sweepStaleDockerCgroups(tree: DockerCgroupTree): Promise<void> {
   for (const mount of tree.mounts) {
-    const root = path.join(mount, CGROUP_PARENT_ROOT);
-    let names: string[];
-    try {
-      names = await readdir(root);
-    } catch {
-      continue;
-    }
-    for (const name of names) {
-      const owner = /^(\d+)-/.exec(name)?.[1];
-      if (owner && !isProcessAlive(Number(owner))) await removeCgroupTree(path.join(root, name));
-    }
+    await sweepDeadOwnersEntries(path.join(mount, CGROUP_PARENT_ROOT), /^(\d+)-/, removeCgroupTree);
   }
 }
