@@ -33,6 +33,7 @@ const EXPECTED: Record<string, string[]> = {
     'ImageBuildError',
     'InvalidInputError',
     'InvalidPathError',
+    'KernelRequestError',
     'PoolExhaustedError',
     'ProtocolError',
     'ResourceExhaustedError',
