@@ -105,6 +105,15 @@ describe('DataBudget', () => {
     expect(budget.snapshot()).toMatchObject({ volumes: 1, committedBytes: 32 * MiB });
   });
 
+  it('keeps admitting empty volumes while shares stay above the minimum, however little each share shrinks', async () => {
+    // 1 GiB among empty volumes of 1 GiB each: the 33rd means shrinking each of 32 by under a MiB.
+    const budget = new DataBudget(1024 * MiB);
+    const volumes: FakeTmpfs[] = [];
+    for (let count = 0; count < 40; count++) volumes.push(await mount(budget, 1024 * MiB));
+    expect(volumes.reduce((total, volume) => total + volume.size, 0)).toBeLessThanOrEqual(1024 * MiB);
+    expect(Math.min(...volumes.map((volume) => volume.size))).toBeGreaterThanOrEqual(16 * MiB);
+  });
+
   it('waits for volumes still being mounted rather than counting them as full', async () => {
     const budget = new DataBudget(48 * MiB);
     const first = await budget.lease(32 * MiB);

@@ -25,7 +25,7 @@ const PENDING_MOUNT_WAIT_MS = 30_000;
 const MINIMUM_SHARE_BYTES = MiB;
 /** How often sizes are recomputed while the volumes' `dataBytes` together exceed the budget. */
 export const REBALANCE_INTERVAL_MS = 2_000;
-/** Smaller changes of a volume's size are not worth a remount. */
+/** Smaller grows of a volume are not worth a remount (shrinks the plan needs always happen). */
 const RESIZE_STEP_BYTES = MiB;
 /** A shrink fails when the files grew meanwhile; measure again this many times. */
 const SHRINK_ATTEMPTS = 3;
@@ -245,7 +245,9 @@ export class DataBudget {
   private async shrink(leases: DataLease[], plan: number[]): Promise<void> {
     for (const [index, lease] of leases.entries()) {
       const target = plan[index] as number;
-      if (!lease.member || lease.sizeBytes - target < RESIZE_STEP_BYTES) continue;
+      // Every shrink the plan asks for happens, however small: with many volumes, the room a new one
+      // gets is the sum of many sub-MiB shrinks (only grows are skipped below RESIZE_STEP_BYTES).
+      if (!lease.member || lease.sizeBytes <= target) continue;
       for (let attempt = 0; attempt < SHRINK_ATTEMPTS; attempt++) {
         const size = Math.max(target, await lease.member.usedBytes().catch(() => lease.sizeBytes));
         if (size >= lease.sizeBytes) break;
