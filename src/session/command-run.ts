@@ -94,7 +94,9 @@ export class CommandRun {
     }
     this.later(this.settings.answerTimeoutMs, () => {
       if (this.pid !== undefined) return;
-      this.failStart(new TimeoutError(`The sandbox did not start the command within ${this.settings.answerTimeoutMs} ms.`));
+      this.failStart(
+        new TimeoutError(`The sandbox did not start the command within ${this.settings.answerTimeoutMs} ms.`),
+      );
       this.signal('SIGKILL');
     });
     if (timeoutMs !== undefined) {

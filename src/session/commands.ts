@@ -55,7 +55,8 @@ export class CommandRegistry {
   async start(command: unknown, options: CommandOptions): Promise<CommandRun> {
     const host = this.host;
     host.checkOpen();
-    if (typeof options !== 'object' || options === null) throw new InvalidInputError('Command options must be an object.');
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidInputError('Command options must be an object.');
     const text = checkText('The command', command, host.maxCodeBytes);
     const cwd = checkWorkingDirectory(options.cwd);
     const env = checkEnvironment(options.env);

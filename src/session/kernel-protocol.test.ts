@@ -120,7 +120,13 @@ describe('parseKernelLine, protocol 2', () => {
   it('reads the supervisor: ready with its languages, context exits, a command from start to end, logs', () => {
     expect(
       parseKernelLine(
-        line({ type: 'ready', protocolVersion: 2, pid: 1, python: '3.11.2', languages: { python: '3.11.2', r: null, bash: 5 } }),
+        line({
+          type: 'ready',
+          protocolVersion: 2,
+          pid: 1,
+          python: '3.11.2',
+          languages: { python: '3.11.2', r: null, bash: 5 },
+        }),
       ),
     ).toEqual({
       type: 'ready',

@@ -59,12 +59,7 @@ export function checkEnvironment(env: unknown): Record<string, string> | undefin
 }
 
 /** Text for a sandbox (a command line, stdin): a string within `maxBytes`; `what` names it in messages. */
-export function checkText(
-  what: string,
-  text: unknown,
-  maxBytes: number,
-  options: { allowNul?: boolean } = {},
-): string {
+export function checkText(what: string, text: unknown, maxBytes: number, options: { allowNul?: boolean } = {}): string {
   if (typeof text !== 'string') throw new InvalidInputError(`${what} must be a string.`);
   if (!options.allowNul && text.includes('\0')) throw new InvalidInputError(`${what} must not contain NUL bytes.`);
   const size = text.length * 3 <= maxBytes ? text.length : Buffer.byteLength(text, 'utf8');

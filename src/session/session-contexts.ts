@@ -8,7 +8,14 @@
 import { randomBytes } from 'node:crypto';
 import { AbortError, InvalidInputError, TooManyContextsError, UnknownContextError } from '../errors.js';
 import type { KernelConnection } from './kernel-connection.js';
-import { CONTEXT_ID, DEFAULT_CONTEXT, isLanguage, type Language, languageUnavailable, parseLanguage } from './languages.js';
+import {
+  CONTEXT_ID,
+  DEFAULT_CONTEXT,
+  isLanguage,
+  type Language,
+  languageUnavailable,
+  parseLanguage,
+} from './languages.js';
 import { checkEnvironment, checkWorkingDirectory } from './sandbox-inputs.js';
 import { type ContextInfo, type CreateContextOptions, SessionContext } from './session-context.js';
 
@@ -144,7 +151,8 @@ export class SessionContexts {
   }
 
   private add(context: SessionContext, evenIfFull = false): SessionContext {
-    if (!evenIfFull && this.contexts.size >= this.host.maxContexts) throw new TooManyContextsError(this.host.maxContexts);
+    if (!evenIfFull && this.contexts.size >= this.host.maxContexts)
+      throw new TooManyContextsError(this.host.maxContexts);
     this.contexts.set(context.id, context);
     return context;
   }

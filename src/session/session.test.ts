@@ -128,7 +128,11 @@ describe('Session on the scripted backend', () => {
     expect(execution.stateLostReason).toBe(
       "Execution exceeded the time limit of 0.05 s and did not stop when interrupted, so the kernel was killed and restarted: the session's state (variables, imports) was lost. Files in /mnt/data were kept.",
     );
-    expect(backend.sandboxes[0]?.requests).toContainEqual({ type: 'context-restart', id: expect.any(String), context: 'python' });
+    expect(backend.sandboxes[0]?.requests).toContainEqual({
+      type: 'context-restart',
+      id: expect.any(String),
+      context: 'python',
+    });
     expect((await session.run('value')).error?.name).toBe('NameError');
     expect((await session.files.read('keep.txt')).toString()).toBe('kept');
     expect(backend.sandboxes).toHaveLength(1);

@@ -223,7 +223,13 @@ export class Session {
     const current = this.connection;
     for (const context of this.contexts.all()) {
       if (context.id !== DEFAULT_CONTEXT) {
-        this.contexts.forget(context, new UnknownContextError(context.id, `The context ${JSON.stringify(context.id)} was removed by session.restart(); create it again.`));
+        this.contexts.forget(
+          context,
+          new UnknownContextError(
+            context.id,
+            `The context ${JSON.stringify(context.id)} was removed by session.restart(); create it again.`,
+          ),
+        );
       }
     }
     if (current) {
@@ -439,7 +445,10 @@ export class Session {
         ? `The whole sandbox was killed and restarted: ${why}.`
         : await this.deaths.sandboxDeathCause(connection, exit);
     for (const context of running) {
-      context.running?.lose({ name: 'KernelDied', reason: `${cause} The kernel was restarted: ${stateLostIn(context.id)}` });
+      context.running?.lose({
+        name: 'KernelDied',
+        reason: `${cause} The kernel was restarted: ${stateLostIn(context.id)}`,
+      });
     }
     if (!this.closing) void this.ensureConnection().catch(() => undefined);
   }

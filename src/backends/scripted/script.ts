@@ -105,6 +105,4 @@ export interface ScriptedCommandContext {
 }
 
 /** What each command does. @default every command ends with status 0 and prints nothing */
-export type CommandScript = (
-  context: ScriptedCommandContext,
-) => ScriptedCommandStep[] | Promise<ScriptedCommandStep[]>;
+export type CommandScript = (context: ScriptedCommandContext) => ScriptedCommandStep[] | Promise<ScriptedCommandStep[]>;

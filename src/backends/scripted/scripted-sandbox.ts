@@ -105,6 +105,20 @@ export class ScriptedSandbox implements Sandbox {
     setImmediate(() => this.exitWith(info));
   }
 
+  /**
+   * Ends one context's kernel from outside, as a crash between runs would (the
+   * supervisor reports `context-exit`); the default is a SIGKILL.
+   */
+  endContext(
+    context: string,
+    exit: { code?: number | null; signal?: string | null; outOfMemory?: boolean } = {},
+  ): void {
+    this.supervisor.endKernel(
+      context,
+      exit.code === undefined && exit.signal === undefined ? { ...exit, signal: 'SIGKILL' } : exit,
+    );
+  }
+
   /** Kernels killed for memory while the sandbox lived on (`kernel-exit` steps with `outOfMemory`). */
   async oomKills(): Promise<number> {
     return this.oomKillCount;

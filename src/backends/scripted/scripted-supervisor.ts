@@ -21,7 +21,11 @@ export interface ScriptedSupervisorOptions {
   nextKernelNumber: () => number;
   /** Writes one line on the sandbox's channel. */
   send: (line: string | Message) => void;
-  die: (exit: { code?: number | null; signal?: NodeJS.Signals | null; reason?: 'out-of-memory' | 'killed' | 'cpu-limit' | 'exited' }) => void;
+  die: (exit: {
+    code?: number | null;
+    signal?: NodeJS.Signals | null;
+    reason?: 'out-of-memory' | 'killed' | 'cpu-limit' | 'exited';
+  }) => void;
   /** A kernel died for memory: the sandbox's OOM-kill counter counts it. */
   countOomKill: () => void;
 }
@@ -87,7 +91,9 @@ export class ScriptedSupervisor {
       case 'command-signal':
         return this.commands.get(String(message.id))?.signal(String(message.signal));
       case 'command-list':
-        return this.reply(message, () => ({ commands: [...this.commands.values()].map((command) => command.listing()) }));
+        return this.reply(message, () => ({
+          commands: [...this.commands.values()].map((command) => command.listing()),
+        }));
       case 'shutdown':
         return this.options.die({ code: 0, reason: 'exited' });
       default:
@@ -95,6 +101,16 @@ export class ScriptedSupervisor {
           throw new Refusal('unknown-request', `unknown request type ${kind}`);
         });
     }
+  }
+
+  /** Ends a context's kernel from outside, as a crash would; false when there is no such context. */
+  endKernel(id: string, exit: { code?: number | null; signal?: string | null; outOfMemory?: boolean }): boolean {
+    const context = this.contexts.get(id);
+    if (!context) return false;
+    context.kernel.stop();
+    if (exit.outOfMemory) this.options.countOomKill();
+    this.options.send({ type: 'context-exit', context: id, code: exit.code ?? null, signal: exit.signal ?? null });
+    return true;
   }
 
   /** The sandbox ended: every kernel and command stops. */
@@ -110,7 +126,14 @@ export class ScriptedSupervisor {
     if (message.type === 'interrupt') return;
     const error = { code: 'unknown-context', message: `no context ${id}` };
     if (message.type !== 'execute') return this.options.send({ type: 'reply', id: message.id, ok: false, error });
-    this.options.send({ type: 'error', id: message.id, name: 'UnknownContext', value: error.message, traceback: [], context: id });
+    this.options.send({
+      type: 'error',
+      id: message.id,
+      name: 'UnknownContext',
+      value: error.message,
+      traceback: [],
+      context: id,
+    });
     this.options.send({ type: 'execution-end', id: message.id, status: 'error', outputTruncated: false, context: id });
   }
 
@@ -155,11 +178,7 @@ export class ScriptedSupervisor {
       send: (message) => this.options.send({ ...message, context: id }),
       sendRaw: this.options.send,
       die: this.options.die,
-      exit: ({ code, signal, outOfMemory }) => {
-        kernel.stop();
-        if (outOfMemory) this.options.countOomKill();
-        this.options.send({ type: 'context-exit', context: id, code, signal });
-      },
+      exit: (exit) => this.endKernel(id, exit),
     });
     this.contexts.set(id, { language, kernel });
   }
@@ -171,7 +190,9 @@ export class ScriptedSupervisor {
       pid: this.nextPid++,
       command: String(message.command ?? ''),
       ...(typeof message.cwd === 'string' ? { cwd: message.cwd } : {}),
-      ...(typeof message.env === 'object' && message.env !== null ? { env: message.env as Record<string, string> } : {}),
+      ...(typeof message.env === 'object' && message.env !== null
+        ? { env: message.env as Record<string, string> }
+        : {}),
       script: this.options.command,
       files: this.options.files,
       send: this.options.send,
