@@ -147,13 +147,15 @@ export class CommandRun {
         this.markStarted(event.pid);
         return;
       case 'command-output':
-        return this.output(event.name, event.text);
+        this.output(event.name, event.text);
+        return;
       case 'command-end':
         if (event.outputTruncated) this.truncated = true;
-        return this.finish({
+        this.finish({
           exitCode: event.exitCode ?? (event.signal ? 128 + (signalNumber(event.signal) ?? 0) : -1),
           ...(event.signal ? { signal: event.signal } : {}),
         });
+        return;
       case 'reply':
         // Only a refusal of the start comes as a reply.
         if (!event.ok) this.fail(new KernelRequestError('command-start', event.error.code, event.error.message));

@@ -70,34 +70,45 @@ export class ScriptedSupervisor {
   handle(message: Message): void {
     const kind = String(message.type);
     const file = FILE_OPERATIONS[kind];
-    if (file) return this.reply(message, () => file(this.options.files, message));
+    if (file) {
+      this.reply(message, () => file(this.options.files, message));
+      return;
+    }
+    const command = this.commands.get(String(message.id));
     switch (kind) {
       case 'execute':
       case 'interrupt':
       case 'reset':
       case 'ping':
       case 'is-complete':
-        return this.toKernel(message);
+        this.toKernel(message);
+        break;
       case 'context-create':
-        return this.reply(message, () => this.createContext(message));
+        this.reply(message, () => this.createContext(message));
+        break;
       case 'context-restart':
-        return this.restartContext(message);
+        this.restartContext(message);
+        break;
       case 'context-remove':
-        return this.reply(message, () => this.removeContext(String(message.context)));
+        this.reply(message, () => this.removeContext(String(message.context)));
+        break;
       case 'command-start':
-        return this.startCommand(message);
+        this.startCommand(message);
+        break;
       case 'command-stdin':
-        return this.commands.get(String(message.id))?.writeStdin(String(message.data ?? ''), message.eof === true);
+        command?.writeStdin(String(message.data ?? ''), message.eof === true);
+        break;
       case 'command-signal':
-        return this.commands.get(String(message.id))?.signal(String(message.signal));
+        command?.signal(String(message.signal));
+        break;
       case 'command-list':
-        return this.reply(message, () => ({
-          commands: [...this.commands.values()].map((command) => command.listing()),
-        }));
+        this.reply(message, () => ({ commands: [...this.commands.values()].map((running) => running.listing()) }));
+        break;
       case 'shutdown':
-        return this.options.die({ code: 0, reason: 'exited' });
+        this.options.die({ code: 0, reason: 'exited' });
+        break;
       default:
-        return this.reply(message, () => {
+        this.reply(message, () => {
           throw new Refusal('unknown-request', `unknown request type ${kind}`);
         });
     }
@@ -122,10 +133,16 @@ export class ScriptedSupervisor {
   private toKernel(message: Message): void {
     const id = message.context === undefined ? 'python' : String(message.context);
     const context = this.contexts.get(id);
-    if (context) return context.kernel.handle(message);
+    if (context) {
+      context.kernel.handle(message);
+      return;
+    }
     if (message.type === 'interrupt') return;
     const error = { code: 'unknown-context', message: `no context ${id}` };
-    if (message.type !== 'execute') return this.options.send({ type: 'reply', id: message.id, ok: false, error });
+    if (message.type !== 'execute') {
+      this.options.send({ type: 'reply', id: message.id, ok: false, error });
+      return;
+    }
     this.options.send({
       type: 'error',
       id: message.id,
