@@ -44,7 +44,8 @@ class Context:
         self.version = None
         # Called with (ok, body) once the kernel is ready or failed to start.
         self.on_start = None
-        self.on_gone = None
+        # Called once a kernel that was asked to stop has been reaped.
+        self.on_gone = []
         # Each start is a generation: the exit of a kernel replaced by a
         # restart must not be taken for the death of its successor.
         self.generation = 0
@@ -99,29 +100,25 @@ class Context:
         pid, generation = self.pid, self.generation
         self.loop.on_exit(pid, lambda status: self._on_exit(pid, generation, status))
 
-    def kill(self, on_gone=None):
+    def kill(self, on_gone):
         """Kills the kernel's process group; on_gone() once it is reaped."""
-        if self.state in ("starting", "ready"):
+        if self.state == "exited":
+            on_gone()
+            return
+        self.on_gone.append(on_gone)
+        if self.state != "stopping":
             self._abandon_start("the context was removed")
             self.state = "stopping"
-            self.on_gone = on_gone
             self._close_channels()
             kill_group(self.pid)
-        elif self.state == "stopping":
-            previous = self.on_gone
-            self.on_gone = lambda: (previous and previous(), on_gone and on_gone())
-        elif on_gone is not None:
-            on_gone()
 
     def restart(self, on_start):
-        """Kills the kernel's process group and starts a new kernel at once."""
-        if self.state in ("starting", "ready", "stopping"):
+        """Kills the kernel's process group and starts a new kernel at once
+        (the old one's exit, whenever it is reaped, is then ignored)."""
+        if self.state in ("starting", "ready"):
             self._abandon_start("the context was restarted")
             self._close_channels()
             kill_group(self.pid)
-            on_gone, self.on_gone = self.on_gone, None
-            if on_gone is not None:
-                on_gone()
         self.start(on_start)
 
     def _abandon_start(self, reason):
@@ -136,9 +133,9 @@ class Context:
         code, signal_name = exit_status(status)
         if self.state == "stopping":
             self.state = "exited"
-            on_gone, self.on_gone = self.on_gone, None
-            if on_gone is not None:
-                on_gone()
+            on_gone, self.on_gone = self.on_gone, []
+            for callback in on_gone:
+                callback()
             return
         # What it wrote before it died is in the pipes: send that first.
         self.events.drain()
@@ -233,9 +230,8 @@ class Context:
         self.state = "ready"
         version = message.get("version", message.get("python"))
         self.version = version if isinstance(version, str) else None
-        pid = message.get("pid")
         on_start, self.on_start = self.on_start, None
-        on_start(True, {"pid": pid if isinstance(pid, int) else self.pid, "language": self.language, "version": self.version})
+        on_start(True, {"pid": self.pid, "language": self.language, "version": self.version})
 
     def _bad_line(self, line):
         self.supervisor.kernel_line_refused(self, line)

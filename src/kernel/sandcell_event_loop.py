@@ -35,6 +35,11 @@ class Timer:
 
 class EventLoop:
     def __init__(self):
+        # Called with the exception when a handler fails: one bad event must
+        # not end every context and command of the sandbox.
+        self.on_error = None
+        # Called after each round of handlers (the supervisor sends what they queued).
+        self.after_round = None
         self.epoll = select.epoll()
         self.handlers = {}
         self.timers = []
@@ -82,12 +87,22 @@ class EventLoop:
             for fd, mask in self.epoll.poll(timeout):
                 handler = self.handlers.get(fd)
                 if handler is not None:
-                    handler(mask)
+                    self._call(handler, mask)
             now = time.monotonic()
             while self.timers and (self.timers[0].cancelled or self.timers[0].deadline <= now):
                 timer = heapq.heappop(self.timers)
                 if not timer.cancelled:
-                    timer.callback()
+                    self._call(timer.callback)
+            if self.after_round is not None:
+                self.after_round()
+
+    def _call(self, callback, *arguments):
+        try:
+            callback(*arguments)
+        except Exception as error:
+            if self.on_error is None:
+                raise
+            self.on_error(error)
 
     def _reap_children(self, mask):
         try:
@@ -253,19 +268,23 @@ class Outbox:
         os.close(self.fd)
 
 
+# writev takes at most IOV_MAX (1024 on Linux) buffers at once.
+WRITE_BUFFERS = 512
+
+
 def write_all(fd, buffers):
     """Writes every buffer to a (normally blocking) descriptor, in order."""
-    views = [memoryview(buffer) for buffer in buffers if len(buffer)]
+    views = collections.deque(memoryview(buffer) for buffer in buffers if len(buffer))
     while views:
         try:
-            written = os.writev(fd, views)
+            written = os.writev(fd, list(views)[:WRITE_BUFFERS] if len(views) > WRITE_BUFFERS else views)
         except BlockingIOError:
             select.select([], [fd], [])
             continue
         while written:
             if written >= len(views[0]):
                 written -= len(views[0])
-                views.pop(0)
+                views.popleft()
             else:
                 views[0] = views[0][written:]
                 written = 0

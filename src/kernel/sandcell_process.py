@@ -15,6 +15,8 @@ RESET_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGCHLD, 
 # Above every descriptor a child is given: sources are moved here first, so
 # that placing one never overwrites another.
 SCRATCH_DESCRIPTOR = 16
+# (resource, (soft, hard)) pairs every child takes before it execs (set by the supervisor).
+CHILD_LIMITS = []
 
 
 class SpawnError(Exception):
@@ -53,6 +55,12 @@ def spawn(argv, cwd, env, descriptors):
             signal.set_wakeup_fd(-1)
             for number in RESET_SIGNALS:
                 signal.signal(number, signal.SIG_DFL)
+            step = "setrlimit"
+            if CHILD_LIMITS:
+                import resource
+
+                for which, pair in CHILD_LIMITS:
+                    resource.setrlimit(which, pair)
             step = "descriptors"
             moved = []
             for source in descriptors:

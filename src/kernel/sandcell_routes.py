@@ -59,6 +59,11 @@ class Supervisor:
         self.commands = {}
         self.ended_groups = []
         self.legacy = True
+        # What goes to the host, sent once per round of the loop: the events a
+        # read of a kernel's pipe brought go out in one write.
+        self.outgoing = []
+        self.loop.after_round = self.flush
+        self.loop.on_error = self.internal_error
         self.host = LineReader(0, self.host_line_limit, self.on_host_line, self.on_host_oversize)
         self.loop.register(0, READABLE, self.on_host_readable)
 
@@ -67,10 +72,21 @@ class Supervisor:
         self.send_parts(json.dumps(message, ensure_ascii=True, default=str).encode("ascii") + b"\n")
 
     def send_parts(self, *parts):
+        self.outgoing.extend(parts)
+
+    def flush(self):
+        if not self.outgoing:
+            return
+        parts, self.outgoing = self.outgoing, []
         try:
             write_all(1, parts)
         except OSError:
             self.terminate(0)  # the host is gone
+
+    def internal_error(self, error):
+        import traceback
+
+        self.log("supervisor: %s" % "".join(traceback.format_exception(error)))
 
     def log(self, message):
         self.send({"type": "log", "message": str(message)[:LOG_MESSAGE_CHARS]})
@@ -271,6 +287,12 @@ class Supervisor:
 
     def terminate(self, status):
         """Ends everything this sandbox started, then the supervisor."""
+        if self.outgoing:
+            parts, self.outgoing = self.outgoing, []
+            try:
+                write_all(1, parts)
+            except OSError:
+                pass
         for context in self.contexts.values():
             if context.state != "exited":
                 kill_group(context.pid)

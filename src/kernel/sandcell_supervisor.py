@@ -29,10 +29,16 @@ def read_options():
 
 
 def apply_rlimits(limits):
-    """Lower resource limits before any user code runs; the sandbox has no
-    CAP_SYS_RESOURCE in the initial user namespace, so they cannot be raised."""
+    """Lowers resource limits before any user code runs; the sandbox has no
+    CAP_SYS_RESOURCE in the initial user namespace, so they cannot be raised.
+    The sandbox-wide ones apply here and are inherited; the ones that bound a
+    process over its life (CPU time, address space) are returned, for each
+    child to take before it execs: they are meant for the code, and the
+    supervisor lives as long as the sandbox."""
     import resource
 
+    per_process = (resource.RLIMIT_CPU, resource.RLIMIT_AS)
+    for_children = []
     names = {
         "addressSpaceBytes": resource.RLIMIT_AS,
         "processes": resource.RLIMIT_NPROC,
@@ -52,8 +58,12 @@ def apply_rlimits(limits):
         hard_value = value + 1 if which == resource.RLIMIT_CPU else value
         if hard != resource.RLIM_INFINITY:
             hard_value = min(hard_value, hard)
-        resource.setrlimit(which, (value, hard_value))
+        if which in per_process:
+            for_children.append((which, (value, hard_value)))
+        else:
+            resource.setrlimit(which, (value, hard_value))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return for_children
 
 
 def write_accounts():
@@ -86,11 +96,13 @@ def main():
     # reach any process of the sandbox.
     os.closerange(3, 1 << 20)
     options = read_options()
-    if isinstance(options.get("limits"), dict):
-        apply_rlimits(options["limits"])
+    child_limits = apply_rlimits(options["limits"]) if isinstance(options.get("limits"), dict) else []
     write_accounts()
     sys.path.insert(0, KERNEL_DIRECTORY)
+    import sandcell_process
     from sandcell_routes import Supervisor
+
+    sandcell_process.CHILD_LIMITS = child_limits
 
     supervisor = Supervisor(options, KERNEL_DIRECTORY)
     supervisor.boot()
