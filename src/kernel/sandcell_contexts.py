@@ -74,7 +74,7 @@ class Context:
             child = [requests_read, events_write, errors_write]
             os.close(output_read)
             os.close(output_write)
-            output_read = None
+            output_read = output_write = None
         else:
             child = [None, output_write, errors_write, requests_read, events_write]
         try:

@@ -129,7 +129,11 @@ class Supervisor:
                 if handler is None:
                     raise RequestError("unknown-request", "unknown request type %r" % (kind,))
                 handler(self, message)
-        except RequestError as error:
+        except Exception as error:
+            if not isinstance(error, RequestError):
+                # A fault of the supervisor's: the request fails, the sandbox goes on.
+                self.internal_error(error)
+                error = RequestError("internal", "%s: %s" % (type(error).__name__, error))
             if kind == "command-start":
                 self.send({"type": "command-end", "id": message.get("id"), "exitCode": None, "signal": None, "outputTruncated": False, "error": {"code": error.code, "message": str(error)}})
             elif message.get("id") is not None:

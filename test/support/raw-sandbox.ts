@@ -45,7 +45,12 @@ export class RawSandbox {
       const sandbox = await backend.start({
         volume,
         limits,
-        kernelOptions: { outputBytes: 1 << 20, resultBytes: 32 << 20, fileTransferBytes: 64 << 20, ...options.kernelOptions },
+        kernelOptions: {
+          outputBytes: 1 << 20,
+          resultBytes: 32 << 20,
+          fileTransferBytes: 64 << 20,
+          ...options.kernelOptions,
+        },
       });
       return new RawSandbox(sandbox, volume);
     } catch (error) {
@@ -78,7 +83,11 @@ export class RawSandbox {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((waiter) => waiter.resolve !== done);
-        reject(new Error(`no matching message within ${waitMs} ms; got ${JSON.stringify(this.messages.slice(from)).slice(-2000)}`));
+        reject(
+          new Error(
+            `no matching message within ${waitMs} ms; got ${JSON.stringify(this.messages.slice(from)).slice(-2000)}`,
+          ),
+        );
       }, waitMs);
       const done = (message: WireMessage) => {
         clearTimeout(timer);
@@ -115,7 +124,10 @@ export class RawSandbox {
     const from = this.messages.length;
     this.send({ type: 'command-start', id, command, ...options });
     const end = await this.next((message) => message.type === 'command-end' && message.id === id, from);
-    return commandRun(this.messages.slice(from).filter((message) => message.id === id), end);
+    return commandRun(
+      this.messages.slice(from).filter((message) => message.id === id),
+      end,
+    );
   }
 
   async close(): Promise<SandboxExit> {
