@@ -6,7 +6,7 @@
  */
 import { constants } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { KernelRequestError, TimeoutError } from '../errors.js';
+import { InvalidInputError, KernelRequestError, TimeoutError } from '../errors.js';
 import type { CommandOptions, CommandResult, CommandSignal } from './command.js';
 import type { KernelConnection } from './kernel-connection.js';
 import type { CommandEvent, ReplyEvent } from './kernel-protocol.js';
@@ -150,6 +150,10 @@ export class CommandRun {
         this.output(event.name, event.text);
         return;
       case 'command-end':
+        if (event.error) {
+          this.fail(commandStartError(event.error));
+          return;
+        }
         if (event.outputTruncated) this.truncated = true;
         this.finish({
           exitCode: event.exitCode ?? (event.signal ? 128 + (signalNumber(event.signal) ?? 0) : -1),
@@ -158,7 +162,7 @@ export class CommandRun {
         return;
       case 'reply':
         // Only a refusal of the start comes as a reply.
-        if (!event.ok) this.fail(new KernelRequestError('command-start', event.error.code, event.error.message));
+        if (!event.ok) this.fail(commandStartError(event.error));
     }
   }
 
@@ -211,6 +215,14 @@ export class CommandRun {
   private later(ms: number, action: () => void): void {
     this.timers.push(setTimeout(action, ms));
   }
+}
+
+/** Why the sandbox could not start a command: what the caller gave (a directory that is not there), or the sandbox. */
+function commandStartError(error: { code: string; message: string }): Error {
+  if (error.code === 'invalid-cwd' || error.code === 'invalid-request') {
+    return new InvalidInputError(`The command could not start: ${error.message}.`);
+  }
+  return new KernelRequestError('command-start', error.code, error.message);
 }
 
 function signalNumber(name: string): number | undefined {

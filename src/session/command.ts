@@ -67,4 +67,4 @@ export interface CommandInfo {
   startedMs: number;
 }
 
-export const COMMAND_SIGNALS: readonly CommandSignal[] = ['SIGINT', 'SIGTERM', 'SIGKILL'];
+export const COMMAND_SIGNALS: readonly CommandSignal[] = ['SIGINT', 'SIGTERM', 'SIGKILL', 'SIGHUP', 'SIGQUIT'];

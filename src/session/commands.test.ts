@@ -9,6 +9,7 @@ import { type CommandScript, createScriptedBackend, type ScriptedBackendOptions 
 import {
   AbortError,
   InvalidInputError,
+  KernelRequestError,
   SandboxCrashedError,
   SessionClosedError,
   TooManyCommandsError,
@@ -48,6 +49,10 @@ const toyShell: CommandScript = ({ command, cwd, env }) => {
       ];
     case 'crash':
       return [{ type: 'crash-sandbox' }];
+    case 'nowhere':
+      return [{ type: 'refuse-start', code: 'invalid-cwd', message: 'no such directory: /nowhere' }];
+    case 'unspawnable':
+      return [{ type: 'refuse-start', code: 'spawn-failed', message: 'bash: not found' }];
     default:
       return [
         { type: 'stderr', text: `${name}: command not found\n` },
@@ -194,6 +199,9 @@ describe('session.commands on the scripted backend', () => {
     ]) {
       await expect(bad()).rejects.toBeInstanceOf(InvalidInputError);
     }
+    await expect(session.commands.run('nowhere')).rejects.toThrow(/could not start: no such directory: \/nowhere/);
+    await expect(session.commands.run('nowhere', { background: true })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(session.commands.run('unspawnable')).rejects.toBeInstanceOf(KernelRequestError);
     const running = await Promise.all([
       session.commands.run('sleep', { background: true }),
       session.commands.run('sleep', { background: true }),

@@ -37,7 +37,7 @@ export type ContextRequest =
   | { type: 'context-restart'; context: string }
   | { type: 'context-remove'; context: string };
 
-export type CommandSignal = 'SIGINT' | 'SIGTERM' | 'SIGKILL';
+export type CommandSignal = 'SIGINT' | 'SIGTERM' | 'SIGKILL' | 'SIGHUP' | 'SIGQUIT';
 
 /**
  * Requests without a reply: an execution and a command are answered by their
@@ -84,11 +84,22 @@ export interface ContextExitEvent {
   signal: string | null;
 }
 
-/** What one command sends: its pid once started, its output, and its end. */
+/**
+ * What one command sends: its pid once started, its output, and its end. A
+ * command that could not start gets no `command-started`, and its end says why
+ * (`error`: `invalid-request`, `invalid-cwd`, `spawn-failed`).
+ */
 export type CommandEvent =
   | { type: 'command-started'; id: string; pid: number }
   | { type: 'command-output'; id: string; name: 'stdout' | 'stderr'; text: string }
-  | { type: 'command-end'; id: string; exitCode: number | null; signal: string | null; outputTruncated: boolean };
+  | {
+      type: 'command-end';
+      id: string;
+      exitCode: number | null;
+      signal: string | null;
+      outputTruncated: boolean;
+      error?: { code: string; message: string };
+    };
 
 export type KernelEvent = ReadyEvent | ReplyEvent | ExecutionEvent | ContextExitEvent | CommandEvent;
 
@@ -212,6 +223,7 @@ function parseIdentified(
         exitCode: numberOrNull(message.exitCode),
         signal: stringOrNull(message.signal),
         outputTruncated: message.outputTruncated === true,
+        ...(isPlainObject(message.error) ? { error: parseError(message.error) } : {}),
       };
     default:
       return undefined;
@@ -220,15 +232,13 @@ function parseIdentified(
 
 function parseReply(id: string, message: Record<string, unknown>): ReplyEvent {
   if (message.ok === true) return { type: 'reply', id, ok: true, body: message };
-  const error = isPlainObject(message.error) ? message.error : {};
+  return { type: 'reply', id, ok: false, error: parseError(isPlainObject(message.error) ? message.error : {}) };
+}
+
+function parseError(error: Record<string, unknown>): { code: string; message: string } {
   return {
-    type: 'reply',
-    id,
-    ok: false,
-    error: {
-      code: typeof error.code === 'string' ? error.code : 'unknown',
-      message: typeof error.message === 'string' ? error.message : 'the request failed',
-    },
+    code: typeof error.code === 'string' ? error.code : 'unknown',
+    message: typeof error.message === 'string' ? error.message : 'the request failed',
   };
 }
 

@@ -94,7 +94,9 @@ export type ScriptedCommandStep =
   | { type: 'echo-stdin' }
   | { type: 'exit'; code: number }
   /** The whole sandbox ends, as if the command had taken it down. */
-  | { type: 'crash-sandbox' };
+  | { type: 'crash-sandbox' }
+  /** As the first step: the command cannot start (a working directory that is not there: `invalid-cwd`). */
+  | { type: 'refuse-start'; code: string; message: string };
 
 export interface ScriptedCommandContext {
   command: string;

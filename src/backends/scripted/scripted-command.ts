@@ -44,7 +44,6 @@ export class ScriptedCommand {
 
   async start(): Promise<void> {
     const { id, pid } = this.options;
-    this.options.send({ type: 'command-started', id, pid });
     let exitCode = 0;
     try {
       const steps = await this.options.script({
@@ -53,6 +52,15 @@ export class ScriptedCommand {
         ...(this.options.env === undefined ? {} : { env: this.options.env }),
         files: this.options.files,
       });
+      const first = steps[0];
+      if (first?.type === 'refuse-start') {
+        this.finished = true;
+        const error = { code: first.code, message: first.message };
+        this.options.send({ type: 'command-end', id, exitCode: null, signal: null, outputTruncated: false, error });
+        this.options.ended();
+        return;
+      }
+      this.options.send({ type: 'command-started', id, pid });
       for (const step of steps) {
         if (this.signalled || this.finished) return;
         if (step.type === 'exit') {
@@ -60,6 +68,7 @@ export class ScriptedCommand {
           break;
         }
         if (step.type === 'crash-sandbox') return this.options.crashSandbox();
+        if (step.type === 'refuse-start') continue;
         await this.perform(step);
       }
     } catch (error) {
@@ -90,7 +99,9 @@ export class ScriptedCommand {
     this.wake();
   }
 
-  private async perform(step: Exclude<ScriptedCommandStep, { type: 'exit' | 'crash-sandbox' }>): Promise<void> {
+  private async perform(
+    step: Exclude<ScriptedCommandStep, { type: 'exit' | 'crash-sandbox' | 'refuse-start' }>,
+  ): Promise<void> {
     switch (step.type) {
       case 'stdout':
       case 'stderr':

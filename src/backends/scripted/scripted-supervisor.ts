@@ -58,7 +58,7 @@ class Refusal extends Error {
 
 export class ScriptedSupervisor {
   /** The contexts' kernels, by context id. */
-  readonly contexts = new Map<string, { language: string; kernel: ScriptedKernel }>();
+  readonly contexts = new Map<string, { language: string; kernel: ScriptedKernel; exited?: boolean }>();
   /** Running commands, by id. */
   readonly commands = new Map<string, ScriptedCommand>();
   private nextPid = 100;
@@ -119,6 +119,7 @@ export class ScriptedSupervisor {
     const context = this.contexts.get(id);
     if (!context) return false;
     context.kernel.stop();
+    context.exited = true;
     if (exit.outOfMemory) this.options.countOomKill();
     this.options.send({ type: 'context-exit', context: id, code: exit.code ?? null, signal: exit.signal ?? null });
     return true;
@@ -133,12 +134,14 @@ export class ScriptedSupervisor {
   private toKernel(message: Message): void {
     const id = message.context === undefined ? 'python' : String(message.context);
     const context = this.contexts.get(id);
-    if (context) {
+    if (context && !context.exited) {
       context.kernel.handle(message);
       return;
     }
     if (message.type === 'interrupt') return;
-    const error = { code: 'unknown-context', message: `no context ${id}` };
+    const error = context
+      ? { code: 'context-exited', message: `the kernel of context ${id} has ended; restart it` }
+      : { code: 'unknown-context', message: `no context ${id}` };
     if (message.type !== 'execute') {
       this.options.send({ type: 'reply', id: message.id, ok: false, error });
       return;
@@ -146,7 +149,7 @@ export class ScriptedSupervisor {
     this.options.send({
       type: 'error',
       id: message.id,
-      name: 'UnknownContext',
+      name: 'ContextError',
       value: error.message,
       traceback: [],
       context: id,
@@ -160,7 +163,7 @@ export class ScriptedSupervisor {
     if (this.contexts.has(id)) throw new Refusal('context-exists', `context ${id} exists`);
     if (!(language in this.options.languages)) throw new Refusal('language-unavailable', `no ${language} here`);
     this.startKernel(id, language);
-    return { pid: this.nextPid++, language, version: this.options.languages[language] ?? null };
+    return { context: id, pid: this.nextPid++, language, version: this.options.languages[language] ?? null };
   }
 
   private restartContext(message: Message): void {
@@ -172,7 +175,7 @@ export class ScriptedSupervisor {
       if (!context) throw new Refusal('unknown-context', `no context ${id}`);
       context.kernel.stop();
       this.startKernel(id, context.language);
-      return {};
+      return { context: id };
     });
   }
 
@@ -181,7 +184,7 @@ export class ScriptedSupervisor {
     if (!context) throw new Refusal('unknown-context', `no context ${id}`);
     context.kernel.stop();
     this.contexts.delete(id);
-    return {};
+    return { context: id };
   }
 
   private startKernel(id: string, language: string): void {
