@@ -397,7 +397,7 @@ export class DockerBackend implements SandboxBackend {
               stderr: true,
               hijack: true,
             })) as unknown as Duplex;
-            const sandbox = new DockerSandbox(this.docker, container, stream);
+            const sandbox = new DockerSandbox(this.docker, container, stream, volume.memoryBudget);
             await container.start();
             sandbox.watch();
             return sandbox;
@@ -479,6 +479,7 @@ class DockerSandbox implements Sandbox {
     private readonly docker: Dockerode,
     private readonly container: Dockerode.Container,
     private readonly stream: Duplex,
+    private readonly sessionCgroup: DockerSessionCgroup | undefined,
   ) {
     this.docker.modem.demuxStream(stream, this.output, this.diagnostics);
     const endStreams = () => {
@@ -533,6 +534,21 @@ class DockerSandbox implements Sandbox {
     this.killedByUs = true;
     await this.remove();
     return this.exited;
+  }
+
+  /**
+   * OOM kills in the container: counted in its cgroup when it is in the
+   * session's; otherwise the engine's flag, which says only whether there was
+   * one at all.
+   */
+  async oomKills(): Promise<number> {
+    const counted = await this.sessionCgroup?.oomKills(this.container.id);
+    if (counted !== undefined) return counted;
+    const state = await this.container.inspect().then(
+      (info) => info.State,
+      () => undefined,
+    );
+    return state?.OOMKilled === true ? 1 : 0;
   }
 
   async usage(): Promise<SandboxUsage> {
