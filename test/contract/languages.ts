@@ -21,6 +21,14 @@ export interface LanguageSnippets {
   sleepLong: string;
   /** Kills its own kernel with SIGKILL. */
   killSelf: string;
+  /** Prints `READ` when the file at `path` can be read, else `blocked`. */
+  tryRead(path: string): string;
+  /** Prints `WROTE` when a file can be created at `path`, else `blocked`. */
+  tryWrite(path: string): string;
+  /** Prints `CONNECTED` when a TCP connection to host:port succeeds within 2 s, else `blocked`. */
+  tryConnect(host: string, port: number): string;
+  /** Allocates memory until something stops it. */
+  hogMemory: string;
 }
 
 export const PYTHON: LanguageSnippets = {
@@ -32,6 +40,13 @@ export const PYTHON: LanguageSnippets = {
     'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)',
   sleepLong: 'import time\ntime.sleep(600)',
   killSelf: 'import os, signal\nos.kill(os.getpid(), signal.SIGKILL)',
+  tryRead: (path) =>
+    `try:\n    open(${JSON.stringify(path)}).read()\n    print("READ")\nexcept OSError:\n    print("blocked")`,
+  tryWrite: (path) =>
+    `try:\n    open(${JSON.stringify(path)}, "w").write("x")\n    print("WROTE")\nexcept OSError:\n    print("blocked")`,
+  tryConnect: (host, port) =>
+    `import socket\ntry:\n    socket.create_connection((${JSON.stringify(host)}, ${port}), timeout=2).close()\n    print("CONNECTED")\nexcept OSError:\n    print("blocked")`,
+  hogMemory: 'hog = []\nwhile True:\n    hog.append(b"x" * (32 << 20))',
 };
 
 /** The languages every backend's contracts run; the coordinator adds each as its kernel lands. */
