@@ -18,11 +18,14 @@ import {
 } from './languages.js';
 import { checkEnvironment, checkWorkingDirectory } from './sandbox-inputs.js';
 import { type ContextInfo, type CreateContextOptions, SessionContext } from './session-context.js';
+import { stateLostIn } from './state-loss.js';
 
 /** What the contexts need of their session. */
 export interface ContextHost {
   /** The live sandbox, started if needed; rejects when the session is closed. */
   connection(): Promise<KernelConnection>;
+  /** The sandbox now, if any, without starting one. */
+  current(): KernelConnection | undefined;
   maxContexts: number;
   startTimeoutMs: number;
 }
@@ -103,6 +106,36 @@ export class SessionContexts {
       await context.starting;
       if (context.liveIn(connection)) return connection;
       // The sandbox ended while the kernel started: go again in the next one.
+    }
+  }
+
+  /** Replaces a context's kernel with a fresh one; a run in it ends with its state lost. */
+  async restart(context: SessionContext): Promise<ContextInfo> {
+    const connection = await this.host.connection();
+    if (context.connection === connection && connection.alive) {
+      context.running?.lose({
+        name: 'KernelRestarted',
+        reason: `The context was restarted (restartContext) while this ran: ${stateLostIn(context.id)}`,
+      });
+      await this.restartKernel(context, connection, this.host.startTimeoutMs);
+    } else {
+      await this.ensureLive(context);
+    }
+    context.stateLossNote = undefined;
+    return context.info();
+  }
+
+  /** Ends a context and its kernel; a run in it ends with its state lost, runs queued in it fail. */
+  async remove(context: SessionContext): Promise<void> {
+    this.forget(context);
+    context.running?.lose({
+      name: 'ContextRemoved',
+      reason: `The context was removed (removeContext) while this ran: ${stateLostIn(context.id)}`,
+    });
+    const connection = this.host.current();
+    await context.starting?.catch(() => undefined);
+    if (connection?.alive && context.connection === connection) {
+      await connection.request({ type: 'context-remove', context: context.id }, this.host.startTimeoutMs);
     }
   }
 

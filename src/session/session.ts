@@ -7,23 +7,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { resolveBackend } from '../backends/select.js';
-import type { SandboxBackend, SandboxExit, SandboxVolume } from '../backends/spec.js';
-import {
-  AbortError,
-  InvalidInputError,
-  SandboxCrashedError,
-  SandboxStartError,
-  SandcellError,
-  SessionClosedError,
-  UnknownContextError,
-} from '../errors.js';
-import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
+import type { SandboxBackend, SandboxVolume } from '../backends/spec.js';
+import { AbortError, InvalidInputError, SessionClosedError, UnknownContextError } from '../errors.js';
 import { CommandRegistry, SessionCommands } from './commands.js';
 import type { Execution, RunOptions } from './execution.js';
 import { runExecution } from './execution-run.js';
 import { SessionFiles } from './files.js';
-import { KernelConnection } from './kernel-connection.js';
-import type { ContextExitEvent, KernelRequest, ReplyTo } from './kernel-protocol.js';
+import type { KernelConnection } from './kernel-connection.js';
+import type { KernelRequest, ReplyTo } from './kernel-protocol.js';
 import { DEFAULT_CONTEXT } from './languages.js';
 import {
   DEFAULT_REQUEST_TIMEOUT_MS,
@@ -31,27 +22,20 @@ import {
   resolveSessionOptions,
   type SessionOptions,
 } from './options.js';
-import { messageLimits } from './output-limits.js';
 import { checkTimeout } from './sandbox-inputs.js';
 import type { ContextInfo, CreateContextOptions, SessionContext } from './session-context.js';
 import { SessionContexts } from './session-contexts.js';
 import { SessionDeaths } from './session-deaths.js';
-import { describeContextExit, describeExit, stateLostIn } from './state-loss.js';
+import { SessionSandbox } from './session-sandbox.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** A sandbox sandcell ended on purpose, and what that means for what ran in it. */
-type Retirement = { kind: 'restart' } | { kind: 'close' } | { kind: 'stuck'; context: string };
 
 export class Session {
   readonly files: SessionFiles;
   readonly commands: SessionCommands;
   private readonly contexts: SessionContexts;
   private readonly commandRuns: CommandRegistry;
-  private readonly deaths: SessionDeaths;
-  private connection?: KernelConnection;
-  private starting?: Promise<KernelConnection>;
-  private readonly retired = new WeakMap<KernelConnection, Retirement>();
+  private readonly sandbox: SessionSandbox;
   private closing?: Promise<void>;
   private lastActivity = Date.now();
 
@@ -62,10 +46,10 @@ export class Session {
     private readonly options: ResolvedSessionOptions,
   ) {
     this.files = new SessionFiles((message) => this.request(message), options.fileTransferBytes);
-    this.deaths = new SessionDeaths(volume, options.limits.memoryBytes);
-    const connection = () => this.ensureConnection();
+    const connection = () => this.sandbox.ensure();
     this.contexts = new SessionContexts({
       connection,
+      current: () => this.sandbox.current,
       maxContexts: options.maxContexts,
       startTimeoutMs: options.startTimeoutMs,
     });
@@ -85,6 +69,16 @@ export class Session {
       requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
     });
     this.commands = new SessionCommands(this.commandRuns);
+    this.sandbox = new SessionSandbox({
+      id,
+      backend,
+      volume,
+      options,
+      contexts: this.contexts,
+      commands: this.commandRuns,
+      deaths: new SessionDeaths(volume, options.limits.memoryBytes),
+      closed: () => this.closing !== undefined,
+    });
   }
 
   /** Starts a sandbox and waits until its python context is ready. */
@@ -97,7 +91,7 @@ export class Session {
     const volume = await backend.createVolume({ sessionId: id, limits: resolved.limits, signal: options.signal });
     const session = new Session(id, backend, volume, resolved);
     try {
-      await session.ensureConnection();
+      await session.sandbox.ensure();
     } catch (error) {
       await session.close();
       throw error;
@@ -163,34 +157,12 @@ export class Session {
 
   /** Replaces a context's kernel with a fresh one: its state is lost, files stay. A running execution in it ends. */
   async restartContext(id: string): Promise<ContextInfo> {
-    const context = this.existingContext(id);
-    const connection = await this.ensureConnection();
-    if (context.connection === connection && connection.alive) {
-      context.running?.lose({
-        name: 'KernelRestarted',
-        reason: `The context was restarted (restartContext) while this ran: ${stateLostIn(id)}`,
-      });
-      await this.contexts.restartKernel(context, connection, this.options.startTimeoutMs);
-    } else {
-      await this.contexts.ensureLive(context);
-    }
-    context.stateLossNote = undefined;
-    return context.info();
+    return this.contexts.restart(this.existingContext(id));
   }
 
   /** Ends a context and its kernel. Runs queued in it fail with UnknownContextError. */
   async removeContext(id: string): Promise<void> {
-    const context = this.existingContext(id);
-    this.contexts.forget(context);
-    context.running?.lose({
-      name: 'ContextRemoved',
-      reason: `The context was removed (removeContext) while this ran: ${stateLostIn(id)}`,
-    });
-    const connection = this.connection;
-    await context.starting?.catch(() => undefined);
-    if (connection?.alive && context.connection === connection) {
-      await connection.request({ type: 'context-remove', context: id }, this.options.startTimeoutMs);
-    }
+    await this.contexts.remove(this.existingContext(id));
   }
 
   /**
@@ -220,7 +192,6 @@ export class Session {
    */
   async restart(): Promise<void> {
     if (this.closing) throw new SessionClosedError(this.id);
-    const current = this.connection;
     for (const context of this.contexts.all()) {
       if (context.id !== DEFAULT_CONTEXT) {
         this.contexts.forget(
@@ -232,11 +203,8 @@ export class Session {
         );
       }
     }
-    if (current) {
-      this.retired.set(current, { kind: 'restart' });
-      await current.kill();
-    }
-    await this.ensureConnection();
+    await this.sandbox.end({ kind: 'restart' });
+    await this.sandbox.ensure();
   }
 
   /** Stops every process of the session and removes its files. Idempotent. */
@@ -245,13 +213,7 @@ export class Session {
       const closed = new SessionClosedError(this.id);
       for (const context of this.contexts.all()) context.running?.abandon(closed);
       for (const run of this.commandRuns.all()) run.sandboxEnded(closed);
-      const connection = this.connection;
-      await this.starting?.catch(() => undefined);
-      for (const candidate of new Set([connection, this.connection])) {
-        if (!candidate) continue;
-        this.retired.set(candidate, { kind: 'close' });
-        await candidate.kill();
-      }
+      await this.sandbox.end({ kind: 'close' });
       await this.volume.dispose();
     })();
     return this.closing;
@@ -267,7 +229,7 @@ export class Session {
 
   /** Host-side resource usage of the current sandbox, where the backend measures it. */
   async usage() {
-    return (await this.connection?.sandbox.usage?.()) ?? {};
+    return (await this.sandbox.current?.sandbox.usage?.()) ?? {};
   }
 
   // --- internals -------------------------------------------------------------
@@ -290,58 +252,8 @@ export class Session {
     return result;
   }
 
-  private ensureConnection(): Promise<KernelConnection> {
-    if (this.closing) return Promise.reject(new SessionClosedError(this.id));
-    if (this.connection?.alive && !this.starting) return Promise.resolve(this.connection);
-    if (!this.starting) {
-      this.starting = this.startSandbox().finally(() => {
-        this.starting = undefined;
-      });
-    }
-    return this.starting;
-  }
-
-  private async startSandbox(): Promise<KernelConnection> {
-    const sandbox = await this.backend.start({
-      volume: this.volume,
-      limits: this.options.limits,
-      kernelOptions: {
-        outputBytes: this.options.outputBytes,
-        resultBytes: this.options.resultBytes,
-        fileTransferBytes: this.options.fileTransferBytes,
-        preloadModules: this.options.preloadModules,
-      },
-      environment: this.options.environment,
-    });
-    const connection = new KernelConnection(sandbox, {
-      messageLimits: messageLimits(this.options),
-      startTimeoutMs: this.options.startTimeoutMs,
-    });
-    try {
-      const ready = await connection.ready;
-      if (ready.protocolVersion !== KERNEL_PROTOCOL_VERSION) {
-        throw new SandboxStartError(
-          `The kernel speaks protocol ${ready.protocolVersion}, this host ${KERNEL_PROTOCOL_VERSION}; reinstall sandcell (\`npm run setup\`).`,
-        );
-      }
-    } catch (error) {
-      await connection.kill();
-      if (error instanceof SandcellError && error.code === 'sandbox-start-failed') throw error;
-      const dataNote = connection.exit?.reason === 'out-of-memory' ? await this.deaths.dataShareNote(0) : '';
-      throw new SandboxStartError(
-        `The sandbox did not start: ${(error as Error).message}${dataNote ? ` ${dataNote.charAt(0).toUpperCase()}${dataNote.slice(1)}` : ''} Run \`sandcell doctor\` to check this machine.`,
-        { cause: error },
-      );
-    }
-    connection.onContextExit((event) => void this.contextExited(connection, event));
-    void connection.exited.then((exit) => this.sandboxEnded(connection, exit));
-    this.contexts.sandboxStarted(connection);
-    this.connection = connection;
-    return connection;
-  }
-
   private async request<Request extends KernelRequest>(request: Request): Promise<ReplyTo<Request>> {
-    const connection = await this.ensureConnection();
+    const connection = await this.sandbox.ensure();
     this.lastActivity = Date.now();
     return connection.request(request, DEFAULT_REQUEST_TIMEOUT_MS);
   }
@@ -363,94 +275,10 @@ export class Session {
       outputBytes: this.options.outputBytes,
       resultBytes: this.options.resultBytes,
       stateLostBefore: context.takeStateLossNote(),
-      replaceKernel: () => this.replaceStuckKernel(context, connection),
+      replaceKernel: () => this.sandbox.replaceStuckKernel(context, connection),
     });
     this.lastActivity = Date.now();
     return execution;
-  }
-
-  /**
-   * Code ignored its interrupt: restart its context's kernel; when the sandbox
-   * does not do that in time, replace the whole sandbox.
-   */
-  private async replaceStuckKernel(
-    context: SessionContext,
-    connection: KernelConnection,
-  ): Promise<{ scope: 'context' } | { scope: 'sandbox'; why: string }> {
-    try {
-      await this.contexts.restartKernel(context, connection, this.options.contextRestartTimeoutMs);
-      return { scope: 'context' };
-    } catch (error) {
-      if (connection.alive) {
-        this.retired.set(connection, { kind: 'stuck', context: context.id });
-        await connection.kill();
-      }
-      // Have a fresh sandbox ready for the next run.
-      void this.ensureConnection().catch(() => undefined);
-      return { scope: 'sandbox', why: (error as Error).message };
-    }
-  }
-
-  /** A context's kernel ended on its own: a run in it ends with its state lost, an idle one says so next time. */
-  private async contextExited(connection: KernelConnection, event: ContextExitEvent): Promise<void> {
-    const context = this.contexts.get(event.context);
-    if (this.closing || this.retired.has(connection) || !context?.liveIn(connection)) return;
-    context.exited = true;
-    const running = context.running;
-    const idleNote = (description: string) =>
-      `The kernel stopped between runs (${description}), so it was restarted and ${stateLostIn(context.id)}`;
-    if (!running) context.stateLossNote = idleNote(describeContextExit(event, false));
-    const outOfMemory = await connection.outOfMemorySinceLastAsked();
-    if (!running) {
-      if (outOfMemory && context.exited) context.stateLossNote = idleNote(describeContextExit(event, true));
-      return;
-    }
-    const cause = await this.deaths.kernelDeathCause(describeContextExit(event, outOfMemory), outOfMemory);
-    running.lose({ name: 'KernelDied', reason: `${cause} The kernel was restarted: ${stateLostIn(context.id)}` });
-    // Have a fresh kernel ready for the next run.
-    if (!this.closing) void this.contexts.ensureLive(context).catch(() => undefined);
-  }
-
-  /** The sandbox ended: what ran in it ends, each context's next run says its state was lost. */
-  private async sandboxEnded(connection: KernelConnection, exit: SandboxExit): Promise<void> {
-    const retirement = this.retired.get(connection);
-    if (this.closing || retirement?.kind === 'close') return;
-    const affected = this.contexts.all().filter((context) => context.connection === connection);
-    if (retirement?.kind === 'restart') {
-      this.commandRuns.sandboxEnded(connection);
-      for (const context of affected) {
-        context.running?.lose({
-          name: 'KernelRestarted',
-          reason: `The session was restarted (session.restart()) while this ran: ${stateLostIn(context.id)}`,
-        });
-      }
-      return;
-    }
-    const why =
-      retirement?.kind === 'stuck'
-        ? `code in context ${JSON.stringify(retirement.context)} did not stop when interrupted and its kernel could not be restarted alone, so the whole sandbox was killed`
-        : `the sandbox ended (${describeExit(exit)})`;
-    this.commandRuns.sandboxEnded(connection, new SandboxCrashedError(`The command was killed: ${why}.`));
-    const running = affected.filter((context) => context.running);
-    for (const context of affected) {
-      if (context.running) continue;
-      context.stateLossNote =
-        retirement?.kind === 'stuck'
-          ? `Between runs, ${why} and restarted, so ${stateLostIn(context.id)}`
-          : `The kernel stopped between runs (${describeExit(exit)}), so it was restarted and ${stateLostIn(context.id)}`;
-    }
-    if (running.length === 0) return;
-    const cause =
-      retirement?.kind === 'stuck'
-        ? `The whole sandbox was killed and restarted: ${why}.`
-        : await this.deaths.sandboxDeathCause(connection, exit);
-    for (const context of running) {
-      context.running?.lose({
-        name: 'KernelDied',
-        reason: `${cause} The kernel was restarted: ${stateLostIn(context.id)}`,
-      });
-    }
-    if (!this.closing) void this.ensureConnection().catch(() => undefined);
   }
 }
 
