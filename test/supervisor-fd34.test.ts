@@ -11,7 +11,7 @@ import { startHostSupervisor } from './support/host-supervisor.js';
 import type { RawSandbox, WireMessage } from './support/raw-sandbox.js';
 
 const FIXTURE = path.join(import.meta.dirname, 'fixtures', 'fd34-kernel.py');
-const OUTPUT_BYTES = 64 * 1024;
+const OUTPUT_BYTES = 256 * 1024;
 
 const streamed = (messages: WireMessage[], name: string) =>
   messages
@@ -57,17 +57,17 @@ describe('supervisor: a kernel on fds 3 and 4', () => {
 
   it('keeps order when the output is far larger than a pipe holds, and decodes UTF-8 cut between writes', async () => {
     const messages = await raw.execute(
-      'import os\nos.write(1, b"a" * 50000)\nos.write(1, b"\\xc3")\nos.write(1, b"\\xa9" + b"b" * 10000)\nresult = "done"',
+      'import os\nos.write(1, b"a" * 100000)\nos.write(1, b"\\xc3")\nos.write(1, b"\\xa9" + b"b" * 10000)\nresult = "done"',
       'fixture',
     );
-    expect(streamed(messages, 'stdout')).toBe(`${'a'.repeat(50000)}é${'b'.repeat(10000)}`);
+    expect(streamed(messages, 'stdout')).toBe(`${'a'.repeat(100000)}é${'b'.repeat(10000)}`);
     const types = messages.map((message) => message.type);
     expect(types.slice(-2)).toEqual(['result', 'execution-end']);
     expect(types.filter((type) => type === 'stream').length).toBeGreaterThan(1);
   });
 
   it('cuts an execution’s output at outputBytes, says so on its end, and starts the next one afresh', async () => {
-    const flooded = await raw.execute('import os\nfor _ in range(20):\n    os.write(1, b"x" * 10000)', 'fixture');
+    const flooded = await raw.execute('import os\nfor _ in range(30):\n    os.write(1, b"x" * 10000)', 'fixture');
     expect(streamed(flooded, 'stdout')).toBe('x'.repeat(OUTPUT_BYTES));
     expect(flooded.at(-1)).toMatchObject({ type: 'execution-end', outputTruncated: true });
     const next = await raw.execute('print("small")', 'fixture');

@@ -144,7 +144,9 @@ export function runSupervisorContract({ name, createBackend }: ContractOptions):
     it('answers file requests while Python is busy', async () => {
       const id = raw.id('busy');
       const from = raw.messages.length;
-      raw.send({ type: 'execute', id, code: 'while True:\n    pass' });
+      raw.send({ type: 'execute', id, code: 'print("spinning", flush=True)\nwhile True:\n    pass' });
+      // Interrupt only what runs: an interrupt that comes before its execution starts is for nothing.
+      await raw.next((message) => message.type === 'stream' && message.id === id, from);
       const written = await raw.request({
         type: 'file-write',
         path: 'busy.txt',
