@@ -47,7 +47,12 @@ def spawn(argv, cwd, env, descriptors):
     if executable is None:
         raise SpawnError("exec", errno.ENOENT, "%s: command not found" % argv[0])
     error_read, error_write = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as error:  # the process limit, most often
+        os.close(error_read)
+        os.close(error_write)
+        raise SpawnError("fork", error.errno or 0, error.strerror or str(error))
     if pid == 0:  # the child: only async-signal-safe-ish work until exec
         step = "setsid"
         try:
