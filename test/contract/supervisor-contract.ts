@@ -141,6 +141,21 @@ export function runSupervisorContract({ name, createBackend }: ContractOptions):
       });
     });
 
+    it('answers a command it cannot start for the process limit with an error, and goes on', async () => {
+      await withRaw(backend, { limits: { processes: 40 } }, async (small) => {
+        const filled = await small.execute(
+          'import os, time\nchildren = []\nwhile True:\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(600)\n        os._exit(0)\n    children.append(pid)\nlen(children) > 0',
+        );
+        expect(filled.find((message) => message.type === 'result')?.data).toEqual({ 'text/plain': 'True' });
+        const refused = await small.command('echo never');
+        expect(refused.end).toMatchObject({ exitCode: null, error: { code: 'spawn-failed' } });
+        await small.execute(
+          'import signal\nfor pid in children:\n    os.kill(pid, signal.SIGKILL)\n    os.waitpid(pid, 0)',
+        );
+        expect((await small.command('echo again')).stdout).toBe('again\n');
+      });
+    });
+
     it('answers file requests while Python is busy', async () => {
       const id = raw.id('busy');
       const from = raw.messages.length;
