@@ -116,6 +116,8 @@ class Supervisor:
             self.send({"type": "protocol-error", "message": "invalid JSON request"})
             return
         kind = message.get("type")
+        if not isinstance(kind, str):
+            kind = None
         if self.legacy and ("context" in message or kind in VERSION_2_REQUESTS):
             self.legacy = False
         try:
