@@ -209,7 +209,7 @@ class Supervisor:
 
     def answer_start(self, message, context_id, ok, body):
         if ok:
-            self.reply(message, dict(body, context=context_id))
+            self.reply(message, body)
         else:
             self.log(body["message"])
             self.reply(message, error=RequestError(body["code"], body["message"]))
@@ -225,7 +225,7 @@ class Supervisor:
     def context_remove(self, message):
         context = self.existing_context(message)
         del self.contexts[context.id]
-        context.kill(lambda: self.reply(message, {"context": context.id}))
+        context.kill(lambda: self.reply(message))
 
     def existing_context(self, message):
         context_id = message.get("context")
