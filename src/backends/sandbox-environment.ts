@@ -3,7 +3,7 @@
  * where the kernel lives, and an environment built explicitly (nothing is
  * inherited from the host).
  */
-export { kernelFiles, SUPERVISOR_SCRIPT } from '../kernel/index.js';
+export { kernelFiles, SUPERVISOR_PYTHON_FLAGS, SUPERVISOR_SCRIPT } from '../kernel/index.js';
 
 export const SANDBOX_UID = 1000;
 export const SANDBOX_GID = 1000;

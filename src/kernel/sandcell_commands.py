@@ -11,7 +11,7 @@ import time
 
 from sandcell_event_loop import Outbox, exit_status
 from sandcell_output import OutputBudget, OutputStream
-from sandcell_process import SpawnError, kill_group, pipe, spawn
+from sandcell_process import SpawnError, kill_group, spawn
 
 END_GRACE_S = 0.1
 SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL, "SIGHUP": signal.SIGHUP, "SIGQUIT": signal.SIGQUIT}
@@ -38,9 +38,9 @@ class Command:
         """Starts the process; returns an error {code, message} or None."""
         stdin_read = stdin_write = None
         if self.with_stdin:
-            stdin_read, stdin_write = pipe()
-        stdout_read, stdout_write = pipe()
-        stderr_read, stderr_write = pipe()
+            stdin_read, stdin_write = os.pipe()
+        stdout_read, stdout_write = os.pipe()
+        stderr_read, stderr_write = os.pipe()
         child = [stdin_read, stdout_write, stderr_write]
         try:
             self.pid = spawn([self.supervisor.bash, "-c", self.command], self.cwd, self.env, child)

@@ -19,7 +19,7 @@ import signal
 
 from sandcell_event_loop import READABLE, LineReader, Outbox, exit_status
 from sandcell_output import OutputBudget, OutputStream
-from sandcell_process import SpawnError, find_executable, kill_group, spawn
+from sandcell_process import SpawnError, kill_group, spawn_kernel
 
 # Lines up to this size are parsed (cheap), so the supervisor knows each one
 # is a JSON object and sees its type; longer ones (results, displays) are
@@ -58,45 +58,31 @@ class Context:
         self.streams = []
 
     # --- life -------------------------------------------------------------
-    def start(self, on_start):
-        """Starts the kernel; on_start(ok, body) once it is ready or has failed."""
+    def start(self, on_start, process=None):
+        """Starts the kernel (or takes `process`, one started already);
+        on_start(ok, body) once it is ready or has failed."""
         self.generation += 1
         self.on_start = on_start
         self.state = "starting"
         self.executions.clear()
         self.startup_errors = ""
         self.startup_budget = OutputBudget(1 << 20)
-        requests_read, requests_write = os.pipe()
-        events_read, events_write = os.pipe()
-        output_read, output_write = os.pipe()
-        errors_read, errors_write = os.pipe()
-        if self.mode == "stdio":
-            child = [requests_read, events_write, errors_write]
-            os.close(output_read)
-            os.close(output_write)
-            output_read = output_write = None
-        else:
-            child = [None, output_write, errors_write, requests_read, events_write]
-        try:
-            self.pid = spawn(self.argv, self.cwd, self.env, child)
-        except SpawnError as error:
-            for fd in (requests_read, requests_write, events_read, events_write, errors_read, errors_write, output_read, output_write):
-                if fd is not None:
-                    os.close(fd)
-            self.state = "exited"
-            on_start(False, {"code": "context-start-failed", "message": "the %s kernel could not start: %s" % (self.language, error)})
-            return
-        for fd in child:
-            if fd is not None:
-                os.close(fd)
-        self.requests = Outbox(self.loop, requests_write)
-        os.set_blocking(events_read, False)
-        self.events = LineReader(events_read, self.supervisor.kernel_line_limit, self._on_line, self._on_oversize)
-        self.loop.register(events_read, READABLE, self._on_events_readable)
+        if process is None:
+            try:
+                process = spawn_kernel(self.argv, self.mode, self.cwd, self.env)
+            except SpawnError as error:
+                self.state = "exited"
+                on_start(False, {"code": "context-start-failed", "message": "the %s kernel could not start: %s" % (self.language, error)})
+                return
+        self.pid = process.pid
+        self.requests = Outbox(self.loop, process.requests)
+        os.set_blocking(process.events, False)
+        self.events = LineReader(process.events, self.supervisor.kernel_line_limit, self._on_line, self._on_oversize)
+        self.loop.register(process.events, READABLE, self._on_events_readable)
         self.streams = []
-        if output_read is not None:
-            self.streams.append(OutputStream(self.loop, output_read, "stdout", self._stream_budget, self._send_stream))
-        self.streams.append(OutputStream(self.loop, errors_read, "stderr", self._stream_budget, self._send_stream))
+        if process.output is not None:
+            self.streams.append(OutputStream(self.loop, process.output, "stdout", self._stream_budget, self._send_stream))
+        self.streams.append(OutputStream(self.loop, process.errors, "stderr", self._stream_budget, self._send_stream))
         pid, generation = self.pid, self.generation
         self.loop.on_exit(pid, lambda status: self._on_exit(pid, generation, status))
 
@@ -265,22 +251,3 @@ def _looks_like_object(line):
         return False
     return line[:-1].rstrip(b" \t\r\n")[-1:] != b"{"
 
-
-def kernel_table(kernel_directory, python):
-    """language → (argv, mode). A language is available when its kernel file
-    and its program are both present."""
-    return {
-        "python": ([python, "-I", "-B", kernel_directory + "/sandcell_kernel.py"], "stdio"),
-        "javascript": (["node", kernel_directory + "/sandcell_javascript_kernel.mjs", "javascript"], "fd34"),
-        "typescript": (["node", kernel_directory + "/sandcell_javascript_kernel.mjs", "typescript"], "fd34"),
-        "bash": ([python, "-I", "-B", kernel_directory + "/sandcell_bash_kernel.py"], "fd34"),
-        "r": (["R", "--interactive", "--no-save", "--no-restore", "--no-echo", "-f", kernel_directory + "/sandcell_r_kernel.R"], "fd34"),
-    }
-
-
-def language_available(kernel, path):
-    argv = kernel[0]
-    script = next((argument for argument in argv[1:] if argument.startswith("/")), None)
-    if script is not None and not os.path.isfile(script):
-        return False
-    return find_executable(argv[0], path) is not None

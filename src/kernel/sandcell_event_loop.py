@@ -78,6 +78,8 @@ class EventLoop:
         self.exit_callbacks[pid] = callback
 
     def run(self):
+        # A child that ended before SIGCHLD was handled woke no one.
+        self._reap_children(0)
         while True:
             timeout = -1
             while self.timers and self.timers[0].cancelled:

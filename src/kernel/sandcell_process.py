@@ -47,7 +47,12 @@ def spawn(argv, cwd, env, descriptors):
     if executable is None:
         raise SpawnError("exec", errno.ENOENT, "%s: command not found" % argv[0])
     error_read, error_write = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as error:  # the process limit, most often
+        os.close(error_read)
+        os.close(error_write)
+        raise SpawnError("fork", error.errno or 0, error.strerror or str(error))
     if pid == 0:  # the child: only async-signal-safe-ish work until exec
         step = "setsid"
         try:
@@ -95,6 +100,44 @@ def spawn(argv, cwd, env, descriptors):
     return pid
 
 
+class KernelProcess:
+    """A kernel just started, and our ends of its channels (None where its mode has none)."""
+
+    def __init__(self, pid, requests, events, output, errors):
+        self.pid = pid
+        self.requests = requests
+        self.events = events
+        self.output = output
+        self.errors = errors
+
+
+def spawn_kernel(argv, mode, cwd, env):
+    """Starts a kernel with the descriptors of its mode (docs/kernel-protocol.md):
+    'stdio': requests on 0, events on 1, startup errors on 2;
+    'fd34': /dev/null on 0, output on 1 and 2, requests on 3, events on 4."""
+    requests_read, requests_write = os.pipe()
+    events_read, events_write = os.pipe()
+    errors_read, errors_write = os.pipe()
+    output_read = output_write = None
+    if mode == "stdio":
+        child = [requests_read, events_write, errors_write]
+    else:
+        output_read, output_write = os.pipe()
+        child = [None, output_write, errors_write, requests_read, events_write]
+    try:
+        pid = spawn(argv, cwd, env, child)
+    except SpawnError:
+        for fd in (requests_write, events_read, errors_read, output_read):
+            if fd is not None:
+                os.close(fd)
+        raise
+    finally:
+        for fd in child:
+            if fd is not None:
+                os.close(fd)
+    return KernelProcess(pid, requests_write, events_read, output_read, errors_read)
+
+
 def kill_group(pid, number=signal.SIGKILL):
     """Signals a whole process group; one that has ended is no error."""
     try:
@@ -102,8 +145,3 @@ def kill_group(pid, number=signal.SIGKILL):
     except (ProcessLookupError, PermissionError):
         pass
 
-
-def pipe():
-    """A pipe whose ends are ours alone (children get them only through spawn)."""
-    read_end, write_end = os.pipe()
-    return read_end, write_end

@@ -16,7 +16,8 @@ import signal
 import sys
 
 from sandcell_commands import SIGNALS, Command
-from sandcell_contexts import Context, kernel_table, language_available
+from sandcell_contexts import Context
+from sandcell_kernels import kernel_table, language_available
 from sandcell_event_loop import READABLE, EventLoop, LineReader, write_all
 from sandcell_process import find_executable, kill_group
 
@@ -115,6 +116,8 @@ class Supervisor:
             self.send({"type": "protocol-error", "message": "invalid JSON request"})
             return
         kind = message.get("type")
+        if not isinstance(kind, str):
+            kind = None
         if self.legacy and ("context" in message or kind in VERSION_2_REQUESTS):
             self.legacy = False
         try:
@@ -142,9 +145,11 @@ class Supervisor:
                 self.log(error)
 
     # --- contexts -----------------------------------------------------------
-    def boot(self):
-        """Starts the `python` context; `ready` goes out when it is ready."""
-        self.start_context(DEFAULT_CONTEXT, "python", None, None, self.booted)
+    def boot(self, process):
+        """Takes on the `python` context, whose kernel `process` main() started
+        before the supervisor's modules were loaded; `ready` goes out when it
+        is ready."""
+        self.start_context(DEFAULT_CONTEXT, "python", None, None, self.booted, process)
 
     def booted(self, ok, body):
         if not ok:
@@ -160,7 +165,7 @@ class Supervisor:
                 languages[language] = body["version"] if language == "python" else None
         self.send({"type": "ready", "protocolVersion": PROTOCOL_VERSION, "pid": os.getpid(), "python": body["version"], "languages": languages})
 
-    def start_context(self, context_id, language, cwd, env, on_start):
+    def start_context(self, context_id, language, cwd, env, on_start, process=None):
         kernel = self.kernels.get(language) if isinstance(language, str) else None
         if kernel is None or not language_available(kernel, self.kernel_env.get("PATH", "")):
             raise RequestError("language-unavailable", "the language %r is not available in this sandbox" % (language,))
@@ -172,7 +177,7 @@ class Supervisor:
                 del self.contexts[context_id]
             on_start(ok, body)
 
-        context.start(started)
+        context.start(started, process)
 
     def route(self, kind, message, line):
         context_id = message.get("context", DEFAULT_CONTEXT)
@@ -204,7 +209,7 @@ class Supervisor:
 
     def answer_start(self, message, context_id, ok, body):
         if ok:
-            self.reply(message, dict(body, context=context_id))
+            self.reply(message, body)
         else:
             self.log(body["message"])
             self.reply(message, error=RequestError(body["code"], body["message"]))
@@ -220,7 +225,7 @@ class Supervisor:
     def context_remove(self, message):
         context = self.existing_context(message)
         del self.contexts[context.id]
-        context.kill(lambda: self.reply(message, {"context": context.id}))
+        context.kill(lambda: self.reply(message))
 
     def existing_context(self, message):
         context_id = message.get("context")

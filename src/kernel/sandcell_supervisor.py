@@ -100,12 +100,21 @@ def main():
     write_accounts()
     sys.path.insert(0, KERNEL_DIRECTORY)
     import sandcell_process
-    from sandcell_routes import Supervisor
+    from sandcell_kernels import kernel_table
 
     sandcell_process.CHILD_LIMITS = child_limits
+    # The Python kernel takes far longer to start than anything here: start
+    # it first, and load the rest of the supervisor while it boots.
+    argv, mode = kernel_table(KERNEL_DIRECTORY, sys.executable or "/usr/bin/python3")["python"]
+    try:
+        process = sandcell_process.spawn_kernel(argv, mode, DATA_DIR, dict(os.environ))
+    except sandcell_process.SpawnError as error:
+        os.write(2, ("the python kernel could not start: %s\n" % error).encode("utf-8", "replace"))
+        sys.exit(1)
+    from sandcell_routes import Supervisor
 
     supervisor = Supervisor(options, KERNEL_DIRECTORY)
-    supervisor.boot()
+    supervisor.boot(process)
     supervisor.loop.run()
 
 

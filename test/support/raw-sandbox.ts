@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { resolveLimits, type SandboxLimits } from '../../src/backends/limits.js';
-import type { Sandbox, SandboxBackend, SandboxExit, SandboxVolume } from '../../src/backends/spec.js';
+import type { Sandbox, SandboxBackend, SandboxExit } from '../../src/backends/spec.js';
 import { LineSplitter } from '../../src/internal/line-splitter.js';
 
 export type WireMessage = Record<string, unknown> & { type: string };
@@ -19,9 +19,10 @@ export class RawSandbox {
   private waiters: { match: (message: WireMessage) => boolean; resolve: (message: WireMessage) => void }[] = [];
   private nextId = 1;
 
-  private constructor(
+  /** `dispose` releases what the sandbox used once it has been killed (a backend's volume). */
+  constructor(
     readonly sandbox: Sandbox,
-    readonly volume: SandboxVolume,
+    private readonly dispose: () => Promise<void>,
   ) {
     const splitter = new LineSplitter(
       () => 512 * 1024 * 1024,
@@ -52,7 +53,7 @@ export class RawSandbox {
           ...options.kernelOptions,
         },
       });
-      return new RawSandbox(sandbox, volume);
+      return new RawSandbox(sandbox, () => volume.dispose());
     } catch (error) {
       await volume.dispose();
       throw error;
@@ -134,7 +135,7 @@ export class RawSandbox {
     try {
       return await this.sandbox.kill();
     } finally {
-      await this.volume.dispose();
+      await this.dispose();
     }
   }
 }

@@ -10,6 +10,7 @@ import {
   SANDBOX_GID,
   SANDBOX_HOSTNAME,
   SANDBOX_UID,
+  SUPERVISOR_PYTHON_FLAGS,
   SUPERVISOR_SCRIPT,
 } from '../sandbox-environment.js';
 
@@ -155,7 +156,10 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): Bubbl
     '--clearenv',
   );
   for (const [name, value] of Object.entries(input.environment)) args.push('--setenv', name, value);
-  return { options: args, command: [input.pythonPath, '-I', '-B', `${KERNEL_MOUNT}/${SUPERVISOR_SCRIPT}`] };
+  return {
+    options: args,
+    command: [input.pythonPath, ...SUPERVISOR_PYTHON_FLAGS, `${KERNEL_MOUNT}/${SUPERVISOR_SCRIPT}`],
+  };
 }
 
 /** The size of the empty read-only tmpfs over /usr/local: one page is all it needs. */

@@ -7,7 +7,13 @@
 import type Dockerode from 'dockerode';
 import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
 import type { SandboxLimits } from '../limits.js';
-import { DATA_MOUNT, KERNEL_MOUNT, SANDBOX_HOSTNAME, SUPERVISOR_SCRIPT } from '../sandbox-environment.js';
+import {
+  DATA_MOUNT,
+  KERNEL_MOUNT,
+  SANDBOX_HOSTNAME,
+  SUPERVISOR_PYTHON_FLAGS,
+  SUPERVISOR_SCRIPT,
+} from '../sandbox-environment.js';
 
 /** Every object sandcell creates carries this label; sweeping looks for it. */
 export const MANAGED_LABEL = 'org.sandcell.managed';
@@ -33,8 +39,7 @@ export const KERNEL_COMMAND = [
   `${KERNEL_MOUNT}/seccomp_filter.py`,
   '--exec',
   PYTHON,
-  '-I',
-  '-B',
+  ...SUPERVISOR_PYTHON_FLAGS,
   `${KERNEL_MOUNT}/${SUPERVISOR_SCRIPT}`,
 ];
 
