@@ -293,17 +293,13 @@ export class KernelConnection {
   }
 }
 
-/** Which context's kernel answers `request`: none for what the supervisor answers itself. */
+/** Which context's kernel answers `request`: none for what the supervisor answers itself (files, contexts, commands). */
 function answeringContext(request: KernelRequest): string | undefined {
   switch (request.type) {
     case 'reset':
     case 'ping':
     case 'is-complete':
       return request.context ?? DEFAULT_CONTEXT;
-    case 'context-create':
-    case 'context-restart':
-    case 'context-remove':
-      return request.context;
     default:
       return undefined;
   }

@@ -163,7 +163,7 @@ export class ScriptedSupervisor {
     if (this.contexts.has(id)) throw new Refusal('context-exists', `context ${id} exists`);
     if (!(language in this.options.languages)) throw new Refusal('language-unavailable', `no ${language} here`);
     this.startKernel(id, language);
-    return { context: id, pid: this.nextPid++, language, version: this.options.languages[language] ?? null };
+    return { pid: this.nextPid++, language, version: this.options.languages[language] ?? null };
   }
 
   private restartContext(message: Message): void {
@@ -175,7 +175,11 @@ export class ScriptedSupervisor {
       if (!context) throw new Refusal('unknown-context', `no context ${id}`);
       context.kernel.stop();
       this.startKernel(id, context.language);
-      return { context: id };
+      return {
+        pid: this.nextPid++,
+        language: context.language,
+        version: this.options.languages[context.language] ?? null,
+      };
     });
   }
 
@@ -184,7 +188,7 @@ export class ScriptedSupervisor {
     if (!context) throw new Refusal('unknown-context', `no context ${id}`);
     context.kernel.stop();
     this.contexts.delete(id);
-    return { context: id };
+    return {};
   }
 
   private startKernel(id: string, language: string): void {
