@@ -15,6 +15,7 @@ import {
   AbortError,
   InvalidInputError,
   LanguageUnavailableError,
+  SessionClosedError,
   TooManyContextsError,
   UnknownContextError,
 } from '../errors.js';
@@ -327,5 +328,16 @@ describe('contexts on the scripted backend', () => {
       AbortError,
     );
     expect(session.listContexts()).toHaveLength(1);
+  });
+
+  it('a creation or first run cut short by close fails as closed', async () => {
+    const { session, sandbox } = await scriptedSession({}, { kernelStartMs: 1_000 });
+    const creating = session.createContext({ language: 'r' });
+    const firstRun = session.run('1', { language: 'r' });
+    // Both kernels are starting when the session closes.
+    await expect.poll(() => sandbox()?.requests.length).toBe(2);
+    await session.close();
+    await expect(creating).rejects.toBeInstanceOf(SessionClosedError);
+    await expect(firstRun).rejects.toBeInstanceOf(SessionClosedError);
   });
 });

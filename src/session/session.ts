@@ -148,7 +148,7 @@ export class Session {
   async createContext(options: CreateContextOptions): Promise<ContextInfo> {
     if (this.closing) throw new SessionClosedError(this.id);
     this.lastActivity = Date.now();
-    return this.contexts.create(options);
+    return this.contexts.create(options).catch((error) => this.closedInstead(error));
   }
 
   listContexts(): ContextInfo[] {
@@ -234,6 +234,11 @@ export class Session {
 
   // --- internals -------------------------------------------------------------
 
+  /** A failure because the session closed meanwhile (its sandbox killed under a request) is the closing's. */
+  private closedInstead(error: unknown): never {
+    throw this.closing ? new SessionClosedError(this.id) : error;
+  }
+
   private existingContext(id: string): SessionContext {
     if (this.closing) throw new SessionClosedError(this.id);
     const context = typeof id === 'string' ? this.contexts.get(id) : undefined;
@@ -266,7 +271,7 @@ export class Session {
     } catch (error) {
       // A default context that never started (its language missing, say) does not stay listed.
       if (context.connection === undefined) this.contexts.forget(context, error as Error);
-      throw error;
+      return this.closedInstead(error);
     }
     this.lastActivity = Date.now();
     const execution = await runExecution(connection, context, code, options, {

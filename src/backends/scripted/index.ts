@@ -24,6 +24,8 @@ export interface ScriptedBackendOptions {
    * @default python, javascript, typescript, bash and r
    */
   languages?: Record<string, string | null>;
+  /** How long a new context's kernel takes to start (its `context-create` is answered then). @default 0 */
+  kernelStartMs?: number;
   /**
    * Called as each sandbox starts (`attempt` counts from 1); throwing makes
    * that start fail, as on a broken host. @default every start succeeds
@@ -98,6 +100,7 @@ export class ScriptedBackend implements SandboxBackend {
       files: volume.files,
       languages: this.options.languages ?? DEFAULT_LANGUAGES,
       nextKernelNumber: () => ++this.kernelsStarted,
+      kernelStartMs: this.options.kernelStartMs ?? 0,
       protocolVersion: this.options.protocolVersion ?? KERNEL_PROTOCOL_VERSION,
       sendReady: this.options.sendReady ?? true,
     });

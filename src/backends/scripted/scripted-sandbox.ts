@@ -16,6 +16,7 @@ export interface ScriptedSandboxOptions {
   files: ScriptedFileStore;
   languages: Record<string, string | null>;
   nextKernelNumber: () => number;
+  kernelStartMs: number;
   /** Sent as the kernel's `ready` message; another value tests the host's version check. */
   protocolVersion: number;
   /** Whether the kernel says it is ready at all. */
@@ -45,6 +46,7 @@ export class ScriptedSandbox implements Sandbox {
       files: options.files,
       languages: options.languages,
       nextKernelNumber: options.nextKernelNumber,
+      kernelStartMs: options.kernelStartMs,
       send: (line) => this.send(line),
       die: (exit) => this.die(exit),
       countOomKill: () => {

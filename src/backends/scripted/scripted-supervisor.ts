@@ -19,6 +19,8 @@ export interface ScriptedSupervisorOptions {
   /** Language → version of the runtimes this sandbox has. */
   languages: Record<string, string | null>;
   nextKernelNumber: () => number;
+  /** How long a new context's kernel takes to start. */
+  kernelStartMs: number;
   /** Writes one line on the sandbox's channel. */
   send: (line: string | Message) => void;
   die: (exit: {
@@ -84,7 +86,8 @@ export class ScriptedSupervisor {
         this.toKernel(message);
         break;
       case 'context-create':
-        this.reply(message, () => this.createContext(message));
+        // A kernel takes its time to start: the answer comes once it is ready.
+        setTimeout(() => this.reply(message, () => this.createContext(message)), this.options.kernelStartMs);
         break;
       case 'context-restart':
         this.restartContext(message);
