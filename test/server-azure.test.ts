@@ -26,7 +26,6 @@ afterAll(async () => {
   await server?.close();
 });
 
-
 /** Builds URLs as all three clients do: endpoint + "/" + path + "?identifier=…&api-version=…". */
 function url(path: string, identifier: string, apiVersion = OLD): string {
   const base = endpoint.endsWith('/') ? endpoint : `${endpoint}/`;

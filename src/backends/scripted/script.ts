@@ -18,6 +18,11 @@ export type ScriptedStep =
   | { type: 'sleep'; ms: number }
   /** Waits until interrupted (then a KeyboardInterrupt ends the run); with `ignoreInterrupt`, forever. */
   | { type: 'hang'; ignoreInterrupt?: boolean }
+  /**
+   * Waits until `until()` holds, as code polling for a file the host writes
+   * during the run; an interrupt cuts it short like `sleep`.
+   */
+  | { type: 'wait'; until: () => boolean }
   /** The whole sandbox ends, as a crash or an out-of-memory kill would end it. */
   | { type: 'exit'; reason?: SandboxExit['reason']; code?: number | null; signal?: NodeJS.Signals | null }
   /** Writes a raw line on the kernel's channel: a forged message (an object) or garbage (a string). */
