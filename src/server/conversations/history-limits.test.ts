@@ -15,7 +15,6 @@ import { applyConversationEvent } from '../../protocol/index.js';
 
 type Server = Awaited<ReturnType<typeof startScriptedServer>>;
 const KiB = 1024;
-const _MiB = 1024 * KiB;
 const CUT =
   /\[output cut: this conversation keeps the first [\d.]+ [KM]iB of each step's output; the rest was not kept\]/;
 const DROPPED =
