@@ -23,6 +23,11 @@ export type ScriptedStep =
    * never answered (a stuck sandbox).
    */
   | { type: 'hang'; ignoreInterrupt?: boolean; stallRestart?: boolean }
+  /**
+   * Waits until `until()` holds, as code polling for a file the host writes
+   * during the run; an interrupt cuts it short like `sleep`.
+   */
+  | { type: 'wait'; until: () => boolean }
   /** The whole sandbox ends, as a crash or an out-of-memory kill of the supervisor would end it. */
   | { type: 'exit'; reason?: SandboxExit['reason']; code?: number | null; signal?: NodeJS.Signals | null }
   /**

@@ -10,6 +10,9 @@ import type { ScriptedRun, ScriptedStep } from './script.js';
 
 type Message = Record<string, unknown>;
 
+/** How often a `wait` step checks its condition. */
+const WAIT_POLL_MS = 5;
+
 export interface ScriptedKernelOptions {
   contextId: string;
   language: string;
@@ -175,6 +178,8 @@ export class ScriptedKernel {
         if (step.from === 'kernel' && typeof step.line === 'object') this.send(step.line);
         else this.options.sendRaw(step.line);
         return true;
+      case 'wait':
+        return this.waitUntil(step.until, current, fail);
       case 'sleep':
       case 'hang': {
         const ignoreInterrupt = step.type === 'hang' && step.ignoreInterrupt === true;
@@ -195,5 +200,28 @@ export class ScriptedKernel {
         return true;
       }
     }
+  }
+
+  /** Checks `until` every few milliseconds; false when an interrupt ended the run first. */
+  private async waitUntil(
+    until: () => boolean,
+    current: CurrentRun,
+    fail: (name: string, value: string, traceback?: string[]) => void,
+  ): Promise<boolean> {
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        if (until()) current.wake();
+      }, WAIT_POLL_MS);
+      current.wake = () => {
+        clearInterval(timer);
+        resolve();
+      };
+      if (current.interrupted || until()) current.wake();
+    });
+    if (current.interrupted && !this.stopped) {
+      fail('KeyboardInterrupt', '', ['KeyboardInterrupt']);
+      return false;
+    }
+    return true;
   }
 }
