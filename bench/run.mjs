@@ -16,7 +16,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
 const withServer = !process.argv.includes('--no-server');
 /** The values of every `--name value` on the command line. */
-const flagValues = (name) => process.argv.flatMap((argument, index) => (argument === name ? [process.argv[index + 1]] : []));
+const flagValues = (name) =>
+  process.argv.flatMap((argument, index) => (argument === name ? [process.argv[index + 1]] : []));
 const now = () => performance.now();
 
 function percentile(values, fraction) {
