@@ -263,42 +263,71 @@ export class DataBudget {
         staying.map((index) => plan[index] as number),
       );
     }
-    for (const index of growing) await this.grow(leases[index] as DataLease, plan[index] as number);
+    await this.grow(
+      growing.map((index) => leases[index] as DataLease),
+      growing.map((index) => plan[index] as number),
+    );
     this.updateTimer();
   }
 
-  /** Shrinks each volume above its target to it (never below what it holds), so that growing never takes the sum over the budget. */
+  /**
+   * Shrinks each volume above its target to it (never below what it holds), so
+   * that growing never takes the sum over the budget. The volumes are measured,
+   * then resized all at once (tmpfs.ts runs resizes asked for together in one
+   * process); a volume whose files grew past the target meanwhile is measured again.
+   */
   private async shrink(leases: DataLease[], targets: number[]): Promise<void> {
-    for (const [index, lease] of leases.entries()) {
-      const target = targets[index] as number;
-      // Every shrink asked for happens, however small: with many volumes, the room a new one
-      // gets is the sum of many sub-MiB shrinks (only grows are skipped below RESIZE_STEP_BYTES).
-      if (!lease.member || lease.sizeBytes <= target) continue;
-      for (let attempt = 0; attempt < SHRINK_ATTEMPTS; attempt++) {
-        const size = Math.max(target, await lease.member.usedBytes().catch(() => lease.sizeBytes));
-        if (size >= lease.sizeBytes) break;
-        try {
-          await lease.member.resize(size);
-          lease.sizeBytes = size;
-          break;
-        } catch {
-          // The files grew past the target meanwhile: measure again.
-        }
-      }
+    // Every shrink asked for happens, however small: with many volumes, the room a new one
+    // gets is the sum of many sub-MiB shrinks (only grows are skipped below RESIZE_STEP_BYTES).
+    let left = leases
+      .map((lease, index) => ({ lease, target: targets[index] as number }))
+      .filter(({ lease, target }) => lease.member && lease.sizeBytes > target);
+    for (let attempt = 0; attempt < SHRINK_ATTEMPTS && left.length > 0; attempt++) {
+      const sizes = await Promise.all(
+        left.map(({ lease, target }) =>
+          (lease.member?.usedBytes() ?? Promise.reject()).then(
+            (used) => Math.max(target, used),
+            () => lease.sizeBytes,
+          ),
+        ),
+      );
+      const done = await Promise.all(
+        left.map(async ({ lease }, index) => {
+          const size = sizes[index] as number;
+          if (!lease.member || size >= lease.sizeBytes) return true;
+          try {
+            await lease.member.resize(size);
+            lease.sizeBytes = size;
+            return true;
+          } catch {
+            return false;
+          }
+        }),
+      );
+      left = left.filter((_, index) => !done[index]);
     }
   }
 
-  /** Grows a volume towards `target`, within the room no volume holds. */
-  private async grow(lease: DataLease, target: number): Promise<void> {
-    const room = this.budget - this.committedBytes();
-    const size = floorToPage(Math.min(target, lease.sizeBytes + room));
-    if (size <= lease.sizeBytes || !lease.member) return;
-    try {
-      await lease.member.resize(size);
-      lease.sizeBytes = size;
-    } catch {
-      // Unmounted meanwhile (being disposed of): its lease goes soon.
+  /** Grows volumes towards their targets within the room no volume holds, all at once (as shrink). */
+  private async grow(leases: DataLease[], targets: number[]): Promise<void> {
+    let room = this.budget - this.committedBytes();
+    const grows: { lease: DataLease; member: DataBudgetMember; size: number }[] = [];
+    for (const [index, lease] of leases.entries()) {
+      const size = floorToPage(Math.min(targets[index] as number, lease.sizeBytes + room));
+      if (size <= lease.sizeBytes || !lease.member) continue;
+      grows.push({ lease, member: lease.member, size });
+      room -= size - lease.sizeBytes;
     }
+    await Promise.all(
+      grows.map(async ({ lease, member, size }) => {
+        try {
+          await member.resize(size);
+          lease.sizeBytes = size;
+        } catch {
+          // Unmounted meanwhile (being disposed of): its lease goes soon.
+        }
+      }),
+    );
   }
 
   /** What each volume's files occupy; a volume not mounted yet counts as full. */
