@@ -1,9 +1,11 @@
 // The JavaScript kernel's channel to the supervisor: requests as JSON lines on fd 3, events as
 // JSON lines on fd 4 (docs/kernel-protocol.md, "Kernels"). Events are written synchronously, so
 // one is on its way before any later output of the cell, and its order with fds 1 and 2 (Node
-// writes pipes synchronously on Linux) is the order the code ran in.
+// writes pipes synchronously on Linux) is the order the code ran in. The user's child processes
+// never inherit fds 3 and 4: Node marks the descriptors it inherits close-on-exec at start
+// (libuv's uv_disable_stdio_inheritance).
 import { Buffer } from 'node:buffer';
-import { closeSync, constants, openSync, writeSync } from 'node:fs';
+import { writeSync } from 'node:fs';
 import net from 'node:net';
 import process from 'node:process';
 
@@ -12,25 +14,8 @@ const EVENT_FD = 4;
 // A request larger than this is not one the host sends (code is bounded far below it).
 const REQUEST_LINE_LIMIT = 256 << 20;
 
-/**
- * The descriptor reopened with close-on-exec, so that the user's child processes (a `bash`
- * spawned by the cell) cannot read the kernel's requests or write its events. A pipe reopens
- * through /proc; anything else (a socket) is kept as it is.
- */
-function reopenCloseOnExec(descriptor, flags) {
-  try {
-    const copy = openSync(`/proc/self/fd/${descriptor}`, flags);
-    closeSync(descriptor);
-    return copy;
-  } catch {
-    return descriptor;
-  }
-}
-
 /** Opens the channel: `send(event)` writes one event; `onRequest(request)` hears each request, `onClose()` the end. */
 export function openChannel({ onRequest, onClose }) {
-  const requestFd = reopenCloseOnExec(REQUEST_FD, constants.O_RDONLY | constants.O_NONBLOCK);
-  const eventFd = reopenCloseOnExec(EVENT_FD, constants.O_WRONLY);
   const wait = new Int32Array(new SharedArrayBuffer(4));
 
   const send = (event) => {
@@ -38,7 +23,7 @@ export function openChannel({ onRequest, onClose }) {
     let offset = 0;
     while (offset < bytes.length) {
       try {
-        offset += writeSync(eventFd, bytes, offset);
+        offset += writeSync(EVENT_FD, bytes, offset);
       } catch (error) {
         if (error.code === 'EAGAIN') Atomics.wait(wait, 0, 0, 1);
         else if (error.code === 'EPIPE' || error.code === 'EBADF')
@@ -48,7 +33,7 @@ export function openChannel({ onRequest, onClose }) {
     }
   };
 
-  const input = new net.Socket({ fd: requestFd, readable: true, writable: false });
+  const input = new net.Socket({ fd: REQUEST_FD, readable: true, writable: false });
   input.setEncoding('utf8');
   let pending = '';
   input.on('data', (chunk) => {
