@@ -185,6 +185,32 @@ describe('JavaScript kernel', () => {
     expect((await kernel.execute("path.extname('x.js')")).result).toBe("'.js'");
   });
 
+  it('imports and requires the working directory’s own files', async () => {
+    const kernel = await startKernel();
+    const cell = [
+      "import { writeFileSync } from 'node:fs';",
+      "writeFileSync('helper.mjs', 'export const twice = (n) => 2 * n;');",
+      "writeFileSync('helper.cjs', 'module.exports = { thrice: (n) => 3 * n };');",
+      "const { twice } = await import('./helper.mjs');",
+      "[twice(2), require('./helper.cjs').thrice(2)]",
+    ].join('\n');
+    expect((await kernel.execute(cell)).result).toBe('[ 4, 6 ]');
+  });
+
+  it('runs a script file as a cell: its #! line and exports do not get in the way', async () => {
+    const kernel = await startKernel();
+    const script = [
+      '#!/usr/bin/env node',
+      "export function main() { return 'ran' }",
+      'export const answer = 42;',
+      'export { answer as alias };',
+      'export default class Program {}',
+      'main() + answer',
+    ].join('\n');
+    expect((await kernel.execute(script)).result).toBe("'ran42'");
+    expect((await kernel.execute('typeof Program')).result).toBe("'function'");
+  });
+
   it('sends console.log to stdout and console.error to stderr', async () => {
     const kernel = await startKernel();
     const outcome = await kernel.execute("console.log('to stdout', [1]); console.error('to stderr')");
@@ -261,6 +287,15 @@ describe('JavaScript kernel', () => {
       "setTimeout(() => { throw new Error('from a timer') }, 1); await new Promise((resolve) => setTimeout(resolve, 1000))",
     );
     expect(thrown.error).toMatchObject({ name: 'Error', value: 'from a timer' });
+    expect((await kernel.execute('"alive"')).result).toBe("'alive'");
+  });
+
+  it('prints an error thrown after its execution ended to stderr, and lives on', async () => {
+    const kernel = await startKernel();
+    expect((await kernel.execute("setTimeout(() => { throw new Error('too late') }, 20); 'ended'")).result).toBe(
+      "'ended'",
+    );
+    await vi.waitFor(() => expect(kernel.stderr).toContain('Error: too late'));
     expect((await kernel.execute('"alive"')).result).toBe("'alive'");
   });
 
@@ -345,6 +380,12 @@ describe('TypeScript kernel', () => {
     expect(outcome.result).toBe('[ 3, 1, 9 ]');
     expect((await kernel.execute('const again: number = 1; again')).result).toBe('1');
     expect((await kernel.execute('const again: number = 2; again')).result).toBe('2');
+  });
+
+  it('reads a generic call as TypeScript although it also parses as JavaScript comparisons', async () => {
+    const kernel = await startKernel('typescript');
+    await kernel.execute('function identity<T>(value: T): T { return value }');
+    expect((await kernel.execute('identity<number>(5)')).result).toBe('5');
   });
 
   it('reports a TypeScript syntax error and places runtime errors on the TypeScript lines', async () => {

@@ -27,15 +27,6 @@ export const PARSE_OPTIONS = Object.freeze({
   allowHashBang: true,
 });
 
-/** A cell that cannot be run as written: reported to the user as a SyntaxError. */
-export class CellSyntaxError extends SyntaxError {
-  constructor(message, position) {
-    super(message);
-    this.name = 'SyntaxError';
-    this.position = position;
-  }
-}
-
 /**
  * Parses `source` (acorn, ES latest) and returns the script to run:
  * `{ code, declaredNames, mapPosition(line, column) }`. Throws acorn's SyntaxError for invalid code.
@@ -43,6 +34,9 @@ export class CellSyntaxError extends SyntaxError {
 export function rewriteCell(parser, source) {
   const program = parseCell(parser, source);
   const edits = [{ start: 0, end: 0, text: WRAPPER_START }];
+  // A script's `#!` line (acorn skips it) cannot follow the wrapper's start.
+  if (source.startsWith('#!'))
+    edits.push(blank(source, 0, source.indexOf('\n') === -1 ? source.length : source.indexOf('\n')));
   const declaredNames = new Set();
   const functionNames = [];
   const body = program.body;
@@ -53,14 +47,23 @@ export function rewriteCell(parser, source) {
   }
   for (const [index, statement] of body.entries()) {
     let node = statement;
+    // A file run as a cell may export: what it declares stays, the export goes.
     if (node.type === 'ExportNamedDeclaration' && node.declaration) {
       edits.push(blank(source, node.start, node.declaration.start));
       node = node.declaration;
-    } else if (node.type === 'ExportNamedDeclaration' || node.type.startsWith('Export')) {
-      throw new CellSyntaxError(
-        'a cell cannot export (only `export` before a declaration, which is ignored)',
-        node.start,
-      );
+    } else if (node.type === 'ExportDefaultDeclaration') {
+      const declaration = node.declaration;
+      if (declaration.type.endsWith('Declaration') && declaration.id) {
+        edits.push(blank(source, node.start, declaration.start));
+        node = declaration;
+      } else {
+        edits.push({ start: node.start, end: declaration.start, text: 'void (' });
+        edits.push({ start: declaration.end, end: declaration.end, text: ')' });
+        continue;
+      }
+    } else if (node.type === 'ExportNamedDeclaration' || node.type === 'ExportAllDeclaration') {
+      edits.push(blank(source, node.start, node.end));
+      continue;
     }
     if (node.type === 'VariableDeclaration') {
       declarationToAssignment(source, node, edits, declaredNames, 'statement');

@@ -10,12 +10,11 @@
 import { writeSync } from 'node:fs';
 import process from 'node:process';
 import vm from 'node:vm';
-import { CellSyntaxError, PARSE_OPTIONS, rewriteCell } from './sandcell_javascript_cell.mjs';
+import { PARSE_OPTIONS, rewriteCell } from './sandcell_javascript_cell.mjs';
 import { openChannel } from './sandcell_javascript_channel.mjs';
 import { installGlobals } from './sandcell_javascript_globals.mjs';
 import { boundedMetadata, displayBundle, errorFields, plainText, syntaxError } from './sandcell_javascript_output.mjs';
 import { loadParser } from './sandcell_javascript_parser.mjs';
-import { needsTranspile, transpile, typescriptCompleteness } from './sandcell_javascript_typescript.mjs';
 
 const PROTOCOL_VERSION = 2;
 const LANGUAGE = process.argv[2] === 'typescript' ? 'typescript' : 'javascript';
@@ -58,8 +57,11 @@ let draining = false;
 
 const channel = openChannel({ onRequest: receive, onClose: () => process.exit(0) });
 const resetGlobals = installGlobals(display);
+// They load while `ready` goes out (the first execution waits for them): a cold start is not held
+// up by them, and a pool's warm context has them before its first cell.
 const parserReady = loadParser();
 parserReady.catch(() => {}); // each execution reports it
+const typescriptReady = LANGUAGE === 'typescript' ? import('./sandcell_javascript_typescript.mjs') : undefined;
 
 process.on('SIGINT', () => {
   if (current !== null) finish(current, { error: new Interrupted() });
@@ -103,6 +105,8 @@ function replyFailed(request, code, message) {
 async function drain() {
   draining = true;
   while (queue.length > 0) {
+    // A SIGINT that came for the execution just ended is heard now, while none runs, not by the next.
+    await new Promise((resolve) => setImmediate(resolve));
     const request = queue.shift();
     if (request.type === 'execute') await execute(request);
     else {
@@ -131,7 +135,8 @@ async function execute(request) {
   current = execution;
   try {
     const parser = await parserReady;
-    const run = prepare(parser, typeof request.code === 'string' ? request.code : '', execution.count);
+    const typescript = await typescriptReady;
+    const run = prepare(parser, typescript, typeof request.code === 'string' ? request.code : '', execution.count);
     if (!execution.done) {
       const outcome = run();
       promiseThen.call(
@@ -147,12 +152,12 @@ async function execute(request) {
 }
 
 /** Compiles a cell; returns a function that starts it and gives a promise of its boxed last value. */
-function prepare(parser, code, count) {
+function prepare(parser, typescript, code, count) {
   const cellName = `<cell-${count}>`;
   let javascript = code;
   let mapToSource = (line, column) => ({ line, column });
-  if (LANGUAGE === 'typescript' && needsTranspile(parser, code)) {
-    const transpiled = transpile(code, cellName);
+  if (typescript?.needsTranspile(parser, code)) {
+    const transpiled = typescript.transpile(code, cellName);
     javascript = transpiled.code;
     mapToSource = transpiled.mapPosition;
   }
@@ -160,7 +165,6 @@ function prepare(parser, code, count) {
   try {
     rewritten = rewriteObjectLiteral(parser, javascript) ?? rewriteCell(parser, javascript);
   } catch (error) {
-    if (error instanceof CellSyntaxError) throw syntaxError(javascript, error.position, error.message, cellName);
     if (!(error instanceof SyntaxError) || typeof error.pos !== 'number') throw error;
     // Syntax newer than the parser (acorn 8.8) may still be V8's: run such a cell as written.
     let script;
@@ -299,6 +303,6 @@ async function isComplete(code) {
     if (atEnd) return { status: 'incomplete', indent };
     if (LANGUAGE !== 'typescript') return { status: 'invalid', indent: 0 };
   }
-  const status = typescriptCompleteness(code);
+  const status = (await typescriptReady).typescriptCompleteness(code);
   return { status, indent: status === 'incomplete' ? indent : 0 };
 }

@@ -96,9 +96,14 @@ function runEsbuild(source, extraArguments) {
 export function transpile(source, cellName) {
   const result = runEsbuild(source, ['--sourcemap=inline']);
   if (result.status !== 0) {
-    const report = result.stderr.replaceAll('<stdin>', cellName).trimEnd();
-    const first = /\[ERROR\] (.*)/.exec(report);
-    throw new TranspileError(first ? first[1] : 'esbuild could not transpile the cell', report.split('\n'));
+    // esbuild's report, as a JavaScript syntax error reads: where, the line and a caret, then the message.
+    const report = result.stderr.replaceAll('<stdin>', cellName).trimEnd().split('\n');
+    const messages = report.filter((line) => line.includes('[ERROR] ')).map((line) => line.split('[ERROR] ')[1]);
+    const message = messages[0] ?? 'esbuild could not transpile the cell';
+    const excerpt = report.filter(
+      (line) => !line.includes('[ERROR] ') && line.trim() !== '' && !/^\d+ errors?$/.test(line),
+    );
+    throw new TranspileError(message, [...excerpt.map((line) => line.replace(/^ {4}/, '')), `SyntaxError: ${message}`]);
   }
   const mapStart = result.stdout.lastIndexOf(SOURCE_MAP_PREFIX);
   if (mapStart === -1) return { code: result.stdout, mapPosition: (line, column) => ({ line, column }) };
