@@ -57,8 +57,11 @@ export function rewriteCell(parser, source) {
         edits.push(blank(source, node.start, declaration.start));
         node = declaration;
       } else {
-        edits.push({ start: node.start, end: declaration.start, text: 'void (' });
-        edits.push({ start: declaration.end, end: declaration.end, text: ')' });
+        // The keywords, not up to the declaration: acorn drops parentheses, `(1 + 2)` starts at `1`.
+        const keywordsEnd = source.indexOf('default', node.start) + 'default'.length;
+        const end = source[node.end - 1] === ';' ? node.end - 1 : node.end;
+        edits.push({ start: node.start, end: keywordsEnd, text: 'void (' });
+        edits.push({ start: end, end, text: ')' });
         continue;
       }
     } else if (node.type === 'ExportNamedDeclaration' || node.type === 'ExportAllDeclaration') {
@@ -184,7 +187,7 @@ function rewriteNested(source, program, edits, declaredNames) {
         }
         break;
     }
-    const inside = insideFunction || node.type.includes('Function');
+    const inside = insideFunction || node.type.includes('Function') || node.type === 'StaticBlock';
     for (const key in node) {
       const value = node[key];
       if (Array.isArray(value)) {

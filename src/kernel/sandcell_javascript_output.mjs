@@ -129,7 +129,9 @@ function userFrames(stack, cells) {
   if (firstFrame === -1) return [];
   const frames = lines.slice(firstFrame);
   const lastCellFrame = frames.findLastIndex((line) => line.includes('<cell-'));
-  const kept = lastCellFrame === -1 ? frames : frames.slice(0, lastCellFrame + 1);
+  // An error no cell raised (a cell that did not compile) has only the kernel's frames.
+  if (lastCellFrame === -1) return [];
+  const kept = frames.slice(0, lastCellFrame + 1);
   const result = [];
   let caretShown = false;
   for (const frame of kept) {
