@@ -5,7 +5,7 @@
 // never inherit fds 3 and 4: Node marks the descriptors it inherits close-on-exec at start
 // (libuv's uv_disable_stdio_inheritance).
 import { Buffer } from 'node:buffer';
-import { writeSync } from 'node:fs';
+import { createReadStream, writeSync } from 'node:fs';
 import net from 'node:net';
 import process from 'node:process';
 
@@ -13,6 +13,16 @@ const REQUEST_FD = 3;
 const EVENT_FD = 4;
 // A request larger than this is not one the host sends (code is bounded far below it).
 const REQUEST_LINE_LIMIT = 256 << 20;
+
+/** Requests as a stream: a pipe or socket through the event loop; anything else (a file) through reads. */
+function openRequests() {
+  try {
+    return new net.Socket({ fd: REQUEST_FD, readable: true, writable: false });
+  } catch (error) {
+    if (error.code !== 'ERR_INVALID_FD_TYPE') throw error;
+    return createReadStream(null, { fd: REQUEST_FD, autoClose: false });
+  }
+}
 
 /** Opens the channel: `send(event)` writes one event; `onRequest(request)` hears each request, `onClose()` the end. */
 export function openChannel({ onRequest, onClose }) {
@@ -33,7 +43,7 @@ export function openChannel({ onRequest, onClose }) {
     }
   };
 
-  const input = new net.Socket({ fd: REQUEST_FD, readable: true, writable: false });
+  const input = openRequests();
   input.setEncoding('utf8');
   let pending = '';
   input.on('data', (chunk) => {
