@@ -267,6 +267,32 @@ describe('JavaScript kernel', () => {
     expect((await kernel.execute('kept')).result).toBe("'still here'");
   });
 
+  it('ends a synchronous loop that runs after a top-level await on SIGINT, and keeps the state', async () => {
+    const kernel = await startKernel();
+    await kernel.execute('let before = "kept"');
+    const running = kernel.execute(
+      "await new Promise((resolve) => setTimeout(resolve, 10)); console.log('spinning'); for (;;) {}",
+    );
+    await vi.waitFor(() => expect(kernel.stdout).toContain('spinning'));
+    kernel.interrupt();
+    expect((await running).error?.name).toBe('Interrupted');
+    expect((await kernel.execute('before')).result).toBe("'kept'");
+  });
+
+  it('awaits inside expressions and catches a rejected await, as async code does', async () => {
+    const kernel = await startKernel();
+    const cell = [
+      'const sum = await Promise.resolve(2) + (await Promise.resolve(3)) * 2;',
+      'let caught;',
+      "try { await Promise.reject(new Error('no')) } catch (error) { caught = error.message }",
+      'var yield_ = [sum, caught];',
+      'yield_',
+    ].join('\n');
+    expect((await kernel.execute(cell)).result).toBe("[ 8, 'no' ]");
+    expect((await kernel.execute('var yield = 1; yield + await Promise.resolve(1)')).result).toBe('2');
+    expect((await kernel.execute('for await (const item of [Promise.resolve(5)]) { item }')).error).toBeUndefined();
+  });
+
   it('ends a pending await on SIGINT with Interrupted, and keeps the state', async () => {
     const kernel = await startKernel();
     await kernel.execute('let counter = 1');

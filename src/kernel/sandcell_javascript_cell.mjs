@@ -2,9 +2,12 @@
 //
 // A cell's top-level declarations become assignments to the global object, so re-running
 // `const x = 1` or `class C {}` works and the names outlive the cell (V8 has no REPL mode for
-// vm scripts: a second global `const x` is a SyntaxError). The cell runs inside an async arrow
-// function, so top-level `await` works; the last expression statement is returned, boxed in an
-// array so that a returned promise is shown, not awaited. Static imports become dynamic ones.
+// vm scripts: a second global `const x` is a SyntaxError). The cell becomes a generator whose
+// top-level `await`s are `yield`s: the kernel resumes it after each awaited value inside a vm call
+// that SIGINT can break, so even a loop that runs after an `await` can be interrupted (a cell with
+// a top-level `for await`, or that names a variable `yield`, runs as an async arrow instead). The
+// last expression statement is returned, boxed in an array so that a returned promise is shown,
+// not awaited. Static imports become dynamic ones.
 // Every `import(...)` calls the kernel's loader, because a vm script's own import() needs
 // --experimental-vm-modules. Edits never add lines, so line numbers in stack traces are the
 // cell's own; `mapPosition` undoes their shift of columns.
@@ -16,8 +19,10 @@ export const IMPORT_META_KEY = 'sandcell.importMeta';
 
 const LOADER = `globalThis[Symbol.for(${JSON.stringify(IMPORT_KEY)})]`;
 const IMPORT_META = `globalThis[Symbol.for(${JSON.stringify(IMPORT_META_KEY)})]`;
-const WRAPPER_START = '(async () => {';
-const WRAPPER_END = '\n})()';
+const WRAPPERS = {
+  stepped: { start: '(function* () {', end: '\n}).call(globalThis)', await: 'yield' },
+  async: { start: '(async () => {', end: '\n})()', await: 'await' },
+};
 
 export const PARSE_OPTIONS = Object.freeze({
   ecmaVersion: 'latest',
@@ -28,16 +33,30 @@ export const PARSE_OPTIONS = Object.freeze({
 });
 
 /**
- * Parses `source` (acorn, ES latest) and returns the script to run:
- * `{ code, declaredNames, mapPosition(line, column) }`. Throws acorn's SyntaxError for invalid code.
+ * Parses `source` (acorn, ES latest) and returns the script to run: `{ code, stepped, declaredNames,
+ * mapPosition(line, column) }`; a stepped script gives a generator, the other a promise. `stepped:
+ * false` asks for the async form. Throws acorn's SyntaxError for invalid code.
  */
-export function rewriteCell(parser, source) {
+export function rewriteCell(parser, source, { stepped: allowStepped = true } = {}) {
   const program = parseCell(parser, source);
-  const edits = [{ start: 0, end: 0, text: WRAPPER_START }];
+  const edits = [];
+  const declaredNames = new Set();
+  const nested = /\b(var|import|await)\b/.test(source)
+    ? rewriteNested(source, program, edits, declaredNames)
+    : { awaits: [], forAwait: false };
+  const stepped = allowStepped && !nested.forAwait;
+  const wrapper = stepped ? WRAPPERS.stepped : WRAPPERS.async;
+  edits.push({ start: 0, end: 0, text: wrapper.start });
+  if (stepped) {
+    for (const node of nested.awaits) {
+      // `yield` binds looser than `await`: `await a + 1` becomes `(yield a) + 1`.
+      edits.push({ start: node.start, end: node.start + 'await'.length, text: '(yield' });
+      edits.push({ start: node.end, end: node.end, text: ')', inner: true });
+    }
+  }
   // A script's `#!` line (acorn skips it) cannot follow the wrapper's start.
   if (source.startsWith('#!'))
     edits.push(blank(source, 0, source.indexOf('\n') === -1 ? source.length : source.indexOf('\n')));
-  const declaredNames = new Set();
   const functionNames = [];
   const body = program.body;
   let directivesEnd = 0;
@@ -77,7 +96,7 @@ export function rewriteCell(parser, source) {
     } else if (node.type === 'FunctionDeclaration') {
       functionNames.push(node.id.name);
     } else if (node.type === 'ImportDeclaration') {
-      edits.push(importToAssignment(source, node, declaredNames));
+      edits.push(importToAssignment(source, node, declaredNames, wrapper.await));
     } else if (node.type === 'ExpressionStatement' && index === body.length - 1) {
       // The statement, not its expression: acorn drops parentheses, `({ a: 1 })` starts at `{`.
       const end = source[node.end - 1] === ';' ? node.end - 1 : node.end;
@@ -91,9 +110,8 @@ export function rewriteCell(parser, source) {
     const text = functionNames.map((name) => `globalThis.${name} = ${name};`).join(' ');
     edits.push({ start: directivesEnd, end: directivesEnd, text: directivesEnd === 0 ? text : `; ${text}` });
   }
-  if (/\b(var|import)\b/.test(source)) rewriteNested(source, program, edits, declaredNames);
-  edits.push({ start: source.length, end: source.length, text: WRAPPER_END });
-  return { ...applyEdits(source, edits), declaredNames: [...declaredNames] };
+  edits.push({ start: source.length, end: source.length, text: wrapper.end });
+  return { ...applyEdits(source, edits), stepped, declaredNames: [...declaredNames] };
 }
 
 function parseCell(parser, source) {
@@ -148,8 +166,8 @@ function patternNames(pattern, names = []) {
   return names;
 }
 
-function importToAssignment(source, node, declaredNames) {
-  const load = `(await ${LOADER}(${JSON.stringify(node.source.value)}))`;
+function importToAssignment(source, node, declaredNames, awaitKeyword) {
+  const load = `(${awaitKeyword} ${LOADER}(${JSON.stringify(node.source.value)}))`;
   const parts = [];
   const named = [];
   for (const specifier of node.specifiers) {
@@ -169,10 +187,20 @@ function importToAssignment(source, node, declaredNames) {
   return { start: node.start, end: node.end, text: `void (${parts.join(', ')});${'\n'.repeat(lineBreaks)}` };
 }
 
-/** `var` outside functions below the top level, `import(...)` and `import.meta` anywhere. */
+/**
+ * Rewrites `var` outside functions below the top level, `import(...)` and `import.meta` anywhere;
+ * returns the `await`s outside functions and whether there is a `for await` among them.
+ */
 function rewriteNested(source, program, edits, declaredNames) {
+  const found = { awaits: [], forAwait: false };
   const visit = (node, insideFunction, parent) => {
     switch (node.type) {
+      case 'AwaitExpression':
+        if (!insideFunction) found.awaits.push(node);
+        break;
+      case 'ForOfStatement':
+        if (node.await && !insideFunction) found.forAwait = true;
+        break;
       case 'ImportExpression':
         edits.push({ start: node.start, end: node.start + 'import'.length, text: LOADER });
         break;
@@ -198,11 +226,16 @@ function rewriteNested(source, program, edits, declaredNames) {
     }
   };
   visit(program, false, null);
+  return found;
 }
 
 /** Applies non-overlapping edits; returns the code and a map from its positions (1-based) back to the cell's. */
 function applyEdits(source, edits) {
-  edits.sort((left, right) => left.start - right.start || left.end - right.end);
+  // At one position: insertions before replacements, and an inner node's closing before an outer one's.
+  edits.sort(
+    (left, right) =>
+      left.start - right.start || left.end - right.end || Number(right.inner ?? 0) - Number(left.inner ?? 0),
+  );
   const pieces = [];
   const shifts = new Map(); // line (1-based) → [{ column (generated, 0-based), shift }]
   let position = 0;

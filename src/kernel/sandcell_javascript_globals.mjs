@@ -1,11 +1,12 @@
 // What the JavaScript kernel adds to the global object for cells (`require`, `display`, the
-// module loader behind `import`), and `reset`, which takes the global object back to how it
+// module loader behind `import`, the hook that resumes a stepped cell), and `reset`, which takes the global object back to how it
 // was once these were added: names the cells declared are gone, built-ins they replaced are back.
 import { builtinModules, createRequire } from 'node:module';
 import path from 'node:path';
 import process from 'node:process';
 import { pathToFileURL } from 'node:url';
 import { IMPORT_KEY, IMPORT_META_KEY } from './sandcell_javascript_cell.mjs';
+import { runStep, STEP_KEY } from './sandcell_javascript_stepper.mjs';
 
 const BUILTINS = new Set(builtinModules);
 
@@ -38,6 +39,7 @@ export function installGlobals(display) {
   defineHidden('require', cellRequire());
   defineHidden('display', display);
   defineHidden(Symbol.for(IMPORT_KEY), importForCell);
+  defineHidden(Symbol.for(STEP_KEY), runStep);
   Object.defineProperty(globalThis, Symbol.for(IMPORT_META_KEY), {
     get: () => ({ url: pathToFileURL(path.join(process.cwd(), '[cell]')).href }),
     configurable: true,

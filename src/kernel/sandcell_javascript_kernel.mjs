@@ -4,9 +4,10 @@
 //
 // Cells run in this process's own global scope (no separate vm context: objects from Node's
 // built-ins and from cells share one realm, so `instanceof Error` and `Array.isArray` behave),
-// one at a time, each as a vm script with breakOnSigint, so SIGINT ends a synchronous loop.
-// A pending `await` is ended by the SIGINT listener instead. A synchronous loop that starts
-// after an `await` cannot be stopped from inside Node: the host restarts such a kernel.
+// one at a time, each stretch between top-level awaits in a vm call with breakOnSigint, so SIGINT
+// ends a synchronous loop; a pending `await` is ended by the SIGINT listener instead. A loop in an
+// async function, after that function's own `await`, cannot be stopped from inside Node (only the
+// cell's top level is stepped): the host restarts such a kernel.
 import { writeSync } from 'node:fs';
 import process from 'node:process';
 import vm from 'node:vm';
@@ -15,6 +16,7 @@ import { openChannel } from './sandcell_javascript_channel.mjs';
 import { installGlobals } from './sandcell_javascript_globals.mjs';
 import { boundedMetadata, displayBundle, errorFields, plainText, syntaxError } from './sandcell_javascript_output.mjs';
 import { loadParser } from './sandcell_javascript_parser.mjs';
+import { driveCell } from './sandcell_javascript_stepper.mjs';
 
 const PROTOCOL_VERSION = 2;
 const LANGUAGE = process.argv[2] === 'typescript' ? 'typescript' : 'javascript';
@@ -146,7 +148,7 @@ async function execute(request) {
       );
     }
   } catch (error) {
-    finish(execution, { error: error?.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED' ? new Interrupted() : error });
+    finish(execution, { error });
   }
   await finished;
 }
@@ -186,12 +188,21 @@ function prepare(parser, typescript, code, count) {
       });
     }
   }
-  const script = new vm.Script(rewritten.code, { filename: cellName });
+  let script;
+  try {
+    script = new vm.Script(rewritten.code, { filename: cellName });
+  } catch (error) {
+    // A generator cannot name a variable `yield`: such a cell runs as an async function.
+    if (!rewritten.stepped) throw error;
+    rewritten = rewriteCell(parser, javascript, { stepped: false });
+    script = new vm.Script(rewritten.code, { filename: cellName });
+  }
   const mapPosition = (line, column) => {
     const position = rewritten.mapPosition(line, column);
     return mapToSource(position.line, position.column);
   };
   remember(count, code, mapPosition, javascript.split('\n').length);
+  if (rewritten.stepped) return () => driveCell(script.runInThisContext());
   return () => script.runInThisContext({ breakOnSigint: true });
 }
 
@@ -214,7 +225,7 @@ function remember(count, source, mapPosition, lineCount) {
 function finish(execution, outcome) {
   if (execution.done) return;
   execution.done = true;
-  if ('error' in outcome) emitError(execution, outcome.error);
+  if ('error' in outcome) emitError(execution, isInterruption(outcome.error) ? new Interrupted() : outcome.error);
   else if (Array.isArray(outcome.box) && outcome.box[0] !== undefined) {
     emit(execution, 'result', { 'text/plain': plainText(outcome.box[0]) }, {});
   }
@@ -227,6 +238,15 @@ function finish(execution, outcome) {
   });
   if (current === execution) current = null;
   execution.resolve();
+}
+
+/** Whether a vm call ended because of SIGINT (breakOnSigint); a thrown value's getters may throw. */
+function isInterruption(error) {
+  try {
+    return error instanceof Error && error.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED';
+  } catch {
+    return false;
+  }
 }
 
 function emit(execution, type, data, metadata) {
@@ -249,7 +269,13 @@ function emit(execution, type, data, metadata) {
 }
 
 function emitError(execution, error) {
-  const fields = errorFields(error, cells, OUTPUT_LIMIT);
+  let fields;
+  try {
+    fields = errorFields(error, cells, OUTPUT_LIMIT);
+  } catch {
+    // A thrown Proxy or an error whose getters throw: reported without its details.
+    fields = { name: 'Error', value: 'a value that could not be read was thrown', traceback: [], cut: false };
+  }
   execution.failed = true;
   if (fields.cut) execution.truncated = true;
   channel.send({

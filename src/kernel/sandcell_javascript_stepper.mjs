@@ -1,0 +1,64 @@
+// Runs a stepped cell (a generator: sandcell_javascript_cell.mjs) to its end. Each stretch of the
+// cell between two top-level awaits runs in its own vm call, and between stretches the awaited
+// value is waited for as `await` would (a rejection is thrown back in at the `await`).
+//
+// A vm call with breakOnSigint (SIGINT then ends a loop wherever in the cell it runs) starts and
+// joins a thread: 20 to 100 µs, where a native await costs under 1 µs. So the guard is paid where
+// it is small beside the wait: the first GUARDED_STEPS stretches of a cell are guarded, and after
+// them a stretch whose await waited GUARD_AFTER_WAIT_MS or more. A cell awaiting thousands of
+// already-settled values in a tight loop runs its later stretches unguarded; a loop that never
+// ends in one of those cannot be interrupted, and the host restarts the kernel.
+import vm from 'node:vm';
+
+const GUARDED_STEPS = 100;
+const GUARD_AFTER_WAIT_MS = 1;
+
+/** The global property holding `runStep` (a symbol: invisible to `Object.keys(globalThis)`). */
+export const STEP_KEY = 'sandcell.step';
+
+// The cells may replace these globals; the kernel keeps the originals.
+const NativePromise = Promise;
+const promiseThen = Promise.prototype.then;
+const promiseResolve = Promise.resolve.bind(Promise);
+const STEP_SCRIPT = new vm.Script(`globalThis[Symbol.for(${JSON.stringify(STEP_KEY)})]()`, {
+  filename: 'sandcell-step',
+});
+
+let pendingStep = null;
+
+/** What the step script calls: resumes the cell once. */
+export function runStep() {
+  return pendingStep();
+}
+
+/** A promise of the cell's return value (its boxed last expression), or of the error it threw. */
+export function driveCell(generator) {
+  return new NativePromise((resolve, reject) => {
+    let steps = 0;
+    let lastStepEnd = 0;
+    const step = (method, value) => {
+      let next;
+      pendingStep = () => generator[method](value);
+      const guarded = steps < GUARDED_STEPS || performance.now() - lastStepEnd >= GUARD_AFTER_WAIT_MS;
+      steps += 1;
+      try {
+        next = guarded ? STEP_SCRIPT.runInThisContext({ breakOnSigint: true }) : pendingStep();
+      } catch (error) {
+        reject(error);
+        return;
+      } finally {
+        pendingStep = null;
+        lastStepEnd = performance.now();
+      }
+      if (next.done) resolve(next.value);
+      else {
+        promiseThen.call(
+          promiseResolve(next.value),
+          (result) => step('next', result),
+          (error) => step('throw', error),
+        );
+      }
+    };
+    step('next', undefined);
+  });
+}
