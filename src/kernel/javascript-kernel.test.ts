@@ -303,6 +303,18 @@ describe('JavaScript kernel', () => {
     expect((await kernel.execute('counter')).result).toBe('2');
   });
 
+  it('does not resume an interrupted cell when what it awaited settles later', async () => {
+    const kernel = await startKernel();
+    const running = kernel.execute(
+      "let resumed = false; console.log('sleeping'); await new Promise((resolve) => setTimeout(resolve, 300)); resumed = true",
+    );
+    await vi.waitFor(() => expect(kernel.stdout).toContain('sleeping'));
+    kernel.interrupt();
+    expect((await running).error?.name).toBe('Interrupted');
+    const later = await kernel.execute('await new Promise((resolve) => setTimeout(resolve, 500)); resumed');
+    expect(later.result).toBe('false');
+  });
+
   it('reports an unhandled rejection and an exception thrown by a timer as the execution’s error, and lives on', async () => {
     const kernel = await startKernel();
     const rejected = await kernel.execute(

@@ -140,7 +140,7 @@ async function execute(request) {
     const typescript = await typescriptReady;
     const run = prepare(parser, typescript, typeof request.code === 'string' ? request.code : '', execution.count);
     if (!execution.done) {
-      const outcome = run();
+      const outcome = run(() => execution.done);
       promiseThen.call(
         outcome,
         (box) => finish(execution, { box }),
@@ -202,7 +202,7 @@ function prepare(parser, typescript, code, count) {
     return mapToSource(position.line, position.column);
   };
   remember(count, code, mapPosition, javascript.split('\n').length);
-  if (rewritten.stepped) return () => driveCell(script.runInThisContext());
+  if (rewritten.stepped) return (abandoned) => driveCell(script.runInThisContext(), abandoned);
   return () => script.runInThisContext({ breakOnSigint: true });
 }
 

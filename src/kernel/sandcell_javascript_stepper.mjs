@@ -31,12 +31,16 @@ export function runStep() {
   return pendingStep();
 }
 
-/** A promise of the cell's return value (its boxed last expression), or of the error it threw. */
-export function driveCell(generator) {
+/**
+ * A promise of the cell's return value (its boxed last expression), or of the error it threw.
+ * Once `abandoned()` (the execution was interrupted or failed meanwhile), the cell is not resumed.
+ */
+export function driveCell(generator, abandoned) {
   return new NativePromise((resolve, reject) => {
     let steps = 0;
     let lastStepEnd = 0;
     const step = (method, value) => {
+      if (steps > 0 && abandoned()) return;
       let next;
       pendingStep = () => generator[method](value);
       const guarded = steps < GUARDED_STEPS || performance.now() - lastStepEnd >= GUARD_AFTER_WAIT_MS;
