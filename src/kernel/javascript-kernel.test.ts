@@ -296,7 +296,11 @@ describe('JavaScript kernel', () => {
   it('ends a pending await on SIGINT with Interrupted, and keeps the state', async () => {
     const kernel = await startKernel();
     await kernel.execute('let counter = 1');
-    const running = kernel.execute("counter += 1; console.log('waiting'); await new Promise(() => {})");
+    // Printed from a timer, once the cell is waiting (not as a stretch of it ends, when Node's
+    // breakOnSigint is tearing down its handler and a SIGINT can be lost).
+    const running = kernel.execute(
+      "counter += 1; await new Promise(() => { setTimeout(() => console.log('waiting'), 10) })",
+    );
     await vi.waitFor(() => expect(kernel.stdout).toContain('waiting'));
     kernel.interrupt();
     expect((await running).error?.name).toBe('Interrupted');
@@ -306,7 +310,7 @@ describe('JavaScript kernel', () => {
   it('does not resume an interrupted cell when what it awaited settles later', async () => {
     const kernel = await startKernel();
     const running = kernel.execute(
-      "let resumed = false; console.log('sleeping'); await new Promise((resolve) => setTimeout(resolve, 300)); resumed = true",
+      "let resumed = false; await new Promise((resolve) => { setTimeout(() => console.log('sleeping'), 10); setTimeout(resolve, 300) }); resumed = true",
     );
     await vi.waitFor(() => expect(kernel.stdout).toContain('sleeping'));
     kernel.interrupt();

@@ -2,16 +2,17 @@
 // cell between two top-level awaits runs in its own vm call, and between stretches the awaited
 // value is waited for as `await` would (a rejection is thrown back in at the `await`).
 //
-// A vm call with breakOnSigint (SIGINT then ends a loop wherever in the cell it runs) starts and
-// joins a thread: 20 to 100 µs, where a native await costs under 1 µs. So the guard is paid where
-// it is small beside the wait: the first GUARDED_STEPS stretches of a cell are guarded, and after
-// them a stretch whose await waited GUARD_AFTER_WAIT_MS or more. A cell awaiting thousands of
-// already-settled values in a tight loop runs its later stretches unguarded; a loop that never
-// ends in one of those cannot be interrupted, and the host restarts the kernel.
+// A vm call with breakOnSigint (SIGINT then ends a loop wherever in the cell it runs) is not free:
+// it starts and joins a thread (20 to 100 µs, where a native await costs under 1 µs), and a SIGINT
+// that lands while it sets up or tears down its handler is lost, or even ends the process with
+// Node's default action. So only some stretches are guarded: the first GUARDED_STEPS of a cell
+// (a cell awaits a few times, then loops), then at most one every GUARD_INTERVAL_MS. A cell that
+// awaits in a loop runs mostly unguarded; a never-ending loop that starts in one of those
+// stretches cannot be interrupted, and the host restarts the kernel.
 import vm from 'node:vm';
 
-const GUARDED_STEPS = 100;
-const GUARD_AFTER_WAIT_MS = 1;
+const GUARDED_STEPS = 10;
+const GUARD_INTERVAL_MS = 100;
 
 /** The global property holding `runStep` (a symbol: invisible to `Object.keys(globalThis)`). */
 export const STEP_KEY = 'sandcell.step';
@@ -38,12 +39,12 @@ export function runStep() {
 export function driveCell(generator, abandoned) {
   return new NativePromise((resolve, reject) => {
     let steps = 0;
-    let lastStepEnd = 0;
+    let lastGuardedEnd = 0;
     const step = (method, value) => {
       if (steps > 0 && abandoned()) return;
       let next;
       pendingStep = () => generator[method](value);
-      const guarded = steps < GUARDED_STEPS || performance.now() - lastStepEnd >= GUARD_AFTER_WAIT_MS;
+      const guarded = steps < GUARDED_STEPS || performance.now() - lastGuardedEnd >= GUARD_INTERVAL_MS;
       steps += 1;
       try {
         next = guarded ? STEP_SCRIPT.runInThisContext({ breakOnSigint: true }) : pendingStep();
@@ -52,7 +53,7 @@ export function driveCell(generator, abandoned) {
         return;
       } finally {
         pendingStep = null;
-        lastStepEnd = performance.now();
+        if (guarded) lastGuardedEnd = performance.now();
       }
       if (next.done) resolve(next.value);
       else {
