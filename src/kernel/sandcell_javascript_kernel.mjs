@@ -107,8 +107,6 @@ function replyFailed(request, code, message) {
 async function drain() {
   draining = true;
   while (queue.length > 0) {
-    // A SIGINT that came for the execution just ended is heard now, while none runs, not by the next.
-    await new Promise((resolve) => setImmediate(resolve));
     const request = queue.shift();
     if (request.type === 'execute') await execute(request);
     else {
@@ -117,6 +115,8 @@ async function drain() {
       cells.clear();
       channel.send({ type: 'reply', id: request.id, ok: true });
     }
+    // A SIGINT that came for the execution just ended is heard now, while none runs, not by the next.
+    if (queue.length > 0) await new Promise((resolve) => setImmediate(resolve));
   }
   draining = false;
 }
