@@ -57,7 +57,11 @@ const EXPECTED = {
 
 const backends: { name: string; backendName: string; backend: SandboxBackend }[] = [
   { name: 'bubblewrap', backendName: 'bubblewrap', backend: createBubblewrapBackend() },
-  { name: 'bubblewrap --rootfs runtime', backendName: 'bubblewrap-rootfs', backend: createBubblewrapBackend({ rootfs: 'runtime' }) },
+  {
+    name: 'bubblewrap --rootfs runtime',
+    backendName: 'bubblewrap-rootfs',
+    backend: createBubblewrapBackend({ rootfs: 'runtime' }),
+  },
   { name: 'docker', backendName: 'docker', backend: createDockerBackend() },
 ];
 
