@@ -10,7 +10,7 @@ import type { SandboxBackend } from '../src/backends/spec.js';
 import { withSession } from './contract/backend-contract.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
 
-const PROBE = String.raw`import json
+const PROBE = `import json
 results = {}
 import openpyxl
 book = openpyxl.Workbook(); book.active["A1"] = 42; book.save("book.xlsx")

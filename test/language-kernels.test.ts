@@ -90,9 +90,8 @@ for (const { name, backendName, backend } of backends) {
         const read = await raw.execute('kept <- readLines("shared.txt"); kept', 'r');
         expect(ofType(read, 'result')[0]?.data).toEqual({ 'text/plain': '[1] "from bash"' });
         const plotted = await raw.execute('plot(1:10)', 'r');
-        expect(String((ofType(plotted, 'display')[0]?.data as Record<string, string>)['image/png'])).toMatch(
-          new RegExp(`^${PNG_BASE64_PREFIX}`),
-        );
+        const image = ofType(plotted, 'display')[0]?.data as Record<string, string> | undefined;
+        expect(image?.['image/png']).toMatch(new RegExp(`^${PNG_BASE64_PREFIX}`));
         const failed = await raw.execute('stop("boom")', 'r');
         expect(ofType(failed, 'error')[0]).toMatchObject({ name: 'simpleError', value: 'boom' });
         const interrupted = await interruptAfterStart(raw, 'cat("started\\n"); Sys.sleep(60)', 'r');

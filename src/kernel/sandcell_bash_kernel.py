@@ -44,6 +44,7 @@ exec 2>&62 62>&- 61<&-
 """
 
 SIGCHLD_BYTE = bytes((signal.SIGCHLD,))
+SIGINT_BYTE = bytes((signal.SIGINT,))
 SIGNAL_NAMES = {int(value): value.name for value in signal.Signals}
 
 
@@ -263,9 +264,11 @@ class Kernel:
 
     def on_signals(self):
         received = self.read_signals()
-        if signal.SIGINT in received and self.current is not None:
+        if SIGINT_BYTE in received and self.current is not None:
             self.current["interrupted"] = True  # the shell got the same SIGINT: its status follows
-        status = self.shell.exited() if self.shell is not None else None
+        if SIGCHLD_BYTE not in received or self.shell is None:
+            return
+        status = self.shell.exited()
         if status is None:
             return
         # `exit`, `exec`, `set -e` or a kill ended the shell: start a fresh one.
@@ -296,9 +299,11 @@ class Kernel:
         self.send({"type": "ready", "protocolVersion": PROTOCOL_VERSION, "language": "bash", "version": self.shell.version, "pid": os.getpid()})
         while True:
             ready = [fd for fd, _ in self.poller.poll()]
-            # Signals first: an interrupt must be seen before the status it caused.
-            if self.wakeup_read in ready:
-                self.on_signals()
+            # Signals first, whatever poll said: an interrupt must be seen before
+            # the status it caused, and poll can return that status alone while
+            # the signal's handler (run as poll returned) has already written
+            # its byte to the wakeup pipe.
+            self.on_signals()
             for fd in ready:
                 if self.shell is not None and fd == self.shell.status_read:
                     self.on_statuses()
