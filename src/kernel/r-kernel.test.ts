@@ -124,6 +124,11 @@ describe('the R kernel', { timeout: 60_000 }, () => {
     const [image] = bundles(chart.events, 'display');
     expect(isPng(image?.['image/png'])).toBe(true);
     expect(bundles((await kernel.execute('1')).events, 'display')).toEqual([]);
+    const sized = await kernel.execute(
+      'options(repr.plot.width = 4, repr.plot.height = 3, repr.plot.res = 50)\nplot(1)',
+    );
+    const png = Buffer.from(bundles(sized.events, 'display')[0]?.['image/png'] ?? '', 'base64');
+    expect([png.readUInt32BE(16), png.readUInt32BE(20)]).toEqual([200, 150]);
   });
 
   it('gives code an empty stdin', async () => {

@@ -138,7 +138,12 @@ local({
   open_plot_device <- function(...) {
     opened_devices <<- opened_devices + 1L
     pattern <- file.path(plot_directory, sprintf("%06d-%%04d.png", opened_devices))
-    grDevices::png(pattern, width = 7, height = 5, units = "in", res = 100, type = if (capabilities("cairo")) "cairo" else "Xlib")
+    # The size options IRkernel users already set (repr.plot.*), in inches and dots per inch.
+    grDevices::png(
+      pattern,
+      width = getOption("repr.plot.width", 7), height = getOption("repr.plot.height", 5), units = "in",
+      res = getOption("repr.plot.res", 100), type = if (capabilities("cairo")) "cairo" else "Xlib"
+    )
     plot_devices <<- c(plot_devices, grDevices::dev.cur())
   }
   close_plot_devices <- function() {
