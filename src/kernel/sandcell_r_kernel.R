@@ -9,6 +9,17 @@
 # Interrupts (SIGINT) are suspended everywhere but in the user's code, so one
 # that arrives late, while the kernel is between cells, can never abort the
 # loop; a pending one is let out harmlessly before each cell starts.
+#
+# R's file console (-f) parses one long expression in time that grows with the
+# square of its length (~0.1 s of CPU for the kernel below), so its first, short
+# expression has parse() read this file and run the rest; the console never
+# reads further, since the kernel's loop only ends by quitting R.
+local({
+  arguments <- commandArgs()
+  at <- match("-f", arguments)
+  path <- if (is.na(at)) sub("^--file=", "", grep("^--file=", arguments, value = TRUE)[1]) else arguments[at + 1L]
+  for (expression in parse(path, keep.source = FALSE, encoding = "UTF-8")[-1L]) eval(expression, globalenv())
+})
 local({
   `%or%` <- function(value, default) if (is.null(value)) default else value
 
