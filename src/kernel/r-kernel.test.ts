@@ -99,6 +99,13 @@ describe('the R kernel', { timeout: 60_000 }, () => {
       'stop(structure(class = c("myError", "error", "condition"), list(message = "mine", call = NULL)))',
     );
     expect(custom.error).toMatchObject({ name: 'myError', value: 'mine' });
+    const badPrint = await kernel.execute(
+      'print.bad <- function(x, ...) stop("cannot print")\nstructure(1, class = "bad")',
+    );
+    expect(badPrint.error).toMatchObject({ name: 'simpleError', value: 'cannot print' });
+    const after = await kernel.execute('cat("output goes out\\n"); "printing works again"');
+    expect(after.stdout).toBe('output goes out\n');
+    expect(bundles(after.events, 'result')).toEqual([{ 'text/plain': '[1] "printing works again"' }]);
     const syntax = await kernel.execute('x <- )');
     expect(syntax.error?.value).toContain("unexpected ')'");
   });

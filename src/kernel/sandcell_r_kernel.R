@@ -132,6 +132,23 @@ local({
       paste(body, collapse = "\n"), "\n</tbody>\n</table>"
     )
   }
+  # What print (show, for S4) writes for `value`, as capture.output would give it
+  # joined by line breaks, through one reused connection (capture.output makes a
+  # text connection each time: half of a warm `1+1`).
+  capture <- rawConnection(raw(0), "r+")
+  printed <- function(value) {
+    seek(capture, 0, rw = "write")
+    sink(capture)
+    on.exit(sink()) # a print method that fails must not leave the sink behind
+    if (isS4(value)) methods::show(value) else print(value)
+    size <- seek(capture, rw = "write")
+    text <- rawToChar(rawConnectionValue(capture)[seq_len(size)])
+    if (size > 1048576) { # the connection keeps its largest buffer: start small again
+      close(capture)
+      capture <<- rawConnection(raw(0), "r+")
+    }
+    sub("\n$", "", text)
+  }
   # A visible value as a MIME bundle; a plot object is drawn instead (its page
   # comes back with the cell's other plots), so it has none.
   represent <- function(value) {
@@ -139,7 +156,7 @@ local({
       if (inherits(value, c("grob", "gtable", "gTree"))) grid::grid.draw(value) else print(value)
       return(NULL)
     }
-    text <- paste(utils::capture.output(if (isS4(value)) methods::show(value) else print(value)), collapse = "\n")
+    text <- printed(value)
     bundle <- list("text/plain" = text)
     if (is.data.frame(value) && ncol(value) > 0) bundle[["text/html"]] <- html_table(value)
     bundle
