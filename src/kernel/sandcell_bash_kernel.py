@@ -26,6 +26,7 @@ EVENTS_FD = 4
 STATUS_FD = 63  # the shell's end of the status pipe: high, out of the way of scripts' own
 STDERR_FD = 62  # the real stderr while the shell starts (see RC_SCRIPT)
 RC_FD = 61
+STATUS_LINE_BYTES = 64
 BASH = "/bin/bash"
 
 # Read by bash as its rc file (--rcfile /dev/fd/61). bash starts with stderr on
@@ -105,7 +106,7 @@ class Shell:
         if not data:
             return []
         lines = (self.pending + data).split(b"\n")
-        self.pending = lines.pop()
+        self.pending = lines.pop()[-STATUS_LINE_BYTES:]  # bounded, whatever the code writes to fd 63
         return [line.decode("ascii", "replace") for line in lines]
 
     def exited(self):
