@@ -119,8 +119,13 @@ local({
     rows <- seq_len(min(nrow(frame), MAX_HTML_ROWS))
     shown <- as.data.frame(frame)[rows, , drop = FALSE]
     cells <- as.matrix(format.data.frame(shown, na.encode = FALSE))
-    header <- paste0("<th>", html_escape(names(frame)), "</th>", collapse = "")
-    types <- paste0("<th>&lt;", html_escape(vapply(frame, column_type, "")), "&gt;</th>", collapse = "")
+    # A matrix column formats as several: then the header follows the formatted columns, without types.
+    header <- paste0("<th>", html_escape(colnames(cells)), "</th>", collapse = "")
+    types <- if (ncol(cells) == ncol(frame)) {
+      paste0("<tr><th></th>", paste0("<th>&lt;", html_escape(vapply(frame, column_type, "")), "&gt;</th>", collapse = ""), "</tr>")
+    } else {
+      ""
+    }
     body <- vapply(rows, function(row) {
       paste0("<tr><th>", html_escape(rownames(shown)[row]), "</th>", paste0("<td>", html_escape(cells[row, ]), "</td>", collapse = ""), "</tr>")
     }, "")
@@ -128,7 +133,7 @@ local({
     if (nrow(frame) > length(rows)) caption <- sprintf("%s (the first %d rows)", caption, length(rows))
     paste0(
       "<table class=\"dataframe\">\n<caption>", caption, "</caption>\n",
-      "<thead><tr><th></th>", header, "</tr><tr><th></th>", types, "</tr></thead>\n<tbody>\n",
+      "<thead><tr><th></th>", header, "</tr>", types, "</thead>\n<tbody>\n",
       paste(body, collapse = "\n"), "\n</tbody>\n</table>"
     )
   }
@@ -158,7 +163,10 @@ local({
     }
     text <- printed(value)
     bundle <- list("text/plain" = text)
-    if (is.data.frame(value) && ncol(value) > 0) bundle[["text/html"]] <- html_table(value)
+    if (is.data.frame(value) && ncol(value) > 0) {
+      # The table is extra: a frame R prints but the table cannot show (odd columns) keeps its text.
+      bundle[["text/html"]] <- tryCatch(html_table(value), error = function(condition) NULL)
+    }
     bundle
   }
   # The device R opens when code draws with none open (options(device)): a PNG
