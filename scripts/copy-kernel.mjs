@@ -1,4 +1,5 @@
-// Copies the Python programs that run in the sandbox (and their data files, e.g. the package list) next to the compiled code.
+// Copies what runs in the sandbox next to the compiled code: the Python programs and their data files (e.g. the
+// package list) anywhere under src/, and every kernel file of src/kernel (the kernels of other languages too).
 import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
@@ -7,11 +8,16 @@ function copyPython(source, target) {
     const from = path.join(source, entry.name);
     const to = path.join(target, entry.name);
     if (entry.isDirectory()) copyPython(from, to);
-    else if (entry.name.endsWith('.py') || entry.name.endsWith('.json')) {
+    else if (entry.name.endsWith('.py') || entry.name.endsWith('.json') || isKernelFile(source, entry.name)) {
       mkdirSync(target, { recursive: true });
       copyFileSync(from, to);
     }
   }
+}
+
+/** The same pattern as kernelFiles() in src/kernel/index.ts. */
+function isKernelFile(directory, name) {
+  return path.normalize(directory) === path.normalize('src/kernel') && /^sandcell_[a-z0-9_]+\.(py|mjs|R)$/.test(name);
 }
 
 copyPython('src', 'dist');

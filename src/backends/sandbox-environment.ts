@@ -3,13 +3,13 @@
  * where the kernel lives, and an environment built explicitly (nothing is
  * inherited from the host).
  */
-export { KERNEL_SCRIPT } from '../kernel/index.js';
+export { kernelFiles, SUPERVISOR_PYTHON_FLAGS, SUPERVISOR_SCRIPT } from '../kernel/index.js';
 
 export const SANDBOX_UID = 1000;
 export const SANDBOX_GID = 1000;
 export const SANDBOX_USER = 'sandbox';
 export const SANDBOX_HOSTNAME = 'sandbox';
-/** Where the kernel program is inside the sandbox. */
+/** Where the supervisor and the kernels are inside the sandbox. */
 export const KERNEL_MOUNT = '/opt/sandcell';
 export const DATA_MOUNT = '/mnt/data';
 

@@ -173,7 +173,8 @@ export function approvalPrompt(
 /** In a terminal with $VISUAL or $EDITOR, the editor; otherwise new code typed (or piped) in, ending with a "." line. */
 async function editCode(reader: LineReader, output: NodeJS.WriteStream, code: string): Promise<string | undefined> {
   const editor = process.env.VISUAL || process.env.EDITOR;
-  if (editor && process.stdin.isTTY) {
+  // The command's own input, not the process's: an editor only when the user types at a terminal.
+  if (editor && reader.interface.terminal) {
     const directory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-edit-'));
     const file = path.join(directory, 'code.py');
     try {

@@ -19,7 +19,9 @@ describe('the runtime recipe', () => {
     expect(dockerfile).toMatch(/^FROM debian:bookworm-slim\n/);
     for (const pkg of sandboxPackages()) expect(dockerfile).toContain(` ${pkg}`);
     expect(dockerfile).toContain('ln -sf /tmp/.sandcell/passwd /etc/passwd && ln -sf /tmp/.sandcell/group /etc/group');
-    expect(dockerfile).toContain('COPY sandcell_kernel.py seccomp_filter.py /opt/sandcell/');
+    expect(dockerfile).toMatch(/COPY (sandcell_\w+\.(py|mjs|R) )+seccomp_filter\.py \/opt\/sandcell\//);
+    for (const name of ['sandcell_supervisor.py', 'sandcell_kernel.py', 'sandcell_files.py'])
+      expect(dockerfile).toContain(` ${name} `);
     expect(dockerfile).toContain(`org.sandcell.runtime-version=${runtimeVersion()}`);
   });
 });

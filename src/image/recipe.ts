@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SANDBOX_GID, SANDBOX_UID } from '../backends/sandbox-environment.js';
-import { KERNEL_SCRIPT, kernelDirectory, SECCOMP_SCRIPT } from '../kernel/index.js';
+import { kernelDirectory, kernelFiles, SECCOMP_SCRIPT } from '../kernel/index.js';
 
 /** Bump when the build steps change in a way the inputs below do not show. */
 const RECIPE_REVISION = 2;
@@ -39,10 +39,10 @@ export function sandboxPackages(): string[] {
   return [...packageLists.sandbox];
 }
 
-/** Files copied into /opt/sandcell of the runtime. */
+/** Files copied into /opt/sandcell of the runtime: the supervisor, the kernels, and the seccomp filter containers load. */
 export function runtimeFiles(): { name: string; source: string }[] {
   return [
-    { name: KERNEL_SCRIPT, source: path.join(kernelDirectory, KERNEL_SCRIPT) },
+    ...kernelFiles().map((name) => ({ name, source: path.join(kernelDirectory, name) })),
     { name: path.basename(SECCOMP_SCRIPT), source: SECCOMP_SCRIPT },
   ];
 }

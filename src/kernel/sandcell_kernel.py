@@ -1,32 +1,31 @@
-"""sandcell kernel: runs inside the sandbox and executes Python for the host.
+"""sandcell's Python kernel: the `python` contexts of a sandbox, started by
+the supervisor (sandcell_supervisor.py), which owns the host channel.
 
-Protocol (version 1): newline-delimited JSON. The host writes requests to our
-stdin and reads replies from our stdout. At start-up the protocol moves to
-private descriptors, and descriptors 0/1/2 are replaced by /dev/null and two
-pipes, so that anything written straight to fd 1 or 2 (os.system, subprocess,
-C extensions) is captured as stream output and can never corrupt the channel.
+Protocol (version 2, docs/kernel-protocol.md): newline-delimited JSON. The
+supervisor writes requests to our stdin and reads events from our stdout. At
+start-up the protocol moves to private descriptors, and descriptors 0/1/2 are
+replaced by /dev/null and two pipes, so that anything written straight to fd 1
+or 2 (os.system, subprocess, C extensions) is captured as stream output and
+can never corrupt the channel. Until then, fd 2 is how a failed start is told.
 
 Threads:
 - main thread: runs code (IPython InteractiveShell), one request at a time;
-- control thread: reads requests; handles interrupt / shutdown / files /
-  is-complete at once, even while user code is busy;
+- control thread: reads requests; handles interrupt / shutdown / is-complete
+  at once, even while user code is busy;
 - one reader thread per captured descriptor, and a flusher that sends
   buffered stream output at least every FLUSH_INTERVAL_S.
 """
 
 import base64
-import errno
 import json
 import os
 import queue
 import signal
-import stat
 import sys
 import threading
 import time
 
-PROTOCOL_VERSION = 1
-DATA_DIR = "/mnt/data"
+PROTOCOL_VERSION = 2
 FLUSH_INTERVAL_S = 0.05
 STREAM_CHUNK_BYTES = 8192
 # The images among these, and how the host carries each: src/protocol/images.ts.
@@ -55,7 +54,6 @@ def _read_options():
 OPTIONS = _read_options()
 OUTPUT_LIMIT = int(OPTIONS.get("outputBytes", 1 << 20))
 RESULT_LIMIT = int(OPTIONS.get("resultBytes", 32 << 20))
-FILE_LIMIT = int(OPTIONS.get("fileTransferBytes", 64 << 20))
 # Jupyter metadata is a few keys (image sizes, flags); past this a result
 # keeps its data and loses its metadata.
 METADATA_LIMIT = min(1 << 20, RESULT_LIMIT)
@@ -65,34 +63,6 @@ ERROR_NAME_LIMIT = 1024
 ERROR_VALUE_LIMIT = OUTPUT_LIMIT
 ERROR_TRACEBACK_LIMIT = OUTPUT_LIMIT
 TRACEBACK_NOTE_BYTES = 200
-
-
-def _apply_rlimits(limits):
-    """Lower resource limits before any user code runs; the sandbox has no
-    CAP_SYS_RESOURCE in the initial user namespace, so they cannot be raised."""
-    import resource
-
-    names = {
-        "addressSpaceBytes": resource.RLIMIT_AS,
-        "processes": resource.RLIMIT_NPROC,
-        "cpuSeconds": resource.RLIMIT_CPU,
-        "fileSizeBytes": resource.RLIMIT_FSIZE,
-        "openFiles": resource.RLIMIT_NOFILE,
-    }
-    for key, which in names.items():
-        value = limits.get(key)
-        if value is None:
-            continue
-        value = int(value)
-        soft, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        # CPU: the soft limit delivers SIGXCPU, the hard one SIGKILL a second later.
-        hard_value = value + 1 if which == resource.RLIMIT_CPU else value
-        if hard != resource.RLIM_INFINITY:
-            hard_value = min(hard_value, hard)
-        resource.setrlimit(which, (value, hard_value))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 class Channel:
@@ -359,177 +329,6 @@ def cut_traceback(entries, limit):
     return kept, True
 
 
-class FileError(Exception):
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
-
-
-def _resolve(path):
-    """Maps a relative path under /mnt/data to an absolute one, refusing
-    escapes. Symlinks are refused in every component."""
-    if not isinstance(path, str) or "\x00" in path:
-        raise FileError("invalid-path", "path must be a string without NUL bytes")
-    if path.startswith("/mnt/data/"):
-        path = path[len("/mnt/data/") :]
-    parts = [part for part in path.split("/") if part not in ("", ".")]
-    if path.startswith("/") or ".." in parts:
-        raise FileError("invalid-path", "path must stay inside /mnt/data: %r" % path)
-    current = DATA_DIR
-    for part in parts[:-1]:
-        current = current + "/" + part
-        try:
-            info = os.lstat(current)
-        except FileNotFoundError:
-            return DATA_DIR + "/" + "/".join(parts), parts
-        if stat.S_ISLNK(info.st_mode):
-            raise FileError("symlink", "refusing to follow a symbolic link: %s" % current)
-        if not stat.S_ISDIR(info.st_mode):
-            raise FileError("not-a-directory", "%s is not a directory" % current)
-    return DATA_DIR + ("/" + "/".join(parts) if parts else ""), parts
-
-
-def _os_file_error(full, error):
-    """A FileError the host can map to a client error, for a failed open or mkdir."""
-    if error.errno == errno.ENOENT:
-        return FileError("not-found", "no such file: %s" % full)
-    if error.errno == errno.ELOOP:  # the last component is a symlink (O_NOFOLLOW)
-        return FileError("symlink", "refusing to follow a symbolic link: %s" % full)
-    if error.errno == errno.EISDIR:
-        return FileError("is-a-directory", "%s is a directory" % full)
-    if error.errno == errno.ENOTDIR:
-        return FileError("not-a-directory", "a parent of %s is not a directory" % full)
-    if error.errno == errno.ENXIO:  # a FIFO nobody reads, or a socket: O_NONBLOCK makes open refuse at once
-        return FileError("not-a-file", "%s is a FIFO or a socket, not a regular file" % full)
-    if error.errno == errno.ENAMETOOLONG:
-        return FileError("name-too-long", "%s: the name is too long for the file system" % full)
-    if error.errno in (errno.EACCES, errno.EPERM):
-        return FileError("permission-denied", "%s: permission denied (the code may have changed its mode)" % full)
-    if error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return FileError("no-space", "%s: no space left in /mnt/data (the session's limits.dataBytes)" % full)
-    return FileError("io", "%s: %s" % (full, error.strerror))
-
-
-def _open_regular(full, flags, mode=0o644):
-    # O_NONBLOCK: opening a FIFO must never wait for its other end (the control
-    # thread would hang); the fstat below then refuses anything not regular.
-    try:
-        fd = os.open(full, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
-    except OSError as error:
-        raise _os_file_error(full, error)
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise FileError("not-a-file", "%s is not a regular file" % full)
-    if info.st_nlink > 1:
-        os.close(fd)
-        raise FileError("hard-link", "refusing a file with several hard links: %s" % full)
-    return fd, info
-
-
-def file_read(message):
-    full, parts = _resolve(message.get("path", ""))
-    if not parts:
-        raise FileError("is-a-directory", "/mnt/data is a directory")
-    fd, info = _open_regular(full, os.O_RDONLY)
-    try:
-        if info.st_size > FILE_LIMIT:
-            raise FileError("too-large", "%s is %d bytes; the transfer limit is %d" % (full, info.st_size, FILE_LIMIT))
-        chunks = []
-        total = 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > FILE_LIMIT:
-                raise FileError("too-large", "%s grew past the transfer limit of %d bytes" % (full, FILE_LIMIT))
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return {"data": base64.b64encode(b"".join(chunks)).decode("ascii")}
-
-
-def file_write(message):
-    full, parts = _resolve(message.get("path", ""))
-    if not parts:
-        raise FileError("is-a-directory", "/mnt/data is a directory")
-    data = base64.b64decode(message.get("data", ""), validate=True)
-    current = DATA_DIR
-    for part in parts[:-1]:
-        current = current + "/" + part
-        try:
-            os.mkdir(current, 0o755)
-        except FileExistsError:
-            if os.path.islink(current) or not os.path.isdir(current):
-                raise FileError("not-a-directory", "%s is not a directory" % current)
-        except OSError as error:
-            raise _os_file_error(current, error)
-    fd, _ = _open_regular(full, os.O_WRONLY | os.O_CREAT)
-    try:
-        os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    except OSError as error:
-        raise _os_file_error(full, error)
-    finally:
-        os.close(fd)
-    return {"size": len(data)}
-
-
-def file_list(message):
-    full, parts = _resolve(message.get("path", ""))
-    try:
-        info = os.lstat(full)
-    except FileNotFoundError:
-        raise FileError("not-found", "no such directory: %s" % full)
-    if stat.S_ISLNK(info.st_mode):
-        raise FileError("symlink", "refusing to follow a symbolic link: %s" % full)
-    if not stat.S_ISDIR(info.st_mode):
-        raise FileError("not-a-directory", "%s is not a directory" % full)
-    entries = []
-    recursive = bool(message.get("recursive", False))
-    prefix = "/".join(parts)
-
-    def walk(directory, relative):
-        with os.scandir(directory) as iterator:
-            for entry in sorted(iterator, key=lambda item: item.name):
-                item = entry.stat(follow_symlinks=False)
-                name = relative + "/" + entry.name if relative else entry.name
-                if stat.S_ISLNK(item.st_mode):
-                    kind = "symlink"
-                elif stat.S_ISDIR(item.st_mode):
-                    kind = "directory"
-                elif stat.S_ISREG(item.st_mode):
-                    kind = "file"
-                else:
-                    kind = "other"
-                entries.append({"path": name, "type": kind, "size": item.st_size, "modifiedMs": int(item.st_mtime * 1000)})
-                if recursive and kind == "directory" and len(entries) < 10000:
-                    walk(entry.path, name)
-
-    walk(full, prefix)
-    return {"entries": entries}
-
-
-def file_remove(message):
-    full, parts = _resolve(message.get("path", ""))
-    if not parts:
-        raise FileError("invalid-path", "refusing to remove /mnt/data itself")
-    try:
-        info = os.lstat(full)
-    except FileNotFoundError:
-        raise FileError("not-found", "no such file: %s" % full)
-    if stat.S_ISDIR(info.st_mode):
-        import shutil
-
-        shutil.rmtree(full)
-    else:
-        os.unlink(full)
-    return {}
-
-
 def is_complete(message):
     from IPython.core.inputtransformer2 import TransformerManager
 
@@ -538,10 +337,6 @@ def is_complete(message):
 
 
 CONTROL_HANDLERS = {
-    "file-read": file_read,
-    "file-write": file_write,
-    "file-list": file_list,
-    "file-remove": file_remove,
     "is-complete": is_complete,
 }
 
@@ -750,8 +545,6 @@ class Kernel:
         try:
             body = handler(message)
             body.update({"type": "reply", "id": message.get("id"), "ok": True})
-        except FileError as error:
-            body = {"type": "reply", "id": message.get("id"), "ok": False, "error": {"code": error.code, "message": str(error)}}
         except Exception as error:  # never let a bad request kill the control thread
             body = {"type": "reply", "id": message.get("id"), "ok": False, "error": {"code": "internal", "message": "%s: %s" % (type(error).__name__, error)}}
         self.channel.send(body)
@@ -854,38 +647,23 @@ class Kernel:
                 continue
 
 
-def _write_accounts():
-    """Name the user `sandbox`, home /tmp, whatever its uid. In the runtime
-    image /etc/passwd and /etc/group are links into /tmp, because the host uid
-    a Docker session runs as (leased per session) cannot be known when the
-    image is built; the kernel writes them before anything looks a user up.
-    Where they are real files (bubblewrap's synthetic ones), nothing is done."""
-    uid, gid = os.getuid(), os.getgid()
-    accounts = {
-        "/etc/passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-        "sandbox:x:%d:%d:sandbox:/tmp:/usr/sbin/nologin\n"
-        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n" % (uid, gid),
-        "/etc/group": "root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n" % gid,
-    }
-    for link, content in accounts.items():
-        if not os.path.islink(link) or os.path.exists(link):
-            continue
-        target = os.path.join(os.path.dirname(link), os.readlink(link))
-        try:
-            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
-            with open(target, "w") as handle:
-                handle.write(content)
-        except OSError:
-            pass  # lookups by name fail; nothing else depends on them
-
-
 def main():
-    # Descriptors the host process leaked (anything beyond stdio) must not
-    # reach user code.
-    os.closerange(3, 1 << 20)
-    _write_accounts()
-    if OPTIONS.get("limits"):
-        _apply_rlimits(OPTIONS["limits"])
+    # Until the kernel is ready, fd 2 is how it tells the supervisor why it
+    # could not start; capture_descriptors replaces fd 2, so keep it aside.
+    startup_errors = os.dup(2)
+    os.set_inheritable(startup_errors, False)
+    try:
+        kernel = start()
+    except BaseException:
+        import traceback
+
+        os.write(startup_errors, traceback.format_exc().encode("utf-8", "replace"))
+        os._exit(1)
+    os.close(startup_errors)
+    kernel.main_loop()
+
+
+def start():
     proto_out = os.dup(1)
     proto_in_fd = os.dup(0)
     os.set_inheritable(proto_out, False)
@@ -893,10 +671,6 @@ def main():
     channel = Channel(proto_out)
     kernel = Kernel(channel, os.fdopen(proto_in_fd, "rb", buffering=1 << 16))
     kernel.capture_descriptors()
-    try:
-        os.chdir(DATA_DIR)
-    except OSError:
-        pass
     kernel.start_shell()
     for name in OPTIONS.get("preloadModules", []):
         try:
@@ -908,8 +682,9 @@ def main():
     kernel.shell.run_cell("None", store_history=False, silent=True)
     threading.Thread(target=kernel.control_loop, name="control", daemon=True).start()
     threading.Thread(target=kernel.flusher_loop, name="flusher", daemon=True).start()
-    channel.send({"type": "ready", "protocolVersion": PROTOCOL_VERSION, "pid": os.getpid(), "python": sys.version.split()[0]})
-    kernel.main_loop()
+    version = sys.version.split()[0]
+    channel.send({"type": "ready", "protocolVersion": PROTOCOL_VERSION, "language": "python", "version": version, "python": version, "pid": os.getpid()})
+    return kernel
 
 
 if __name__ == "__main__":

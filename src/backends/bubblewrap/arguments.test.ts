@@ -53,7 +53,7 @@ describe('buildBubblewrapArguments', () => {
   });
 
   it('leaves only the command, with paths inside the sandbox, where the sandbox can read it', () => {
-    expect(command).toEqual(['/usr/bin/python3', '-I', '-B', '/opt/sandcell/sandcell_kernel.py']);
+    expect(command).toEqual(['/usr/bin/python3', '-I', '-B', '-S', '/opt/sandcell/sandcell_supervisor.py']);
     expect(encodeArguments(['--tmpfs', '/tmp']).toString()).toBe('--tmpfs\0/tmp\0');
     expect(() => encodeArguments(['--setenv', 'A', 'x\0y'])).toThrow(/NUL/);
   });

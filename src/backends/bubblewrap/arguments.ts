@@ -4,7 +4,15 @@
  */
 import path from 'node:path';
 import { SandboxStartError } from '../../errors.js';
-import { KERNEL_MOUNT, KERNEL_SCRIPT, SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID } from '../sandbox-environment.js';
+import {
+  KERNEL_MOUNT,
+  kernelFiles,
+  SANDBOX_GID,
+  SANDBOX_HOSTNAME,
+  SANDBOX_UID,
+  SUPERVISOR_PYTHON_FLAGS,
+  SUPERVISOR_SCRIPT,
+} from '../sandbox-environment.js';
 
 export interface BubblewrapArgumentsInput {
   /** Host directory holding the session's files, mounted at /mnt/data. */
@@ -27,7 +35,7 @@ export interface BubblewrapArgumentsInput {
   systemRoot?: string;
 }
 
-/** Files from the host's /etc that Python and its packages read; nothing else of /etc is visible. */
+/** Files from the host's /etc that the kernels and their packages read (R's configuration is /etc/R); nothing else of /etc is visible. */
 export const HOST_ETC_FILES = [
   'ld.so.cache',
   'ld.so.conf',
@@ -41,6 +49,7 @@ export const HOST_ETC_FILES = [
   'python3.12',
   'python3.13',
   'fonts',
+  'R',
 ] as const;
 
 /** Synthetic files written by sandcell, replacing the host's. */
@@ -48,13 +57,13 @@ export const SYNTHETIC_ETC_FILES = ['passwd', 'group', 'hostname', 'hosts', 'nss
 
 /**
  * The host files whose content the sandbox gets as read-only files: the
- * synthetic /etc files, the kernel, and an empty /proc/cmdline (the host's
+ * synthetic /etc files, the supervisor and the kernels, and an empty /proc/cmdline (the host's
  * boot arguments are none of the sandbox's business).
  */
 export function sandboxFileSources(runtime: { etcDirectory: string; kernelDirectory: string }): Record<string, string> {
   const sources: Record<string, string> = {};
   for (const name of SYNTHETIC_ETC_FILES) sources[`/etc/${name}`] = path.join(runtime.etcDirectory, name);
-  sources[`${KERNEL_MOUNT}/${KERNEL_SCRIPT}`] = path.join(runtime.kernelDirectory, KERNEL_SCRIPT);
+  for (const name of kernelFiles()) sources[`${KERNEL_MOUNT}/${name}`] = path.join(runtime.kernelDirectory, name);
   sources['/proc/cmdline'] = '/dev/null';
   return sources;
 }
@@ -148,7 +157,10 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): Bubbl
     '--clearenv',
   );
   for (const [name, value] of Object.entries(input.environment)) args.push('--setenv', name, value);
-  return { options: args, command: [input.pythonPath, '-I', '-B', `${KERNEL_MOUNT}/${KERNEL_SCRIPT}`] };
+  return {
+    options: args,
+    command: [input.pythonPath, ...SUPERVISOR_PYTHON_FLAGS, `${KERNEL_MOUNT}/${SUPERVISOR_SCRIPT}`],
+  };
 }
 
 /** The size of the empty read-only tmpfs over /usr/local: one page is all it needs. */

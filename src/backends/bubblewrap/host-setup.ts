@@ -1,6 +1,6 @@
 /**
  * What the bubblewrap backend prepares on the host once per process: the
- * runtime directory (synthetic /etc files, a copy of the kernel, the
+ * runtime directory (synthetic /etc files, a copy of the kernel files, the
  * sessions' volumes) and the seccomp filter.
  */
 import { execFile } from 'node:child_process';
@@ -12,7 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { BackendUnavailableError } from '../../errors.js';
 import { kernelDirectory, SECCOMP_SCRIPT } from '../../kernel/index.js';
-import { KERNEL_SCRIPT, SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID } from '../sandbox-environment.js';
+import { kernelFiles, SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID } from '../sandbox-environment.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -89,8 +89,10 @@ export async function prepareRuntime(root: string): Promise<RuntimeLayout> {
   for (const [name, content] of Object.entries(syntheticEtcFiles())) {
     await writeAtomically(path.join(layout.etcDirectory, name), content, 0o644);
   }
-  const kernelSource = path.join(kernelDirectory, KERNEL_SCRIPT);
-  await writeAtomically(path.join(layout.kernelDirectory, KERNEL_SCRIPT), await readFile(kernelSource), 0o644);
+  for (const name of kernelFiles()) {
+    const content = await readFile(path.join(kernelDirectory, name));
+    await writeAtomically(path.join(layout.kernelDirectory, name), content, 0o644);
+  }
   return layout;
 }
 

@@ -7,7 +7,13 @@
 import type Dockerode from 'dockerode';
 import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
 import type { SandboxLimits } from '../limits.js';
-import { DATA_MOUNT, KERNEL_MOUNT, KERNEL_SCRIPT, SANDBOX_HOSTNAME } from '../sandbox-environment.js';
+import {
+  DATA_MOUNT,
+  KERNEL_MOUNT,
+  SANDBOX_HOSTNAME,
+  SUPERVISOR_PYTHON_FLAGS,
+  SUPERVISOR_SCRIPT,
+} from '../sandbox-environment.js';
 
 /** Every object sandcell creates carries this label; sweeping looks for it. */
 export const MANAGED_LABEL = 'org.sandcell.managed';
@@ -25,7 +31,7 @@ export const ROLE_LABEL = 'org.sandcell.role';
 const PYTHON = '/usr/bin/python3';
 const MiB = 1024 * 1024;
 
-/** The kernel runs under sandcell's own seccomp filter, stacked on the engine's default profile. */
+/** The supervisor (and all it starts) runs under sandcell's own seccomp filter, stacked on the engine's default profile. */
 export const KERNEL_COMMAND = [
   PYTHON,
   '-I',
@@ -33,9 +39,8 @@ export const KERNEL_COMMAND = [
   `${KERNEL_MOUNT}/seccomp_filter.py`,
   '--exec',
   PYTHON,
-  '-I',
-  '-B',
-  `${KERNEL_MOUNT}/${KERNEL_SCRIPT}`,
+  ...SUPERVISOR_PYTHON_FLAGS,
+  `${KERNEL_MOUNT}/${SUPERVISOR_SCRIPT}`,
 ];
 
 /** What every container of a session shares: no network, no capabilities, nothing writable but what we mount. */

@@ -1,0 +1,213 @@
+"""The file requests (file-read, file-write, file-list, file-remove), which
+the supervisor answers itself, so files work whatever a kernel is doing.
+Every path stays inside /mnt/data; symbolic links, hard links, FIFOs and
+sockets are refused rather than followed or opened.
+"""
+
+import base64
+import errno
+import os
+import stat
+
+DATA_DIR = "/mnt/data"
+# Set by the supervisor from the kernel options (fileTransferBytes).
+FILE_LIMIT = 64 << 20
+LIST_LIMIT = 10000
+
+
+class FileError(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def _resolve(path):
+    """Maps a relative path under /mnt/data to an absolute one, refusing
+    escapes. Symlinks are refused in every component."""
+    if not isinstance(path, str) or "\x00" in path:
+        raise FileError("invalid-path", "path must be a string without NUL bytes")
+    if path.startswith("/mnt/data/"):
+        path = path[len("/mnt/data/") :]
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if path.startswith("/") or ".." in parts:
+        raise FileError("invalid-path", "path must stay inside /mnt/data: %r" % path)
+    current = DATA_DIR
+    for part in parts[:-1]:
+        current = current + "/" + part
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return DATA_DIR + "/" + "/".join(parts), parts
+        if stat.S_ISLNK(info.st_mode):
+            raise FileError("symlink", "refusing to follow a symbolic link: %s" % current)
+        if not stat.S_ISDIR(info.st_mode):
+            raise FileError("not-a-directory", "%s is not a directory" % current)
+    return DATA_DIR + ("/" + "/".join(parts) if parts else ""), parts
+
+
+def _os_file_error(full, error):
+    """A FileError the host can map to a client error, for a failed open or mkdir."""
+    if error.errno == errno.ENOENT:
+        return FileError("not-found", "no such file: %s" % full)
+    if error.errno == errno.ELOOP:  # the last component is a symlink (O_NOFOLLOW)
+        return FileError("symlink", "refusing to follow a symbolic link: %s" % full)
+    if error.errno == errno.EISDIR:
+        return FileError("is-a-directory", "%s is a directory" % full)
+    if error.errno == errno.ENOTDIR:
+        return FileError("not-a-directory", "a parent of %s is not a directory" % full)
+    if error.errno == errno.ENXIO:  # a FIFO nobody reads, or a socket: O_NONBLOCK makes open refuse at once
+        return FileError("not-a-file", "%s is a FIFO or a socket, not a regular file" % full)
+    if error.errno == errno.ENAMETOOLONG:
+        return FileError("name-too-long", "%s: the name is too long for the file system" % full)
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return FileError("permission-denied", "%s: permission denied (the code may have changed its mode)" % full)
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return FileError("no-space", "%s: no space left in /mnt/data (the session's limits.dataBytes)" % full)
+    return FileError("io", "%s: %s" % (full, error.strerror))
+
+
+def _open_regular(full, flags, mode=0o644):
+    # O_NONBLOCK: opening a FIFO must never wait for its other end (the control
+    # thread would hang); the fstat below then refuses anything not regular.
+    try:
+        fd = os.open(full, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as error:
+        raise _os_file_error(full, error)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise FileError("not-a-file", "%s is not a regular file" % full)
+    if info.st_nlink > 1:
+        os.close(fd)
+        raise FileError("hard-link", "refusing a file with several hard links: %s" % full)
+    return fd, info
+
+
+def file_read(message):
+    full, parts = _resolve(message.get("path", ""))
+    if not parts:
+        raise FileError("is-a-directory", "/mnt/data is a directory")
+    fd, info = _open_regular(full, os.O_RDONLY)
+    try:
+        if info.st_size > FILE_LIMIT:
+            raise FileError("too-large", "%s is %d bytes; the transfer limit is %d" % (full, info.st_size, FILE_LIMIT))
+        chunks = []
+        total = 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > FILE_LIMIT:
+                raise FileError("too-large", "%s grew past the transfer limit of %d bytes" % (full, FILE_LIMIT))
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return {"data": base64.b64encode(b"".join(chunks)).decode("ascii")}
+
+
+def file_write(message):
+    full, parts = _resolve(message.get("path", ""))
+    if not parts:
+        raise FileError("is-a-directory", "/mnt/data is a directory")
+    data = base64.b64decode(message.get("data", ""), validate=True)
+    current = DATA_DIR
+    for part in parts[:-1]:
+        current = current + "/" + part
+        try:
+            os.mkdir(current, 0o755)
+        except FileExistsError:
+            if os.path.islink(current) or not os.path.isdir(current):
+                raise FileError("not-a-directory", "%s is not a directory" % current)
+        except OSError as error:
+            raise _os_file_error(current, error)
+    fd, _ = _open_regular(full, os.O_WRONLY | os.O_CREAT)
+    try:
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as error:
+        raise _os_file_error(full, error)
+    finally:
+        os.close(fd)
+    return {"size": len(data)}
+
+
+def file_list(message):
+    full, parts = _resolve(message.get("path", ""))
+    try:
+        info = os.lstat(full)
+    except FileNotFoundError:
+        raise FileError("not-found", "no such directory: %s" % full)
+    if stat.S_ISLNK(info.st_mode):
+        raise FileError("symlink", "refusing to follow a symbolic link: %s" % full)
+    if not stat.S_ISDIR(info.st_mode):
+        raise FileError("not-a-directory", "%s is not a directory" % full)
+    entries = []
+    recursive = bool(message.get("recursive", False))
+    prefix = "/".join(parts)
+
+    def walk(directory, relative):
+        with os.scandir(directory) as iterator:
+            for entry in sorted(iterator, key=lambda item: item.name):
+                item = entry.stat(follow_symlinks=False)
+                name = relative + "/" + entry.name if relative else entry.name
+                if stat.S_ISLNK(item.st_mode):
+                    kind = "symlink"
+                elif stat.S_ISDIR(item.st_mode):
+                    kind = "directory"
+                elif stat.S_ISREG(item.st_mode):
+                    kind = "file"
+                else:
+                    kind = "other"
+                entries.append({"path": name, "type": kind, "size": item.st_size, "modifiedMs": int(item.st_mtime * 1000)})
+                if recursive and kind == "directory" and len(entries) < LIST_LIMIT:
+                    walk(entry.path, name)
+
+    walk(full, prefix)
+    return {"entries": entries}
+
+
+def file_remove(message):
+    full, parts = _resolve(message.get("path", ""))
+    if not parts:
+        raise FileError("invalid-path", "refusing to remove /mnt/data itself")
+    try:
+        info = os.lstat(full)
+    except FileNotFoundError:
+        raise FileError("not-found", "no such file: %s" % full)
+    if stat.S_ISDIR(info.st_mode):
+        import shutil
+
+        shutil.rmtree(full)
+    else:
+        os.unlink(full)
+    return {}
+
+
+
+HANDLERS = {
+    "file-read": file_read,
+    "file-write": file_write,
+    "file-list": file_list,
+    "file-remove": file_remove,
+}
+
+
+def reply(message):
+    """The reply to a file request, as a protocol message."""
+    request_id = message.get("id")
+    try:
+        body = HANDLERS[message.get("type")](message)
+        body.update({"type": "reply", "id": request_id, "ok": True})
+        return body
+    except FileError as error:
+        failure = {"code": error.code, "message": str(error)}
+    except (ValueError, TypeError) as error:  # bad base64, a path of the wrong type
+        failure = {"code": "invalid-request", "message": "%s: %s" % (type(error).__name__, error)}
+    except OSError as error:
+        failure = {"code": _os_file_error(error.filename or "/mnt/data", error).code, "message": str(error)}
+    except Exception as error:  # never let a bad request end the supervisor
+        failure = {"code": "internal", "message": "%s: %s" % (type(error).__name__, error)}
+    return {"type": "reply", "id": request_id, "ok": False, "error": failure}

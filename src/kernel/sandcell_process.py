@@ -1,0 +1,147 @@
+"""Starting the sandbox's processes: fork and exec by hand (subprocess costs
+the supervisor's cold start tens of milliseconds of imports), each child in
+its own session and process group, with exactly the descriptors it is given.
+"""
+
+import errno
+import fcntl
+import os
+import signal
+
+# Python ignores these itself; an ignored signal stays ignored across exec,
+# so a child would never die of SIGPIPE (`yes | head` would spin) or of the
+# file-size limit.
+RESET_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGCHLD, signal.SIGTERM)
+# Above every descriptor a child is given: sources are moved here first, so
+# that placing one never overwrites another.
+SCRATCH_DESCRIPTOR = 16
+# (resource, (soft, hard)) pairs every child takes before it execs (set by the supervisor).
+CHILD_LIMITS = []
+
+
+class SpawnError(Exception):
+    def __init__(self, step, number, message):
+        super().__init__("%s: %s" % (step, message))
+        self.step = step
+        self.errno = number
+
+
+def find_executable(name, path):
+    """The file `name` names on `path` (a PATH value), or None."""
+    if "/" in name:
+        return name if os.access(name, os.X_OK) else None
+    for directory in path.split(":"):
+        if not directory:
+            continue
+        candidate = directory + "/" + name
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
+
+
+def spawn(argv, cwd, env, descriptors):
+    """Starts argv in a new session; descriptors[n] (one of ours, or None for
+    /dev/null) becomes the child's descriptor n. Returns the child's pid, which
+    is also its process group. Raises SpawnError when it could not start."""
+    executable = find_executable(argv[0], env.get("PATH", "/usr/bin:/bin"))
+    if executable is None:
+        raise SpawnError("exec", errno.ENOENT, "%s: command not found" % argv[0])
+    error_read, error_write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError as error:  # the process limit, most often
+        os.close(error_read)
+        os.close(error_write)
+        raise SpawnError("fork", error.errno or 0, error.strerror or str(error))
+    if pid == 0:  # the child: only async-signal-safe-ish work until exec
+        step = "setsid"
+        try:
+            os.setsid()
+            signal.set_wakeup_fd(-1)
+            for number in RESET_SIGNALS:
+                signal.signal(number, signal.SIG_DFL)
+            step = "setrlimit"
+            if CHILD_LIMITS:
+                import resource
+
+                for which, pair in CHILD_LIMITS:
+                    resource.setrlimit(which, pair)
+            step = "descriptors"
+            moved = []
+            for source in descriptors:
+                if source is None:
+                    source = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+                moved.append(fcntl.fcntl(source, fcntl.F_DUPFD_CLOEXEC, SCRATCH_DESCRIPTOR))
+            for target, source in enumerate(moved):
+                os.dup2(source, target)
+            step = "chdir"
+            os.chdir(cwd)
+            step = "exec"
+            os.execve(executable, argv, env)
+        except OSError as error:
+            report = "%s\0%d\0%s" % (step, error.errno or 0, error.strerror or error)
+            os.write(error_write, report.encode("utf-8", "replace"))
+        except BaseException as error:
+            os.write(error_write, ("%s\0%d\0%s" % (step, 0, error)).encode("utf-8", "replace"))
+        finally:
+            os._exit(127)
+    os.close(error_write)
+    report = b""
+    while True:
+        chunk = os.read(error_read, 4096)
+        if not chunk:
+            break
+        report += chunk
+    os.close(error_read)
+    if report:
+        os.waitpid(pid, 0)
+        step, number, message = (report.decode("utf-8", "replace").split("\0", 2) + ["", ""])[:3]
+        raise SpawnError(step, int(number or 0), message)
+    return pid
+
+
+class KernelProcess:
+    """A kernel just started, and our ends of its channels (None where its mode has none)."""
+
+    def __init__(self, pid, requests, events, output, errors):
+        self.pid = pid
+        self.requests = requests
+        self.events = events
+        self.output = output
+        self.errors = errors
+
+
+def spawn_kernel(argv, mode, cwd, env):
+    """Starts a kernel with the descriptors of its mode (docs/kernel-protocol.md):
+    'stdio': requests on 0, events on 1, startup errors on 2;
+    'fd34': /dev/null on 0, output on 1 and 2, requests on 3, events on 4."""
+    requests_read, requests_write = os.pipe()
+    events_read, events_write = os.pipe()
+    errors_read, errors_write = os.pipe()
+    output_read = output_write = None
+    if mode == "stdio":
+        child = [requests_read, events_write, errors_write]
+    else:
+        output_read, output_write = os.pipe()
+        child = [None, output_write, errors_write, requests_read, events_write]
+    try:
+        pid = spawn(argv, cwd, env, child)
+    except SpawnError:
+        for fd in (requests_write, events_read, errors_read, output_read):
+            if fd is not None:
+                os.close(fd)
+        raise
+    finally:
+        for fd in child:
+            if fd is not None:
+                os.close(fd)
+    return KernelProcess(pid, requests_write, events_read, output_read, errors_read)
+
+
+def kill_group(pid, number=signal.SIGKILL):
+    """Signals a whole process group; one that has ended is no error."""
+    try:
+        os.killpg(pid, number)
+    except (ProcessLookupError, PermissionError):
+        pass
+

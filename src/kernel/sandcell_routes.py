@@ -1,0 +1,358 @@
+"""The supervisor's state and its answer to each host request: the host
+channel, the table of contexts and the table of commands.
+
+A host that has never sent a version-2 request (`context` on a request,
+context-*, command-*) is taken for a version-1 host, which knows only the
+one Python kernel and takes the sandbox's end for that kernel's: while that
+lasts, the `python` context's unasked death ends the sandbox with its status,
+and a line from it that is not a protocol message goes to the host as it is
+(which kills the sandbox, as version 1 did).
+"""
+
+import json
+import os
+import re
+import signal
+import sys
+
+from sandcell_commands import SIGNALS, Command
+from sandcell_contexts import Context
+from sandcell_kernels import kernel_table, language_available
+from sandcell_event_loop import READABLE, EventLoop, LineReader, write_all
+from sandcell_process import find_executable, kill_group
+
+PROTOCOL_VERSION = 2
+DATA_DIR = "/mnt/data"
+DEFAULT_CONTEXT = "python"
+ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
+VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list"))
+CONTEXT_REQUESTS = frozenset(("execute", "interrupt", "reset", "ping", "is-complete"))
+FILE_REQUESTS = frozenset(("file-read", "file-write", "file-list", "file-remove"))
+LOG_MESSAGE_CHARS = 4096
+# Room on top of what a line carries, as the host's (src/session/output-limits.ts).
+FRAMING_BYTES = 1 << 20
+# What the splice adds to a kernel's line (the context key, a truncation flag).
+SPLICE_BYTES = 1024
+
+
+class RequestError(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+class Supervisor:
+    def __init__(self, options, kernel_directory):
+        self.loop = EventLoop()
+        self.output_limit = int(options.get("outputBytes", 1 << 20))
+        result_limit = int(options.get("resultBytes", 32 << 20))
+        file_limit = int(options.get("fileTransferBytes", 64 << 20))
+        self.file_limit = file_limit
+        # The host's bound on an execution's line (messageLimits), less our splice.
+        self.kernel_line_limit = max(result_limit, 12 * self.output_limit) + FRAMING_BYTES - SPLICE_BYTES
+        self.host_line_limit = max((file_limit + 2) // 3 * 4, self.kernel_line_limit) + FRAMING_BYTES
+        self.kernel_env = dict(os.environ)
+        self.command_env = {name: value for name, value in os.environ.items() if name != "SANDCELL_KERNEL_OPTIONS"}
+        path = self.kernel_env.get("PATH", "/usr/bin:/bin")
+        self.kernels = kernel_table(kernel_directory, sys.executable or "/usr/bin/python3")
+        self.bash = find_executable("bash", path) or "/bin/bash"
+        self.contexts = {}
+        self.commands = {}
+        self.ended_groups = []
+        self.legacy = True
+        # What goes to the host, sent once per round of the loop: the events a
+        # read of a kernel's pipe brought go out in one write.
+        self.outgoing = []
+        self.loop.after_round = self.flush
+        self.loop.on_error = self.internal_error
+        self.host = LineReader(0, self.host_line_limit, self.on_host_line, self.on_host_oversize)
+        self.loop.register(0, READABLE, self.on_host_readable)
+
+    # --- the host channel ---------------------------------------------------
+    def send(self, message):
+        self.send_parts(json.dumps(message, ensure_ascii=True, default=str).encode("ascii") + b"\n")
+
+    def send_parts(self, *parts):
+        self.outgoing.extend(parts)
+
+    def flush(self):
+        if not self.outgoing:
+            return
+        parts, self.outgoing = self.outgoing, []
+        try:
+            write_all(1, parts)
+        except OSError:
+            self.terminate(0)  # the host is gone
+
+    def internal_error(self, error):
+        import traceback
+
+        self.log("supervisor: %s" % "".join(traceback.format_exception(error)))
+
+    def log(self, message):
+        self.send({"type": "log", "message": str(message)[:LOG_MESSAGE_CHARS]})
+
+    def reply(self, message, body=None, error=None):
+        answer = {"type": "reply", "id": message.get("id"), "ok": error is None}
+        if error is not None:
+            answer["error"] = {"code": error.code, "message": str(error)}
+        elif body:
+            answer.update(body)
+        self.send(answer)
+
+    def on_host_readable(self, mask):
+        if not self.host.read_once():
+            self.terminate(0)  # the host closed the channel: nothing here may outlive it
+
+    def on_host_oversize(self):
+        self.log("a request over %d bytes was dropped" % self.host_line_limit)
+
+    def on_host_line(self, line):
+        try:
+            message = json.loads(line)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            self.send({"type": "protocol-error", "message": "invalid JSON request"})
+            return
+        kind = message.get("type")
+        if not isinstance(kind, str):
+            kind = None
+        if self.legacy and ("context" in message or kind in VERSION_2_REQUESTS):
+            self.legacy = False
+        try:
+            if kind in CONTEXT_REQUESTS:
+                self.route(kind, message, line)
+            elif kind in FILE_REQUESTS:
+                self.file_request(message)
+            elif kind == "shutdown":
+                self.terminate(0)
+            else:
+                handler = HANDLERS.get(kind)
+                if handler is None:
+                    raise RequestError("unknown-request", "unknown request type %r" % (kind,))
+                handler(self, message)
+        except Exception as error:
+            if not isinstance(error, RequestError):
+                # A fault of the supervisor's: the request fails, the sandbox goes on.
+                self.internal_error(error)
+                error = RequestError("internal", "%s: %s" % (type(error).__name__, error))
+            if kind == "command-start":
+                self.send({"type": "command-end", "id": message.get("id"), "exitCode": None, "signal": None, "outputTruncated": False, "error": {"code": error.code, "message": str(error)}})
+            elif message.get("id") is not None:
+                self.reply(message, error=error)
+            else:
+                self.log(error)
+
+    # --- contexts -----------------------------------------------------------
+    def boot(self, process):
+        """Takes on the `python` context, whose kernel `process` main() started
+        before the supervisor's modules were loaded; `ready` goes out when it
+        is ready."""
+        self.start_context(DEFAULT_CONTEXT, "python", None, None, self.booted, process)
+
+    def booted(self, ok, body):
+        if not ok:
+            # Also on the sandbox's stderr: the host's diagnostics of a failed start.
+            os.write(2, (body["message"] + "\n").encode("utf-8", "replace"))
+            self.log(body["message"])
+            self.terminate(mirror_status(body.get("exitCode"), body.get("signal")) or 1)
+            return
+        languages = {}
+        path = self.kernel_env.get("PATH", "")
+        for language, kernel in self.kernels.items():
+            if language_available(kernel, path):
+                languages[language] = body["version"] if language == "python" else None
+        self.send({"type": "ready", "protocolVersion": PROTOCOL_VERSION, "pid": os.getpid(), "python": body["version"], "languages": languages})
+
+    def start_context(self, context_id, language, cwd, env, on_start, process=None):
+        kernel = self.kernels.get(language) if isinstance(language, str) else None
+        if kernel is None or not language_available(kernel, self.kernel_env.get("PATH", "")):
+            raise RequestError("language-unavailable", "the language %r is not available in this sandbox" % (language,))
+        context = Context(self, context_id, language, kernel, resolve_cwd(cwd), merge_env(self.kernel_env, env))
+        self.contexts[context_id] = context
+
+        def started(ok, body):
+            if not ok and self.contexts.get(context_id) is context and context.state != "ready":
+                del self.contexts[context_id]
+            on_start(ok, body)
+
+        context.start(started, process)
+
+    def route(self, kind, message, line):
+        context_id = message.get("context", DEFAULT_CONTEXT)
+        context = self.contexts.get(context_id) if isinstance(context_id, str) else None
+        if context is not None and context.state in ("starting", "ready"):
+            context.send(kind, message, line)
+            return
+        if context is None:
+            error = RequestError("unknown-context", "there is no context %r in this session" % (context_id,))
+        else:
+            error = RequestError("context-exited", "the kernel of context %r has ended; restart it (context-restart)" % (context_id,))
+        if kind == "execute":
+            tag = {"context": context_id} if isinstance(context_id, str) else {}
+            self.send({"type": "error", "id": message.get("id"), "name": "ContextError", "value": str(error), "traceback": [], **tag})
+            self.send({"type": "execution-end", "id": message.get("id"), "status": "error", "executionCount": None, "outputTruncated": False, **tag})
+        elif kind != "interrupt":
+            raise error
+
+    def context_create(self, message):
+        context_id = message.get("context")
+        check_id(context_id, "context")
+        if context_id in self.contexts:
+            raise RequestError("context-exists", "a context %r exists already" % (context_id,))
+
+        def started(ok, body):
+            self.answer_start(message, context_id, ok, body)
+
+        self.start_context(context_id, message.get("language"), message.get("cwd"), message.get("env"), started)
+
+    def answer_start(self, message, context_id, ok, body):
+        if ok:
+            self.reply(message, body)
+        else:
+            self.log(body["message"])
+            self.reply(message, error=RequestError(body["code"], body["message"]))
+
+    def context_restart(self, message):
+        context = self.existing_context(message)
+
+        def started(ok, body):
+            self.answer_start(message, context.id, ok, body)
+
+        context.restart(started)
+
+    def context_remove(self, message):
+        context = self.existing_context(message)
+        del self.contexts[context.id]
+        context.kill(lambda: self.reply(message))
+
+    def existing_context(self, message):
+        context_id = message.get("context")
+        context = self.contexts.get(context_id) if isinstance(context_id, str) else None
+        if context is None:
+            raise RequestError("unknown-context", "there is no context %r in this session" % (context_id,))
+        return context
+
+    def context_exited(self, context, code, signal_name):
+        if self.legacy and context.id == DEFAULT_CONTEXT:
+            self.terminate(mirror_status(code, signal_name))
+        self.send({"type": "context-exit", "context": context.id, "code": code, "signal": signal_name})
+
+    def kernel_line_refused(self, context, line):
+        if self.legacy and context.id == DEFAULT_CONTEXT and context.state == "ready":
+            self.send_parts(line, b"\n")
+            return
+        self.log("context %s: its kernel sent a line that is not a protocol message; dropped" % context.id)
+
+    # --- commands -----------------------------------------------------------
+    def command_start(self, message):
+        command_id = message.get("id")
+        check_id(command_id, "command")
+        if command_id in self.commands:
+            self.log("command-start: a command %r is running already; the request was ignored" % command_id)
+            return
+        text = message.get("command")
+        if not isinstance(text, str) or "\0" in text:
+            raise RequestError("invalid-request", "command must be a string without NUL bytes")
+        command = Command(self, command_id, text, resolve_cwd(message.get("cwd")), merge_env(self.command_env, message.get("env")), message.get("stdin") is True)
+        error = command.start()
+        if error is not None:
+            raise RequestError(error["code"], error["message"])
+        self.commands[command_id] = command
+        self.send({"type": "command-started", "id": command_id, "pid": command.pid})
+
+    def command_ended(self, command):
+        self.commands.pop(command.id, None)
+        try:
+            os.killpg(command.pid, 0)
+            self.ended_groups.append(command.pid)  # a background grandchild lives on: end it with the sandbox
+        except OSError:
+            pass
+
+    def command_stdin(self, message):
+        command = self.commands.get(message.get("id"))
+        data = message.get("data", "")
+        if command is not None and isinstance(data, str):
+            command.write_stdin(data, message.get("eof") is True)
+
+    def command_signal(self, message):
+        command = self.commands.get(message.get("id"))
+        number = SIGNALS.get(message.get("signal"))
+        if number is None:
+            raise RequestError("invalid-request", "signal must be one of %s" % ", ".join(sorted(SIGNALS)))
+        if command is not None:
+            command.signal(number)
+
+    def command_list(self, message):
+        self.reply(message, {"commands": [command.describe() for command in self.commands.values()]})
+
+    # --- files and the end ----------------------------------------------------
+    def file_request(self, message):
+        import sandcell_files
+
+        sandcell_files.FILE_LIMIT = self.file_limit
+        self.send(sandcell_files.reply(message))
+
+    def terminate(self, status):
+        """Ends everything this sandbox started, then the supervisor."""
+        if self.outgoing:
+            parts, self.outgoing = self.outgoing, []
+            try:
+                write_all(1, parts)
+            except OSError:
+                pass
+        for context in self.contexts.values():
+            if context.state != "exited":
+                kill_group(context.pid)
+        for command in self.commands.values():
+            kill_group(command.pid)
+        for group in self.ended_groups:
+            kill_group(group)
+        os._exit(status)
+
+
+HANDLERS = {
+    "context-create": Supervisor.context_create,
+    "context-restart": Supervisor.context_restart,
+    "context-remove": Supervisor.context_remove,
+    "command-start": Supervisor.command_start,
+    "command-stdin": Supervisor.command_stdin,
+    "command-signal": Supervisor.command_signal,
+    "command-list": Supervisor.command_list,
+}
+
+
+def check_id(value, what):
+    if not isinstance(value, str) or not ID_PATTERN.match(value):
+        raise RequestError("invalid-request", "a %s id is 1-64 characters of A-Z a-z 0-9 _ . - (got %r)" % (what, value))
+
+
+def resolve_cwd(value):
+    """The working directory: /mnt/data by default, relative paths under it."""
+    if value is None or value == "":
+        return DATA_DIR
+    if not isinstance(value, str) or "\0" in value:
+        raise RequestError("invalid-request", "cwd must be a path without NUL bytes")
+    return value if value.startswith("/") else DATA_DIR + "/" + value
+
+
+def merge_env(base, extra):
+    if extra is None:
+        return base
+    if not isinstance(extra, dict):
+        raise RequestError("invalid-request", "env must be an object of strings")
+    env = dict(base)
+    for name, value in extra.items():
+        if not name or "=" in name or "\0" in name or not isinstance(value, str) or "\0" in value:
+            raise RequestError("invalid-request", "env: %r is not a valid variable (name without = or NUL, a string value without NUL)" % (name,))
+        env[name] = value
+    return env
+
+
+def mirror_status(code, signal_name):
+    """The exit status that tells the host what the kernel's end was (128 + signal, as bwrap reports)."""
+    if signal_name is not None:
+        number = getattr(signal, signal_name, None)
+        return 128 + int(number) if number is not None else 1
+    return code if code is not None else 1

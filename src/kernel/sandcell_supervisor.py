@@ -1,0 +1,122 @@
+"""sandcell's supervisor: the first process in every sandbox.
+
+It owns the channel to the host (its stdin and stdout, newline-delimited
+JSON; docs/kernel-protocol.md, protocol version 2), prepares what belongs to
+the whole sandbox (no leaked descriptors, the accounts, the resource limits),
+and starts everything else as its children: contexts (one kernel each; the
+`python` one at once) and commands. It answers file requests itself, so files
+work whatever a kernel is doing.
+
+One thread, one epoll loop: the warm round trip of an execution crosses it
+twice, so it stays a read, a small parse and a write each way. Python's
+subprocess is not used: its imports would cost every cold start.
+"""
+
+import json
+import os
+import sys
+
+KERNEL_DIRECTORY = os.path.dirname(os.path.abspath(__file__))
+DATA_DIR = "/mnt/data"
+
+
+def read_options():
+    try:
+        options = json.loads(os.environ.get("SANDCELL_KERNEL_OPTIONS", "{}"))
+    except ValueError:
+        return {}
+    return options if isinstance(options, dict) else {}
+
+
+def apply_rlimits(limits):
+    """Lowers resource limits before any user code runs; the sandbox has no
+    CAP_SYS_RESOURCE in the initial user namespace, so they cannot be raised.
+    The sandbox-wide ones apply here and are inherited; the ones that bound a
+    process over its life (CPU time, address space) are returned, for each
+    child to take before it execs: they are meant for the code, and the
+    supervisor lives as long as the sandbox."""
+    import resource
+
+    per_process = (resource.RLIMIT_CPU, resource.RLIMIT_AS)
+    for_children = []
+    names = {
+        "addressSpaceBytes": resource.RLIMIT_AS,
+        "processes": resource.RLIMIT_NPROC,
+        "cpuSeconds": resource.RLIMIT_CPU,
+        "fileSizeBytes": resource.RLIMIT_FSIZE,
+        "openFiles": resource.RLIMIT_NOFILE,
+    }
+    for key, which in names.items():
+        value = limits.get(key)
+        if value is None:
+            continue
+        value = int(value)
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        # CPU: the soft limit delivers SIGXCPU, the hard one SIGKILL a second later.
+        hard_value = value + 1 if which == resource.RLIMIT_CPU else value
+        if hard != resource.RLIM_INFINITY:
+            hard_value = min(hard_value, hard)
+        if which in per_process:
+            for_children.append((which, (value, hard_value)))
+        else:
+            resource.setrlimit(which, (value, hard_value))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return for_children
+
+
+def write_accounts():
+    """Name the user `sandbox`, home /tmp, whatever its uid. In the runtime
+    image /etc/passwd and /etc/group are links into /tmp, because the host uid
+    a Docker session runs as (leased per session) cannot be known when the
+    image is built; the supervisor writes them before anything looks a user up.
+    Where they are real files (bubblewrap's synthetic ones), nothing is done."""
+    uid, gid = os.getuid(), os.getgid()
+    accounts = {
+        "/etc/passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        "sandbox:x:%d:%d:sandbox:/tmp:/usr/sbin/nologin\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n" % (uid, gid),
+        "/etc/group": "root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n" % gid,
+    }
+    for link, content in accounts.items():
+        if not os.path.islink(link) or os.path.exists(link):
+            continue
+        target = os.path.join(os.path.dirname(link), os.readlink(link))
+        try:
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            with open(target, "w") as handle:
+                handle.write(content)
+        except OSError:
+            pass  # lookups by name fail; nothing else depends on them
+
+
+def main():
+    # Descriptors the host process leaked (anything beyond stdio) must not
+    # reach any process of the sandbox.
+    os.closerange(3, 1 << 20)
+    options = read_options()
+    child_limits = apply_rlimits(options["limits"]) if isinstance(options.get("limits"), dict) else []
+    write_accounts()
+    sys.path.insert(0, KERNEL_DIRECTORY)
+    import sandcell_process
+    from sandcell_kernels import kernel_table
+
+    sandcell_process.CHILD_LIMITS = child_limits
+    # The Python kernel takes far longer to start than anything here: start
+    # it first, and load the rest of the supervisor while it boots.
+    argv, mode = kernel_table(KERNEL_DIRECTORY, sys.executable or "/usr/bin/python3")["python"]
+    try:
+        process = sandcell_process.spawn_kernel(argv, mode, DATA_DIR, dict(os.environ))
+    except sandcell_process.SpawnError as error:
+        os.write(2, ("the python kernel could not start: %s\n" % error).encode("utf-8", "replace"))
+        sys.exit(1)
+    from sandcell_routes import Supervisor
+
+    supervisor = Supervisor(options, KERNEL_DIRECTORY)
+    supervisor.boot(process)
+    supervisor.loop.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,315 @@
+/**
+ * The supervisor's own behaviour (src/kernel/sandcell_supervisor.py) in a
+ * real sandbox of each backend, spoken to at the wire (docs/kernel-protocol.md):
+ * commands, contexts, files while a kernel is busy, and that nothing it
+ * started outlives the channel.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SandboxBackend } from '../../src/backends/spec.js';
+import { RawSandbox } from '../support/raw-sandbox.js';
+import { type ContractOptions, isAlive } from './backend-contract.js';
+
+/** A bash line listing every process of the sandbox as `pid command line`. */
+const LIST_PROCESSES =
+  'cd /proc; for pid in [0-9]*; do [ -r $pid/cmdline ] && echo "$pid $(tr "\\0" " " < $pid/cmdline)"; done';
+
+async function processes(raw: RawSandbox): Promise<string[]> {
+  return (await raw.command(LIST_PROCESSES)).stdout.trim().split('\n');
+}
+
+async function withRaw<T>(
+  backend: SandboxBackend,
+  options: Parameters<typeof RawSandbox.open>[1],
+  body: (raw: RawSandbox) => Promise<T>,
+) {
+  const raw = await RawSandbox.open(backend, options);
+  try {
+    await raw.ready();
+    return await body(raw);
+  } finally {
+    await raw.close();
+  }
+}
+
+export function runSupervisorContract({ name, createBackend }: ContractOptions): void {
+  describe(`supervisor: ${name}`, () => {
+    const backend = createBackend();
+    let raw: RawSandbox;
+
+    beforeAll(async () => {
+      raw = await RawSandbox.open(backend);
+    });
+    afterAll(async () => {
+      await raw?.close();
+    });
+
+    it('says it is ready with protocol 2, the Python version and the languages present', async () => {
+      const ready = await raw.ready();
+      expect(ready.protocolVersion).toBe(2);
+      expect(ready.python).toMatch(/^3\.\d+\.\d+$/);
+      expect((ready.languages as Record<string, unknown>).python).toBe(ready.python);
+    });
+
+    it('runs a command: its exit code is data, stdout and stderr apart', async () => {
+      const run = await raw.command('echo out; echo err >&2; exit 3');
+      expect(run.messages[0]).toMatchObject({ type: 'command-started', id: run.end.id });
+      expect(run.messages[0]?.pid).toEqual(expect.any(Number));
+      expect(run.stdout).toBe('out\n');
+      expect(run.stderr).toBe('err\n');
+      expect(run.end).toMatchObject({ exitCode: 3, signal: null, outputTruncated: false });
+    });
+
+    it('streams a command’s output as it comes, in order, and decodes UTF-8 cut between writes', async () => {
+      const run = await raw.command(
+        "for i in 1 2 3; do echo line $i; sleep 0.2; done; printf '\\xc3'; sleep 0.2; printf '\\xa9\\n'",
+      );
+      const outputs = run.messages.filter((message) => message.type === 'command-output');
+      expect(outputs.length).toBeGreaterThan(1);
+      expect(run.stdout).toBe('line 1\nline 2\nline 3\né\n');
+      expect(run.messages.at(-1)?.type).toBe('command-end');
+    });
+
+    it('runs commands in /mnt/data or the cwd asked (relative under /mnt/data), with the env asked', async () => {
+      await raw.request({ type: 'file-write', path: 'sub/keep.txt', data: Buffer.from('x').toString('base64') });
+      const here = await raw.command('pwd; echo "$GREETING"; printenv SANDCELL_KERNEL_OPTIONS || echo none', {
+        cwd: 'sub',
+        env: { GREETING: 'hello' },
+      });
+      expect(here.stdout).toBe('/mnt/data/sub\nhello\nnone\n');
+      expect((await raw.command('pwd')).stdout).toBe('/mnt/data\n');
+      expect((await raw.command('pwd', { cwd: '/tmp' })).stdout).toBe('/tmp\n');
+      const missing = await raw.command('pwd', { cwd: 'no/such/directory' });
+      expect(missing.messages).toHaveLength(1);
+      expect(missing.end).toMatchObject({ exitCode: null, error: { code: 'invalid-cwd' } });
+    });
+
+    it('gives a command its stdin when asked, and SIGPIPE its default', async () => {
+      const id = raw.id('stdin');
+      const from = raw.messages.length;
+      raw.send({ type: 'command-start', id, command: 'cat; echo done', stdin: true });
+      await raw.next((message) => message.type === 'command-started' && message.id === id, from);
+      raw.send({ type: 'command-stdin', id, data: 'first ' });
+      raw.send({ type: 'command-stdin', id, data: 'second\n', eof: true });
+      const end = await raw.next((message) => message.type === 'command-end' && message.id === id, from);
+      expect(end.exitCode).toBe(0);
+      const output = raw.messages
+        .slice(from)
+        .filter((message) => message.id === id && message.type === 'command-output');
+      expect(output.map((message) => message.text).join('')).toBe('first second\ndone\n');
+      // Without stdin a command reads end of file, and a pipe's reader leaving ends its writer.
+      expect((await raw.command('cat; yes | head -n 2')).stdout).toBe('y\ny\n');
+    });
+
+    it('signals the command’s whole process group: its grandchildren end too', async () => {
+      const id = raw.id('group');
+      const from = raw.messages.length;
+      raw.send({ type: 'command-start', id, command: 'sleep 4241 & sleep 4242 & wait' });
+      await raw.next((message) => message.type === 'command-started' && message.id === id, from);
+      const listed = await raw.request({ type: 'command-list' });
+      expect((listed.commands as { id: string }[]).map((command) => command.id)).toContain(id);
+      // Both sleeps have started once the listing shows them.
+      while (!(await processes(raw)).some((line) => line.includes('sleep 4242'))) await raw.command('sleep 0.05');
+      raw.send({ type: 'command-signal', id, signal: 'SIGTERM' });
+      const end = await raw.next((message) => message.type === 'command-end' && message.id === id, from);
+      expect(end.signal).toBe('SIGTERM');
+      expect((await processes(raw)).filter((line) => /sleep 424[12]/.test(line))).toEqual([]);
+      const after = await raw.request({ type: 'command-list' });
+      expect((after.commands as { id: string }[]).map((command) => command.id)).not.toContain(id);
+    });
+
+    it('ends a command whose background grandchild still holds its output open', async () => {
+      const run = await raw.command('echo started; sleep 4243 & echo leaving');
+      expect(run.end).toMatchObject({ exitCode: 0 });
+      expect(run.stdout).toBe('started\nleaving\n');
+      expect((await processes(raw)).some((line) => line.includes('sleep 4243'))).toBe(true);
+    });
+
+    it('caps each stream of a command at outputBytes and says so', async () => {
+      await withRaw(backend, { kernelOptions: { outputBytes: 64 * 1024 } }, async (small) => {
+        const run = await small.command(
+          'head -c 1000000 /dev/zero | tr "\\0" x; head -c 1000000 /dev/zero | tr "\\0" y >&2; echo tail',
+        );
+        expect(run.end).toMatchObject({ exitCode: 0, outputTruncated: true });
+        expect(run.stdout).toBe('x'.repeat(64 * 1024));
+        expect(run.stderr).toBe('y'.repeat(64 * 1024));
+      });
+    });
+
+    it('answers a command it cannot start for the process limit with an error, and goes on', async () => {
+      await withRaw(backend, { limits: { processes: 40 } }, async (small) => {
+        const filled = await small.execute(
+          'import os, time\nchildren = []\nwhile True:\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(600)\n        os._exit(0)\n    children.append(pid)\nlen(children) > 0',
+        );
+        expect(filled.find((message) => message.type === 'result')?.data).toEqual({ 'text/plain': 'True' });
+        const refused = await small.command('echo never');
+        expect(refused.end).toMatchObject({ exitCode: null, error: { code: 'spawn-failed' } });
+        await small.execute(
+          'import signal\nfor pid in children:\n    os.kill(pid, signal.SIGKILL)\n    os.waitpid(pid, 0)',
+        );
+        expect((await small.command('echo again')).stdout).toBe('again\n');
+      });
+    });
+
+    it('answers file requests while Python is busy', async () => {
+      const id = raw.id('busy');
+      const from = raw.messages.length;
+      raw.send({ type: 'execute', id, code: 'print("spinning", flush=True)\nwhile True:\n    pass' });
+      // Interrupt only what runs: an interrupt that comes before its execution starts is for nothing.
+      await raw.next((message) => message.type === 'stream' && message.id === id, from);
+      const written = await raw.request({
+        type: 'file-write',
+        path: 'busy.txt',
+        data: Buffer.from('still here').toString('base64'),
+      });
+      expect(written.ok).toBe(true);
+      const read = await raw.request({ type: 'file-read', path: 'busy.txt' });
+      expect(Buffer.from(read.data as string, 'base64').toString()).toBe('still here');
+      const listed = await raw.request({ type: 'file-list', path: '' });
+      expect((listed.entries as { path: string }[]).map((entry) => entry.path)).toContain('busy.txt');
+      expect(raw.messages.slice(from).some((message) => message.type === 'execution-end')).toBe(false);
+      raw.send({ type: 'interrupt', id });
+      const end = await raw.next((message) => message.type === 'execution-end' && message.id === id, from);
+      expect(end).toMatchObject({ status: 'error', context: 'python' });
+      const missing = await raw.request({ type: 'file-read', path: 'no-such-file' });
+      expect(missing).toMatchObject({ ok: false, error: { code: 'not-found' } });
+    });
+
+    it('keeps a second Python context apart from the first, each with its count and cwd', async () => {
+      await raw.request({ type: 'file-write', path: 'work/f.txt', data: '' });
+      await raw.execute('shared = "first"', 'python');
+      const created = await raw.request({ type: 'context-create', context: 'second', language: 'python', cwd: 'work' });
+      expect(created).toMatchObject({ ok: true, language: 'python', pid: expect.any(Number) });
+      // The supervisor's own replies carry no context: one that does came from a kernel.
+      expect(created).not.toHaveProperty('context');
+      const missing = await raw.execute('shared', 'second');
+      expect(missing.find((message) => message.type === 'error')?.name).toBe('NameError');
+      expect(missing.every((message) => message.context === 'second')).toBe(true);
+      const cwd = await raw.execute('import os\nos.getcwd()', 'second');
+      expect(cwd.find((message) => message.type === 'result')).toMatchObject({
+        data: { 'text/plain': "'/mnt/data/work'" },
+        executionCount: 2,
+      });
+      const first = await raw.execute('shared');
+      expect(first.find((message) => message.type === 'result')?.data).toEqual({ 'text/plain': "'first'" });
+      expect(first.every((message) => message.context === 'python')).toBe(true);
+      expect(await raw.request({ type: 'context-create', context: 'second', language: 'python' })).toMatchObject({
+        ok: false,
+        error: { code: 'context-exists' },
+      });
+    });
+
+    it('restarts a context with a new kernel (state gone) and removes one with its processes', async () => {
+      const created = await raw.request({ type: 'context-create', context: 'restartable', language: 'python' });
+      await raw.execute('kept = 1', 'restartable');
+      const restarted = await raw.request({ type: 'context-restart', context: 'restartable' });
+      expect(restarted).toMatchObject({ ok: true, language: 'python' });
+      expect(restarted.pid).not.toBe(created.pid);
+      const after = await raw.execute('kept', 'restartable');
+      expect(after.find((message) => message.type === 'error')?.name).toBe('NameError');
+      const removed = await raw.request({ type: 'context-remove', context: 'restartable' });
+      expect(removed).toMatchObject({ ok: true });
+      expect((await processes(raw)).some((line) => line.startsWith(`${restarted.pid} `))).toBe(false);
+      const gone = await raw.execute('1', 'restartable');
+      expect(gone.find((message) => message.type === 'error')).toMatchObject({ name: 'ContextError' });
+      expect(gone.at(-1)).toMatchObject({ type: 'execution-end', status: 'error' });
+      expect(await raw.request({ type: 'ping', context: 'restartable' })).toMatchObject({
+        ok: false,
+        error: { code: 'unknown-context' },
+      });
+    });
+
+    it('refuses a language the sandbox does not have, and reports a kernel that cannot start', async () => {
+      expect(await raw.request({ type: 'context-create', context: 'c', language: 'cobol' })).toMatchObject({
+        ok: false,
+        error: { code: 'language-unavailable' },
+      });
+      expect(await raw.request({ type: 'context-create', context: 'bad id!', language: 'python' })).toMatchObject({
+        ok: false,
+        error: { code: 'invalid-request' },
+      });
+      const failed = await raw.request({
+        type: 'context-create',
+        context: 'nowhere',
+        language: 'python',
+        cwd: '/no/such/dir',
+      });
+      expect(failed).toMatchObject({ ok: false, error: { code: 'context-start-failed' } });
+      expect(await raw.request({ type: 'ping', context: 'nowhere' })).toMatchObject({
+        error: { code: 'unknown-context' },
+      });
+    });
+
+    it('reports a kernel killed from outside as context-exit and keeps the sandbox; restart brings it back', async () => {
+      const created = await raw.request({ type: 'context-create', context: 'doomed', language: 'python' });
+      const from = raw.messages.length;
+      await raw.command(`kill -KILL ${created.pid}`);
+      const exit = await raw.next((message) => message.type === 'context-exit', from);
+      expect(exit).toMatchObject({ context: 'doomed', code: null, signal: 'SIGKILL' });
+      expect(await raw.execute('1', 'doomed')).toContainEqual(
+        expect.objectContaining({ type: 'error', name: 'ContextError' }),
+      );
+      expect(await raw.request({ type: 'context-restart', context: 'doomed' })).toMatchObject({ ok: true });
+      const back = await raw.execute('6 * 7', 'doomed');
+      expect(back.find((message) => message.type === 'result')?.data).toEqual({ 'text/plain': '42' });
+    });
+
+    it('drops a line its kernel sends that is not a protocol message, and the kernel goes on', async () => {
+      const forged = await raw.execute(
+        'import gc, os\nkernel = next(o for o in gc.get_objects() if type(o).__name__ == "Kernel" and hasattr(o, "channel"))\nkernel.channel.write(b"not json\\n")\nkernel.channel.write(b\'{"type": "stream", "id": "x", "context": "other"}\\n\')\n"after"',
+        'second',
+      );
+      expect(forged.find((message) => message.type === 'result')?.data).toEqual({ 'text/plain': "'after'" });
+      const claimed = raw.messages.filter((message) => message.id === 'x');
+      expect(claimed.map((message) => message.context)).toEqual(['second']);
+      expect(
+        raw.messages.some(
+          (message) => message.type === 'log' && String(message.message).includes('not a protocol message'),
+        ),
+      ).toBe(true);
+    });
+
+    it('kills everything it started when the host closes the channel', async () => {
+      const fresh = await RawSandbox.open(backend);
+      try {
+        await fresh.ready();
+        await fresh.request({ type: 'context-create', context: 'other', language: 'python' });
+        await fresh.command('sleep 4244 > /dev/null 2>&1 &');
+        const started = fresh.id('long');
+        fresh.send({ type: 'command-start', id: started, command: 'sleep 4245' });
+        await fresh.next((message) => message.type === 'command-started' && message.id === started);
+        const inside = await processes(fresh);
+        expect(inside.filter((line) => /sleep 424[45]|sandcell_kernel/.test(line))).toHaveLength(4);
+        const processIds = (await fresh.sandbox.usage?.())?.processIds ?? [];
+        fresh.sandbox.input.end();
+        const exit = await fresh.sandbox.exited;
+        expect(exit.reason).toBe('exited');
+        expect(exit.code).toBe(0);
+        for (const pid of processIds) expect(isAlive(pid)).toBe(false);
+      } finally {
+        await fresh.close();
+      }
+    });
+
+    it('ends on shutdown', async () => {
+      const fresh = await RawSandbox.open(backend);
+      try {
+        await fresh.ready();
+        fresh.send({ type: 'shutdown' });
+        expect(await fresh.sandbox.exited).toMatchObject({ code: 0, reason: 'exited' });
+      } finally {
+        await fresh.close();
+      }
+    });
+
+    it('for a version-1 host, the Python kernel’s death ends the sandbox with its status', async () => {
+      const fresh = await RawSandbox.open(backend);
+      try {
+        await fresh.ready();
+        fresh.send({ type: 'execute', id: 'e', code: 'import os, signal\nos.kill(os.getpid(), signal.SIGKILL)' });
+        expect(await fresh.sandbox.exited).toMatchObject({ code: 128 + 9 });
+      } finally {
+        await fresh.close();
+      }
+    });
+  });
+}
