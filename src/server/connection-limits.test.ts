@@ -167,4 +167,33 @@ describe('connections', () => {
       expect(halfSent.received).not.toMatch(/ 200 /);
     });
   });
+
+  describe('that stay idle between requests', () => {
+    let server: Server;
+
+    beforeAll(async () => {
+      server = await startScriptedServer(undefined, { poolSize: 0 });
+    });
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    it('are told 5 s, and still answered when a client comes back a little late', async () => {
+      const port = server.port;
+      const raw = await open(port, '127.0.0.1');
+      const ask = async () => {
+        const before = raw.received.length;
+        raw.socket.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+        await waitFor('the answer', () => /\r\n\r\n\{.*\}$/s.test(raw.received.slice(before)));
+        return raw.received.slice(before);
+      };
+      const first = await ask();
+      expect(first).toMatch(/^HTTP\/1\.1 200 /);
+      expect(first).toMatch(/^keep-alive: timeout=5\r$/im);
+      // A client running late (a busy machine) reuses the connection past the time it was told.
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      expect(raw.closed).toBe(false);
+      expect(await ask()).toMatch(/^HTTP\/1\.1 200 /);
+    });
+  });
 });

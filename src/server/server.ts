@@ -14,8 +14,17 @@ import { isLoopback, resolveServerOptions, type ServerOptions } from './options.
 import { createRuntime } from './runtime.js';
 
 const CONNECTIONS_DRAIN_MS = 2_000;
-/** An idle keep-alive connection is closed after this long (Node's own default). */
+/** How long a client may keep a connection idle for its next request (Node's own default), as every answer says. */
 const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/**
+ * How much longer the server keeps an idle connection open than it said. A
+ * client reuses a connection until the time it was told (minus a margin, or
+ * its own shorter limit); were the server to close it on the dot, a client
+ * running late (a busy machine) sends its next request as the connection
+ * closes, and a POST lost that way is not retried: `fetch failed`, ECONNRESET.
+ * Idle connections stay bounded by the connection caps, idle ones closed first.
+ */
+const KEEP_ALIVE_GRACE_MS = 10_000;
 /**
  * The whole request (headers and body) must arrive within this; the answer is not
  * limited by it, so streamed executions run their full time. A 64 MiB upload needs
@@ -63,11 +72,14 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       // A connection that never completes its request header is closed (slow-header floods).
       headersTimeout: resolved.headersTimeoutMs,
       requestTimeout: Math.max(REQUEST_TIMEOUT_MS, resolved.headersTimeoutMs),
-      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS + KEEP_ALIVE_GRACE_MS,
       connectionsCheckingInterval: Math.min(MAX_CONNECTIONS_CHECKING_INTERVAL_MS, resolved.headersTimeoutMs),
     },
   }) as Server;
   connections.attach(httpServer);
+  // Node would announce the timeout it enforces; announce the shorter one (headers given later take precedence).
+  const keepAliveHint = `timeout=${KEEP_ALIVE_TIMEOUT_MS / 1000}`;
+  httpServer.on('request', (_request, response) => response.setHeader('Keep-Alive', keepAliveHint));
   try {
     await new Promise<void>((resolve, reject) => {
       httpServer.once('error', reject);
