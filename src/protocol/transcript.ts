@@ -56,6 +56,13 @@ export interface FilePreview {
 /** Why code did not run: the user declined it, the model had no attempts left, or the turn was cancelled. */
 export type SkipReason = 'declined' | 'no-attempts-left' | 'cancelled';
 
+/**
+ * What a piece of code was: the language of the kernel it ran in, or `shell`
+ * for a one-off shell command (the chat agent's run_shell_command). Absent
+ * means python, as before languages.
+ */
+export type CodeLanguage = 'python' | 'javascript' | 'typescript' | 'bash' | 'r' | 'shell';
+
 export type CodeStatus = 'awaiting-approval' | 'ready' | 'running' | 'ok' | 'error' | 'timeout' | 'skipped';
 
 export interface ExecutionSummary {
@@ -74,6 +81,8 @@ export interface CodeStep {
   callId: string;
   /** The code as written (by the model, or in the cell). */
   code: string;
+  /** What ran it; absent for python. */
+  language?: CodeLanguage;
   /** The code that ran, when the user edited it before approving. */
   ranCode?: string;
   attempt: number;
