@@ -10,6 +10,7 @@ export type { ErrorBody, ExecutionStreamEvent, FileInfo, ServerConfig } from './
 export type {
   ApprovalMode,
   CodeFile,
+  CodeLanguage,
   CodeStatus,
   CodeStep,
   Conversation,

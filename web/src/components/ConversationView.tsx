@@ -1,4 +1,5 @@
 /** The main area: the conversation's header, notices, history, and the chat box or notebook cell. */
+import type { CellLanguage } from '../languages';
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { ApprovalMode, Conversation } from '../../../src/protocol/index';
 import type { ServerConfig } from '../api';
@@ -21,7 +22,7 @@ export interface ConversationViewProps {
   filesOpen: boolean;
   onToggleFiles: () => void;
   onSend: (text: string) => Promise<boolean>;
-  onRunCell: (code: string) => Promise<boolean>;
+  onRunCell: (code: string, language: CellLanguage) => Promise<boolean>;
   onStop: () => void;
   onDecide: (approvalId: string, decision: Decision, code?: string) => Promise<void>;
   onUpload: (files: File[]) => void;
@@ -37,7 +38,7 @@ export function ConversationView(props: ConversationViewProps) {
   const scroller = useRef<HTMLDivElement>(null);
   const nearBottom = useRef(true);
   const [dragging, setDragging] = useState(0);
-  const [preset, setPreset] = useState<{ code: string; serial: number }>();
+  const [preset, setPreset] = useState<{ code: string; language?: CellLanguage; serial: number }>();
 
   // Follow the answer as it streams, unless the user scrolled up to read.
   useLayoutEffect(() => {
@@ -195,9 +196,9 @@ export function ConversationView(props: ConversationViewProps) {
                 turn={turn}
                 onDecide={props.onDecide}
                 onError={props.onError}
-                onEditInCell={(code) => {
+                onEditInCell={(code, language) => {
                   props.onModeChange('notebook');
-                  setPreset((current) => ({ code, serial: (current?.serial ?? 0) + 1 }));
+                  setPreset((current) => ({ code, language, serial: (current?.serial ?? 0) + 1 }));
                 }}
               />
             ))

@@ -1,4 +1,5 @@
 /** One turn of a conversation: a question and its answer, a notebook cell, or an upload. */
+import type { CellLanguage } from '../languages';
 import type { FilePreview, Turn } from '../../../src/protocol/index';
 import { formatBytes, formatCount, formatTime } from '../format';
 import { CodeStepView, type Decision } from './CodeStep';
@@ -8,7 +9,7 @@ export interface TurnViewProps {
   turn: Turn;
   onDecide?: (approvalId: string, decision: Decision, code?: string) => Promise<void>;
   onError?: (message: string) => void;
-  onEditInCell?: (code: string) => void;
+  onEditInCell?: (code: string, language?: CellLanguage) => void;
 }
 
 const STOP_NOTE: Record<string, string> = {
