@@ -3,7 +3,7 @@
  * prompt, the conversations (summaries for the sidebar, full history for the
  * ones opened), the turns streaming in, notices, and the live region.
  */
-import type { CellLanguage } from './languages';
+
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import {
   type ApprovalMode,
@@ -20,6 +20,7 @@ import { FilesPanel } from './components/FilesPanel';
 import { LoginDialog } from './components/LoginDialog';
 import { Sidebar } from './components/Sidebar';
 import { formatBytes } from './format';
+import type { CellLanguage } from './languages';
 
 interface Notice {
   id: number;

@@ -1,9 +1,10 @@
 /** The main area: the conversation's header, notices, history, and the chat box or notebook cell. */
-import type { CellLanguage } from '../languages';
+
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { ApprovalMode, Conversation } from '../../../src/protocol/index';
 import type { ServerConfig } from '../api';
 import { formatTime } from '../format';
+import type { CellLanguage } from '../languages';
 import type { Decision } from './CodeStep';
 import { CellComposer, ChatComposer } from './Composer';
 import { Markdown } from './Html';

@@ -1,7 +1,8 @@
 /** One turn of a conversation: a question and its answer, a notebook cell, or an upload. */
-import type { CellLanguage } from '../languages';
+
 import type { FilePreview, Turn } from '../../../src/protocol/index';
 import { formatBytes, formatCount, formatTime } from '../format';
+import type { CellLanguage } from '../languages';
 import { CodeStepView, type Decision } from './CodeStep';
 import { Markdown } from './Html';
 
