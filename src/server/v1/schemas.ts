@@ -66,13 +66,9 @@ export const ExecuteBody = z
     language: z.enum(LANGUAGES).optional().meta({
       description: 'Run in this language’s default context, started on first use. @default python',
     }),
-    context: z
-      .string()
-      .regex(CONTEXT_ID, 'a context id is 1 to 64 letters, digits, ".", "-" or "_"')
-      .optional()
-      .meta({
-        description: 'Run in this context (from POST /v1/sessions/{id}/contexts); a language’s name is its default.',
-      }),
+    context: z.string().regex(CONTEXT_ID, 'a context id is 1 to 64 letters, digits, ".", "-" or "_"').optional().meta({
+      description: 'Run in this context (from POST /v1/sessions/{id}/contexts); a language’s name is its default.',
+    }),
     timeoutMs: z
       .number()
       .positive()
