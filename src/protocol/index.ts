@@ -17,6 +17,7 @@ export type {
 export type {
   ApprovalMode,
   CodeFile,
+  CodeLanguage,
   CodeStatus,
   CodeStep,
   Conversation,
