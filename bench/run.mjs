@@ -1,6 +1,7 @@
 // `npm run bench`: sandcell's speed and memory on this machine, one column per backend, against the
 // targets of the engine and Docker issues. Prints a table and writes bench/results/latest.json.
 // Not a test: nothing here fails a build. A backend that cannot run here gets an empty column and a note.
+// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs).
 
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -13,6 +14,10 @@ import { runServerBench } from './server.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
+const withServer = !process.argv.includes('--no-server');
+/** The values of every `--name value` on the command line. */
+const flagValues = (name) =>
+  process.argv.flatMap((argument, index) => (argument === name ? [process.argv[index + 1]] : []));
 const now = () => performance.now();
 
 function percentile(values, fraction) {
@@ -213,7 +218,9 @@ async function measure(backend) {
   return { ...result, failures: failures.count, firstFailure: failures.first };
 }
 
-const BACKENDS = ['bubblewrap', 'docker'];
+const ALL_BACKENDS = ['bubblewrap', 'docker'];
+const chosen = flagValues('--backend');
+const BACKENDS = chosen.length === 0 ? ALL_BACKENDS : ALL_BACKENDS.filter((name) => chosen.includes(name));
 const measured = {};
 const notes = [];
 for (const name of BACKENDS) {
@@ -316,7 +323,7 @@ const rows = [
 ];
 
 // --- server (sandcell serve over HTTP, on the default backend): bench/server.mjs ---------------------
-const server = await runServerBench({ quick });
+const server = withServer ? await runServerBench({ quick }) : { rows: [], result: undefined };
 for (const [measureName, stat, observed, unit, target, met] of server.rows) {
   rows.push([
     measureName,

@@ -17,7 +17,10 @@ def kernel_table(kernel_directory, python):
         "javascript": (["node", kernel_directory + "/sandcell_javascript_kernel.mjs", "javascript"], "fd34"),
         "typescript": (["node", kernel_directory + "/sandcell_javascript_kernel.mjs", "typescript"], "fd34"),
         "bash": ([python, "-I", "-B", kernel_directory + "/sandcell_bash_kernel.py"], "fd34"),
-        "r": (["R", "--interactive", "--no-save", "--no-restore", "--no-echo", "-f", kernel_directory + "/sandcell_r_kernel.R"], "fd34"),
+        # Not --interactive: R stops reading its arguments there, so -f after it is
+        # ignored and R reads stdin (/dev/null) and quits; before -f, -f wins. The
+        # kernel is its own console and catches every error, so R need not be interactive.
+        "r": (["R", "--no-echo", "--no-save", "--no-restore", "-f", kernel_directory + "/sandcell_r_kernel.R"], "fd34"),
     }
 
 

@@ -7,21 +7,12 @@
  */
 
 import type { Sandbox, SandboxExit } from '../backends/spec.js';
-import {
-  FileOperationError,
-  KernelRequestError,
-  ProtocolError,
-  SandboxCrashedError,
-  TimeoutError,
-  UnknownContextError,
-} from '../errors.js';
+import { ProtocolError, SandboxCrashedError, TimeoutError } from '../errors.js';
 import { LineSplitter } from '../internal/line-splitter.js';
 import {
   type CommandEvent,
   type ContextExitEvent,
   type ExecutionEvent,
-  fileErrorReason,
-  isFileRequest,
   type KernelInstruction,
   type KernelRequest,
   parseKernelLine,
@@ -30,7 +21,7 @@ import {
   type ReplyEvent,
   type ReplyTo,
 } from './kernel-protocol.js';
-import { DEFAULT_CONTEXT } from './languages.js';
+import { answeringContext, requestFailure } from './kernel-replies.js';
 import type { MessageLimits } from './output-limits.js';
 import { describeExit } from './state-loss.js';
 
@@ -291,30 +282,4 @@ export class KernelConnection {
     this.dead = true;
     return this.sandbox.kill();
   }
-}
-
-/** Which context's kernel answers `request`: none for what the supervisor answers itself (files, contexts, commands). */
-function answeringContext(request: KernelRequest): string | undefined {
-  switch (request.type) {
-    case 'reset':
-    case 'ping':
-    case 'is-complete':
-      return request.context ?? DEFAULT_CONTEXT;
-    default:
-      return undefined;
-  }
-}
-
-/** The error a failed reply to `request` becomes. */
-function requestFailure(request: KernelRequest, error: { code: string; message: string }): Error {
-  if (error.code === 'unknown-request') {
-    return new ProtocolError(
-      `The kernel does not know the request ${request.type} (${error.message}); reinstall sandcell (\`npm run setup\`).`,
-    );
-  }
-  if (isFileRequest(request)) return new FileOperationError(fileErrorReason(error.code), error.message);
-  if (error.code === 'unknown-context' && 'context' in request) {
-    return new UnknownContextError(request.context ?? DEFAULT_CONTEXT);
-  }
-  return new KernelRequestError(request.type, error.code, error.message);
 }

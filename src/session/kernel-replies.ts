@@ -1,11 +1,20 @@
 /**
- * What a successful reply carries, per request, and how its untrusted body is
- * read (kernel-protocol.ts parses the line; the request that a reply answers
- * says what its body must hold). A body that lacks what it must hold is
- * `{ invalid }`, which the caller turns into a ProtocolError.
+ * Replies, by the request they answer: who may answer it (a context's kernel
+ * or the supervisor), what a successful one carries and how its untrusted
+ * body is read (kernel-protocol.ts parses the line), and the error a failed
+ * one becomes. A body that lacks what it must hold is `{ invalid }`, which
+ * the caller turns into a ProtocolError.
  */
-import { FILE_ERROR_REASONS, type FileErrorReason } from '../errors.js';
+import {
+  FILE_ERROR_REASONS,
+  type FileErrorReason,
+  FileOperationError,
+  KernelRequestError,
+  ProtocolError,
+  UnknownContextError,
+} from '../errors.js';
 import type { KernelRequest } from './kernel-protocol.js';
+import { DEFAULT_CONTEXT } from './languages.js';
 
 export type FileRequest =
   | { type: 'file-read'; path: string }
@@ -118,4 +127,30 @@ export function isFileRequest(request: KernelRequest): request is FileRequest {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Which context's kernel answers `request`: none for what the supervisor answers itself (files, contexts, commands). */
+export function answeringContext(request: KernelRequest): string | undefined {
+  switch (request.type) {
+    case 'reset':
+    case 'ping':
+    case 'is-complete':
+      return request.context ?? DEFAULT_CONTEXT;
+    default:
+      return undefined;
+  }
+}
+
+/** The error a failed reply to `request` becomes. */
+export function requestFailure(request: KernelRequest, error: { code: string; message: string }): Error {
+  if (error.code === 'unknown-request') {
+    return new ProtocolError(
+      `The kernel does not know the request ${request.type} (${error.message}); reinstall sandcell (\`npm run setup\`).`,
+    );
+  }
+  if (isFileRequest(request)) return new FileOperationError(fileErrorReason(error.code), error.message);
+  if (error.code === 'unknown-context' && 'context' in request) {
+    return new UnknownContextError(request.context ?? DEFAULT_CONTEXT);
+  }
+  return new KernelRequestError(request.type, error.code, error.message);
 }

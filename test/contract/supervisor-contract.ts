@@ -6,12 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxBackend } from '../../src/backends/spec.js';
-import { RawSandbox, type WireMessage } from '../support/raw-sandbox.js';
+import { RawSandbox } from '../support/raw-sandbox.js';
 import { type ContractOptions, isAlive } from './backend-contract.js';
 
 /** A bash line listing every process of the sandbox as `pid command line`. */
 const LIST_PROCESSES =
-  'for f in /proc/[0-9]*; do [ -r $f/cmdline ] && echo "${f#/proc/} $(tr "\\0" " " < $f/cmdline)"; done';
+  'cd /proc; for pid in [0-9]*; do [ -r $pid/cmdline ] && echo "$pid $(tr "\\0" " " < $pid/cmdline)"; done';
 
 async function processes(raw: RawSandbox): Promise<string[]> {
   return (await raw.command(LIST_PROCESSES)).stdout.trim().split('\n');
@@ -30,12 +30,6 @@ async function withRaw<T>(
     await raw.close();
   }
 }
-
-const text = (messages: WireMessage[], name = 'stdout') =>
-  messages
-    .filter((message) => message.type === 'stream' && message.name === name)
-    .map((message) => message.text)
-    .join('');
 
 export function runSupervisorContract({ name, createBackend }: ContractOptions): void {
   describe(`supervisor: ${name}`, () => {
@@ -77,7 +71,7 @@ export function runSupervisorContract({ name, createBackend }: ContractOptions):
 
     it('runs commands in /mnt/data or the cwd asked (relative under /mnt/data), with the env asked', async () => {
       await raw.request({ type: 'file-write', path: 'sub/keep.txt', data: Buffer.from('x').toString('base64') });
-      const here = await raw.command('pwd; echo "$GREETING"; echo "${SANDCELL_KERNEL_OPTIONS:-none}"', {
+      const here = await raw.command('pwd; echo "$GREETING"; printenv SANDCELL_KERNEL_OPTIONS || echo none', {
         cwd: 'sub',
         env: { GREETING: 'hello' },
       });

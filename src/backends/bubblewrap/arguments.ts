@@ -35,7 +35,7 @@ export interface BubblewrapArgumentsInput {
   systemRoot?: string;
 }
 
-/** Files from the host's /etc that Python and its packages read; nothing else of /etc is visible. */
+/** Files from the host's /etc that the kernels and their packages read (R's configuration is /etc/R); nothing else of /etc is visible. */
 export const HOST_ETC_FILES = [
   'ld.so.cache',
   'ld.so.conf',
@@ -49,6 +49,7 @@ export const HOST_ETC_FILES = [
   'python3.12',
   'python3.13',
   'fonts',
+  'R',
 ] as const;
 
 /** Synthetic files written by sandcell, replacing the host's. */

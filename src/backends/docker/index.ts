@@ -38,6 +38,7 @@ import {
   SESSION_LABEL,
   UID_LABEL,
 } from './container-config.js';
+import { oomKillsOfProcess } from './container-oom.js';
 import { EngineRetriesExhausted, engineErrorText, ignoreMissing, retryTransient } from './engine-errors.js';
 import { ownerIsGone, ownerLabels } from './owner.js';
 import {
@@ -397,7 +398,7 @@ export class DockerBackend implements SandboxBackend {
               stderr: true,
               hijack: true,
             })) as unknown as Duplex;
-            const sandbox = new DockerSandbox(this.docker, container, stream, volume.memoryBudget);
+            const sandbox = new DockerSandbox(this.docker, container, stream);
             await container.start();
             sandbox.watch();
             return sandbox;
@@ -473,13 +474,14 @@ class DockerSandbox implements Sandbox {
   readonly diagnostics = new PassThrough();
   private killedByUs = false;
   private removing?: Promise<void>;
+  /** The container's first process as this machine sees it, once asked for. */
+  private initPid?: number;
   private resolveExit?: (exit: SandboxExit) => void;
 
   constructor(
     private readonly docker: Dockerode,
     private readonly container: Dockerode.Container,
     private readonly stream: Duplex,
-    private readonly sessionCgroup: DockerSessionCgroup | undefined,
   ) {
     this.docker.modem.demuxStream(stream, this.output, this.diagnostics);
     const endStreams = () => {
@@ -537,12 +539,16 @@ class DockerSandbox implements Sandbox {
   }
 
   /**
-   * OOM kills in the container: counted in its cgroup when it is in the
-   * session's; otherwise the engine's flag, which says only whether there was
-   * one at all.
+   * OOM kills in the container, counted in its memory cgroup (a local
+   * engine); elsewhere the engine's flag, which says only whether the
+   * container's own process was killed for memory.
    */
   async oomKills(): Promise<number> {
-    const counted = await this.sessionCgroup?.oomKills(this.container.id);
+    this.initPid ??= await this.container.inspect().then(
+      (info) => info.State?.Pid || undefined,
+      () => undefined,
+    );
+    const counted = this.initPid === undefined ? undefined : await oomKillsOfProcess(this.initPid);
     if (counted !== undefined) return counted;
     const state = await this.container.inspect().then(
       (info) => info.State,

@@ -131,18 +131,6 @@ export class DockerSessionCgroup {
     }
   }
 
-  /** How many times the OOM killer acted in one of the session's containers (counted where the victim was). */
-  async oomKills(containerId: string): Promise<number | undefined> {
-    const file = this.tree.version === 1 ? 'memory.oom_control' : 'memory.events';
-    try {
-      const text = await readFile(path.join(this.memoryDirectory, containerId, file), 'utf8');
-      const match = /^oom_kill (\d+)$/m.exec(text);
-      return match ? Number(match[1]) : 0;
-    } catch {
-      return undefined;
-    }
-  }
-
   /** Removes the session's directory from every hierarchy (the engine created those it needed). */
   async remove(): Promise<void> {
     for (const mount of this.tree.mounts) await removeCgroupTree(path.join(mount, CGROUP_PARENT_ROOT, this.name));
