@@ -148,6 +148,19 @@ describe('POST /v1/sessions/{id}/commands', () => {
     abort.abort();
     await expect(pending).rejects.toThrow();
     await expect.poll(async () => (await api.json<Json>(`/v1/sessions/${id}/commands`)).commands.length).toBe(0);
+
+    // The same for a streamed command: the client reads its first output, then goes away.
+    const streamAbort = new AbortController();
+    const streamed = await run(
+      id,
+      { command: 'sleep' },
+      { signal: streamAbort.signal, headers: { accept: 'application/x-ndjson' } },
+    );
+    const reader = (streamed.body as ReadableStream<Uint8Array>).getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain('started');
+    expect((await api.json<Json>(`/v1/sessions/${id}/commands`)).commands).toHaveLength(1);
+    streamAbort.abort();
+    await expect.poll(async () => (await api.json<Json>(`/v1/sessions/${id}/commands`)).commands.length).toBe(0);
   });
 
   it('starts a background command: 202 with its pid, listed, fed through stdin, killed by pid', async () => {
