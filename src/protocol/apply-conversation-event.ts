@@ -59,7 +59,10 @@ export function applyConversationEvent(turn: Turn, event: ConversationEvent): Tu
           const { approvalId: _approvalId, ...rest } = step;
           return { ...rest, status: 'running', ...(event.edited ? { ranCode: event.code } : {}) };
         },
-        () => newCodeStep(event.callId, event.code, event.attempt, event.maxAttempts, 'running'),
+        () => ({
+          ...newCodeStep(event.callId, event.code, event.attempt, event.maxAttempts, 'running'),
+          ...(event.language && event.language !== 'python' ? { language: event.language } : {}),
+        }),
       );
     case 'stdout-delta':
       return withCodeStep(turn, event.callId, (step) => ({ ...step, stdout: step.stdout + event.text }));

@@ -10,6 +10,7 @@
  */
 import type {
   CodeFile,
+  CodeLanguage,
   ExecutionSummary,
   PresentedResult,
   SkipReason,
@@ -49,7 +50,16 @@ export type WorkEvent<P extends Presentation = WirePresentation> =
   | { type: 'step-start'; agent?: string; step: number; maxSteps: number }
   | { type: 'answer-delta'; agent?: string; text: string }
   | { type: 'code-ready'; callId: string; code: string; attempt: number; maxAttempts: number }
-  | { type: 'execution-start'; callId: string; code: string; attempt: number; maxAttempts: number; edited: boolean }
+  | {
+      type: 'execution-start';
+      callId: string;
+      code: string;
+      attempt: number;
+      maxAttempts: number;
+      edited: boolean;
+      /** Absent: python. */
+      language?: CodeLanguage;
+    }
   | { type: 'stdout-delta'; callId: string; text: string }
   | { type: 'stderr-delta'; callId: string; text: string }
   | { type: 'result-ready'; callId: string; result: P['result'] }

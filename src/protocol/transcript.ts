@@ -3,6 +3,9 @@
  * (GET /v1/conversations/{id}) and exports, and the web UI shows.
  */
 
+/** The languages code can be in (a session's contexts); absent on a step means python. */
+export type CodeLanguage = 'python' | 'javascript' | 'typescript' | 'bash' | 'r';
+
 /** `ask`: each piece of code waits for run / skip / edit (POST …/approvals/{approvalId}); `auto`: code runs at once. */
 export type ApprovalMode = 'auto' | 'ask';
 
@@ -74,6 +77,8 @@ export interface CodeStep {
   callId: string;
   /** The code as written (by the model, or in the cell). */
   code: string;
+  /** The code's language, when not python (a notebook cell may be in any of the session's languages). */
+  language?: CodeLanguage;
   /** The code that ran, when the user edited it before approving. */
   ranCode?: string;
   attempt: number;
