@@ -3,6 +3,13 @@
  * (GET /v1/conversations/{id}) and exports, and the web UI shows.
  */
 
+/**
+ * What ran a piece of code: a language of the session's contexts, or `shell`
+ * for a one-off shell command (the chat agent's run_shell_command). Absent on
+ * a step means python.
+ */
+export type CodeLanguage = 'python' | 'javascript' | 'typescript' | 'bash' | 'r' | 'shell';
+
 /** `ask`: each piece of code waits for run / skip / edit (POST …/approvals/{approvalId}); `auto`: code runs at once. */
 export type ApprovalMode = 'auto' | 'ask';
 
@@ -55,13 +62,6 @@ export interface FilePreview {
 
 /** Why code did not run: the user declined it, the model had no attempts left, or the turn was cancelled. */
 export type SkipReason = 'declined' | 'no-attempts-left' | 'cancelled';
-
-/**
- * What a piece of code was: the language of the kernel it ran in, or `shell`
- * for a one-off shell command (the chat agent's run_shell_command). Absent
- * means python, as before languages.
- */
-export type CodeLanguage = 'python' | 'javascript' | 'typescript' | 'bash' | 'r' | 'shell';
 
 export type CodeStatus = 'awaiting-approval' | 'ready' | 'running' | 'ok' | 'error' | 'timeout' | 'skipped';
 
