@@ -2,14 +2,12 @@
  * The sandcell command with languages and commands, as a user runs it: the
  * built CLI on real sandboxes. `run` picks the kernel from the script's
  * extension, `exec` runs one command with its exit code passed through, and
- * `repl --language` keeps a kernel's state. A language's tests run once its
- * kernel is part of sandcell (its file in src/kernel/).
+ * `repl --language` keeps a kernel's state.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { kernelFiles } from '../src/kernel/index.js';
 import { type Finished, runProcess } from './support/process.js';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -28,11 +26,6 @@ function script(name: string, text: string): string {
   return file;
 }
 
-const kernels = kernelFiles();
-const hasJavaScript = kernels.includes('sandcell_javascript_kernel.mjs');
-const hasBash = kernels.includes('sandcell_bash_kernel.py');
-const hasR = kernels.some((name) => name.startsWith('sandcell_r_kernel'));
-
 describe('sandcell run picks the language from the extension', () => {
   it('runs a .py file as Python, and a file of another extension as Python unless --language says otherwise', async () => {
     const python = await sandcell(['run', script('sum.py', 'import sys\nprint(sys.version_info[0], sum(range(5)))')]);
@@ -45,7 +38,7 @@ describe('sandcell run picks the language from the extension', () => {
     expect(refused.stderr).toContain('--language must be one of python, javascript, typescript, bash, r');
   });
 
-  it.skipIf(!hasJavaScript)('runs .js, .mjs and .ts files in the JavaScript and TypeScript kernels', async () => {
+  it('runs .js, .mjs and .ts files in the JavaScript and TypeScript kernels', async () => {
     const js = await sandcell([
       'run',
       script('hello.js', 'const xs = [1, 2, 3];\nconsole.log("js", xs.map((x) => x * 2).join(","));'),
@@ -65,19 +58,16 @@ describe('sandcell run picks the language from the extension', () => {
     expect(override.stdout).toContain('42');
   });
 
-  it.skipIf(!hasBash)(
-    'runs a .sh file in the bash kernel; a failing command is an error in the code (exit 1)',
-    async () => {
-      const bash = await sandcell(['run', script('hello.sh', 'cd /tmp\necho "in $(pwd) with bash $BASH_VERSINFO"')]);
-      expect(bash.code).toBe(0);
-      expect(bash.stdout).toMatch(/in \/tmp with bash \d/);
-      const failing = await sandcell(['run', script('fail.sh', 'echo before\nfalse')]);
-      expect(failing.stdout).toContain('before');
-      expect(failing.code).toBe(1);
-    },
-  );
+  it('runs a .sh file in the bash kernel; a failing command is an error in the code (exit 1)', async () => {
+    const bash = await sandcell(['run', script('hello.sh', 'cd /tmp\necho "in $(pwd) with bash $BASH_VERSINFO"')]);
+    expect(bash.code).toBe(0);
+    expect(bash.stdout).toMatch(/in \/tmp with bash \d/);
+    const failing = await sandcell(['run', script('fail.sh', 'echo before\nfalse')]);
+    expect(failing.stdout).toContain('before');
+    expect(failing.code).toBe(1);
+  });
 
-  it.skipIf(!hasR)('runs a .R file in the R kernel, and saves its chart', async () => {
+  it('runs a .R file in the R kernel, and saves its chart', async () => {
     const outputDir = path.join(workspace, 'r-out');
     const r = await sandcell([
       'run',
@@ -148,20 +138,17 @@ describe('sandcell exec', () => {
 });
 
 describe('sandcell repl --language', () => {
-  it.skipIf(!hasBash)(
-    'bash: the prompt names the language, cd and variables carry over, open blocks continue',
-    async () => {
-      const result = await sandcell(
-        ['repl', '--language', 'bash'],
-        'cd /tmp\nname=world\nfor i in 1 2; do\necho "line $i"\ndone\necho "$(pwd) $name"\n',
-      );
-      expect(result.code).toBe(0);
-      expect(result.stdout).toContain('bash> ');
-      expect(result.stdout).toContain('....> ');
-      expect(result.stdout).toContain('line 1\nline 2\n');
-      expect(result.stdout).toContain('/tmp world');
-    },
-  );
+  it('bash: the prompt names the language, cd and variables carry over, open blocks continue', async () => {
+    const result = await sandcell(
+      ['repl', '--language', 'bash'],
+      'cd /tmp\nname=world\nfor i in 1 2; do\necho "line $i"\ndone\necho "$(pwd) $name"\n',
+    );
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('bash> ');
+    expect(result.stdout).toContain('....> ');
+    expect(result.stdout).toContain('line 1\nline 2\n');
+    expect(result.stdout).toContain('/tmp world');
+  });
 
   it('refuses an unknown language as a usage error', async () => {
     const result = await sandcell(['repl', '--language', 'cobol'], '');

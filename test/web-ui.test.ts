@@ -12,7 +12,6 @@ import { type Browser, type BrowserContext, chromium, type Download, type Locato
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createChatModel } from '../src/agents/index.js';
 import type { Conversation } from '../src/protocol/index.js';
-import { CellBody } from '../src/server/conversations/schemas.js';
 import { client, startTestServer } from './server-helpers.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
 
@@ -462,29 +461,25 @@ describe('web UI without a model (notebook)', { timeout: TEST_TIMEOUT }, () => {
     expect(await page.locator('.composer-disabled').textContent()).toContain('No model is configured');
   });
 
-  // The server takes a cell's `language` once the notebook API has it (src/server/conversations/schemas.ts).
-  it.skipIf(!('language' in CellBody.shape))(
-    'a JavaScript cell and a bash cell run in the notebook, each keeping its own state, each labelled with its language',
-    async () => {
-      const { page } = await openTab(server.url);
-      const js = await runCell(
-        page,
-        'const xs = [1, 2, 3];\nconsole.log("js", xs.map((x) => x * 2).join(","));',
-        'JavaScript',
-      );
-      expect(await js.locator('.stdout').textContent()).toBe('js 2,4,6\n');
-      expect(await js.locator('.code-label').textContent()).toContain('Cell · JavaScript');
-      const jsAgain = await runCell(page, 'xs.length * 14', 'JavaScript');
-      expect(await jsAgain.locator('.result-text').textContent()).toBe('42');
-      const bash = await runCell(page, 'cd /tmp\nname=world', 'Bash');
-      expect(await bash.locator('.code-label').textContent()).toContain('Cell · Bash');
-      const bashAgain = await runCell(page, 'echo "$(pwd) $name"', 'Bash');
-      expect(await bashAgain.locator('.stdout').textContent()).toBe('/tmp world\n');
-      // Back to Python: its state is its own.
-      const python = await runCell(page, 'print("python", 6 * 7)', 'Python');
-      expect(await python.locator('.stdout').textContent()).toBe('python 42\n');
-    },
-  );
+  it('a JavaScript cell and a bash cell run in the notebook, each keeping its own state, each labelled with its language', async () => {
+    const { page } = await openTab(server.url);
+    const js = await runCell(
+      page,
+      'const xs = [1, 2, 3];\nconsole.log("js", xs.map((x) => x * 2).join(","));',
+      'JavaScript',
+    );
+    expect(await js.locator('.stdout').textContent()).toBe('js 2,4,6\n');
+    expect(await js.locator('.code-label').textContent()).toContain('Cell · JavaScript');
+    const jsAgain = await runCell(page, 'xs.length * 14', 'JavaScript');
+    expect(await jsAgain.locator('.result-text').textContent()).toBe('42');
+    const bash = await runCell(page, 'cd /tmp\nname=world', 'Bash');
+    expect(await bash.locator('.code-label').textContent()).toContain('Cell · Bash');
+    const bashAgain = await runCell(page, 'echo "$(pwd) $name"', 'Bash');
+    expect(await bashAgain.locator('.stdout').textContent()).toBe('/tmp world\n');
+    // Back to Python: its state is its own.
+    const python = await runCell(page, 'print("python", 6 * 7)', 'Python');
+    expect(await python.locator('.stdout').textContent()).toBe('python 42\n');
+  });
 
   it('files panel: lists what code wrote, downloads it, deletes it; the step links it too', async () => {
     const { page } = await openTab(server.url);
