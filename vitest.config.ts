@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    // Real sandboxes on a 2-core machine: one file at a time keeps timings honest.
+    // Real sandboxes on a 2-core machine: one file at a time keeps timings honest. The unit project
+    // runs none, so `npm test` (scripts/test.mjs) and `npm run test:unit` run its files in parallel.
     fileParallelism: false,
     projects: [
       {
@@ -10,6 +11,9 @@ export default defineConfig({
           name: 'unit',
           include: ['src/**/*.test.ts'],
           environment: 'node',
+          // Scripted servers start in milliseconds; the margin is for files run in parallel on a busy machine.
+          testTimeout: 20_000,
+          hookTimeout: 20_000,
         },
       },
       {

@@ -273,6 +273,12 @@ export async function runServerBench({ quick = false } = {}) {
     String(sessionCount + 16),
     '--executions-per-minute',
     '0',
+    // Every simulated client comes from 127.0.0.1, and Node's fetch keeps up to ~1.5 connections per
+    // request in flight (it opens one when none is free yet): 200 of them outgrow the per-address cap
+    // (256, meant for one client), which then closes idle connections the client is about to reuse, and
+    // those requests fail. Real clients come from many addresses; the cap is tested in server-limits.
+    '--max-connections-per-address',
+    String(4 * sessionCount),
   ]);
   let loaded;
   try {

@@ -37,3 +37,13 @@ export function debianPackageInstalled(pkg) {
     return false;
   }
 }
+
+/** Whether a Debian package installed `file` (dpkg knows its owner). */
+export function debianFileOwned(file) {
+  try {
+    execFileSync('dpkg-query', ['-S', file], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -4,15 +4,29 @@
 // As root it installs Debian packages with apt-get; otherwise it prints the command.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { debianPackageInstalled, isRoot, root, setupSteps } from './setup-common.mjs';
+import { debianFileOwned, debianPackageInstalled, isRoot, root, setupSteps } from './setup-common.mjs';
 
 // One list for the host and the runtime image (sandcell image build), so both run the same Python packages.
 const PACKAGE_LISTS = JSON.parse(readFileSync(path.join(root, 'src/image/debian-packages.json'), 'utf8'));
 // The web UI's end-to-end tests (test/web-ui.test.ts) drive Debian's chromium with playwright-core.
 const TEST_PACKAGES = ['chromium'];
-const DEBIAN_PACKAGES = [...PACKAGE_LISTS.host, ...PACKAGE_LISTS.sandbox, ...TEST_PACKAGES];
-
 const { say, run, aptInstall } = setupSteps('setup');
+
+// Debian's nodejs (and node-acorn, which depends on it) would overwrite a /usr/bin/node that no
+// package installed; such a node is left alone, and sandboxes on the host's /usr run it. A node
+// from Debian or NodeSource (a package named nodejs) satisfies them, and one elsewhere (nvm,
+// /usr/local) is untouched: Debian's then serves only the sandboxes, which see /usr alone.
+const NODE_PACKAGES = ['nodejs', 'node-acorn'];
+const foreignNode =
+  existsSync('/usr/bin/dpkg-query') && existsSync('/usr/bin/node') && !debianFileOwned('/usr/bin/node');
+if (foreignNode) {
+  say(
+    `/usr/bin/node belongs to no Debian package: not installing ${NODE_PACKAGES.join(' and ')} over it. JavaScript and TypeScript cells need acorn at /usr/share/nodejs/acorn (Debian's node-acorn).`,
+  );
+}
+const DEBIAN_PACKAGES = [...PACKAGE_LISTS.host, ...PACKAGE_LISTS.sandbox, ...TEST_PACKAGES].filter(
+  (name) => !(foreignNode && NODE_PACKAGES.includes(name)),
+);
 
 const nodeMajor = Number(process.versions.node.split('.')[0]);
 if (nodeMajor < 20) {

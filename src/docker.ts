@@ -1,8 +1,10 @@
 /**
  * sandcell/docker: the Docker backend by itself, for a configured dockerode
- * client or a report on the engine. Its own entry so the root's declarations
- * never name dockerode's types: TypeScript users of this entry add
- * `@types/dockerode`. The root entry still runs sessions on Docker by name
+ * client or a report on the engine. Its declarations name dockerode's types,
+ * so `@types/dockerode` is one of sandcell's dependencies (TypeScript's rule
+ * for declarations that expose another package's types); its own entry keeps
+ * them out of the root's declarations, which stay free of Docker's API. The
+ * root entry still runs sessions on Docker by name
  * (`createSession({ backend: 'docker' })`, `createBackend('docker')`).
  * Named exports only.
  */

@@ -14,6 +14,10 @@ export type SandcellErrorCode =
   | 'timeout'
   | 'protocol-error'
   | 'kernel-request-failed'
+  | 'unknown-context'
+  | 'language-unavailable'
+  | 'too-many-contexts'
+  | 'too-many-commands'
   | 'pool-exhausted'
   | 'data-budget-exhausted'
   | 'image-build-failed'
@@ -148,6 +152,46 @@ export class KernelRequestError extends SandcellError {
       'kernel-request-failed',
       `The kernel failed a ${request} request (${reason}): ${message}. Restart the session if this persists.`,
     );
+  }
+}
+
+/** A run or a request named a context the session does not hold. */
+export class UnknownContextError extends SandcellError {
+  constructor(
+    readonly context: string,
+    message = `The session has no context ${JSON.stringify(context)}; list them with session.listContexts(), or create one with session.createContext({ language }).`,
+  ) {
+    super('unknown-context', message);
+  }
+}
+
+/** The language's runtime is not in this sandbox; the message names what installs it. */
+export class LanguageUnavailableError extends SandcellError {
+  constructor(
+    readonly language: string,
+    message: string,
+  ) {
+    super('language-unavailable', message);
+  }
+}
+
+/** The session holds as many contexts as it may (`maxContexts`). */
+export class TooManyContextsError extends SandcellError {
+  constructor(
+    readonly maxContexts: number,
+    message = `The session already holds ${maxContexts} contexts, the most it may; remove one with session.removeContext(id), or raise \`maxContexts\` in the session options.`,
+  ) {
+    super('too-many-contexts', message);
+  }
+}
+
+/** As many commands as the session may run at once (`maxCommands`) are running. */
+export class TooManyCommandsError extends SandcellError {
+  constructor(
+    readonly maxCommands: number,
+    message = `${maxCommands} commands are already running in this session, the most it may run at once; wait for one to end or kill one (session.commands.kill(pid)), or raise \`maxCommands\` in the session options.`,
+  ) {
+    super('too-many-commands', message);
   }
 }
 

@@ -1,5 +1,6 @@
 /**
- * sandcell: sandboxed, stateful Python sessions for LLM agents.
+ * sandcell: sandboxed, stateful sessions for LLM agents: kernels in several
+ * languages and shell commands, in one sandbox.
  * Named exports only; everything else is internal.
  */
 
@@ -40,6 +41,7 @@ export {
   InvalidInputError,
   InvalidPathError,
   KernelRequestError,
+  LanguageUnavailableError,
   PoolExhaustedError,
   ProtocolError,
   ResourceExhaustedError,
@@ -49,7 +51,18 @@ export {
   type SandcellErrorCode,
   SessionClosedError,
   TimeoutError,
+  TooManyCommandsError,
+  TooManyContextsError,
+  UnknownContextError,
 } from './errors.js';
+export type {
+  CommandHandle,
+  CommandInfo,
+  CommandOptions,
+  CommandResult,
+  CommandSignal,
+} from './session/command.js';
+export type { SessionCommands } from './session/commands.js';
 export type {
   Execution,
   ExecutionError,
@@ -60,13 +73,18 @@ export type {
 } from './session/execution.js';
 export { formatTraceback } from './session/execution.js';
 export type { FileEntry, SessionFiles } from './session/files.js';
+export { LANGUAGES, type Language } from './session/languages.js';
 export {
+  DEFAULT_CONTEXT_RESTART_TIMEOUT_MS,
   DEFAULT_FILE_TRANSFER_BYTES,
   DEFAULT_INTERRUPT_GRACE_MS,
   DEFAULT_MAX_CODE_BYTES,
+  DEFAULT_MAX_COMMANDS,
+  DEFAULT_MAX_CONTEXTS,
   DEFAULT_OUTPUT_BYTES,
   DEFAULT_TIMEOUT_MS,
   type SessionOptions,
 } from './session/options.js';
 export { SessionPool, type SessionPoolOptions, type SessionPoolStats } from './session/pool.js';
 export { createSession, Session } from './session/session.js';
+export type { ContextInfo, CreateContextOptions } from './session/session-context.js';

@@ -6,10 +6,13 @@
  * untrusted code with it (it runs no code at all). Named exports only.
  */
 export {
+  type CommandScript,
   createScriptedBackend,
   type ExecuteScript,
   ScriptedBackend,
   type ScriptedBackendOptions,
+  type ScriptedCommandContext,
+  type ScriptedCommandStep,
   type ScriptedFileEntry,
   ScriptedFileError,
   ScriptedFileStore,

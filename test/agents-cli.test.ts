@@ -1,12 +1,18 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+/**
+ * `sandcell ask` and `sandcell chat` as processes: the reference scenario on
+ * real pandas in a real sandbox, the example script through the sandcell/agents
+ * export, and the failures that end a command before any sandbox starts (exit
+ * codes and messages). Their prompts, rendering and approval flow run
+ * in-process on the scripted backend in src/cli/agent-commands.test.ts.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type FakeProvider, startFakeAnthropic, startFakeOpenAI } from './support/fake-providers.js';
+import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
 import { type Finished, runProcess } from './support/process.js';
-import { toolResults } from './support/wire.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'sandcell.js');
@@ -89,86 +95,6 @@ describe('sandcell ask and chat', () => {
     // No key given: the local server got a placeholder, never a real key from the environment.
     expect(provider.requests[0]!.headers.authorization).toBe('Bearer sandcell-no-key');
     expect(provider.requests[0]!.body.model).toBe('local-model');
-  });
-
-  it('ask: prints the answer on stdout and progress, code and output on stderr; exits 1 when it gives up', async () => {
-    provider = await startFakeAnthropic([
-      { text: 'Let me parse it.', toolCalls: [run('raise ValueError("bad data")')] },
-      { toolCalls: [run('raise ValueError("still bad")')] },
-      { text: 'The data could not be parsed.' },
-    ]);
-    const result = await sandcell(
-      ['ask', 'Parse it.', '--provider', 'anthropic', '--max-attempts', '2', '--model', 'claude-test'],
-      '',
-      { ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: provider.baseURL },
-    );
-    expect(result.code).toBe(1);
-    expect(result.stdout).toBe('The data could not be parsed.\n');
-    expect(result.stderr).toContain('Let me parse it.\n── code (attempt 1/2) ──');
-    expect(result.stderr).toContain('ValueError: still bad');
-    expect(result.stderr).toContain('[gave up: the code failed 2 times in a row]');
-    expect(provider.requests[0]!.headers['x-api-key'] ?? provider.requests[0]!.headers.authorization).toMatch(
-      /sk-test/,
-    );
-  });
-
-  it('chat --approve: run, skip and edit, then exit', async () => {
-    provider = await startFakeOpenAI([
-      { toolCalls: [run('rows = len(open("traffic_accidents.csv").read().splitlines()) - 1\nprint("rows:", rows)')] },
-      { toolCalls: [run('open("skipped.txt", "w").write("should not exist")')] },
-      { toolCalls: [run('print("original")')] },
-      { text: 'There are 8756 rows.' },
-      { toolCalls: [run('import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()')] },
-      { text: 'Here is the chart.' },
-    ]);
-    const outputDir = path.join(workspace, 'chat-out');
-    const input = [
-      'How many rows?',
-      'r',
-      's',
-      'e',
-      'print("edited", rows)',
-      '.',
-      'Plot something',
-      'run',
-      'exit',
-      '',
-    ].join('\n');
-    const result = await sandcell(
-      ['chat', '--data', trafficCsv, '--approve', '--base-url', provider.baseURL, '--model', 'm', '-o', outputDir],
-      input,
-    );
-    expect(result.stderr).toBe('');
-    expect(result.code).toBe(0);
-    const out = result.stdout;
-    expect(out).toContain('sandcell chat · openai m');
-    expect(out).toContain('loaded');
-    expect(out).toContain('(8756 rows × 10 columns)');
-    expect(out).toContain('rows: 8756');
-    expect(out).toContain('[skipped: the model is told you declined]');
-    expect(out).toContain('edited 8756');
-    expect(out).toContain('There are 8756 rows.');
-    expect(out).toContain('Here is the chart.');
-    expect(out).toContain(`[figure saved to ${path.relative(workspace, path.join(outputDir, 'figure-1.png'))}]`);
-    expect(readFileSync(path.join(outputDir, 'figure-1.png')).subarray(1, 4).toString()).toBe('PNG');
-    expect(existsSync(path.join(outputDir, 'skipped.txt'))).toBe(false);
-    const results = toolResults('openai', provider.requests[3]!);
-    expect(results[1]!.content).toContain('The user declined to run this code');
-    expect(results[2]!.content).toContain('The user edited the code before running it');
-    expect(provider.remaining).toBe(0);
-  });
-
-  it('chat ends at the end of input, and reads a context file', async () => {
-    provider = await startFakeOpenAI([{ text: 'Hello.' }]);
-    const context = path.join(workspace, 'columns.md');
-    writeFileSync(context, 'accidents: number of recorded accidents\n');
-    const result = await sandcell(
-      ['chat', '--context', context, '--base-url', provider.baseURL, '--model', 'm'],
-      'hi\n',
-    );
-    expect(result.code).toBe(0);
-    expect(result.stdout).toContain('Hello.');
-    expect(provider.requests[0]!.body.messages[0].content).toContain('accidents: number of recorded accidents');
   });
 
   it('examples/traffic-accidents/analyse.mjs runs through the sandcell/agents export', async () => {

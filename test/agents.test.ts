@@ -1,9 +1,11 @@
 /**
- * The agents end to end, for both providers: the official SDK talks to a fake
- * provider on 127.0.0.1 replaying a scripted conversation, and the code the
- * scripted model writes really runs in a bubblewrap session.
+ * The reference scenario end to end, for both providers: the official SDK
+ * talks to a fake provider on 127.0.0.1 replaying a scripted conversation, and
+ * the code the scripted model writes really runs on pandas in a bubblewrap
+ * session. The agents' own logic (retries, approvals, limits, reports) runs on
+ * the scripted backend in src/agents/data-chat.test.ts.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -13,40 +15,31 @@ import {
   type ChatModel,
   DataChat,
   type DataChatOptions,
-  FileAccessAgent,
   OpenAIChatModel,
 } from '../src/agents/index.js';
-import { createSession, type Session } from '../src/session/session.js';
 import {
   type FakeProvider,
   type ScriptedResponse,
   startFakeAnthropic,
   startFakeOpenAI,
 } from './support/fake-providers.js';
-import { type Dialect, instructions, toolCallIds, toolChoice, toolNames, toolResults } from './support/wire.js';
+import { type Dialect, instructions, toolNames, toolResults } from './support/wire.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const trafficCsv = path.join(root, 'examples', 'traffic-accidents', 'traffic_accidents.csv');
 const workspace = mkdtempSync(path.join(os.tmpdir(), 'sandcell-agents-'));
 afterAll(() => rmSync(workspace, { recursive: true, force: true }));
 
-const run = (code: string, id?: string) => ({
-  name: 'execute_python_code',
-  arguments: { code },
-  ...(id ? { id } : {}),
-});
+const run = (code: string) => ({ name: 'execute_python_code', arguments: { code } });
 
 describe.each<Dialect>(['openai', 'anthropic'])('agents with the %s provider', (dialect) => {
   let provider: FakeProvider | undefined;
   let chat: DataChat | undefined;
-  let session: Session | undefined;
 
   afterEach(async () => {
     await chat?.close();
-    await session?.close();
     await provider?.close();
     chat = undefined;
-    session = undefined;
     provider = undefined;
   });
 
@@ -94,7 +87,7 @@ describe.each<Dialect>(['openai', 'anthropic'])('agents with the %s provider', (
     expect(prompt).toMatch(/traffic_lights\s+float64/);
     expect(prompt).toMatch(/accidents\s+int64/);
     expect(prompt).toContain('accidents: number of recorded accidents.');
-    expect(toolNames(dialect, first!)).toEqual(['execute_python_code']);
+    expect(toolNames(dialect, first!)).toEqual(['execute_python_code', 'run_shell_command']);
     expect(first!.body.stream).toBe(true);
     const [result] = toolResults(dialect, second!);
     expect(result!.content).toContain('Status: ok');
@@ -113,276 +106,5 @@ describe.each<Dialect>(['openai', 'anthropic'])('agents with the %s provider', (
     );
     const deltas = events.flatMap((event) => (event.type === 'answer-delta' ? [event.text] : [])).join('');
     expect(deltas).toContain('Higher fines go with fewer accidents');
-  });
-
-  it('runs every tool call of one response in order and answers each call id', async () => {
-    const { chat, provider } = await startChat([
-      { toolCalls: [run('x = 21', 'call_a'), run('print(x * 2)', 'call_b'), run('y = x + 1\ny', 'call_c')] },
-      { text: 'x doubled is 42.' },
-    ]);
-    const answer = await chat.ask('What is 21 doubled?');
-    expect(answer.executions.map((record) => record.status)).toEqual(['ok', 'ok', 'ok']);
-    const results = toolResults(dialect, provider.requests[1]!);
-    expect(results.map((result) => result.id)).toEqual(['call_a', 'call_b', 'call_c']);
-    expect(toolCallIds(dialect, provider.requests[1]!)).toEqual(['call_a', 'call_b', 'call_c']);
-    expect(results[1]!.content).toContain('stdout:\n42');
-    expect(results[2]!.content).toContain('Result:\n22');
-  });
-
-  it('sends the traceback back and runs the fixed second attempt', async () => {
-    const { chat, provider, events } = await startChat([
-      { toolCalls: [run('import math\nprint(math.sqrt(undefined_value))')] },
-      { toolCalls: [run('import math\nprint(math.sqrt(16))')] },
-      { text: 'The square root of 16 is 4.' },
-    ]);
-    const answer = await chat.ask('sqrt of 16?');
-    expect(answer.stopReason).toBe('answer');
-    expect(answer.executions.map((record) => [record.status, record.attempt])).toEqual([
-      ['error', 1],
-      ['ok', 2],
-    ]);
-    const [failed] = toolResults(dialect, provider.requests[1]!);
-    expect(failed!.isError).toBe(true);
-    expect(failed!.content).toContain("NameError: name 'undefined_value' is not defined");
-    expect(failed!.content).toContain('Attempt 1 of 3 failed');
-    expect(toolResults(dialect, provider.requests[2]!)[1]!.content).toContain('4.0');
-    const codeReady = events.filter((event) => event.type === 'code-ready');
-    expect(codeReady.map((event) => event.type === 'code-ready' && event.attempt)).toEqual([1, 2]);
-  });
-
-  it('gives up clearly after three failures in a row', async () => {
-    const { chat, provider } = await startChat([
-      { toolCalls: [run('1 / 0')] },
-      { toolCalls: [run('int("x")')] },
-      { toolCalls: [run('[][1]')] },
-      { text: 'I could not compute it: every attempt failed.' },
-    ]);
-    const answer = await chat.ask('Compute it.');
-    expect(answer.stopReason).toBe('gave-up');
-    expect(answer.text).toBe('I could not compute it: every attempt failed.');
-    expect(answer.executions.map((record) => record.status)).toEqual(['error', 'error', 'error']);
-    expect(provider.requests).toHaveLength(4);
-    const last = toolResults(dialect, provider.requests[3]!);
-    expect(last.map((result) => result.content.match(/(ZeroDivisionError|ValueError|IndexError)/)?.[1])).toEqual([
-      'ZeroDivisionError',
-      'ValueError',
-      'IndexError',
-    ]);
-    expect(last[2]!.content).toContain('Attempt 3 of 3 failed, and no attempts are left');
-    // The last call offers no tools: the model must answer in words.
-    expect(provider.requests.slice(0, 3).map((request) => toolChoice(dialect, request))).toEqual([
-      'auto',
-      'auto',
-      'auto',
-    ]);
-    expect(toolChoice(dialect, provider.requests[3]!)).toBe('none');
-  });
-
-  it('reports a declined execution to the model and never runs it; runs an edited one', async () => {
-    const decisions = [{ action: 'skip' as const }, { action: 'edit' as const, code: 'print("edited", 6 * 7)' }];
-    const { chat, provider, events } = await startChat(
-      [
-        { toolCalls: [run('open("/mnt/data/declined.txt", "w").write("ran")')] },
-        { toolCalls: [run('print("original")')] },
-        { text: 'Done.' },
-      ],
-      { approve: () => decisions.shift()! },
-    );
-    const answer = await chat.ask('Write a file.');
-    expect(answer.executions.map((record) => record.status)).toEqual(['declined', 'ok']);
-    expect((await chat.session.files.list()).map((entry) => entry.path)).not.toContain('declined.txt');
-    const [declined] = toolResults(dialect, provider.requests[1]!);
-    expect(declined!.content).toContain('The user declined to run this code, so it was not executed.');
-    const edited = toolResults(dialect, provider.requests[2]!)[1]!;
-    expect(edited.content).toContain('The user edited the code before running it');
-    expect(edited.content).toContain('edited 42');
-    expect(answer.executions[1]!.editedCode).toBe('print("edited", 6 * 7)');
-    expect(events.some((event) => event.type === 'execution-skipped' && event.reason === 'declined')).toBe(true);
-  });
-
-  it('stops at maxSteps and asks for an answer without tools', async () => {
-    const { chat, provider } = await startChat(
-      [
-        { toolCalls: [run('n = 1')] },
-        { toolCalls: [run('n += 1')] },
-        // Told not to, it calls a tool anyway: the call is answered, not run.
-        { text: 'So far n is 2.', toolCalls: [run('n += 100')] },
-      ],
-      { maxSteps: 2 },
-    );
-    const answer = await chat.ask('Count.');
-    expect(answer).toMatchObject({ stopReason: 'max-steps', steps: 3, text: 'So far n is 2.' });
-    expect(provider.requests.map((request) => toolChoice(dialect, request))).toEqual(['auto', 'auto', 'none']);
-    expect(answer.executions).toHaveLength(2);
-    expect((await chat.session.run('n')).results[0]!.data['text/plain']).toBe('2');
-    // The history stays valid: the next question sends an answer for every call.
-    provider.requests.length = 0;
-    const more = await startFakeFollowUp(chat, dialect);
-    expect(more.ids).toEqual(more.answered);
-  });
-
-  it('hands malformed tool-call JSON back to the model as a tool error', async () => {
-    const { chat, provider } = await startChat([
-      { toolCalls: [{ name: 'execute_python_code', arguments: '{"code": "print(1)"' }] },
-      { toolCalls: [{ name: 'execute_python_code', arguments: { script: 'print(1)' } }] },
-      { toolCalls: [run('print("valid now")')] },
-      { text: 'Fixed.' },
-    ]);
-    const answer = await chat.ask('Print 1.');
-    expect(answer.stopReason).toBe('answer');
-    expect(answer.executions.map((record) => record.status)).toEqual(['ok']);
-    const [invalid] = toolResults(dialect, provider.requests[1]!);
-    expect(invalid!.content).toContain('not valid JSON');
-    expect(invalid!.content).toContain('Nothing was run');
-    const schema = toolResults(dialect, provider.requests[2]!)[1]!;
-    expect(schema.content).toContain('do not match its schema');
-    expect(schema.content).toContain('code');
-    expect(toolResults(dialect, provider.requests[3]!)[2]!.content).toContain('valid now');
-  });
-
-  it('retries after a 429 and then answers', async () => {
-    const { chat, provider } = await startChat([
-      { status: 429, message: 'Rate limit reached', headers: { 'retry-after-ms': '20', 'retry-after': '0' } },
-      { status: 503, message: 'Overloaded', headers: { 'retry-after-ms': '20' } },
-      { text: 'Hello after the retries.' },
-    ]);
-    const answer = await chat.ask('Hi');
-    expect(answer.text).toBe('Hello after the retries.');
-    expect(provider.requests).toHaveLength(3);
-  });
-
-  it('describes charts by file name and size, never as base64, and saves them on the host', async () => {
-    const outputDir = path.join(workspace, `${dialect}-charts`);
-    const code = [
-      'import matplotlib.pyplot as plt',
-      'plt.figure(figsize=(4, 3))',
-      'plt.plot([1, 2, 3], [2, 4, 8])',
-      'plt.savefig("growth.png")',
-      'plt.show()',
-      'print("x" * 30000)',
-    ].join('\n');
-    const { chat, provider, events } = await startChat([{ toolCalls: [run(code)] }, { text: 'See the chart.' }], {
-      outputDir,
-    });
-    const answer = await chat.ask('Plot it.');
-    const report = toolResults(dialect, provider.requests[1]!)[0]!.content;
-    expect(report).toMatch(
-      /Figure shown to the user, saved as \/mnt\/data\/figure-1\.png \(PNG, \d+×\d+ px, [\d.]+ KiB\)/,
-    );
-    expect(report).toMatch(/Files written to \/mnt\/data: growth\.png \([\d.]+ KiB\)/);
-    expect(report).toMatch(/\[… \d+ characters cut …\]/);
-    expect(report.length).toBeLessThanOrEqual(8000);
-    for (const request of provider.requests) expect(request.raw).not.toContain('iVBORw0KGgo');
-    expect(answer.files.map((file) => file.path).sort()).toEqual(['figure-1.png', 'growth.png']);
-    for (const file of answer.files) {
-      expect(file.savedTo).toBe(path.join(outputDir, file.path));
-      expect(readFileSync(file.savedTo!).subarray(1, 4).toString()).toBe('PNG');
-    }
-    const end = events.find((event) => event.type === 'execution-end');
-    expect(end?.type === 'execution-end' && end.files.length).toBe(2);
-  });
-
-  it('works without streaming too', async () => {
-    const model = await startModel([{ toolCalls: [run('print(2 ** 10)')] }, { text: '1024.' }], { stream: false });
-    chat = await DataChat.create({ model });
-    const answer = await chat.ask('2^10?');
-    expect(answer.text).toBe('1024.');
-    expect(provider!.requests[0]!.body.stream).not.toBe(true);
-    expect(toolResults(dialect, provider!.requests[1]!)[0]!.content).toContain('1024');
-  });
-
-  it('FileAccessAgent refuses paths outside the data roots, and reads a file inside', async () => {
-    const dataDir = path.join(workspace, `${dialect}-data`);
-    const { mkdirSync } = await import('node:fs');
-    mkdirSync(dataDir, { recursive: true });
-    writeFileSync(path.join(dataDir, 'sales.csv'), 'region,amount\nnorth,10\nsouth,12.5\n');
-    writeFileSync(path.join(workspace, `${dialect}-secret.txt`), 'secret');
-    symlinkSync(path.join(workspace, `${dialect}-secret.txt`), path.join(dataDir, 'escape.csv'));
-    session = await createSession();
-    const model = await startModel([
-      {
-        toolCalls: [
-          { name: 'safe_file_access', arguments: { path: '../../etc/passwd' } },
-          { name: 'safe_file_access', arguments: { path: '/etc/passwd' } },
-          { name: 'safe_file_access', arguments: { path: 'escape.csv' } },
-          { name: 'safe_file_access', arguments: { path: 'sales.csv' } },
-        ],
-      },
-      { text: 'sales.csv has 2 rows.' },
-    ]);
-    const agent = new FileAccessAgent({ model, dataRoots: [dataDir], files: session.files });
-    const answer = await agent.ask('Load the sales data.');
-    expect(answer.text).toBe('sales.csv has 2 rows.');
-    const results = toolResults(dialect, provider!.requests[1]!);
-    expect(results[0]!.content).toContain('".." is not allowed');
-    expect(results[1]!.content).toContain('absolute paths are not allowed');
-    expect(results[2]!.content).toContain('points outside the shared data');
-    expect(results.slice(0, 3).every((result) => !result.content.includes('secret'))).toBe(true);
-    expect(results[3]!.content).toContain('Shape: 2 rows × 2 columns');
-    expect(results[3]!.content).toMatch(/amount\s+float64/);
-    expect((await session.files.list()).map((entry) => entry.path)).toEqual(['sales.csv']);
-    expect((await session.files.read('sales.csv')).toString()).toContain('south,12.5');
-    expect(existsSync(path.join(dataDir, 'sales.csv'))).toBe(true);
-  });
-});
-
-/** Asks one more question on a chat and returns the tool call ids and tool result ids of the request. */
-async function startFakeFollowUp(chat: DataChat, dialect: Dialect): Promise<{ ids: string[]; answered: string[] }> {
-  const follow =
-    dialect === 'openai' ? await startFakeOpenAI([{ text: 'ok' }]) : await startFakeAnthropic([{ text: 'ok' }]);
-  try {
-    const model =
-      dialect === 'openai'
-        ? new OpenAIChatModel({ baseURL: follow.baseURL, apiKey: 'k', model: 'gpt-test' })
-        : new AnthropicChatModel({ baseURL: follow.baseURL, apiKey: 'k', model: 'claude-test' });
-    chat.pythonAgent.model = model;
-    await chat.ask('And now?');
-    const request = follow.requests[0]!;
-    return { ids: toolCallIds(dialect, request), answered: toolResults(dialect, request).map((result) => result.id) };
-  } finally {
-    await follow.close();
-  }
-}
-
-describe('OpenAI provider options on the wire', () => {
-  let provider: FakeProvider | undefined;
-  afterEach(async () => {
-    await provider?.close();
-    provider = undefined;
-  });
-
-  it('sends reasoning_effort and the developer role for reasoning models', async () => {
-    provider = await startFakeOpenAI([{ text: 'ok' }]);
-    const model = new OpenAIChatModel({
-      baseURL: provider.baseURL,
-      apiKey: 'k',
-      model: 'o4-mini',
-      reasoningEffort: 'high',
-    });
-    await model.complete({ instructions: 'Be brief.', messages: [{ role: 'user', content: 'hi' }], tools: [] });
-    const body = provider.requests[0]!.body;
-    expect(body.reasoning_effort).toBe('high');
-    expect(body.messages[0]).toEqual({ role: 'developer', content: 'Be brief.' });
-    expect(provider.requests[0]!.headers.authorization).toBe('Bearer k');
-  });
-
-  it('talks to Azure OpenAI: deployment in the path, api-version and api-key', async () => {
-    provider = await startFakeOpenAI([{ toolCalls: [{ name: 'noop', arguments: {} }] }]);
-    const model = new OpenAIChatModel({
-      model: 'my-deployment',
-      apiKey: 'azure-key',
-      azure: { endpoint: `http://127.0.0.1:${provider.port}`, apiVersion: '2024-10-21' },
-    });
-    expect(model.provider).toBe('azure');
-    const response = await model.complete({
-      instructions: 'x',
-      messages: [{ role: 'user', content: 'hi' }],
-      tools: [{ name: 'noop', description: 'does nothing', parameters: { type: 'object', properties: {} } }],
-    });
-    expect(response.toolCalls).toEqual([{ id: expect.any(String), name: 'noop', arguments: '{}' }]);
-    const request = provider.requests[0]!;
-    expect(request.path).toBe('/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21');
-    expect(request.headers['api-key']).toBe('azure-key');
-    expect(request.body.messages[0].role).toBe('system');
   });
 });

@@ -1,10 +1,11 @@
 /**
  * The public surface is deliberate: each entry point in package.json's
  * `exports` (as built in dist/, so `npm run build` first) exports exactly the
- * names listed here, and no declaration a root, agents, server or testing
- * user loads imports dockerode's types (only a devDependency provides them;
- * `sandcell/docker` is the one entry that names them). Changing the surface
- * means changing a list below, on purpose.
+ * names listed here; no declaration a root, agents, server or testing user
+ * loads imports dockerode's types (`sandcell/docker` is the one entry that
+ * names them); and every package a declaration imports brings its types with
+ * sandcell's `dependencies`, so a TypeScript user of any entry needs nothing
+ * more. Changing the surface means changing a list below, on purpose.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,6 +15,7 @@ import { describe, expect, it } from 'vitest';
 const root = path.resolve(import.meta.dirname, '..');
 const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
   exports: Record<string, string | { types: string; import: string }>;
+  dependencies: Record<string, string>;
 };
 
 const EXPECTED: Record<string, string[]> = {
@@ -23,10 +25,13 @@ const EXPECTED: Record<string, string[]> = {
     'BACKEND_NAMES',
     'BackendUnavailableError',
     'BubblewrapBackend',
+    'DEFAULT_CONTEXT_RESTART_TIMEOUT_MS',
     'DEFAULT_FILE_TRANSFER_BYTES',
     'DEFAULT_INTERRUPT_GRACE_MS',
     'DEFAULT_LIMITS',
     'DEFAULT_MAX_CODE_BYTES',
+    'DEFAULT_MAX_COMMANDS',
+    'DEFAULT_MAX_CONTEXTS',
     'DEFAULT_OUTPUT_BYTES',
     'DEFAULT_TIMEOUT_MS',
     'FileOperationError',
@@ -34,6 +39,8 @@ const EXPECTED: Record<string, string[]> = {
     'InvalidInputError',
     'InvalidPathError',
     'KernelRequestError',
+    'LANGUAGES',
+    'LanguageUnavailableError',
     'PoolExhaustedError',
     'ProtocolError',
     'ResourceExhaustedError',
@@ -44,6 +51,9 @@ const EXPECTED: Record<string, string[]> = {
     'SessionClosedError',
     'SessionPool',
     'TimeoutError',
+    'TooManyCommandsError',
+    'TooManyContextsError',
+    'UnknownContextError',
     'createBackend',
     'createBubblewrapBackend',
     'createSession',
@@ -127,6 +137,33 @@ function declarationsReachedFrom(file: string, seen = new Set<string>()): Set<st
   return seen;
 }
 
+/** The packages (not node: built-ins, not relative files) that declaration files import. */
+function packagesImportedBy(files: Iterable<string>): Set<string> {
+  const packages = new Set<string>();
+  for (const file of files) {
+    const text = readFileSync(file, 'utf8');
+    for (const match of text.matchAll(/(?:from\s+|import\()\s*['"]([^'"./][^'"]*)['"]/g)) {
+      const specifier = match[1] ?? '';
+      if (specifier.startsWith('node:')) continue;
+      const parts = specifier.split('/');
+      packages.add(specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? ''));
+    }
+  }
+  return packages;
+}
+
+/** Whether an installed package ships its own declarations. */
+function shipsTypes(name: string): boolean {
+  const directory = path.join(root, 'node_modules', name);
+  const own = JSON.parse(readFileSync(path.join(directory, 'package.json'), 'utf8')) as Record<string, unknown>;
+  return (
+    typeof own.types === 'string' ||
+    typeof own.typings === 'string' ||
+    JSON.stringify(own.exports ?? {}).includes('"types"') ||
+    existsSync(path.join(directory, 'index.d.ts'))
+  );
+}
+
 describe('public surface', () => {
   it('package.json exports exactly the entry points listed here', () => {
     expect(entries.map(([name]) => name).sort()).toEqual(Object.keys(EXPECTED).sort());
@@ -157,5 +194,20 @@ describe('public surface', () => {
       ).toEqual([]);
     }
     expect(readFileSync(path.join(root, 'dist/index.d.ts'), 'utf8')).not.toContain('dockerode');
+  });
+
+  it('every package the declarations import brings its types through dependencies, not devDependencies', () => {
+    const reached = new Set<string>();
+    for (const [, target] of entries)
+      for (const file of declarationsReachedFrom(path.join(root, target.types))) reached.add(file);
+    const imported = [...packagesImportedBy(reached)].sort();
+    // Canary: the walk sees the packages the entries are built on, dockerode among them.
+    expect(imported).toEqual(expect.arrayContaining(['dockerode', 'hono', 'zod']));
+    const untyped = imported.filter((name) => {
+      const typesPackage = `@types/${name.replace(/^@/, '').replace('/', '__')}`;
+      if (name in manifest.dependencies && shipsTypes(name)) return false;
+      return !(typesPackage in manifest.dependencies);
+    });
+    expect(untyped).toEqual([]);
   });
 });

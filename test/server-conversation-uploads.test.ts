@@ -2,8 +2,8 @@
  * Conversation uploads over real HTTP on a real sandbox: a 60 MiB CSV is
  * previewed from its first rows while the server goes on answering another
  * client, in bounded memory, and the preview is right (columns, dtypes, the
- * whole file's row count, said honestly); uploads take tokens from the key's
- * rate limit like executions.
+ * whole file's row count, said honestly). That uploads take tokens from the
+ * key's rate limit is in src/server/conversations/uploads.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Turn } from '../src/protocol/index.js';
@@ -44,12 +44,6 @@ function multipart(name: string, data: Uint8Array): { body: ReadableStream<Uint8
     },
   });
   return { body, contentType: `multipart/form-data; boundary=${boundary}` };
-}
-
-function form(name: string, data: Uint8Array | string): FormData {
-  const body = new FormData();
-  body.append('file', new Blob([data]), name);
-  return body;
 }
 
 describe('a 60 MiB upload to a conversation', () => {
@@ -127,42 +121,4 @@ describe('a 60 MiB upload to a conversation', () => {
     );
     expect(listing.files).toContainEqual(expect.objectContaining({ path: 'big.csv', size: data.length }));
   }, 180_000);
-});
-
-describe('uploads and the rate limit', () => {
-  let server: Server;
-  beforeAll(async () => {
-    server = await startTestServer({ apiKeys: [UPLOADER, OTHER], limits: { executionsPerMinute: 3 } });
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
-
-  it('take tokens from the key’s bucket: past it, 429 with Retry-After; other keys go on', async () => {
-    const uploader = client(server, UPLOADER);
-    const conversation = await uploader.json<{ id: string }>('/v1/conversations', { method: 'POST', json: {} });
-    const files = `/v1/conversations/${conversation.id}/files`;
-    for (let index = 0; index < 3; index++) {
-      const accepted = await uploader(files, { method: 'POST', body: form(`f${index}.csv`, 'a\n1\n') });
-      expect(accepted.status).toBe(201);
-    }
-    const refused = await uploader(files, { method: 'POST', body: form('late.csv', 'a\n1\n') });
-    expect(refused.status).toBe(429);
-    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('rate-limited');
-    // Executions share the bucket.
-    const cell = await uploader(`/v1/conversations/${conversation.id}/cells`, { method: 'POST', json: { code: '1' } });
-    expect(cell.status).toBe(429);
-    // Nothing of the refused upload was written; the turns are the three accepted uploads.
-    const view = await uploader.json<{ turns: Turn[] }>(`/v1/conversations/${conversation.id}`);
-    expect(view.turns.map((turn) => turn.files?.[0]?.path)).toEqual(['f0.csv', 'f1.csv', 'f2.csv']);
-    // Another key has its own bucket.
-    const other = client(server, OTHER);
-    const theirs = await other.json<{ id: string }>('/v1/conversations', { method: 'POST', json: {} });
-    const upload = await other(`/v1/conversations/${theirs.id}/files`, {
-      method: 'POST',
-      body: form('x.csv', 'a\n1\n'),
-    });
-    expect(upload.status).toBe(201);
-  });
 });

@@ -1,13 +1,14 @@
-/** MCP with the official SDK's client: over stdio (`sandcell mcp`) and over Streamable HTTP (/mcp). */
+/**
+ * `sandcell mcp` over stdio with the official SDK's client, on real sandboxes.
+ * MCP over Streamable HTTP (/mcp) runs on the scripted backend in
+ * src/server/mcp/http.test.ts.
+ */
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SandcellServer } from '../src/server/index.js';
 import { isAlive } from './contract/backend-contract.js';
-import { client as httpClient, type LogCapture, startTestServer } from './server-helpers.js';
 
 const bin = path.resolve(import.meta.dirname, '..', 'bin', 'sandcell.js');
 
@@ -40,17 +41,35 @@ describe('sandcell mcp over stdio', () => {
     await client?.close();
   });
 
-  it('lists the five tools', async () => {
+  it('lists the seven tools', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual([
       'list_files',
       'read_file',
       'reset_session',
+      'run_code',
+      'run_command',
       'run_python',
       'write_file',
     ]);
     const runPython = tools.find((tool) => tool.name === 'run_python');
     expect(runPython?.inputSchema.required).toEqual(['code']);
+  });
+
+  it('run_command runs a real shell command beside the code, sharing its files', async () => {
+    await call(client, 'run_python', {
+      code: 'open("/mnt/data/rows.txt", "w").write("a\\nb\\nc\\n")',
+      session: 'shell',
+    });
+    const counted = await call(client, 'run_command', {
+      command: 'wc -l < rows.txt && echo oops >&2 && exit 4',
+      session: 'shell',
+    });
+    expect(counted.isError).toBe(true);
+    expect(textOf(counted)).toBe('exit code 4\n\n[stdout]\n3\n\n[stderr]\noops');
+    const ok = await call(client, 'run_command', { command: 'pwd', cwd: '/tmp', session: 'shell' });
+    expect(ok.isError).toBeUndefined();
+    expect(textOf(ok)).toBe('exit code 0\n\n[stdout]\n/tmp');
   });
 
   it('keeps state between calls, per session name, and resets on request', async () => {
@@ -143,82 +162,5 @@ describe('sandcell mcp at its session limit', () => {
     expect(message).not.toMatch(/\/v1|DELETE|--sessions-per-key/);
     // The session it has still works.
     expect(textOf(await call(client, 'run_python', { code: 'print("again")', session: 'first' }))).toBe('again');
-  });
-});
-
-describe('MCP over Streamable HTTP at /mcp', () => {
-  let server: SandcellServer & { logs: LogCapture };
-  const KEY = 'mcp-http-key-000001';
-  const OTHER = 'mcp-http-key-000002';
-
-  beforeAll(async () => {
-    server = await startTestServer({ apiKeys: [KEY, OTHER] });
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
-
-  async function connect(key: string) {
-    const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${key}` } },
-    });
-    const client = new Client({ name: 'sandcell-http-test', version: '1.0.0' });
-    await client.connect(transport);
-    return { client, transport };
-  }
-
-  it('runs code with state per connection; another connection has its own sessions', async () => {
-    const first = await connect(KEY);
-    const second = await connect(KEY);
-    try {
-      await call(first.client, 'run_python', { code: 'value = "first"' });
-      expect(textOf(await call(first.client, 'run_python', { code: 'value' }))).toBe("'first'");
-      expect(textOf(await call(second.client, 'run_python', { code: 'value' }))).toContain('NameError');
-      const sessions = await httpClient(server, KEY).json<{ sessions: { source: string }[] }>('/v1/sessions');
-      expect(sessions.sessions.filter((session) => session.source === 'mcp')).toHaveLength(2);
-    } finally {
-      await first.transport.terminateSession();
-      await first.client.close();
-      await second.transport.terminateSession();
-      await second.client.close();
-    }
-    // Ending the MCP sessions closed their sandboxes.
-    await expect
-      .poll(async () => (await httpClient(server, KEY).json<{ sessions: unknown[] }>('/v1/sessions')).sessions.length)
-      .toBe(0);
-  });
-
-  it('needs a key, and a connection belongs to the key that opened it', async () => {
-    const anonymous = await fetch(`${server.url}/mcp`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
-    });
-    expect(anonymous.status).toBe(401);
-
-    const mine = await connect(KEY);
-    try {
-      const sessionId = mine.transport.sessionId as string;
-      const stolen = await fetch(`${server.url}/mcp`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${OTHER}`,
-          'mcp-session-id': sessionId,
-          'mcp-protocol-version': '2025-06-18',
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 2,
-          method: 'tools/call',
-          params: { name: 'run_python', arguments: { code: 'print(1)' } },
-        }),
-      });
-      expect(stolen.status).toBe(404);
-    } finally {
-      await mine.transport.terminateSession();
-      await mine.client.close();
-    }
   });
 });

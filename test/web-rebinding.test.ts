@@ -2,7 +2,7 @@
  * DNS rebinding and cross-site requests as a real browser makes them: Debian's chromium
  * (playwright-core) resolves `rebind.attacker.example` to 127.0.0.1 (`--host-resolver-rules`),
  * as a rebinding attacker's DNS does once the victim has the page. The sandcell server runs
- * without keys.
+ * without keys, on the scripted backend (no code runs here).
  *
  * - Rebinding: the page at http://rebind.attacker.example:PORT is then served by the sandcell
  *   server itself, and its script is same-origin with it. The server must serve nothing to that
@@ -19,7 +19,7 @@ import type { AddressInfo } from 'node:net';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer } from '../src/server/index.js';
-import { type LogCapture, startTestServer } from './server-helpers.js';
+import { type LogCapture, startScriptedServer } from './server-helpers.js';
 import { rawRequest } from './support/raw-http.js';
 
 const CHROMIUM = process.env.SANDCELL_CHROMIUM ?? '/usr/bin/chromium';
@@ -38,7 +38,8 @@ beforeAll(async () => {
     throw new Error(`chromium is missing at ${CHROMIUM}: run \`npm run setup\` (apt-get install chromium).`);
   }
   // Debug logs name every request with its status: they show what reached the server.
-  server = await startTestServer({ limits: { maxSessions: 8 }, logLevel: 'debug' });
+  // No code runs: the sessions the canary creates are the scripted backend's.
+  server = await startScriptedServer(undefined, { limits: { maxSessions: 8 }, logLevel: 'debug' });
   attacker = http.createServer((_request, response) => {
     response.writeHead(200, { 'content-type': 'text/html' });
     response.end(ATTACKER_PAGE);

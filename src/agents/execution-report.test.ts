@@ -16,6 +16,8 @@ describe('execution report', () => {
     const report = formatExecutionReport({
       execution: {
         status: 'ok',
+        context: 'python',
+        language: 'python',
         stdout: '',
         stderr: '',
         results: [

@@ -1,71 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { ResourceExhaustedError } from '../errors.js';
-import { DataBudget, type DataBudgetMember, type DataLease, planDataSizes } from './data-budget.js';
+import { DataBudget, type DataBudgetMember, type DataLease } from './data-budget.js';
+import { planDataSizes } from './data-plan.js';
 
 const MiB = 1024 * 1024;
-
-describe('planDataSizes', () => {
-  it('gives every volume its dataBytes while they fit in the budget', () => {
-    const volumes = [
-      { dataBytes: 32 * MiB, usedBytes: 30 * MiB },
-      { dataBytes: 16 * MiB, usedBytes: 0 },
-    ];
-    expect(planDataSizes(volumes, 48 * MiB)).toEqual([32 * MiB, 16 * MiB]);
-  });
-
-  it('past the budget, gives each what it holds plus an equal share of what is left', () => {
-    const volumes = [
-      { dataBytes: 32 * MiB, usedBytes: 0 },
-      { dataBytes: 32 * MiB, usedBytes: 0 },
-    ];
-    expect(planDataSizes(volumes, 48 * MiB)).toEqual([24 * MiB, 24 * MiB]);
-  });
-
-  it('leaves what a nearly full volume cannot use to the others', () => {
-    const volumes = [
-      { dataBytes: 32 * MiB, usedBytes: 30 * MiB },
-      { dataBytes: 32 * MiB, usedBytes: 0 },
-    ];
-    expect(planDataSizes(volumes, 48 * MiB)).toEqual([32 * MiB, 16 * MiB]);
-  });
-
-  it('never adds up to more than the budget, and never goes below what a volume holds', () => {
-    const volumes = [
-      { dataBytes: 100 * MiB, usedBytes: 10 * MiB + 4096 },
-      { dataBytes: 7 * MiB, usedBytes: 3 * MiB },
-      { dataBytes: 64 * MiB, usedBytes: 0 },
-      { dataBytes: 64 * MiB, usedBytes: 63 * MiB },
-    ];
-    const sizes = planDataSizes(volumes, 101 * MiB + 12_288);
-    expect(sizes.reduce((total, size) => total + size, 0)).toBeLessThanOrEqual(101 * MiB + 12_288);
-    expect(sizes[2]).toBeGreaterThan(0);
-    sizes.forEach((size, index) => {
-      expect(size).toBeGreaterThanOrEqual(volumes[index]?.usedBytes as number);
-      expect(size).toBeLessThanOrEqual(volumes[index]?.dataBytes as number);
-      expect(size % 4096).toBe(0);
-    });
-  });
-
-  it('never plans a size of zero, which tmpfs would take as no limit at all', () => {
-    const volumes = [
-      { dataBytes: 48 * MiB, usedBytes: 48 * MiB },
-      { dataBytes: 32 * MiB, usedBytes: 0 },
-    ];
-    expect(planDataSizes(volumes, 48 * MiB)[1]).toBe(4096);
-  });
-
-  it('keeps what the files hold when they alone exceed the budget', () => {
-    const volumes = [
-      { dataBytes: 32 * MiB, usedBytes: 30 * MiB },
-      { dataBytes: 32 * MiB, usedBytes: 30 * MiB },
-    ];
-    expect(planDataSizes(volumes, 48 * MiB)).toEqual([30 * MiB, 30 * MiB]);
-  });
-});
 
 /** A tmpfs as the budget sees one: files that occupy bytes, a size that cannot go below them. */
 class FakeTmpfs implements DataBudgetMember {
   used = 0;
+  /** Remounts so far: each is a `mount` process and a pass over the mount table. */
+  resizes = 0;
   constructor(public size: number) {}
   async usedBytes() {
     return this.used;
@@ -73,6 +17,7 @@ class FakeTmpfs implements DataBudgetMember {
   async resize(size: number) {
     if (size < this.used) throw new Error('EINVAL');
     this.size = size;
+    this.resizes++;
   }
 }
 
@@ -131,5 +76,36 @@ describe('DataBudget', () => {
     for (const volume of volumes) volume.resize = () => Promise.reject(new Error('no resize expected'));
     expect(volumes.map((volume) => volume.size)).toEqual([32 * MiB, 32 * MiB, 32 * MiB]);
     for (const volume of volumes) await (volume as FakeTmpfs & { lease: DataLease }).lease.usageChanged();
+  });
+
+  it('admits a burst of new volumes with a few resizes each, every one keeping most of its fair share', async () => {
+    // 200 sessions starting on a budget their dataBytes exceed 50 times over: resizing every volume for
+    // every newcomer would take about 20,000 remounts.
+    const budget = new DataBudget(4096 * MiB);
+    const volumes: FakeTmpfs[] = [];
+    for (let count = 0; count < 200; count++) volumes.push(await mount(budget, 1024 * MiB));
+    const sizes = volumes.map((volume) => volume.size);
+    expect(sizes.reduce((total, size) => total + size, 0)).toBeLessThanOrEqual(4096 * MiB);
+    expect(Math.min(...sizes)).toBeGreaterThanOrEqual(0.75 * ((4096 * MiB) / 200));
+    expect(volumes.reduce((total, volume) => total + volume.resizes, 0)).toBeLessThan(5 * 200);
+  });
+
+  it('leaves idle volumes alone when it rebalances, and grows the one whose files need room', async () => {
+    const budget = new DataBudget(100 * MiB);
+    const volumes: FakeTmpfs[] = [];
+    for (let count = 0; count < 5; count++) volumes.push(await mount(budget, 64 * MiB));
+    const writer = volumes[0] as FakeTmpfs & { lease: DataLease };
+    const resizesBefore = volumes.map((volume) => volume.resizes);
+    await budget.rebalance();
+    expect(volumes.map((volume) => volume.resizes)).toEqual(resizesBefore);
+    // The writer fills most of its volume: its next execution's end gives it its fair share.
+    writer.used = writer.size - MiB;
+    await writer.lease.usageChanged();
+    const due = planDataSizes(
+      volumes.map((volume) => ({ dataBytes: 64 * MiB, usedBytes: volume.used })),
+      100 * MiB,
+    );
+    expect(writer.size).toBe(due[0]);
+    expect(volumes.reduce((total, volume) => total + volume.size, 0)).toBeLessThanOrEqual(100 * MiB);
   });
 });

@@ -4,14 +4,20 @@
  * removed, whatever happens to the kernels. The sizes of those mounts are
  * kept so that together they never exceed the budget (a hard bound, with no
  * tmpfs quotas needed): while the sessions' `dataBytes` fit, each volume has
- * all of its own and nothing is measured; past that, each volume is resized
- * (`mount -o remount,size=`) to what it holds plus a fair share of what is
- * left, so a session writing past its share meets a full disk (ENOSPC), and a
- * new volume is refused once too little is left.
+ * all of its own and nothing is measured; past that, volumes are resized
+ * (`mount -o remount,size=`) towards what they hold plus a fair share of what
+ * is left (data-plan.ts), so a session writing past its share meets a full
+ * disk (ENOSPC), and a new volume is refused once too little is left. Resizes
+ * are remounts, so they are kept few: a new volume takes uncommitted room when
+ * there is enough, others shrink only when there is not (and then leave room
+ * for the next arrivals too), and a volume grows when its files need it.
  */
 import os from 'node:os';
 import { InvalidInputError, ResourceExhaustedError } from '../errors.js';
-import { floorToPage, PAGE_BYTES } from './tmpfs.js';
+import { growthWanted, planDataSizes, plannedWithReserve, sum, type VolumeDemand } from './data-plan.js';
+import { floorToPage } from './tmpfs.js';
+
+export { planDataSizes, type VolumeDemand } from './data-plan.js';
 
 const MiB = 1024 * 1024;
 
@@ -25,8 +31,8 @@ const PENDING_MOUNT_WAIT_MS = 30_000;
 const MINIMUM_SHARE_BYTES = MiB;
 /** How often sizes are recomputed while the volumes' `dataBytes` together exceed the budget. */
 export const REBALANCE_INTERVAL_MS = 2_000;
-/** Smaller grows of a volume are not worth a remount (shrinks the plan needs always happen). */
-const RESIZE_STEP_BYTES = MiB;
+/** A file change smaller than this after an execution waits for the next periodic rebalance. */
+const USAGE_CHANGE_BYTES = MiB;
 /** A shrink fails when the files grew meanwhile; measure again this many times. */
 const SHRINK_ATTEMPTS = 3;
 const BUDGET_SETTING =
@@ -37,37 +43,6 @@ export interface DataBudgetMember {
   usedBytes(): Promise<number>;
   /** Rejects when the files already occupy more than `sizeBytes`. */
   resize(sizeBytes: number): Promise<void>;
-}
-
-export interface VolumeDemand {
-  dataBytes: number;
-  usedBytes: number;
-}
-
-/**
- * The size of each volume: its `dataBytes` while they all fit in the budget;
- * otherwise what it holds plus an equal share of what is left, where a volume
- * that needs less than its share (it is near its `dataBytes`) leaves the rest
- * to the others. The sizes never add up to more than the budget, unless the
- * files alone already do.
- */
-export function planDataSizes(volumes: readonly VolumeDemand[], budgetBytes: number): number[] {
-  if (sum(volumes.map((volume) => volume.dataBytes)) <= budgetBytes) return volumes.map((volume) => volume.dataBytes);
-  // At least a page each: a tmpfs of size 0 would have no limit at all.
-  const used = volumes.map((volume) => Math.max(PAGE_BYTES, Math.min(volume.usedBytes, volume.dataBytes)));
-  const headroom = volumes.map((volume, index) => volume.dataBytes - (used[index] as number));
-  let remaining = Math.max(0, budgetBytes - sum(used));
-  const sizes = [...used];
-  const smallestNeedFirst = volumes
-    .map((_, index) => index)
-    .sort((a, b) => (headroom[a] as number) - (headroom[b] as number));
-  smallestNeedFirst.forEach((index, position) => {
-    const share = remaining / (smallestNeedFirst.length - position);
-    const given = floorToPage(Math.min(headroom[index] as number, share));
-    sizes[index] = (used[index] as number) + given;
-    remaining -= given;
-  });
-  return sizes;
 }
 
 /** A volume's place in the budget, from before it is mounted until it is disposed of. */
@@ -102,6 +77,15 @@ export class DataLease {
   }
 
   /**
+   * Called when the volume is about to be unmounted: the budget stops
+   * measuring and resizing it (a remount would only fail), while its size
+   * stays committed until release().
+   */
+  detach(): void {
+    this.member = undefined;
+  }
+
+  /**
    * The files may have changed (an execution ended): when volumes share the
    * budget and these files grew or shrank noticeably, recompute the shares
    * now rather than at the next tick. Otherwise one statfs, or nothing.
@@ -110,7 +94,7 @@ export class DataLease {
     if (this.released || !this.member || !this.budget.isShared) return;
     const used = await this.member.usedBytes().catch(() => undefined);
     if (used === undefined) return;
-    if (this.measuredBytes !== undefined && Math.abs(used - this.measuredBytes) < RESIZE_STEP_BYTES) return;
+    if (this.measuredBytes !== undefined && Math.abs(used - this.measuredBytes) < USAGE_CHANGE_BYTES) return;
     await this.budget.rebalance();
   }
 
@@ -172,36 +156,56 @@ export class DataBudget {
       if (this.demandBytes() + lease.dataBytes <= this.budget) {
         // Everything fits: no measuring, no resizing.
         lease.sizeBytes = lease.dataBytes;
-        this.leases.add(lease);
-        return lease;
-      }
-      // Volumes still being mounted cannot be resized yet: wait for them (bounded).
-      const pending = this.live().filter((other) => !other.member);
-      await waitAtMost(Promise.all(pending.map((other) => other.settled)), PENDING_MOUNT_WAIT_MS);
-      const others = this.live();
-      const used = await this.measure(others);
-      const remaining = this.budget - sum(used);
-      const minimum = Math.min(lease.dataBytes, MINIMUM_NEW_VOLUME_BYTES);
-      if (remaining < minimum) throw this.exhausted(sum(used));
-      const plan = planDataSizes(
-        [
-          ...others.map((other, index) => ({ dataBytes: other.dataBytes, usedBytes: used[index] as number })),
-          { dataBytes: lease.dataBytes, usedBytes: 0 },
-        ],
-        this.budget,
-      );
-      await this.shrink(others, plan);
-      lease.sizeBytes = floorToPage(Math.min(plan[others.length] as number, this.budget - this.committedBytes()));
-      if (lease.sizeBytes < MINIMUM_SHARE_BYTES) {
-        // Others could not give enough back (their files grew meanwhile).
-        await this.rebalanceLocked();
-        throw this.exhausted(sum(await this.measure(this.live())));
+      } else {
+        lease.sizeBytes = this.takeUncommittedRoom(lease) ?? (await this.makeRoom(lease));
       }
       this.leases.add(lease);
-      await this.grow(others, plan);
       this.updateTimer();
       return lease;
     });
+  }
+
+  /**
+   * The newcomer's share when the room no volume holds is enough for it (and
+   * for the minimum a new volume needs), else undefined. Files never occupy
+   * more than their volume's size, so that much is surely free: no measuring,
+   * no resizing. Its share is planned from what the files held when last measured.
+   */
+  private takeUncommittedRoom(lease: DataLease): number | undefined {
+    const others = this.live();
+    const demands = others.map((other) => ({ dataBytes: other.dataBytes, usedBytes: other.measuredBytes ?? 0 }));
+    const share = planDataSizes([...demands, { dataBytes: lease.dataBytes, usedBytes: 0 }], this.budget)[others.length];
+    const room = this.budget - this.committedBytes();
+    const needed = Math.max(share as number, Math.min(lease.dataBytes, MINIMUM_NEW_VOLUME_BYTES));
+    return room >= needed ? floorToPage(share as number) : undefined;
+  }
+
+  /**
+   * Shrinks the other volumes to give the newcomer its share, and as much
+   * again for a quarter more arrivals (data-plan.ts), so that the next ones
+   * take uncommitted room. Throws when the files leave too little.
+   */
+  private async makeRoom(lease: DataLease): Promise<number> {
+    // Volumes still being mounted cannot be resized yet: wait for them (bounded).
+    const pending = this.live().filter((other) => !other.member);
+    await waitAtMost(Promise.all(pending.map((other) => other.settled)), PENDING_MOUNT_WAIT_MS);
+    const others = this.live();
+    const used = await this.measure(others);
+    const remaining = this.budget - sum(used);
+    const minimum = Math.min(lease.dataBytes, MINIMUM_NEW_VOLUME_BYTES);
+    if (remaining < minimum) throw this.exhausted(sum(used));
+    const demands = others.map((other, index) => ({ dataBytes: other.dataBytes, usedBytes: used[index] as number }));
+    const share = planDataSizes([...demands, { dataBytes: lease.dataBytes, usedBytes: 0 }], this.budget)[
+      others.length
+    ] as number;
+    await this.shrink(others, plannedWithReserve(demands, this.budget, lease.dataBytes));
+    const size = floorToPage(Math.min(share, this.budget - this.committedBytes()));
+    if (size < MINIMUM_SHARE_BYTES) {
+      // Others could not give enough back (their files grew meanwhile).
+      await this.rebalanceLocked();
+      throw this.exhausted(sum(await this.measure(this.live())));
+    }
+    return size;
   }
 
   /** Whether the volumes' `dataBytes` together exceed the budget, so that they share it. */
@@ -229,54 +233,101 @@ export class DataBudget {
     return run;
   }
 
+  /**
+   * Grows the volumes that need it (data-plan.ts: growthWanted), shrinking
+   * others towards their plan only when the room left is not enough for that
+   * (or the budget was lowered below what is committed).
+   */
   private async rebalanceLocked(): Promise<void> {
     const leases = this.live();
-    const used = this.isShared ? await this.measure(leases) : leases.map(() => 0);
-    const plan = planDataSizes(
-      leases.map((lease, index) => ({ dataBytes: lease.dataBytes, usedBytes: used[index] as number })),
-      this.budget,
+    const shared = this.isShared;
+    const used = shared ? await this.measure(leases) : leases.map(() => 0);
+    const demands = leases.map((lease, index) => ({ dataBytes: lease.dataBytes, usedBytes: used[index] as number }));
+    const plan = planDataSizes(demands, this.budget);
+    const wantsToGrow = leases.map(
+      (lease, index) =>
+        lease.member !== undefined &&
+        growthWanted(
+          { ...(demands[index] as VolumeDemand), sizeBytes: lease.sizeBytes },
+          plan[index] as number,
+          shared,
+        ),
     );
-    await this.shrink(leases, plan);
-    await this.grow(leases, plan);
+    const indices = leases.map((_, index) => index);
+    const growing = indices.filter((index) => wantsToGrow[index]);
+    const staying = indices.filter((index) => !wantsToGrow[index]);
+    const wanted = sum(growing.map((index) => (plan[index] as number) - (leases[index] as DataLease).sizeBytes));
+    if (wanted > this.budget - this.committedBytes()) {
+      await this.shrink(
+        staying.map((index) => leases[index] as DataLease),
+        staying.map((index) => plan[index] as number),
+      );
+    }
+    await this.grow(
+      growing.map((index) => leases[index] as DataLease),
+      growing.map((index) => plan[index] as number),
+    );
     this.updateTimer();
   }
 
-  /** Shrinks first, so that growing never takes the sum over the budget. */
-  private async shrink(leases: DataLease[], plan: number[]): Promise<void> {
-    for (const [index, lease] of leases.entries()) {
-      const target = plan[index] as number;
-      // Every shrink the plan asks for happens, however small: with many volumes, the room a new one
-      // gets is the sum of many sub-MiB shrinks (only grows are skipped below RESIZE_STEP_BYTES).
-      if (!lease.member || lease.sizeBytes <= target) continue;
-      for (let attempt = 0; attempt < SHRINK_ATTEMPTS; attempt++) {
-        const size = Math.max(target, await lease.member.usedBytes().catch(() => lease.sizeBytes));
-        if (size >= lease.sizeBytes) break;
-        try {
-          await lease.member.resize(size);
-          lease.sizeBytes = size;
-          break;
-        } catch {
-          // The files grew past the target meanwhile: measure again.
-        }
-      }
+  /**
+   * Shrinks each volume above its target to it (never below what it holds), so
+   * that growing never takes the sum over the budget. The volumes are measured,
+   * then resized all at once (tmpfs.ts runs resizes asked for together in one
+   * process); a volume whose files grew past the target meanwhile is measured again.
+   */
+  private async shrink(leases: DataLease[], targets: number[]): Promise<void> {
+    // Every shrink asked for happens, however small: with many volumes, the room a new one
+    // gets is the sum of many sub-MiB shrinks (only grows are skipped below RESIZE_STEP_BYTES).
+    let left = leases
+      .map((lease, index) => ({ lease, target: targets[index] as number }))
+      .filter(({ lease, target }) => lease.member && lease.sizeBytes > target);
+    for (let attempt = 0; attempt < SHRINK_ATTEMPTS && left.length > 0; attempt++) {
+      const sizes = await Promise.all(
+        left.map(({ lease, target }) =>
+          (lease.member?.usedBytes() ?? Promise.reject()).then(
+            (used) => Math.max(target, used),
+            () => lease.sizeBytes,
+          ),
+        ),
+      );
+      const done = await Promise.all(
+        left.map(async ({ lease }, index) => {
+          const size = sizes[index] as number;
+          if (!lease.member || size >= lease.sizeBytes) return true;
+          try {
+            await lease.member.resize(size);
+            lease.sizeBytes = size;
+            return true;
+          } catch {
+            return false;
+          }
+        }),
+      );
+      left = left.filter((_, index) => !done[index]);
     }
   }
 
-  private async grow(leases: DataLease[], plan: number[]): Promise<void> {
+  /** Grows volumes towards their targets within the room no volume holds, all at once (as shrink). */
+  private async grow(leases: DataLease[], targets: number[]): Promise<void> {
+    let room = this.budget - this.committedBytes();
+    const grows: { lease: DataLease; member: DataBudgetMember; size: number }[] = [];
     for (const [index, lease] of leases.entries()) {
-      if (!lease.member) continue;
-      const room = this.budget - this.committedBytes();
-      const size = floorToPage(Math.min(plan[index] as number, lease.sizeBytes + room));
-      const worthIt =
-        size - lease.sizeBytes >= RESIZE_STEP_BYTES || (size > lease.sizeBytes && size === lease.dataBytes);
-      if (!worthIt) continue;
-      try {
-        await lease.member.resize(size);
-        lease.sizeBytes = size;
-      } catch {
-        // Unmounted meanwhile (being disposed of): its lease goes soon.
-      }
+      const size = floorToPage(Math.min(targets[index] as number, lease.sizeBytes + room));
+      if (size <= lease.sizeBytes || !lease.member) continue;
+      grows.push({ lease, member: lease.member, size });
+      room -= size - lease.sizeBytes;
     }
+    await Promise.all(
+      grows.map(async ({ lease, member, size }) => {
+        try {
+          await member.resize(size);
+          lease.sizeBytes = size;
+        } catch {
+          // Unmounted meanwhile (being disposed of): its lease goes soon.
+        }
+      }),
+    );
   }
 
   /** What each volume's files occupy; a volume not mounted yet counts as full. */
@@ -355,10 +406,6 @@ async function waitAtMost(promise: Promise<unknown>, milliseconds: number): Prom
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, milliseconds)))]);
   clearTimeout(timer);
-}
-
-function sum(values: number[]): number {
-  return values.reduce((total, value) => total + value, 0);
 }
 
 function formatMiB(bytes: number): string {

@@ -78,6 +78,12 @@ export interface Sandbox {
   kill(): Promise<SandboxExit>;
   /** Host-side resource usage, where the backend can measure it. */
   usage?(): Promise<SandboxUsage>;
+  /**
+   * How many processes of this sandbox the OOM killer has killed since it
+   * started, where the backend can count them: one kernel of several can die
+   * for memory while the sandbox lives on, and this is how the host says so.
+   */
+  oomKills?(): Promise<number>;
 }
 
 export interface SandboxUsage {

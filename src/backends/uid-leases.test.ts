@@ -1,10 +1,10 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BackendUnavailableError } from '../errors.js';
-import { ownProcessIdentity } from '../internal/process-alive.js';
+import { ownProcessIdentity, processStartTime } from '../internal/process-alive.js';
 import {
   checkUidRangeIsFree,
   DEFAULT_UID_RANGE,
@@ -126,6 +126,28 @@ describe('uid leases', () => {
     await lease.release();
     plantLease(directory, 300000, own);
     await expect(leases.acquire('while held')).rejects.toThrow(/is leased/);
+  });
+
+  it('keep respecting a live owner they have read before, and take over once that owner dies', async () => {
+    const directory = leaseDirectory();
+    const leases = new UidLeases({ range: { first: 300000, last: 300000 }, directory });
+    await leases.prepare();
+    const other = spawn('sleep', ['60']);
+    try {
+      const pid = other.pid as number;
+      plantLease(directory, 300000, { pid, start: processStartTime(pid) as string, boot: ownProcessIdentity().boot });
+      await expect(leases.acquire('while the other process lives')).rejects.toThrow(/is leased/);
+      await expect(leases.acquire('again')).rejects.toThrow(/is leased/);
+      const exited = new Promise((resolve) => other.once('exit', resolve));
+      other.kill('SIGKILL');
+      await exited;
+      const lease = await leases.acquire('after the other process died');
+      expect(lease.uid).toBe(300000);
+      await lease.release();
+      expect(readdirSync(directory)).toEqual([]);
+    } finally {
+      other.kill('SIGKILL');
+    }
   });
 
   it('refuse a lease directory others can use', async () => {

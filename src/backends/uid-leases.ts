@@ -185,6 +185,15 @@ export interface UidLeasesOptions {
 export class UidLeases {
   readonly range: UidRange;
   readonly directory: string;
+  /** Names of the lease files this object holds: alive by definition, never read back. */
+  private readonly ours = new Set<string>();
+  /**
+   * Owners of other lease files, by name. A lease file is written whole before
+   * it gets its name and never changes, so it is read once; only whether its
+   * owner still lives is checked again. Otherwise every claim would read every
+   * lease on the machine, and a burst of new sessions would cost their square.
+   */
+  private readonly owners = new Map<string, ProcessIdentity>();
 
   constructor(options: UidLeasesOptions) {
     this.range = checkUidRangeShape(options.range);
@@ -239,10 +248,15 @@ export class UidLeases {
 
   /** uids with a lease whose owner is not known to be gone. */
   private async heldUids(): Promise<Set<number>> {
+    const names = await readdir(this.directory);
+    const present = new Set(names);
+    for (const name of this.owners.keys()) if (!present.has(name)) this.owners.delete(name);
     const held = new Set<number>();
-    for (const name of await readdir(this.directory)) {
+    const gone = new Map<string, boolean>();
+    for (const name of names) {
       const uid = leaseUid(name);
-      if (uid !== undefined && (await this.ownerState(name)) !== 'gone') held.add(uid);
+      if (uid === undefined) continue;
+      if (this.ours.has(name) || (await this.ownerState(name, gone)) !== 'gone') held.add(uid);
     }
     return held;
   }
@@ -266,36 +280,58 @@ export class UidLeases {
       await unlink(file).catch(() => undefined);
       return undefined;
     }
+    this.ours.add(name);
     let released: Promise<void> | undefined;
     return {
       uid,
       gid: uid,
       release: () => {
-        released ??= unlink(file).catch((error: NodeJS.ErrnoException) => {
-          if (error.code !== 'ENOENT') throw error;
-        });
+        released ??= unlink(file)
+          .catch((error: NodeJS.ErrnoException) => {
+            if (error.code !== 'ENOENT') throw error;
+          })
+          .then(() => {
+            this.ours.delete(name);
+          });
         return released;
       },
     };
   }
 
-  /** Whether the owner of a file in the directory is `gone`, `alive`, or cannot be told yet (`unknown`, kept). */
-  private async ownerState(name: string): Promise<'gone' | 'alive' | 'unknown'> {
+  /**
+   * Whether the owner of a file in the directory is `gone`, `alive`, or cannot
+   * be told yet (`unknown`, kept). `gone` memoises the answer per owner within
+   * one pass over the directory.
+   */
+  private async ownerState(name: string, gone = new Map<string, boolean>()): Promise<'gone' | 'alive' | 'unknown'> {
     const file = path.join(this.directory, name);
-    let record: Partial<LeaseRecord> | undefined;
-    try {
-      record = JSON.parse(await readFile(file, 'utf8')) as Partial<LeaseRecord>;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
-      record = undefined;
+    let owner = this.owners.get(name);
+    if (!owner) {
+      let record: Partial<LeaseRecord> | undefined;
+      try {
+        record = JSON.parse(await readFile(file, 'utf8')) as Partial<LeaseRecord>;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
+        record = undefined;
+      }
+      if (
+        record &&
+        typeof record.pid === 'number' &&
+        typeof record.start === 'string' &&
+        typeof record.boot === 'string'
+      ) {
+        owner = { pid: record.pid, start: record.start, boot: record.boot };
+        if (leaseUid(name) !== undefined) this.owners.set(name, owner);
+      }
     }
-    if (
-      record &&
-      typeof record.pid === 'number' &&
-      typeof record.start === 'string' &&
-      typeof record.boot === 'string'
-    ) {
-      return processIsGone(record as ProcessIdentity) ? 'gone' : 'alive';
+    if (owner) {
+      const key = `${owner.pid} ${owner.start} ${owner.boot}`;
+      let ownerGone = gone.get(key);
+      if (ownerGone === undefined) {
+        ownerGone = processIsGone(owner);
+        gone.set(key, ownerGone);
+      }
+      return ownerGone ? 'gone' : 'alive';
     }
     // Not a lease we can read: a crashed writer's leftover once it is old enough.
     const modified = await stat(file).then(

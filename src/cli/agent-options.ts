@@ -12,6 +12,7 @@ import {
   ModelResponseError,
   ModelUnavailableError,
 } from '../agents/index.js';
+import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError, InvalidPathError } from '../errors.js';
 import { createSession } from '../session/session.js';
 import type { AgentCommandOptions, ModelCliOptions } from './agent-flags.js';
@@ -64,6 +65,8 @@ export async function openDataChat(
     approve?: (request: ApprovalRequest) => Promise<ApprovalDecision>;
     /** Shows progress: 'starting sandbox', then 'reading data'. */
     progress?: (text: string) => void;
+    /** Used instead of the backend the flags name. */
+    backend?: SandboxBackend;
   },
 ): Promise<DataChat> {
   const model = createModel(options);
@@ -72,7 +75,7 @@ export async function openDataChat(
   const maxSteps = positiveInteger('--max-steps', options.maxSteps);
   const maxAttempts = positiveInteger('--max-attempts', options.maxAttempts);
   await resolveDataRoots(options.data); // a bad --data path fails before a sandbox starts
-  const backend = await backendFromOptions(options);
+  const backend = extra.backend ?? (await backendFromOptions(options));
   extra.progress?.('starting sandbox');
   const session = await createSession({ backend, ...(timeoutMs ? { timeoutMs } : {}) });
   extra.progress?.('reading data');

@@ -9,6 +9,7 @@ import { findImage } from '../protocol/images.js';
 import type { AgentCommandOptions } from './agent-flags.js';
 import { openDataChat, toCliExit } from './agent-options.js';
 import { AgentRenderer, approvalPrompt } from './agent-render.js';
+import { type CommandIo, processIo } from './command-io.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_OK } from './exit-codes.js';
 import { LineReader } from './line-reader.js';
 
@@ -42,10 +43,14 @@ function executionJson(record: ExecutionRecord) {
   };
 }
 
-export async function askCommand(question: string, options: AskCommandOptions): Promise<number> {
+export async function askCommand(
+  question: string,
+  options: AskCommandOptions,
+  io: CommandIo = processIo(),
+): Promise<number> {
   const json = options.json === true;
-  const renderer = new AgentRenderer(process.stderr, process.stdout, false);
-  const reader = options.approve ? new LineReader(process.stdin, process.stderr) : undefined;
+  const renderer = new AgentRenderer(io.stderr, io.stdout, false);
+  const reader = options.approve ? new LineReader(io.stdin, io.stderr) : undefined;
   let chat: Awaited<ReturnType<typeof openDataChat>> | undefined;
   try {
     if (!question.trim())
@@ -53,8 +58,9 @@ export async function askCommand(question: string, options: AskCommandOptions): 
     chat = await openDataChat(options, {
       // JSON mode keeps stdout for the JSON object; progress still shows on a terminal's stderr.
       onEvent: json ? undefined : renderer.onEvent,
-      approve: reader ? approvalPrompt(reader, renderer, process.stderr) : undefined,
+      approve: reader ? approvalPrompt(reader, renderer, io.stderr) : undefined,
       progress: (text) => renderer.spin(text),
+      backend: io.backend,
     });
     if (json) renderer.spin('working');
     const answer: DataAnswer = await chat.ask(question);
@@ -62,7 +68,7 @@ export async function askCommand(question: string, options: AskCommandOptions): 
     renderer.stopSpinner();
     if (json) {
       const model = chat.pythonAgent.model;
-      process.stdout.write(
+      io.stdout.write(
         `${JSON.stringify({
           answer: answer.text,
           stopReason: answer.stopReason,
@@ -81,7 +87,7 @@ export async function askCommand(question: string, options: AskCommandOptions): 
     if (json && (mapped instanceof CliExit || error instanceof SandcellError)) {
       const code = error instanceof SandcellError ? error.code : 'usage';
       const message = error instanceof Error ? error.message : String(error);
-      process.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);
+      io.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);
     }
     throw mapped;
   } finally {

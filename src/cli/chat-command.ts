@@ -7,21 +7,23 @@ import { AbortError } from '../errors.js';
 import type { AgentCommandOptions } from './agent-flags.js';
 import { openDataChat, toCliExit } from './agent-options.js';
 import { AgentRenderer, approvalPrompt, describeChat } from './agent-render.js';
+import { type CommandIo, processIo } from './command-io.js';
 import { EXIT_OK } from './exit-codes.js';
 import { LineReader } from './line-reader.js';
 import { dim, red } from './render.js';
 
 const QUIT = new Set(['exit', 'quit', ':q']);
 
-export async function chatCommand(options: AgentCommandOptions): Promise<number> {
-  const renderer = new AgentRenderer(process.stdout, process.stdout);
-  const reader = new LineReader(process.stdin, process.stdout);
+export async function chatCommand(options: AgentCommandOptions, io: CommandIo = processIo()): Promise<number> {
+  const renderer = new AgentRenderer(io.stdout, io.stdout);
+  const reader = new LineReader(io.stdin, io.stdout);
   let chat: Awaited<ReturnType<typeof openDataChat>>;
   try {
     chat = await openDataChat(options, {
       onEvent: renderer.onEvent,
-      approve: options.approve ? approvalPrompt(reader, renderer, process.stdout) : undefined,
+      approve: options.approve ? approvalPrompt(reader, renderer, io.stdout) : undefined,
       progress: (text) => renderer.spin(text),
+      backend: io.backend,
     });
   } catch (error) {
     reader.close();
@@ -40,7 +42,7 @@ export async function chatCommand(options: AgentCommandOptions): Promise<number>
   reader.interface.on('SIGINT', interrupt);
   process.on('SIGINT', interrupt);
   try {
-    process.stdout.write(`${dim(`${describeChat(chat)}. Ask about the data; "exit" quits.`)}\n`);
+    io.stdout.write(`${dim(`${describeChat(chat)}. Ask about the data; "exit" quits.`, io.stdout)}\n`);
     for (;;) {
       const line = await reader.question('> ');
       if (line === undefined) break;
@@ -54,12 +56,12 @@ export async function chatCommand(options: AgentCommandOptions): Promise<number>
       } catch (error) {
         renderer.stopSpinner();
         if (error instanceof AbortError) {
-          process.stdout.write(`${dim('[stopped]')}\n`);
+          io.stdout.write(`${dim('[stopped]', io.stdout)}\n`);
           continue;
         }
         const mapped = toCliExit(error);
         // The chat survives a failed question: the model may be back for the next one.
-        process.stderr.write(`${red(mapped instanceof Error ? mapped.message : String(mapped))}\n`);
+        io.stderr.write(`${red(mapped instanceof Error ? mapped.message : String(mapped), io.stderr)}\n`);
         if (!(mapped instanceof Error && 'exitCode' in mapped)) throw error;
       } finally {
         running = undefined;

@@ -3,7 +3,15 @@
  * place, with the hints that fit the HTTP server (its routes and the flags of
  * `sandcell serve`). Every error answers JSON: `{"error": {"code", "message"}}`.
  */
-import { type FileErrorReason, FileOperationError, SandcellError } from '../errors.js';
+import {
+  type FileErrorReason,
+  FileOperationError,
+  LanguageUnavailableError,
+  SandcellError,
+  TooManyCommandsError,
+  TooManyContextsError,
+  UnknownContextError,
+} from '../errors.js';
 import { LimitExceededError, type LimitName, NotFoundError } from './core-errors.js';
 
 /** An error the server itself raises with a definite status (not found, limits, auth). */
@@ -95,9 +103,42 @@ const STATUS_BY_FILE_REASON: Partial<Record<FileErrorReason, number>> = {
   'no-space': 507,
 };
 
+/**
+ * A session's contexts and commands, worded for an HTTP client: the core's
+ * messages name library calls, which a client does not make.
+ */
+function sessionRefusal(error: unknown): HttpError | undefined {
+  if (error instanceof UnknownContextError) {
+    return new HttpError(
+      404,
+      'context-not-found',
+      `The session has no context ${JSON.stringify(error.context)}. Leave \`context\` out to run in python, or give a \`language\` to use its default context.`,
+    );
+  }
+  // The message names the packages that add the language: what the server's operator installs.
+  if (error instanceof LanguageUnavailableError) return new HttpError(422, error.code, error.message);
+  if (error instanceof TooManyContextsError) {
+    return new HttpError(
+      429,
+      error.code,
+      `The session already holds ${error.maxContexts} contexts, the most it may. Remove one it no longer needs, or run in one it has.`,
+    );
+  }
+  if (error instanceof TooManyCommandsError) {
+    return new HttpError(
+      429,
+      error.code,
+      `${error.maxCommands} commands are already running in the session, the most it may run at once. Wait for one to end, or kill one.`,
+    );
+  }
+  return undefined;
+}
+
 /** The status, code and message a client sees for `error`; unknown errors are 500 without internals. */
 export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
+  const sessionAnswer = sessionRefusal(error);
+  if (sessionAnswer) return sessionAnswer;
   if (error instanceof FileOperationError) {
     const status = STATUS_BY_FILE_REASON[error.reason] ?? 500;
     return new HttpError(

@@ -100,6 +100,18 @@ describe('server options', () => {
     expect(() => resolveServerOptions({ dataBudgetBytes: 100 }, {})).toThrow(/dataBudgetBytes/);
   });
 
+  it('refuses to listen beyond loopback without keys, and says how to fix it', () => {
+    expect(() => resolveServerOptions({ host: '0.0.0.0' }, {})).toThrow(InvalidInputError);
+    expect(() => resolveServerOptions({ host: '0.0.0.0' }, {})).toThrow(/SANDCELL_API_KEYS/);
+    expect(resolveServerOptions({ host: '0.0.0.0', apiKeys: ['long-enough-key'] }, {}).host).toBe('0.0.0.0');
+    expect(resolveServerOptions({ host: '::1' }, {}).host).toBe('::1');
+    expect(resolveServerOptions({}, { SANDCELL_API_KEYS: 'a:key-one-1234, b:key-two-1234' }).apiKeys).toEqual([
+      'a:key-one-1234',
+      'b:key-two-1234',
+    ]);
+    expect(() => resolveServerOptions({ apiKeys: ['short'] }, {})).toThrow(/at least 8/);
+  });
+
   it('knows loopback addresses', () => {
     for (const host of ['127.0.0.1', '127.8.9.10', 'localhost', '::1', '[::1]']) expect(isLoopback(host)).toBe(true);
     for (const host of ['0.0.0.0', '::', '192.168.1.2', '10.0.0.1', 'example.com'])

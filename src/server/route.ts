@@ -4,9 +4,9 @@
  * which validate every request here and describe it in /openapi.json.
  */
 import type { Context, Hono, MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import type { ZodType, z } from 'zod';
 import type { Owner } from './auth.js';
+import { limitBody } from './body-limit.js';
 import { HttpError } from './errors.js';
 
 export type Method = 'get' | 'post' | 'put' | 'delete';
@@ -120,18 +120,15 @@ export function registerRoutes(app: Hono, routes: RouteSpec<never, never, never>
       const kind = spec.bodyKind ?? 'request';
       const maxSize = kind === 'upload' ? context.limits.maxUploadBytes : context.limits.maxRequestBytes;
       middlewares.push(
-        bodyLimit({
-          maxSize,
-          onError: () => {
-            context.onTooLarge(kind);
-            throw new HttpError(
-              413,
-              'body-too-large',
-              `The request body is over the limit of ${maxSize} bytes (server option ${kind === 'upload' ? '--max-upload-bytes' : '--max-request-bytes'}).`,
-              // The rest of the body is not read: the connection cannot carry another request.
-              { connection: 'close' },
-            );
-          },
+        limitBody(maxSize, () => {
+          context.onTooLarge(kind);
+          throw new HttpError(
+            413,
+            'body-too-large',
+            `The request body is over the limit of ${maxSize} bytes (server option ${kind === 'upload' ? '--max-upload-bytes' : '--max-request-bytes'}).`,
+            // The rest of the body is not read: the connection cannot carry another request.
+            { connection: 'close' },
+          );
         }),
       );
     }

@@ -1,4 +1,5 @@
 /** What one run of code gives back, in Jupyter's output model. */
+import type { Language } from './languages.js';
 
 /** A MIME bundle: `text/plain`, `text/html`, `image/png` (base64), `image/svg+xml`, `application/json`, … */
 export type MimeBundle = Record<string, unknown>;
@@ -20,14 +21,18 @@ export type ExecutionStatus = 'ok' | 'error' | 'timeout';
 
 export interface Execution {
   status: ExecutionStatus;
+  /** The context (kernel) the code ran in: `python` unless the run named another. */
+  context: string;
+  /** That context's language. */
+  language: Language;
   stdout: string;
   stderr: string;
   results: ExecutionResult[];
   error?: ExecutionError;
-  /** IPython's execution counter (In [n]). */
+  /** The context's execution counter (In [n] in IPython); it restarts at 1 with a fresh kernel. */
   executionCount: number;
   durationMs: number;
-  /** True when the session's Python state (variables, imports) was lost during or just before this run. */
+  /** True when the context's state (variables, imports) was lost during or just before this run. */
   stateLost?: boolean;
   /** Why the state was lost, in words a user can act on. */
   stateLostReason?: string;
@@ -36,9 +41,16 @@ export interface Execution {
 }
 
 export interface RunOptions {
+  /**
+   * The context to run in (`session.createContext()` gives ids; a language's name is its default
+   * context, created on first use). @default the `language`'s default context, else `python`
+   */
+  context?: string;
+  /** Run in this language's default context (its id is the language), created on first use. */
+  language?: Language;
   /** Wall-clock limit for this run. @default the session's `timeoutMs` */
   timeoutMs?: number;
-  /** Aborting interrupts the running code (KeyboardInterrupt), or drops the run if it has not started. */
+  /** Aborting interrupts the running code (KeyboardInterrupt in Python), or drops the run if it has not started. */
   signal?: AbortSignal;
   onStdout?: (text: string) => void;
   onStderr?: (text: string) => void;

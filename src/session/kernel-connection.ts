@@ -1,17 +1,19 @@
 /**
- * The host's side of the kernel protocol on one sandbox: sends requests,
- * routes replies and execution events by id, and treats the kernel as
- * untrusted (bounded message size, validated fields).
+ * The host's side of the sandbox protocol on one sandbox: sends requests,
+ * routes replies by id, execution events by id and context, command events by
+ * command id, and context exits to whoever listens; and treats everything the
+ * sandbox sends as untrusted (bounded line size, validated fields, a kernel
+ * cannot reach another context's execution or a request sent elsewhere).
  */
 
 import type { Sandbox, SandboxExit } from '../backends/spec.js';
-import { FileOperationError, KernelRequestError, ProtocolError, SandboxCrashedError, TimeoutError } from '../errors.js';
+import { ProtocolError, SandboxCrashedError, TimeoutError } from '../errors.js';
 import { LineSplitter } from '../internal/line-splitter.js';
 import {
+  type CommandEvent,
+  type ContextExitEvent,
   type ExecutionEvent,
-  fileErrorReason,
-  isFileRequest,
-  type KernelCommand,
+  type KernelInstruction,
   type KernelRequest,
   parseKernelLine,
   parseReplyBody,
@@ -19,9 +21,16 @@ import {
   type ReplyEvent,
   type ReplyTo,
 } from './kernel-protocol.js';
+import { answeringContext, requestFailure } from './kernel-replies.js';
 import type { MessageLimits } from './output-limits.js';
+import { describeExit } from './state-loss.js';
 
-type Pending = { resolve: (reply: ReplyEvent) => void; reject: (error: Error) => void };
+interface Pending {
+  /** The context whose kernel answers; undefined when the supervisor itself does. */
+  context?: string;
+  resolve: (reply: ReplyEvent) => void;
+  reject: (error: Error) => void;
+}
 
 /** Made by the host, not the kernel: a line of the execution was too large to read and was dropped. */
 export interface MessageDropped {
@@ -34,18 +43,26 @@ export interface MessageDropped {
  */
 export type ExecutionListener = (event: ExecutionEvent | MessageDropped, messageBytes: number) => void;
 
+/** Hears one command's events, and a failed reply to its start. */
+export type CommandListener = (event: CommandEvent | ReplyEvent) => void;
+
 export class KernelConnection {
   readonly ready: Promise<ReadyEvent>;
   /** Settles when the sandbox has ended, for whatever reason. */
   readonly exited: Promise<SandboxExit>;
   private readonly pending = new Map<string, Pending>();
-  private readonly listeners = new Map<string, ExecutionListener>();
+  private readonly listeners = new Map<string, { context: string; listener: ExecutionListener }>();
+  private readonly commandListeners = new Map<string, CommandListener>();
+  private readonly contextExitListeners = new Set<(event: ContextExitEvent) => void>();
+  private readyEvent?: ReadyEvent;
   private nextId = 1;
   private diagnostics = '';
   private dead = false;
   private exitInfo?: SandboxExit;
-  /** Set when the kernel broke the protocol and was killed for it. */
+  /** Set when the sandbox broke the protocol and was killed for it. */
   violationReason?: string;
+  /** OOM kills already blamed for a context's end. */
+  private oomKillsExplained = 0;
 
   constructor(
     readonly sandbox: Sandbox,
@@ -67,12 +84,26 @@ export class KernelConnection {
           return this.violation(event.reason);
         case 'ignored':
           return;
+        case 'log':
+          return this.note(`log: ${event.message}`);
         case 'ready':
+          this.readyEvent = event;
           return markReady(event);
         case 'reply':
           return this.settle(event);
-        default:
-          this.listeners.get(event.id)?.(event, bytes);
+        case 'context-exit':
+          for (const listener of this.contextExitListeners) listener(event);
+          return;
+        case 'command-started':
+        case 'command-output':
+        case 'command-end':
+          return this.commandListeners.get(event.id)?.(event);
+        default: {
+          const subscription = this.listeners.get(event.id);
+          // The context is the kernel's, added by the supervisor: another context's kernel cannot reach this run.
+          if (!subscription || (event.context !== undefined && event.context !== subscription.context)) return;
+          subscription.listener(event, bytes);
+        }
       }
     };
     // Lines are short unless the host asked for something large (a file read).
@@ -85,10 +116,7 @@ export class KernelConnection {
       (bytes) => this.dropped(bytes),
     );
     sandbox.output.on('data', (chunk: Buffer) => splitter.push(chunk));
-    sandbox.diagnostics.on('data', (chunk: Buffer) => {
-      // Keep the tail only: enough to explain a failed start.
-      this.diagnostics = (this.diagnostics + chunk.toString('utf8')).slice(-4000);
-    });
+    sandbox.diagnostics.on('data', (chunk: Buffer) => this.keepDiagnostics(chunk.toString('utf8')));
     // Writing to a dead sandbox must not crash the host.
     sandbox.input.on('error', () => undefined);
 
@@ -127,6 +155,32 @@ export class KernelConnection {
     return this.exitInfo;
   }
 
+  /** The languages whose runtime this sandbox has (language → version or null), once it is ready. */
+  get languages(): Record<string, string | null> {
+    return this.readyEvent?.languages ?? {};
+  }
+
+  /**
+   * Whether the OOM killer acted in this sandbox since the last time this was
+   * asked (where the backend counts it): what explains a kernel's own end.
+   */
+  async outOfMemorySinceLastAsked(): Promise<boolean> {
+    const kills = await this.sandbox.oomKills?.().catch(() => undefined);
+    if (kills === undefined || kills <= this.oomKillsExplained) return false;
+    this.oomKillsExplained = kills;
+    return true;
+  }
+
+  /** Keeps the tail of the sandbox's diagnostics only: enough to explain a failed start. */
+  private keepDiagnostics(text: string): void {
+    this.diagnostics = (this.diagnostics + text).slice(-4000);
+  }
+
+  /** A line of the host's own or the supervisor's (`log`) among the diagnostics. */
+  private note(line: string): void {
+    this.keepDiagnostics(`${this.diagnostics.endsWith('\n') || !this.diagnostics ? '' : '\n'}${line}\n`);
+  }
+
   diagnosticsNote(): string {
     const text = this.diagnostics.trim();
     return text ? ` Sandbox said: ${text}` : '';
@@ -136,20 +190,32 @@ export class KernelConnection {
     return String(this.nextId++);
   }
 
-  /** Sends a message that has no reply: an execution (answered by its events) or an interrupt. */
-  send(command: KernelCommand): void {
-    this.write(command);
+  /** Sends a message that has no reply: an execution or a command (answered by their events), an interrupt, … */
+  send(instruction: KernelInstruction): void {
+    this.write(instruction);
   }
 
-  private write(message: (KernelCommand | KernelRequest) & { id: string }): void {
+  private write(message: (KernelInstruction | KernelRequest) & { id: string }): void {
     if (this.dead) return;
     this.sandbox.input.write(`${JSON.stringify(message)}\n`);
   }
 
-  /** Routes every message carrying `id` to `listener` until unsubscribed. */
-  subscribe(id: string, listener: ExecutionListener): () => void {
-    this.listeners.set(id, listener);
+  /** Routes every execution event carrying `id` from `context`'s kernel to `listener` until unsubscribed. */
+  subscribe(id: string, context: string, listener: ExecutionListener): () => void {
+    this.listeners.set(id, { context, listener });
     return () => this.listeners.delete(id);
+  }
+
+  /** Routes the events of command `id` to `listener` until unsubscribed. */
+  subscribeCommand(id: string, listener: CommandListener): () => void {
+    this.commandListeners.set(id, listener);
+    return () => this.commandListeners.delete(id);
+  }
+
+  /** Calls `listener` with every context whose kernel ended on its own. Returns the function that stops it. */
+  onContextExit(listener: (event: ContextExitEvent) => void): () => void {
+    this.contextExitListeners.add(listener);
+    return () => this.contextExitListeners.delete(listener);
   }
 
   /**
@@ -167,6 +233,7 @@ export class KernelConnection {
         reject(new TimeoutError(`The kernel did not answer a ${request.type} request within ${timeoutMs} ms.`));
       }, timeoutMs);
       this.pending.set(id, {
+        context: answeringContext(request),
         resolve: (value) => {
           clearTimeout(timer);
           resolve(value);
@@ -188,49 +255,31 @@ export class KernelConnection {
 
   private settle(reply: ReplyEvent): void {
     const pending = this.pending.get(reply.id);
-    if (!pending) return; // the request timed out: its answer has no one to go to
+    if (!pending) {
+      // Not a request: a command's start the supervisor refused, or an answer whose request timed out.
+      this.commandListeners.get(reply.id)?.(reply);
+      return;
+    }
+    // A kernel answers only what was sent to its context; the supervisor (no context) answers anything.
+    if (reply.context !== undefined && reply.context !== pending.context) return;
     this.pending.delete(reply.id);
     pending.resolve(reply);
   }
 
-  /** Which execution an unread line belonged to is unknown; the one running (if any) hears that output is missing. */
+  /** Which execution an unread line belonged to is unknown; every one running hears that output is missing. */
   private dropped(bytes: number): void {
-    for (const listener of this.listeners.values()) listener({ type: 'message-dropped' }, bytes);
+    for (const { listener } of this.listeners.values()) listener({ type: 'message-dropped' }, bytes);
   }
 
   private violation(reason: string): void {
     // A kernel that breaks the protocol is not trusted with anything more.
     this.violationReason ??= reason;
-    this.diagnostics += `\nprotocol violation: ${reason}`;
+    this.note(`protocol violation: ${reason}`);
     void this.sandbox.kill();
   }
 
   async kill(): Promise<SandboxExit> {
     this.dead = true;
     return this.sandbox.kill();
-  }
-}
-
-/** The error a failed reply to `request` becomes. */
-function requestFailure(request: KernelRequest, error: { code: string; message: string }): Error {
-  if (error.code === 'unknown-request') {
-    return new ProtocolError(
-      `The kernel does not know the request ${request.type} (${error.message}); reinstall sandcell (\`npm run setup\`).`,
-    );
-  }
-  if (isFileRequest(request)) return new FileOperationError(fileErrorReason(error.code), error.message);
-  return new KernelRequestError(request.type, error.code, error.message);
-}
-
-export function describeExit(exit: SandboxExit): string {
-  switch (exit.reason) {
-    case 'out-of-memory':
-      return 'killed for using more memory than its limit';
-    case 'cpu-limit':
-      return 'killed for using more CPU time than its limit';
-    case 'killed':
-      return 'killed';
-    default:
-      return exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
   }
 }

@@ -10,6 +10,7 @@ describe('parseKernelLine', () => {
       protocolVersion: 1,
       pid: 7,
       python: '3.12.1',
+      languages: { python: '3.12.1' },
     });
     expect(parseKernelLine(line({ type: 'stream', id: '3', name: 'stderr', text: 'x' }))).toEqual({
       type: 'stream',
@@ -57,9 +58,8 @@ describe('parseKernelLine', () => {
     }
   });
 
-  it('ignores what carries nothing to act on: logs, unknown types, missing ids', () => {
+  it('ignores what carries nothing to act on: unknown types, missing ids', () => {
     for (const quiet of [
-      { type: 'log', message: 'preload failed' },
       { type: 'protocol-error', message: 'invalid JSON request' },
       { type: 'stream', name: 'stdout', text: 'no id' },
       { type: 'stream', id: { nested: true }, name: 'stdout', text: 'object id' },
@@ -116,6 +116,82 @@ describe('parseKernelLine', () => {
   });
 });
 
+describe('parseKernelLine, protocol 2', () => {
+  it('reads the supervisor: ready with its languages, context exits, a command from start to end, logs', () => {
+    expect(
+      parseKernelLine(
+        line({
+          type: 'ready',
+          protocolVersion: 2,
+          pid: 1,
+          python: '3.11.2',
+          languages: { python: '3.11.2', r: null, bash: 5 },
+        }),
+      ),
+    ).toEqual({
+      type: 'ready',
+      protocolVersion: 2,
+      pid: 1,
+      python: '3.11.2',
+      languages: { python: '3.11.2', r: null, bash: null },
+    });
+    expect(parseKernelLine(line({ type: 'context-exit', context: 'r', code: null, signal: 'SIGKILL' }))).toEqual({
+      type: 'context-exit',
+      context: 'r',
+      code: null,
+      signal: 'SIGKILL',
+    });
+    expect(parseKernelLine(line({ type: 'command-started', id: 'c1', pid: 42 }))).toEqual({
+      type: 'command-started',
+      id: 'c1',
+      pid: 42,
+    });
+    expect(parseKernelLine(line({ type: 'command-output', id: 'c1', name: 'stderr', text: 'x' }))).toEqual({
+      type: 'command-output',
+      id: 'c1',
+      name: 'stderr',
+      text: 'x',
+    });
+    expect(
+      parseKernelLine(line({ type: 'command-end', id: 'c1', exitCode: 3, signal: null, outputTruncated: true })),
+    ).toEqual({ type: 'command-end', id: 'c1', exitCode: 3, signal: null, outputTruncated: true });
+    expect(parseKernelLine(line({ type: 'log', message: 'preload failed' }))).toEqual({
+      type: 'log',
+      message: 'preload failed',
+    });
+  });
+
+  it("keeps the context a kernel's message came with (the supervisor's, the last key)", () => {
+    const forged = '{"type":"stream","id":"4","name":"stdout","text":"x","context":"victim","context":"javascript"}';
+    expect(parseKernelLine(forged)).toEqual({
+      type: 'stream',
+      id: '4',
+      name: 'stdout',
+      text: 'x',
+      context: 'javascript',
+    });
+    expect(parseKernelLine(line({ type: 'reply', id: '9', ok: true, context: 'r' }))).toMatchObject({
+      type: 'reply',
+      id: '9',
+      context: 'r',
+    });
+  });
+
+  it("ignores a supervisor's message that a kernel sent (it carries a context), and a context that is not a string", () => {
+    for (const forged of [
+      { type: 'ready', protocolVersion: 2, pid: 1, python: '3', context: 'python' },
+      { type: 'command-end', id: 'c1', exitCode: 0, signal: null, context: 'bash' },
+      { type: 'command-output', id: 'c1', name: 'stdout', text: 'forged', context: 'python' },
+      { type: 'command-started', id: 'c1', pid: 1, context: 'python' },
+      { type: 'stream', id: '1', name: 'stdout', text: 'x', context: 7 },
+      { type: 'command-started', id: 'c1', pid: 'one' },
+      { type: 'context-exit', code: 1 },
+    ]) {
+      expect(parseKernelLine(line(forged)), JSON.stringify(forged)).toEqual({ type: 'ignored' });
+    }
+  });
+});
+
 describe('parseReplyBody', () => {
   it('reads each reply by the request it answers', () => {
     expect(parseReplyBody('is-complete', { status: 'incomplete', indent: 4 })).toEqual({
@@ -140,6 +216,29 @@ describe('parseReplyBody', () => {
         { path: 'fifo', type: 'other', size: 0, modifiedMs: 0 },
       ],
     });
+  });
+
+  it("reads the supervisor's replies about contexts and commands", () => {
+    expect(parseReplyBody('context-create', { pid: 12, language: 'r', version: '4.2.2' })).toEqual({
+      pid: 12,
+      version: '4.2.2',
+    });
+    expect(
+      parseReplyBody('command-list', {
+        commands: [
+          { id: 'command-1', pid: 30, command: 'sleep 9', cwd: '/mnt/data', startedMs: 1000 },
+          { id: 'command-2', pid: 'x', command: 'ls' },
+          { id: 7, command: 'no id' },
+          'not a command',
+        ],
+      }),
+    ).toEqual({
+      commands: [
+        { id: 'command-1', pid: 30, command: 'sleep 9', cwd: '/mnt/data', startedMs: 1000 },
+        { id: 'command-2', pid: 0, command: 'ls', cwd: '', startedMs: 0 },
+      ],
+    });
+    expect(parseReplyBody('command-list', {})).toEqual({ invalid: 'a command-list reply without its commands' });
   });
 
   it('says what is missing from a reply that lacks its payload', () => {

@@ -1,115 +1,194 @@
 /**
- * The kernel protocol (version 1, newline-delimited JSON; the kernel's side is
- * src/kernel/sandcell_kernel.py) as the host sees it: the requests the host
- * sends, the events and replies the kernel sends, and the one parser that turns
- * an untrusted JSON line into a typed message. Everything after the parser
- * reads typed fields; nothing re-checks what the kernel sent.
+ * The sandbox protocol (version 2, newline-delimited JSON; docs/kernel-protocol.md,
+ * the supervisor's side is src/kernel/) as the host sees it: the requests the
+ * host sends, the events and replies the supervisor and its kernels send, and
+ * the one parser that turns an untrusted JSON line into a typed message.
+ * Everything after the parser reads typed fields; nothing re-checks them.
  *
  * The parser only checks types and picks fields: it never copies or
  * re-serialises the strings it is handed (a result's base64 image or a file
  * read's data), so parsing costs no more than the JSON.parse before it.
+ *
+ * Who sent a message is told by its `context`: the supervisor adds the
+ * context's id as the last key of everything a kernel sends (in JSON.parse the
+ * last key wins, so a kernel cannot claim another context's id), and sends its
+ * own messages without one. So a supervisor-only message that carries a
+ * context was forged by a kernel, and is ignored.
  */
-import { FILE_ERROR_REASONS, type FileErrorReason } from '../errors.js';
 import type { ExecutionError, MimeBundle } from './execution.js';
+import type { FileRequest, ReplyBodies } from './kernel-replies.js';
+import type { Language } from './languages.js';
 
-/** A request that the kernel answers with a `reply` carrying the same id. */
-export type KernelRequest = { type: 'reset' } | { type: 'ping' } | { type: 'is-complete'; code: string } | FileRequest;
+export type { FileRequest, KernelFileEntry, ReplyBodies } from './kernel-replies.js';
+export { fileErrorReason, isFileRequest, parseReplyBody } from './kernel-replies.js';
 
-export type FileRequest =
-  | { type: 'file-read'; path: string }
-  | { type: 'file-write'; path: string; data: string }
-  | { type: 'file-list'; path: string; recursive: boolean }
-  | { type: 'file-remove'; path: string };
+/** A request answered with a `reply` carrying the same id. `context` absent means python. */
+export type KernelRequest =
+  | { type: 'reset'; context?: string }
+  | { type: 'ping'; context?: string }
+  | { type: 'is-complete'; code: string; context?: string }
+  | FileRequest
+  | ContextRequest
+  | { type: 'command-list' };
 
-/** Requests without a reply: an execution (answered by its events) and its interrupt. */
-export type KernelCommand = { type: 'execute'; id: string; code: string } | { type: 'interrupt'; id: string };
+/** Requests about contexts themselves, answered by the supervisor. */
+export type ContextRequest =
+  | { type: 'context-create'; context: string; language: Language; cwd?: string; env?: Record<string, string> }
+  | { type: 'context-restart'; context: string }
+  | { type: 'context-remove'; context: string };
 
-/** What a successful reply carries, by the type of the request it answers. */
-export interface ReplyBodies {
-  reset: Record<string, never>;
-  ping: Record<string, never>;
-  'is-complete': { status: 'complete' | 'incomplete' | 'invalid'; indent: number };
-  'file-read': { data: string };
-  'file-write': Record<string, never>;
-  'file-list': { entries: KernelFileEntry[] };
-  'file-remove': Record<string, never>;
-}
+export type CommandSignal = 'SIGINT' | 'SIGTERM' | 'SIGKILL' | 'SIGHUP' | 'SIGQUIT';
+
+/**
+ * Requests without a reply: an execution and a command are answered by their
+ * events, the others by nothing (their effect shows in those events).
+ */
+export type KernelInstruction =
+  | { type: 'execute'; id: string; code: string; context?: string }
+  | { type: 'interrupt'; id: string; context?: string }
+  | { type: 'command-start'; id: string; command: string; cwd?: string; env?: Record<string, string>; stdin?: boolean }
+  | { type: 'command-stdin'; id: string; data: string; eof?: boolean }
+  | { type: 'command-signal'; id: string; signal: CommandSignal };
 
 export type ReplyTo<Request extends KernelRequest> = ReplyBodies[Request['type']];
 
-export interface KernelFileEntry {
-  /** Path relative to /mnt/data. */
-  path: string;
-  type: 'file' | 'directory' | 'symlink' | 'other';
-  size: number;
-  modifiedMs: number;
-}
-
-/** The kernel is up and speaks `protocolVersion`. */
+/** The supervisor is up, its python context ready, and these languages' runtimes are present. */
 export interface ReadyEvent {
   type: 'ready';
   protocolVersion: number;
   pid: number;
   python: string;
+  /** Language → version (null when unknown). A sandbox of protocol 1 has python alone. */
+  languages: Record<string, string | null>;
 }
 
 /** The answer to a KernelRequest: its body (unchecked until the request type is known) or why it failed. */
-export type ReplyEvent = { type: 'reply'; id: string } & (
+export type ReplyEvent = { type: 'reply'; id: string; context?: string } & (
   | { ok: true; body: Record<string, unknown> }
   | { ok: false; error: { code: string; message: string } }
 );
 
-/** What one execution sends, in order, ending with `execution-end`. */
-export type ExecutionEvent =
+/** What one execution sends, in order, ending with `execution-end`; `context` is the kernel's. */
+export type ExecutionEvent = { context?: string } & (
   | { type: 'stream'; id: string; name: 'stdout' | 'stderr'; text: string }
   | { type: 'result' | 'display'; id: string; data: MimeBundle; metadata: Record<string, unknown> }
   | ({ type: 'error'; id: string } & ExecutionError)
-  | { type: 'execution-end'; id: string; executionCount?: number; outputTruncated: boolean };
+  | { type: 'execution-end'; id: string; executionCount?: number; outputTruncated: boolean }
+);
 
-export type KernelEvent = ReadyEvent | ReplyEvent | ExecutionEvent;
+/** A context's kernel ended without being asked (a crash, an out-of-memory kill, killed by the code). */
+export interface ContextExitEvent {
+  type: 'context-exit';
+  context: string;
+  code: number | null;
+  signal: string | null;
+}
 
 /**
- * One parsed protocol line: a typed event; `ignored` for what carries nothing
- * the host acts on (log lines, messages of unknown type or without an id, an
- * execution event whose fields are unusable, as the host always dropped them);
- * or `violation` for a line that is not a protocol message at all.
+ * What one command sends: its pid once started, its output, and its end. A
+ * command that could not start gets no `command-started`, and its end says why
+ * (`error`: `invalid-request`, `invalid-cwd`, `spawn-failed`).
  */
-export type ParsedLine = KernelEvent | { type: 'ignored' } | { type: 'violation'; reason: string };
+export type CommandEvent =
+  | { type: 'command-started'; id: string; pid: number }
+  | { type: 'command-output'; id: string; name: 'stdout' | 'stderr'; text: string }
+  | {
+      type: 'command-end';
+      id: string;
+      exitCode: number | null;
+      signal: string | null;
+      outputTruncated: boolean;
+      error?: { code: string; message: string };
+    };
+
+export type KernelEvent = ReadyEvent | ReplyEvent | ExecutionEvent | ContextExitEvent | CommandEvent;
+
+/**
+ * One parsed protocol line: a typed event; `log` (diagnostics, kept for
+ * messages); `ignored` for what carries nothing the host acts on (messages of
+ * unknown type or without an id, an event whose fields are unusable, a
+ * supervisor-only message a kernel forged); or `violation` for a line that is
+ * not a protocol message at all.
+ */
+export type ParsedLine =
+  | KernelEvent
+  | { type: 'log'; message: string }
+  | { type: 'ignored' }
+  | { type: 'violation'; reason: string };
 
 const IGNORED = { type: 'ignored' } as const;
 
-/** Parses one line from the kernel. Never throws. */
+/**
+ * Messages only the supervisor sends, never with a context; a kernel's `log` is
+ * diagnostics like any other. (`context-exit` names its context in that very
+ * key: one a kernel forges can only name the kernel's own context, and say
+ * what the kernel could make true by exiting.)
+ */
+const SUPERVISOR_ONLY = new Set(['ready', 'command-started', 'command-output', 'command-end']);
+
+/** Parses one line from the sandbox. Never throws. */
 export function parseKernelLine(line: string): ParsedLine {
   let message: unknown;
   try {
     message = JSON.parse(line);
   } catch {
-    return { type: 'violation', reason: 'the kernel sent a line that is not JSON' };
+    return { type: 'violation', reason: 'the sandbox sent a line that is not JSON' };
   }
   if (!isPlainObject(message) || typeof message.type !== 'string') {
-    return { type: 'violation', reason: 'the kernel sent a message without a type' };
+    return { type: 'violation', reason: 'the sandbox sent a message without a type' };
   }
-  if (message.type === 'ready') {
-    return {
-      type: 'ready',
-      protocolVersion: Number(message.protocolVersion),
-      pid: Number(message.pid),
-      python: String(message.python),
-    };
+  const { context } = message;
+  if (context !== undefined && (typeof context !== 'string' || SUPERVISOR_ONLY.has(message.type))) return IGNORED;
+  if (message.type === 'context-exit') {
+    if (typeof context !== 'string') return IGNORED;
+    return { type: 'context-exit', context, code: numberOrNull(message.code), signal: stringOrNull(message.signal) };
   }
+  if (message.type === 'ready') return parseReady(message);
+  if (message.type === 'log') return { type: 'log', message: String(message.message ?? '') };
   const id = typeof message.id === 'string' || typeof message.id === 'number' ? String(message.id) : undefined;
   if (id === undefined) return IGNORED;
+  const event = parseIdentified(id, message);
+  if (event === undefined) return IGNORED;
+  // A context here means a kernel sent it (command events with one were ignored above).
+  return context === undefined ? event : ({ ...event, context } as ReplyEvent | ExecutionEvent);
+}
+
+function parseReady(message: Record<string, unknown>): ReadyEvent {
+  const python = String(message.python);
+  const languages: Record<string, string | null> = {};
+  if (isPlainObject(message.languages)) {
+    for (const [language, version] of Object.entries(message.languages)) {
+      languages[language] = typeof version === 'string' ? version : null;
+    }
+  } else {
+    languages.python = python;
+  }
+  return {
+    type: 'ready',
+    protocolVersion: Number(message.protocolVersion),
+    pid: Number(message.pid),
+    python,
+    languages,
+  };
+}
+
+/** The events that carry an id: replies, an execution's, a command's. */
+function parseIdentified(
+  id: string,
+  message: Record<string, unknown>,
+): ReplyEvent | ExecutionEvent | CommandEvent | undefined {
   switch (message.type) {
     case 'reply':
       return parseReply(id, message);
-    case 'stream': {
+    case 'stream':
+    case 'command-output': {
       const { name, text } = message;
-      if (typeof text !== 'string' || (name !== 'stdout' && name !== 'stderr')) return IGNORED;
-      return { type: 'stream', id, name, text };
+      if (typeof text !== 'string' || (name !== 'stdout' && name !== 'stderr')) return undefined;
+      return { type: message.type, id, name, text };
     }
     case 'result':
     case 'display': {
-      if (!isPlainObject(message.data)) return IGNORED;
+      if (!isPlainObject(message.data)) return undefined;
       const metadata = isPlainObject(message.metadata) ? message.metadata : {};
       return { type: message.type, id, data: message.data, metadata };
     }
@@ -132,72 +211,43 @@ export function parseKernelLine(line: string): ParsedLine {
         outputTruncated: message.outputTruncated === true,
       };
     }
+    case 'command-started': {
+      const pid = message.pid;
+      if (typeof pid !== 'number' || !Number.isInteger(pid)) return undefined;
+      return { type: 'command-started', id, pid };
+    }
+    case 'command-end':
+      return {
+        type: 'command-end',
+        id,
+        exitCode: numberOrNull(message.exitCode),
+        signal: stringOrNull(message.signal),
+        outputTruncated: message.outputTruncated === true,
+        ...(isPlainObject(message.error) ? { error: parseError(message.error) } : {}),
+      };
     default:
-      return IGNORED;
+      return undefined;
   }
 }
 
 function parseReply(id: string, message: Record<string, unknown>): ReplyEvent {
   if (message.ok === true) return { type: 'reply', id, ok: true, body: message };
-  const error = isPlainObject(message.error) ? message.error : {};
+  return { type: 'reply', id, ok: false, error: parseError(isPlainObject(message.error) ? message.error : {}) };
+}
+
+function parseError(error: Record<string, unknown>): { code: string; message: string } {
   return {
-    type: 'reply',
-    id,
-    ok: false,
-    error: {
-      code: typeof error.code === 'string' ? error.code : 'unknown',
-      message: typeof error.message === 'string' ? error.message : 'the request failed',
-    },
+    code: typeof error.code === 'string' ? error.code : 'unknown',
+    message: typeof error.message === 'string' ? error.message : 'the request failed',
   };
 }
 
-/**
- * The body of a successful reply to `type`, or a description of what is wrong
- * with it (the caller rejects the request with a ProtocolError).
- */
-export function parseReplyBody<Type extends KernelRequest['type']>(
-  type: Type,
-  body: Record<string, unknown>,
-): ReplyBodies[Type] | { invalid: string } {
-  return REPLY_PARSERS[type](body) as ReplyBodies[Type] | { invalid: string };
+function numberOrNull(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }
 
-const FILE_ENTRY_TYPES = new Set(['file', 'directory', 'symlink']);
-
-const REPLY_PARSERS: { [Type in KernelRequest['type']]: (body: Record<string, unknown>) => unknown } = {
-  reset: () => ({}),
-  ping: () => ({}),
-  'file-write': () => ({}),
-  'file-remove': () => ({}),
-  'is-complete': (body) => ({
-    status: body.status === 'incomplete' || body.status === 'invalid' ? body.status : 'complete',
-    indent: Number(body.indent) || 0,
-  }),
-  'file-read': (body) =>
-    typeof body.data === 'string' ? { data: body.data } : { invalid: 'a file-read reply without its data' },
-  'file-list': (body) => {
-    if (!Array.isArray(body.entries)) return { invalid: 'a file-list reply without its entries' };
-    const entries: KernelFileEntry[] = [];
-    for (const entry of body.entries) {
-      if (!isPlainObject(entry) || typeof entry.path !== 'string') continue;
-      entries.push({
-        path: entry.path,
-        type: FILE_ENTRY_TYPES.has(entry.type as string) ? (entry.type as KernelFileEntry['type']) : 'other',
-        size: Number(entry.size) || 0,
-        modifiedMs: Number(entry.modifiedMs) || 0,
-      });
-    }
-    return { entries };
-  },
-};
-
-/** The kernel's reason code as one this host knows. */
-export function fileErrorReason(code: string): FileErrorReason {
-  return (FILE_ERROR_REASONS as readonly string[]).includes(code) ? (code as FileErrorReason) : 'internal';
-}
-
-export function isFileRequest(request: KernelRequest): request is FileRequest {
-  return request.type.startsWith('file-');
+function stringOrNull(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -12,6 +12,9 @@ export const DEFAULT_RESULT_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_MAX_CODE_BYTES = 2 * 1024 * 1024;
 export const DEFAULT_FILE_TRANSFER_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+export const DEFAULT_MAX_CONTEXTS = 8;
+export const DEFAULT_MAX_COMMANDS = 64;
+export const DEFAULT_CONTEXT_RESTART_TIMEOUT_MS = 10_000;
 
 export interface SessionOptions {
   /**
@@ -25,11 +28,21 @@ export interface SessionOptions {
   timeoutMs?: number;
   /** After a timeout, how long the code has to honour the interrupt before the kernel is killed and restarted. @default 2_000 */
   interruptGraceMs?: number;
-  /** How long a sandbox may take to come up. @default 30_000 */
+  /** How long a sandbox, or a new context's kernel, may take to come up. @default 30_000 */
   startTimeoutMs?: number;
   /**
+   * When code ignores its interrupt, how long the sandbox has to restart that context's kernel
+   * before the whole sandbox is restarted instead (every context's state lost). @default 10_000
+   */
+  contextRestartTimeoutMs?: number;
+  /** Most contexts (kernels) a session holds at once, the python one included. @default 8 */
+  maxContexts?: number;
+  /** Most commands (`session.commands.run`) running at once, background ones included. @default 64 */
+  maxCommands?: number;
+  /**
    * Bytes of stdout+stderr kept per execution; the rest is cut and `outputTruncated` set.
-   * An error's value and its traceback are each cut to this size too, with a note. @default 1 MiB
+   * An error's value and its traceback are each cut to this size too, with a note. A command
+   * keeps this much of its stdout and as much of its stderr. @default 1 MiB
    */
   outputBytes?: number;
   /**
@@ -38,7 +51,7 @@ export interface SessionOptions {
    * over 1 MiB is dropped from its result. @default 32 MiB
    */
   resultBytes?: number;
-  /** Largest accepted code, in UTF-8 bytes. @default 2 MiB */
+  /** Largest accepted code (and command, and text sent to a command's stdin at once), in UTF-8 bytes. @default 2 MiB */
   maxCodeBytes?: number;
   /** Largest file moved in or out through `session.files`. @default 64 MiB */
   fileTransferBytes?: number;
@@ -56,6 +69,9 @@ export interface ResolvedSessionOptions {
   timeoutMs: number;
   interruptGraceMs: number;
   startTimeoutMs: number;
+  contextRestartTimeoutMs: number;
+  maxContexts: number;
+  maxCommands: number;
   outputBytes: number;
   resultBytes: number;
   maxCodeBytes: number;
@@ -93,6 +109,13 @@ export function resolveSessionOptions(options: SessionOptions): ResolvedSessionO
     timeoutMs: positive('timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS),
     interruptGraceMs: positive('interruptGraceMs', options.interruptGraceMs, DEFAULT_INTERRUPT_GRACE_MS),
     startTimeoutMs: positive('startTimeoutMs', options.startTimeoutMs, DEFAULT_START_TIMEOUT_MS),
+    contextRestartTimeoutMs: positive(
+      'contextRestartTimeoutMs',
+      options.contextRestartTimeoutMs,
+      DEFAULT_CONTEXT_RESTART_TIMEOUT_MS,
+    ),
+    maxContexts: Math.floor(positive('maxContexts', options.maxContexts, DEFAULT_MAX_CONTEXTS)),
+    maxCommands: Math.floor(positive('maxCommands', options.maxCommands, DEFAULT_MAX_COMMANDS)),
     outputBytes: positive('outputBytes', options.outputBytes, DEFAULT_OUTPUT_BYTES),
     resultBytes: positive('resultBytes', options.resultBytes, DEFAULT_RESULT_BYTES),
     maxCodeBytes: positive('maxCodeBytes', options.maxCodeBytes, DEFAULT_MAX_CODE_BYTES),

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedBackend, type ScriptedBackendOptions } from '../backends/scripted/index.js';
-import { PoolExhaustedError, SandboxStartError } from '../errors.js';
+import { PoolExhaustedError, SandboxStartError, SessionClosedError } from '../errors.js';
 import { DEFAULT_PRELOAD_MODULES, SessionPool, type SessionPoolOptions } from './pool.js';
 
 let pool: SessionPool | undefined;
@@ -113,5 +113,32 @@ describe('SessionPool on the scripted backend', () => {
     expect(backend.liveSandboxes).toHaveLength(0);
     expect(backend.volumes.every((volume) => volume.disposed)).toBe(true);
     await expect(pool.acquire()).rejects.toThrow(/closed/);
+  });
+
+  it('hands out sessions with python alone, and takes every context and command down with an idle session', async () => {
+    const { pool } = scriptedPool(
+      { size: 1, idleTimeoutMs: 100 },
+      {
+        command: () => [{ type: 'hang' }],
+        execute: ({ code }) => (code === 'hold' ? [{ type: 'sleep', ms: 300 }] : []),
+      },
+    );
+    await pool.start();
+    const session = await pool.acquire();
+    expect(session.listContexts().map((context) => context.id)).toEqual(['python']);
+    expect(await session.commands.list()).toEqual([]);
+    await session.run('1', { language: 'javascript' });
+    // A background command does not keep the session busy: it is closed with it.
+    const server = await session.commands.run('serve forever', { background: true });
+    expect(session.busy).toBe(false);
+    await expect.poll(() => session.closed, { timeout: 5_000, interval: 20 }).toBe(true);
+    await expect(server.wait()).rejects.toBeInstanceOf(SessionClosedError);
+  });
+
+  it('does not close a session while a command someone waits for runs', async () => {
+    const { pool } = scriptedPool({ size: 0, idleTimeoutMs: 50 }, { command: () => [{ type: 'sleep', ms: 300 }] });
+    const session = await pool.acquire();
+    expect((await session.commands.run('long')).exitCode).toBe(0);
+    expect(session.closed).toBe(false);
   });
 });

@@ -4,6 +4,13 @@
  * is never reused: a closed one is gone, and the pool starts a new one. It
  * is the one place that closes idle sessions: a server listens (onIdleClose)
  * rather than keeping its own clock.
+ *
+ * Contexts and commands: a warm session has its python context alone and runs
+ * no command (only the preload ran in it). A session never comes back to the
+ * pool, so none carries another user's contexts or commands: closing it (by
+ * the holder, for idling, or with the pool) ends all of them with its sandbox.
+ * A background command does not make a session busy, so it cannot keep an
+ * idle session from being closed; a command someone waits for does.
  */
 import { PoolExhaustedError, SessionClosedError } from '../errors.js';
 import type { SessionOptions } from './options.js';

@@ -115,7 +115,7 @@ describe('Session on the scripted backend', () => {
     expect(backend.sandboxes).toHaveLength(1);
   });
 
-  it('kills a kernel that ignores the interrupt, restarts it, and says the state was lost; files stay', async () => {
+  it('restarts the kernel of code that ignores the interrupt, and says the state was lost; sandbox and files stay', async () => {
     const { backend, session } = await scriptedSession(
       (context) => (context.code === 'stubborn' ? [{ type: 'hang', ignoreInterrupt: true }] : toyPython(context)),
       { interruptGraceMs: 50 },
@@ -125,7 +125,33 @@ describe('Session on the scripted backend', () => {
     const execution = await session.run('stubborn', { timeoutMs: 50 });
     expect(execution.status).toBe('timeout');
     expect(execution.stateLost).toBe(true);
-    expect(execution.stateLostReason).toMatch(/did not stop when interrupted.*state .*was lost/);
+    expect(execution.stateLostReason).toBe(
+      "Execution exceeded the time limit of 0.05 s and did not stop when interrupted, so the kernel was killed and restarted: the session's state (variables, imports) was lost. Files in /mnt/data were kept.",
+    );
+    expect(backend.sandboxes[0]?.requests).toContainEqual({
+      type: 'context-restart',
+      id: expect.any(String),
+      context: 'python',
+    });
+    expect((await session.run('value')).error?.name).toBe('NameError');
+    expect((await session.files.read('keep.txt')).toString()).toBe('kept');
+    expect(backend.sandboxes).toHaveLength(1);
+    expect(backend.liveSandboxes).toHaveLength(1);
+  });
+
+  it('restarts the whole sandbox when it does not restart the stuck kernel in time, and says so', async () => {
+    const { backend, session } = await scriptedSession(
+      (context) =>
+        context.code === 'stuck' ? [{ type: 'hang', ignoreInterrupt: true, stallRestart: true }] : toyPython(context),
+      { interruptGraceMs: 20, contextRestartTimeoutMs: 50 },
+    );
+    await session.files.write('keep.txt', 'kept');
+    await session.run('value = 1');
+    const execution = await session.run('stuck', { timeoutMs: 20 });
+    expect(execution.status).toBe('timeout');
+    expect(execution.stateLostReason).toMatch(
+      /^Execution exceeded the time limit of 0.02 s and did not stop when interrupted, and its kernel could not be restarted alone \(The kernel did not answer a context-restart request within 50 ms.\), so the whole sandbox was killed and restarted: the state of every context/,
+    );
     expect(backend.sandboxes[0]?.exit?.reason).toBe('killed');
     expect((await session.run('value')).error?.name).toBe('NameError');
     expect((await session.files.read('keep.txt')).toString()).toBe('kept');
@@ -195,7 +221,7 @@ describe('Session on the scripted backend', () => {
     const broken = await session.run('garbage');
     expect(broken.status).toBe('error');
     expect(broken.error?.name).toBe('KernelDied');
-    expect(broken.error?.value).toContain('broke the wire protocol (the kernel sent a line that is not JSON');
+    expect(broken.error?.value).toContain('broke the wire protocol (the sandbox sent a line that is not JSON');
     expect(broken.stateLost).toBe(true);
     const after = await session.run('value');
     expect(after.error?.name).toBe('NameError');

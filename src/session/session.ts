@@ -1,47 +1,42 @@
 /**
- * A Session is one sandbox with a stateful Python kernel: run code, move
- * files, reset, restart, close. Runs are queued (one at a time, in order);
- * infrastructure failures throw typed errors, errors in user code are data.
+ * A Session is one sandbox: stateful contexts (kernels) in several languages,
+ * shell commands, files, reset, restart, close. Runs queue per context (one at
+ * a time, in order, in each; different contexts run at once); commands run
+ * beside everything. Infrastructure failures throw typed errors; errors in
+ * user code, and a command's exit status, are data.
  */
 import { randomUUID } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import { resolveBackend } from '../backends/select.js';
-import type { SandboxBackend, SandboxExit, SandboxVolume } from '../backends/spec.js';
-import { AbortError, InvalidInputError, SandboxStartError, SandcellError, SessionClosedError } from '../errors.js';
-import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
+import type { SandboxBackend, SandboxVolume } from '../backends/spec.js';
+import { AbortError, InvalidInputError, SessionClosedError, UnknownContextError } from '../errors.js';
+import { CommandRegistry, SessionCommands } from './commands.js';
 import type { Execution, RunOptions } from './execution.js';
+import { runExecution } from './execution-run.js';
 import { SessionFiles } from './files.js';
-import { describeExit, KernelConnection } from './kernel-connection.js';
+import type { KernelConnection } from './kernel-connection.js';
 import type { KernelRequest, ReplyTo } from './kernel-protocol.js';
+import { DEFAULT_CONTEXT } from './languages.js';
 import {
   DEFAULT_REQUEST_TIMEOUT_MS,
   type ResolvedSessionOptions,
   resolveSessionOptions,
   type SessionOptions,
 } from './options.js';
-import { OutputCollector } from './output-collector.js';
-import { messageLimits } from './output-limits.js';
+import { checkTimeout } from './sandbox-inputs.js';
+import type { ContextInfo, CreateContextOptions, SessionContext } from './session-context.js';
+import { SessionContexts } from './session-contexts.js';
+import { SessionDeaths } from './session-deaths.js';
+import { SessionSandbox } from './session-sandbox.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
-const STATE_LOST = "the session's state (variables, imports) was lost. Files in /mnt/data were kept.";
-/** An out-of-memory death names the files when they hold at least this share of the memory budget. */
-const DATA_SHARE_WORTH_NOTING = 0.25;
-
-/** An execution in flight: what `reset()`, `restart()` and aborts act on. */
-interface Running {
-  interrupt(): void;
-}
 
 export class Session {
   readonly files: SessionFiles;
-  private connection?: KernelConnection;
-  private starting?: Promise<KernelConnection>;
-  private readonly retired = new WeakSet<KernelConnection>();
-  private queue: Promise<unknown> = Promise.resolve();
-  private running?: Running;
+  readonly commands: SessionCommands;
+  private readonly contexts: SessionContexts;
+  private readonly commandRuns: CommandRegistry;
+  private readonly sandbox: SessionSandbox;
   private closing?: Promise<void>;
-  private stateLossNote?: string;
-  private executionCount = 0;
   private lastActivity = Date.now();
 
   private constructor(
@@ -51,9 +46,42 @@ export class Session {
     private readonly options: ResolvedSessionOptions,
   ) {
     this.files = new SessionFiles((message) => this.request(message), options.fileTransferBytes);
+    const connection = () => this.sandbox.ensure();
+    this.contexts = new SessionContexts({
+      connection,
+      current: () => this.sandbox.current,
+      maxContexts: options.maxContexts,
+      startTimeoutMs: options.startTimeoutMs,
+    });
+    this.commandRuns = new CommandRegistry({
+      connection,
+      checkOpen: () => {
+        if (this.closing) throw new SessionClosedError(this.id);
+      },
+      touch: () => {
+        this.lastActivity = Date.now();
+      },
+      maxCommands: options.maxCommands,
+      maxCodeBytes: options.maxCodeBytes,
+      outputBytes: options.outputBytes,
+      timeoutMs: options.timeoutMs,
+      answerTimeoutMs: options.contextRestartTimeoutMs,
+      requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
+    });
+    this.commands = new SessionCommands(this.commandRuns);
+    this.sandbox = new SessionSandbox({
+      id,
+      backend,
+      volume,
+      options,
+      contexts: this.contexts,
+      commands: this.commandRuns,
+      deaths: new SessionDeaths(volume, options.limits.memoryBytes),
+      closed: () => this.closing !== undefined,
+    });
   }
 
-  /** Starts a sandbox and waits until its kernel is ready. */
+  /** Starts a sandbox and waits until its python context is ready. */
   static async create(options: SessionOptions = {}): Promise<Session> {
     const resolved = resolveSessionOptions(options);
     const id = options.id ?? randomUUID().replace(/-/g, '').slice(0, 16);
@@ -63,7 +91,7 @@ export class Session {
     const volume = await backend.createVolume({ sessionId: id, limits: resolved.limits, signal: options.signal });
     const session = new Session(id, backend, volume, resolved);
     try {
-      await session.ensureConnection();
+      await session.sandbox.ensure();
     } catch (error) {
       await session.close();
       throw error;
@@ -75,33 +103,40 @@ export class Session {
     return this.closing !== undefined;
   }
 
-  /** When the session last ran code or moved a file (ms since the epoch). */
+  /** When the session last ran code, a command or moved a file (ms since the epoch). */
   get lastActivityAt(): number {
     return this.lastActivity;
   }
 
+  /** Whether code runs in some context, or a command that someone waits for runs (background ones do not count). */
   get busy(): boolean {
-    return this.running !== undefined;
+    return this.contexts.all().some((context) => context.running) || this.commandRuns.foregroundRunning;
   }
 
-  /** Runs code. Runs queue behind each other; a run waits for the one before it. */
+  /**
+   * Runs code in a context (`context`, or `language`'s default context, else
+   * python). Runs in one context queue behind each other; runs in different
+   * contexts go on at once.
+   */
   run(code: string, options: RunOptions = {}): Promise<Execution> {
-    if (typeof code !== 'string') return Promise.reject(new InvalidInputError('Code must be a string.'));
-    const size = Buffer.byteLength(code, 'utf8');
-    if (size > this.options.maxCodeBytes) {
-      return Promise.reject(
-        new InvalidInputError(
+    let context: SessionContext;
+    try {
+      if (typeof code !== 'string') throw new InvalidInputError('Code must be a string.');
+      const size = Buffer.byteLength(code, 'utf8');
+      if (size > this.options.maxCodeBytes) {
+        throw new InvalidInputError(
           `The code is ${size} bytes; the limit is ${this.options.maxCodeBytes} (option \`maxCodeBytes\`). Put large data in a file with session.files.write().`,
-        ),
-      );
+        );
+      }
+      checkTimeout(options.timeoutMs);
+      if (this.closing) throw new SessionClosedError(this.id);
+      context = this.contexts.forRun(options);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    if (options.timeoutMs !== undefined && !(Number.isFinite(options.timeoutMs) && options.timeoutMs > 0)) {
-      return Promise.reject(new InvalidInputError('`timeoutMs` must be a positive number.'));
-    }
-    if (this.closing) return Promise.reject(new SessionClosedError(this.id));
-    return this.enqueue(async () => {
+    return this.enqueue(context, async () => {
       try {
-        return await this.execute(code, options);
+        return await this.execute(context, code, options);
       } finally {
         // The code may have written or removed files: a volume sharing a server-wide budget adjusts now.
         await this.volume.usageChanged?.().catch(() => undefined);
@@ -109,38 +144,76 @@ export class Session {
     });
   }
 
-  /** Clears all variables and imports (the files stay). Interrupts a running execution first. */
+  /** Starts a new context (a fresh kernel of `language`) and gives its id. */
+  async createContext(options: CreateContextOptions): Promise<ContextInfo> {
+    if (this.closing) throw new SessionClosedError(this.id);
+    this.lastActivity = Date.now();
+    return this.contexts.create(options).catch((error) => this.closedInstead(error));
+  }
+
+  listContexts(): ContextInfo[] {
+    return this.contexts.list();
+  }
+
+  /** Replaces a context's kernel with a fresh one: its state is lost, files stay. A running execution in it ends. */
+  async restartContext(id: string): Promise<ContextInfo> {
+    return this.contexts.restart(this.existingContext(id));
+  }
+
+  /** Ends a context and its kernel. Runs queued in it fail with UnknownContextError. */
+  async removeContext(id: string): Promise<void> {
+    await this.contexts.remove(this.existingContext(id));
+  }
+
+  /**
+   * Back to a fresh session, files kept: every command is killed, every
+   * context but python removed, and python's variables and imports cleared
+   * (a running execution in it is interrupted first).
+   */
   async reset(): Promise<void> {
     if (this.closing) throw new SessionClosedError(this.id);
-    this.running?.interrupt();
-    await this.enqueue(async () => {
-      await this.request({ type: 'reset' });
-      this.executionCount = 0;
+    await this.commandRuns.killAll();
+    for (const context of this.contexts.all()) {
+      if (context.id !== DEFAULT_CONTEXT) await this.removeContext(context.id).catch(() => undefined);
+    }
+    const python = this.contexts.get(DEFAULT_CONTEXT);
+    if (!python) return;
+    python.running?.interrupt();
+    await this.enqueue(python, async () => {
+      const connection = await this.contexts.ensureLive(python);
+      await connection.request({ type: 'reset', context: DEFAULT_CONTEXT }, DEFAULT_REQUEST_TIMEOUT_MS);
+      python.executionCount = 0;
     });
   }
 
-  /** Replaces the kernel with a fresh one (state is lost, files stay). A running execution ends with an error. */
+  /**
+   * Replaces the whole sandbox: every context is gone but a fresh python,
+   * every command is killed; files stay. Running executions end with an error.
+   */
   async restart(): Promise<void> {
     if (this.closing) throw new SessionClosedError(this.id);
-    const current = this.connection;
-    if (current) {
-      this.retired.add(current);
-      await current.kill();
+    for (const context of this.contexts.all()) {
+      if (context.id !== DEFAULT_CONTEXT) {
+        this.contexts.forget(
+          context,
+          new UnknownContextError(
+            context.id,
+            `The context ${JSON.stringify(context.id)} was removed by session.restart(); create it again.`,
+          ),
+        );
+      }
     }
-    await this.ensureConnection();
-    this.executionCount = 0;
+    await this.sandbox.end({ kind: 'restart' });
+    await this.sandbox.ensure();
   }
 
   /** Stops every process of the session and removes its files. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      const connection = this.connection;
-      await this.starting?.catch(() => undefined);
-      for (const candidate of [connection, this.connection]) {
-        if (!candidate) continue;
-        this.retired.add(candidate);
-        await candidate.kill();
-      }
+      const closed = new SessionClosedError(this.id);
+      for (const context of this.contexts.all()) context.running?.abandon(closed);
+      for (const run of this.commandRuns.all()) run.sandboxEnded(closed);
+      await this.sandbox.end({ kind: 'close' });
       await this.volume.dispose();
     })();
     return this.closing;
@@ -148,254 +221,84 @@ export class Session {
 
   /**
    * Whether `code` is a complete statement (for prompts that read multi-line
-   * input): IPython's own rules, answered even while code runs.
+   * input) in python, or in the context `options.context`: the kernel's own
+   * rules (IPython's for python), answered even while code runs.
    */
-  async checkComplete(code: string): Promise<{ status: 'complete' | 'incomplete' | 'invalid'; indent: number }> {
-    return this.request({ type: 'is-complete', code: String(code) });
+  async checkComplete(
+    code: string,
+    options: { context?: string } = {},
+  ): Promise<{ status: 'complete' | 'incomplete' | 'invalid'; indent: number }> {
+    if (options.context === undefined) return this.request({ type: 'is-complete', code: String(code) });
+    // Each kernel answers by its own language's rules (bash -n, R's parse, a JavaScript parser).
+    const context = this.existingContext(options.context);
+    const connection = await this.contexts.ensureLive(context);
+    return connection.request(
+      { type: 'is-complete', code: String(code), context: context.id },
+      DEFAULT_REQUEST_TIMEOUT_MS,
+    );
   }
 
   /** Host-side resource usage of the current sandbox, where the backend measures it. */
   async usage() {
-    return (await this.connection?.sandbox.usage?.()) ?? {};
+    return (await this.sandbox.current?.sandbox.usage?.()) ?? {};
   }
 
   // --- internals -------------------------------------------------------------
 
-  private enqueue<T>(task: () => Promise<T>): Promise<T> {
-    const result = this.queue.then(() => {
+  /** A failure because the session closed meanwhile (its sandbox killed under a request) is the closing's. */
+  private closedInstead(error: unknown): never {
+    throw this.closing ? new SessionClosedError(this.id) : error;
+  }
+
+  private existingContext(id: string): SessionContext {
+    if (this.closing) throw new SessionClosedError(this.id);
+    const context = typeof id === 'string' ? this.contexts.get(id) : undefined;
+    if (!context) throw new UnknownContextError(String(id));
+    this.lastActivity = Date.now();
+    return context;
+  }
+
+  private enqueue<T>(context: SessionContext, task: () => Promise<T>): Promise<T> {
+    const result = context.queue.then(() => {
       if (this.closing) throw new SessionClosedError(this.id);
+      if (context.removal) throw context.removal;
       return task();
     });
-    this.queue = result.catch(() => undefined);
+    context.queue = result.catch(() => undefined);
     return result;
   }
 
-  private ensureConnection(): Promise<KernelConnection> {
-    if (this.closing) return Promise.reject(new SessionClosedError(this.id));
-    if (this.connection?.alive && !this.starting) return Promise.resolve(this.connection);
-    if (!this.starting) {
-      this.starting = this.startKernel().finally(() => {
-        this.starting = undefined;
-      });
-    }
-    return this.starting;
-  }
-
-  private async startKernel(): Promise<KernelConnection> {
-    const sandbox = await this.backend.start({
-      volume: this.volume,
-      limits: this.options.limits,
-      kernelOptions: {
-        outputBytes: this.options.outputBytes,
-        resultBytes: this.options.resultBytes,
-        fileTransferBytes: this.options.fileTransferBytes,
-        preloadModules: this.options.preloadModules,
-      },
-      environment: this.options.environment,
-    });
-    const connection = new KernelConnection(sandbox, {
-      messageLimits: messageLimits(this.options),
-      startTimeoutMs: this.options.startTimeoutMs,
-    });
-    try {
-      const ready = await connection.ready;
-      if (ready.protocolVersion !== KERNEL_PROTOCOL_VERSION) {
-        throw new SandboxStartError(
-          `The kernel speaks protocol ${ready.protocolVersion}, this host ${KERNEL_PROTOCOL_VERSION}; reinstall sandcell (\`npm run setup\`).`,
-        );
-      }
-    } catch (error) {
-      await connection.kill();
-      if (error instanceof SandcellError && error.code === 'sandbox-start-failed') throw error;
-      const dataNote = connection.exit?.reason === 'out-of-memory' ? await this.dataShareNote(0) : '';
-      throw new SandboxStartError(
-        `The sandbox did not start: ${(error as Error).message}${dataNote ? ` ${capitalize(dataNote)}` : ''} Run \`sandcell doctor\` to check this machine.`,
-        { cause: error },
-      );
-    }
-    void connection.exited.then((exit) => {
-      // A death during a run is reported by that run; this is for deaths while idle.
-      if (this.retired.has(connection) || this.closing || this.running) return;
-      this.stateLossNote = `The kernel stopped between runs (${describeExit(exit)}), so it was restarted and ${STATE_LOST}`;
-    });
-    this.connection = connection;
-    return connection;
-  }
-
   private async request<Request extends KernelRequest>(request: Request): Promise<ReplyTo<Request>> {
-    const connection = await this.ensureConnection();
+    const connection = await this.sandbox.ensure();
     this.lastActivity = Date.now();
     return connection.request(request, DEFAULT_REQUEST_TIMEOUT_MS);
   }
 
-  private async deathCause(connection: KernelConnection, exit: SandboxExit): Promise<string> {
-    if (connection.violationReason) {
-      return `The kernel broke the wire protocol (${connection.violationReason}; user code may have written to the kernel's private channel), so it was killed.`;
-    }
-    if (exit.reason === 'out-of-memory') {
-      const dataNote = await this.dataShareNote(DATA_SHARE_WORTH_NOTING);
-      return `The kernel died: it was ${describeExit(exit)} (${formatBytes(this.options.limits.memoryBytes)}); ${dataNote || 'use less memory or raise `limits.memoryBytes`.'}`;
-    }
-    return `The kernel died (${describeExit(exit)}).`;
-  }
-
-  /**
-   * Files in /mnt/data are RAM in the session's memory budget and outlive the
-   * kernel: when they hold at least `share` of it, say so (empty otherwise).
-   */
-  private async dataShareNote(share: number): Promise<string> {
-    const used = await this.volume.usedBytes?.().catch(() => undefined);
-    const budget = this.options.limits.memoryBytes;
-    if (used === undefined || used < share * budget || used === 0) return '';
-    return `files in /mnt/data use ${formatBytes(used)} of the session's ${formatBytes(budget)} memory budget; remove files or raise \`limits.memoryBytes\`.`;
-  }
-
-  private async execute(code: string, options: RunOptions): Promise<Execution> {
+  private async execute(context: SessionContext, code: string, options: RunOptions): Promise<Execution> {
     if (options.signal?.aborted) throw new AbortError('The run was aborted before it started.');
-    const stateLostBefore = this.stateLossNote;
-    this.stateLossNote = undefined;
-    const connection = await this.ensureConnection();
+    let connection: KernelConnection;
+    try {
+      connection = await this.contexts.ensureLive(context);
+    } catch (error) {
+      // A default context that never started (its language missing, say) does not stay listed.
+      if (context.connection === undefined) this.contexts.forget(context, error as Error);
+      return this.closedInstead(error);
+    }
     this.lastActivity = Date.now();
-    const started = performance.now();
-    const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
-    const collector = new OutputCollector(this.options.outputBytes, this.options.resultBytes, options);
-    const id = connection.newId();
-
-    return new Promise<Execution>((resolve, reject) => {
-      let timedOut = false;
-      let interrupted = false;
-      let finished = false;
-      let graceTimer: NodeJS.Timeout | undefined;
-
-      /** Ends the run's timers and subscriptions; false when it had already ended. */
-      const settle = (): boolean => {
-        if (finished) return false;
-        finished = true;
-        clearTimeout(timeoutTimer);
-        clearTimeout(graceTimer);
-        unsubscribe();
-        options.signal?.removeEventListener('abort', onAbort);
-        this.running = undefined;
-        return true;
-      };
-
-      const finish = (execution: Omit<Execution, 'stdout' | 'stderr' | 'results' | 'durationMs'>): void => {
-        if (!settle()) return;
-        this.lastActivity = Date.now();
-        const lostReason = execution.stateLostReason ?? stateLostBefore;
-        resolve({
-          ...execution,
-          stdout: collector.stdout,
-          stderr: collector.stderr,
-          results: collector.results,
-          durationMs: Math.round((performance.now() - started) * 1000) / 1000,
-          ...(lostReason ? { stateLost: true, stateLostReason: lostReason } : {}),
-          ...(collector.truncated || execution.outputTruncated ? { outputTruncated: true } : {}),
-        });
-      };
-
-      const interrupt = (): void => {
-        if (interrupted || finished) return;
-        interrupted = true;
-        connection.send({ type: 'interrupt', id });
-        graceTimer = setTimeout(() => {
-          // The code ignored the interrupt: end the whole sandbox and start afresh.
-          this.retired.add(connection);
-          void connection.kill();
-        }, this.options.interruptGraceMs);
-      };
-
-      const timeoutTimer = setTimeout(() => {
-        timedOut = true;
-        interrupt();
-      }, timeoutMs);
-      const onAbort = (): void => interrupt();
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-      this.running = { interrupt };
-
-      const unsubscribe = connection.subscribe(id, (event, messageBytes) => {
-        switch (event.type) {
-          case 'stream':
-            collector.stream(event.name, event.text);
-            break;
-          case 'result':
-            collector.result('execute_result', event.data, event.metadata, messageBytes);
-            break;
-          case 'display':
-            collector.result('display_data', event.data, event.metadata, messageBytes);
-            break;
-          case 'message-dropped':
-            collector.dropped();
-            break;
-          case 'error':
-            collector.fail(event);
-            break;
-          case 'execution-end': {
-            this.executionCount = event.executionCount ?? this.executionCount + 1;
-            if (timedOut) {
-              collector.error = {
-                name: 'TimeoutError',
-                value: `Execution exceeded the time limit of ${timeoutMs / 1000} s and was interrupted; the session's state was kept.`,
-                traceback: collector.error?.traceback ?? [],
-              };
-            }
-            finish({
-              status: timedOut ? 'timeout' : collector.error ? 'error' : 'ok',
-              ...(collector.error ? { error: collector.error } : {}),
-              executionCount: this.executionCount,
-              outputTruncated: event.outputTruncated,
-            });
-            break;
-          }
-        }
-      });
-
-      void connection.exited.then(async (exit) => {
-        if (finished) return;
-        if (this.closing) {
-          if (settle()) reject(new SessionClosedError(this.id));
-          return;
-        }
-        this.retired.add(connection);
-        const cause = timedOut || interrupted ? '' : await this.deathCause(connection, exit);
-        if (finished) return;
-        this.executionCount += 1;
-        const reason = timedOut
-          ? `Execution exceeded the time limit of ${timeoutMs / 1000} s and did not stop when interrupted, so the kernel was killed and restarted: ${STATE_LOST}`
-          : interrupted
-            ? `The execution was interrupted but did not stop, so the kernel was killed and restarted: ${STATE_LOST}`
-            : `${cause} The kernel was restarted: ${STATE_LOST}`;
-        finish({
-          status: timedOut ? 'timeout' : 'error',
-          error: { name: timedOut ? 'TimeoutError' : 'KernelDied', value: reason, traceback: [] },
-          executionCount: this.executionCount,
-          stateLostReason: reason,
-        });
-        // Have a fresh kernel ready for the next run.
-        void this.ensureConnection().catch(() => undefined);
-      });
-
-      connection.send({ type: 'execute', id, code });
+    const execution = await runExecution(connection, context, code, options, {
+      timeoutMs: options.timeoutMs ?? this.options.timeoutMs,
+      interruptGraceMs: this.options.interruptGraceMs,
+      outputBytes: this.options.outputBytes,
+      resultBytes: this.options.resultBytes,
+      stateLostBefore: context.takeStateLossNote(),
+      replaceKernel: () => this.sandbox.replaceStuckKernel(context, connection),
     });
+    this.lastActivity = Date.now();
+    return execution;
   }
 }
 
-function capitalize(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
-}
-
-function formatBytes(bytes: number): string {
-  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
-}
-
-/** Creates a session: a fresh sandbox with a ready kernel. */
+/** Creates a session: a fresh sandbox with a ready python context. */
 export function createSession(options: SessionOptions = {}): Promise<Session> {
   return Session.create(options);
 }

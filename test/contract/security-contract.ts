@@ -2,7 +2,9 @@
  * The security contract every backend passes. Each case first runs a
  * harmless canary in the same session, so a sandbox that failed to start
  * cannot pass as "blocked"; then the attack must fail inside the session and
- * the host must be unaffected.
+ * the host must be unaffected. The probes in every language of
+ * CONTRACT_LANGUAGES, and from a shell command, have their own files, run
+ * from here.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +18,8 @@ import type { Execution } from '../../src/session/execution.js';
 import type { SessionOptions } from '../../src/session/options.js';
 import type { Session } from '../../src/session/session.js';
 import { type ContractOptions, withSession } from './backend-contract.js';
+import { commandSecurityCases } from './command-security-cases.js';
+import { languageSecurityCases } from './language-security-cases.js';
 
 async function canary(session: Session): Promise<void> {
   const token = randomBytes(6).toString('hex');
@@ -516,5 +520,8 @@ for directory in ["/mnt/data", "/tmp"]:
         await canary(session);
       });
     });
+
+    languageSecurityCases(backend);
+    commandSecurityCases(backend);
   });
 }

@@ -383,6 +383,11 @@ class BubblewrapSandbox implements Sandbox {
     return this.exited;
   }
 
+  /** OOM kills in the sandbox's memory cgroup since it started (none without one: RLIMIT_AS then bounds memory). */
+  async oomKills(): Promise<number> {
+    return (await this.cgroup?.oomKills()) ?? 0;
+  }
+
   async usage(): Promise<SandboxUsage> {
     return {
       memoryBytes: await this.cgroup?.memoryBytes(),

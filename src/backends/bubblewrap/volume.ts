@@ -88,6 +88,7 @@ export class BubblewrapVolume implements SandboxVolume {
 
   dispose(): Promise<void> {
     this.disposed ??= (async () => {
+      this.lease?.detach();
       await removeVolumeDirectory(this.directory, this.mounted);
       await this.memoryBudget?.remove();
       await this.lease?.release();

@@ -38,6 +38,7 @@ import {
   SESSION_LABEL,
   UID_LABEL,
 } from './container-config.js';
+import { oomKillsOfProcess } from './container-oom.js';
 import { EngineRetriesExhausted, engineErrorText, ignoreMissing, retryTransient } from './engine-errors.js';
 import { ownerIsGone, ownerLabels } from './owner.js';
 import {
@@ -473,6 +474,8 @@ class DockerSandbox implements Sandbox {
   readonly diagnostics = new PassThrough();
   private killedByUs = false;
   private removing?: Promise<void>;
+  /** The container's first process as this machine sees it, once asked for. */
+  private initPid?: number;
   private resolveExit?: (exit: SandboxExit) => void;
 
   constructor(
@@ -533,6 +536,25 @@ class DockerSandbox implements Sandbox {
     this.killedByUs = true;
     await this.remove();
     return this.exited;
+  }
+
+  /**
+   * OOM kills in the container, counted in its memory cgroup (a local
+   * engine); elsewhere the engine's flag, which says only whether the
+   * container's own process was killed for memory.
+   */
+  async oomKills(): Promise<number> {
+    this.initPid ??= await this.container.inspect().then(
+      (info) => info.State?.Pid || undefined,
+      () => undefined,
+    );
+    const counted = this.initPid === undefined ? undefined : await oomKillsOfProcess(this.initPid);
+    if (counted !== undefined) return counted;
+    const state = await this.container.inspect().then(
+      (info) => info.State,
+      () => undefined,
+    );
+    return state?.OOMKilled === true ? 1 : 0;
   }
 
   async usage(): Promise<SandboxUsage> {

@@ -1,8 +1,8 @@
 /**
  * The Docker backend's options that need no Docker client type. The root
  * entry's `createBackend('docker' | 'auto', …)` takes these, so the root
- * declarations never name dockerode's types (only a devDependency provides
- * them); a configured client is passed through `sandcell/docker`.
+ * declarations never name dockerode's types; a configured client is passed
+ * through `sandcell/docker`.
  */
 export interface DockerBackendSettings {
   /** The runtime image. @default `sandcell-runtime:<version>` of this sandcell (env SANDCELL_DOCKER_IMAGE) */

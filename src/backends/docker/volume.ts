@@ -63,6 +63,7 @@ export class DockerVolume implements SandboxVolume {
   /** Should removing the holder or the volume fail, the uid stays leased until this process ends. */
   dispose(): Promise<void> {
     this.disposed ??= (async () => {
+      this.parts.lease?.detach();
       await this.holder.remove({ force: true }).catch(ignoreMissing);
       await removeVolume(this.docker, this.name);
       await this.parts.memoryBudget?.remove();

@@ -1,21 +1,31 @@
 /**
- * The scripted backend: backend spec v1 with no sandbox at all. Each kernel
- * is an object in this process that speaks the real kernel protocol over
- * in-memory streams and answers runs from a script, so tests of sandcell's
- * own logic (queueing, timeouts, restarts, caps, pools, servers) run in
- * milliseconds on any machine, and a kernel can hang, die or break the
- * protocol on cue. It isolates nothing: it is for tests only.
+ * The scripted backend: backend spec v1 with no sandbox at all. Each sandbox
+ * is a supervisor object in this process that speaks the real sandbox
+ * protocol over in-memory streams: its contexts' kernels answer runs from a
+ * script, its commands do what a command script says. So tests of sandcell's
+ * own logic (queueing, timeouts, restarts, contexts, commands, caps, pools,
+ * servers) run in milliseconds on any machine, and a kernel can hang, die or
+ * break the protocol on cue. It isolates nothing: it is for tests only.
  */
 import { BackendUnavailableError } from '../../errors.js';
 import { KERNEL_PROTOCOL_VERSION } from '../../kernel/index.js';
 import type { CreateVolumeOptions, SandboxBackend, SandboxVolume, StartSandboxOptions } from '../spec.js';
 import { ScriptedFileStore } from './file-store.js';
-import { type ExecuteScript, type ScriptedRun, scriptRunner } from './script.js';
+import { type CommandScript, type ExecuteScript, type ScriptedRun, scriptRunner } from './script.js';
 import { ScriptedSandbox } from './scripted-sandbox.js';
 
 export interface ScriptedBackendOptions {
-  /** What each run does. @default every run succeeds with no output */
+  /** What each run does, in every context. @default every run succeeds with no output */
   execute?: ExecuteScript;
+  /** What each command does. @default every command ends with status 0 and no output */
+  command?: CommandScript;
+  /**
+   * The languages the sandboxes have (language → version), which contexts can be created in.
+   * @default python, javascript, typescript, bash and r
+   */
+  languages?: Record<string, string | null>;
+  /** How long a new context's kernel takes to start (its `context-create` is answered then). @default 0 */
+  kernelStartMs?: number;
   /**
    * Called as each sandbox starts (`attempt` counts from 1); throwing makes
    * that start fail, as on a broken host. @default every start succeeds
@@ -28,6 +38,14 @@ export interface ScriptedBackendOptions {
   /** False: kernels never say they are ready (a start that times out). @default true */
   sendReady?: boolean;
 }
+
+const DEFAULT_LANGUAGES: Record<string, string> = {
+  python: '3.11',
+  javascript: '18',
+  typescript: '18',
+  bash: '5.2',
+  r: '4.2',
+};
 
 export class ScriptedVolume implements SandboxVolume {
   readonly files = new ScriptedFileStore();
@@ -49,6 +67,7 @@ export class ScriptedBackend implements SandboxBackend {
   readonly volumes: ScriptedVolume[] = [];
   private readonly run: ScriptedRun;
   private startAttempts = 0;
+  private kernelsStarted = 0;
 
   constructor(private readonly options: ScriptedBackendOptions = {}) {
     this.run = scriptRunner(options.execute);
@@ -77,8 +96,11 @@ export class ScriptedBackend implements SandboxBackend {
     const volume = options.volume as ScriptedVolume;
     const sandbox = new ScriptedSandbox({
       run: this.run,
+      command: this.options.command ?? (() => []),
       files: volume.files,
-      kernelNumber: this.sandboxes.length + 1,
+      languages: this.options.languages ?? DEFAULT_LANGUAGES,
+      nextKernelNumber: () => ++this.kernelsStarted,
+      kernelStartMs: this.options.kernelStartMs ?? 0,
       protocolVersion: this.options.protocolVersion ?? KERNEL_PROTOCOL_VERSION,
       sendReady: this.options.sendReady ?? true,
     });
@@ -93,5 +115,13 @@ export function createScriptedBackend(options: ScriptedBackendOptions = {}): Scr
 }
 
 export { type ScriptedFileEntry, ScriptedFileError, ScriptedFileStore } from './file-store.js';
-export type { ExecuteScript, ScriptedRun, ScriptedRunContext, ScriptedStep } from './script.js';
+export type {
+  CommandScript,
+  ExecuteScript,
+  ScriptedCommandContext,
+  ScriptedCommandStep,
+  ScriptedRun,
+  ScriptedRunContext,
+  ScriptedStep,
+} from './script.js';
 export { ScriptedSandbox } from './scripted-sandbox.js';

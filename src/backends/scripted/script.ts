@@ -1,7 +1,8 @@
 /**
- * What a scripted kernel does when asked to execute code: a list of steps,
- * chosen per run by a function of the code or taken in order from a list
- * (vercel/ai's MockLanguageModelV3 takes its answers the same two ways).
+ * What a scripted kernel does when asked to execute code, and what a scripted
+ * command does: a list of steps, chosen per run by a function of the code (or
+ * command line) or, for runs, taken in order from a list (vercel/ai's
+ * MockLanguageModelV3 takes its answers the same two ways).
  */
 import type { SandboxExit } from '../spec.js';
 import type { ScriptedFileStore } from './file-store.js';
@@ -16,12 +17,30 @@ export type ScriptedStep =
   | { type: 'error'; name: string; value: string; traceback?: string[] }
   /** Waits; an interrupt cuts it short with a KeyboardInterrupt, like `time.sleep`. */
   | { type: 'sleep'; ms: number }
-  /** Waits until interrupted (then a KeyboardInterrupt ends the run); with `ignoreInterrupt`, forever. */
-  | { type: 'hang'; ignoreInterrupt?: boolean }
-  /** The whole sandbox ends, as a crash or an out-of-memory kill would end it. */
+  /**
+   * Waits until interrupted (then a KeyboardInterrupt ends the run); with `ignoreInterrupt`, until
+   * its kernel is restarted; with `stallRestart` too, forever, and a restart of its context is
+   * never answered (a stuck sandbox).
+   */
+  | { type: 'hang'; ignoreInterrupt?: boolean; stallRestart?: boolean }
+  /**
+   * Waits until `until()` holds, as code polling for a file the host writes
+   * during the run; an interrupt cuts it short like `sleep`.
+   */
+  | { type: 'wait'; until: () => boolean }
+  /** The whole sandbox ends, as a crash or an out-of-memory kill of the supervisor would end it. */
   | { type: 'exit'; reason?: SandboxExit['reason']; code?: number | null; signal?: NodeJS.Signals | null }
-  /** Writes a raw line on the kernel's channel: a forged message (an object) or garbage (a string). */
-  | { type: 'send'; line: string | Record<string, unknown> };
+  /**
+   * This context's kernel alone ends (the supervisor reports `context-exit`); with `outOfMemory`,
+   * the sandbox's OOM-kill counter counts it, as a memory cgroup would.
+   */
+  | { type: 'kernel-exit'; code?: number | null; signal?: NodeJS.Signals | null; outOfMemory?: boolean }
+  /**
+   * Writes a line: by default raw on the sandbox's channel (code that reached the supervisor's
+   * channel: garbage as a string, or a forged message); `from: 'kernel'` sends an object as this
+   * context's kernel would, the supervisor adding the context's id as its last key.
+   */
+  | { type: 'send'; line: string | Record<string, unknown>; from?: 'channel' | 'kernel' };
 
 export interface ScriptedRunContext {
   code: string;
@@ -33,8 +52,12 @@ export interface ScriptedRunContext {
   state: Map<string, unknown>;
   /** The session's /mnt/data; it outlives kernel restarts. */
   files: ScriptedFileStore;
-  /** Which kernel of the backend this is: 1 for the first one started, counting restarts. */
+  /** Which kernel of the backend this is: 1 for the first one started, counting every context's and restarts. */
   kernelNumber: number;
+  /** The id of the context the run is in (`python` by default). */
+  contextId: string;
+  /** That context's language. */
+  language: string;
 }
 
 export type ScriptedRun = (context: ScriptedRunContext) => ScriptedStep[] | Promise<ScriptedStep[]>;
@@ -65,3 +88,28 @@ export function scriptRunner(script: ExecuteScript | undefined): ScriptedRun {
     ];
   };
 }
+
+/** One thing a scripted command does, in order; with no `exit` step it ends with status 0. */
+export type ScriptedCommandStep =
+  | { type: 'stdout' | 'stderr'; text: string }
+  | { type: 'sleep'; ms: number }
+  /** Waits until a signal ends the command. */
+  | { type: 'hang' }
+  /** Copies everything written to its stdin to its stdout, until end of file. */
+  | { type: 'echo-stdin' }
+  | { type: 'exit'; code: number }
+  /** The whole sandbox ends, as if the command had taken it down. */
+  | { type: 'crash-sandbox' }
+  /** As the first step: the command cannot start (a working directory that is not there: `invalid-cwd`). */
+  | { type: 'refuse-start'; code: string; message: string };
+
+export interface ScriptedCommandContext {
+  command: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  /** The session's /mnt/data. */
+  files: ScriptedFileStore;
+}
+
+/** What each command does. @default every command ends with status 0 and prints nothing */
+export type CommandScript = (context: ScriptedCommandContext) => ScriptedCommandStep[] | Promise<ScriptedCommandStep[]>;

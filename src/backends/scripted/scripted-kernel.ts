@@ -1,20 +1,32 @@
 /**
- * The kernel protocol as sandcell_kernel.py speaks it, answered from a script:
- * execute, reset and ping run one at a time in order; interrupt, the file
- * operations and is-complete are answered at once, even during a run.
+ * One context's kernel, answering from a script: execute, reset and ping run
+ * one at a time in order; interrupt and is-complete are answered at once, even
+ * during a run. What it sends goes through its supervisor, which adds the
+ * context's id.
  */
 import type { SandboxExit } from '../spec.js';
-import { ScriptedFileError, type ScriptedFileStore } from './file-store.js';
+import type { ScriptedFileStore } from './file-store.js';
 import type { ScriptedRun, ScriptedStep } from './script.js';
 
 type Message = Record<string, unknown>;
 
+/** How often a `wait` step checks its condition. */
+const WAIT_POLL_MS = 5;
+
 export interface ScriptedKernelOptions {
+  contextId: string;
+  language: string;
   run: ScriptedRun;
   files: ScriptedFileStore;
   kernelNumber: number;
-  send: (line: string | Message) => void;
+  /** Sends a message as this kernel (the supervisor adds the context). */
+  send: (message: Message) => void;
+  /** Writes a raw line on the sandbox's channel. */
+  sendRaw: (line: string | Message) => void;
+  /** The whole sandbox ends. */
   die: (exit: Partial<SandboxExit>) => void;
+  /** This kernel ends alone. */
+  exit: (exit: { code: number | null; signal: string | null; outOfMemory: boolean }) => void;
 }
 
 /** The run in progress: its id, and how to wake a step waiting for an interrupt. */
@@ -24,77 +36,47 @@ interface CurrentRun {
   wake: () => void;
 }
 
-const FILE_OPERATIONS: Record<string, (files: ScriptedFileStore, message: Message) => Message> = {
-  'file-read': (files, message) => ({ data: files.read(String(message.path ?? '')).toString('base64') }),
-  'file-write': (files, message) => {
-    const data = Buffer.from(String(message.data ?? ''), 'base64');
-    files.write(String(message.path ?? ''), data);
-    return { size: data.length };
-  },
-  'file-list': (files, message) => ({
-    entries: files.list(String(message.path ?? ''), { recursive: message.recursive === true }),
-  }),
-  'file-remove': (files, message) => {
-    files.remove(String(message.path ?? ''));
-    return {};
-  },
-  // A trailing colon is the one incomplete statement a script needs.
-  'is-complete': (_files, message) =>
-    String(message.code ?? '')
-      .trimEnd()
-      .endsWith(':')
-      ? { status: 'incomplete', indent: 4 }
-      : { status: 'complete', indent: 0 },
-};
-
 export class ScriptedKernel {
   private readonly state = new Map<string, unknown>();
   private executionCount = 0;
   private queue: Promise<void> = Promise.resolve();
   private current?: CurrentRun;
   private stopped = false;
+  /** A step made the sandbox stuck: a restart of this context is never answered. */
+  stalled = false;
 
   constructor(private readonly options: ScriptedKernelOptions) {}
 
   handle(message: Message): void {
     const kind = message.type;
-    const operation = typeof kind === 'string' ? FILE_OPERATIONS[kind] : undefined;
     if (kind === 'interrupt') this.interrupt(message.id);
-    else if (kind === 'shutdown') this.options.die({ code: 0, reason: 'exited' });
-    else if (operation) this.reply(message, () => operation(this.options.files, message));
+    else if (kind === 'is-complete') this.answerIsComplete(message);
     else if (kind === 'execute' || kind === 'reset' || kind === 'ping') {
       this.queue = this.queue.then(() => this.runRequest(message));
-    } else this.unknown(message);
+    }
   }
 
-  private unknown(message: Message): void {
-    const kind = message.type;
-    this.options.send({
-      type: 'reply',
-      id: message.id,
-      ok: false,
-      error: { code: 'unknown-request', message: `unknown request type ${String(kind)}` },
-    });
-  }
-
-  /** The sandbox ended: nothing more is sent, and a waiting step stops waiting. */
+  /** The kernel ended (restarted, removed, its sandbox gone): nothing more is sent, and a waiting step stops waiting. */
   stop(): void {
     this.stopped = true;
     this.current?.wake();
   }
 
-  private reply(message: Message, handler: () => Message): void {
-    try {
-      this.options.send({ ...handler(), type: 'reply', id: message.id, ok: true });
-    } catch (error) {
-      const code = error instanceof ScriptedFileError ? error.reason : 'internal';
-      this.options.send({
-        type: 'reply',
-        id: message.id,
-        ok: false,
-        error: { code, message: (error as Error).message },
-      });
-    }
+  // A trailing colon is the one incomplete statement a script needs.
+  private answerIsComplete(message: Message): void {
+    const incomplete = String(message.code ?? '')
+      .trimEnd()
+      .endsWith(':');
+    this.send({
+      type: 'reply',
+      id: message.id,
+      ok: true,
+      ...(incomplete ? { status: 'incomplete', indent: 4 } : { status: 'complete', indent: 0 }),
+    });
+  }
+
+  private send(message: Message): void {
+    if (!this.stopped) this.options.send(message);
   }
 
   private interrupt(id: unknown): void {
@@ -114,7 +96,7 @@ export class ScriptedKernel {
       this.state.clear();
       this.executionCount = 0;
     }
-    this.options.send({ type: 'reply', id: message.id, ok: true });
+    this.send({ type: 'reply', id: message.id, ok: true });
   }
 
   private async execute(id: unknown, code: string): Promise<void> {
@@ -124,7 +106,7 @@ export class ScriptedKernel {
     let failed = false;
     const fail = (name: string, value: string, traceback: string[] = []) => {
       failed = true;
-      this.options.send({ type: 'error', id, name, value, traceback });
+      this.send({ type: 'error', id, name, value, traceback });
     };
     try {
       const steps = await this.options.run({
@@ -134,6 +116,8 @@ export class ScriptedKernel {
         state: this.state,
         files: this.options.files,
         kernelNumber: this.options.kernelNumber,
+        contextId: this.options.contextId,
+        language: this.options.language,
       });
       for (const step of steps) {
         if (this.stopped) return;
@@ -145,6 +129,14 @@ export class ScriptedKernel {
           this.options.die({ code: step.code, signal: step.signal, reason: step.reason });
           return;
         }
+        if (step.type === 'kernel-exit') {
+          this.options.exit({
+            code: step.code ?? null,
+            signal: step.signal ?? (step.code === undefined ? 'SIGKILL' : null),
+            outOfMemory: step.outOfMemory === true,
+          });
+          return;
+        }
         if (!(await this.perform(step, current, fail))) break;
       }
     } catch (error) {
@@ -154,7 +146,7 @@ export class ScriptedKernel {
       this.current = undefined;
     }
     if (this.stopped) return;
-    this.options.send({
+    this.send({
       type: 'execution-end',
       id,
       status: failed ? 'error' : 'ok',
@@ -165,7 +157,7 @@ export class ScriptedKernel {
 
   /** Does one step; false when the run stops here (interrupted). */
   private async perform(
-    step: Exclude<ScriptedStep, { type: 'exit' }>,
+    step: Exclude<ScriptedStep, { type: 'exit' | 'kernel-exit' }>,
     current: CurrentRun,
     fail: (name: string, value: string, traceback?: string[]) => void,
   ): Promise<boolean> {
@@ -173,21 +165,25 @@ export class ScriptedKernel {
     switch (step.type) {
       case 'stdout':
       case 'stderr':
-        this.options.send({ type: 'stream', id, name: step.type, text: step.text });
+        this.send({ type: 'stream', id, name: step.type, text: step.text });
         return true;
       case 'result':
       case 'display':
-        this.options.send({ type: step.type, id, data: step.data, metadata: step.metadata ?? {} });
+        this.send({ type: step.type, id, data: step.data, metadata: step.metadata ?? {} });
         return true;
       case 'error':
         fail(step.name, step.value, step.traceback);
         return true;
       case 'send':
-        this.options.send(step.line);
+        if (step.from === 'kernel' && typeof step.line === 'object') this.send(step.line);
+        else this.options.sendRaw(step.line);
         return true;
+      case 'wait':
+        return this.waitUntil(step.until, current, fail);
       case 'sleep':
       case 'hang': {
         const ignoreInterrupt = step.type === 'hang' && step.ignoreInterrupt === true;
+        if (step.type === 'hang' && step.stallRestart) this.stalled = true;
         await new Promise<void>((resolve) => {
           const timer = step.type === 'sleep' ? setTimeout(resolve, step.ms) : undefined;
           current.wake = () => {
@@ -204,5 +200,28 @@ export class ScriptedKernel {
         return true;
       }
     }
+  }
+
+  /** Checks `until` every few milliseconds; false when an interrupt ended the run first. */
+  private async waitUntil(
+    until: () => boolean,
+    current: CurrentRun,
+    fail: (name: string, value: string, traceback?: string[]) => void,
+  ): Promise<boolean> {
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        if (until()) current.wake();
+      }, WAIT_POLL_MS);
+      current.wake = () => {
+        clearInterval(timer);
+        resolve();
+      };
+      if (current.interrupted || until()) current.wake();
+    });
+    if (current.interrupted && !this.stopped) {
+      fail('KeyboardInterrupt', '', ['KeyboardInterrupt']);
+      return false;
+    }
+    return true;
   }
 }

@@ -1,18 +1,22 @@
 /**
- * A sandbox with no processes: in-memory streams carrying the kernel protocol
- * (newline-delimited JSON) to a scripted kernel in this process, the MCP
- * SDK's in-memory transport in spirit. Tests end it from outside with `die()`.
+ * A sandbox with no processes: in-memory streams carrying the sandbox
+ * protocol (newline-delimited JSON) to a scripted supervisor in this process,
+ * the MCP SDK's in-memory transport in spirit. Tests end it from outside with
+ * `die()`.
  */
 import { PassThrough, Writable } from 'node:stream';
 import type { Sandbox, SandboxExit } from '../spec.js';
 import type { ScriptedFileStore } from './file-store.js';
-import type { ScriptedRun } from './script.js';
-import { ScriptedKernel } from './scripted-kernel.js';
+import type { CommandScript, ScriptedRun } from './script.js';
+import { ScriptedSupervisor } from './scripted-supervisor.js';
 
 export interface ScriptedSandboxOptions {
   run: ScriptedRun;
+  command: CommandScript;
   files: ScriptedFileStore;
-  kernelNumber: number;
+  languages: Record<string, string | null>;
+  nextKernelNumber: () => number;
+  kernelStartMs: number;
   /** Sent as the kernel's `ready` message; another value tests the host's version check. */
   protocolVersion: number;
   /** Whether the kernel says it is ready at all. */
@@ -28,18 +32,26 @@ export class ScriptedSandbox implements Sandbox {
   readonly requests: unknown[] = [];
   private exitWith: (exit: SandboxExit) => void = () => undefined;
   private exitInfo?: SandboxExit;
-  private readonly kernel: ScriptedKernel;
+  /** The supervisor inside: a test can read its contexts and commands. */
+  readonly supervisor: ScriptedSupervisor;
+  private oomKillCount = 0;
 
   constructor(options: ScriptedSandboxOptions) {
     this.exited = new Promise((resolve) => {
       this.exitWith = resolve;
     });
-    this.kernel = new ScriptedKernel({
+    this.supervisor = new ScriptedSupervisor({
       run: options.run,
+      command: options.command,
       files: options.files,
-      kernelNumber: options.kernelNumber,
+      languages: options.languages,
+      nextKernelNumber: options.nextKernelNumber,
+      kernelStartMs: options.kernelStartMs,
       send: (line) => this.send(line),
       die: (exit) => this.die(exit),
+      countOomKill: () => {
+        this.oomKillCount += 1;
+      },
     });
     let pending = '';
     this.input = new Writable({
@@ -58,7 +70,15 @@ export class ScriptedSandbox implements Sandbox {
       },
     });
     if (options.sendReady) {
-      setImmediate(() => this.send({ type: 'ready', protocolVersion: options.protocolVersion, pid: 0, python: '3' }));
+      setImmediate(() =>
+        this.send({
+          type: 'ready',
+          protocolVersion: options.protocolVersion,
+          pid: 1,
+          python: options.languages.python ?? '3',
+          languages: options.languages,
+        }),
+      );
     }
   }
 
@@ -79,12 +99,31 @@ export class ScriptedSandbox implements Sandbox {
       signal: exit.signal ?? null,
       reason: exit.reason ?? 'exited',
     };
-    this.kernel.stop();
+    this.supervisor.stop();
     this.output.end();
     this.diagnostics.end();
     const info = this.exitInfo;
     // After what was already written has been read, as a real process's exit follows its last output.
     setImmediate(() => this.exitWith(info));
+  }
+
+  /**
+   * Ends one context's kernel from outside, as a crash between runs would (the
+   * supervisor reports `context-exit`); the default is a SIGKILL.
+   */
+  endContext(
+    context: string,
+    exit: { code?: number | null; signal?: string | null; outOfMemory?: boolean } = {},
+  ): void {
+    this.supervisor.endKernel(
+      context,
+      exit.code === undefined && exit.signal === undefined ? { ...exit, signal: 'SIGKILL' } : exit,
+    );
+  }
+
+  /** Kernels killed for memory while the sandbox lived on (`kernel-exit` steps with `outOfMemory`). */
+  async oomKills(): Promise<number> {
+    return this.oomKillCount;
   }
 
   async kill(): Promise<SandboxExit> {
@@ -107,6 +146,6 @@ export class ScriptedSandbox implements Sandbox {
       return;
     }
     this.requests.push(message);
-    this.kernel.handle(message as Record<string, unknown>);
+    this.supervisor.handle(message as Record<string, unknown>);
   }
 }

@@ -10,6 +10,8 @@ const value = (text: string, extra: Record<string, unknown> = {}): ExecutionResu
 
 const execution = (overrides: Partial<Execution>): Execution => ({
   status: 'ok',
+  context: 'python',
+  language: 'python',
   stdout: '',
   stderr: '',
   results: [],

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { SessionClosedError } from '../../errors.js';
+import {
+  LanguageUnavailableError,
+  SessionClosedError,
+  TooManyCommandsError,
+  TooManyContextsError,
+  UnknownContextError,
+} from '../../errors.js';
 import { LimitExceededError, type LimitName, ShuttingDownError } from '../core-errors.js';
 import { toolErrorText } from './tool-errors.js';
 
@@ -32,5 +38,19 @@ describe('toolErrorText', () => {
     expect(toolErrorText(new SessionClosedError('s1'), 'stdio')).not.toContain('createSession');
     expect(toolErrorText(new ShuttingDownError(), 'http')).toBe('The server is shutting down.');
     expect(toolErrorText(new TypeError('a bug'), 'stdio')).toBeUndefined();
+  });
+
+  it('words contexts and commands for a tool user: no library call, the bound named', () => {
+    const texts = [
+      toolErrorText(new UnknownContextError('r-1'), 'stdio'),
+      toolErrorText(new TooManyContextsError(8), 'http'),
+      toolErrorText(new TooManyCommandsError(64), 'stdio'),
+    ];
+    expect(texts[0]).toContain('"r-1"');
+    expect(texts[1]).toContain('8 contexts');
+    expect(texts[2]).toMatch(/^64 commands/);
+    for (const text of texts) expect(text).not.toMatch(/session\.|createContext|removeContext|maxC/);
+    const missing = new LanguageUnavailableError('r', 'This sandbox has no r runtime; install r-base-core.');
+    expect(toolErrorText(missing, 'stdio')).toBe(missing.message);
   });
 });

@@ -5,7 +5,7 @@
  * on stdio (its flags and environment variables), or /mcp of `sandcell serve`
  * (whose operator sets the limits).
  */
-import { SandcellError } from '../../errors.js';
+import { SandcellError, TooManyCommandsError, TooManyContextsError, UnknownContextError } from '../../errors.js';
 import { LimitExceededError, type LimitName } from '../core-errors.js';
 
 /** Where the MCP server runs: `sandcell mcp` on stdio, or /mcp of `sandcell serve`. */
@@ -37,9 +37,26 @@ const LIMIT_HINTS: Record<McpDeployment, Record<LimitName, string>> = {
   },
 };
 
+/** A session's contexts and commands, worded for a tool user (the core's messages name library calls). */
+function sessionRefusalText(error: unknown): string | undefined {
+  if (error instanceof UnknownContextError) {
+    return `The session has no context ${JSON.stringify(error.context)}; leave it out to run Python, or name a language to use its default context.`;
+  }
+  if (error instanceof TooManyContextsError) {
+    return `The session already holds ${error.maxContexts} contexts, the most it may: run in a language it already uses, or use another session name.`;
+  }
+  if (error instanceof TooManyCommandsError) {
+    return `${error.maxCommands} commands are already running in the session, the most it may run at once; wait for one to end.`;
+  }
+  // A missing language keeps its message: it names the packages that add it, for whoever runs the server.
+  return undefined;
+}
+
 /** The text of the tool error for a typed failure; undefined for anything else (a bug, rethrown). */
 export function toolErrorText(error: unknown, deployment: McpDeployment): string | undefined {
   if (error instanceof LimitExceededError) return `${error.message} ${LIMIT_HINTS[deployment][error.limit]}`;
+  const refusal = sessionRefusalText(error);
+  if (refusal) return refusal;
   if (error instanceof SandcellError && error.code === 'session-closed') {
     return 'The session was closed (it sat idle, or its sandbox ended); the next call with its name starts a new one.';
   }

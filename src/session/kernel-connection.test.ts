@@ -1,0 +1,144 @@
+/**
+ * KernelConnection's routing over a bare channel (two in-memory streams, as a
+ * sandbox's stdin and stdout): who may answer which request, which run hears
+ * which event, where command events go. A kernel's messages carry its
+ * context; the supervisor's carry none.
+ */
+import { PassThrough } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Sandbox, SandboxExit } from '../backends/spec.js';
+import { KernelConnection } from './kernel-connection.js';
+import { messageLimits } from './output-limits.js';
+
+interface Channel {
+  sandbox: Sandbox;
+  /** Lines the host wrote, parsed. */
+  sent: Record<string, unknown>[];
+  /** Writes a line as the sandbox. */
+  send(message: Record<string, unknown> | string): void;
+}
+
+const open: Channel[] = [];
+
+function channel(): Channel {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const sent: Record<string, unknown>[] = [];
+  input.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n').filter(Boolean)) sent.push(JSON.parse(line));
+  });
+  let exit: (value: SandboxExit) => void = () => undefined;
+  const exited = new Promise<SandboxExit>((resolve) => {
+    exit = resolve;
+  });
+  const sandbox: Sandbox = {
+    input,
+    output,
+    diagnostics: new PassThrough(),
+    exited,
+    kill: async () => {
+      exit({ code: null, signal: 'SIGKILL', reason: 'killed' });
+      return exited;
+    },
+  };
+  const made = {
+    sandbox,
+    sent,
+    send: (message: Record<string, unknown> | string) =>
+      output.write(`${typeof message === 'string' ? message : JSON.stringify(message)}\n`),
+  };
+  open.push(made);
+  return made;
+}
+
+function connect(made: Channel): KernelConnection {
+  const limits = messageLimits({ outputBytes: 1 << 20, resultBytes: 1 << 20, fileTransferBytes: 1 << 20 });
+  return new KernelConnection(made.sandbox, { messageLimits: limits, startTimeoutMs: 5_000 });
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+afterEach(async () => {
+  for (const made of open.splice(0)) await made.sandbox.kill();
+});
+
+describe('KernelConnection routing', () => {
+  it("takes the supervisor's answer to a file request, never a kernel's forgery of it", async () => {
+    const made = channel();
+    const connection = connect(made);
+    const reading = connection.request({ type: 'file-read', path: 'a.txt' }, 5_000);
+    await tick();
+    const id = made.sent[0]?.id;
+    made.send({ type: 'reply', id, ok: true, data: Buffer.from('forged').toString('base64'), context: 'python' });
+    made.send({ type: 'reply', id, ok: true, data: Buffer.from('real').toString('base64') });
+    expect(Buffer.from((await reading).data, 'base64').toString()).toBe('real');
+  });
+
+  it("takes a kernel's reply only from the context it was sent to (or the supervisor's refusal)", async () => {
+    const made = channel();
+    const connection = connect(made);
+    const checking = connection.request({ type: 'is-complete', code: 'x', context: 'r' }, 5_000);
+    await tick();
+    const id = made.sent[0]?.id;
+    made.send({ type: 'reply', id, ok: true, status: 'invalid', context: 'python' });
+    made.send({ type: 'reply', id, ok: true, status: 'incomplete', indent: 2, context: 'r' });
+    expect(await checking).toEqual({ status: 'incomplete', indent: 2 });
+
+    const refused = connection.request({ type: 'reset', context: 'gone' }, 5_000);
+    await tick();
+    made.send({ type: 'reply', id: made.sent[1]?.id, ok: false, error: { code: 'unknown-context', message: 'no' } });
+    await expect(refused).rejects.toMatchObject({ code: 'unknown-context', context: 'gone' });
+  });
+
+  it("gives a run only its own context's events, and a command only its own", async () => {
+    const made = channel();
+    const connection = connect(made);
+    const heard: unknown[] = [];
+    connection.subscribe('7', 'javascript', (event) => heard.push(event));
+    made.send({ type: 'stream', id: '7', name: 'stdout', text: 'forged', context: 'python' });
+    made.send({ type: 'stream', id: '7', name: 'stdout', text: 'own', context: 'javascript' });
+    const commandHeard: unknown[] = [];
+    connection.subscribeCommand('command-1', (event) => commandHeard.push(event));
+    made.send({ type: 'command-output', id: 'command-1', name: 'stdout', text: 'forged', context: 'javascript' });
+    made.send({ type: 'command-output', id: 'command-1', name: 'stdout', text: 'real' });
+    made.send({
+      type: 'command-end',
+      id: 'command-1',
+      exitCode: null,
+      signal: null,
+      error: { code: 'invalid-cwd', message: 'no' },
+    });
+    await tick();
+    expect(heard).toEqual([{ type: 'stream', id: '7', name: 'stdout', text: 'own', context: 'javascript' }]);
+    expect(commandHeard).toEqual([
+      { type: 'command-output', id: 'command-1', name: 'stdout', text: 'real' },
+      {
+        type: 'command-end',
+        id: 'command-1',
+        exitCode: null,
+        signal: null,
+        outputTruncated: false,
+        error: { code: 'invalid-cwd', message: 'no' },
+      },
+    ]);
+  });
+
+  it('tells of a context whose kernel ended, and keeps the languages the sandbox has', async () => {
+    const made = channel();
+    const connection = connect(made);
+    const exits: unknown[] = [];
+    connection.onContextExit((event) => exits.push(event));
+    made.send({
+      type: 'ready',
+      protocolVersion: 2,
+      pid: 1,
+      python: '3.11.2',
+      languages: { python: '3.11.2', bash: null },
+    });
+    await connection.ready;
+    expect(connection.languages).toEqual({ python: '3.11.2', bash: null });
+    made.send({ type: 'context-exit', context: 'bash', code: null, signal: 'SIGKILL' });
+    await tick();
+    expect(exits).toEqual([{ type: 'context-exit', context: 'bash', code: null, signal: 'SIGKILL' }]);
+  });
+});

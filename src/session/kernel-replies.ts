@@ -1,0 +1,156 @@
+/**
+ * Replies, by the request they answer: who may answer it (a context's kernel
+ * or the supervisor), what a successful one carries and how its untrusted
+ * body is read (kernel-protocol.ts parses the line), and the error a failed
+ * one becomes. A body that lacks what it must hold is `{ invalid }`, which
+ * the caller turns into a ProtocolError.
+ */
+import {
+  FILE_ERROR_REASONS,
+  type FileErrorReason,
+  FileOperationError,
+  KernelRequestError,
+  ProtocolError,
+  UnknownContextError,
+} from '../errors.js';
+import type { KernelRequest } from './kernel-protocol.js';
+import { DEFAULT_CONTEXT } from './languages.js';
+
+export type FileRequest =
+  | { type: 'file-read'; path: string }
+  | { type: 'file-write'; path: string; data: string }
+  | { type: 'file-list'; path: string; recursive: boolean }
+  | { type: 'file-remove'; path: string };
+
+export interface KernelFileEntry {
+  /** Path relative to /mnt/data. */
+  path: string;
+  type: 'file' | 'directory' | 'symlink' | 'other';
+  size: number;
+  modifiedMs: number;
+}
+
+/** A running command as the supervisor lists it. */
+export interface CommandListing {
+  id: string;
+  pid: number;
+  command: string;
+  cwd: string;
+  startedMs: number;
+}
+
+export interface ReplyBodies {
+  reset: Record<string, never>;
+  ping: Record<string, never>;
+  'is-complete': { status: 'complete' | 'incomplete' | 'invalid'; indent: number };
+  'file-read': { data: string };
+  'file-write': Record<string, never>;
+  'file-list': { entries: KernelFileEntry[] };
+  'file-remove': Record<string, never>;
+  'context-create': { pid: number; version: string | null };
+  'context-restart': Record<string, never>;
+  'context-remove': Record<string, never>;
+  'command-list': { commands: CommandListing[] };
+}
+
+/**
+ * The body of a successful reply to `type`, or a description of what is wrong
+ * with it (the caller rejects the request with a ProtocolError).
+ */
+export function parseReplyBody<Type extends KernelRequest['type']>(
+  type: Type,
+  body: Record<string, unknown>,
+): ReplyBodies[Type] | { invalid: string } {
+  return REPLY_PARSERS[type](body) as ReplyBodies[Type] | { invalid: string };
+}
+
+const FILE_ENTRY_TYPES = new Set(['file', 'directory', 'symlink']);
+
+const empty = () => ({});
+
+const REPLY_PARSERS: { [Type in KernelRequest['type']]: (body: Record<string, unknown>) => unknown } = {
+  reset: empty,
+  ping: empty,
+  'file-write': empty,
+  'file-remove': empty,
+  'context-restart': empty,
+  'context-remove': empty,
+  'is-complete': (body) => ({
+    status: body.status === 'incomplete' || body.status === 'invalid' ? body.status : 'complete',
+    indent: Number(body.indent) || 0,
+  }),
+  'file-read': (body) =>
+    typeof body.data === 'string' ? { data: body.data } : { invalid: 'a file-read reply without its data' },
+  'file-list': (body) => {
+    if (!Array.isArray(body.entries)) return { invalid: 'a file-list reply without its entries' };
+    const entries: KernelFileEntry[] = [];
+    for (const entry of body.entries) {
+      if (!isObject(entry) || typeof entry.path !== 'string') continue;
+      entries.push({
+        path: entry.path,
+        type: FILE_ENTRY_TYPES.has(entry.type as string) ? (entry.type as KernelFileEntry['type']) : 'other',
+        size: Number(entry.size) || 0,
+        modifiedMs: Number(entry.modifiedMs) || 0,
+      });
+    }
+    return { entries };
+  },
+  'context-create': (body) => ({
+    pid: Number(body.pid) || 0,
+    version: typeof body.version === 'string' ? body.version : null,
+  }),
+  'command-list': (body) => {
+    if (!Array.isArray(body.commands)) return { invalid: 'a command-list reply without its commands' };
+    const commands: CommandListing[] = [];
+    for (const entry of body.commands) {
+      if (!isObject(entry) || typeof entry.id !== 'string' || typeof entry.command !== 'string') continue;
+      commands.push({
+        id: entry.id,
+        pid: Number(entry.pid) || 0,
+        command: entry.command,
+        cwd: typeof entry.cwd === 'string' ? entry.cwd : '',
+        startedMs: Number(entry.startedMs) || 0,
+      });
+    }
+    return { commands };
+  },
+};
+
+/** The sandbox's reason code as one this host knows. */
+export function fileErrorReason(code: string): FileErrorReason {
+  return (FILE_ERROR_REASONS as readonly string[]).includes(code) ? (code as FileErrorReason) : 'internal';
+}
+
+export function isFileRequest(request: KernelRequest): request is FileRequest {
+  return request.type.startsWith('file-');
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Which context's kernel answers `request`: none for what the supervisor answers itself (files, contexts, commands). */
+export function answeringContext(request: KernelRequest): string | undefined {
+  switch (request.type) {
+    case 'reset':
+    case 'ping':
+    case 'is-complete':
+      return request.context ?? DEFAULT_CONTEXT;
+    default:
+      return undefined;
+  }
+}
+
+/** The error a failed reply to `request` becomes. */
+export function requestFailure(request: KernelRequest, error: { code: string; message: string }): Error {
+  if (error.code === 'unknown-request') {
+    return new ProtocolError(
+      `The kernel does not know the request ${request.type} (${error.message}); reinstall sandcell (\`npm run setup\`).`,
+    );
+  }
+  if (isFileRequest(request)) return new FileOperationError(fileErrorReason(error.code), error.message);
+  if (error.code === 'unknown-context' && 'context' in request) {
+    return new UnknownContextError(request.context ?? DEFAULT_CONTEXT);
+  }
+  return new KernelRequestError(request.type, error.code, error.message);
+}

@@ -1,0 +1,195 @@
+/**
+ * The session's sandbox over time: starting one (and checking it speaks this
+ * host's protocol), replacing it, and what its end, or one kernel's end, means
+ * for what ran in it — each run ends saying what was lost, each idle context's
+ * next run says so, commands end with it. A sandbox sandcell ended on purpose
+ * carries why (`retire`), which words those ends.
+ */
+import type { SandboxBackend, SandboxExit, SandboxVolume } from '../backends/spec.js';
+import { SandboxCrashedError, SandboxStartError, SandcellError, SessionClosedError } from '../errors.js';
+import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
+import type { CommandRegistry } from './commands.js';
+import { KernelConnection } from './kernel-connection.js';
+import type { ContextExitEvent } from './kernel-protocol.js';
+import type { ResolvedSessionOptions } from './options.js';
+import { messageLimits } from './output-limits.js';
+import type { SessionContext } from './session-context.js';
+import type { SessionContexts } from './session-contexts.js';
+import type { SessionDeaths } from './session-deaths.js';
+import { capitalize, describeContextExit, describeExit, stateLostIn } from './state-loss.js';
+
+/** Why sandcell ended a sandbox, which decides what its end means for what ran in it. */
+export type Retirement = { kind: 'restart' } | { kind: 'close' } | { kind: 'stuck'; context: string };
+
+export interface SandboxHost {
+  id: string;
+  backend: SandboxBackend;
+  volume: SandboxVolume;
+  options: ResolvedSessionOptions;
+  contexts: SessionContexts;
+  commands: CommandRegistry;
+  deaths: SessionDeaths;
+  closed(): boolean;
+}
+
+export class SessionSandbox {
+  private connection?: KernelConnection;
+  private starting?: Promise<KernelConnection>;
+  private readonly retired = new WeakMap<KernelConnection, Retirement>();
+
+  constructor(private readonly host: SandboxHost) {}
+
+  /** The sandbox now, if one runs (or ran last). */
+  get current(): KernelConnection | undefined {
+    return this.connection;
+  }
+
+  /** The live sandbox, started if there is none. */
+  ensure(): Promise<KernelConnection> {
+    if (this.host.closed()) return Promise.reject(new SessionClosedError(this.host.id));
+    if (this.connection?.alive && !this.starting) return Promise.resolve(this.connection);
+    if (!this.starting) {
+      this.starting = this.start().finally(() => {
+        this.starting = undefined;
+      });
+    }
+    return this.starting;
+  }
+
+  /** Ends the sandbox (and the one starting, if any) on purpose; `retirement` says why. */
+  async end(retirement: Retirement): Promise<void> {
+    const connection = this.connection;
+    if (retirement.kind === 'close') await this.starting?.catch(() => undefined);
+    for (const candidate of new Set([connection, this.connection])) {
+      if (!candidate) continue;
+      this.retired.set(candidate, retirement);
+      await candidate.kill();
+    }
+  }
+
+  /**
+   * Code ignored its interrupt: restart its context's kernel; when the sandbox
+   * does not do that in time, replace the whole sandbox.
+   */
+  async replaceStuckKernel(
+    context: SessionContext,
+    connection: KernelConnection,
+  ): Promise<{ scope: 'context' } | { scope: 'sandbox'; why: string }> {
+    try {
+      await this.host.contexts.restartKernel(context, connection, this.host.options.contextRestartTimeoutMs);
+      return { scope: 'context' };
+    } catch (error) {
+      if (connection.alive) {
+        this.retired.set(connection, { kind: 'stuck', context: context.id });
+        await connection.kill();
+      }
+      // Have a fresh sandbox ready for the next run.
+      void this.ensure().catch(() => undefined);
+      return { scope: 'sandbox', why: (error as Error).message };
+    }
+  }
+
+  private async start(): Promise<KernelConnection> {
+    const { backend, volume, options, deaths } = this.host;
+    const sandbox = await backend.start({
+      volume,
+      limits: options.limits,
+      kernelOptions: {
+        outputBytes: options.outputBytes,
+        resultBytes: options.resultBytes,
+        fileTransferBytes: options.fileTransferBytes,
+        preloadModules: options.preloadModules,
+      },
+      environment: options.environment,
+    });
+    const connection = new KernelConnection(sandbox, {
+      messageLimits: messageLimits(options),
+      startTimeoutMs: options.startTimeoutMs,
+    });
+    try {
+      const ready = await connection.ready;
+      if (ready.protocolVersion !== KERNEL_PROTOCOL_VERSION) {
+        throw new SandboxStartError(
+          `The sandbox speaks protocol ${ready.protocolVersion}, this host ${KERNEL_PROTOCOL_VERSION}; reinstall sandcell (\`npm run setup\`).`,
+        );
+      }
+    } catch (error) {
+      await connection.kill();
+      if (error instanceof SandcellError && error.code === 'sandbox-start-failed') throw error;
+      const dataNote = connection.exit?.reason === 'out-of-memory' ? await deaths.dataShareNote(0) : '';
+      throw new SandboxStartError(
+        `The sandbox did not start: ${(error as Error).message}${dataNote ? ` ${capitalize(dataNote)}` : ''} Run \`sandcell doctor\` to check this machine.`,
+        { cause: error },
+      );
+    }
+    connection.onContextExit((event) => void this.contextExited(connection, event));
+    void connection.exited.then((exit) => this.ended(connection, exit));
+    this.host.contexts.sandboxStarted(connection);
+    this.connection = connection;
+    return connection;
+  }
+
+  /** A context's kernel ended on its own: a run in it ends with its state lost, an idle one says so next time. */
+  private async contextExited(connection: KernelConnection, event: ContextExitEvent): Promise<void> {
+    const context = this.host.contexts.get(event.context);
+    if (this.host.closed() || this.retired.has(connection) || !context?.liveIn(connection)) return;
+    context.exited = true;
+    const running = context.running;
+    const idleNote = (description: string) =>
+      `The kernel stopped between runs (${description}), so it was restarted and ${stateLostIn(context.id)}`;
+    // Said at once, so a run that starts meanwhile reports it; the memory reading only sharpens it.
+    if (!running) context.stateLossNote = idleNote(describeContextExit(event, false));
+    const outOfMemory = await connection.outOfMemorySinceLastAsked();
+    if (!running) {
+      if (outOfMemory && context.stateLossNote) context.stateLossNote = idleNote(describeContextExit(event, true));
+      return;
+    }
+    const cause = await this.host.deaths.kernelDeathCause(describeContextExit(event, outOfMemory), outOfMemory);
+    running.lose({ name: 'KernelDied', reason: `${cause} The kernel was restarted: ${stateLostIn(context.id)}` });
+    // Have a fresh kernel ready for the next run.
+    if (!this.host.closed()) void this.host.contexts.ensureLive(context).catch(() => undefined);
+  }
+
+  /** The sandbox ended: what ran in it ends, each context's next run says its state was lost. */
+  private async ended(connection: KernelConnection, exit: SandboxExit): Promise<void> {
+    const retirement = this.retired.get(connection);
+    if (this.host.closed() || retirement?.kind === 'close') return;
+    const affected = this.host.contexts.all().filter((context) => context.connection === connection);
+    if (retirement?.kind === 'restart') {
+      this.host.commands.sandboxEnded(connection);
+      for (const context of affected) {
+        context.running?.lose({
+          name: 'KernelRestarted',
+          reason: `The session was restarted (session.restart()) while this ran: ${stateLostIn(context.id)}`,
+        });
+      }
+      return;
+    }
+    const why =
+      retirement?.kind === 'stuck'
+        ? `code in context ${JSON.stringify(retirement.context)} did not stop when interrupted and its kernel could not be restarted alone, so the whole sandbox was killed`
+        : `the sandbox ended (${describeExit(exit)})`;
+    this.host.commands.sandboxEnded(connection, new SandboxCrashedError(`The command was killed: ${why}.`));
+    for (const context of affected) {
+      if (context.running) continue;
+      context.stateLossNote =
+        retirement?.kind === 'stuck'
+          ? `Between runs, ${why} and restarted, so ${stateLostIn(context.id)}`
+          : `The kernel stopped between runs (${describeExit(exit)}), so it was restarted and ${stateLostIn(context.id)}`;
+    }
+    const running = affected.filter((context) => context.running);
+    if (running.length === 0) return;
+    const cause =
+      retirement?.kind === 'stuck'
+        ? `The whole sandbox was killed and restarted: ${why}.`
+        : await this.host.deaths.sandboxDeathCause(connection, exit);
+    for (const context of running) {
+      context.running?.lose({
+        name: 'KernelDied',
+        reason: `${cause} The kernel was restarted: ${stateLostIn(context.id)}`,
+      });
+    }
+    // Have a fresh sandbox ready for the next run.
+    if (!this.host.closed()) void this.ensure().catch(() => undefined);
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * The security probes run from a shell command (session.commands): host
+ * files, the network, another session's files, fork, memory and disk bombs,
+ * an endless command. Each starts with a harmless canary command in the same
+ * session. Part of the security contract.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import type { SandboxBackend } from '../../src/backends/spec.js';
+import type { CommandResult } from '../../src/session/command.js';
+import type { SessionOptions } from '../../src/session/options.js';
+import type { Session } from '../../src/session/session.js';
+import { withSession } from './backend-contract.js';
+
+async function canaryCommand(session: Session): Promise<void> {
+  const token = randomBytes(6).toString('hex');
+  const result = await session.commands.run(`echo canary-${token}`);
+  expect(result).toMatchObject({ exitCode: 0, stdout: `canary-${token}\n` });
+}
+
+/** Runs `command` after the canary, in a fresh session. */
+async function probe(backend: SandboxBackend, command: string, options: SessionOptions = {}): Promise<CommandResult> {
+  return withSession(backend, options, async (session) => {
+    await canaryCommand(session);
+    return session.commands.run(command, { timeoutMs: 30_000 });
+  });
+}
+
+export function commandSecurityCases(backend: SandboxBackend): void {
+  it('a command cannot read /etc/shadow or a secret in the host user home', async () => {
+    const secretDirectory = mkdtempSync(path.join(os.homedir(), '.sandcell-secret-'));
+    const secret = `secret-${randomBytes(8).toString('hex')}`;
+    const secretFile = path.join(secretDirectory, 'token.txt');
+    writeFileSync(secretFile, secret);
+    try {
+      const result = await probe(
+        backend,
+        `for target in /etc/shadow ${secretFile} /root/.bashrc; do cat "$target" >/dev/null 2>&1 && echo "$target READ" || echo "$target blocked"; done; ls -d /root/* /home/* ${secretDirectory}/* 2>/dev/null | wc -l`,
+      );
+      expect(result.stdout).not.toContain('READ');
+      expect(result.stdout).not.toContain(secret);
+      expect(result.stdout.match(/blocked/g)).toHaveLength(3);
+      expect(result.stdout.trim().split('\n').at(-1)).toBe('0');
+    } finally {
+      rmSync(secretDirectory, { recursive: true, force: true });
+    }
+  });
+
+  it('a command has no network: not an IP, not the metadata service, not the host loopback, not DNS', async () => {
+    let connections = 0;
+    const server = createServer((socket) => {
+      connections += 1;
+      socket.end('host-secret');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const result = await probe(
+        backend,
+        `for target in 1.1.1.1/53 169.254.169.254/80 127.0.0.1/${port}; do (timeout 3 bash -c "exec 3<>/dev/tcp/$target && echo CONNECTED $target" 2>/dev/null) || echo "blocked $target"; done; getent hosts example.com && echo RESOLVED || echo "blocked dns"`,
+      );
+      expect(result.stdout).not.toMatch(/CONNECTED|RESOLVED|host-secret/);
+      expect(result.stdout.match(/blocked/g)).toHaveLength(4);
+      expect(connections).toBe(0);
+    } finally {
+      server.close();
+    }
+  });
+
+  it("a command cannot find another session's files, only its own", async () => {
+    const marker = `session-file-${randomBytes(6).toString('hex')}`;
+    await withSession(backend, {}, async (other) => {
+      await other.files.write(`${marker}-other.txt`, 'private');
+      await withSession(backend, {}, async (session) => {
+        await canaryCommand(session);
+        // Its own file is found, so the search works: the other session's is not there to find.
+        await session.files.write(`${marker}-own.txt`, 'mine');
+        // Everything but the host's read-only /usr and the sandbox's own /proc and /sys (searching them costs seconds).
+        const result = await session.commands.run(
+          `find / \\( -path /usr -o -path /proc -o -path /sys \\) -prune -o -name '${marker}*' -print 2>/dev/null`,
+          { timeoutMs: 30_000 },
+        );
+        expect(result.stdout).toBe(`/mnt/data/${marker}-own.txt\n`);
+      });
+    });
+  });
+
+  it('a fork bomb from a command stops at the process limit; the session goes on', async () => {
+    await withSession(backend, { limits: { processes: 64 } }, async (session) => {
+      await canaryCommand(session);
+      const result = await session.commands.run('for i in $(seq 1 200); do sleep 30 & done; echo spawned', {
+        timeoutMs: 10_000,
+      });
+      expect(result.stderr).toMatch(/Resource temporarily unavailable/);
+      await canaryCommand(session);
+      expect((await session.run('1 + 1')).results[0]?.data['text/plain']).toBe('2');
+    });
+  });
+
+  it("a memory bomb from a command dies within the memory limit; the kernel's state is kept", async () => {
+    await withSession(backend, { limits: { memoryBytes: 256 * 1024 * 1024 } }, async (session) => {
+      await canaryCommand(session);
+      await session.run('kept = "yes"');
+      const result = await session.commands.run('python3 -c \'hog = []\nwhile True: hog.append(b"x" * (32 << 20))\'', {
+        timeoutMs: 30_000,
+      });
+      expect(result.exitCode).not.toBe(0);
+      expect(result.timedOut).toBe(false);
+      expect((await session.run('kept')).results[0]?.data['text/plain']).toBe("'yes'");
+      await canaryCommand(session);
+    });
+  });
+
+  it('a command cannot fill the disk: /mnt/data and /tmp are capped', async () => {
+    const MiB = 1024 * 1024;
+    const result = await probe(
+      backend,
+      'for directory in /mnt/data /tmp; do dd if=/dev/zero of=$directory/fill.bin bs=1M count=512 2>/dev/null; echo "$directory $(stat -c %s $directory/fill.bin)"; rm -f $directory/fill.bin; done',
+      { limits: { dataBytes: 16 * MiB, tmpBytes: 16 * MiB, fileSizeBytes: 16 * MiB } },
+    );
+    const lines = result.stdout.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    for (const line of lines) expect(Number(line.split(' ')[1])).toBeLessThanOrEqual(16 * MiB);
+  });
+
+  it('an endless command stops at its timeout, and the session goes on', async () => {
+    await withSession(backend, {}, async (session) => {
+      await canaryCommand(session);
+      const result = await session.commands.run('sleep 3600', { timeoutMs: 800 });
+      expect(result).toMatchObject({ timedOut: true, signal: 'SIGKILL' });
+      await canaryCommand(session);
+    });
+  });
+}
