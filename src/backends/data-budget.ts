@@ -15,9 +15,11 @@
 import os from 'node:os';
 import { InvalidInputError, ResourceExhaustedError } from '../errors.js';
 import { growthWanted, planDataSizes, plannedWithReserve, sum, type VolumeDemand } from './data-plan.js';
+import { type DataBudgetMember, growVolumes, measureVolumes, shrinkVolumes } from './data-resize.js';
 import { floorToPage } from './tmpfs.js';
 
 export { planDataSizes, type VolumeDemand } from './data-plan.js';
+export type { DataBudgetMember } from './data-resize.js';
 
 const MiB = 1024 * 1024;
 
@@ -33,17 +35,8 @@ const MINIMUM_SHARE_BYTES = MiB;
 export const REBALANCE_INTERVAL_MS = 2_000;
 /** A file change smaller than this after an execution waits for the next periodic rebalance. */
 const USAGE_CHANGE_BYTES = MiB;
-/** A shrink fails when the files grew meanwhile; measure again this many times. */
-const SHRINK_ATTEMPTS = 3;
 const BUDGET_SETTING =
   'the data budget (`dataBudgetBytes`, `sandcell serve --data-budget-bytes`, env SANDCELL_DATA_BUDGET_BYTES)';
-
-/** A mounted volume the budget can measure and resize. */
-export interface DataBudgetMember {
-  usedBytes(): Promise<number>;
-  /** Rejects when the files already occupy more than `sizeBytes`. */
-  resize(sizeBytes: number): Promise<void>;
-}
 
 /** A volume's place in the budget, from before it is mounted until it is disposed of. */
 export class DataLease {
@@ -190,7 +183,7 @@ export class DataBudget {
     const pending = this.live().filter((other) => !other.member);
     await waitAtMost(Promise.all(pending.map((other) => other.settled)), PENDING_MOUNT_WAIT_MS);
     const others = this.live();
-    const used = await this.measure(others);
+    const used = await measureVolumes(others);
     const remaining = this.budget - sum(used);
     const minimum = Math.min(lease.dataBytes, MINIMUM_NEW_VOLUME_BYTES);
     if (remaining < minimum) throw this.exhausted(sum(used));
@@ -198,12 +191,12 @@ export class DataBudget {
     const share = planDataSizes([...demands, { dataBytes: lease.dataBytes, usedBytes: 0 }], this.budget)[
       others.length
     ] as number;
-    await this.shrink(others, plannedWithReserve(demands, this.budget, lease.dataBytes));
+    await shrinkVolumes(others, plannedWithReserve(demands, this.budget, lease.dataBytes));
     const size = floorToPage(Math.min(share, this.budget - this.committedBytes()));
     if (size < MINIMUM_SHARE_BYTES) {
       // Others could not give enough back (their files grew meanwhile).
       await this.rebalanceLocked();
-      throw this.exhausted(sum(await this.measure(this.live())));
+      throw this.exhausted(sum(await measureVolumes(this.live())));
     }
     return size;
   }
@@ -241,7 +234,7 @@ export class DataBudget {
   private async rebalanceLocked(): Promise<void> {
     const leases = this.live();
     const shared = this.isShared;
-    const used = shared ? await this.measure(leases) : leases.map(() => 0);
+    const used = shared ? await measureVolumes(leases) : leases.map(() => 0);
     const demands = leases.map((lease, index) => ({ dataBytes: lease.dataBytes, usedBytes: used[index] as number }));
     const plan = planDataSizes(demands, this.budget);
     const wantsToGrow = leases.map(
@@ -258,88 +251,17 @@ export class DataBudget {
     const staying = indices.filter((index) => !wantsToGrow[index]);
     const wanted = sum(growing.map((index) => (plan[index] as number) - (leases[index] as DataLease).sizeBytes));
     if (wanted > this.budget - this.committedBytes()) {
-      await this.shrink(
+      await shrinkVolumes(
         staying.map((index) => leases[index] as DataLease),
         staying.map((index) => plan[index] as number),
       );
     }
-    await this.grow(
+    await growVolumes(
       growing.map((index) => leases[index] as DataLease),
       growing.map((index) => plan[index] as number),
+      this.budget - this.committedBytes(),
     );
     this.updateTimer();
-  }
-
-  /**
-   * Shrinks each volume above its target to it (never below what it holds), so
-   * that growing never takes the sum over the budget. The volumes are measured,
-   * then resized all at once (tmpfs.ts runs resizes asked for together in one
-   * process); a volume whose files grew past the target meanwhile is measured again.
-   */
-  private async shrink(leases: DataLease[], targets: number[]): Promise<void> {
-    // Every shrink asked for happens, however small: with many volumes, the room a new one
-    // gets is the sum of many sub-MiB shrinks (only grows are skipped below RESIZE_STEP_BYTES).
-    let left = leases
-      .map((lease, index) => ({ lease, target: targets[index] as number }))
-      .filter(({ lease, target }) => lease.member && lease.sizeBytes > target);
-    for (let attempt = 0; attempt < SHRINK_ATTEMPTS && left.length > 0; attempt++) {
-      const sizes = await Promise.all(
-        left.map(({ lease, target }) =>
-          (lease.member?.usedBytes() ?? Promise.reject()).then(
-            (used) => Math.max(target, used),
-            () => lease.sizeBytes,
-          ),
-        ),
-      );
-      const done = await Promise.all(
-        left.map(async ({ lease }, index) => {
-          const size = sizes[index] as number;
-          if (!lease.member || size >= lease.sizeBytes) return true;
-          try {
-            await lease.member.resize(size);
-            lease.sizeBytes = size;
-            return true;
-          } catch {
-            return false;
-          }
-        }),
-      );
-      left = left.filter((_, index) => !done[index]);
-    }
-  }
-
-  /** Grows volumes towards their targets within the room no volume holds, all at once (as shrink). */
-  private async grow(leases: DataLease[], targets: number[]): Promise<void> {
-    let room = this.budget - this.committedBytes();
-    const grows: { lease: DataLease; member: DataBudgetMember; size: number }[] = [];
-    for (const [index, lease] of leases.entries()) {
-      const size = floorToPage(Math.min(targets[index] as number, lease.sizeBytes + room));
-      if (size <= lease.sizeBytes || !lease.member) continue;
-      grows.push({ lease, member: lease.member, size });
-      room -= size - lease.sizeBytes;
-    }
-    await Promise.all(
-      grows.map(async ({ lease, member, size }) => {
-        try {
-          await member.resize(size);
-          lease.sizeBytes = size;
-        } catch {
-          // Unmounted meanwhile (being disposed of): its lease goes soon.
-        }
-      }),
-    );
-  }
-
-  /** What each volume's files occupy; a volume not mounted yet counts as full. */
-  private measure(leases: DataLease[]): Promise<number[]> {
-    return Promise.all(
-      leases.map(async (lease) => {
-        if (!lease.member) return lease.sizeBytes;
-        const used = await lease.member.usedBytes().catch(() => lease.sizeBytes);
-        lease.measuredBytes = used;
-        return used;
-      }),
-    );
   }
 
   private demandBytes(): number {

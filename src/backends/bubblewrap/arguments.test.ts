@@ -60,9 +60,19 @@ describe('buildBubblewrapArguments', () => {
 
   it('copies the synthetic /etc files and the kernel in, hides /proc/cmdline and the host /usr/local', () => {
     const copied = Object.fromEntries(
-      pairs(args, '--ro-bind-data').map(([descriptor, target]) => [target, Number(descriptor)]),
+      [...pairs(args, '--file'), ...pairs(args, '--ro-bind-data')].map(([descriptor, target]) => [
+        target,
+        Number(descriptor),
+      ]),
     );
     expect(copied).toEqual(files);
+    // Files of bwrap's own root (read-only at the end) need no mount; only the one over procfs is a bind.
+    expect(pairs(args, '--ro-bind-data').map(([, target]) => target)).toEqual(['/proc/cmdline']);
+    expect(args.indexOf('--remount-ro', args.lastIndexOf('--file'))).toBeGreaterThan(0);
+    expect(args.slice(args.lastIndexOf('--remount-ro'), args.lastIndexOf('--remount-ro') + 2)).toEqual([
+      '--remount-ro',
+      '/',
+    ]);
     expect(sandboxFileSources(runtime)['/proc/cmdline']).toBe('/dev/null');
     expect(sandboxFileSources(runtime)['/etc/passwd']).toBe('/run/sandcell/etc/passwd');
     expect(args.join(' ')).toContain('--tmpfs /usr/local --remount-ro /usr/local');

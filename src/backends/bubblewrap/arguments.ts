@@ -136,7 +136,10 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): Bubbl
   ];
   for (const name of HOST_ETC_FILES) args.push('--ro-bind-try', path.join(systemRoot, 'etc', name), `/etc/${name}`);
   for (const [target, descriptor] of Object.entries(input.files)) {
-    args.push('--perms', '0444', '--ro-bind-data', String(descriptor), target);
+    // A file of bwrap's own root (read-only with it, below) costs no mounts; only /proc/cmdline, over a file of
+    // procfs, needs a bind of its own. Either way a copy: no host path of it shows in mountinfo.
+    const copy = target.startsWith('/proc/') ? '--ro-bind-data' : '--file';
+    args.push('--perms', '0444', copy, String(descriptor), target);
   }
   args.push(
     // The only writable places: the session's files and a scratch /tmp, both capped.
