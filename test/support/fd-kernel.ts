@@ -206,6 +206,23 @@ export class FdKernel {
     process.kill(-this.pid, 'SIGINT');
   }
 
+  /**
+   * Interrupts `run` as the supervisor does: SIGINT now, and again every 300 ms, three times at
+   * most, while the run has not ended (a signal can land while a kernel is between states).
+   */
+  async interruptUntilEnded<T>(run: Promise<T>): Promise<T> {
+    let ended = false;
+    const watched = run.finally(() => {
+      ended = true;
+    });
+    this.interrupt();
+    for (let repeat = 0; repeat < 3 && !ended; repeat++) {
+      await Promise.race([watched, new Promise((resolve) => setTimeout(resolve, 300))]);
+      if (!ended) this.interrupt();
+    }
+    return watched;
+  }
+
   /** Closes the kernel's requests: it should exit by itself. */
   closeRequests(): void {
     this.requests.end();
