@@ -205,6 +205,69 @@ async function dockerExecPerCall(docker, image, samples) {
   return times;
 }
 
+/** What each language runs for `1+1`, and how its answer is checked (bash has no results, only stdout). */
+const LANGUAGE_PROBES = {
+  python: { code: '1+1', ok: (execution) => execution.results[0]?.data['text/plain'] === '2' },
+  javascript: { code: '1+1', ok: (execution) => execution.results[0]?.data['text/plain'] === '2' },
+  typescript: { code: '1+1', ok: (execution) => execution.results[0]?.data['text/plain'] === '2' },
+  r: { code: '1+1', ok: (execution) => execution.results[0]?.data['text/plain']?.trim() === '[1] 2' },
+  bash: { code: 'echo $((1+1))', ok: (execution) => execution.stdout === '2\n' },
+};
+
+/**
+ * Per language, in one session: a new context's first answer (createContext → result), then the warm
+ * round trip in the last one; and `commands.run('true')`.
+ */
+async function languagesAndCommands(backend, coldSamples, warmRuns, failures) {
+  const measured = { languages: {}, command: [] };
+  let session;
+  try {
+    session = await Session.create({ backend });
+  } catch (error) {
+    failures.add(error);
+    return measured;
+  }
+  try {
+    for (const [language, probe] of Object.entries(LANGUAGE_PROBES)) {
+      const cold = [];
+      const warm = [];
+      measured.languages[language] = { cold, warm };
+      try {
+        let context;
+        for (let index = 0; index < coldSamples; index++) {
+          if (context) await session.removeContext(context.id);
+          const started = now();
+          context = await session.createContext({ language });
+          const execution = await session.run(probe.code, { context: context.id });
+          if (!probe.ok(execution)) throw new Error(`${language}: wrong answer to 1+1`);
+          cold.push(now() - started);
+        }
+        for (let index = 0; index < 50; index++) await session.run(probe.code, { context: context.id });
+        for (let index = 0; index < warmRuns; index++) {
+          const started = now();
+          const execution = await session.run(probe.code, { context: context.id });
+          warm.push(now() - started);
+          if (!probe.ok(execution)) throw new Error(`${language}: wrong answer to 1+1`);
+        }
+        await session.removeContext(context.id);
+      } catch (error) {
+        failures.add(error);
+      }
+    }
+    for (let index = 0; index < 20 + warmRuns; index++) {
+      const started = now();
+      const result = await session.commands.run('true');
+      if (result.exitCode !== 0) throw new Error('commands.run: true did not exit 0');
+      if (index >= 20) measured.command.push(now() - started);
+    }
+  } catch (error) {
+    failures.add(error);
+  } finally {
+    await session.close();
+  }
+  return measured;
+}
+
 async function measure(backend) {
   const failures = newFailures();
   const result = {
@@ -214,6 +277,7 @@ async function measure(backend) {
     idleCold: await idleMemory(backend, 4, [], failures),
     idlePooled: await idleMemory(backend, 4, ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'], failures),
     load: await parallel(backend, 20, 50, failures),
+    languages: await languagesAndCommands(backend, quick ? 2 : 5, quick ? 100 : 500, failures),
   };
   return { ...result, failures: failures.count, firstFailure: failures.first };
 }
@@ -309,6 +373,25 @@ const rows = [
     bubblewrap: { text: '0', met: (observed) => observed === 0 },
     docker: { text: '0', met: (observed) => observed === 0 },
   }),
+  ...Object.keys(LANGUAGE_PROBES).flatMap((language) => [
+    row(
+      `${language}: new context → first result of 1+1`,
+      'p50',
+      (r) => p(r.languages.languages[language].cold, 0.5),
+      1,
+      'ms',
+      {
+        bubblewrap: atMost(1000),
+      },
+    ),
+    row(`${language}: warm round trip of 1+1`, 'p50', (r) => p(r.languages.languages[language].warm, 0.5), 3, 'ms', {
+      bubblewrap: atMost(2),
+    }),
+  ]),
+  row("commands.run('true') round trip", 'p50', (r) => p(r.languages.command, 0.5), 2, 'ms', {
+    bubblewrap: atMost(10),
+  }),
+  row('', 'p95', (r) => p(r.languages.command, 0.95), 2, 'ms'),
   row('all of the above', 'failed samples', (r) => r.failures, 0, '', {
     bubblewrap: { text: '0', met: (observed) => observed === 0 },
     docker: { text: '0', met: (observed) => observed === 0 },
@@ -368,6 +451,20 @@ const result = {
           throughputPerSecond: r.load.throughput,
           p95Ms: r.load.p95,
           wrongResults: r.load.wrong,
+        },
+        languages: Object.fromEntries(
+          Object.entries(r.languages.languages).map(([language, { cold, warm }]) => [
+            language,
+            {
+              newContextFirstResultMs: { p50: p(cold, 0.5), samples: cold.length },
+              warmRoundTripMs: { p50: p(warm, 0.5), p95: p(warm, 0.95), samples: warm.length },
+            },
+          ]),
+        ),
+        commandRoundTripMs: {
+          p50: p(r.languages.command, 0.5),
+          p95: p(r.languages.command, 0.95),
+          samples: r.languages.command.length,
         },
         ...(r.dockerExec ? { dockerExecPerCallMs: { p50: p(r.dockerExec, 0.5), samples: r.dockerExec.length } } : {}),
       },

@@ -87,7 +87,7 @@ describe.each<Dialect>(['openai', 'anthropic'])('agents with the %s provider', (
     expect(prompt).toMatch(/traffic_lights\s+float64/);
     expect(prompt).toMatch(/accidents\s+int64/);
     expect(prompt).toContain('accidents: number of recorded accidents.');
-    expect(toolNames(dialect, first!)).toEqual(['execute_python_code']);
+    expect(toolNames(dialect, first!)).toEqual(['execute_python_code', 'run_shell_command']);
     expect(first!.body.stream).toBe(true);
     const [result] = toolResults(dialect, second!);
     expect(result!.content).toContain('Status: ok');

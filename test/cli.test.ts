@@ -137,6 +137,12 @@ describe('sandcell doctor', () => {
     const titles = report.checks.map((check: { title: string }) => check.title).join('\n');
     expect(titles).toContain('python: pandas');
     expect(titles).toContain('sandbox network: blocked');
+    // Each language is listed: available with its version, or not, with how to add it.
+    expect(titles).toMatch(/language Python: available \(Python 3\.\d+/);
+    for (const name of ['JavaScript', 'TypeScript', 'bash', 'R']) {
+      const check = report.checks.find((entry: { title: string }) => entry.title.includes(`language ${name}:`));
+      expect(check?.level === 'ok' || /sandcell image build/.test(check?.detail ?? '')).toBe(true);
+    }
     // Run as root with cgroups here: both budgets hold, and doctor says so.
     expect(titles).toContain('memory budget per session: its kernels and its /mnt/data share limits.memoryBytes');
     expect(titles).toMatch(/data budget: all sessions' \/mnt\/data together stay within \d+\.\d GiB/);

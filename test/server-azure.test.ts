@@ -97,3 +97,37 @@ describe('LlamaIndex AzureCodeInterpreterToolSpec (request shapes)', () => {
     }
   });
 });
+
+describe('a shell command (codeInputType "shellCommand")', () => {
+  const sessionId = randomUUID();
+  const headers = { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' };
+
+  it('runs in the same sandbox as the code, answering exit code, stdout and stderr in the execution shape', async () => {
+    const code = await fetch(url('code/execute', sessionId), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        properties: {
+          codeInputType: 'inline',
+          executionType: 'synchronous',
+          code: 'open("/mnt/data/a.txt","w").write("1\\n2\\n")',
+        },
+      }),
+    });
+    expect(((await code.json()) as Json).properties.status).toBe('Success');
+    const response = await fetch(url('executions', sessionId, '2025-02-02-preview'), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        codeInputType: 'shellCommand',
+        executionType: 'synchronous',
+        shellCommand: 'wc -l < a.txt; echo warned >&2; exit 5',
+      }),
+    });
+    expect((await response.json()) as Json).toMatchObject({
+      identifier: sessionId,
+      status: 'Failed',
+      result: { stdout: '2\n', stderr: 'warned\n', executionResult: '', exitCode: 5 },
+    });
+  });
+});

@@ -3,7 +3,12 @@
  * pool, on bubblewrap or on the scripted backend.
  */
 import { Writable } from 'node:stream';
-import { createScriptedBackend, type ExecuteScript, type ScriptedBackend } from '../src/backends/scripted/index.js';
+import {
+  createScriptedBackend,
+  type ExecuteScript,
+  type ScriptedBackend,
+  type ScriptedBackendOptions,
+} from '../src/backends/scripted/index.js';
 import { createServer, type SandcellServer, type ServerOptions } from '../src/server/index.js';
 
 /** Collects the server's log lines (pino JSON) for assertions, printing nothing. */
@@ -58,12 +63,14 @@ export function client(server: SandcellServer, key?: string): Client {
 
 /**
  * The same server on the scripted backend, for tests of the server's own logic:
- * every kernel answers from `execute` (see support/kernel-script.ts).
+ * every kernel answers from `execute` (see support/kernel-script.ts), every
+ * command does what `backendOptions.command` says.
  */
 export async function startScriptedServer(
   execute: ExecuteScript | undefined,
   options: ServerOptions = {},
+  backendOptions: Omit<ScriptedBackendOptions, 'execute'> = {},
 ): Promise<SandcellServer & { logs: LogCapture; backend: ScriptedBackend }> {
-  const backend = createScriptedBackend({ execute });
+  const backend = createScriptedBackend({ ...backendOptions, execute });
   return Object.assign(await startTestServer({ ...options, backend }), { backend });
 }

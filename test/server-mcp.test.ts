@@ -41,17 +41,35 @@ describe('sandcell mcp over stdio', () => {
     await client?.close();
   });
 
-  it('lists the five tools', async () => {
+  it('lists the seven tools', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual([
       'list_files',
       'read_file',
       'reset_session',
+      'run_code',
+      'run_command',
       'run_python',
       'write_file',
     ]);
     const runPython = tools.find((tool) => tool.name === 'run_python');
     expect(runPython?.inputSchema.required).toEqual(['code']);
+  });
+
+  it('run_command runs a real shell command beside the code, sharing its files', async () => {
+    await call(client, 'run_python', {
+      code: 'open("/mnt/data/rows.txt", "w").write("a\\nb\\nc\\n")',
+      session: 'shell',
+    });
+    const counted = await call(client, 'run_command', {
+      command: 'wc -l < rows.txt && echo oops >&2 && exit 4',
+      session: 'shell',
+    });
+    expect(counted.isError).toBe(true);
+    expect(textOf(counted)).toBe('exit code 4\n\n[stdout]\n3\n\n[stderr]\noops');
+    const ok = await call(client, 'run_command', { command: 'pwd', cwd: '/tmp', session: 'shell' });
+    expect(ok.isError).toBeUndefined();
+    expect(textOf(ok)).toBe('exit code 0\n\n[stdout]\n/tmp');
   });
 
   it('keeps state between calls, per session name, and resets on request', async () => {

@@ -53,3 +53,64 @@ describe('sessions and executions', () => {
     expect(runInGone.status).toBe(404);
   });
 });
+
+describe('commands and languages', () => {
+  it('runs a shell command beside the code, sharing its files: exit code and output as data', async () => {
+    const session = await api.json<Json>('/v1/sessions', { method: 'POST', json: {} });
+    const base = `/v1/sessions/${session.id}`;
+    await api.json<Json>(`${base}/executions`, {
+      method: 'POST',
+      json: { code: 'open("/mnt/data/rows.csv", "w").write("a\\nb\\nc\\n")' },
+    });
+    const counted = await api.json<Json>(`${base}/commands`, {
+      method: 'POST',
+      json: { command: 'wc -l < rows.csv; echo "$GREETING" >&2; exit 3', env: { GREETING: 'hello' } },
+    });
+    expect(counted).toMatchObject({ exitCode: 3, stdout: '3\n', stderr: 'hello\n', timedOut: false });
+
+    const streamed = await api(`${base}/commands`, {
+      method: 'POST',
+      json: { command: 'echo one; sleep 0.2; echo two' },
+      headers: { accept: 'application/x-ndjson' },
+    });
+    const events = (await streamed.text())
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Json);
+    expect(events.filter((event) => event.type === 'stdout-delta').map((event) => event.text)).toEqual([
+      'one\n',
+      'two\n',
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: 'command-end', command: { exitCode: 0, stdout: 'one\ntwo\n' } });
+
+    const background = await api(`${base}/commands`, {
+      method: 'POST',
+      json: { command: 'sleep 600', background: true },
+    });
+    expect(background.status).toBe(202);
+    const { pid } = (await background.json()) as Json;
+    expect((await api.json<Json>(`${base}/commands`)).commands.map((command: Json) => command.pid)).toEqual([pid]);
+    expect((await api(`${base}/commands/${pid}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await api.json<Json>(`${base}/commands`)).commands).toEqual([]);
+    await api(base, { method: 'DELETE' });
+  });
+
+  it('runs JavaScript and bash in their own contexts, each keeping its state beside python', async () => {
+    const session = await api.json<Json>('/v1/sessions', { method: 'POST', json: {} });
+    const base = `/v1/sessions/${session.id}`;
+    const execute = (json: Json) => api.json<Json>(`${base}/executions`, { method: 'POST', json });
+    await execute({ code: 'const total = [1, 2, 3].reduce((a, b) => a + b, 0)', language: 'javascript' });
+    const js = await execute({ code: 'console.log("sum", total); total * 7', language: 'javascript' });
+    expect(js).toMatchObject({ status: 'ok', stdout: 'sum 6\n' });
+    expect(js.results[0].data['text/plain']).toBe('42');
+
+    const created = await api.json<Json>(`${base}/contexts`, { method: 'POST', json: { language: 'bash' } });
+    await execute({ code: 'cd /tmp && GREETING=hi', context: created.id });
+    const bash = await execute({ code: 'echo "$GREETING from $PWD"', context: created.id });
+    expect(bash).toMatchObject({ status: 'ok', stdout: 'hi from /tmp\n' });
+
+    const contexts = (await api.json<Json>(`${base}/contexts`)).contexts;
+    expect(contexts.map((context: Json) => context.language)).toEqual(['python', 'javascript', 'bash']);
+    await api(base, { method: 'DELETE' });
+  });
+});

@@ -115,11 +115,12 @@ async function ask(page: Page, question: string): Promise<void> {
   await box.press('Enter');
 }
 
-/** Types code into the notebook's cell and runs it with Ctrl+Enter; resolves when the new cell has finished. */
-async function runCell(page: Page, code: string): Promise<Locator> {
+/** Types code into the notebook's cell (in `language`, picked in the cell's menu) and runs it with Ctrl+Enter; resolves when the new cell has finished. */
+async function runCell(page: Page, code: string, language = 'Python'): Promise<Locator> {
   const cells = page.locator('.turn-cell');
   const before = await cells.count();
-  const editor = page.getByLabel('Python cell (Ctrl+Enter runs it)');
+  await page.getByLabel('Cell language').selectOption({ label: language });
+  const editor = page.getByLabel(`${language} cell (Ctrl+Enter runs it)`);
   await editor.fill(code);
   await editor.press('Control+Enter');
   const cell = cells.nth(before);
@@ -343,6 +344,29 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
     expect(await textOf(page, '.stdout')).not.toContain('this must not run');
   });
 
+  it('a shell command from the model shows as $ command, asks "Run this command?", and runs once approved', async () => {
+    expectNoLeftoverScript();
+    const { page } = await openTab(server.url);
+    await page.getByRole('switch', { name: 'Approve code' }).check();
+    provider.enqueue(
+      { toolCalls: [{ name: 'run_shell_command', arguments: { command: 'echo "files: $(ls | wc -l)" && pwd' } }] },
+      { text: 'Listed.' },
+    );
+    await ask(page, 'How many files are there?');
+    const step = page.locator('.turn-message .code-step').last();
+    await step.locator('.approval').waitFor();
+    expect(await step.locator('.approval-question').textContent()).toBe('Run this command?');
+    expect(await step.locator('.code-label').textContent()).toBe('Shell');
+    expect(await step.locator('.code-details > .code-block').textContent()).toBe(
+      '$ echo "files: $(ls | wc -l)" && pwd',
+    );
+    await step.getByRole('button', { name: 'Run' }).click();
+    await step.locator('.stdout').waitFor();
+    expect(await step.locator('.stdout').textContent()).toMatch(/^files: \d+\n\/mnt\/data\n$/);
+    await page.locator('.final-answer').waitFor();
+    expect(await page.locator('.final-answer').textContent()).toContain('Listed.');
+  });
+
   it('keyboard: Enter sends, Shift+Enter inserts a newline', async () => {
     expectNoLeftoverScript();
     const { page } = await openTab(server.url);
@@ -435,6 +459,26 @@ describe('web UI without a model (notebook)', { timeout: TEST_TIMEOUT }, () => {
     const box = page.getByLabel('Your question');
     expect(await box.isDisabled()).toBe(true);
     expect(await page.locator('.composer-disabled').textContent()).toContain('No model is configured');
+  });
+
+  it('a JavaScript cell and a bash cell run in the notebook, each keeping its own state, each labelled with its language', async () => {
+    const { page } = await openTab(server.url);
+    const js = await runCell(
+      page,
+      'const xs = [1, 2, 3];\nconsole.log("js", xs.map((x) => x * 2).join(","));',
+      'JavaScript',
+    );
+    expect(await js.locator('.stdout').textContent()).toBe('js 2,4,6\n');
+    expect(await js.locator('.code-label').textContent()).toContain('Cell · JavaScript');
+    const jsAgain = await runCell(page, 'xs.length * 14', 'JavaScript');
+    expect(await jsAgain.locator('.result-text').textContent()).toBe('42');
+    const bash = await runCell(page, 'cd /tmp\nname=world', 'Bash');
+    expect(await bash.locator('.code-label').textContent()).toContain('Cell · Bash');
+    const bashAgain = await runCell(page, 'echo "$(pwd) $name"', 'Bash');
+    expect(await bashAgain.locator('.stdout').textContent()).toBe('/tmp world\n');
+    // Back to Python: its state is its own.
+    const python = await runCell(page, 'print("python", 6 * 7)', 'Python');
+    expect(await python.locator('.stdout').textContent()).toBe('python 42\n');
   });
 
   it('files panel: lists what code wrote, downloads it, deletes it; the step links it too', async () => {

@@ -37,9 +37,11 @@ import {
   toolResults,
 } from '../../test/support/wire.js';
 import { createScriptedBackend } from '../backends/scripted/index.js';
+import type { CommandScript } from '../backends/scripted/script.js';
 import {
   type AgentEvent,
   AnthropicChatModel,
+  type ApprovalRequest,
   type ChatModel,
   DataChat,
   type DataChatOptions,
@@ -88,10 +90,11 @@ describe.each<Dialect>(['openai', 'anthropic'])('agents with the %s provider', (
     script: ScriptedResponse[],
     kernel: Record<string, Answer>,
     options: Partial<DataChatOptions> = {},
+    command?: CommandScript,
   ) {
     const model = await startModel(script);
     const events: AgentEvent[] = [];
-    const backend = createScriptedBackend({ execute: byCode(kernel) });
+    const backend = createScriptedBackend({ execute: byCode(kernel), ...(command ? { command } : {}) });
     chat = await DataChat.create({
       model,
       onEvent: (event) => events.push(event),
@@ -137,7 +140,7 @@ describe.each<Dialect>(['openai', 'anthropic'])('agents with the %s provider', (
     expect(prompt).toMatch(/traffic_lights\s+float64/);
     expect(prompt).toMatch(/accidents\s+int64/);
     expect(prompt).toContain('accidents: number of recorded accidents.');
-    expect(toolNames(dialect, first!)).toEqual(['execute_python_code']);
+    expect(toolNames(dialect, first!)).toEqual(['execute_python_code', 'run_shell_command']);
     expect(first!.body.stream).toBe(true);
     const [result] = toolResults(dialect, second!);
     expect(result!.content).toContain('Status: ok');
@@ -274,6 +277,76 @@ describe.each<Dialect>(['openai', 'anthropic'])('agents with the %s provider', (
     expect(edited.content).toContain('edited 42');
     expect(answer.executions[1]!.editedCode).toBe('print("edited", 6 * 7)');
     expect(events.some((event) => event.type === 'execution-skipped' && event.reason === 'declined')).toBe(true);
+  });
+
+  it('runs run_shell_command only once approved: a refused command never runs, a granted one reports its exit code', async () => {
+    const shell = (command: string) => ({ name: 'run_shell_command', arguments: { command } });
+    const decisions = [{ action: 'skip' as const }, { action: 'run' as const }];
+    const requests: ApprovalRequest[] = [];
+    const commandsRun: string[] = [];
+    const { chat, provider, events } = await startChat(
+      [
+        { toolCalls: [shell('rm -rf /mnt/data/*')] },
+        { toolCalls: [shell('wc -l notes.txt')] },
+        { text: 'Three lines.' },
+      ],
+      {},
+      {
+        approve: (request) => {
+          requests.push(request);
+          return decisions.shift()!;
+        },
+      },
+      ({ command }) => {
+        commandsRun.push(command);
+        return [
+          { type: 'stdout', text: '3 notes.txt\n' },
+          { type: 'stderr', text: 'wc: a warning\n' },
+          { type: 'exit', code: 3 },
+        ];
+      },
+    );
+    const answer = await chat.ask('How many lines has notes.txt?');
+    expect(requests.map((request) => [request.language, request.code])).toEqual([
+      ['shell', 'rm -rf /mnt/data/*'],
+      ['shell', 'wc -l notes.txt'],
+    ]);
+    // The refused command never reached the sandbox.
+    expect(commandsRun).toEqual(['wc -l notes.txt']);
+    expect(answer.executions.map((record) => [record.language, record.status])).toEqual([
+      ['shell', 'declined'],
+      ['shell', 'error'],
+    ]);
+    const [declined] = toolResults(dialect, provider.requests[1]!);
+    expect(declined!.content).toContain('The user declined to run this command, so it was not executed.');
+    const ran = toolResults(dialect, provider.requests[2]!)[1];
+    expect(ran!.content).toContain('Status: error (exit code 3');
+    expect(ran!.content).toContain('3 notes.txt');
+    expect(ran!.content).toContain('wc: a warning');
+    expect(ran!.content).toContain('The command exited with code 3.');
+    const shellEvents = events.filter(
+      (event) => event.type === 'code-ready' || event.type === 'execution-start' || event.type === 'execution-skipped',
+    );
+    expect(shellEvents.map((event) => [event.type, 'language' in event ? event.language : undefined])).toEqual([
+      ['code-ready', 'shell'],
+      ['execution-skipped', 'shell'],
+      ['code-ready', 'shell'],
+      ['execution-start', 'shell'],
+    ]);
+  });
+
+  it('caps what a shell command sends back to the model like code output', async () => {
+    const { chat, provider } = await startChat(
+      [{ toolCalls: [{ name: 'run_shell_command', arguments: { command: 'seq 100000' } }] }, { text: 'Long.' }],
+      {},
+      { maxToolOutputChars: 2_000 },
+      () => [{ type: 'stdout', text: `${'0123456789\n'.repeat(20_000)}` }],
+    );
+    await chat.ask('Count.');
+    const [result] = toolResults(dialect, provider.requests[1]!);
+    expect(result!.content.length).toBeLessThanOrEqual(2_000);
+    expect(result!.content).toMatch(/characters cut/);
+    expect(result!.content).toContain('Status: ok (exit code 0');
   });
 
   it('stops at maxSteps and asks for an answer without tools', async () => {

@@ -45,6 +45,8 @@ export interface ReportInput {
   figureNotes: Map<string, string>;
   /** The user edited the code before it ran: the code that actually ran. */
   editedCode?: string;
+  /** Set for a shell command: its exit code, shown instead of an execution counter. */
+  exitCode?: number;
   maxChars?: number;
 }
 
@@ -56,8 +58,12 @@ export function formatExecutionReport(input: ReportInput): string {
   if (input.editedCode !== undefined) {
     lines.push(`The user edited the code before running it. The code that ran:\n${boundText(input.editedCode, share)}`);
   }
+  const seconds = `${(execution.durationMs / 1000).toFixed(1)} s`;
+  // A shell command has no execution counter; its exit code is what the model needs.
   lines.push(
-    `Status: ${execution.status} (execution ${execution.executionCount}, ${(execution.durationMs / 1000).toFixed(1)} s)`,
+    input.exitCode === undefined
+      ? `Status: ${execution.status} (execution ${execution.executionCount}, ${seconds})`
+      : `Status: ${execution.status} (exit code ${input.exitCode}, ${seconds})`,
   );
   const stdout = execution.stdout.replace(ANSI, '');
   const stderr = execution.stderr.replace(ANSI, '');

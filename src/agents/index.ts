@@ -57,6 +57,7 @@ export {
 export {
   type ApprovalDecision,
   type ApprovalRequest,
+  type CodeTool,
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_PYTHON_INSTRUCTIONS,
   EXECUTE_PYTHON_CODE,
@@ -64,5 +65,6 @@ export {
   PythonExecAgent,
   type PythonExecAgentOptions,
 } from './python-exec-agent.js';
+export { RUN_SHELL_COMMAND } from './shell-command-tool.js';
 export { defineTool, type Tool, type ToolContext, type ToolOutput, toToolDefinition } from './tool.js';
 export { type ToolCallOutcome, ToolManager } from './tool-manager.js';

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { bufferEncoding, findImage } from '../protocol/images.js';
+import type { CommandOptions, CommandResult } from '../session/command.js';
 import type { Execution, RunOptions } from '../session/execution.js';
 import { FileChanges } from '../session/file-changes.js';
 import type { Session } from '../session/session.js';
@@ -14,6 +15,7 @@ import { Agent, type AgentOptions } from './agent.js';
 import { ModelConfigurationError } from './errors.js';
 import type { SessionFile, StopReason } from './events.js';
 import { formatExecutionReport, pngSize } from './execution-report.js';
+import { commandExecution, RUN_SHELL_COMMAND, SHELL_COMMAND_DESCRIPTION } from './shell-command-tool.js';
 import { defineTool, type ToolOutput } from './tool.js';
 
 export const DEFAULT_MAX_ATTEMPTS = 3;
@@ -26,17 +28,27 @@ Answer the user's questions by writing Python and running it with the ${EXECUTE_
 - pandas, numpy, matplotlib, seaborn, scipy, statsmodels and scikit-learn are installed; nothing else can be installed.
 - Use print() for the figures you need; the value of the last expression is shown too. Keep output short.
 - Call plt.show() to display a chart (you will get its file name, not the image).
+- For file work (listing, unpacking, counting lines) you may use the ${RUN_SHELL_COMMAND} tool: bash in the same sandbox, /mnt/data shared with Python.
 - If the code fails, read the traceback and fix the code.
 - When you have the answer, explain it in plain words with the key numbers; do not paste code into the answer.`;
+
+/** A command the agent waits for (never a background one). */
+type ForegroundCommandOptions = CommandOptions & { background?: false };
 
 export type ApprovalDecision =
   | { action: 'run' }
   | { action: 'skip'; reason?: string }
   | { action: 'edit'; code: string };
 
+/** Which tool wrote a piece of code: Python for the kernel, shell for a command. */
+export type CodeTool = 'python' | 'shell';
+
 export interface ApprovalRequest {
   callId: string;
+  /** The Python code, or the shell command. */
   code: string;
+  /** `shell` for run_shell_command, so an approver can show it as `$ command`. */
+  language: CodeTool;
   attempt: number;
   maxAttempts: number;
 }
@@ -48,6 +60,7 @@ export interface ExecutionRecord {
   code: string;
   /** The code that ran, if the user edited it. */
   editedCode?: string;
+  language: CodeTool;
   attempt: number;
   status: 'ok' | 'error' | 'timeout' | 'declined' | 'no-attempts-left';
   execution?: Execution;
@@ -72,6 +85,10 @@ export interface PythonExecAgentOptions extends Omit<AgentOptions, 'instructions
   afterExecution?: (record: ExecutionRecord) => Promise<void>;
   /** How code runs. @default `session.run`; a server passes its own to apply its limits and count the work. */
   run?: (code: string, options: RunOptions) => Promise<Execution>;
+  /** Offer the model run_shell_command beside execute_python_code. @default true */
+  shellCommands?: boolean;
+  /** How a shell command runs. @default `session.commands.run` */
+  runCommand?: (command: string, options: ForegroundCommandOptions) => Promise<CommandResult>;
 }
 
 export class PythonExecAgent extends Agent {
@@ -105,9 +122,19 @@ export class PythonExecAgent extends Agent {
         description:
           'Runs Python code in a stateful, sandboxed IPython session (working directory /mnt/data, no network) and returns its stdout, stderr, results, errors with traceback, and the names and sizes of charts and files it wrote.',
         parameters: z.object({ code: z.string().min(1).describe('The Python code to run.') }),
-        run: ({ code }, context) => this.execute(code, context.toolCallId, context.signal),
+        run: ({ code }, context) => this.execute(code, 'python', context.toolCallId, context.signal),
       }),
     );
+    if (options.shellCommands !== false) {
+      this.tools.add(
+        defineTool({
+          name: RUN_SHELL_COMMAND,
+          description: SHELL_COMMAND_DESCRIPTION,
+          parameters: z.object({ command: z.string().min(1).describe('The command line, run with bash -c.') }),
+          run: ({ command }, context) => this.execute(command, 'shell', context.toolCallId, context.signal),
+        }),
+      );
+    }
   }
 
   /** Adds context (e.g. a data preview) to the developer prompt. */
@@ -124,27 +151,28 @@ export class PythonExecAgent extends Agent {
     return this.failures >= this.maxAttempts ? 'gave-up' : undefined;
   }
 
-  private async execute(code: string, callId: string, signal?: AbortSignal): Promise<ToolOutput> {
+  /** One tool call: approval, the run (code in the python context, or a shell command), its report to the model. */
+  private async execute(code: string, language: CodeTool, callId: string, signal?: AbortSignal): Promise<ToolOutput> {
     const attempt = this.failures + 1;
     const maxAttempts = this.maxAttempts;
     if (this.failures >= maxAttempts) {
-      this.records.push({ callId, code, attempt: this.failures, status: 'no-attempts-left', files: [] });
-      this.emit({ type: 'execution-skipped', callId, code, reason: 'no-attempts-left' });
+      this.records.push({ callId, code, language, attempt: this.failures, status: 'no-attempts-left', files: [] });
+      this.emit({ type: 'execution-skipped', callId, code, language, reason: 'no-attempts-left' });
       return {
         content: `Not run: the code already failed ${maxAttempts} times in a row. Do not run more code; explain to the user what went wrong.`,
         isError: true,
       };
     }
-    this.emit({ type: 'code-ready', callId, code, attempt, maxAttempts });
+    this.emit({ type: 'code-ready', callId, code, language, attempt, maxAttempts });
     let editedCode: string | undefined;
     if (this.options.approve) {
-      const decision = await this.options.approve({ callId, code, attempt, maxAttempts });
+      const decision = await this.options.approve({ callId, code, language, attempt, maxAttempts });
       if (decision.action === 'skip') {
-        this.records.push({ callId, code, attempt, status: 'declined', files: [] });
-        this.emit({ type: 'execution-skipped', callId, code, reason: 'declined' });
+        this.records.push({ callId, code, language, attempt, status: 'declined', files: [] });
+        this.emit({ type: 'execution-skipped', callId, code, language, reason: 'declined' });
         const why = decision.reason ? ` Their reason: ${decision.reason}` : '';
         return {
-          content: `The user declined to run this code, so it was not executed.${why} Do not run it again unchanged; ask the user or answer without it.`,
+          content: `The user declined to run this ${language === 'shell' ? 'command' : 'code'}, so it was not executed.${why} Do not run it again unchanged; ask the user or answer without it.`,
         };
       }
       if (decision.action === 'edit' && decision.code !== code) editedCode = decision.code;
@@ -155,17 +183,30 @@ export class PythonExecAgent extends Agent {
       type: 'execution-start',
       callId,
       code: ran,
+      language,
       attempt,
       maxAttempts,
       edited: editedCode !== undefined,
     });
-    const run = this.options.run ?? ((source: string, options: RunOptions) => this.session.run(source, options));
-    const execution = await run(ran, {
+    const streams = {
       signal,
       timeoutMs: this.options.executionTimeoutMs,
-      onStdout: (text) => this.emit({ type: 'stdout-delta', callId, text }),
-      onStderr: (text) => this.emit({ type: 'stderr-delta', callId, text }),
-    });
+      onStdout: (text: string) => this.emit({ type: 'stdout-delta', callId, text }),
+      onStderr: (text: string) => this.emit({ type: 'stderr-delta', callId, text }),
+    };
+    let execution: Execution;
+    let exitCode: number | undefined;
+    if (language === 'shell') {
+      const runCommand =
+        this.options.runCommand ??
+        ((command: string, options: ForegroundCommandOptions) => this.session.commands.run(command, options));
+      const result = await runCommand(ran, streams);
+      exitCode = result.exitCode;
+      execution = commandExecution(result);
+    } else {
+      const run = this.options.run ?? ((source: string, options: RunOptions) => this.session.run(source, options));
+      execution = await run(ran, streams);
+    }
     const files = await this.changedFiles();
     const figureNotes = new Map<string, string>();
     files.push(...(await this.saveFigures(execution, figureNotes)));
@@ -174,6 +215,7 @@ export class PythonExecAgent extends Agent {
       callId,
       code,
       editedCode,
+      language,
       attempt,
       status: execution.status,
       execution,
@@ -189,6 +231,7 @@ export class PythonExecAgent extends Agent {
       files,
       figureNotes,
       editedCode,
+      exitCode,
       maxChars: this.options.maxToolOutputChars,
     });
     return { content, isError: execution.status !== 'ok' };

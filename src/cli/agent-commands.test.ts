@@ -14,6 +14,7 @@ import { type FakeProvider, startFakeAnthropic, startFakeOpenAI } from '../../te
 import { byCode, codeRun, figure, printed, raised } from '../../test/support/kernel-script.js';
 import { toolResults } from '../../test/support/wire.js';
 import { createScriptedBackend, type ExecuteScript } from '../backends/scripted/index.js';
+import type { CommandScript } from '../backends/scripted/script.js';
 import type { AgentCommandOptions } from './agent-flags.js';
 import { askCommand } from './ask-command.js';
 import { chatCommand } from './chat-command.js';
@@ -43,7 +44,7 @@ function cleanEnvironment(): void {
 }
 
 /** A command's streams: `input` on stdin, and what it wrote to stdout and stderr. */
-function commandIo(input: string, execute: ExecuteScript) {
+function commandIo(input: string, execute: ExecuteScript, command?: CommandScript) {
   const written = { stdout: '', stderr: '' };
   const sink = (name: 'stdout' | 'stderr') => {
     const stream = new PassThrough();
@@ -53,7 +54,7 @@ function commandIo(input: string, execute: ExecuteScript) {
     // Neither is a terminal: no spinner, no colours, as when the output is piped.
     return stream as unknown as NodeJS.WriteStream;
   };
-  const backend = createScriptedBackend({ execute });
+  const backend = createScriptedBackend({ execute, ...(command ? { command } : {}) });
   const io: CommandIo = { stdin: PassThrough.from([input]), stdout: sink('stdout'), stderr: sink('stderr'), backend };
   return { io, written, backend };
 }
@@ -101,6 +102,34 @@ describe('sandcell ask and chat, in-process', () => {
     expect(provider.requests[0]!.headers['x-api-key'] ?? provider.requests[0]!.headers.authorization).toMatch(
       /sk-test/,
     );
+  });
+
+  it('chat --approve: a shell command shows as $ command and asks "Run this command?"; skipped, then run', async () => {
+    cleanEnvironment();
+    const shell = (command: string) => ({ name: 'run_shell_command', arguments: { command } });
+    provider = await startFakeOpenAI([
+      { toolCalls: [shell('rm -rf /mnt/data/*')] },
+      { toolCalls: [shell('ls /mnt/data')] },
+      { text: 'Listed.' },
+    ]);
+    const commandsRun: string[] = [];
+    const { io, written } = commandIo(
+      ['List the files', 's', 'r', 'exit', ''].join('\n'),
+      byCode({}),
+      ({ command }) => {
+        commandsRun.push(command);
+        return [{ type: 'stdout', text: 'notes.txt\n' }];
+      },
+    );
+    const code = await chatCommand(agentOptions({ approve: true, baseUrl: provider.baseURL, model: 'm' }), io);
+    expect(code).toBe(0);
+    const out = written.stdout;
+    expect(out).toContain('── shell command (attempt 1/3) ──\n$ rm -rf /mnt/data/*\n');
+    expect(out).toContain('Run this command? [r]un, [s]kip, [e]dit: ');
+    expect(out).toContain('[skipped: the model is told you declined]');
+    expect(out).toContain('$ ls /mnt/data\n');
+    expect(out).toContain('notes.txt');
+    expect(commandsRun).toEqual(['ls /mnt/data']);
   });
 
   it('chat --approve: run, skip and edit, then exit', async () => {

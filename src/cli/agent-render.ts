@@ -86,14 +86,23 @@ export class AgentRenderer {
         break;
       case 'code-ready':
         this.stopSpinner();
+        // A shell command reads as one typed at a prompt.
         this.log.write(
-          `${dim(`── code (attempt ${event.attempt}/${event.maxAttempts}) ──`, this.log)}\n${event.code.trimEnd()}\n${dim('──', this.log)}\n`,
+          event.language === 'shell'
+            ? `${dim(`── shell command (attempt ${event.attempt}/${event.maxAttempts}) ──`, this.log)}\n$ ${event.code.trimEnd()}\n${dim('──', this.log)}\n`
+            : `${dim(`── code (attempt ${event.attempt}/${event.maxAttempts}) ──`, this.log)}\n${event.code.trimEnd()}\n${dim('──', this.log)}\n`,
         );
         break;
       case 'execution-start':
-        if (event.edited)
-          this.log.write(`${dim('── edited code ──', this.log)}\n${event.code.trimEnd()}\n${dim('──', this.log)}\n`);
-        this.spin(`running code (attempt ${event.attempt}/${event.maxAttempts})`);
+        if (event.edited) {
+          const shell = event.language === 'shell';
+          this.log.write(
+            `${dim(shell ? '── edited command ──' : '── edited code ──', this.log)}\n${shell ? '$ ' : ''}${event.code.trimEnd()}\n${dim('──', this.log)}\n`,
+          );
+        }
+        this.spin(
+          `${event.language === 'shell' ? 'running command' : 'running code'} (attempt ${event.attempt}/${event.maxAttempts})`,
+        );
         break;
       case 'stdout-delta':
       case 'stderr-delta':
@@ -156,13 +165,14 @@ export function approvalPrompt(
   return async (request) => {
     renderer.stopSpinner();
     for (;;) {
-      const reply = await reader.question('Run this code? [r]un, [s]kip, [e]dit: ');
+      const what = request.language === 'shell' ? 'command' : 'code';
+      const reply = await reader.question(`Run this ${what}? [r]un, [s]kip, [e]dit: `);
       if (reply === undefined) return { action: 'skip', reason: 'no answer (end of input)' };
       const choice = reply.trim().toLowerCase();
       if (choice === 'r' || choice === 'run' || choice === 'y' || choice === 'yes') return { action: 'run' };
       if (choice === 's' || choice === 'skip' || choice === 'n' || choice === 'no') return { action: 'skip' };
       if (choice === 'e' || choice === 'edit') {
-        const code = await editCode(reader, output, request.code);
+        const code = await editCode(reader, output, request.code, request.language === 'shell' ? 'sh' : 'py');
         return code === undefined ? { action: 'skip', reason: 'the edit was abandoned' } : { action: 'edit', code };
       }
       output.write('Answer r, s or e.\n');
@@ -171,12 +181,18 @@ export function approvalPrompt(
 }
 
 /** In a terminal with $VISUAL or $EDITOR, the editor; otherwise new code typed (or piped) in, ending with a "." line. */
-async function editCode(reader: LineReader, output: NodeJS.WriteStream, code: string): Promise<string | undefined> {
+async function editCode(
+  reader: LineReader,
+  output: NodeJS.WriteStream,
+  code: string,
+  extension: 'py' | 'sh',
+): Promise<string | undefined> {
   const editor = process.env.VISUAL || process.env.EDITOR;
   // The command's own input, not the process's: an editor only when the user types at a terminal.
   if (editor && reader.interface.terminal) {
     const directory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-edit-'));
-    const file = path.join(directory, 'code.py');
+    // The extension lets the editor highlight the right language.
+    const file = path.join(directory, `code.${extension}`);
     try {
       writeFileSync(file, code);
       reader.interface.pause();

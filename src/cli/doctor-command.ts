@@ -11,6 +11,7 @@ import { createDockerBackend, type DockerEngineReport } from '../backends/docker
 import type { SandboxBackend } from '../backends/spec.js';
 import { formatUidRange } from '../backends/uid-leases.js';
 import { createSession } from '../session/session.js';
+import { checkLanguages } from './doctor-languages.js';
 import { EXIT_OK, EXIT_SANDBOX_FAILURE } from './exit-codes.js';
 import { dim } from './render.js';
 
@@ -103,6 +104,7 @@ async function trialSession(backend: SandboxBackend, add: Add, label: string): P
         'import socket\ntry:\n    socket.create_connection(("1.1.1.1", 53), timeout=1); print("reachable")\nexcept OSError as e:\n    print("blocked")',
       );
       add(network.stdout.includes('blocked') ? 'ok' : 'fail', `${label}sandbox network: ${network.stdout.trim()}`);
+      await checkLanguages(session, add, label);
     } finally {
       await session.close();
     }

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { SandcellError } from '../errors.js';
+import { LANGUAGES } from '../session/languages.js';
 import { addAgentOptions, addModelOptions, KEYS_HELP } from './agent-flags.js';
 import { addBackendOptions } from './backend-option.js';
 import { doctorCommand } from './doctor-command.js';
@@ -32,22 +33,47 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
   addBackendOptions(
     program
       .command('run')
-      .description('run Python code in a fresh sandboxed session')
-      .argument('[file]', 'a Python file, or - to read code from stdin')
+      .description('run a script in a fresh sandboxed session (Python, JavaScript, TypeScript, bash or R)')
+      .argument('[file]', 'a script (.py .js .mjs .ts .sh .R: the extension picks the language), or - for stdin')
+      .option(
+        '-l, --language <language>',
+        `the script's language (${LANGUAGES.join(', ')}); default from the extension, else python`,
+      )
       .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
       .option('-o, --output-dir <dir>', 'where to save charts and files the code wrote', DEFAULT_OUTPUT_DIR)
       .option('-t, --timeout <seconds>', 'wall-clock limit for the code')
       .option('--json', 'print the whole execution as one JSON object')
-      .addHelpText('after', '\nExit codes: 0 ok, 1 error in the code, 2 usage, 3 sandbox failure, 124 timeout.'),
+      .addHelpText(
+        'after',
+        '\nExit codes: 0 ok, 1 error in the code (any language), 2 usage, 3 sandbox failure, 124 timeout.',
+      ),
   ).action(async (file: string | undefined, options) => setExitCode(await runCommand(file, options)));
 
   addBackendOptions(
     program
       .command('repl')
-      .description('an interactive Python prompt in a sandboxed session')
+      .description('an interactive prompt in a sandboxed session (Python unless --language)')
+      .option('-l, --language <language>', `the prompt's language (${LANGUAGES.join(', ')})`, 'python')
       .option('-o, --output-dir <dir>', 'where to save charts', DEFAULT_OUTPUT_DIR)
       .addOption(new Option('-t, --timeout <seconds>', 'wall-clock limit per input')),
   ).action(async (options) => setExitCode(await replCommand(options)));
+
+  addBackendOptions(
+    program
+      .command('exec')
+      .description("run one shell command in a fresh sandbox; its exit code is sandcell's")
+      .argument('<command...>', 'the command and its arguments, after --: `sandcell exec -- ls -la`')
+      .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
+      .option('-o, --output-dir <dir>', 'where to save the files the command wrote', DEFAULT_OUTPUT_DIR)
+      .option('-t, --timeout <seconds>', 'wall-clock limit for the command')
+      .addHelpText(
+        'after',
+        "\nThe command runs with bash -c in /mnt/data; each argument is quoted, so it reaches the program as given.\nExit codes: the command's (128+N when signal N ended it), 2 usage, 3 sandbox failure, 124 timeout.",
+      ),
+  ).action(async (words: string[], options) => {
+    const { execCommand } = await import('./exec-command.js');
+    setExitCode(await execCommand(words, options));
+  });
 
   addAgentOptions(
     program.command('chat').description('chat about your data: a model writes Python, sandcell runs it in a sandbox'),

@@ -1,6 +1,7 @@
 /**
- * `sandcell repl`: an interactive, stateful Python prompt in a sandbox.
- * Multi-line input follows IPython's completeness rules; Ctrl-C interrupts
+ * `sandcell repl`: an interactive, stateful prompt in a sandbox, Python unless
+ * `--language` names another. Multi-line input follows the kernel's own
+ * completeness rules (IPython's, bash -n, R's parser…); Ctrl-C interrupts
  * the running code (not the session) or clears the line; Ctrl-D quits.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import readline from 'node:readline';
 import { createSession } from '../session/session.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { dim, printError, resultText, saveResultImages } from './render.js';
+import { LANGUAGE_NAMES, parseLanguageOption } from './script-language.js';
 import { startStatus } from './status.js';
 
 const HISTORY_LIMIT = 1000;
@@ -37,16 +39,33 @@ function saveHistory(history: string[]): void {
 }
 
 export async function replCommand(
-  options: { outputDir: string; timeout?: string } & BackendCliOptions,
+  options: { outputDir: string; timeout?: string; language?: string } & BackendCliOptions,
 ): Promise<number> {
+  const language = parseLanguageOption(options.language) ?? 'python';
+  const name = LANGUAGE_NAMES[language];
+  // Python keeps its own prompts; another language shows its name, so a user knows where they type.
+  const prompt = language === 'python' ? '>>> ' : `${language}> `;
+  const continuation = language === 'python' ? '... ' : `${'.'.repeat(language.length)}> `;
   const status = startStatus(process.stderr, 'starting sandbox');
   const timeoutMs = options.timeout ? Number(options.timeout) * 1000 : 0;
   const backend = await backendFromOptions(options);
-  const session = await createSession({ backend, timeoutMs: timeoutMs > 0 ? timeoutMs : 24 * 3600_000 }).finally(() =>
-    status.stop(),
+  const session = await createSession({ backend, timeoutMs: timeoutMs > 0 ? timeoutMs : 24 * 3600_000 }).catch(
+    (error) => {
+      status.stop();
+      throw error;
+    },
   );
+  let context: string;
+  try {
+    context = language === 'python' ? 'python' : (await session.createContext({ language })).id;
+  } catch (error) {
+    await session.close();
+    throw error;
+  } finally {
+    status.stop();
+  }
   process.stdout.write(
-    dim(`sandcell ${session.id}: Python in a sandbox. Files live in /mnt/data. Ctrl-C interrupts, Ctrl-D quits.\n`),
+    dim(`sandcell ${session.id}: ${name} in a sandbox. Files live in /mnt/data. Ctrl-C interrupts, Ctrl-D quits.\n`),
   );
   const terminal = readline.createInterface({
     input: process.stdin,
@@ -64,8 +83,8 @@ export async function replCommand(
       return;
     }
     buffer = [];
-    process.stdout.write('\nKeyboardInterrupt\n');
-    terminal.setPrompt('>>> ');
+    process.stdout.write(language === 'python' ? '\nKeyboardInterrupt\n' : '\n');
+    terminal.setPrompt(prompt);
     terminal.prompt();
   };
   // A terminal in raw mode hands Ctrl-C to readline; otherwise it arrives as SIGINT to the process group.
@@ -77,6 +96,7 @@ export async function replCommand(
     running = new AbortController();
     try {
       const execution = await session.run(code, {
+        context,
         signal: running.signal,
         onStdout: (text) => process.stdout.write(text),
         onStderr: (text) => process.stderr.write(text),
@@ -87,7 +107,9 @@ export async function replCommand(
         const text = saved ? dim(`[image saved to ${saved.file}]`) : resultText(result);
         if (text === undefined) continue;
         process.stdout.write(
-          result.type === 'execute_result' ? `Out[${execution.executionCount}]: ${text}\n` : `${text}\n`,
+          result.type === 'execute_result' && language === 'python'
+            ? `Out[${execution.executionCount}]: ${text}\n`
+            : `${text}\n`,
         );
       }
       printError(execution);
@@ -99,22 +121,24 @@ export async function replCommand(
     }
   };
 
-  terminal.setPrompt('>>> ');
+  terminal.setPrompt(prompt);
   terminal.prompt();
   for await (const line of terminal) {
     buffer.push(line);
     const code = buffer.join('\n');
     if (code.trim() === '') {
       buffer = [];
-      terminal.setPrompt('>>> ');
+      terminal.setPrompt(prompt);
       terminal.prompt();
       continue;
     }
     // A blank line ends a block, as in Python's own prompt.
     const { status, indent } =
-      line.trim() === '' && buffer.length > 1 ? { status: 'complete', indent: 0 } : await session.checkComplete(code);
+      language === 'python' && line.trim() === '' && buffer.length > 1
+        ? { status: 'complete', indent: 0 }
+        : await session.checkComplete(code, { context }).catch(() => ({ status: 'complete', indent: 0 }));
     if (status === 'incomplete') {
-      terminal.setPrompt('... ');
+      terminal.setPrompt(continuation);
       terminal.prompt();
       if (indent > 0) terminal.write(' '.repeat(indent));
       continue;
@@ -122,7 +146,7 @@ export async function replCommand(
     buffer = [];
     // Input stays flowing while code runs, so Ctrl-C reaches the SIGINT handler.
     await runCode(code);
-    terminal.setPrompt('>>> ');
+    terminal.setPrompt(prompt);
     terminal.prompt();
   }
   await closed;

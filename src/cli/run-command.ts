@@ -3,10 +3,12 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidInputError } from '../errors.js';
 import type { Execution } from '../session/execution.js';
+import type { Language } from '../session/languages.js';
 import { createSession } from '../session/session.js';
 import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
 import { copyOutputFiles, dim, printError, resultText, saveResultImages } from './render.js';
+import { LANGUAGE_NAMES, scriptLanguage } from './script-language.js';
 import { type Status, startStatus } from './status.js';
 
 export interface RunCommandOptions {
@@ -16,9 +18,11 @@ export interface RunCommandOptions {
   json?: boolean;
   backend?: string;
   rootfs?: string;
+  /** Overrides the language the file's extension names. */
+  language?: string;
 }
 
-async function readCode(file: string | undefined): Promise<string> {
+async function readCode(file: string | undefined, language: Language): Promise<string> {
   if (file && file !== '-') {
     let bytes: Buffer;
     try {
@@ -26,7 +30,7 @@ async function readCode(file: string | undefined): Promise<string> {
     } catch (error) {
       throw new CliExit(EXIT_USAGE, `Cannot read ${file}: ${(error as Error).message}`);
     }
-    return sourceText(bytes, file);
+    return sourceText(bytes, file, language);
   }
   if (process.stdin.isTTY) {
     throw new CliExit(
@@ -36,15 +40,15 @@ async function readCode(file: string | undefined): Promise<string> {
   }
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return sourceText(Buffer.concat(chunks), 'The code on standard input');
+  return sourceText(Buffer.concat(chunks), 'The code on standard input', language);
 }
 
 /**
- * The bytes as Python source: UTF-8 text without NUL. Anything else is not
+ * The bytes as source code: UTF-8 text without NUL. Anything else is not
  * code (a binary file given by mistake) and is refused before a sandbox starts.
  */
-export function sourceText(bytes: Buffer, name: string): string {
-  const advice = 'sandcell run takes Python source; to give a data file to your code, pass it with --upload FILE.';
+export function sourceText(bytes: Buffer, name: string, language: Language = 'python'): string {
+  const advice = `sandcell run takes ${LANGUAGE_NAMES[language]} source; to give a data file to your code, pass it with --upload FILE.`;
   const nul = bytes.indexOf(0);
   if (nul !== -1) throw new CliExit(EXIT_USAGE, `${name} is a binary file (a NUL byte at offset ${nul}): ${advice}`);
   try {
@@ -72,7 +76,8 @@ export function exitCodeFor(execution: Execution, interrupted = false): number {
 
 export async function runCommand(file: string | undefined, options: RunCommandOptions): Promise<number> {
   const timeoutMs = parseTimeout(options.timeout);
-  const code = await readCode(file);
+  const language = scriptLanguage(file, options.language);
+  const code = await readCode(file, language);
   const uploads = await Promise.all(
     options.upload.map(async (hostPath) => {
       try {
@@ -106,6 +111,7 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
     process.on('SIGTERM', onSignal);
     const execution = await session
       .run(code, {
+        language,
         signal: interrupt.signal,
         onStdout: live ? (text) => process.stdout.write(text) : undefined,
         onStderr: live ? (text) => process.stderr.write(text) : undefined,

@@ -102,7 +102,12 @@ describe('the R kernel', { timeout: 60_000 }, () => {
     const badPrint = await kernel.execute(
       'print.bad <- function(x, ...) stop("cannot print")\nstructure(1, class = "bad")',
     );
-    expect(badPrint.error).toMatchObject({ name: 'simpleError', value: 'cannot print' });
+    // Only the user's calls: none of the kernel's own frames.
+    expect(badPrint.error).toMatchObject({
+      name: 'simpleError',
+      value: 'cannot print',
+      traceback: ['1: print.bad(value)'],
+    });
     const after = await kernel.execute('cat("output goes out\\n"); "printing works again"');
     expect(after.stdout).toBe('output goes out\n');
     expect(bundles(after.events, 'result')).toEqual([{ 'text/plain': '[1] "printing works again"' }]);

@@ -7,18 +7,21 @@ SIGINT and keeps running: a non-interactive one either dies or, with a trap,
 goes on with the next command, so a loop could never be interrupted. It
 writes straight to fds 1 and 2 (the supervisor's pipes) and reads its command
 lines from a pipe of ours. Each cell is sent as one line,
-`trap - INT; __sandcell_restore; eval $'CODE' </dev/null`, so its stdin is
-/dev/null (reading gets EOF) and state (cwd, variables, functions, aliases)
-stays in the shell. The shell's PROMPT_COMMAND writes the cell's exit status
-to fd 63, a pipe back to us: every status line ends the running cell. Between
-cells the shell ignores SIGINT, so a late interrupt never aborts the next line
-while it is still being read.
+`trap - INT; echo s >&63; __sandcell_restore; eval $'CODE' </dev/null`, so
+its stdin is /dev/null (reading gets EOF) and state (cwd, variables,
+functions, aliases) stays in the shell. The shell's PROMPT_COMMAND writes the
+cell's exit status to fd 63, a pipe back to us: every status line ends the
+running cell. Between cells the shell ignores SIGINT, so a late interrupt
+never aborts the next line while it is still being read; the `s` line says
+SIGINT stops the cell again, and an interrupt that came before it is
+delivered once more then.
 """
 
 import json
 import os
 import select
 import signal
+import time
 
 PROTOCOL_VERSION = 2
 REQUESTS_FD = 3
@@ -27,6 +30,8 @@ STATUS_FD = 63  # the shell's end of the status pipe: high, out of the way of sc
 STDERR_FD = 62  # the real stderr while the shell starts (see RC_SCRIPT)
 RC_FD = 61
 STATUS_LINE_BYTES = 64
+RESENDS = 10
+RESEND_INTERVAL_S = 0.1
 BASH = "/bin/bash"
 
 # Read by bash as its rc file (--rcfile /dev/fd/61). bash starts with stderr on
@@ -147,6 +152,10 @@ class Kernel:
         self.queue = []  # execute, reset and ping run in order, like the Python kernel's main thread
         self.current = None  # {"id", "interrupted"} of the running cell
         self.requests_pending = b""
+        self.child_ended = False  # a SIGCHLD seen and not yet looked into
+        self.interrupt_next = False  # a SIGINT came for the execute still waiting in the queue
+        self.resends_left = 0  # SIGINTs still to send again for the running cell (see arm)
+        self.resend_at = 0.0
 
     def send(self, message):
         data = (json.dumps(message, ensure_ascii=True) + "\n").encode("ascii")
@@ -186,7 +195,15 @@ class Kernel:
 
     # --- requests -------------------------------------------------------------
     def on_requests(self):
-        data = os.read(REQUESTS_FD, 1 << 16)
+        self.read_requests()
+        self.run_queue()
+
+    def read_requests(self):
+        """Queues the requests waiting on fd 3 (answering is-complete at once)."""
+        try:
+            data = os.read(REQUESTS_FD, 1 << 16)
+        except BlockingIOError:
+            return
         if not data:
             self.discard_shell()
             raise SystemExit(0)  # the supervisor closed our requests: it is gone
@@ -210,7 +227,6 @@ class Kernel:
             else:
                 error = {"code": "unknown-request", "message": "unknown request type %r" % kind}
                 self.reply(request, ok=False, error=error)
-        self.run_queue()
 
     def run_queue(self):
         while self.current is None and self.queue:
@@ -229,14 +245,16 @@ class Kernel:
     def start_execution(self, request):
         code = str(request.get("code", ""))
         self.execution_count += 1
-        self.current = {"id": request.get("id"), "interrupted": False}
+        self.current = {"id": request.get("id"), "interrupted": self.interrupt_next}
+        self.interrupt_next = False
         if "\x00" in code:
             self.end_execution(error=("SyntaxError", "bash code cannot contain NUL bytes"))
             return
-        self.shell.send(b"trap - INT; __sandcell_restore; eval " + quote_for_bash(code) + b" </dev/null\n")
+        self.shell.send(b"trap - INT; echo s >&63; __sandcell_restore; eval " + quote_for_bash(code) + b" </dev/null\n")
 
     def end_execution(self, error=None):
         current, self.current = self.current, None
+        self.resends_left = 0
         if error is not None:
             self.send({"type": "error", "id": current["id"], "name": error[0], "value": error[1], "traceback": []})
         end = {"type": "execution-end", "id": current["id"], "status": "error" if error else "ok"}
@@ -246,8 +264,13 @@ class Kernel:
     # --- events from the shell and signals ------------------------------------
     def on_statuses(self):
         for line in self.shell.read_statuses():
-            if self.current is None or not line.lstrip("-").isdigit():
-                continue  # not a cell's end: something the code wrote to fd 63
+            if self.current is None:
+                continue  # not a cell's: something the code's children wrote to fd 63
+            if line == "s":
+                self.arm()
+                continue
+            if not line.lstrip("-").isdigit():
+                continue
             status = int(line)
             if status == 0:
                 self.end_execution()
@@ -257,6 +280,27 @@ class Kernel:
                 self.end_execution(error=("ExitStatus", describe_status(status)))
         self.run_queue()
 
+    def arm(self):
+        """The shell now stops the cell on SIGINT. One that came before (while
+        the shell still ignored it, reading the line) is delivered again, and
+        again every RESEND_INTERVAL_S while the cell runs: one sent while bash
+        forks reaches neither bash's child (not yet in the group) nor stops
+        bash (which then waits for that child to end by itself)."""
+        if self.current["interrupted"]:
+            self.resends_left = RESENDS
+            self.resend_interrupt()
+
+    def resend_interrupt(self):
+        self.resends_left -= 1
+        self.resend_at = time.monotonic() + RESEND_INTERVAL_S
+        own = os.getpid()
+        if os.getpgid(0) == own:
+            os.killpg(own, signal.SIGINT)  # the shell and what it runs, as the supervisor's own
+        else:
+            os.kill(self.shell.pid, signal.SIGINT)
+        # Our own copy was delivered before killpg returned: drop its byte, keep the rest.
+        self.absorb_signals(self.read_signals().replace(SIGINT_BYTE, b""))
+
     def read_signals(self):
         try:
             return os.read(self.wakeup_read, 512)
@@ -264,11 +308,22 @@ class Kernel:
             return b""
 
     def on_signals(self):
-        received = self.read_signals()
+        self.absorb_signals(self.read_signals())
+        self.run_queue()  # an interrupt may have drained fd 3: what it queued runs now
+
+    def absorb_signals(self, received):
         if SIGINT_BYTE in received and self.current is not None:
-            self.current["interrupted"] = True  # the shell got the same SIGINT: its status follows
-        if SIGCHLD_BYTE not in received or self.shell is None:
+            self.current["interrupted"] = True  # the shell got the same SIGINT (or gets it once armed)
+        elif SIGINT_BYTE in received:
+            # The supervisor interrupts an execution it has sent, which may still
+            # wait unread on fd 3: then it is that one's, delivered once it runs.
+            # With nothing waiting, it came late for one that has ended.
+            self.read_requests()
+            self.interrupt_next = any(request.get("type") == "execute" for request in self.queue)
+        self.child_ended = self.child_ended or SIGCHLD_BYTE in received
+        if not self.child_ended or self.shell is None:
             return
+        self.child_ended = False
         status = self.shell.exited()
         if status is None:
             return
@@ -299,7 +354,12 @@ class Kernel:
         self.poller.register(REQUESTS_FD, select.POLLIN)
         self.send({"type": "ready", "protocolVersion": PROTOCOL_VERSION, "language": "bash", "version": self.shell.version, "pid": os.getpid()})
         while True:
-            ready = [fd for fd, _ in self.poller.poll()]
+            timeout = None
+            if self.resends_left > 0:
+                timeout = max(0, (self.resend_at - time.monotonic()) * 1000)
+            ready = [fd for fd, _ in self.poller.poll(timeout)]
+            if self.resends_left > 0 and self.current is not None and time.monotonic() >= self.resend_at:
+                self.resend_interrupt()
             # Signals first, whatever poll said: an interrupt must be seen before
             # the status it caused, and poll can return that status alone while
             # the signal's handler (run as poll returned) has already written
@@ -334,6 +394,7 @@ def main():
     os.environ.pop("SANDCELL_KERNEL_OPTIONS", None)  # bash needs none of them; keep it out of the user's env
     for fd in (REQUESTS_FD, EVENTS_FD):
         os.set_inheritable(fd, False)
+    os.set_blocking(REQUESTS_FD, False)  # read when poll says so, and drained on an interrupt
     Kernel().run()
 
 

@@ -21,6 +21,10 @@ from sandcell_event_loop import READABLE, LineReader, Outbox, exit_status
 from sandcell_output import OutputBudget, OutputStream
 from sandcell_process import SpawnError, kill_group, spawn_kernel
 
+# An interrupt is sent again this often, this many times, while its execution still runs.
+INTERRUPT_REPEAT_S = 0.3
+INTERRUPT_REPEATS = 3
+
 # Lines up to this size are parsed (cheap), so the supervisor knows each one
 # is a JSON object and sees its type; longer ones (results, displays) are
 # only checked to be one `{…}` line, which the splice keeps safe: any text
@@ -165,9 +169,19 @@ class Context:
         elif kind == "interrupt" and self.mode != "stdio":
             current = self.executions[0] if self.executions else None
             if current is not None and message.get("id", current) == current:
-                kill_group(self.pid, signal.SIGINT)
+                self._interrupt(current, INTERRUPT_REPEATS)
             return
         self.requests.write(line + b"\n")
+
+    def _interrupt(self, execution_id, repeats):
+        """SIGINT to the kernel's group, again a few times while the same execution runs: a signal
+        that lands while a kernel is between states (bash forking, node entering or leaving a guarded
+        stretch) can be lost, and one more is cheaper than the restart the host falls back on."""
+        if self.pid is None or not self.executions or self.executions[0] != execution_id:
+            return
+        kill_group(self.pid, signal.SIGINT)
+        if repeats > 0:
+            self.loop.call_later(INTERRUPT_REPEAT_S, lambda: self._interrupt(execution_id, repeats - 1))
 
     def _begin_execution(self):
         self.budget.reset()

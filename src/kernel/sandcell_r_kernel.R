@@ -18,7 +18,7 @@ local({
   arguments <- commandArgs()
   at <- match("-f", arguments)
   path <- if (is.na(at)) sub("^--file=", "", grep("^--file=", arguments, value = TRUE)[1]) else arguments[at + 1L]
-  for (expression in parse(path, keep.source = FALSE, encoding = "UTF-8")[-1L]) eval(expression, globalenv())
+  for (part in parse(path, keep.source = FALSE, encoding = "UTF-8")[-1L]) eval(part, globalenv())
 })
 local({
   `%or%` <- function(value, default) if (is.null(value)) default else value

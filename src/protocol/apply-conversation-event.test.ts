@@ -87,6 +87,45 @@ describe('applyConversationEvent', () => {
     expect(turn.answer).toEqual({ stopReason: 'answer', steps: 2, usage: { inputTokens: 10, outputTokens: 5 } });
   });
 
+  it("keeps what ran a piece of code on its step: a shell command, a cell's language; python is left unsaid", () => {
+    const turn = fold([
+      { type: 'code-ready', callId: 'a', code: 'ls', language: 'shell', attempt: 1, maxAttempts: 3 },
+      {
+        type: 'approval-request',
+        approvalId: 'p',
+        callId: 'b',
+        code: 'rm x',
+        language: 'shell',
+        attempt: 1,
+        maxAttempts: 3,
+      },
+      {
+        type: 'execution-start',
+        callId: 'c',
+        code: 'console.log(1)',
+        language: 'javascript',
+        attempt: 1,
+        maxAttempts: 1,
+        edited: false,
+      },
+      {
+        type: 'execution-start',
+        callId: 'd',
+        code: '1 + 1',
+        language: 'python',
+        attempt: 1,
+        maxAttempts: 1,
+        edited: false,
+      },
+    ]);
+    expect(turn.steps.map((step) => (step.type === 'code' ? [step.callId, step.language] : []))).toEqual([
+      ['a', 'shell'],
+      ['b', 'shell'],
+      ['c', 'javascript'],
+      ['d', undefined],
+    ]);
+  });
+
   it('records a failure and takes the turn the server ends it with', () => {
     const failed = fold([
       { type: 'error', error: { code: 'model-unavailable', message: 'The model did not answer.' } },

@@ -5,10 +5,28 @@
  * like the live one did.
  */
 import type { ConversationEvent } from './events.js';
-import type { CodeStatus, CodeStep, Turn } from './transcript.js';
+import type { CodeLanguage, CodeStatus, CodeStep, Turn } from './transcript.js';
 
-function newCodeStep(callId: string, code: string, attempt: number, maxAttempts: number, status: CodeStatus): CodeStep {
-  return { type: 'code', callId, code, attempt, maxAttempts, status, stdout: '', stderr: '', results: [], files: [] };
+function newCodeStep(
+  event: { callId: string; code: string; language?: CodeLanguage },
+  attempt: number,
+  maxAttempts: number,
+  status: CodeStatus,
+): CodeStep {
+  const { callId, code, language } = event;
+  return {
+    type: 'code',
+    callId,
+    code,
+    ...(language && language !== 'python' ? { language } : {}),
+    attempt,
+    maxAttempts,
+    status,
+    stdout: '',
+    stderr: '',
+    results: [],
+    files: [],
+  };
 }
 
 function withCodeStep(turn: Turn, callId: string, change: (step: CodeStep) => CodeStep, create?: () => CodeStep): Turn {
@@ -42,14 +60,14 @@ export function applyConversationEvent(turn: Turn, event: ConversationEvent): Tu
     case 'code-ready':
       return {
         ...turn,
-        steps: [...turn.steps, newCodeStep(event.callId, event.code, event.attempt, event.maxAttempts, 'ready')],
+        steps: [...turn.steps, newCodeStep(event, event.attempt, event.maxAttempts, 'ready')],
       };
     case 'approval-request':
       return withCodeStep(
         turn,
         event.callId,
         (step) => ({ ...step, status: 'awaiting-approval', approvalId: event.approvalId }),
-        () => newCodeStep(event.callId, event.code, event.attempt, event.maxAttempts, 'awaiting-approval'),
+        () => newCodeStep(event, event.attempt, event.maxAttempts, 'awaiting-approval'),
       );
     case 'execution-start':
       return withCodeStep(
@@ -59,7 +77,7 @@ export function applyConversationEvent(turn: Turn, event: ConversationEvent): Tu
           const { approvalId: _approvalId, ...rest } = step;
           return { ...rest, status: 'running', ...(event.edited ? { ranCode: event.code } : {}) };
         },
-        () => newCodeStep(event.callId, event.code, event.attempt, event.maxAttempts, 'running'),
+        () => newCodeStep(event, event.attempt, event.maxAttempts, 'running'),
       );
     case 'stdout-delta':
       return withCodeStep(turn, event.callId, (step) => ({ ...step, stdout: step.stdout + event.text }));
@@ -83,7 +101,7 @@ export function applyConversationEvent(turn: Turn, event: ConversationEvent): Tu
           const { approvalId: _approvalId, ...rest } = step;
           return { ...rest, status: 'skipped', skipReason: event.reason };
         },
-        () => newCodeStep(event.callId, event.code, 1, 1, 'skipped'),
+        () => newCodeStep(event, 1, 1, 'skipped'),
       );
     case 'answer-end': {
       const { type: _type, agent: _agent, ...answer } = event;

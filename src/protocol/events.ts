@@ -10,6 +10,7 @@
  */
 import type {
   CodeFile,
+  CodeLanguage,
   ExecutionSummary,
   PresentedResult,
   SkipReason,
@@ -43,25 +44,43 @@ export interface WirePresentation extends Presentation {
 /**
  * The model's work and its code's. `agent` names the agent that asked the
  * model (in process; absent where the server speaks for itself). `callId` is
- * the model's tool call id, or the turn id for a notebook cell.
+ * the model's tool call id, or the turn id for a notebook cell. `language`
+ * says what runs the code (a kernel's language, or `shell` for a command);
+ * absent means python.
  */
 export type WorkEvent<P extends Presentation = WirePresentation> =
   | { type: 'step-start'; agent?: string; step: number; maxSteps: number }
   | { type: 'answer-delta'; agent?: string; text: string }
-  | { type: 'code-ready'; callId: string; code: string; attempt: number; maxAttempts: number }
-  | { type: 'execution-start'; callId: string; code: string; attempt: number; maxAttempts: number; edited: boolean }
+  | { type: 'code-ready'; callId: string; code: string; language?: CodeLanguage; attempt: number; maxAttempts: number }
+  | {
+      type: 'execution-start';
+      callId: string;
+      code: string;
+      language?: CodeLanguage;
+      attempt: number;
+      maxAttempts: number;
+      edited: boolean;
+    }
   | { type: 'stdout-delta'; callId: string; text: string }
   | { type: 'stderr-delta'; callId: string; text: string }
   | { type: 'result-ready'; callId: string; result: P['result'] }
   | ({ type: 'execution-end'; callId: string } & P['ended'])
-  | { type: 'execution-skipped'; callId: string; code: string; reason: SkipReason }
+  | { type: 'execution-skipped'; callId: string; code: string; language?: CodeLanguage; reason: SkipReason }
   | ({ type: 'answer-end'; agent?: string } & P['answer']);
 
 /** A conversation's stream: a turn's start and end around the work, its approvals and its failure. */
 export type ConversationEvent =
   | { type: 'turn-start'; turn: Turn }
   | WorkEvent
-  | { type: 'approval-request'; approvalId: string; callId: string; code: string; attempt: number; maxAttempts: number }
+  | {
+      type: 'approval-request';
+      approvalId: string;
+      callId: string;
+      code: string;
+      language?: CodeLanguage;
+      attempt: number;
+      maxAttempts: number;
+    }
   | { type: 'error'; error: { code: string; message: string } }
   /** The last event of a turn: the turn as the server keeps it. */
   | { type: 'turn-end'; turn: Turn };

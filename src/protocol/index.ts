@@ -6,10 +6,18 @@
 export { applyConversationEvent } from './apply-conversation-event.js';
 export type { ConversationEvent, Presentation, WirePresentation, WorkEvent } from './events.js';
 export { bufferEncoding, findImage, IMAGE_TYPES, type ImageType, imageType, isRasterImage } from './images.js';
-export type { ErrorBody, ExecutionStreamEvent, FileInfo, ServerConfig } from './rest.js';
+export type {
+  CommandOutcome,
+  CommandStreamEvent,
+  ErrorBody,
+  ExecutionStreamEvent,
+  FileInfo,
+  ServerConfig,
+} from './rest.js';
 export type {
   ApprovalMode,
   CodeFile,
+  CodeLanguage,
   CodeStatus,
   CodeStep,
   Conversation,

@@ -44,3 +44,29 @@ export type ExecutionStreamEvent =
   | { type: 'result-ready'; result: unknown }
   | { type: 'execution-end'; execution: unknown }
   | ({ type: 'error' } & ErrorBody);
+
+/** What a finished shell command gives back (POST /v1/sessions/{id}/commands). */
+export interface CommandOutcome {
+  /** The exit status; 128 + the signal's number for a command a signal ended, as a shell reports it. */
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+  /** It ran past its `timeoutMs` and its process group was killed. */
+  timedOut: boolean;
+  /** A stream went past the session's output limit and was cut. */
+  outputTruncated: boolean;
+  /** The signal that ended it, if one did. */
+  signal?: string;
+}
+
+/**
+ * POST /v1/sessions/{id}/commands streamed (NDJSON or SSE): output as it
+ * happens, then `command-end` with the whole result as the JSON answer would
+ * have been, or `error` when it could not run.
+ */
+export type CommandStreamEvent =
+  | { type: 'stdout-delta'; text: string }
+  | { type: 'stderr-delta'; text: string }
+  | { type: 'command-end'; command: CommandOutcome }
+  | ({ type: 'error' } & ErrorBody);

@@ -3,6 +3,13 @@
  * (GET /v1/conversations/{id}) and exports, and the web UI shows.
  */
 
+/**
+ * What ran a piece of code: a language of the session's contexts, or `shell`
+ * for a one-off shell command (the chat agent's run_shell_command). Absent on
+ * a step means python.
+ */
+export type CodeLanguage = 'python' | 'javascript' | 'typescript' | 'bash' | 'r' | 'shell';
+
 /** `ask`: each piece of code waits for run / skip / edit (POST …/approvals/{approvalId}); `auto`: code runs at once. */
 export type ApprovalMode = 'auto' | 'ask';
 
@@ -74,6 +81,8 @@ export interface CodeStep {
   callId: string;
   /** The code as written (by the model, or in the cell). */
   code: string;
+  /** What ran it; absent for python. */
+  language?: CodeLanguage;
   /** The code that ran, when the user edited it before approving. */
   ranCode?: string;
   attempt: number;

@@ -13,6 +13,8 @@ import { McpHttpEndpoint } from './mcp/http.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { registerRoutes } from './route.js';
 import { systemRoutes } from './system-routes.js';
+import { commandRoutes } from './v1/command-routes.js';
+import { contextRoutes } from './v1/context-routes.js';
 import { v1Routes } from './v1/routes.js';
 import { serveWebUi } from './web-ui.js';
 
@@ -88,6 +90,8 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
   const routes = [
     ...systemRoutes(server, () => document),
     ...v1Routes(server),
+    ...commandRoutes(server),
+    ...contextRoutes(server),
     ...conversationRoutes(server),
     ...azureRoutes(server),
   ];
@@ -95,8 +99,8 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
     title: 'sandcell',
     version: server.version,
     description:
-      'A self-hosted code interpreter: stateful, sandboxed Python sessions. Native API under /v1 ' +
-      '(sessions, and conversations with the server’s model), Azure dynamic-sessions compatible API under /azure, ' +
+      'A self-hosted code interpreter: stateful, sandboxed sessions (Python, JavaScript, TypeScript, bash, R, and ' +
+      'shell commands). Native API under /v1 (sessions, contexts, commands, and conversations with the server’s model), Azure dynamic-sessions compatible API under /azure, ' +
       'MCP at /mcp, and the web UI at /.',
   });
   registerRoutes(app, routes, routeContext);

@@ -8,6 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { SandcellError } from '../errors.js';
+import type { CommandHandle } from '../session/command.js';
 import type { Execution, RunOptions } from '../session/execution.js';
 import type { SessionPool } from '../session/pool.js';
 import type { Session } from '../session/session.js';
@@ -32,6 +33,8 @@ export interface ManagedSession {
   readonly createdAt: number;
   readonly images: ImageStore;
   executions: number;
+  /** Background commands started through the server, by pid, until they end: their stdin stays open. */
+  readonly backgroundCommands: Map<number, CommandHandle>;
   /** Executions in `execute()` now: the running one and those queued behind it. */
   inFlight: number;
   /** When and why the server let go of the session (idle, deleted, shutdown, closed). */
@@ -142,6 +145,7 @@ export class SessionRegistry {
       createdAt: Date.now(),
       images: new ImageStore(),
       executions: 0,
+      backgroundCommands: new Map(),
       inFlight: 0,
     };
     this.byId.set(entry.id, entry);
@@ -225,6 +229,32 @@ export class SessionRegistry {
       this.options.metrics.rejected.inc({ reason: 'executions-per-minute' });
       throw error;
     }
+  }
+
+  /**
+   * Checks a shell command (its line, or text for its stdin) against the limits: shutdown, size,
+   * and rate (commands take tokens from the executions' bucket). The session caps how many run.
+   */
+  admitCommand(entry: ManagedSession, text: string): void {
+    this.refuseWhenShuttingDown();
+    const size = Buffer.byteLength(text, 'utf8');
+    if (size > this.options.maxCodeBytes) {
+      this.options.metrics.rejected.inc({ reason: 'code-too-large' });
+      throw new LimitExceededError(
+        'code-bytes',
+        `The command is ${size} bytes; the limit is ${this.options.maxCodeBytes}.`,
+      );
+    }
+    this.admitUpload(entry);
+  }
+
+  /**
+   * A command's time limit: the one asked for, within the server's maximum; a command waited for
+   * without one gets the default; a background one without one runs until killed or its session ends.
+   */
+  commandTimeout(timeoutMs: number | undefined, background: boolean): number | undefined {
+    if (timeoutMs === undefined && background) return undefined;
+    return Math.min(timeoutMs ?? this.options.defaultTimeoutMs, this.options.maxExecutionMs);
   }
 
   /** Checks an upload against the limits (shutdown, rate: uploads take tokens from the executions' bucket). */

@@ -29,7 +29,7 @@ const RUNTIME_PACKAGES: Record<Language, string> = {
   python: 'Python 3 with IPython (python3, python3-ipython)',
   javascript: 'Node.js (the nodejs package)',
   typescript: 'Node.js (the nodejs package; TypeScript is transpiled by sandcell)',
-  bash: 'bash',
+  bash: 'bash (the bash package)',
   r: 'R with ggplot2 and jsonlite (r-base-core, r-cran-ggplot2, r-cran-jsonlite)',
 };
 

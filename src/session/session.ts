@@ -221,10 +221,21 @@ export class Session {
 
   /**
    * Whether `code` is a complete statement (for prompts that read multi-line
-   * input): IPython's own rules, answered even while code runs.
+   * input) in python, or in the context `options.context`: the kernel's own
+   * rules (IPython's for python), answered even while code runs.
    */
-  async checkComplete(code: string): Promise<{ status: 'complete' | 'incomplete' | 'invalid'; indent: number }> {
-    return this.request({ type: 'is-complete', code: String(code) });
+  async checkComplete(
+    code: string,
+    options: { context?: string } = {},
+  ): Promise<{ status: 'complete' | 'incomplete' | 'invalid'; indent: number }> {
+    if (options.context === undefined) return this.request({ type: 'is-complete', code: String(code) });
+    // Each kernel answers by its own language's rules (bash -n, R's parse, a JavaScript parser).
+    const context = this.existingContext(options.context);
+    const connection = await this.contexts.ensureLive(context);
+    return connection.request(
+      { type: 'is-complete', code: String(code), context: context.id },
+      DEFAULT_REQUEST_TIMEOUT_MS,
+    );
   }
 
   /** Host-side resource usage of the current sandbox, where the backend measures it. */

@@ -151,14 +151,17 @@ export class FdKernel {
     return this.waitFor((event) => event.type === 'ready', timeoutMs);
   }
 
-  send(request: Record<string, unknown>): void {
-    this.requests.write(`${JSON.stringify(request)}\n`);
+  /** Writes a request; the promise settles once it is in the pipe (as the supervisor's are before it signals). */
+  send(request: Record<string, unknown>): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.requests.write(`${JSON.stringify(request)}\n`, (error) => (error ? reject(error) : resolve()));
+    });
   }
 
   /** Sends a request answered by a `reply` and waits for it. */
   request(type: string, fields: Record<string, unknown> = {}): Promise<KernelEvent> {
     const id = `request-${this.nextId++}`;
-    this.send({ type, id, ...fields });
+    this.send({ type, id, ...fields }).catch(() => {});
     return this.waitFor((event) => event.type === 'reply' && event.id === id);
   }
 
@@ -166,7 +169,15 @@ export class FdKernel {
   start(code: string): string {
     const id = `execution-${this.nextId++}`;
     this.outputStarts.set(id, { stdout: this.stdout.length, stderr: this.stderr.length });
-    this.send({ type: 'execute', id, code });
+    this.send({ type: 'execute', id, code }).catch(() => {});
+    return id;
+  }
+
+  /** Starts an execution and resolves once its request is in the kernel's pipe. */
+  async startWritten(code: string): Promise<string> {
+    const id = `execution-${this.nextId++}`;
+    this.outputStarts.set(id, { stdout: this.stdout.length, stderr: this.stderr.length });
+    await this.send({ type: 'execute', id, code });
     return id;
   }
 
@@ -193,6 +204,23 @@ export class FdKernel {
   /** SIGINT to the kernel's process group, as the supervisor interrupts an fd 3/4 kernel. */
   interrupt(): void {
     process.kill(-this.pid, 'SIGINT');
+  }
+
+  /**
+   * Interrupts `run` as the supervisor does: SIGINT now, and again every 300 ms, three times at
+   * most, while the run has not ended (a signal can land while a kernel is between states).
+   */
+  async interruptUntilEnded<T>(run: Promise<T>): Promise<T> {
+    let ended = false;
+    const watched = run.finally(() => {
+      ended = true;
+    });
+    this.interrupt();
+    for (let repeat = 0; repeat < 3 && !ended; repeat++) {
+      await Promise.race([watched, new Promise((resolve) => setTimeout(resolve, 300))]);
+      if (!ended) this.interrupt();
+    }
+    return watched;
   }
 
   /** Closes the kernel's requests: it should exit by itself. */

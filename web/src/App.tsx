@@ -3,6 +3,7 @@
  * prompt, the conversations (summaries for the sidebar, full history for the
  * ones opened), the turns streaming in, notices, and the live region.
  */
+
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import {
   type ApprovalMode,
@@ -19,6 +20,7 @@ import { FilesPanel } from './components/FilesPanel';
 import { LoginDialog } from './components/LoginDialog';
 import { Sidebar } from './components/Sidebar';
 import { formatBytes } from './format';
+import type { CellLanguage } from './languages';
 
 interface Notice {
   id: number;
@@ -327,8 +329,8 @@ export function App() {
   const sendMessage = (text: string): Promise<boolean> =>
     startInConversation((id, onEvent) => api.sendMessage(id, text, approval ?? 'auto', onEvent));
 
-  const runCell = (code: string): Promise<boolean> =>
-    startInConversation((id, onEvent) => api.runCell(id, code, onEvent));
+  const runCell = (code: string, language: CellLanguage): Promise<boolean> =>
+    startInConversation((id, onEvent) => api.runCell(id, code, language, onEvent));
 
   const stop = async () => {
     if (!selectedId) return;

@@ -154,8 +154,9 @@ export const api = {
   notebookUrl: (id: string) => `${conversationPath(id)}/notebook`,
   sendMessage: (id: string, content: string, approval: ApprovalMode, onEvent: (event: ConversationEvent) => void) =>
     streamTurn(`${conversationPath(id)}/messages`, { content, approval }, onEvent),
-  runCell: (id: string, code: string, onEvent: (event: ConversationEvent) => void) =>
-    streamTurn(`${conversationPath(id)}/cells`, { code }, onEvent),
+  /** A python cell sends no `language`, so it runs on servers from before languages too. */
+  runCell: (id: string, code: string, language: string, onEvent: (event: ConversationEvent) => void) =>
+    streamTurn(`${conversationPath(id)}/cells`, language === 'python' ? { code } : { code, language }, onEvent),
 };
 
 /**

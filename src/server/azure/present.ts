@@ -1,4 +1,8 @@
-/** How executions look on the Azure dynamic-sessions wire: the last value as JSON, stderr with the traceback, status. */
+/**
+ * How executions look on the Azure dynamic-sessions wire: the last value as JSON, stderr with the
+ * traceback, status; and shell commands in the same shape, their exit status deciding success.
+ */
+import type { CommandResult } from '../../session/command.js';
 import type { Execution, ExecutionResult } from '../../session/execution.js';
 import { formatTraceback } from '../../session/execution.js';
 
@@ -83,4 +87,16 @@ export function azureStderr(execution: Execution): string {
 export function azureStatus(execution: Execution): 'Success' | 'Failure' | 'Timeout' {
   if (execution.status === 'timeout') return 'Timeout';
   return execution.status === 'error' ? 'Failure' : 'Success';
+}
+
+export function azureCommandStatus(result: CommandResult): 'Success' | 'Failure' | 'Timeout' {
+  if (result.timedOut) return 'Timeout';
+  return result.exitCode === 0 ? 'Success' : 'Failure';
+}
+
+/** A command's stderr, with a note when it was killed at its time limit (as code's timeout is noted). */
+export function azureCommandStderr(result: CommandResult): string {
+  if (!result.timedOut) return result.stderr;
+  const separator = result.stderr === '' || result.stderr.endsWith('\n') ? '' : '\n';
+  return `${result.stderr}${separator}The command was killed at its time limit (exit code ${result.exitCode}).\n`;
 }

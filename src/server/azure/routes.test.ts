@@ -28,6 +28,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
 import { assign, byCode, printed, raised, recall, value } from '../../../test/support/kernel-script.js';
+import type { CommandScript } from '../../backends/scripted/script.js';
 import type { SandcellServer } from '../index.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
@@ -40,6 +41,27 @@ const withX =
   (answer: (x: number) => string) =>
   ({ state }: { state: Map<string, unknown> }) =>
     state.has('x') ? [value(answer(Number(state.get('x'))))] : [raised('NameError', "name 'x' is not defined")];
+
+/** `ls` lists /mnt/data; `exit N` fails with N; `sleep` runs until killed. */
+const shell: CommandScript = ({ command, files }) => {
+  if (command === 'ls')
+    return [
+      {
+        type: 'stdout',
+        text: files
+          .list()
+          .map((file) => `${file.path}\n`)
+          .join(''),
+      },
+    ];
+  if (command.startsWith('exit '))
+    return [
+      { type: 'stderr', text: 'failing\n' },
+      { type: 'exit', code: Number(command.slice(5)) },
+    ];
+  if (command === 'sleep') return [{ type: 'hang' }];
+  return [{ type: 'stdout', text: `ran ${command}\n` }];
+};
 
 const kernel = byCode({
   'import math\nx = 40\nprint("hi")\nx + 2': assign('x', '40', printed('hi\n'), value('42')),
@@ -72,7 +94,7 @@ let server: SandcellServer & { logs: LogCapture };
 let endpoint: string;
 
 beforeAll(async () => {
-  server = await startScriptedServer(kernel, { apiKeys: [KEY] });
+  server = await startScriptedServer(kernel, { apiKeys: [KEY] }, { command: shell });
   endpoint = `${server.url}/azure`;
 });
 afterAll(async () => {
@@ -240,9 +262,22 @@ describe('the newer executions API (2024-10-02-preview and later)', () => {
     const timeout = await execute({ code: 'import time\ntime.sleep(10)', timeoutInSeconds: 0.3 });
     expect(timeout.body.status).toBe('Failed');
     expect(timeout.body.result.stderr).toContain('time limit');
-    const shell = await execute({ shellCommand: 'ls' });
-    expect(shell.status).toBe(400);
-    expect(shell.body.error.message).toContain('shellCommand');
+    // A shell command: `codeInputType: "shellCommand"` with the command in `shellCommand` or in `code`.
+    const listed = await execute({ codeInputType: 'ShellCommand', executionType: 'Synchronous', shellCommand: 'ls' });
+    expect(listed.body).toMatchObject({
+      status: 'Succeeded',
+      result: { stdout: '', stderr: '', executionResult: '', exitCode: 0 },
+    });
+    const failing = await execute({ codeInputType: 'shellCommand', code: 'exit 3' });
+    expect(failing.body).toMatchObject({ status: 'Failed', result: { stderr: 'failing\n', exitCode: 3 } });
+    const killed = await execute({ shellCommand: 'sleep', timeoutInSeconds: 0.2 });
+    expect(killed.body.status).toBe('Failed');
+    expect(killed.body.result.stderr).toContain('killed at its time limit');
+    const nothing = await execute({ codeInputType: 'shellCommand' });
+    expect(nothing.status).toBe(400);
+    expect(nothing.body.error.message).toContain('shellCommand');
+    const other = await execute({ codeInputType: 'javaScript', code: '1' });
+    expect(other.status).toBe(400);
 
     const { body, contentType } = requestsMultipart('notes.txt', Buffer.from('some notes'));
     const upload = await fetch(`${url('files', sessionId, version)}&path=/mnt/data`, {
@@ -260,6 +295,25 @@ describe('the newer executions API (2024-10-02-preview and later)', () => {
     expect(await content.text()).toBe('some notes');
     expect((await fetch(url('files/notes.txt', sessionId, version), { method: 'DELETE', headers })).status).toBe(204);
     expect((await fetch(url('files/notes.txt/content', sessionId, version), { headers })).status).toBe(404);
+  });
+});
+
+describe('a shell command through the older code/execute route', () => {
+  it('answers in the shape LangChain reads (properties.{status,stdout,stderr,result}) plus exitCode', async () => {
+    const response = await fetch(url('code/execute', `shell-${randomUUID()}`), {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        properties: { codeInputType: 'shellCommand', executionType: 'synchronous', code: 'exit 2' },
+      }),
+    });
+    expect(((await response.json()) as Json).properties).toMatchObject({
+      status: 'Failure',
+      stdout: '',
+      stderr: 'failing\n',
+      result: '',
+      exitCode: 2,
+    });
   });
 });
 

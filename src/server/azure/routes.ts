@@ -10,7 +10,9 @@
  * Two generations of the API: 2024-02-02-preview (`code/execute`,
  * `files/upload`, `files/content/{name}`) and 2024-10-02-preview onwards
  * (`executions`, `files`, `files/{name}/content`). `DELETE session` works with
- * any version.
+ * any version. Both run a shell command for `codeInputType: "shellCommand"`
+ * (the command in `shellCommand`, or in `code`), answering in the shape of an
+ * execution plus `exitCode`; a non-zero exit is a failure.
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
@@ -25,7 +27,7 @@ import { HttpError, notFound } from '../errors.js';
 import { readUploadForm } from '../multipart.js';
 import type { ManagedSession } from '../registry.js';
 import { defineRoute, type RouteSpec } from '../route.js';
-import { azureResult, azureStatus, azureStderr } from './present.js';
+import { azureCommandStatus, azureCommandStderr, azureResult, azureStatus, azureStderr } from './present.js';
 import {
   AzureCodeExecuteBody,
   AzureCodeExecuteResponse,
@@ -38,6 +40,7 @@ import {
   AzurePathQuery,
   AzureQuery,
   AzureUploadForm,
+  requestedShellCommand,
 } from './schemas.js';
 
 const TAGS = ['azure dynamic sessions'];
@@ -117,6 +120,12 @@ export function azureRoutes(server: ServerContext): RouteSpec<never, never, neve
     if (!entry) throw new HttpError(404, 'session-not-found', `No session with identifier ${query.identifier}.`);
     return entry;
   };
+  /** A shell command, under the same limits as code; a client that disconnects kills it. */
+  const runCommand = (entry: ManagedSession, command: string, timeoutMs: number | undefined, signal: AbortSignal) => {
+    registry.admitCommand(entry, command);
+    const limit = registry.commandTimeout(timeoutMs, false);
+    return entry.session.commands.run(command, { ...(limit === undefined ? {} : { timeoutMs: limit }), signal });
+  };
   const download = async (c: Context, entry: ManagedSession, path: string) => {
     const data = await entry.session.files.read(path);
     return c.body(new Uint8Array(data), 200, fileHeaders(path, data.length));
@@ -158,7 +167,26 @@ export function azureRoutes(server: ServerContext): RouteSpec<never, never, neve
         const { properties } = body as z.output<typeof AzureCodeExecuteBody>;
         const entry = await session(owner, query);
         const timeoutMs = properties.timeoutInSeconds ? properties.timeoutInSeconds * 1000 : undefined;
-        const execution = await registry.execute(entry, properties.code, { timeoutMs, signal: c.req.raw.signal });
+        const shellCommand = requestedShellCommand(properties);
+        if (shellCommand !== undefined) {
+          const result = await runCommand(entry, shellCommand, timeoutMs, c.req.raw.signal);
+          return c.json({
+            $id: '1',
+            properties: {
+              $id: '2',
+              status: azureCommandStatus(result),
+              stdout: result.stdout,
+              stderr: azureCommandStderr(result),
+              result: '',
+              exitCode: result.exitCode,
+              executionTimeInMilliseconds: Math.round(result.durationMs),
+            },
+          });
+        }
+        const execution = await registry.execute(entry, properties.code ?? '', {
+          timeoutMs,
+          signal: c.req.raw.signal,
+        });
         return c.json({
           $id: '1',
           properties: {
@@ -185,7 +213,27 @@ export function azureRoutes(server: ServerContext): RouteSpec<never, never, neve
         const request = body as z.output<typeof AzureExecutionBody>;
         const entry = await session(owner, query);
         const timeoutMs = request.timeoutInSeconds ? request.timeoutInSeconds * 1000 : undefined;
-        const execution = await registry.execute(entry, request.code, { timeoutMs, signal: c.req.raw.signal });
+        const shellCommand = requestedShellCommand(request);
+        if (shellCommand !== undefined) {
+          const result = await runCommand(entry, shellCommand, timeoutMs, c.req.raw.signal);
+          return c.json({
+            id: randomUUID(),
+            identifier: query.identifier,
+            executionType: 'Synchronous',
+            status: result.exitCode === 0 && !result.timedOut ? 'Succeeded' : 'Failed',
+            result: {
+              stdout: result.stdout,
+              stderr: azureCommandStderr(result),
+              executionResult: '',
+              exitCode: result.exitCode,
+              executionTimeInMilliseconds: Math.round(result.durationMs),
+            },
+          });
+        }
+        const execution = await registry.execute(entry, request.code ?? '', {
+          timeoutMs,
+          signal: c.req.raw.signal,
+        });
         return c.json({
           id: randomUUID(),
           identifier: query.identifier,

@@ -23,13 +23,43 @@ const caseInsensitive = (value: string) =>
     .refine((given) => given.toLowerCase() === value.toLowerCase(), `only "${value}" is supported`)
     .optional();
 
+/** `inline`: `code` is Python; `shellCommand`: a shell command, in `shellCommand` or `code`. */
+const CodeInputType = z
+  .string()
+  .refine((given) => ['inline', 'shellcommand'].includes(given.toLowerCase()), 'only "inline" or "shellCommand"')
+  .optional()
+  .meta({ description: '`inline` (Python, the default) or `shellCommand` (run with `bash -c`).' });
+
+const ShellCommand = z
+  .string()
+  .min(1)
+  .optional()
+  .meta({ description: 'The command line, for `codeInputType: "shellCommand"` (or without it).' });
+
+const ExitCode = z.number().int().optional().meta({ description: "A shell command's exit status (absent for code)." });
+
+/** Whether a request runs a shell command, and which: `shellCommand`, or `code` under that input type. */
+export function requestedShellCommand(request: {
+  codeInputType?: string | undefined;
+  code?: string | undefined;
+  shellCommand?: string | undefined;
+}): string | undefined {
+  if (request.shellCommand !== undefined) return request.shellCommand;
+  return request.codeInputType?.toLowerCase() === 'shellcommand' ? request.code : undefined;
+}
+
+const CODE_OR_COMMAND = { error: '`code` (or `shellCommand` with codeInputType "shellCommand") is required' };
+
 export const AzureCodeExecuteBody = z.object({
-  properties: z.object({
-    codeInputType: caseInsensitive('inline'),
-    executionType: caseInsensitive('synchronous'),
-    code: z.string(),
-    timeoutInSeconds: z.number().positive().optional(),
-  }),
+  properties: z
+    .object({
+      codeInputType: CodeInputType,
+      executionType: caseInsensitive('synchronous'),
+      code: z.string().optional(),
+      shellCommand: ShellCommand,
+      timeoutInSeconds: z.number().positive().optional(),
+    })
+    .refine((properties) => properties.code !== undefined || properties.shellCommand !== undefined, CODE_OR_COMMAND),
 });
 
 export const AzureCodeExecuteResponse = z.object({
@@ -40,6 +70,7 @@ export const AzureCodeExecuteResponse = z.object({
     stdout: z.string(),
     stderr: z.string(),
     result: z.unknown().meta({ description: 'The last expression as JSON, or an image object.' }),
+    exitCode: ExitCode,
     executionTimeInMilliseconds: z.number().int(),
   }),
 });
@@ -59,12 +90,15 @@ export const AzureFileListResponse = z.object({
   ),
 });
 
-export const AzureExecutionBody = z.looseObject({
-  codeInputType: caseInsensitive('inline'),
-  executionType: caseInsensitive('synchronous'),
-  code: z.string({ error: '`code` is required (this pool runs Python; `shellCommand` is not supported)' }),
-  timeoutInSeconds: z.number().positive().optional(),
-});
+export const AzureExecutionBody = z
+  .looseObject({
+    codeInputType: CodeInputType,
+    executionType: caseInsensitive('synchronous'),
+    code: z.string().optional(),
+    shellCommand: ShellCommand,
+    timeoutInSeconds: z.number().positive().optional(),
+  })
+  .refine((request) => request.code !== undefined || request.shellCommand !== undefined, CODE_OR_COMMAND);
 
 export const AzureExecutionResponse = z.object({
   id: z.string(),
@@ -75,6 +109,7 @@ export const AzureExecutionResponse = z.object({
     stdout: z.string(),
     stderr: z.string(),
     executionResult: z.unknown(),
+    exitCode: ExitCode,
     executionTimeInMilliseconds: z.number().int(),
   }),
 });

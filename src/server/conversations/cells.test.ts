@@ -30,6 +30,8 @@ const kernel = byCode({
     return [value(`(${lines.length - 1}, ${lines[0]!.split(',').length})`)];
   },
   'print("before")': [printed('before\n')],
+  // Answers with the language of the context it ran in.
+  'which language': ({ language }) => [value(language)],
 });
 
 describe('conversations without a model (notebook)', () => {
@@ -76,6 +78,33 @@ describe('conversations without a model (notebook)', () => {
     expect(history.turns.map((item) => item.id)).toEqual([turn.id, second.id]);
     expect(history.turnCount).toBe(2);
     expect(history.title).toBe('x = 20 print("x is", x)');
+  });
+
+  it('runs a cell in the language it names, records the language on its step and in the notebook', async () => {
+    const conversation = await api.json<Conversation>('/v1/conversations', { method: 'POST', json: {} });
+    const base = `/v1/conversations/${conversation.id}`;
+    const events = await readEvents(await sse(api, `${base}/cells`, { code: 'which language', language: 'bash' }));
+    expect(events.find((event) => event.type === 'execution-start')).toMatchObject({ language: 'bash' });
+    const bashStep = lastTurn(events).steps[0];
+    if (bashStep?.type !== 'code') throw new Error('no code step');
+    expect(bashStep).toMatchObject({ language: 'bash', status: 'ok' });
+    expect(bashStep.results[0]?.data['text/plain']).toBe('bash');
+
+    const python = await api.json<Turn>(`${base}/cells`, { method: 'POST', json: { code: 'which language' } });
+    const pythonStep = python.steps[0];
+    if (pythonStep?.type !== 'code') throw new Error('no code step');
+    expect(pythonStep.results[0]?.data['text/plain']).toBe('python');
+    expect(pythonStep.language).toBeUndefined();
+    expect((await api.json<Conversation>(base)).turns[0]?.steps[0]).toMatchObject({ language: 'bash' });
+
+    // biome-ignore lint/suspicious/noExplicitAny: the notebook is read loosely
+    const notebook = await api.json<any>(`${base}/notebook`);
+    const [bashCell, pythonCell] = notebook.cells.filter((cell: { cell_type: string }) => cell.cell_type === 'code');
+    expect(bashCell.metadata).toMatchObject({ sandcell: { language: 'bash' }, vscode: { languageId: 'bash' } });
+    expect(pythonCell.metadata.sandcell.language).toBeUndefined();
+
+    const refused = await api(`${base}/cells`, { method: 'POST', json: { code: '1', language: 'cobol' } });
+    expect(refused.status).toBe(400);
   });
 
   it('reports errors with their traceback, and files a cell wrote with working download URLs', async () => {

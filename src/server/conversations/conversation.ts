@@ -27,6 +27,7 @@ import {
 } from '../../protocol/index.js';
 import type { Execution, ExecutionResult } from '../../session/execution.js';
 import { FileChanges } from '../../session/file-changes.js';
+import type { Language } from '../../session/languages.js';
 import {
   ApprovalDecidedError,
   ApprovalNotFoundError,
@@ -215,17 +216,32 @@ export class ServerConversation {
     return started;
   }
 
-  /** Runs a notebook cell in the session. */
-  runCell(code: string, timeoutMs: number | undefined, listener?: TurnListener): { turn: Turn; done: Promise<Turn> } {
+  /** Runs a notebook cell in the session, in its language's default context (python unless told). */
+  runCell(
+    code: string,
+    options: { language?: Language | undefined; timeoutMs?: number | undefined },
+    listener?: TurnListener,
+  ): { turn: Turn; done: Promise<Turn> } {
+    const { timeoutMs } = options;
+    const language = options.language ?? 'python';
     this.refuseWhenUnavailable();
     this.settings.registry.admit(this.entry, code); // a refusal answers the request, before the stream starts
     const started = this.start('cell', code, listener, 'auto', async (running) => {
       const callId = this.turns[running.index]!.id;
       await this.cellFiles.snapshot();
       await this.cellFiles.changed(); // what earlier turns wrote is not this cell's doing
-      this.emit({ type: 'execution-start', callId, code, attempt: 1, maxAttempts: 1, edited: false });
+      this.emit({
+        type: 'execution-start',
+        callId,
+        code,
+        attempt: 1,
+        maxAttempts: 1,
+        edited: false,
+        ...(language === 'python' ? {} : { language }),
+      });
       const execution = await this.settings.registry.execute(this.entry, code, {
         admitted: true,
+        language,
         timeoutMs,
         signal: running.abort.signal,
         onStdout: (text) => this.emit({ type: 'stdout-delta', callId, text }),

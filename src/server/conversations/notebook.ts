@@ -1,7 +1,9 @@
 /**
  * A conversation as a Jupyter notebook (nbformat 4.5): questions, the model's
  * words and uploads as markdown cells; the code that ran (the model's and the
- * user's cells) as code cells with their outputs, images embedded.
+ * user's cells) as code cells with their outputs, images embedded. The
+ * notebook's kernel is Python; a cell in another language says which in its
+ * metadata.
  */
 
 import { imageType } from '../../protocol/images.js';
@@ -85,7 +87,10 @@ function codeCell(id: string, step: CodeStep, source: NotebookSource): Cell {
         ...(step.skipReason ? { skipReason: step.skipReason } : {}),
         ...(step.ranCode ? { modelCode: step.code } : {}),
         attempt: step.attempt,
+        ...(step.language ? { language: step.language } : {}),
       },
+      // Editors that mix languages in one notebook (VS Code) read a cell's language here.
+      ...(step.language ? { vscode: { languageId: step.language } } : {}),
     },
     source: lines(skipped ? `# Not run (${step.skipReason ?? 'skipped'}).\n${code}` : code),
     outputs,

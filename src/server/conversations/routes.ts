@@ -217,7 +217,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         const conversation = find(owner, params.id);
         const request = body as z.output<typeof CellBody>;
         return answerTurn(c, requestedStreamFormat(c.req.header('accept'), query.stream), (listener) =>
-          conversation.runCell(request.code, request.timeoutMs, listener),
+          conversation.runCell(request.code, { language: request.language, timeoutMs: request.timeoutMs }, listener),
         );
       },
     }),

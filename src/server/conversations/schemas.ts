@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type * as Protocol from '../../protocol/index.js';
+import { LANGUAGES } from '../../session/languages.js';
 
 export const ConversationIdParams = z.object({
   id: z.string().uuid('a conversation id is a UUID'),
@@ -35,7 +36,10 @@ export const MessageBody = z
 
 export const CellBody = z
   .object({
-    code: z.string().meta({ description: 'Python source.' }),
+    code: z.string().meta({ description: 'Source in `language`.' }),
+    language: z.enum(LANGUAGES).optional().meta({
+      description: "The cell's language: its default context in the session keeps state between cells. @default python",
+    }),
     timeoutMs: z.number().positive().optional().meta({ description: "Wall-clock limit; at most the key's limit." }),
   })
   .strict();
@@ -102,6 +106,12 @@ const CodeStepSchema = z.object({
   type: z.literal('code'),
   callId: z.string(),
   code: z.string(),
+  language: z
+    .enum([...LANGUAGES, 'shell'])
+    .optional()
+    .meta({
+      description: 'The code’s language when not python (notebook cells); `shell` for a shell command the model ran.',
+    }),
   ranCode: z.string().optional().meta({ description: 'The code that ran, when the user edited it.' }),
   attempt: z.number(),
   maxAttempts: z.number(),

@@ -8,14 +8,31 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client as httpClient, type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
-import { assign, byCode, printed, recall } from '../../../test/support/kernel-script.js';
+import { assign, byCode, printed, recall, value } from '../../../test/support/kernel-script.js';
+import type { CommandScript, ExecuteScript, ScriptedRun } from '../../backends/scripted/script.js';
 import type { SandcellServer } from '../index.js';
 
-const kernel = byCode({
+const python = byCode({
   'value = "first"': assign('value', "'first'"),
   value: recall('value'),
   'print(1)': [printed('1\n')],
 });
+
+/** Python runs from its script; every other language answers with its name, so a test sees where code ran. */
+const kernel: ExecuteScript = (run) =>
+  run.language === 'python' ? (python as ScriptedRun)(run) : [value(`'${run.language}:${run.code}'`)];
+
+/** `echo X` prints X; `fail N` exits with N; `sleep` runs until killed. */
+const shell: CommandScript = ({ command, cwd }) => {
+  const [name, ...rest] = command.split(' ');
+  if (name === 'echo') return [{ type: 'stdout', text: `${rest.join(' ')} in ${cwd}\n` }];
+  if (name === 'fail')
+    return [
+      { type: 'stderr', text: 'nope\n' },
+      { type: 'exit', code: Number(rest[0]) },
+    ];
+  return [{ type: 'hang' }];
+};
 
 async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
   return (await client.callTool({ name, arguments: args })) as CallToolResult;
@@ -34,7 +51,11 @@ describe('MCP over Streamable HTTP at /mcp', () => {
   const OTHER = 'mcp-http-key-000002';
 
   beforeAll(async () => {
-    server = await startScriptedServer(kernel, { apiKeys: [KEY, OTHER] });
+    server = await startScriptedServer(
+      kernel,
+      { apiKeys: [KEY, OTHER], sessionOptions: { maxCommands: 1 } },
+      { command: shell },
+    );
   });
   afterAll(async () => {
     await server?.close();
@@ -68,6 +89,58 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     await expect
       .poll(async () => (await httpClient(server, KEY).json<{ sessions: unknown[] }>('/v1/sessions')).sessions.length)
       .toBe(0);
+  });
+
+  it('run_code runs in the language asked (python by default); run_command answers exit code and output', async () => {
+    const { client, transport } = await connect(KEY);
+    try {
+      const { tools } = await client.listTools();
+      const runCode = tools.find((tool) => tool.name === 'run_code');
+      expect(Object.keys(runCode?.inputSchema.properties ?? {})).toEqual([
+        'code',
+        'language',
+        'session',
+        'timeout_seconds',
+      ]);
+      expect(tools.find((tool) => tool.name === 'run_command')?.inputSchema.required).toEqual(['command']);
+
+      await call(client, 'run_code', { code: 'value = "first"' });
+      expect(textOf(await call(client, 'run_code', { code: 'value' }))).toBe("'first'");
+      expect(textOf(await call(client, 'run_code', { code: '1 + 1', language: 'javascript' }))).toBe(
+        "'javascript:1 + 1'",
+      );
+      const unknown = await call(client, 'run_code', { code: '1', language: 'cobol' });
+      expect(unknown.isError).toBe(true);
+
+      const ok = await call(client, 'run_command', { command: 'echo hi', cwd: 'sub' });
+      expect(ok.isError).toBeUndefined();
+      expect(textOf(ok)).toBe('exit code 0\n\n[stdout]\nhi in /mnt/data/sub');
+      const failed = await call(client, 'run_command', { command: 'fail 3' });
+      expect(failed.isError).toBe(true);
+      expect(textOf(failed)).toBe('exit code 3\n\n[stderr]\nnope');
+      const slow = await call(client, 'run_command', { command: 'sleep', timeout_seconds: 0.1 });
+      expect(textOf(slow)).toContain('killed at its time limit');
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+
+  it('a command past the session’s cap is a tool error saying what to do', async () => {
+    const { client, transport } = await connect(KEY);
+    try {
+      const first = call(client, 'run_command', { command: 'sleep', timeout_seconds: 1.5 });
+      await expect
+        .poll(async () => {
+          const second = await call(client, 'run_command', { command: 'echo again' });
+          return second.isError ? textOf(second) : 'ran';
+        })
+        .toContain('commands are already running in the session');
+      await first;
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
   });
 
   it('needs a key, and a connection belongs to the key that opened it', async () => {

@@ -1,17 +1,18 @@
 /**
- * sandcell's MCP server (official SDK): the tools run_python, list_files,
- * read_file, write_file and reset_session. Sessions are named (default
+ * sandcell's MCP server (official SDK): the tools run_python, run_code,
+ * run_command (code-tools.ts), list_files, read_file, write_file and
+ * reset_session. Sessions are named (default
  * "default") and live as long as the MCP connection; the same name in another
  * connection is another sandbox.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { findImage, isRasterImage } from '../../protocol/images.js';
-import { formatTraceback } from '../../session/execution.js';
+import { isRasterImage } from '../../protocol/images.js';
 import type { Owner } from '../auth.js';
 import { contentTypeFor } from '../content-type.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
+import { registerCodeTools } from './code-tools.js';
 import { type McpDeployment, toolErrorText } from './tool-errors.js';
 
 const SESSION_NAME = z
@@ -52,55 +53,20 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     { name: 'sandcell', version: options.version },
     {
       instructions:
-        'Run Python in a sandbox that keeps state between calls (variables, imports, files in /mnt/data). ' +
-        'numpy, pandas and matplotlib are available; figures come back as images. There is no network.',
+        'Run Python (or JavaScript, TypeScript, bash, R with run_code) and shell commands (run_command) in a sandbox ' +
+        'that keeps state between calls (variables, imports, files in /mnt/data). numpy, pandas and matplotlib are ' +
+        'available; figures come back as images. There is no network.',
     },
   );
   const sessionFor = (name: string | undefined): Promise<ManagedSession> =>
     registry.named(owner, 'mcp', scope, name ?? 'default');
 
-  server.registerTool(
-    'run_python',
-    {
-      title: 'Run Python',
-      description:
-        'Run Python code in a persistent sandboxed session and return its stdout, stderr, the value of the last ' +
-        'expression, and any figures as images. Variables and files persist between calls; save files to /mnt/data.',
-      inputSchema: {
-        code: z.string().describe('Python source to run.'),
-        session: SESSION_NAME,
-        timeout_seconds: z.number().positive().max(3600).optional().describe('Time limit for this run.'),
-      },
-    },
-    ({ code, session, timeout_seconds }) =>
-      guard(deployment, async () => {
-        const entry = await sessionFor(session);
-        const execution = await registry.execute(entry, code, {
-          timeoutMs: timeout_seconds ? timeout_seconds * 1000 : undefined,
-        });
-        const parts: string[] = [];
-        if (execution.stdout) parts.push(execution.stdout.trimEnd());
-        if (execution.stderr) parts.push(`[stderr]\n${execution.stderr.trimEnd()}`);
-        const content: CallToolResult['content'] = [];
-        for (const result of execution.results) {
-          // MCP image content is base64: a raster image goes as one, SVG as its text/plain.
-          const image = findImage(result.data);
-          if (image && image.type.encoding === 'base64') {
-            content.push({ type: 'image', data: image.content, mimeType: image.type.mimeType });
-          } else if (typeof result.data['text/plain'] === 'string') {
-            parts.push(result.data['text/plain'] as string);
-          }
-        }
-        if (execution.error) parts.push(formatTraceback(execution.error));
-        if (execution.stateLostReason) parts.push(`[note] ${execution.stateLostReason}`);
-        if (execution.outputTruncated) parts.push('[note] output was cut at the per-execution limit');
-        const summary = parts.join('\n\n') || '(no output)';
-        return {
-          content: [{ type: 'text', text: summary }, ...content],
-          ...(execution.status === 'ok' ? {} : { isError: true }),
-        };
-      }),
-  );
+  registerCodeTools(server, {
+    registry,
+    sessionFor,
+    guard: (work) => guard(deployment, work),
+    sessionName: SESSION_NAME,
+  });
 
   server.registerTool(
     'list_files',

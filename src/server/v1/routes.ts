@@ -79,7 +79,8 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       method: 'post',
       path: '/v1/sessions',
       operationId: 'createSession',
-      summary: 'Create a session (a sandbox with a Python kernel), taken from the warm pool.',
+      summary:
+        'Create a session (a sandbox with a Python context; other languages start on first use), taken from the warm pool.',
       tags: TAG_SESSIONS,
       body: { json: CreateSessionBody },
       responses: {
@@ -128,7 +129,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       method: 'post',
       path: '/v1/sessions/{id}/executions',
       operationId: 'execute',
-      summary: 'Run code in the session; the answer is the execution, or a stream of its events.',
+      summary: 'Run code in one of the session’s contexts (python unless `context` or `language` says otherwise).',
       description:
         'With `?stream=ndjson` / `Accept: application/x-ndjson` (or `sse` / `text/event-stream`) the events ' +
         '`stdout-delta`, `stderr-delta`, `result-ready` and `execution-end` arrive as they happen. ' +
@@ -157,8 +158,13 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         const entry = registry.get(owner, params.id);
         const executionId = randomUUID();
         const format = requestedStreamFormat(c.req.header('accept'), query.stream);
+        const where = {
+          ...(request.language === undefined ? {} : { language: request.language }),
+          ...(request.context === undefined ? {} : { context: request.context }),
+        };
         if (!format) {
           const execution = await registry.execute(entry, request.code, {
+            ...where,
             timeoutMs: request.timeoutMs,
             signal: c.req.raw.signal,
           });
@@ -174,6 +180,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
           format,
           async (callbacks) => {
             const execution = await registry.execute(entry, request.code, {
+              ...where,
               timeoutMs: request.timeoutMs,
               ...callbacks,
             });

@@ -1,6 +1,7 @@
 /** The zod schemas of the native /v1 sessions API: they validate requests and make the OpenAPI document. */
 import { z } from 'zod';
 import type * as Protocol from '../../protocol/index.js';
+import { CONTEXT_ID, LANGUAGES } from '../../session/languages.js';
 
 export const SessionIdParams = z.object({
   id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a session id is 1 to 64 letters, digits, "-" or "_"'),
@@ -61,7 +62,13 @@ export const ExecutionSchema = z
 
 export const ExecuteBody = z
   .object({
-    code: z.string().meta({ description: 'Python source.' }),
+    code: z.string().meta({ description: 'Source in the context’s language (Python by default).' }),
+    language: z.enum(LANGUAGES).optional().meta({
+      description: 'Run in this language’s default context, started on first use. @default python',
+    }),
+    context: z.string().regex(CONTEXT_ID, 'a context id is 1 to 64 letters, digits, ".", "-" or "_"').optional().meta({
+      description: 'Run in this context (from POST /v1/sessions/{id}/contexts); a language’s name is its default.',
+    }),
     timeoutMs: z
       .number()
       .positive()

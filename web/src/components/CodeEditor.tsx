@@ -1,10 +1,10 @@
 /**
- * A Python editor: a plain textarea over a highlighted copy of its text, so
+ * A code editor (Python highlighted, other languages plain): a plain textarea over a highlighted copy of its text, so
  * typing, selection, undo and screen readers work as in any textarea. Tab
  * indents; Escape then Tab leaves the editor (keyboard users are not trapped).
  */
 import { useMemo, useRef } from 'preact/hooks';
-import { highlightPython } from '../render/highlight';
+import { highlightCode } from '../render/highlight';
 
 export interface CodeEditorProps {
   value: string;
@@ -17,15 +17,17 @@ export interface CodeEditorProps {
   autoFocus?: boolean;
   id?: string;
   describedBy?: string;
+  /** @default python */
+  language?: string;
 }
 
 const INDENT = '    ';
 
 export function CodeEditor(props: CodeEditorProps) {
-  const { value, onInput, onRun, label, disabled, placeholder, autoFocus, id, describedBy } = props;
+  const { value, onInput, onRun, label, disabled, placeholder, autoFocus, id, describedBy, language } = props;
   const tabLeaves = useRef(false);
   // The trailing newline keeps the highlighted copy as tall as the textarea when the text ends with one.
-  const highlighted = useMemo(() => `${highlightPython(value)}\n`, [value]);
+  const highlighted = useMemo(() => `${highlightCode(value, language)}\n`, [value, language]);
 
   /** Replaces start..end with text, through the browser's editing so undo keeps working. */
   const replace = (area: HTMLTextAreaElement, start: number, end: number, text: string, caret: number) => {
@@ -72,7 +74,7 @@ export function CodeEditor(props: CodeEditorProps) {
       const lineStart = text.lastIndexOf('\n', start - 1) + 1;
       const line = text.slice(lineStart, start);
       let indent = line.match(/^[ \t]*/)?.[0] ?? '';
-      if (/:\s*$/.test(line)) indent += INDENT;
+      if ((language ?? 'python') === 'python' && /:\s*$/.test(line)) indent += INDENT;
       replace(area, start, end, `\n${indent}`, start + 1 + indent.length);
       return;
     }

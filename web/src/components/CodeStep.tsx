@@ -7,8 +7,9 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { CodeFile, CodeStep, PresentedResult } from '../../../src/protocol/index';
 import { ApiError, download } from '../api';
 import { baseName, formatBytes, formatDuration } from '../format';
+import { type CellLanguage, languageLabel } from '../languages';
 import { stripAnsi } from '../render/ansi';
-import { highlightPython } from '../render/highlight';
+import { highlightCode } from '../render/highlight';
 import { AnsiText } from './Ansi';
 import { AuthImage } from './AuthImage';
 import { CodeEditor } from './CodeEditor';
@@ -25,7 +26,7 @@ export interface CodeStepViewProps {
   onDecide?: (approvalId: string, decision: Decision, code?: string) => Promise<void>;
   onError?: (message: string) => void;
   /** Puts the code into the notebook's cell editor. */
-  onEditInCell?: (code: string) => void;
+  onEditInCell?: (code: string, language?: CellLanguage) => void;
 }
 
 const STATUS_LABEL: Record<CodeStep['status'], string> = {
@@ -44,11 +45,17 @@ const SKIP_REASON: Record<NonNullable<CodeStep['skipReason']>, string> = {
   cancelled: 'the turn was stopped',
 };
 
-export function HighlightedCode({ code }: { code: string }) {
-  const html = useMemo(() => highlightPython(code), [code]);
+export function HighlightedCode({ code, language }: { code: string; language?: CodeStep['language'] }) {
+  const html = useMemo(() => highlightCode(code, language), [code, language]);
+  // A shell command reads as typed at a prompt.
   return (
-    <pre class="code-block hljs">
-      <code class="language-python" dangerouslySetInnerHTML={{ __html: html }} />
+    <pre class={`code-block hljs${language === 'shell' ? ' shell-command' : ''}`}>
+      {language === 'shell' ? (
+        <span class="shell-prompt" aria-hidden="true">
+          ${' '}
+        </span>
+      ) : null}
+      <code class={`language-${language ?? 'python'}`} dangerouslySetInnerHTML={{ __html: html }} />
     </pre>
   );
 }
@@ -62,7 +69,8 @@ export function CodeStepView({ step, place, origin, onDecide, onError, onEditInC
     summaryBits.push(`attempt ${step.attempt} of ${step.maxAttempts}`);
   }
   if (step.execution) summaryBits.push(formatDuration(step.execution.durationMs));
-  const label = origin === 'cell' ? 'Cell' : 'Python';
+  const language = languageLabel(step.language);
+  const label = origin === 'cell' ? `Cell · ${language}` : language;
   const count = step.execution?.executionCount;
 
   return (
@@ -87,11 +95,11 @@ export function CodeStepView({ step, place, origin, onDecide, onError, onEditInC
           </span>
           {step.ranCode !== undefined ? <span class="edited-badge">edited before running</span> : null}
         </summary>
-        <HighlightedCode code={shownCode} />
+        <HighlightedCode code={shownCode} language={step.language} />
         {step.ranCode !== undefined && step.ranCode !== step.code ? (
           <details class="original-code">
             <summary>Code as first written</summary>
-            <HighlightedCode code={step.code} />
+            <HighlightedCode code={step.code} language={step.language} />
           </details>
         ) : null}
       </details>
@@ -102,7 +110,11 @@ export function CodeStepView({ step, place, origin, onDecide, onError, onEditInC
       <StepOutputs step={step} place={place} onError={onError} />
       {origin === 'cell' && onEditInCell && step.status !== 'running' ? (
         <div class="step-actions">
-          <button type="button" class="button-quiet small" onClick={() => onEditInCell(shownCode)}>
+          <button
+            type="button"
+            class="button-quiet small"
+            onClick={() => onEditInCell(shownCode, step.language === 'shell' ? undefined : step.language)}
+          >
             Edit in a new cell
           </button>
         </div>
@@ -154,7 +166,8 @@ function ApprovalControls({
           value={draft}
           onInput={setDraft}
           onRun={() => void decide('edit', draft)}
-          label="Edit the code before it runs"
+          label={step.language === 'shell' ? 'Edit the command before it runs' : 'Edit the code before it runs'}
+          language={step.language === 'shell' ? 'bash' : step.language}
           autoFocus
         />
         <div class="approval-buttons">
@@ -170,7 +183,7 @@ function ApprovalControls({
   }
   return (
     <fieldset class="approval">
-      <legend class="approval-question">Run this code?</legend>
+      <legend class="approval-question">{step.language === 'shell' ? 'Run this command?' : 'Run this code?'}</legend>
       <div class="approval-buttons">
         <button
           ref={runButton}

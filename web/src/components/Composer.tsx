@@ -1,5 +1,6 @@
 /** Where the user writes: the chat box (Enter sends, Shift+Enter newline) and the notebook cell (Ctrl+Enter runs). */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { CELL_LANGUAGES, type CellLanguage } from '../languages';
 import { CodeEditor } from './CodeEditor';
 
 export interface ChatComposerProps {
@@ -136,12 +137,12 @@ export function ChatComposer({
 export interface CellComposerProps {
   disabledReason?: string;
   busy: boolean;
-  onRun: (code: string) => Promise<boolean>;
+  onRun: (code: string, language: CellLanguage) => Promise<boolean>;
   onStop: () => void;
   onPickFiles: (files: File[]) => void;
   uploadDisabledReason?: string;
-  /** Code to put in the editor (from "Edit in a new cell"); the counter makes a repeat count. */
-  preset?: { code: string; serial: number };
+  /** Code to put in the editor (from "Edit in a new cell"), with its language; the counter makes a repeat count. */
+  preset?: { code: string; language?: CellLanguage; serial: number };
 }
 
 export function CellComposer({
@@ -154,11 +155,14 @@ export function CellComposer({
   preset,
 }: CellComposerProps) {
   const [code, setCode] = useState('');
+  const [language, setLanguage] = useState<CellLanguage>('python');
   const wrapper = useRef<HTMLDivElement>(null);
+  const choice = CELL_LANGUAGES.find((entry) => entry.value === language) ?? CELL_LANGUAGES[0]!;
 
   useEffect(() => {
     if (!preset) return;
     setCode(preset.code);
+    setLanguage(preset.language ?? 'python');
     wrapper.current?.querySelector('textarea')?.focus();
   }, [preset]);
 
@@ -166,7 +170,7 @@ export function CellComposer({
     if (!code.trim() || busy || disabledReason) return;
     const submitted = code;
     setCode('');
-    const started = await onRun(submitted);
+    const started = await onRun(submitted, language);
     if (!started) setCode((current) => current || submitted);
   };
 
@@ -178,15 +182,30 @@ export function CellComposer({
         </p>
       ) : null}
       <div class="cell-box">
-        <span class="cell-prompt" aria-hidden="true">
-          In [ ]:
-        </span>
+        <div class="cell-gutter">
+          <span class="cell-prompt" aria-hidden="true">
+            In [ ]:
+          </span>
+          <select
+            class="cell-language"
+            aria-label="Cell language"
+            value={language}
+            onChange={(event) => setLanguage((event.currentTarget as HTMLSelectElement).value as CellLanguage)}
+          >
+            {CELL_LANGUAGES.map((entry) => (
+              <option key={entry.value} value={entry.value}>
+                {entry.label}
+              </option>
+            ))}
+          </select>
+        </div>
         <CodeEditor
           value={code}
           onInput={setCode}
           onRun={() => void run()}
-          label="Python cell (Ctrl+Enter runs it)"
-          placeholder="Python, e.g. import pandas as pd"
+          label={`${choice.label} cell (Ctrl+Enter runs it)`}
+          placeholder={choice.placeholder}
+          language={language}
           disabled={disabledReason !== undefined}
           describedBy={disabledReason ? 'cell-reason' : 'cell-hint'}
         />

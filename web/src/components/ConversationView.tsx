@@ -1,8 +1,10 @@
 /** The main area: the conversation's header, notices, history, and the chat box or notebook cell. */
+
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { ApprovalMode, Conversation } from '../../../src/protocol/index';
 import type { ServerConfig } from '../api';
 import { formatTime } from '../format';
+import type { CellLanguage } from '../languages';
 import type { Decision } from './CodeStep';
 import { CellComposer, ChatComposer } from './Composer';
 import { Markdown } from './Html';
@@ -21,7 +23,7 @@ export interface ConversationViewProps {
   filesOpen: boolean;
   onToggleFiles: () => void;
   onSend: (text: string) => Promise<boolean>;
-  onRunCell: (code: string) => Promise<boolean>;
+  onRunCell: (code: string, language: CellLanguage) => Promise<boolean>;
   onStop: () => void;
   onDecide: (approvalId: string, decision: Decision, code?: string) => Promise<void>;
   onUpload: (files: File[]) => void;
@@ -37,7 +39,7 @@ export function ConversationView(props: ConversationViewProps) {
   const scroller = useRef<HTMLDivElement>(null);
   const nearBottom = useRef(true);
   const [dragging, setDragging] = useState(0);
-  const [preset, setPreset] = useState<{ code: string; serial: number }>();
+  const [preset, setPreset] = useState<{ code: string; language?: CellLanguage; serial: number }>();
 
   // Follow the answer as it streams, unless the user scrolled up to read.
   useLayoutEffect(() => {
@@ -195,9 +197,9 @@ export function ConversationView(props: ConversationViewProps) {
                 turn={turn}
                 onDecide={props.onDecide}
                 onError={props.onError}
-                onEditInCell={(code) => {
+                onEditInCell={(code, language) => {
                   props.onModeChange('notebook');
-                  setPreset((current) => ({ code, serial: (current?.serial ?? 0) + 1 }));
+                  setPreset((current) => ({ code, language, serial: (current?.serial ?? 0) + 1 }));
                 }}
               />
             ))

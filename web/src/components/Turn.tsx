@@ -1,6 +1,8 @@
 /** One turn of a conversation: a question and its answer, a notebook cell, or an upload. */
+
 import type { FilePreview, Turn } from '../../../src/protocol/index';
 import { formatBytes, formatCount, formatTime } from '../format';
+import type { CellLanguage } from '../languages';
 import { CodeStepView, type Decision } from './CodeStep';
 import { Markdown } from './Html';
 
@@ -8,7 +10,7 @@ export interface TurnViewProps {
   turn: Turn;
   onDecide?: (approvalId: string, decision: Decision, code?: string) => Promise<void>;
   onError?: (message: string) => void;
-  onEditInCell?: (code: string) => void;
+  onEditInCell?: (code: string, language?: CellLanguage) => void;
 }
 
 const STOP_NOTE: Record<string, string> = {

@@ -1,0 +1,144 @@
+/**
+ * The MCP tools that run things: run_python (as it always was), run_code (a
+ * language's default context: python, javascript, typescript, bash or r) and
+ * run_command (a shell command beside the kernels). A failure of the code or a
+ * non-zero exit is a tool error the model reads; typed refusals go through
+ * tool-errors.ts.
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { findImage } from '../../protocol/images.js';
+import type { CommandResult } from '../../session/command.js';
+import { type Execution, formatTraceback } from '../../session/execution.js';
+import { LANGUAGES, type Language } from '../../session/languages.js';
+import { MAX_PATH_BYTES } from '../../session/sandbox-inputs.js';
+import type { ManagedSession, SessionRegistry } from '../registry.js';
+
+export interface CodeToolsOptions {
+  registry: SessionRegistry;
+  sessionFor(name: string | undefined): Promise<ManagedSession>;
+  /** Wraps a tool's work: typed failures become tool errors. */
+  guard(work: () => Promise<CallToolResult>): Promise<CallToolResult>;
+  sessionName: z.ZodType<string | undefined>;
+}
+
+const TIMEOUT_SECONDS = z.number().positive().max(3600).optional().describe('Time limit for this run.');
+
+/** An execution as tool content: its output and values as text, raster images as images. */
+function executionContent(execution: Execution): CallToolResult {
+  const parts: string[] = [];
+  if (execution.stdout) parts.push(execution.stdout.trimEnd());
+  if (execution.stderr) parts.push(`[stderr]\n${execution.stderr.trimEnd()}`);
+  const images: CallToolResult['content'] = [];
+  for (const result of execution.results) {
+    // MCP image content is base64: a raster image goes as one, SVG as its text/plain.
+    const image = findImage(result.data);
+    if (image && image.type.encoding === 'base64') {
+      images.push({ type: 'image', data: image.content, mimeType: image.type.mimeType });
+    } else if (typeof result.data['text/plain'] === 'string') {
+      parts.push(result.data['text/plain'] as string);
+    }
+  }
+  if (execution.error) parts.push(formatTraceback(execution.error));
+  if (execution.stateLostReason) parts.push(`[note] ${execution.stateLostReason}`);
+  if (execution.outputTruncated) parts.push('[note] output was cut at the per-execution limit');
+  return {
+    content: [{ type: 'text', text: parts.join('\n\n') || '(no output)' }, ...images],
+    ...(execution.status === 'ok' ? {} : { isError: true }),
+  };
+}
+
+/** A command's result as tool content: the exit code first, then what it printed. */
+function commandContent(result: CommandResult): CallToolResult {
+  const status = result.timedOut
+    ? `exit code ${result.exitCode} (killed at its time limit)`
+    : `exit code ${result.exitCode}${result.signal ? ` (ended by ${result.signal})` : ''}`;
+  const parts = [status];
+  if (result.stdout) parts.push(`[stdout]\n${result.stdout.trimEnd()}`);
+  if (result.stderr) parts.push(`[stderr]\n${result.stderr.trimEnd()}`);
+  if (result.outputTruncated) parts.push('[note] output was cut at the per-stream limit');
+  return {
+    content: [{ type: 'text', text: parts.join('\n\n') }],
+    ...(result.exitCode === 0 ? {} : { isError: true }),
+  };
+}
+
+export function registerCodeTools(server: McpServer, options: CodeToolsOptions): void {
+  const { registry, sessionFor, guard, sessionName } = options;
+  const runIn = (language: Language, code: string, session: string | undefined, timeoutSeconds?: number) =>
+    guard(async () => {
+      const entry = await sessionFor(session);
+      const execution = await registry.execute(entry, code, {
+        language,
+        timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined,
+      });
+      return executionContent(execution);
+    });
+
+  server.registerTool(
+    'run_python',
+    {
+      title: 'Run Python',
+      description:
+        'Run Python code in a persistent sandboxed session and return its stdout, stderr, the value of the last ' +
+        'expression, and any figures as images. Variables and files persist between calls; save files to /mnt/data.',
+      inputSchema: {
+        code: z.string().describe('Python source to run.'),
+        session: sessionName,
+        timeout_seconds: TIMEOUT_SECONDS,
+      },
+    },
+    ({ code, session, timeout_seconds }) => runIn('python', code, session, timeout_seconds),
+  );
+
+  server.registerTool(
+    'run_code',
+    {
+      title: 'Run code',
+      description:
+        'Run code in a persistent sandboxed session, in one of several languages: python (default), javascript, ' +
+        'typescript (Node.js; top-level await; the last expression is the value), bash (a persistent shell) or r. ' +
+        'Each language keeps its own variables between calls; all share the files in /mnt/data.',
+      inputSchema: {
+        code: z.string().describe('Source to run.'),
+        language: z.enum(LANGUAGES).optional().describe('The language of `code`. Default python.'),
+        session: sessionName,
+        timeout_seconds: TIMEOUT_SECONDS,
+      },
+    },
+    ({ code, language, session, timeout_seconds }) => runIn(language ?? 'python', code, session, timeout_seconds),
+  );
+
+  server.registerTool(
+    'run_command',
+    {
+      title: 'Run a shell command',
+      description:
+        'Run a shell command (bash -c) in the session’s sandbox, beside its code, in /mnt/data unless `cwd` says ' +
+        'otherwise; answers its exit code, stdout and stderr. There is no network.',
+      inputSchema: {
+        command: z.string().min(1).describe('The command line, e.g. "ls -la" or "wc -l data.csv".'),
+        cwd: z
+          .string()
+          .min(1)
+          .max(MAX_PATH_BYTES)
+          .optional()
+          .describe('Working directory, absolute or relative to /mnt/data.'),
+        timeout_seconds: TIMEOUT_SECONDS,
+        session: sessionName,
+      },
+    },
+    ({ command, cwd, timeout_seconds, session }) =>
+      guard(async () => {
+        const entry = await sessionFor(session);
+        registry.admitCommand(entry, command);
+        const timeoutMs = registry.commandTimeout(timeout_seconds ? timeout_seconds * 1000 : undefined, false);
+        const result = await entry.session.commands.run(command, {
+          ...(cwd === undefined ? {} : { cwd }),
+          ...(timeoutMs === undefined ? {} : { timeoutMs }),
+        });
+        return commandContent(result);
+      }),
+  );
+}
