@@ -86,6 +86,7 @@ const EXPECTED: Record<string, string[]> = {
     'PROVIDERS',
     'PythonExecAgent',
     'REASONING_EFFORTS',
+    'RUN_SHELL_COMMAND',
     'SAFE_FILE_ACCESS',
     'ToolManager',
     'boundText',
