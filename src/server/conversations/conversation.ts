@@ -18,6 +18,7 @@ import {
   applyConversationEvent,
   type CodeFile,
   type ConversationEvent,
+  type ConversationMode,
   type ConversationSummary,
   type Conversation as ConversationView,
   type ExecutionSummary,
@@ -48,10 +49,10 @@ import {
   withoutOutputs,
 } from './history-limits.js';
 import { errorWithin, jsonBytes, OutputBudget } from './output-budget.js';
+import { titleFrom, titleFromCell, titleFromFiles, UNTITLED } from './title.js';
 
 /** Images kept per conversation (for its history and its notebook export); the oldest go first. */
 const MAX_CONVERSATION_IMAGES = 256;
-const MAX_TITLE_CHARS = 80;
 
 export interface ConversationSettings {
   registry: SessionRegistry;
@@ -90,17 +91,14 @@ interface RunningTurn {
 
 export type TurnListener = (event: ConversationEvent) => void;
 
-export function titleFrom(text: string): string {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return line.length > MAX_TITLE_CHARS ? `${line.slice(0, MAX_TITLE_CHARS - 1)}…` : line;
-}
-
 export class ServerConversation {
   readonly id = randomUUID();
   readonly createdAt = Date.now();
   updatedAt = this.createdAt;
   title: string;
   private titled: boolean;
+  /** How the web UI shows it, as a client last set it (PATCH); undefined until one does. */
+  mode: ConversationMode | undefined;
   readonly images: ImageStore;
   readonly turns: Turn[] = [];
   /** Turns dropped whole to keep the history within its bounds. */
@@ -122,7 +120,7 @@ export class ServerConversation {
     this.limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
     this.images = new ImageStore({ maxImages: MAX_CONVERSATION_IMAGES, maxBytes: this.limits.historyBytes });
     this.titled = Boolean(title?.trim());
-    this.title = this.titled ? titleFrom(title!) : 'New conversation';
+    this.title = this.titled ? titleFrom(title!) : UNTITLED;
     this.cellFiles = new FileChanges(entry.session.files);
     this.fileAgent = chat?.fileAgent ?? new FileAccessAgent({ dataRoots: [], files: entry.session.files });
     this.fileAgent.on((event) => {
@@ -190,6 +188,7 @@ export class ServerConversation {
         ? { expiredAt: new Date(expired.at).toISOString(), expiredReason: describeExpiry(expired.reason) }
         : {}),
       turnCount: this.turns.length,
+      ...(this.mode ? { mode: this.mode } : {}),
       ...(this.droppedTurns > 0 ? { droppedTurns: this.droppedTurns } : {}),
     };
   }
@@ -253,7 +252,8 @@ export class ServerConversation {
       );
       this.emitExecutionEnd(callId, execution, files);
     });
-    if (!this.titled) this.retitle(code);
+    // Code is no title: a cell names only a nameless conversation, and only provisionally.
+    if (!this.titled && this.title === UNTITLED) this.title = titleFromCell(code) ?? UNTITLED;
     return started;
   }
 
@@ -303,7 +303,7 @@ export class ServerConversation {
     }
     this.turns[running.index] = { ...this.turns[running.index]!, files: previews };
     // A provisional title: the first question or cell names the conversation.
-    if (!this.titled) this.title = titleFrom(files.map((file) => file.name).join(', '));
+    if (!this.titled) this.title = titleFromFiles(files.map((file) => file.name));
   }
 
   /** Answers a pending approval. */
