@@ -8,6 +8,7 @@ import type { CellLanguage } from '../languages';
 import type { Decision } from './CodeStep';
 import { CellComposer, ChatComposer } from './Composer';
 import { Markdown } from './Html';
+import { BrandMark, DownloadIcon, FilesIcon, MenuIcon } from './Icons';
 import { TurnView } from './Turn';
 
 export type Mode = 'chat' | 'notebook';
@@ -22,6 +23,9 @@ export interface ConversationViewProps {
   busy: boolean;
   filesOpen: boolean;
   onToggleFiles: () => void;
+  /** Opens the conversation list where it is a drawer (narrow screens). */
+  onOpenDrawer: () => void;
+  drawerOpen: boolean;
   onSend: (text: string) => Promise<boolean>;
   onRunCell: (code: string, language: CellLanguage) => Promise<boolean>;
   onStop: () => void;
@@ -89,7 +93,19 @@ export function ConversationView(props: ConversationViewProps) {
       }}
     >
       <header class="main-header">
-        <h1 class="conversation-heading">{conversation?.title || 'New conversation'}</h1>
+        <div class="heading-row">
+          <button
+            type="button"
+            class="icon-button drawer-toggle"
+            aria-label="Conversations"
+            aria-controls="sidebar"
+            aria-expanded={props.drawerOpen}
+            onClick={props.onOpenDrawer}
+          >
+            <MenuIcon />
+          </button>
+          <h1 class="conversation-heading">{conversation?.title || 'New conversation'}</h1>
+        </div>
         <div class="header-controls">
           <div class="segmented" role="tablist" aria-label="Mode">
             {(['chat', 'notebook'] as const).map((value) => (
@@ -137,7 +153,8 @@ export function ConversationView(props: ConversationViewProps) {
             aria-pressed={props.filesOpen}
             onClick={props.onToggleFiles}
           >
-            Files
+            <FilesIcon />
+            <span class="files-label">Files</span>
           </button>
           <button
             type="button"
@@ -146,7 +163,8 @@ export function ConversationView(props: ConversationViewProps) {
             onClick={props.onExport}
             title="Download this conversation as a Jupyter notebook"
           >
-            Export .ipynb
+            <DownloadIcon size={16} />
+            <span class="export-label">Export .ipynb</span>
           </button>
         </div>
       </header>
@@ -242,8 +260,8 @@ export function ConversationView(props: ConversationViewProps) {
 function EmptyState({ mode, noModel }: { mode: Mode; noModel: boolean }) {
   return (
     <div class="empty-state">
-      <div class="empty-mark" aria-hidden="true">
-        ◆
+      <div class="empty-mark">
+        <BrandMark size={44} />
       </div>
       {mode === 'chat' && !noModel ? (
         <>
