@@ -2,7 +2,7 @@
  * How a conversation is named, and its export's file name. A person's words
  * name it: the first question, else the files uploaded. Code is no title
  * ("import pandas as pd df =…" tells the sidebar nothing), so a notebook cell
- * offers only its leading comment or the /mnt/data file it reads, and even
+ * offers only its leading comment or the /mnt/data file it names, and even
  * that stays provisional until a question or an upload names the conversation.
  */
 
@@ -24,8 +24,8 @@ export function titleFromFiles(names: string[]): string {
 
 /**
  * What a cell tells about itself in words: its first line when that is a
- * comment (`# Accidents by weather`), else the name of a file under
- * /mnt/data it reads; undefined when it says nothing a person wrote.
+ * comment (`# Accidents by weather`), else the name of the first file under
+ * /mnt/data it names; undefined when it says nothing a person wrote.
  */
 export function titleFromCell(code: string): string | undefined {
   const firstLine = code.split('\n').find((line) => line.trim() !== '') ?? '';

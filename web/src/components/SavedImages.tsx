@@ -14,8 +14,10 @@ const SVG = /\.svg$/i;
 export const MAX_INLINE_IMAGE_BYTES = 8 * 1024 * 1024;
 const MAX_INLINE_IMAGES = 6;
 
+/** Figures (kind `figure`: the server's copies of what plt.show() displayed) are shown already, as results. */
 export function inlineImages(files: CodeFile[]): CodeFile[] {
   return files
+    .filter((file) => file.kind === 'file')
     .filter((file) => (RASTER.test(file.path) || SVG.test(file.path)) && file.size <= MAX_INLINE_IMAGE_BYTES)
     .slice(0, MAX_INLINE_IMAGES);
 }
