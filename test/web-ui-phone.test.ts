@@ -228,6 +228,30 @@ describe('the web UI on a phone (390×844)', { timeout: 120_000 }, () => {
     expect(editor.y + editor.height).toBeLessThanOrEqual(PHONE.height);
     await screenshot(page, 'phone-wide-output');
   });
+
+  it('a chat answer with its code and chart reads well and stays within the screen', async () => {
+    const { page } = await openTab(server.url, PHONE);
+    provider.enqueue(
+      {
+        text: 'Let me chart the accidents by region.',
+        toolCalls: [{ name: 'execute_python_code', arguments: { code: 'plt.show()' } }],
+      },
+      { text: 'Accidents are **highest in the north** (3 a day), and lowest in the south.' },
+    );
+    await page.getByLabel('Your question').fill('Where do most accidents happen?');
+    await page.getByLabel('Your question').press('Enter');
+    await page.locator('.final-answer').waitFor();
+    await page.locator('.turn-message img.output-image').waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
+    const composer = await box(page.getByLabel('Your question'));
+    expect(composer.y + composer.height).toBeLessThanOrEqual(PHONE.height);
+    await page
+      .locator('.turn-message')
+      .evaluate((element) =>
+        (element as unknown as { scrollIntoView(options: unknown): void }).scrollIntoView({ block: 'start' }),
+      );
+    await screenshot(page, 'phone-chat-answer');
+  });
 });
 
 describe('titles, export names, icons', { timeout: 120_000 }, () => {

@@ -149,7 +149,7 @@ export function ConversationView(props: ConversationViewProps) {
           ) : null}
           <button
             type="button"
-            class={`button-secondary${props.filesOpen ? ' is-pressed' : ''}`}
+            class={`button-secondary files-toggle${props.filesOpen ? ' is-pressed' : ''}`}
             aria-pressed={props.filesOpen}
             onClick={props.onToggleFiles}
           >
@@ -158,7 +158,7 @@ export function ConversationView(props: ConversationViewProps) {
           </button>
           <button
             type="button"
-            class="button-secondary"
+            class="button-secondary export-button"
             disabled={!conversation || conversation.turns.length === 0}
             onClick={props.onExport}
             title="Download this conversation as a Jupyter notebook"
