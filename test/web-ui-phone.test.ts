@@ -201,6 +201,9 @@ describe('the web UI on a phone (390×844)', { timeout: 120_000 }, () => {
     await sidebar.waitFor({ state: 'visible' });
     await page.keyboard.press('Escape');
     await sidebar.waitFor({ state: 'hidden' });
+    expect(
+      await menu.evaluate((element) => element === (document as unknown as { activeElement: unknown }).activeElement),
+    ).toBe(true);
   });
 
   it('printed tables keep their lines and scroll sideways; the composer stays in view under a long history', async () => {

@@ -34,7 +34,11 @@ export function Sidebar(props: SidebarProps) {
     };
     window.addEventListener('keydown', onKey);
     document.querySelector<HTMLElement>('#sidebar .new-conversation')?.focus();
-    return () => window.removeEventListener('keydown', onKey);
+    return () => {
+      window.removeEventListener('keydown', onKey);
+      // Focus inside the closing drawer would be lost: give it back to the button that opened it.
+      if (document.activeElement?.closest('#sidebar')) document.querySelector<HTMLElement>('.drawer-toggle')?.focus();
+    };
   }, [open, onClose]);
 
   return (
