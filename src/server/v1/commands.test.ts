@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, client, type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
-import type { CommandScript } from '../../backends/scripted/index.js';
+import { toyShell } from '../../../test/support/toy-shell.js';
 import type { ExecuteScript } from '../../backends/scripted/script.js';
 import type { SandcellServer } from '../index.js';
 
@@ -16,40 +16,6 @@ type Json = Record<string, any>;
 
 const ALICE = 'alice-secret-0001';
 const BOB = 'bob-secret-00002';
-
-/** A toy shell: `echo X`, `fail N`, `where`, `cat` (stdin to stdout), `sleep` (until killed), `lines`. */
-const toyShell: CommandScript = ({ command, cwd, env }) => {
-  const [name, ...rest] = command.split(' ');
-  const argument = rest.join(' ');
-  switch (name) {
-    case 'echo':
-      return [{ type: 'stdout', text: `${argument}\n` }];
-    case 'fail':
-      return [
-        { type: 'stderr', text: 'failing\n' },
-        { type: 'exit', code: Number(argument) },
-      ];
-    case 'where':
-      return [{ type: 'stdout', text: `${cwd} ${env?.GREETING}` }];
-    case 'cat':
-      return [{ type: 'echo-stdin' }];
-    case 'sleep':
-      return [{ type: 'stdout', text: 'started\n' }, { type: 'hang' }];
-    case 'lines':
-      return [
-        { type: 'stdout', text: 'one\n' },
-        { type: 'sleep', ms: 30 },
-        { type: 'stderr', text: 'two\n' },
-        { type: 'sleep', ms: 30 },
-        { type: 'stdout', text: 'three\n' },
-      ];
-    default:
-      return [
-        { type: 'stderr', text: `${name}: command not found\n` },
-        { type: 'exit', code: 127 },
-      ];
-  }
-};
 
 /** Each run answers with its context's language and id, so a test sees where it ran. */
 const whereItRan: ExecuteScript = ({ language, contextId }) => [
