@@ -54,8 +54,10 @@ export function commandRoutes(server: ServerContext): RouteSpec<never, never, ne
       description:
         'The answer is its result (a non-zero exit is data, not an HTTP error), or with `?stream=ndjson` / ' +
         '`Accept: application/x-ndjson` (or `sse` / `text/event-stream`) the events `stdout-delta`, `stderr-delta` ' +
-        'and `command-end`. A client that disconnects kills the command. `background: true` answers 202 once it ' +
-        'has started.',
+        'and `command-end`; a failure once the stream has begun (too many commands running in the session, a ' +
+        '`cwd` that is not there, the session closed) is an `error` event instead of `command-end`, with the body ' +
+        'an HTTP error would have (`{ error: { code, message } }`), and ends the stream. A client that ' +
+        'disconnects kills the command. `background: true` answers 202 once it has started.',
       tags: TAGS,
       params: SessionIdParams,
       query: ExecuteQuery,

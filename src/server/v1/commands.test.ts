@@ -141,8 +141,11 @@ describe('POST /v1/sessions/{id}/commands', () => {
     expect(written.status).toBe(204);
     const closed = await api(`/v1/sessions/${id}/commands/${pid}/stdin`, { method: 'POST', json: { close: true } });
     expect(closed.status).toBe(204);
-    // Its stdin closed, `cat` ends on its own: the list empties without a kill.
+    // Its stdin closed, `cat` ends on its own: the list empties without a kill, and /metrics counts it.
     await expect.poll(async () => (await api.json<Json>(`/v1/sessions/${id}/commands`)).commands.length).toBe(0);
+    await expect
+      .poll(async () => (await api('/metrics')).text())
+      .toMatch(/^sandcell_commands_total\{kind="background",status="ok"\} [1-9]/m);
     const noLonger = await api(`/v1/sessions/${id}/commands/${pid}/stdin`, { method: 'POST', json: { text: 'x' } });
     expect(noLonger.status).toBe(404);
     expect(((await noLonger.json()) as Json).error.code).toBe('command-not-found');
@@ -185,6 +188,15 @@ describe('POST /v1/sessions/{id}/commands', () => {
     const third = await run(id, { command: 'echo no room' });
     expect(third.status).toBe(429);
     expect(((await third.json()) as Json).error).toMatchObject({ code: 'too-many-commands' });
+    // Streamed, the answer has begun when the session refuses: the refusal is the stream's one event.
+    const streamed = await run(id, { command: 'echo no room' }, { headers: { accept: 'application/x-ndjson' } });
+    expect(streamed.status).toBe(200);
+    expect(JSON.parse(await streamed.text())).toEqual({
+      type: 'error',
+      error: { code: 'too-many-commands', message: expect.any(String) },
+    });
+    const document = await api.json<Json>('/openapi.json');
+    expect(document.paths['/v1/sessions/{id}/commands'].post.description).toContain('`error` event');
   });
 
   it("another key's session is not found, for every command route", async () => {
