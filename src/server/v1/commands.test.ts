@@ -5,11 +5,10 @@
  * and language/context on executions. The same routes on a real sandbox are in
  * test/server-rest.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, client, type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useScriptedServer } from '../../../test/server-helpers.js';
 import { toyShell } from '../../../test/support/toy-shell.js';
 import type { ExecuteScript } from '../../backends/scripted/script.js';
-import type { SandcellServer } from '../index.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;
@@ -22,30 +21,16 @@ const whereItRan: ExecuteScript = ({ language, contextId }) => [
   { type: 'result', data: { 'text/plain': `${language}:${contextId}` } },
 ];
 
-let server: SandcellServer & { logs: LogCapture };
-let api: Client;
-let bob: Client;
-
-beforeAll(async () => {
-  server = await startScriptedServer(
-    whereItRan,
-    {
-      apiKeys: [ALICE, BOB],
-      limits: { maxRequestBytes: 64 * 1024, maxExecutionMs: 60_000 },
-      sessionOptions: { maxCodeBytes: 1000, maxCommands: 2, maxContexts: 3 },
-    },
-    { command: toyShell },
-  );
-  api = client(server, ALICE);
-  bob = client(server, BOB);
-});
-afterAll(async () => {
-  await server?.close();
-});
-
-async function newSession(): Promise<string> {
-  return (await api.json<Json>('/v1/sessions', { method: 'POST' })).id as string;
-}
+const { api, clientWith, newSession } = useScriptedServer(
+  whereItRan,
+  {
+    apiKeys: [ALICE, BOB],
+    limits: { maxRequestBytes: 64 * 1024, maxExecutionMs: 60_000 },
+    sessionOptions: { maxCodeBytes: 1000, maxCommands: 2, maxContexts: 3 },
+  },
+  { command: toyShell },
+);
+const bob = clientWith(BOB);
 
 const run = (id: string, json: Json, init: RequestInit = {}) =>
   api(`/v1/sessions/${id}/commands`, { method: 'POST', json, ...init });
