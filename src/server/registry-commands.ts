@@ -7,22 +7,22 @@
  * commands someone waits for as it waits for executions.
  */
 import type { CommandHandle, CommandOptions, CommandResult } from '../session/command.js';
+import { LimitExceededError } from './core-errors.js';
 import type { Metrics } from './metrics.js';
 import type { ManagedSession } from './registry.js';
 
 /** A command's options as a front door gives them: the session's, less `background` (two methods say it). */
 export interface ManagedCommandOptions extends Omit<CommandOptions, 'background'> {
-  /** The command already passed `admitCommand()` (a stream checks first, so a refusal answers the request). */
+  /** The command already passed `admit()` (a stream checks first, so a refusal answers the request). */
   admitted?: boolean;
 }
 
 /** What the commands need of the registry. */
 export interface RegistryCommandsHost {
   metrics: Metrics;
-  /** Refuses a command over the limits (shutdown, size, rate), counting the refusal. */
-  admit(entry: ManagedSession, command: string): void;
-  /** The time limit a command gets: the one asked for within the server's maximum. */
-  timeout(timeoutMs: number | undefined, background: boolean): number | undefined;
+  limits: { maxCodeBytes: number; defaultTimeoutMs: number; maxExecutionMs: number };
+  /** Refuses new work during shutdown and past the key's rate (commands share the executions' bucket). */
+  admitWork(entry: ManagedSession): void;
   /** Runs `work` counted as running work, so a graceful shutdown waits for it. */
   track<T>(work: () => Promise<T>): Promise<T>;
 }
@@ -33,11 +33,24 @@ export class RegistryCommands {
 
   constructor(private readonly host: RegistryCommandsHost) {}
 
+  /** Checks a command against the limits: shutdown, its size, and the key's rate. The session caps how many run. */
+  admit(entry: ManagedSession, command: string): void {
+    const size = Buffer.byteLength(command, 'utf8');
+    if (size > this.host.limits.maxCodeBytes) {
+      this.host.metrics.rejected.inc({ reason: 'code-too-large' });
+      throw new LimitExceededError(
+        'code-bytes',
+        `The command is ${size} bytes; the limit is ${this.host.limits.maxCodeBytes}.`,
+      );
+    }
+    this.host.admitWork(entry);
+  }
+
   /** Runs a command and resolves with its result once it has ended (a non-zero exit is data). */
   run(entry: ManagedSession, command: string, options: ManagedCommandOptions = {}): Promise<CommandResult> {
     const { admitted, timeoutMs: requested, ...rest } = options;
-    if (!admitted) this.host.admit(entry, command);
-    const timeoutMs = this.host.timeout(requested, false);
+    if (!admitted) this.admit(entry, command);
+    const timeoutMs = this.timeout(requested, false);
     return this.host.track(async () => {
       this.running.foreground++;
       try {
@@ -59,8 +72,8 @@ export class RegistryCommands {
    */
   async start(entry: ManagedSession, command: string, options: ManagedCommandOptions = {}): Promise<CommandHandle> {
     const { admitted, timeoutMs: requested, ...rest } = options;
-    if (!admitted) this.host.admit(entry, command);
-    const timeoutMs = this.host.timeout(requested, true);
+    if (!admitted) this.admit(entry, command);
+    const timeoutMs = this.timeout(requested, true);
     const handle = await entry.session.commands.run(command, {
       ...rest,
       background: true,
@@ -79,6 +92,15 @@ export class RegistryCommands {
         entry.backgroundCommands.delete(handle.pid);
       });
     return handle;
+  }
+
+  /**
+   * A command's time limit: the one asked for, within the server's maximum; a command waited for
+   * without one gets the default; a background one without one runs until killed or its session ends.
+   */
+  private timeout(timeoutMs: number | undefined, background: boolean): number | undefined {
+    if (timeoutMs === undefined && background) return undefined;
+    return Math.min(timeoutMs ?? this.host.limits.defaultTimeoutMs, this.host.limits.maxExecutionMs);
   }
 
   private record(result: CommandResult, kind: 'foreground' | 'background'): void {

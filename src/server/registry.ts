@@ -88,8 +88,8 @@ export class SessionRegistry {
   constructor(private readonly options: RegistryOptions) {
     this.commands = new RegistryCommands({
       metrics: options.metrics,
-      admit: (entry, command) => this.admitCommand(entry, command),
-      timeout: (timeoutMs, background) => this.commandTimeout(timeoutMs, background),
+      limits: options,
+      admitWork: (entry) => this.admitUpload(entry),
       track: (work) => this.track(work, 'command'),
     });
     this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
@@ -242,32 +242,6 @@ export class SessionRegistry {
       this.options.metrics.rejected.inc({ reason: 'executions-per-minute' });
       throw error;
     }
-  }
-
-  /**
-   * Checks a shell command (its line, or text for its stdin) against the limits: shutdown, size,
-   * and rate (commands take tokens from the executions' bucket). The session caps how many run.
-   */
-  admitCommand(entry: ManagedSession, text: string): void {
-    this.refuseWhenShuttingDown();
-    const size = Buffer.byteLength(text, 'utf8');
-    if (size > this.options.maxCodeBytes) {
-      this.options.metrics.rejected.inc({ reason: 'code-too-large' });
-      throw new LimitExceededError(
-        'code-bytes',
-        `The command is ${size} bytes; the limit is ${this.options.maxCodeBytes}.`,
-      );
-    }
-    this.admitUpload(entry);
-  }
-
-  /**
-   * A command's time limit: the one asked for, within the server's maximum; a command waited for
-   * without one gets the default; a background one without one runs until killed or its session ends.
-   */
-  commandTimeout(timeoutMs: number | undefined, background: boolean): number | undefined {
-    if (timeoutMs === undefined && background) return undefined;
-    return Math.min(timeoutMs ?? this.options.defaultTimeoutMs, this.options.maxExecutionMs);
   }
 
   /** Checks an upload against the limits (shutdown, rate: uploads take tokens from the executions' bucket). */

@@ -85,7 +85,7 @@ export function commandRoutes(server: ServerContext): RouteSpec<never, never, ne
           throw badRequest('A background command is not streamed; leave out `stream` or `background`.');
         }
         // Checked before any answer, so a refusal is an HTTP status rather than a stream event.
-        registry.admitCommand(entry, request.command);
+        registry.commands.admit(entry, request.command);
         const options = {
           admitted: true,
           ...(request.cwd === undefined ? {} : { cwd: request.cwd }),
