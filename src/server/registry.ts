@@ -244,7 +244,10 @@ export class SessionRegistry {
     }
   }
 
-  /** Checks an upload against the limits (shutdown, rate: uploads take tokens from the executions' bucket). */
+  /**
+   * Checks an upload (or a command, once its size passed) against the limits: shutdown, and the
+   * key's rate (executions, commands and uploads share one bucket).
+   */
   admitUpload(entry: ManagedSession): void {
     this.refuseWhenShuttingDown();
     try {
@@ -265,14 +268,15 @@ export class SessionRegistry {
     this.inFlight++;
     entry.inFlight++;
     try {
-      return await this.track(() => this.measured(entry, code, { ...runOptions, timeoutMs }), 'execution');
+      return await this.track(() => this.runCounted(entry, code, { ...runOptions, timeoutMs }), 'execution');
     } finally {
       this.inFlight--;
       entry.inFlight--;
     }
   }
 
-  private async measured(entry: ManagedSession, code: string, options: RunOptions): Promise<Execution> {
+  /** Runs the code and counts it in the metrics. */
+  private async runCounted(entry: ManagedSession, code: string, options: RunOptions): Promise<Execution> {
     const started = performance.now();
     const execution = await entry.session.run(code, options);
     entry.executions++;
