@@ -139,6 +139,7 @@ describe('SessionPool on the scripted backend', () => {
     expect(session.closed).toBe(false);
     expect(await session.commands.list()).toHaveLength(1);
     await server.kill();
+    expect(await server.wait()).toMatchObject({ signal: 'SIGKILL' });
     expect(session.active).toBe(false);
     await expect.poll(() => session.closed, { timeout: 5_000, interval: 20 }).toBe(true);
     expect(told).toEqual([session.id]);
