@@ -118,6 +118,8 @@ describe('POST /v1/sessions/{id}/commands', () => {
     const id = await newSession();
     const started = await run(id, { command: 'cat', background: true });
     expect(started.status).toBe(202);
+    // Nobody waits for it, but it runs: the session is active, so it is not closed for idling.
+    expect(await api.json<Json>(`/v1/sessions/${id}`)).toMatchObject({ busy: false, active: true });
     const { pid, id: commandId } = (await started.json()) as Json;
     expect(pid).toEqual(expect.any(Number));
     const listed = (await api.json<Json>(`/v1/sessions/${id}/commands`)).commands;
@@ -128,6 +130,7 @@ describe('POST /v1/sessions/{id}/commands', () => {
     expect(closed.status).toBe(204);
     // Its stdin closed, `cat` ends on its own: the list empties without a kill, and /metrics counts it.
     await expect.poll(async () => (await api.json<Json>(`/v1/sessions/${id}/commands`)).commands.length).toBe(0);
+    expect((await api.json<Json>(`/v1/sessions/${id}`)).active).toBe(false);
     await expect
       .poll(async () => (await api('/metrics')).text())
       .toMatch(/^sandcell_commands_total\{kind="background",status="ok"\} [1-9]/m);
