@@ -39,4 +39,28 @@ describe('SessionPool on bubblewrap', () => {
     for (const pid of processIds) expect(isAlive(pid)).toBe(false);
     expect(session.closed).toBe(true);
   });
+
+  it('keeps a session with a background command past the idle timeout, and kills what still runs at close', async () => {
+    pool = new SessionPool({ size: 0, idleTimeoutMs: 1_000, sessionOptions: { preloadModules: [] } });
+    const session = await pool.acquire();
+    const sleeper = await session.commands.run('sleep 4 && echo slept > /mnt/data/slept.txt', { background: true });
+    const sleeping = (await session.usage()).processIds ?? [];
+    expect(sleeping.length).toBeGreaterThan(1);
+    // Four idle timeouts pass while it sleeps; nothing else happens in the session.
+    expect(await sleeper.wait()).toMatchObject({ exitCode: 0, timedOut: false });
+    expect(session.closed).toBe(false);
+    expect((await session.files.read('slept.txt')).toString()).toBe('slept\n');
+    // Idle once it has ended: closed, with every process of the sandbox.
+    await expect.poll(() => session.closed, { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => sleeping.filter(isAlive), { timeout: 5_000 }).toEqual([]);
+
+    const other = await pool.acquire();
+    const forever = await other.commands.run('sleep 600', { background: true });
+    const running = (await other.usage()).processIds ?? [];
+    const waited = forever.wait();
+    await pool.close();
+    pool = undefined;
+    await expect(waited).rejects.toThrow(/closed/);
+    for (const pid of running) expect(isAlive(pid)).toBe(false);
+  });
 });

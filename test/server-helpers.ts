@@ -3,6 +3,7 @@
  * pool, on bubblewrap or on the scripted backend.
  */
 import { Writable } from 'node:stream';
+import { afterAll, beforeAll } from 'vitest';
 import {
   createScriptedBackend,
   type ExecuteScript,
@@ -73,4 +74,52 @@ export async function startScriptedServer(
 ): Promise<SandcellServer & { logs: LogCapture; backend: ScriptedBackend }> {
   const backend = createScriptedBackend({ ...backendOptions, execute });
   return Object.assign(await startTestServer({ ...options, backend }), { backend });
+}
+
+export interface ScriptedServerFixture {
+  /** The running server: set once the file's `beforeAll` has run. */
+  readonly server: SandcellServer & { logs: LogCapture; backend: ScriptedBackend };
+  /** A client with the first of `apiKeys` (none without keys), usable from the file's tests. */
+  readonly api: Client;
+  /** A client with another key. */
+  clientWith(key: string): Client;
+  /** Opens a /v1 session with the first key and gives its id. */
+  newSession(): Promise<string>;
+}
+
+/**
+ * One scripted server for a whole test file: started before its tests, closed after them. The
+ * clients it gives may be made at the top of the file; they reach the server once it is up.
+ */
+export function useScriptedServer(
+  execute: ExecuteScript | undefined,
+  options: ServerOptions = {},
+  backendOptions: Omit<ScriptedBackendOptions, 'execute'> = {},
+): ScriptedServerFixture {
+  let server: (SandcellServer & { logs: LogCapture; backend: ScriptedBackend }) | undefined;
+  beforeAll(async () => {
+    server = await startScriptedServer(execute, options, backendOptions);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  const running = () => {
+    if (!server) throw new Error('The scripted server is not running: use it inside a test.');
+    return server;
+  };
+  const clientWith = (key: string | undefined): Client =>
+    Object.assign((path: string, init?: RequestInit & { json?: unknown }) => client(running(), key)(path, init), {
+      json: <T>(path: string, init?: RequestInit & { json?: unknown }) => client(running(), key).json<T>(path, init),
+    }) as Client;
+  const api = clientWith(options.apiKeys?.[0]);
+  return {
+    get server() {
+      return running();
+    },
+    api,
+    clientWith,
+    async newSession() {
+      return (await api.json<{ id: string }>('/v1/sessions', { method: 'POST' })).id;
+    },
+  };
 }

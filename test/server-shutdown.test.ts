@@ -1,7 +1,8 @@
 /**
- * SIGTERM on `sandcell serve` with executions in flight: running code gets to
- * finish (bounded by the grace), and afterwards nothing of that server is left
- * on the host — no process, no volume, no mount, no cgroup. The same for
+ * SIGTERM on `sandcell serve` with executions and commands in flight: running
+ * code and commands someone waits for get to finish (bounded by the grace),
+ * background commands are killed with their sandboxes, and afterwards nothing
+ * of that server is left on the host — no process, no volume, no mount, no cgroup. The same for
  * `sandcell mcp` when its client goes away.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -84,7 +85,7 @@ async function startServe(
 }
 
 describe('graceful shutdown', () => {
-  it('SIGTERM lets running executions finish, ends one past the grace, and leaves no sandbox behind', async () => {
+  it('SIGTERM lets running executions and commands finish, ends one past the grace, and leaves no sandbox behind', async () => {
     const report = await createBubblewrapBackend().report();
     const { child, url, logs } = await startServe(['--pool-size', '2', '--preload', 'none', '--shutdown-grace', '3']);
     const pid = child.pid as number;
@@ -108,6 +109,14 @@ describe('graceful shutdown', () => {
       }),
     );
     const tooLong = post(`/v1/sessions/${sessions[2]?.body.id}/executions`, { code: 'import time\ntime.sleep(120)' });
+    const command = post(`/v1/sessions/${sessions[0]?.body.id}/commands`, {
+      command: 'sleep 1.5 && echo command finished',
+    });
+    const background = await post(`/v1/sessions/${sessions[1]?.body.id}/commands`, {
+      command: 'sleep 600',
+      background: true,
+    });
+    expect(background.status).toBe(202);
     await new Promise((resolve) => setTimeout(resolve, 500));
     const processes = descendants(pid);
     expect(processes.length).toBeGreaterThan(4);
@@ -120,6 +129,7 @@ describe('graceful shutdown', () => {
       [200, 'finished 0\n'],
       [200, 'finished 1\n'],
     ]);
+    expect((await command).body).toMatchObject({ exitCode: 0, stdout: 'command finished\n' });
     const cut = await tooLong;
     expect(cut.status).toBe(503);
     expect(cut.body.error.code).toBe('shutting-down');
@@ -128,8 +138,13 @@ describe('graceful shutdown', () => {
     await expect.poll(() => processes.filter(isAlive), { timeout: 5_000 }).toEqual([]);
     expect(leftovers(report, pid)).toEqual([]);
     expect(logs.map((entry) => entry.msg)).toEqual(
-      expect.arrayContaining(['waiting for running executions', 'every sandbox closed', 'stopped']),
+      expect.arrayContaining(['waiting for running executions and commands', 'every sandbox closed', 'stopped']),
     );
+    expect(logs.find((entry) => entry.msg === 'waiting for running executions and commands')).toMatchObject({
+      executions: 3,
+      commands: 1,
+      backgroundCommands: 1,
+    });
     // New connections are refused once it has stopped.
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
   });

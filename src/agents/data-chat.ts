@@ -47,6 +47,8 @@ export interface DataChatOptions {
   approve?: (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
   /** How code runs. @default `session.run` */
   run?: PythonExecAgentOptions['run'];
+  /** How a shell command (run_shell_command) runs. @default `session.commands.run` */
+  runCommand?: PythonExecAgentOptions['runCommand'];
   onEvent?: AgentEventListener;
 }
 
@@ -84,6 +86,7 @@ export class DataChat {
       executionTimeoutMs: options.executionTimeoutMs,
       approve: options.approve,
       run: options.run,
+      runCommand: options.runCommand,
       onEvent: options.onEvent,
       afterExecution: options.outputDir ? (record) => this.saveFiles(record.files) : undefined,
     });

@@ -93,6 +93,14 @@ export class Metrics {
     'sandcell_execution_duration_seconds',
     'Wall-clock time of executions inside the sandbox.',
   );
+  readonly commands = new Counter(
+    'sandcell_commands_total',
+    'Shell commands ended, by kind (foreground, background) and status (ok: exit 0, error, timeout).',
+  );
+  readonly commandDuration = new Histogram(
+    'sandcell_command_duration_seconds',
+    'Wall-clock time of shell commands inside the sandbox, by kind (foreground, background).',
+  );
   readonly sessionsCreated = new Counter('sandcell_sessions_created_total', 'Sessions handed to clients, by API.');
   readonly sessionsClosed = new Counter('sandcell_sessions_closed_total', 'Sessions closed, by reason.');
   readonly sandboxFailures = new Counter(
@@ -115,6 +123,8 @@ export class Metrics {
     for (const metric of [
       this.executions,
       this.executionDuration,
+      this.commands,
+      this.commandDuration,
       this.sessionsCreated,
       this.sessionsClosed,
       this.sandboxFailures,

@@ -28,7 +28,7 @@ export class RateLimiter {
       const retryAfterSeconds = Math.max(1, Math.ceil(((1 - bucket.tokens) / this.perMinute) * 60));
       throw new LimitExceededError(
         'executions-per-minute',
-        `This key may start ${this.perMinute} executions or uploads per minute; retry in ${retryAfterSeconds} s.`,
+        `This key may start ${this.perMinute} executions, commands or uploads per minute; retry in ${retryAfterSeconds} s.`,
         retryAfterSeconds * 1000,
       );
     }

@@ -2,8 +2,9 @@
  * SessionRegistry: the server's sessions, each owned by one API key. It hands
  * sessions out from the pool, finds them by id or by a client-chosen name
  * (Azure identifiers, MCP session names), applies the per-key limits, counts
- * executions in flight for a graceful shutdown, and forgets sessions the
- * pool closed for idling (the pool owns idle reaping and its timeout).
+ * executions and commands in flight for a graceful shutdown, and forgets
+ * sessions the pool closed for idling (the pool owns idle reaping and its
+ * timeout). Shell commands go through `commands` (registry-commands.ts).
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -17,6 +18,7 @@ import { LimitExceededError, SessionNotFoundError, ShuttingDownError } from './c
 import { ImageStore } from './image-store.js';
 import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limiter.js';
+import { RegistryCommands } from './registry-commands.js';
 
 export type SessionSource = 'v1' | 'azure' | 'mcp' | 'conversation';
 
@@ -73,12 +75,23 @@ export class SessionRegistry {
   private readonly byName = new Map<string, Promise<ManagedSession>>();
   private pendingCreations = 0;
   private readonly pendingByOwner = new Map<string, number>();
+  /** Executions in `execute()` now. */
   private inFlight = 0;
+  /** Executions and commands someone waits for, now: what a graceful shutdown waits for. */
+  private working = 0;
   private drained?: () => void;
   private shuttingDown = false;
   private readonly sweeper: NodeJS.Timeout;
+  /** The one path for shell commands in managed sessions, for every front door. */
+  readonly commands: RegistryCommands;
 
   constructor(private readonly options: RegistryOptions) {
+    this.commands = new RegistryCommands({
+      metrics: options.metrics,
+      limits: options,
+      admitWork: (entry) => this.admitUpload(entry),
+      track: (work) => this.track(work, 'command'),
+    });
     this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
     this.sweeper.unref();
     options.pool.onIdleClose((session) => {
@@ -232,32 +245,9 @@ export class SessionRegistry {
   }
 
   /**
-   * Checks a shell command (its line, or text for its stdin) against the limits: shutdown, size,
-   * and rate (commands take tokens from the executions' bucket). The session caps how many run.
+   * Checks an upload (or a command, once its size passed) against the limits: shutdown, and the
+   * key's rate (executions, commands and uploads share one bucket).
    */
-  admitCommand(entry: ManagedSession, text: string): void {
-    this.refuseWhenShuttingDown();
-    const size = Buffer.byteLength(text, 'utf8');
-    if (size > this.options.maxCodeBytes) {
-      this.options.metrics.rejected.inc({ reason: 'code-too-large' });
-      throw new LimitExceededError(
-        'code-bytes',
-        `The command is ${size} bytes; the limit is ${this.options.maxCodeBytes}.`,
-      );
-    }
-    this.admitUpload(entry);
-  }
-
-  /**
-   * A command's time limit: the one asked for, within the server's maximum; a command waited for
-   * without one gets the default; a background one without one runs until killed or its session ends.
-   */
-  commandTimeout(timeoutMs: number | undefined, background: boolean): number | undefined {
-    if (timeoutMs === undefined && background) return undefined;
-    return Math.min(timeoutMs ?? this.options.defaultTimeoutMs, this.options.maxExecutionMs);
-  }
-
-  /** Checks an upload against the limits (shutdown, rate: uploads take tokens from the executions' bucket). */
   admitUpload(entry: ManagedSession): void {
     this.refuseWhenShuttingDown();
     try {
@@ -273,39 +263,64 @@ export class SessionRegistry {
     if (!options.admitted) this.admit(entry, code);
     // Checked again: an admitted stream may start after others took the queue's last place.
     else this.refuseWhenQueueFull(entry);
+    const { admitted: _admitted, ...runOptions } = options;
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.defaultTimeoutMs, this.options.maxExecutionMs);
     this.inFlight++;
     entry.inFlight++;
-    const started = performance.now();
     try {
-      const { admitted: _admitted, ...runOptions } = options;
-      const execution = await entry.session.run(code, { ...runOptions, timeoutMs });
-      entry.executions++;
-      this.options.metrics.executions.inc({ status: execution.status });
-      this.options.metrics.executionDuration.observe((performance.now() - started) / 1000);
-      if (execution.error?.name === 'KernelDied') this.options.metrics.sandboxFailures.inc({ kind: 'kernel-died' });
-      else if (execution.status === 'timeout' && execution.stateLost) {
-        this.options.metrics.sandboxFailures.inc({ kind: 'killed-after-timeout' });
-      }
-      return execution;
-    } catch (error) {
-      if (this.shuttingDown && error instanceof SandcellError && error.code === 'session-closed') {
-        throw new ShuttingDownError('The server shut down before the execution finished.');
-      }
-      throw error;
+      return await this.track(() => this.runCounted(entry, code, { ...runOptions, timeoutMs }), 'execution');
     } finally {
       this.inFlight--;
       entry.inFlight--;
-      if (this.inFlight === 0) this.drained?.();
     }
   }
 
-  /** Stops new work; waits up to `graceMs` for running executions; then closes every session. */
+  /** Runs the code and counts it in the metrics. */
+  private async runCounted(entry: ManagedSession, code: string, options: RunOptions): Promise<Execution> {
+    const started = performance.now();
+    const execution = await entry.session.run(code, options);
+    entry.executions++;
+    this.options.metrics.executions.inc({ status: execution.status });
+    this.options.metrics.executionDuration.observe((performance.now() - started) / 1000);
+    if (execution.error?.name === 'KernelDied') this.options.metrics.sandboxFailures.inc({ kind: 'kernel-died' });
+    else if (execution.status === 'timeout' && execution.stateLost) {
+      this.options.metrics.sandboxFailures.inc({ kind: 'killed-after-timeout' });
+    }
+    return execution;
+  }
+
+  /**
+   * Runs work someone waits for (an execution, a command) counted for a graceful shutdown, which
+   * waits for it; a session closed under it by the shutdown is said to be the shutdown's doing.
+   */
+  private async track<T>(work: () => Promise<T>, what: 'execution' | 'command'): Promise<T> {
+    this.working++;
+    try {
+      return await work();
+    } catch (error) {
+      if (this.shuttingDown && error instanceof SandcellError && error.code === 'session-closed') {
+        throw new ShuttingDownError(`The server shut down before the ${what} finished.`);
+      }
+      throw error;
+    } finally {
+      this.working--;
+      if (this.working === 0) this.drained?.();
+    }
+  }
+
+  /**
+   * Stops new work; waits up to `graceMs` for running executions and the commands someone waits
+   * for; then closes every session, which kills whatever still runs (background commands too).
+   */
   async shutdown(graceMs: number): Promise<void> {
     this.shuttingDown = true;
     clearInterval(this.sweeper);
-    if (this.inFlight > 0) {
-      this.options.logger.info({ running: this.inFlight, graceMs }, 'waiting for running executions');
+    if (this.working > 0) {
+      const { foreground, background } = this.commands.running;
+      this.options.logger.info(
+        { executions: this.inFlight, commands: foreground, backgroundCommands: background, graceMs },
+        'waiting for running executions and commands',
+      );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, graceMs);
         timer.unref();

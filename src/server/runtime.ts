@@ -79,6 +79,9 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
   metrics.gauge('sandcell_executions_running', 'Executions running now.', () => [
     { labels: {}, value: registry.stats.running },
   ]);
+  metrics.gauge('sandcell_commands_running', 'Shell commands running now, by kind (foreground, background).', () =>
+    Object.entries(registry.commands.running).map(([kind, value]) => ({ labels: { kind }, value })),
+  );
   metrics.gauge(
     'sandcell_data_budget_bytes',
     "RAM all sessions' files may hold together (--data-budget-bytes).",

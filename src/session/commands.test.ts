@@ -5,7 +5,8 @@
  * real sandbox must do (process groups, grandchildren) is in test/contract/.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CommandScript, createScriptedBackend, type ScriptedBackendOptions } from '../backends/scripted/index.js';
+import { toyShell } from '../../test/support/toy-shell.js';
+import { createScriptedBackend, type ScriptedBackendOptions } from '../backends/scripted/index.js';
 import {
   AbortError,
   InvalidInputError,
@@ -16,50 +17,6 @@ import {
 } from '../errors.js';
 import type { SessionOptions } from './options.js';
 import { Session } from './session.js';
-
-/** A toy shell: `echo X`, `fail N`, `cat` (stdin to stdout), `sleep` (until killed), `flood`, `crash`. */
-const toyShell: CommandScript = ({ command, cwd, env }) => {
-  const [name, ...rest] = command.split(' ');
-  const argument = rest.join(' ');
-  switch (name) {
-    case 'echo':
-      return [{ type: 'stdout', text: `${argument}\n` }];
-    case 'both':
-      return [
-        { type: 'stdout', text: 'one\n' },
-        { type: 'stderr', text: 'two\n' },
-        { type: 'stdout', text: 'three\n' },
-      ];
-    case 'fail':
-      return [
-        { type: 'stderr', text: 'failing\n' },
-        { type: 'exit', code: Number(argument) },
-      ];
-    case 'where':
-      return [{ type: 'stdout', text: `${cwd} ${env?.GREETING}` }];
-    case 'cat':
-      return [{ type: 'echo-stdin' }];
-    case 'sleep':
-      return [{ type: 'stdout', text: 'started\n' }, { type: 'hang' }];
-    case 'flood':
-      return [
-        { type: 'stdout', text: 'x'.repeat(3000) },
-        { type: 'stdout', text: 'y'.repeat(3000) },
-        { type: 'stderr', text: 'e'.repeat(5000) },
-      ];
-    case 'crash':
-      return [{ type: 'crash-sandbox' }];
-    case 'nowhere':
-      return [{ type: 'refuse-start', code: 'invalid-cwd', message: 'no such directory: /nowhere' }];
-    case 'unspawnable':
-      return [{ type: 'refuse-start', code: 'spawn-failed', message: 'bash: not found' }];
-    default:
-      return [
-        { type: 'stderr', text: `${name}: command not found\n` },
-        { type: 'exit', code: 127 },
-      ];
-  }
-};
 
 const sessions: Session[] = [];
 async function scriptedSession(options: SessionOptions = {}, backendOptions: ScriptedBackendOptions = {}) {
@@ -221,10 +178,12 @@ describe('session.commands on the scripted backend', () => {
     expect((await hanging).error?.name).toBe('KeyboardInterrupt');
   });
 
-  it('a foreground command makes the session busy; a background one does not', async () => {
+  it('a foreground command makes the session busy; a background one only active (not idle)', async () => {
     const { session } = await scriptedSession();
+    expect(session.active).toBe(false);
     const background = await session.commands.run('sleep', { background: true });
     expect(session.busy).toBe(false);
+    expect(session.active).toBe(true);
     const controller = new AbortController();
     const foreground = session.commands.run('sleep', { signal: controller.signal });
     await new Promise((resolve) => setTimeout(resolve, 5));

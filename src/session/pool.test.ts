@@ -115,24 +115,34 @@ describe('SessionPool on the scripted backend', () => {
     await expect(pool.acquire()).rejects.toThrow(/closed/);
   });
 
-  it('hands out sessions with python alone, and takes every context and command down with an idle session', async () => {
-    const { pool } = scriptedPool(
-      { size: 1, idleTimeoutMs: 100 },
-      {
-        command: () => [{ type: 'hang' }],
-        execute: ({ code }) => (code === 'hold' ? [{ type: 'sleep', ms: 300 }] : []),
-      },
-    );
+  it('hands out sessions with python alone, and takes every context down with an idle session', async () => {
+    const { pool } = scriptedPool({ size: 1, idleTimeoutMs: 100 });
     await pool.start();
     const session = await pool.acquire();
     expect(session.listContexts().map((context) => context.id)).toEqual(['python']);
     expect(await session.commands.list()).toEqual([]);
     await session.run('1', { language: 'javascript' });
-    // A background command does not keep the session busy: it is closed with it.
-    const server = await session.commands.run('serve forever', { background: true });
-    expect(session.busy).toBe(false);
     await expect.poll(() => session.closed, { timeout: 5_000, interval: 20 }).toBe(true);
-    await expect(server.wait()).rejects.toBeInstanceOf(SessionClosedError);
+    await expect(session.run('1', { language: 'javascript' })).rejects.toBeInstanceOf(SessionClosedError);
+  });
+
+  it('does not close a session while a background command runs in it; its end restarts the idle clock', async () => {
+    const { pool } = scriptedPool({ size: 0, idleTimeoutMs: 300 }, { command: () => [{ type: 'hang' }] });
+    const told: string[] = [];
+    pool.onIdleClose((idle) => told.push(idle.id));
+    const session = await pool.acquire();
+    const server = await session.commands.run('serve forever', { background: true });
+    expect(session.busy).toBe(false); // nobody waits for it…
+    expect(session.active).toBe(true); // …but it runs, so the session is not idle
+    // Several idle timeouts (and many reaper rounds) pass: the command still runs.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(session.closed).toBe(false);
+    expect(await session.commands.list()).toHaveLength(1);
+    await server.kill();
+    expect(await server.wait()).toMatchObject({ signal: 'SIGKILL' });
+    expect(session.active).toBe(false);
+    await expect.poll(() => session.closed, { timeout: 5_000, interval: 20 }).toBe(true);
+    expect(told).toEqual([session.id]);
   });
 
   it('does not close a session while a command someone waits for runs', async () => {

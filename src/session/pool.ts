@@ -9,8 +9,8 @@
  * no command (only the preload ran in it). A session never comes back to the
  * pool, so none carries another user's contexts or commands: closing it (by
  * the holder, for idling, or with the pool) ends all of them with its sandbox.
- * A background command does not make a session busy, so it cannot keep an
- * idle session from being closed; a command someone waits for does.
+ * A session running anything (code, a command someone waits for, or a
+ * background command) is not idle; its idle clock restarts when the work ends.
  */
 import { PoolExhaustedError, SessionClosedError } from '../errors.js';
 import type { SessionOptions } from './options.js';
@@ -31,7 +31,7 @@ export interface SessionPoolOptions {
   size?: number;
   /** Most sessions alive at once, warm and handed out together. @default 16 */
   maxSessions?: number;
-  /** A handed-out session idle (no run, no file operation since it was handed out) this long is closed. @default 1_200_000 (20 min) */
+  /** A handed-out session idle (nothing running, no run, command or file operation since it was handed out) this long is closed. @default 1_200_000 (20 min) */
   idleTimeoutMs?: number;
   /** Options of every session; `preloadModules` defaults to numpy, pandas and matplotlib. */
   sessionOptions?: SessionOptions;
@@ -193,7 +193,7 @@ export class SessionPool {
     const now = Date.now();
     for (const session of this.leased) {
       const lastUse = Math.max(session.lastActivityAt, this.handedOutAt.get(session) ?? 0);
-      if (!session.busy && now - lastUse > this.idleTimeoutMs) {
+      if (!session.active && now - lastUse > this.idleTimeoutMs) {
         this.leased.delete(session);
         for (const listener of this.idleListeners) listener(session);
         await session.close().catch(() => undefined);

@@ -114,6 +114,15 @@ export class Session {
   }
 
   /**
+   * Whether anything runs: code, or any command, background ones included. A session with work
+   * running is not idle (a pool never closes it for idling); when the work ends, its idle clock
+   * starts again.
+   */
+  get active(): boolean {
+    return this.busy || this.commandRuns.all().length > 0;
+  }
+
+  /**
    * Runs code in a context (`context`, or `language`'s default context, else
    * python). Runs in one context queue behind each other; runs in different
    * contexts go on at once.

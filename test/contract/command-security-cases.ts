@@ -5,15 +5,12 @@
  * session. Part of the security contract.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { expect, it } from 'vitest';
 import type { SandboxBackend } from '../../src/backends/spec.js';
 import type { CommandResult } from '../../src/session/command.js';
 import type { SessionOptions } from '../../src/session/options.js';
 import type { Session } from '../../src/session/session.js';
+import { connectionsDuring, withHostSecret } from '../support/host-bait.js';
 import { withSession } from './backend-contract.js';
 
 async function canaryCommand(session: Session): Promise<void> {
@@ -32,11 +29,7 @@ async function probe(backend: SandboxBackend, command: string, options: SessionO
 
 export function commandSecurityCases(backend: SandboxBackend): void {
   it('a command cannot read /etc/shadow or a secret in the host user home', async () => {
-    const secretDirectory = mkdtempSync(path.join(os.homedir(), '.sandcell-secret-'));
-    const secret = `secret-${randomBytes(8).toString('hex')}`;
-    const secretFile = path.join(secretDirectory, 'token.txt');
-    writeFileSync(secretFile, secret);
-    try {
+    await withHostSecret(async ({ directory: secretDirectory, file: secretFile, text: secret }) => {
       const result = await probe(
         backend,
         `for target in /etc/shadow ${secretFile} /root/.bashrc; do cat "$target" >/dev/null 2>&1 && echo "$target READ" || echo "$target blocked"; done; ls -d /root/* /home/* ${secretDirectory}/* 2>/dev/null | wc -l`,
@@ -45,30 +38,19 @@ export function commandSecurityCases(backend: SandboxBackend): void {
       expect(result.stdout).not.toContain(secret);
       expect(result.stdout.match(/blocked/g)).toHaveLength(3);
       expect(result.stdout.trim().split('\n').at(-1)).toBe('0');
-    } finally {
-      rmSync(secretDirectory, { recursive: true, force: true });
-    }
+    });
   });
 
   it('a command has no network: not an IP, not the metadata service, not the host loopback, not DNS', async () => {
-    let connections = 0;
-    const server = createServer((socket) => {
-      connections += 1;
-      socket.end('host-secret');
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const port = (server.address() as { port: number }).port;
-    try {
+    const connections = await connectionsDuring(async (port) => {
       const result = await probe(
         backend,
         `for target in 1.1.1.1/53 169.254.169.254/80 127.0.0.1/${port}; do (timeout 3 bash -c "exec 3<>/dev/tcp/$target && echo CONNECTED $target" 2>/dev/null) || echo "blocked $target"; done; getent hosts example.com && echo RESOLVED || echo "blocked dns"`,
       );
       expect(result.stdout).not.toMatch(/CONNECTED|RESOLVED|host-secret/);
       expect(result.stdout.match(/blocked/g)).toHaveLength(4);
-      expect(connections).toBe(0);
-    } finally {
-      server.close();
-    }
+    });
+    expect(connections).toBe(0);
   });
 
   it("a command cannot find another session's files, only its own", async () => {

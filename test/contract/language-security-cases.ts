@@ -6,14 +6,12 @@
  * never ran cannot pass as "blocked". Part of the security contract.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import type { SandboxBackend } from '../../src/backends/spec.js';
 import type { SessionOptions } from '../../src/session/options.js';
 import type { Session } from '../../src/session/session.js';
+import { connectionsDuring, withHostSecret } from '../support/host-bait.js';
 import { withSession } from './backend-contract.js';
 import { CONTRACT_LANGUAGES, type LanguageSnippets } from './languages.js';
 
@@ -40,10 +38,7 @@ function casesFor(backend: SandboxBackend, snippets: LanguageSnippets): void {
   const { language } = snippets;
 
   it(`${language}: cannot read host secrets, nor write outside /mnt/data and /tmp`, async () => {
-    const secretDirectory = mkdtempSync(path.join(os.homedir(), '.sandcell-secret-'));
-    const secretFile = path.join(secretDirectory, 'token.txt');
-    writeFileSync(secretFile, `secret-${randomBytes(8).toString('hex')}`);
-    try {
+    await withHostSecret(async ({ file: secretFile }) => {
       await inLanguage(backend, snippets, {}, async (session, context) => {
         const attempt = async (code: string) => (await session.run(code, { context, timeoutMs: 20_000 })).stdout.trim();
         for (const target of ['/etc/shadow', secretFile, '/root/.bashrc']) {
@@ -57,20 +52,11 @@ function casesFor(backend: SandboxBackend, snippets: LanguageSnippets): void {
           expect(await attempt(snippets.tryWrite(path.posix.join(directory, marker))), directory).toBe('WROTE');
         }
       });
-    } finally {
-      rmSync(secretDirectory, { recursive: true, force: true });
-    }
+    });
   });
 
   it(`${language}: has no network, not even the host's loopback`, async () => {
-    let connections = 0;
-    const server = createServer((socket) => {
-      connections += 1;
-      socket.end('host-secret');
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const port = (server.address() as { port: number }).port;
-    try {
+    const connections = await connectionsDuring(async (port) => {
       await inLanguage(backend, snippets, {}, async (session, context) => {
         for (const [host, target] of [
           ['1.1.1.1', 53],
@@ -81,10 +67,8 @@ function casesFor(backend: SandboxBackend, snippets: LanguageSnippets): void {
           expect(tried.stdout.trim(), `${host}:${target}`).toBe('blocked');
         }
       });
-      expect(connections).toBe(0);
-    } finally {
-      server.close();
-    }
+    });
+    expect(connections).toBe(0);
   });
 
   it(`${language}: a memory hog is stopped within the memory limit, and the session goes on`, async () => {

@@ -7,9 +7,7 @@
  * from here.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import os from 'node:os';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { SandboxBackend } from '../../src/backends/spec.js';
@@ -17,6 +15,7 @@ import { FileOperationError } from '../../src/errors.js';
 import type { Execution } from '../../src/session/execution.js';
 import type { SessionOptions } from '../../src/session/options.js';
 import type { Session } from '../../src/session/session.js';
+import { connectionsDuring, withHostSecret } from '../support/host-bait.js';
 import { type ContractOptions, withSession } from './backend-contract.js';
 import { commandSecurityCases } from './command-security-cases.js';
 import { languageSecurityCases } from './language-security-cases.js';
@@ -102,11 +101,7 @@ export function runSecurityContract({ name, createBackend }: ContractOptions): v
     });
 
     it("cannot read /etc/shadow or a secret in the host user's home", async () => {
-      const secretDirectory = mkdtempSync(path.join(os.homedir(), '.sandcell-secret-'));
-      const secret = `secret-${randomBytes(8).toString('hex')}`;
-      const secretFile = path.join(secretDirectory, 'token.txt');
-      writeFileSync(secretFile, secret);
-      try {
+      await withHostSecret(async ({ directory: secretDirectory, file: secretFile, text: secret }) => {
         const execution = await attempt(
           backend,
           `import glob, os
@@ -121,9 +116,7 @@ print("listing", glob.glob("/root/*") + glob.glob("/home/*") + glob.glob(${JSON.
         expect(execution.stdout).not.toContain(secret);
         expect(execution.stdout).toContain('listing []');
         expect(execution.stdout.match(/blocked/g)).toHaveLength(3);
-      } finally {
-        rmSync(secretDirectory, { recursive: true, force: true });
-      }
+      });
     });
 
     it('cannot write outside /mnt/data and /tmp; the host is untouched', async () => {
@@ -164,14 +157,7 @@ for directory in ["/mnt/data", "/tmp"]:
     });
 
     it('has no network: not an IP, not DNS, not the metadata service, not a listener on the host loopback', async () => {
-      let connections = 0;
-      const server = createServer((socket) => {
-        connections += 1;
-        socket.end('host-secret');
-      });
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const port = (server.address() as { port: number }).port;
-      try {
+      const connections = await connectionsDuring(async (port) => {
         const execution = await attempt(
           backend,
           `import socket
@@ -199,10 +185,8 @@ print("interfaces", sorted(os.listdir("/sys/class/net")) if os.path.exists("/sys
         );
         expect(execution.stdout).not.toMatch(/CONNECTED|RESOLVED|SENT|host-secret/);
         expect(execution.stdout.match(/blocked/g)).toHaveLength(5);
-        expect(connections).toBe(0);
-      } finally {
-        server.close();
-      }
+      });
+      expect(connections).toBe(0);
     });
 
     it('cannot see or signal host processes', async () => {

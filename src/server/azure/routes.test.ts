@@ -273,6 +273,10 @@ describe('the newer executions API (2024-10-02-preview and later)', () => {
     const killed = await execute({ shellCommand: 'sleep', timeoutInSeconds: 0.2 });
     expect(killed.body.status).toBe('Failed');
     expect(killed.body.result.stderr).toContain('killed at its time limit');
+    // Through the server's one command path: counted in /metrics like every door's commands.
+    const metrics = await (await fetch(`${server.url}/metrics`, { headers })).text();
+    expect(metrics).toMatch(/^sandcell_commands_total\{kind="foreground",status="timeout"\} [1-9]/m);
+    expect(metrics).toMatch(/^sandcell_commands_total\{kind="foreground",status="error"\} [1-9]/m);
     const nothing = await execute({ codeInputType: 'shellCommand' });
     expect(nothing.status).toBe(400);
     expect(nothing.body.error.message).toContain('shellCommand');

@@ -121,11 +121,8 @@ export function azureRoutes(server: ServerContext): RouteSpec<never, never, neve
     return entry;
   };
   /** A shell command, under the same limits as code; a client that disconnects kills it. */
-  const runCommand = (entry: ManagedSession, command: string, timeoutMs: number | undefined, signal: AbortSignal) => {
-    registry.admitCommand(entry, command);
-    const limit = registry.commandTimeout(timeoutMs, false);
-    return entry.session.commands.run(command, { ...(limit === undefined ? {} : { timeoutMs: limit }), signal });
-  };
+  const runCommand = (entry: ManagedSession, command: string, timeoutMs: number | undefined, signal: AbortSignal) =>
+    registry.commands.run(entry, command, { ...(timeoutMs === undefined ? {} : { timeoutMs }), signal });
   const download = async (c: Context, entry: ManagedSession, path: string) => {
     const data = await entry.session.files.read(path);
     return c.body(new Uint8Array(data), 200, fileHeaders(path, data.length));

@@ -148,6 +148,7 @@ export class ServerConversation {
           session: entry.session,
           ownSession: false,
           run: (code, options) => settings.registry.execute(entry, code, options),
+          runCommand: (command, options) => settings.registry.commands.run(entry, command, options),
           approve: (request) => conversation!.requestApproval(request),
           onEvent: (event) => conversation!.onAgentEvent(event),
         })

@@ -132,11 +132,9 @@ export function registerCodeTools(server: McpServer, options: CodeToolsOptions):
     ({ command, cwd, timeout_seconds, session }) =>
       guard(async () => {
         const entry = await sessionFor(session);
-        registry.admitCommand(entry, command);
-        const timeoutMs = registry.commandTimeout(timeout_seconds ? timeout_seconds * 1000 : undefined, false);
-        const result = await entry.session.commands.run(command, {
+        const result = await registry.commands.run(entry, command, {
           ...(cwd === undefined ? {} : { cwd }),
-          ...(timeoutMs === undefined ? {} : { timeoutMs }),
+          ...(timeout_seconds ? { timeoutMs: timeout_seconds * 1000 } : {}),
         });
         return commandContent(result);
       }),

@@ -120,6 +120,9 @@ describe('MCP over Streamable HTTP at /mcp', () => {
       expect(textOf(failed)).toBe('exit code 3\n\n[stderr]\nnope');
       const slow = await call(client, 'run_command', { command: 'sleep', timeout_seconds: 0.1 });
       expect(textOf(slow)).toContain('killed at its time limit');
+      // Through the server's one command path: counted in /metrics like every door's commands.
+      const metrics = await (await httpClient(server, KEY)('/metrics')).text();
+      expect(metrics).toMatch(/^sandcell_commands_total\{kind="foreground",status="timeout"\} [1-9]/m);
     } finally {
       await transport.terminateSession();
       await client.close();

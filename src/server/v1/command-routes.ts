@@ -12,7 +12,6 @@ import { ErrorSchema } from '../common-schemas.js';
 import type { ServerContext } from '../context.js';
 import { badRequest, errorBody, HttpError, toHttpError } from '../errors.js';
 import { eventStream, requestedStreamFormat } from '../execution-stream.js';
-import type { ManagedSession } from '../registry.js';
 import { defineRoute, type RouteSpec } from '../route.js';
 import {
   CommandBody,
@@ -44,23 +43,6 @@ export function presentCommandResult(result: CommandResult) {
 const commandNotFound = (pid: number) =>
   new HttpError(404, 'command-not-found', `No running command with pid ${pid} in this session (it may have ended).`);
 
-/** Starts a background command and remembers its handle until it ends, so its stdin can be written. */
-async function startInBackground(entry: ManagedSession, request: z.output<typeof CommandBody>, timeoutMs?: number) {
-  const handle = await entry.session.commands.run(request.command, {
-    background: true,
-    ...(request.cwd === undefined ? {} : { cwd: request.cwd }),
-    ...(request.env === undefined ? {} : { env: request.env }),
-    ...(timeoutMs === undefined ? {} : { timeoutMs }),
-    ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
-  });
-  entry.backgroundCommands.set(handle.pid, handle);
-  void handle
-    .wait()
-    .catch(() => undefined)
-    .finally(() => entry.backgroundCommands.delete(handle.pid));
-  return { pid: handle.pid, id: handle.id };
-}
-
 export function commandRoutes(server: ServerContext): RouteSpec<never, never, never>[] {
   const { registry } = server;
   const routes = [
@@ -72,8 +54,10 @@ export function commandRoutes(server: ServerContext): RouteSpec<never, never, ne
       description:
         'The answer is its result (a non-zero exit is data, not an HTTP error), or with `?stream=ndjson` / ' +
         '`Accept: application/x-ndjson` (or `sse` / `text/event-stream`) the events `stdout-delta`, `stderr-delta` ' +
-        'and `command-end`. A client that disconnects kills the command. `background: true` answers 202 once it ' +
-        'has started.',
+        'and `command-end`; a failure once the stream has begun (too many commands running in the session, a ' +
+        '`cwd` that is not there, the session closed) is an `error` event instead of `command-end`, with the body ' +
+        'an HTTP error would have (`{ error: { code, message } }`), and ends the stream. A client that ' +
+        'disconnects kills the command. `background: true` answers 202 once it has started.',
       tags: TAGS,
       params: SessionIdParams,
       query: ExecuteQuery,
@@ -96,28 +80,30 @@ export function commandRoutes(server: ServerContext): RouteSpec<never, never, ne
       handler: async (c, { owner, params, query, body }) => {
         const request = body as z.output<typeof CommandBody>;
         const entry = registry.get(owner, params.id);
-        registry.admitCommand(entry, request.command);
-        const timeoutMs = registry.commandTimeout(request.timeoutMs, request.background);
         const format = requestedStreamFormat(c.req.header('accept'), query.stream);
-        if (request.background) {
-          if (query.stream) {
-            throw badRequest('A background command is not streamed; leave out `stream` or `background`.');
-          }
-          return c.json(await startInBackground(entry, request, timeoutMs), 202);
+        if (request.background && query.stream) {
+          throw badRequest('A background command is not streamed; leave out `stream` or `background`.');
         }
+        // Checked before any answer, so a refusal is an HTTP status rather than a stream event.
+        registry.commands.admit(entry, request.command);
         const options = {
+          admitted: true,
           ...(request.cwd === undefined ? {} : { cwd: request.cwd }),
           ...(request.env === undefined ? {} : { env: request.env }),
-          ...(timeoutMs === undefined ? {} : { timeoutMs }),
+          ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }),
           ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
         };
+        if (request.background) {
+          const handle = await registry.commands.start(entry, request.command, options);
+          return c.json({ pid: handle.pid, id: handle.id }, 202);
+        }
         if (!format) {
-          const result = await entry.session.commands.run(request.command, { ...options, signal: c.req.raw.signal });
+          const result = await registry.commands.run(entry, request.command, { ...options, signal: c.req.raw.signal });
           return c.json(presentCommandResult(result));
         }
         return eventStream<CommandStreamEvent>(format, (send, signal) =>
-          entry.session.commands
-            .run(request.command, {
+          registry.commands
+            .run(entry, request.command, {
               ...options,
               signal,
               onStdout: (text) => send({ type: 'stdout-delta', text }),

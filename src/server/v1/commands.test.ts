@@ -5,11 +5,10 @@
  * and language/context on executions. The same routes on a real sandbox are in
  * test/server-rest.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, client, type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
-import type { CommandScript } from '../../backends/scripted/index.js';
+import { describe, expect, it } from 'vitest';
+import { useScriptedServer } from '../../../test/server-helpers.js';
+import { toyShell } from '../../../test/support/toy-shell.js';
 import type { ExecuteScript } from '../../backends/scripted/script.js';
-import type { SandcellServer } from '../index.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;
@@ -17,69 +16,21 @@ type Json = Record<string, any>;
 const ALICE = 'alice-secret-0001';
 const BOB = 'bob-secret-00002';
 
-/** A toy shell: `echo X`, `fail N`, `where`, `cat` (stdin to stdout), `sleep` (until killed), `lines`. */
-const toyShell: CommandScript = ({ command, cwd, env }) => {
-  const [name, ...rest] = command.split(' ');
-  const argument = rest.join(' ');
-  switch (name) {
-    case 'echo':
-      return [{ type: 'stdout', text: `${argument}\n` }];
-    case 'fail':
-      return [
-        { type: 'stderr', text: 'failing\n' },
-        { type: 'exit', code: Number(argument) },
-      ];
-    case 'where':
-      return [{ type: 'stdout', text: `${cwd} ${env?.GREETING}` }];
-    case 'cat':
-      return [{ type: 'echo-stdin' }];
-    case 'sleep':
-      return [{ type: 'stdout', text: 'started\n' }, { type: 'hang' }];
-    case 'lines':
-      return [
-        { type: 'stdout', text: 'one\n' },
-        { type: 'sleep', ms: 30 },
-        { type: 'stderr', text: 'two\n' },
-        { type: 'sleep', ms: 30 },
-        { type: 'stdout', text: 'three\n' },
-      ];
-    default:
-      return [
-        { type: 'stderr', text: `${name}: command not found\n` },
-        { type: 'exit', code: 127 },
-      ];
-  }
-};
-
 /** Each run answers with its context's language and id, so a test sees where it ran. */
 const whereItRan: ExecuteScript = ({ language, contextId }) => [
   { type: 'result', data: { 'text/plain': `${language}:${contextId}` } },
 ];
 
-let server: SandcellServer & { logs: LogCapture };
-let api: Client;
-let bob: Client;
-
-beforeAll(async () => {
-  server = await startScriptedServer(
-    whereItRan,
-    {
-      apiKeys: [ALICE, BOB],
-      limits: { maxRequestBytes: 64 * 1024, maxExecutionMs: 60_000 },
-      sessionOptions: { maxCodeBytes: 1000, maxCommands: 2, maxContexts: 3 },
-    },
-    { command: toyShell },
-  );
-  api = client(server, ALICE);
-  bob = client(server, BOB);
-});
-afterAll(async () => {
-  await server?.close();
-});
-
-async function newSession(): Promise<string> {
-  return (await api.json<Json>('/v1/sessions', { method: 'POST' })).id as string;
-}
+const { api, clientWith, newSession } = useScriptedServer(
+  whereItRan,
+  {
+    apiKeys: [ALICE, BOB],
+    limits: { maxRequestBytes: 64 * 1024, maxExecutionMs: 60_000 },
+    sessionOptions: { maxCodeBytes: 1000, maxCommands: 2, maxContexts: 3 },
+  },
+  { command: toyShell },
+);
+const bob = clientWith(BOB);
 
 const run = (id: string, json: Json, init: RequestInit = {}) =>
   api(`/v1/sessions/${id}/commands`, { method: 'POST', json, ...init });
@@ -167,6 +118,8 @@ describe('POST /v1/sessions/{id}/commands', () => {
     const id = await newSession();
     const started = await run(id, { command: 'cat', background: true });
     expect(started.status).toBe(202);
+    // Nobody waits for it, but it runs: the session is active, so it is not closed for idling.
+    expect(await api.json<Json>(`/v1/sessions/${id}`)).toMatchObject({ busy: false, active: true });
     const { pid, id: commandId } = (await started.json()) as Json;
     expect(pid).toEqual(expect.any(Number));
     const listed = (await api.json<Json>(`/v1/sessions/${id}/commands`)).commands;
@@ -175,8 +128,12 @@ describe('POST /v1/sessions/{id}/commands', () => {
     expect(written.status).toBe(204);
     const closed = await api(`/v1/sessions/${id}/commands/${pid}/stdin`, { method: 'POST', json: { close: true } });
     expect(closed.status).toBe(204);
-    // Its stdin closed, `cat` ends on its own: the list empties without a kill.
+    // Its stdin closed, `cat` ends on its own: the list empties without a kill, and /metrics counts it.
     await expect.poll(async () => (await api.json<Json>(`/v1/sessions/${id}/commands`)).commands.length).toBe(0);
+    expect((await api.json<Json>(`/v1/sessions/${id}`)).active).toBe(false);
+    await expect
+      .poll(async () => (await api('/metrics')).text())
+      .toMatch(/^sandcell_commands_total\{kind="background",status="ok"\} [1-9]/m);
     const noLonger = await api(`/v1/sessions/${id}/commands/${pid}/stdin`, { method: 'POST', json: { text: 'x' } });
     expect(noLonger.status).toBe(404);
     expect(((await noLonger.json()) as Json).error.code).toBe('command-not-found');
@@ -219,6 +176,15 @@ describe('POST /v1/sessions/{id}/commands', () => {
     const third = await run(id, { command: 'echo no room' });
     expect(third.status).toBe(429);
     expect(((await third.json()) as Json).error).toMatchObject({ code: 'too-many-commands' });
+    // Streamed, the answer has begun when the session refuses: the refusal is the stream's one event.
+    const streamed = await run(id, { command: 'echo no room' }, { headers: { accept: 'application/x-ndjson' } });
+    expect(streamed.status).toBe(200);
+    expect(JSON.parse(await streamed.text())).toEqual({
+      type: 'error',
+      error: { code: 'too-many-commands', message: expect.any(String) },
+    });
+    const document = await api.json<Json>('/openapi.json');
+    expect(document.paths['/v1/sessions/{id}/commands'].post.description).toContain('`error` event');
   });
 
   it("another key's session is not found, for every command route", async () => {

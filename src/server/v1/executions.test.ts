@@ -4,10 +4,9 @@
  * API on a real sandbox is in test/server-rest.test.ts.
  */
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, client, type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useScriptedServer } from '../../../test/server-helpers.js';
 import { byCode, figure, printed, raised, value } from '../../../test/support/kernel-script.js';
-import type { SandcellServer } from '../index.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;
@@ -27,23 +26,9 @@ const kernel = byCode({
   [PLOT]: [figure()],
 });
 
-let server: SandcellServer & { logs: LogCapture };
-let api: Client;
-
-beforeAll(async () => {
-  server = await startScriptedServer(kernel, {
-    limits: { maxRequestBytes: 256 * 1024, maxUploadBytes: 1024 * 1024 },
-  });
-  api = client(server);
+const { api, newSession } = useScriptedServer(kernel, {
+  limits: { maxRequestBytes: 256 * 1024, maxUploadBytes: 1024 * 1024 },
 });
-afterAll(async () => {
-  await server?.close();
-});
-
-async function newSession(): Promise<string> {
-  const session = await api.json<Json>('/v1/sessions', { method: 'POST' });
-  return session.id as string;
-}
 
 describe('executions', () => {
   it('reports errors in the code as data, and timeouts as status timeout', async () => {

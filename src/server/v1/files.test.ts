@@ -5,10 +5,9 @@
  * test/server-rest.test.ts.
  */
 import http from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, client, type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useScriptedServer } from '../../../test/server-helpers.js';
 import { byCode, printed, value } from '../../../test/support/kernel-script.js';
-import type { SandcellServer } from '../index.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;
@@ -28,23 +27,10 @@ const kernel = byCode({
   '1+1': [value('2')],
 });
 
-let server: SandcellServer & { logs: LogCapture };
-let api: Client;
-
-beforeAll(async () => {
-  server = await startScriptedServer(kernel, {
-    limits: { maxRequestBytes: 256 * 1024, maxUploadBytes: 1024 * 1024 },
-  });
-  api = client(server);
+const fixture = useScriptedServer(kernel, {
+  limits: { maxRequestBytes: 256 * 1024, maxUploadBytes: 1024 * 1024 },
 });
-afterAll(async () => {
-  await server?.close();
-});
-
-async function newSession(): Promise<string> {
-  const session = await api.json<Json>('/v1/sessions', { method: 'POST' });
-  return session.id as string;
-}
+const { api, newSession } = fixture;
 
 describe('files', () => {
   it('uploads (multipart and raw), lists, downloads and deletes files the code can use', async () => {
@@ -207,7 +193,7 @@ describe('bad input gets a 4xx JSON error and the server keeps serving', () => {
 
   it('an oversized chunked upload (no Content-Length) is cut at the limit with 413', async () => {
     // node:http rather than fetch: fetch gives up on the response once the server stops reading the body.
-    const url = new URL(`${server.url}/v1/sessions/${id}/files/big.bin`);
+    const url = new URL(`${fixture.server.url}/v1/sessions/${id}/files/big.bin`);
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const request = http.request(url, { method: 'PUT', headers: { 'transfer-encoding': 'chunked' } }, (response) => {
         let body = '';

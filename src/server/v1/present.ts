@@ -13,6 +13,7 @@ export function presentSession(entry: ManagedSession) {
     lastActivityAt: new Date(entry.session.lastActivityAt).toISOString(),
     executions: entry.executions,
     busy: entry.session.busy,
+    active: entry.session.active,
   };
 }
 

@@ -132,7 +132,9 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       summary: 'Run code in one of the session’s contexts (python unless `context` or `language` says otherwise).',
       description:
         'With `?stream=ndjson` / `Accept: application/x-ndjson` (or `sse` / `text/event-stream`) the events ' +
-        '`stdout-delta`, `stderr-delta`, `result-ready` and `execution-end` arrive as they happen. ' +
+        '`stdout-delta`, `stderr-delta`, `result-ready` and `execution-end` arrive as they happen; a failure once ' +
+        'the stream has begun (the session closed, the server shutting down) is an `error` event with the body an ' +
+        'HTTP error would have (`{ error: { code, message } }`), and ends the stream. ' +
         'Errors in the code are part of the execution (`status: "error"`), not HTTP errors.',
       tags: TAG_SESSIONS,
       params: SessionIdParams,

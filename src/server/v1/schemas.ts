@@ -21,7 +21,12 @@ export const SessionSchema = z
     createdAt: z.string().meta({ description: 'ISO 8601.' }),
     lastActivityAt: z.string().meta({ description: 'ISO 8601; idle sessions are closed after the idle timeout.' }),
     executions: z.number().int(),
-    busy: z.boolean(),
+    busy: z.boolean().meta({ description: 'Code, or a command someone waits for, runs now.' }),
+    active: z.boolean().meta({
+      description:
+        'Anything runs now, background commands included: an active session is not closed for idling; ' +
+        'the idle clock starts again when its last command ends.',
+    }),
   })
   .meta({ title: 'Session' });
 
