@@ -40,14 +40,16 @@ export interface StreamOptions {
 
 const base64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
 
+/** envd's end event; a failure's `error` is its status, as Go's `exec` words it, which the SDK makes CommandExitError's message. */
 function endEvent(result: CommandResult) {
+  const status = result.signal === undefined ? `exit status ${result.exitCode}` : `signal: ${result.signal}`;
   return {
     event: {
       end: {
         exitCode: result.exitCode,
         exited: result.signal === undefined,
-        status: result.signal === undefined ? `exit status ${result.exitCode}` : `signal: ${result.signal}`,
-        ...(result.timedOut ? { error: 'the command ran past its timeout and was killed' } : {}),
+        status,
+        ...(result.exitCode !== 0 ? { error: status } : {}),
       },
     },
   };
