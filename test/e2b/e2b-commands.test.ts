@@ -3,6 +3,7 @@
  * sandbox: commands.run in the foreground and in the background, their
  * environment, directory, timeout, stdin, listing, reconnection and kill.
  */
+import { Sandbox as InterpreterSandbox } from '@e2b/code-interpreter';
 import { CommandExitError, Sandbox, TimeoutError } from 'e2b';
 import { Sandbox as Sandbox249 } from 'e2b-2-49';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,5 +84,17 @@ describe('E2B commands', () => {
     const result = await older.commands.run('echo "$FROM_SANDBOX"');
     expect(result.stdout).toBe('sandbox-wide\n');
     await expect(older.commands.run('exit 1')).rejects.toThrow(/exit status 1/);
+  });
+
+  it('the code interpreter’s Sandbox has the same files and commands', async () => {
+    const interpreter = await InterpreterSandbox.create({ envs: { GREETING: 'hello' } });
+    try {
+      await interpreter.files.write('/home/user/greet.sh', 'echo "$GREETING from $(pwd)"\n');
+      const result = await interpreter.commands.run('bash greet.sh');
+      expect(result.stdout).toBe('hello from /home/user\n');
+      await expect(interpreter.commands.run('false')).rejects.toBeInstanceOf(CommandExitError);
+    } finally {
+      await interpreter.kill();
+    }
   });
 });
