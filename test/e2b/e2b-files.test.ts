@@ -3,7 +3,7 @@
  * bubblewrap sandbox: /home/user is the session's files, so what the SDK
  * writes, commands read, and what commands write, the SDK reads.
  */
-import { InvalidArgumentError, NotFoundError, Sandbox } from 'e2b';
+import { type FilesystemEvent, FilesystemEventType, InvalidArgumentError, NotFoundError, Sandbox } from 'e2b';
 import { Sandbox as Sandbox249 } from 'e2b-2-49';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startE2bServer, type TestServer } from './e2b-helpers.js';
@@ -89,5 +89,29 @@ describe('E2B files', () => {
     await older.files.write('/home/user/from-249.txt', 'old sdk');
     expect(await sandbox.files.read('/home/user/from-249.txt')).toBe('old sdk');
     expect(await older.files.exists('/home/user/from-249.txt')).toBe(true);
+  });
+
+  it('watches a directory: files created, written and removed', async () => {
+    await sandbox.files.makeDir('/home/user/watched');
+    const events: FilesystemEvent[] = [];
+    const handle = await sandbox.files.watchDir('/home/user/watched', (event) => void events.push(event), {
+      timeoutMs: 0,
+    });
+    try {
+      await sandbox.files.write('/home/user/watched/new.txt', 'first');
+      await expect
+        .poll(() => events.map((event) => `${event.type} ${event.name}`), { timeout: 20_000 })
+        .toContain(`${FilesystemEventType.CREATE} new.txt`);
+      await sandbox.commands.run('echo more >> watched/new.txt');
+      await expect
+        .poll(() => events.filter((event) => event.type === FilesystemEventType.WRITE).length, { timeout: 20_000 })
+        .toBeGreaterThanOrEqual(2);
+      await sandbox.files.remove('/home/user/watched/new.txt');
+      await expect
+        .poll(() => events.map((event) => `${event.type} ${event.name}`), { timeout: 20_000 })
+        .toContain(`${FilesystemEventType.REMOVE} new.txt`);
+    } finally {
+      await handle.stop();
+    }
   });
 });

@@ -11,6 +11,7 @@ import { encodeEndStream, parseMessage } from './connect-envelope.js';
 import { downloadFile, uploadFiles } from './envd-files.js';
 import { filesystemMethods, type UnaryMethod } from './envd-filesystem.js';
 import { processMethods, processStreams } from './envd-process.js';
+import { watchDir } from './envd-watch.js';
 import { ConnectError, connectErrorResponse, E2bError, toConnectError } from './errors.js';
 import type { E2bSandbox } from './sandbox-table.js';
 
@@ -52,7 +53,7 @@ export async function handleEnvd(
   const service = Object.keys(SERVICES).find((prefix) => path.startsWith(prefix));
   if (!service) throw new E2bError(404, `No envd route ${method} ${path} on this server.`);
   const name = path.slice(service.length);
-  const stream = service === '/process.Process/' ? processStreams[name] : undefined;
+  const stream = service === '/process.Process/' ? processStreams[name] : name === 'WatchDir' ? watchDir : undefined;
   if (stream) {
     try {
       return await stream(context, sandbox, server);
