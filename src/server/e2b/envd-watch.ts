@@ -4,8 +4,10 @@
  * host), so the watched directory is listed every half second and the
  * difference sent as events — CREATE (and WRITE for a file that arrives with
  * content), WRITE when size or modification time changed, REMOVE — named
- * relative to the watched directory (WatchDirResponse's oneof has no `event` wrapper, unlike Process's). Changes within one interval merge, and
- * renames read as a REMOVE and a CREATE. A sandbox holds a few watchers at most.
+ * relative to the watched directory. Changes within one interval merge, and
+ * renames read as a REMOVE and a CREATE. A sandbox holds a few watchers at
+ * most. WatchDirResponse's oneof sits at its top level (Process's events are
+ * wrapped in `event`).
  */
 import type { Context } from 'hono';
 import { z } from 'zod';
