@@ -1,0 +1,151 @@
+/**
+ * E2B's code interpreter (`E2b-Sandbox-Port: 49999`) on a sandbox's session: `POST /execute`
+ * streams an execution as NDJSON, `/contexts` creates, lists, restarts and removes contexts.
+ * Executions go through the registry, so the key's limits, the metrics and the server's longest
+ * execution apply; E2B sends no time limit (its SDKs time out on their side and close the
+ * connection), so an execution may run up to the server's maximum, and a client that goes away
+ * interrupts it.
+ */
+import type { Context } from 'hono';
+import { InvalidInputError } from '../../errors.js';
+import type { Execution } from '../../session/execution.js';
+import type { ServerContext } from '../context.js';
+import { HttpError, toHttpError } from '../errors.js';
+import type { ManagedSession } from '../registry.js';
+import { E2B_HOME, e2bLanguage, executionTarget, presentContext, sandcellPath } from './interpreter-contexts.js';
+import { environmentSnippets, executionEnvironment } from './interpreter-environment.js';
+import { closingLines, type InterpreterLine, interpreterStream, outputLine, resultLine } from './interpreter-ndjson.js';
+
+/** What the interpreter needs of an E2B sandbox. */
+export interface InterpreterSandbox {
+  entry: ManagedSession;
+  /** The sandbox's `envVars` (from its creation): every execution sees them. */
+  envVars?: Record<string, string>;
+}
+
+export async function handleInterpreter(
+  c: Context,
+  sandbox: InterpreterSandbox,
+  server: ServerContext,
+): Promise<Response> {
+  try {
+    return await route(c, sandbox, server);
+  } catch (error) {
+    const mapped = toHttpError(error);
+    return c.json({ code: mapped.status, message: mapped.message }, mapped.status as 400, mapped.headers);
+  }
+}
+
+async function route(c: Context, sandbox: InterpreterSandbox, server: ServerContext): Promise<Response> {
+  const { session } = sandbox.entry;
+  const method = c.req.method;
+  const path = c.req.path.replace(/\/+$/, '');
+  if (method === 'POST' && path.endsWith('/execute')) return execute(c, sandbox, server);
+  if (path.endsWith('/contexts')) {
+    if (method === 'GET') return c.json(session.listContexts().map(presentContext));
+    if (method === 'POST') {
+      const body = await readJsonObject(c, server);
+      const language = e2bLanguage(body.language);
+      const cwd = body.cwd === undefined || body.cwd === null || body.cwd === '' ? E2B_HOME : body.cwd;
+      if (typeof cwd !== 'string') throw new InvalidInputError('`cwd` must be a path.');
+      const created = await session.createContext({
+        language,
+        cwd: sandcellPath(cwd),
+        ...(sandbox.envVars && Object.keys(sandbox.envVars).length > 0 ? { env: sandbox.envVars } : {}),
+      });
+      return c.json(presentContext(created));
+    }
+  }
+  const context = /\/contexts\/([^/]+)(\/restart)?$/.exec(path);
+  if (context) {
+    const id = decodeURIComponent(context[1] as string);
+    if (method === 'POST' && context[2]) return c.json(presentContext(await session.restartContext(id)));
+    if (method === 'DELETE' && !context[2]) {
+      await session.removeContext(id);
+      return c.body(null, 204);
+    }
+  }
+  throw new HttpError(404, 'route-not-found', `The code interpreter has no ${method} ${path}.`);
+}
+
+async function execute(c: Context, sandbox: InterpreterSandbox, server: ServerContext): Promise<Response> {
+  const { registry } = server;
+  const { entry } = sandbox;
+  const body = await readJsonObject(c, server);
+  if (typeof body.code !== 'string') throw new InvalidInputError('`code` must be a string.');
+  const code = body.code;
+  const target = executionTarget(body, entry.session.listContexts());
+  const environment = executionEnvironment(sandbox.envVars, body.env_vars);
+  // Refusals (rate, size, queue) answer the request itself, before the stream starts.
+  registry.admit(entry, code);
+  return interpreterStream(async (send, signal) => {
+    const where = 'context' in target ? { context: target.context } : { language: target.language };
+    const snippets = environment ? environmentSnippets(target.language, environment) : undefined;
+    // Queued back to back in the context, so nothing runs between them; the restore runs even when the code was interrupted.
+    if (snippets) void entry.session.run(snippets.set, where).catch(() => undefined);
+    const running = registry.execute(entry, code, {
+      ...where,
+      admitted: true,
+      timeoutMs: server.options.limits.maxExecutionMs,
+      signal,
+      onStdout: (text) => send(outputLine('stdout', text)),
+      onStderr: (text) => send(outputLine('stderr', text)),
+      onResult: (result) => send(resultLine(result)),
+    });
+    if (snippets) void entry.session.run(snippets.restore, where).catch(() => undefined);
+    let execution: Execution;
+    try {
+      execution = await running;
+    } catch (error) {
+      for (const line of failureLines(error)) send(line);
+      return;
+    }
+    for (const line of closingLines(execution)) send(line);
+  });
+}
+
+/** An execution that could not run (its session closed, the server shutting down): E2B's error, then the end. */
+function failureLines(error: unknown): InterpreterLine[] {
+  const mapped = toHttpError(error);
+  return [{ type: 'error', name: mapped.code, value: mapped.message, traceback: '' }, { type: 'end_of_execution' }];
+}
+
+/** The JSON object a request carries, read within the server's request-size limit. */
+async function readJsonObject(c: Context, server: ServerContext): Promise<Record<string, unknown>> {
+  const limit = server.options.limits.maxRequestBytes;
+  const tooLarge = () =>
+    new HttpError(
+      413,
+      'body-too-large',
+      `The request body is over the limit of ${limit} bytes (--max-request-bytes).`,
+      {
+        connection: 'close',
+      },
+    );
+  const declared = c.req.header('content-length');
+  if (declared !== undefined && Number.parseInt(declared, 10) > limit) throw tooLarge();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = c.req.raw.body?.getReader();
+  for (;;) {
+    const chunk = reader ? await reader.read() : { done: true as const, value: undefined };
+    if (chunk.done) break;
+    size += chunk.value.byteLength;
+    if (size > limit) {
+      await reader?.cancel();
+      throw tooLarge();
+    }
+    chunks.push(chunk.value);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  let parsed: unknown;
+  try {
+    parsed = text.trim() === '' ? {} : JSON.parse(text);
+  } catch (error) {
+    throw new HttpError(400, 'invalid-json', `The body is not valid JSON: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new InvalidInputError('The body must be a JSON object.');
+  }
+  return parsed as Record<string, unknown>;
+}
