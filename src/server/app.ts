@@ -8,6 +8,7 @@ import { browserGuard } from './browser-guard.js';
 import type { ConnectionLimiter } from './connection-limiter.js';
 import type { ServerContext } from './context.js';
 import { conversationRoutes } from './conversations/routes.js';
+import { mountE2bRoutes } from './e2b/routes.js';
 import { errorBody, HttpError, toHttpError } from './errors.js';
 import { McpHttpEndpoint } from './mcp/http.js';
 import { buildOpenApiDocument } from './openapi.js';
@@ -105,6 +106,7 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
   });
   registerRoutes(app, routes, routeContext);
 
+  mountE2bRoutes(app, server);
   app.on(['GET', 'POST', 'DELETE'], '/mcp', (c) => mcp.handle(c, routeContext.authenticate(c)));
   if (server.options.webRoot !== false) serveWebUi(app, server.options.webRoot);
 

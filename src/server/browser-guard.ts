@@ -62,7 +62,8 @@ export function browserGuard(options: BrowserGuardOptions): MiddlewareHandler {
   const keyProven = (context: Context): boolean => {
     if (!options.apiKeys.enabled) return false;
     const authorization = context.req.header('authorization');
-    const apiKeyHeader = context.req.header('api-key');
+    // E2B's SDKs send the key as X-API-KEY (the /e2b front door).
+    const apiKeyHeader = context.req.header('api-key') ?? context.req.header('x-api-key');
     if (!authorization && !apiKeyHeader) return false;
     try {
       options.apiKeys.authenticate(authorization, apiKeyHeader);

@@ -10,33 +10,15 @@ import type { Context } from 'hono';
 import { InvalidInputError } from '../../errors.js';
 import type { Execution } from '../../session/execution.js';
 import type { ServerContext } from '../context.js';
-import { HttpError, toHttpError } from '../errors.js';
-import type { ManagedSession } from '../registry.js';
+import { toHttpError } from '../errors.js';
+import { E2bError } from './errors.js';
 import { E2B_HOME, e2bLanguage, executionTarget, presentContext, sandcellPath } from './interpreter-contexts.js';
 import { environmentSnippets, executionEnvironment } from './interpreter-environment.js';
 import { closingLines, type InterpreterLine, interpreterStream, outputLine, resultLine } from './interpreter-ndjson.js';
+import type { E2bSandbox } from './sandbox-table.js';
 
-/** What the interpreter needs of an E2B sandbox. */
-export interface InterpreterSandbox {
-  entry: ManagedSession;
-  /** The sandbox's `envVars` (from its creation): every execution sees them. */
-  envVars?: Record<string, string>;
-}
-
-export async function handleInterpreter(
-  c: Context,
-  sandbox: InterpreterSandbox,
-  server: ServerContext,
-): Promise<Response> {
-  try {
-    return await route(c, sandbox, server);
-  } catch (error) {
-    const mapped = toHttpError(error);
-    return c.json({ code: mapped.status, message: mapped.message }, mapped.status as 400, mapped.headers);
-  }
-}
-
-async function route(c: Context, sandbox: InterpreterSandbox, server: ServerContext): Promise<Response> {
+/** Answers one request; its errors are the dispatcher's to put in E2B's shape (routes.ts). */
+export async function handleInterpreter(c: Context, sandbox: E2bSandbox, server: ServerContext): Promise<Response> {
   const { session } = sandbox.entry;
   const method = c.req.method;
   const path = c.req.path.replace(/\/+$/, '');
@@ -44,14 +26,14 @@ async function route(c: Context, sandbox: InterpreterSandbox, server: ServerCont
   if (path.endsWith('/contexts')) {
     if (method === 'GET') return c.json(session.listContexts().map(presentContext));
     if (method === 'POST') {
-      const body = await readJsonObject(c, server);
+      const body = await readJsonObject(c);
       const language = e2bLanguage(body.language);
       const cwd = body.cwd === undefined || body.cwd === null || body.cwd === '' ? E2B_HOME : body.cwd;
       if (typeof cwd !== 'string') throw new InvalidInputError('`cwd` must be a path.');
       const created = await session.createContext({
         language,
         cwd: sandcellPath(cwd),
-        ...(sandbox.envVars && Object.keys(sandbox.envVars).length > 0 ? { env: sandbox.envVars } : {}),
+        ...(Object.keys(sandbox.envVars).length > 0 ? { env: sandbox.envVars } : {}),
       });
       return c.json(presentContext(created));
     }
@@ -65,13 +47,13 @@ async function route(c: Context, sandbox: InterpreterSandbox, server: ServerCont
       return c.body(null, 204);
     }
   }
-  throw new HttpError(404, 'route-not-found', `The code interpreter has no ${method} ${path}.`);
+  throw new E2bError(404, `The code interpreter has no ${method} ${path}.`);
 }
 
-async function execute(c: Context, sandbox: InterpreterSandbox, server: ServerContext): Promise<Response> {
+async function execute(c: Context, sandbox: E2bSandbox, server: ServerContext): Promise<Response> {
   const { registry } = server;
   const { entry } = sandbox;
-  const body = await readJsonObject(c, server);
+  const body = await readJsonObject(c);
   if (typeof body.code !== 'string') throw new InvalidInputError('`code` must be a string.');
   const code = body.code;
   const target = executionTarget(body, entry.session.listContexts());
@@ -110,42 +92,17 @@ function failureLines(error: unknown): InterpreterLine[] {
   return [{ type: 'error', name: mapped.code, value: mapped.message, traceback: '' }, { type: 'end_of_execution' }];
 }
 
-/** The JSON object a request carries, read within the server's request-size limit. */
-async function readJsonObject(c: Context, server: ServerContext): Promise<Record<string, unknown>> {
-  const limit = server.options.limits.maxRequestBytes;
-  const tooLarge = () =>
-    new HttpError(
-      413,
-      'body-too-large',
-      `The request body is over the limit of ${limit} bytes (--max-request-bytes).`,
-      {
-        connection: 'close',
-      },
-    );
-  const declared = c.req.header('content-length');
-  if (declared !== undefined && Number.parseInt(declared, 10) > limit) throw tooLarge();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = c.req.raw.body?.getReader();
-  for (;;) {
-    const chunk = reader ? await reader.read() : { done: true as const, value: undefined };
-    if (chunk.done) break;
-    size += chunk.value.byteLength;
-    if (size > limit) {
-      await reader?.cancel();
-      throw tooLarge();
-    }
-    chunks.push(chunk.value);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+/** The JSON object a request carries (the dispatcher holds its size to the server's request limit). */
+async function readJsonObject(c: Context): Promise<Record<string, unknown>> {
+  const text = await c.req.text();
   let parsed: unknown;
   try {
     parsed = text.trim() === '' ? {} : JSON.parse(text);
   } catch (error) {
-    throw new HttpError(400, 'invalid-json', `The body is not valid JSON: ${(error as Error).message}`);
+    throw new E2bError(400, `The body is not valid JSON: ${(error as Error).message}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new InvalidInputError('The body must be a JSON object.');
+    throw new E2bError(400, 'The body must be a JSON object.');
   }
   return parsed as Record<string, unknown>;
 }

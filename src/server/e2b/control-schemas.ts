@@ -1,0 +1,33 @@
+/** The control plane's request bodies, bounded: what a create or a timeout may carry. */
+import { z } from 'zod';
+
+/** E2B's own ceiling on a sandbox's lifetime (its Pro tier): 24 hours. */
+export const MAX_TIMEOUT_SECONDS = 86_400;
+/** What E2B gives a sandbox created without a timeout. */
+export const DEFAULT_TIMEOUT_SECONDS = 300;
+/** A list page: E2B's default and maximum. */
+export const MAX_PAGE_SIZE = 100;
+export const DEFAULT_TEMPLATE = 'code-interpreter-v1';
+
+const MAX_METADATA_ENTRIES = 64;
+const MAX_ENV_ENTRIES = 256;
+
+const boundedRecord = (entries: number, keyLength: number, valueLength: number, what: string) =>
+  z
+    .record(z.string().min(1).max(keyLength), z.string().max(valueLength))
+    .refine((record) => Object.keys(record).length <= entries, { message: `At most ${entries} ${what}.` });
+
+export const Timeout = z.number().int().min(0).max(MAX_TIMEOUT_SECONDS);
+
+export const CreateBody = z.looseObject({
+  templateID: z.string().min(1).max(256).optional(),
+  timeout: Timeout.optional(),
+  metadata: boundedRecord(MAX_METADATA_ENTRIES, 256, 2048, 'metadata entries').nullish(),
+  envVars: boundedRecord(MAX_ENV_ENTRIES, 256, 32_768, 'environment variables').nullish(),
+});
+
+export const ConnectBody = z.looseObject({ timeout: Timeout.optional() });
+
+export const TimeoutBody = z.looseObject({ timeout: Timeout });
+
+export type CreateRequest = z.output<typeof CreateBody>;

@@ -1,0 +1,116 @@
+/**
+ * E2B's error shapes, so the unmodified SDK raises its own typed errors. The
+ * control plane and envd's plain HTTP routes answer `{"code": <status>,
+ * "message"}`; Connect-RPC answers `{"code": "not_found", "message"}` with the
+ * status that Connect pairs with the code (a 404 that is not Connect JSON reads
+ * as Unimplemented in the SDK). Sandcell's own errors are mapped once, here,
+ * through the server's mapping (`toHttpError`), so limits and files answer the
+ * same statuses as under /v1.
+ */
+import type { Context } from 'hono';
+import { type HttpError, toHttpError } from '../errors.js';
+
+/** An error raised by the E2B front door with a definite status. */
+export class E2bError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'E2bError';
+  }
+}
+
+export type ConnectCode =
+  | 'canceled'
+  | 'unknown'
+  | 'invalid_argument'
+  | 'deadline_exceeded'
+  | 'not_found'
+  | 'already_exists'
+  | 'permission_denied'
+  | 'resource_exhausted'
+  | 'failed_precondition'
+  | 'aborted'
+  | 'unimplemented'
+  | 'internal'
+  | 'unavailable'
+  | 'unauthenticated';
+
+/** The HTTP status Connect pairs with each code (connectrpc.com/docs/protocol#error-codes). */
+const STATUS_OF_CONNECT_CODE: Record<ConnectCode, number> = {
+  canceled: 499,
+  unknown: 500,
+  invalid_argument: 400,
+  deadline_exceeded: 504,
+  not_found: 404,
+  already_exists: 409,
+  permission_denied: 403,
+  resource_exhausted: 429,
+  failed_precondition: 400,
+  aborted: 409,
+  unimplemented: 501,
+  internal: 500,
+  unavailable: 503,
+  unauthenticated: 401,
+};
+
+/** A Connect-RPC error: the code names the SDK's error class (not_found → NotFoundError, …). */
+export class ConnectError extends Error {
+  constructor(
+    readonly code: ConnectCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConnectError';
+  }
+
+  get status(): number {
+    return STATUS_OF_CONNECT_CODE[this.code];
+  }
+}
+
+/** Any error as a status, message and headers: ours as raised, sandcell's through the server's mapping. */
+export function toE2bError(error: unknown): E2bError {
+  if (error instanceof E2bError) return error;
+  if (error instanceof ConnectError) return new E2bError(error.status, error.message);
+  const mapped: HttpError = toHttpError(error);
+  return new E2bError(mapped.status, mapped.message, mapped.headers);
+}
+
+/** The control plane's and envd's plain HTTP error: `{"code": 404, "message": "…"}`. */
+export function e2bErrorResponse(context: Context, error: unknown): Response {
+  const mapped = toE2bError(error);
+  return context.json({ code: mapped.status, message: mapped.message }, mapped.status as 400, mapped.headers);
+}
+
+const CONNECT_CODE_OF_STATUS: Record<number, ConnectCode> = {
+  400: 'invalid_argument',
+  401: 'unauthenticated',
+  403: 'permission_denied',
+  404: 'not_found',
+  409: 'already_exists',
+  413: 'resource_exhausted',
+  429: 'resource_exhausted',
+  499: 'canceled',
+  501: 'unimplemented',
+  // The sandbox is gone (E2B's proxy answers 502): the SDK reads Unavailable as the sandbox's timeout.
+  502: 'unavailable',
+  503: 'unavailable',
+  504: 'deadline_exceeded',
+  507: 'resource_exhausted',
+};
+
+/** Any error as a Connect error: raised ones keep their code, others take the code of their status. */
+export function toConnectError(error: unknown): ConnectError {
+  if (error instanceof ConnectError) return error;
+  const mapped = toE2bError(error);
+  return new ConnectError(CONNECT_CODE_OF_STATUS[mapped.status] ?? 'internal', mapped.message);
+}
+
+/** A unary Connect-RPC error: `{"code": "not_found", "message": "…"}` with Connect's status. */
+export function connectErrorResponse(context: Context, error: unknown): Response {
+  const mapped = toConnectError(error);
+  return context.json({ code: mapped.code, message: mapped.message }, mapped.status as 400);
+}

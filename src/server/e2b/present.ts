@@ -1,0 +1,44 @@
+/** The control plane's answers, in E2B's field names (the SDKs read `sandboxID`, `templateID`, `clientID`, `envdVersion`). */
+import { DEFAULT_LIMITS } from '../../backends/limits.js';
+import type { ResolvedServerOptions } from '../options.js';
+import type { E2bSandbox } from './sandbox-table.js';
+
+/**
+ * The envd version whose features envd here serves: raw and gzip uploads
+ * (0.5.7), closing stdin (0.5.2), no default user (0.4.0); not file metadata
+ * (0.6.2) nor watch entries (0.6.3), which the SDK then refuses on its side.
+ */
+export const ENVD_VERSION = '0.5.7';
+/** E2B names the client that created a sandbox; a self-hosted server has one. */
+const CLIENT_ID = 'sandcell';
+
+/** What create and connect answer: how to reach the sandbox. */
+export function presentConnection(sandbox: E2bSandbox) {
+  return {
+    sandboxID: sandbox.id,
+    templateID: sandbox.templateId,
+    clientID: CLIENT_ID,
+    envdVersion: ENVD_VERSION,
+    envdAccessToken: sandbox.envdAccessToken,
+    trafficAccessToken: sandbox.trafficAccessToken,
+    domain: null,
+  };
+}
+
+/** What get-info and list answer: the sandbox's state, resources and metadata (no tokens: list is not a way to obtain them). */
+export function presentInfo(sandbox: E2bSandbox, options: ResolvedServerOptions) {
+  const limits = { ...DEFAULT_LIMITS, ...options.sessionOptions.limits };
+  return {
+    sandboxID: sandbox.id,
+    templateID: sandbox.templateId,
+    clientID: CLIENT_ID,
+    envdVersion: ENVD_VERSION,
+    startedAt: sandbox.startedAt.toISOString(),
+    endAt: sandbox.endAt.toISOString(),
+    state: 'running' as const,
+    cpuCount: Math.max(1, Math.round(limits.cpus)),
+    memoryMB: Math.round(limits.memoryBytes / 2 ** 20),
+    diskSizeMB: Math.round(limits.dataBytes / 2 ** 20),
+    metadata: sandbox.metadata,
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * The E2B front door, mounted under /e2b, so the unmodified E2B SDKs work with
+ * `E2B_API_URL` and `E2B_SANDBOX_URL` set to `http://host:port/e2b`. One port
+ * serves everything; the SDK says which service it means with headers:
+ *
+ * - no `E2b-Sandbox-Port`: the control plane (the API key in `X-API-KEY`);
+ * - `E2b-Sandbox-Port: 49983`: envd (files, filesystem, processes), which
+ *   must carry the sandbox's `X-Access-Token`;
+ * - `E2b-Sandbox-Port: 49999`: the code interpreter, whose requests carry
+ *   `E2B-Traffic-Access-Token` (and `/execute` also `X-Access-Token`; the
+ *   `/contexts*` calls do not).
+ *
+ * Sandbox traffic names its sandbox in `E2b-Sandbox-Id` and carries no API key:
+ * the tokens, returned only to whoever created or connected to the sandbox with
+ * its key, are what admit it. A sandbox that does not exist (killed, expired)
+ * answers 502, as E2B's proxy does, which the SDK reads as "the sandbox timed out".
+ */
+import type { Context, Hono } from 'hono';
+import { limitBody } from '../body-limit.js';
+import type { ServerContext } from '../context.js';
+import { HttpError } from '../errors.js';
+import { controlPlane } from './control-plane.js';
+import { handleEnvd, isConnectPath } from './envd-routes.js';
+import { connectErrorResponse, E2bError, e2bErrorResponse } from './errors.js';
+import { handleInterpreter } from './interpreter-routes.js';
+import { type E2bSandbox, SandboxTable, tokenMatches } from './sandbox-table.js';
+
+export const E2B_PREFIX = '/e2b';
+export const ENVD_PORT = '49983';
+export const INTERPRETER_PORT = '49999';
+
+/** Sandbox traffic to an id that has no live sandbox: E2B's proxy answers 502. */
+const SANDBOX_GONE = 502;
+
+/** The code interpreter accepts either of the sandbox's tokens, and refuses any wrong one presented. */
+function interpreterTokensMatch(context: Context, sandbox: E2bSandbox): boolean {
+  const traffic = context.req.header('e2b-traffic-access-token');
+  const access = context.req.header('x-access-token');
+  if (traffic === undefined && access === undefined) return false;
+  return (
+    (traffic === undefined || tokenMatches(traffic, sandbox.trafficAccessToken)) &&
+    (access === undefined || tokenMatches(access, sandbox.envdAccessToken))
+  );
+}
+
+export function mountE2bRoutes(app: Hono, server: ServerContext): SandboxTable {
+  const table = new SandboxTable(server.registry);
+  const control = controlPlane(server, table);
+  const { limits } = server.options;
+  const tooLarge = (kind: 'request' | 'upload') => (): never => {
+    server.metrics.rejected.inc({ reason: `${kind}-too-large` });
+    const limit = kind === 'upload' ? limits.maxUploadBytes : limits.maxRequestBytes;
+    throw new E2bError(413, `The request body is larger than this server accepts (${limit} bytes).`);
+  };
+  const limitRequest = limitBody(limits.maxRequestBytes, tooLarge('request'));
+  const limitUpload = limitBody(limits.maxUploadBytes, tooLarge('upload'));
+
+  /** Runs `handler` behind a body limit (Hono's counting limit throws while the handler reads). */
+  const limited = async (context: Context, upload: boolean, handler: () => Promise<Response>): Promise<Response> => {
+    let response: Response | undefined;
+    await (upload ? limitUpload : limitRequest)(context, async () => {
+      response = await handler();
+    });
+    return response ?? e2bErrorResponse(context, new E2bError(500, 'No answer.'));
+  };
+
+  const sandboxFor = (context: Context, check: (sandbox: E2bSandbox) => boolean): E2bSandbox => {
+    const id = context.req.header('e2b-sandbox-id');
+    const sandbox = id === undefined ? undefined : table.find(id);
+    if (!sandbox) throw new E2bError(SANDBOX_GONE, `The sandbox ${id ?? '(no E2b-Sandbox-Id)'} was not found.`);
+    if (!check(sandbox)) throw new E2bError(401, 'Missing or invalid sandbox access token.');
+    return sandbox;
+  };
+
+  const authenticate = (context: Context) => {
+    try {
+      return server.apiKeys.authenticate(context.req.header('authorization'), context.req.header('x-api-key'));
+    } catch (error) {
+      if (error instanceof HttpError && error.status === 401) {
+        throw new E2bError(401, 'Invalid API key: set E2B_API_KEY to a key this server accepts (--api-key).');
+      }
+      throw error;
+    }
+  };
+
+  app.all(`${E2B_PREFIX}/*`, async (context) => {
+    const port = context.req.header('e2b-sandbox-port');
+    const path = context.req.path.slice(E2B_PREFIX.length);
+    const connect = port === ENVD_PORT && isConnectPath(path);
+    try {
+      if (port === undefined) {
+        const owner = authenticate(context);
+        return await limited(context, false, () => control(context, owner, path));
+      }
+      if (port === ENVD_PORT) {
+        const sandbox = sandboxFor(context, (candidate) =>
+          tokenMatches(context.req.header('x-access-token'), candidate.envdAccessToken),
+        );
+        const upload = path === '/files' && context.req.method === 'POST';
+        return await limited(context, upload, () => handleEnvd(context, sandbox, server, path));
+      }
+      if (port === INTERPRETER_PORT) {
+        const sandbox = sandboxFor(context, (candidate) => interpreterTokensMatch(context, candidate));
+        return await limited(context, false, () => handleInterpreter(context, sandbox, server));
+      }
+      throw new E2bError(SANDBOX_GONE, `Nothing listens on port ${port} of E2B sandboxes here (only 49983 and 49999).`);
+    } catch (error) {
+      return connect ? connectErrorResponse(context, error) : e2bErrorResponse(context, error);
+    }
+  });
+  return table;
+}
