@@ -46,7 +46,7 @@ export function environmentSnippets(language: Language, variables: Record<string
     case 'r':
       return {
         set:
-          `.sandcell_saved_environ <- Sys.getenv(c(${names.map((name) => JSON.stringify(name)).join(', ')}), unset = NA)\n` +
+          `.sandcell_saved_environ <- Sys.getenv(c(${names.map((name) => JSON.stringify(name)).join(', ')}), unset = NA, names = TRUE)\n` +
           `invisible(Sys.setenv(${names.map((name) => `${name} = ${JSON.stringify(variables[name])}`).join(', ')}))`,
         restore:
           'invisible(local(for (name in names(.sandcell_saved_environ)) ' +

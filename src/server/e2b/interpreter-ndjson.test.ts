@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Execution } from '../../session/execution.js';
-import { closingLines, interpreterStream, outputLine, resultLine } from './interpreter-ndjson.js';
+import { asciiJson, closingLines, interpreterStream, outputLine, resultLine } from './interpreter-ndjson.js';
 
 describe("E2B's execution lines", () => {
   it('gives every format its field, other types to extra, and marks the main result', () => {
@@ -49,6 +49,13 @@ describe("E2B's execution lines", () => {
       },
       { type: 'end_of_execution' },
     ]);
+  });
+
+  it('writes pure ASCII that reads back as the same text, so no chunk boundary or line splitter can cut a character', () => {
+    const text = 'héllo ✓ 😀 \u2028 \u0085 \u007f end';
+    const written = asciiJson({ type: 'stdout', text });
+    expect(written).toMatch(/^[\x20-\x7e]*$/);
+    expect(JSON.parse(written).text).toBe(text);
   });
 
   it('sends keepalives while quiet, one JSON object a line, and never an empty line', async () => {

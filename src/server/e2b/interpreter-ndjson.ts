@@ -81,6 +81,19 @@ function unquote(text: string): string {
 }
 
 /**
+ * JSON with every non-ASCII character escaped, as E2B's server writes it (Python's json.dumps). It
+ * matters to both SDKs: the JS SDK decodes each network chunk on its own, so a multi-byte
+ * character cut between two chunks would arrive garbled, and the Python SDK splits lines as
+ * str.splitlines does, so a raw U+2028 or U+0085 in a string would cut a line in two.
+ */
+export function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[\u007f-\uffff]/g,
+    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/**
  * The streamed answer: `produce` sends lines until it resolves; a keepalive goes out whenever
  * nothing did for KEEPALIVE_INTERVAL_MS, so a client (and any proxy) sees the connection live and
  * a vanished client is noticed at the next write. `signal` aborts when the client goes away.
@@ -97,7 +110,7 @@ export function interpreterStream(
     start(controller) {
       const send = (line: InterpreterLine): void => {
         if (closed) return;
-        controller.enqueue(encoder.encode(`${JSON.stringify(line)}\n`));
+        controller.enqueue(encoder.encode(`${asciiJson(line)}\n`));
         timer?.refresh();
       };
       timer = setInterval(() => send({ type: 'keepalive' }), keepaliveIntervalMs);
