@@ -12,6 +12,11 @@ export const SANDBOX_HOSTNAME = 'sandbox';
 /** Where the supervisor and the kernels are inside the sandbox. */
 export const KERNEL_MOUNT = '/opt/sandcell';
 export const DATA_MOUNT = '/mnt/data';
+/**
+ * E2B's home and working directory, bound to the same storage as /mnt/data: code written for
+ * E2B finds its files at /home/user, and they are the session's files under both names.
+ */
+export const HOME_USER_MOUNT = '/home/user';
 
 /** The environment inside the sandbox: explicit, nothing inherited from the host. */
 export function sandboxEnvironment(options: {

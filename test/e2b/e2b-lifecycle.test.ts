@@ -5,7 +5,7 @@
  * who may do each.
  */
 import { Sandbox as InterpreterSandbox } from '@e2b/code-interpreter';
-import { Sandbox, SandboxNotFoundError } from 'e2b';
+import { Sandbox, type SandboxInfo, SandboxNotFoundError } from 'e2b';
 import { Sandbox as Sandbox249 } from 'e2b-2-49';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startE2bServer, type TestServer } from './e2b-helpers.js';
@@ -42,5 +42,61 @@ describe('E2B lifecycle', () => {
       await interpreter.kill();
     }
     expect(await Sandbox.kill(older.sandboxId)).toBe(false);
+  });
+
+  it('reports info with metadata, and moves the deadline with setTimeout and with connect', async () => {
+    const sandbox = await Sandbox.create({ metadata: { purpose: 'info' }, timeoutMs: 120_000 });
+    try {
+      const info = await Sandbox.getInfo(sandbox.sandboxId);
+      expect(info).toMatchObject({
+        sandboxId: sandbox.sandboxId,
+        templateId: 'base',
+        metadata: { purpose: 'info' },
+        state: 'running',
+      });
+      expect(info.endAt.getTime() - info.startedAt.getTime()).toBe(120_000);
+
+      await sandbox.setTimeout(3_600_000);
+      const extended = await sandbox.getInfo();
+      expect(extended.endAt.getTime()).toBeGreaterThan(info.endAt.getTime() + 3_000_000);
+
+      // Connecting with a shorter timeout never shortens a running sandbox's life; a longer one extends it.
+      await Sandbox.connect(sandbox.sandboxId, { timeoutMs: 60_000 });
+      expect((await sandbox.getInfo()).endAt).toEqual(extended.endAt);
+      const connected = await Sandbox.connect(sandbox.sandboxId, { timeoutMs: 7_200_000 });
+      expect((await connected.getInfo()).endAt.getTime()).toBeGreaterThan(extended.endAt.getTime());
+      expect(await connected.isRunning()).toBe(true);
+    } finally {
+      await sandbox.kill();
+    }
+  });
+
+  it('kills a sandbox when its timeout expires', async () => {
+    const sandbox = await Sandbox.create({ timeoutMs: 2_000 });
+    await expect.poll(() => sandbox.isRunning(), { timeout: 30_000, interval: 500 }).toBe(false);
+    await expect(Sandbox.getInfo(sandbox.sandboxId)).rejects.toBeInstanceOf(SandboxNotFoundError);
+    await expect(Sandbox.connect(sandbox.sandboxId)).rejects.toBeInstanceOf(SandboxNotFoundError);
+  });
+
+  it('lists by metadata, a page at a time', async () => {
+    const created = [];
+    for (const index of [1, 2, 3])
+      created.push(await Sandbox.create({ metadata: { suite: 'list', index: String(index) } }));
+    const other = await Sandbox.create({ metadata: { suite: 'other' } });
+    try {
+      const paginator = Sandbox.list({ query: { metadata: { suite: 'list' } }, limit: 2 });
+      const pages: SandboxInfo[][] = [];
+      while (paginator.hasNext) pages.push(await paginator.nextItems());
+      expect(pages.map((page) => page.length)).toEqual([2, 1]);
+      expect(pages.flat().map((info) => info.sandboxId)).toEqual(created.map((sandbox) => sandbox.sandboxId));
+      expect(pages.flat().map((info) => info.metadata.index)).toEqual(['1', '2', '3']);
+
+      const both = await Sandbox.list({ query: { metadata: { suite: 'other' } } }).nextItems();
+      expect(both.map((info) => info.sandboxId)).toEqual([other.sandboxId]);
+      const paused = await Sandbox.list({ query: { state: ['paused'] } }).nextItems();
+      expect(paused).toEqual([]);
+    } finally {
+      await Promise.all([...created, other].map((sandbox) => sandbox.kill()));
+    }
   });
 });

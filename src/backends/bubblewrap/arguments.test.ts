@@ -42,9 +42,12 @@ describe('buildBubblewrapArguments', () => {
     expect(args.join(' ')).toContain('--seccomp 3');
   });
 
-  it('binds the system read-only and only /mnt/data writable, with a capped /tmp', () => {
+  it('binds the system read-only and only /mnt/data (also at /home/user) writable, with a capped /tmp', () => {
     const writable = pairs(args, '--bind');
-    expect(writable).toEqual([[input.dataDirectory, '/mnt/data']]);
+    expect(writable).toEqual([
+      [input.dataDirectory, '/mnt/data'],
+      [input.dataDirectory, '/home/user'],
+    ]);
     expect(args.join(' ')).toContain(`--size ${1024 * 1024} --tmpfs /tmp`);
     expect(pairs(args, '--ro-bind')).toContainEqual(['/usr', '/usr']);
     const everything = args.join(' ');

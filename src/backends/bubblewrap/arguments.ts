@@ -5,6 +5,7 @@
 import path from 'node:path';
 import { SandboxStartError } from '../../errors.js';
 import {
+  HOME_USER_MOUNT,
   KERNEL_MOUNT,
   kernelFiles,
   SANDBOX_GID,
@@ -150,6 +151,10 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): Bubbl
     '--bind',
     input.dataDirectory,
     '/mnt/data',
+    // The same files at E2B's working directory (its SDKs' paths are /home/user/…).
+    '--bind',
+    input.dataDirectory,
+    HOME_USER_MOUNT,
     // bwrap's own root and /dev are tmpfs: make them read-only once everything is mounted.
     '--remount-ro',
     '/dev',

@@ -54,6 +54,7 @@ describe('the kernel container', () => {
     expect(host.ShmSize).toBeGreaterThan(0);
     expect(host.Mounts).toEqual([
       expect.objectContaining({ Type: 'volume', Source: 'sandcell-data-1', Target: '/mnt/data' }),
+      expect.objectContaining({ Type: 'volume', Source: 'sandcell-data-1', Target: '/home/user' }),
     ]);
     expect(options.User).toBe('1974206500:1974206500');
     expect(options.Tty).toBe(false);

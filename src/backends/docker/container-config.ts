@@ -9,6 +9,7 @@ import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
 import type { SandboxLimits } from '../limits.js';
 import {
   DATA_MOUNT,
+  HOME_USER_MOUNT,
   KERNEL_MOUNT,
   SANDBOX_HOSTNAME,
   SUPERVISOR_PYTHON_FLAGS,
@@ -70,11 +71,11 @@ export interface SessionOwner {
 }
 
 /** NoCopy: the engine must not copy the image's /mnt/data (owner root) over the volume's root, owned by the session. */
-function dataMount(volumeName: string, readOnly: boolean): Dockerode.MountSettings {
+function dataMount(volumeName: string, readOnly: boolean, target = DATA_MOUNT): Dockerode.MountSettings {
   return {
     Type: 'volume',
     Source: volumeName,
-    Target: DATA_MOUNT,
+    Target: target,
     ReadOnly: readOnly,
     VolumeOptions: { NoCopy: true } as NonNullable<Dockerode.MountSettings['VolumeOptions']>,
   };
@@ -126,7 +127,8 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
       MemorySwap: memory,
       NanoCpus: Math.round(limits.cpus * 1e9),
       PidsLimit: Math.floor(limits.processes),
-      Mounts: [dataMount(input.volumeName, false)],
+      // The same volume at E2B's working directory: one set of files under both names.
+      Mounts: [dataMount(input.volumeName, false), dataMount(input.volumeName, false, HOME_USER_MOUNT)],
       MaskedPaths: input.maskedPaths,
       Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
       ...(input.cgroupParent ? { CgroupParent: input.cgroupParent } : {}),

@@ -1,27 +1,71 @@
 /**
  * envd, the agent inside every E2B sandbox (`E2b-Sandbox-Port: 49983`): its
  * plain HTTP routes (`/health`, `/files`) and its Connect-RPC services
- * (`/filesystem.Filesystem/*`, `/process.Process/*`), served from the
- * sandbox's sandcell session. The dispatcher (routes.ts) has checked the
+ * (`/filesystem.Filesystem/*`, `/process.Process/*`, JSON codec), served from
+ * the sandbox's sandcell session. The dispatcher (routes.ts) has checked the
  * sandbox's `X-Access-Token`; `path` is below /e2b.
  */
 import type { Context } from 'hono';
 import type { ServerContext } from '../context.js';
-import { ConnectError, E2bError } from './errors.js';
+import { encodeEndStream, parseMessage } from './connect-envelope.js';
+import { downloadFile, uploadFiles } from './envd-files.js';
+import { filesystemMethods, type UnaryMethod } from './envd-filesystem.js';
+import { processMethods, processStreams } from './envd-process.js';
+import { ConnectError, connectErrorResponse, E2bError, toConnectError } from './errors.js';
 import type { E2bSandbox } from './sandbox-table.js';
 
-const CONNECT_SERVICES = ['/filesystem.Filesystem/', '/process.Process/'];
+const SERVICES: Record<string, Record<string, UnaryMethod>> = {
+  '/filesystem.Filesystem/': filesystemMethods,
+  '/process.Process/': processMethods,
+};
 
 /** Whether `path` is a Connect-RPC method (its errors then answer in Connect's shape). */
-export const isConnectPath = (path: string): boolean => CONNECT_SERVICES.some((service) => path.startsWith(service));
+export const isConnectPath = (path: string): boolean =>
+  Object.keys(SERVICES).some((service) => path.startsWith(service));
+
+async function unary(context: Context, sandbox: E2bSandbox, server: ServerContext, method: UnaryMethod) {
+  const type = context.req.header('content-type') ?? '';
+  if (!/^application\/json\b/i.test(type)) {
+    throw new ConnectError('unimplemented', `Only the JSON codec is served (application/json), not ${type}.`);
+  }
+  const answer = await method(sandbox, server, parseMessage(await context.req.text()));
+  return context.json(answer, 200);
+}
+
+/** A stream that failed before it began: 200 and an end-stream envelope with the error, so its message reaches the client. */
+function streamError(context: Context, error: unknown): Response {
+  return context.body(new Uint8Array(encodeEndStream(toConnectError(error))), 200, {
+    'content-type': 'application/connect+json',
+  });
+}
 
 export async function handleEnvd(
   context: Context,
-  _sandbox: E2bSandbox,
-  _server: ServerContext,
+  sandbox: E2bSandbox,
+  server: ServerContext,
   path: string,
 ): Promise<Response> {
-  if (path === '/health' && context.req.method === 'GET') return context.body(null, 204);
-  if (isConnectPath(path)) throw new ConnectError('unimplemented', `${path} is not served by this server.`);
-  throw new E2bError(404, `No envd route ${context.req.method} ${path}.`);
+  const method = context.req.method;
+  if (path === '/health' && method === 'GET') return context.body(null, 204);
+  if (path === '/files' && method === 'GET') return downloadFile(context, sandbox);
+  if (path === '/files' && method === 'POST') return uploadFiles(context, sandbox, server);
+  const service = Object.keys(SERVICES).find((prefix) => path.startsWith(prefix));
+  if (!service) throw new E2bError(404, `No envd route ${method} ${path} on this server.`);
+  const name = path.slice(service.length);
+  const stream = service === '/process.Process/' ? processStreams[name] : undefined;
+  if (stream) {
+    try {
+      return await stream(context, sandbox, server);
+    } catch (error) {
+      return streamError(context, error);
+    }
+  }
+  const handler = SERVICES[service]?.[name];
+  try {
+    if (method !== 'POST') throw new ConnectError('unimplemented', 'Connect methods are called with POST.');
+    if (!handler) throw new ConnectError('unimplemented', `${path} is not served by this server.`);
+    return await unary(context, sandbox, server, handler);
+  } catch (error) {
+    return connectErrorResponse(context, error);
+  }
 }

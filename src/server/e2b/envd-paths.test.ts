@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidPathError } from '../../errors.js';
+import { resolveSandboxPath, sandboxPathOf, shellQuote } from './envd-paths.js';
+
+describe('envd paths', () => {
+  it('maps /home/user, /mnt/data, ~ and relative paths to the session’s files', () => {
+    expect(resolveSandboxPath('/home/user/a/b.txt')).toEqual({ root: '/home/user', relative: 'a/b.txt' });
+    expect(resolveSandboxPath('/mnt/data/a.txt')).toEqual({ root: '/mnt/data', relative: 'a.txt' });
+    expect(resolveSandboxPath('~/x')).toEqual({ root: '/home/user', relative: 'x' });
+    expect(resolveSandboxPath('notes/x.md')).toEqual({ root: '/home/user', relative: 'notes/x.md' });
+    expect(resolveSandboxPath('/home/user', { allowRoot: true })).toEqual({ root: '/home/user', relative: '' });
+    expect(resolveSandboxPath(undefined, { allowRoot: true })).toEqual({ root: '/home/user', relative: '' });
+  });
+
+  it('refuses other absolute paths, escapes and the root where a file is needed', () => {
+    for (const path of ['/etc/passwd', '/home/userx', '/home/user/../../etc/passwd', '../x', '/home/user', '']) {
+      expect(() => resolveSandboxPath(path)).toThrow(InvalidPathError);
+    }
+  });
+
+  it('names files back under the root the client used, and quotes paths for the shell', () => {
+    expect(sandboxPathOf('/home/user', 'a/b')).toBe('/home/user/a/b');
+    expect(sandboxPathOf('/mnt/data', '')).toBe('/mnt/data');
+    expect(shellQuote("it's")).toBe(`'it'\\''s'`);
+  });
+});

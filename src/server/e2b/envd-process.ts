@@ -1,0 +1,202 @@
+/**
+ * envd's `process.Process` service: Start and Connect stream a process's
+ * events; List, SendInput, CloseStdin and SendSignal act on the processes
+ * started here (PTYs are not served). A process is a background command of
+ * the sandbox's session, `exec`ing the requested program with its arguments,
+ * in /home/user unless told otherwise, with the sandbox's environment variables
+ * under the call's own.
+ */
+import type { Context } from 'hono';
+import { z } from 'zod';
+import type { ServerContext } from '../context.js';
+import { decodeRequestEnvelope } from './connect-envelope.js';
+import type { UnaryMethod } from './envd-filesystem.js';
+import { HOME, shellQuote } from './envd-paths.js';
+import { ConnectError } from './errors.js';
+import { PendingEvents, processEventStream } from './process-stream.js';
+import { E2bProcess, ProcessTable } from './process-table.js';
+import type { E2bSandbox } from './sandbox-table.js';
+
+const DEFAULT_KEEPALIVE_SECONDS = 50;
+const MAX_ARGUMENTS = 4096;
+
+const Selector = z.looseObject({ pid: z.number().int().min(0).optional(), tag: z.string().max(256).optional() });
+const StartRequest = z.looseObject({
+  process: z.looseObject({
+    cmd: z.string().min(1).max(4096),
+    args: z.array(z.string()).max(MAX_ARGUMENTS).optional(),
+    envs: z.record(z.string(), z.string()).optional(),
+    cwd: z.string().max(4096).optional(),
+  }),
+  pty: z.unknown().optional(),
+  tag: z.string().max(256).optional(),
+  stdin: z.boolean().optional(),
+});
+const SelectRequest = z.looseObject({ process: Selector });
+const InputRequest = z.looseObject({
+  process: Selector,
+  input: z.looseObject({ stdin: z.base64().optional(), pty: z.base64().optional() }),
+});
+const SignalRequest = z.looseObject({
+  process: Selector,
+  signal: z.union([z.enum(['SIGNAL_SIGTERM', 'SIGNAL_SIGKILL', 'SIGNAL_UNSPECIFIED']), z.literal(9), z.literal(15)]),
+});
+
+function parse<Schema extends z.ZodType>(schema: Schema, message: unknown): z.output<Schema> {
+  const parsed = schema.safeParse(message);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ConnectError(
+      'invalid_argument',
+      `Invalid request: ${issue?.path.join('.') || 'message'}: ${issue?.message}`,
+    );
+  }
+  return parsed.data;
+}
+
+const tables = new WeakMap<E2bSandbox, ProcessTable>();
+function processesOf(sandbox: E2bSandbox): ProcessTable {
+  let table = tables.get(sandbox);
+  if (!table) {
+    table = new ProcessTable();
+    tables.set(sandbox, table);
+  }
+  return table;
+}
+
+function selected(sandbox: E2bSandbox, selector: z.output<typeof Selector>): E2bProcess {
+  const process = processesOf(sandbox).find(selector);
+  if (!process) {
+    throw new ConnectError('not_found', `No running process ${selector.pid ?? JSON.stringify(selector.tag ?? '')}.`);
+  }
+  return process;
+}
+
+/** `Connect-Timeout-Ms`: up to 10 digits (the Connect protocol's bound); absent or 0 means none. */
+function connectTimeout(context: Context): number | undefined {
+  const header = context.req.header('connect-timeout-ms');
+  if (header === undefined) return undefined;
+  if (!/^\d{1,10}$/.test(header)) throw new ConnectError('invalid_argument', 'Connect-Timeout-Ms must be digits.');
+  const value = Number(header);
+  return value === 0 ? undefined : value;
+}
+
+function keepaliveMs(context: Context): number {
+  const seconds = Number(context.req.header('keepalive-ping-interval') ?? DEFAULT_KEEPALIVE_SECONDS);
+  return Math.min(Math.max(Number.isFinite(seconds) ? seconds : DEFAULT_KEEPALIVE_SECONDS, 1), 300) * 1000;
+}
+
+const streamHeaders = { 'content-type': 'application/connect+json', 'cache-control': 'no-store' };
+
+async function readStreamRequest(context: Context, server: ServerContext): Promise<unknown> {
+  const type = context.req.header('content-type') ?? '';
+  if (!/^application\/connect\+json\b/i.test(type)) {
+    throw new ConnectError('unimplemented', `Only the JSON codec is served (application/connect+json), not ${type}.`);
+  }
+  return decodeRequestEnvelope(new Uint8Array(await context.req.arrayBuffer()), server.options.limits.maxRequestBytes);
+}
+
+async function start(context: Context, sandbox: E2bSandbox, server: ServerContext): Promise<Response> {
+  const request = parse(StartRequest, await readStreamRequest(context, server));
+  if (request.pty !== undefined && request.pty !== null) {
+    throw new ConnectError('unimplemented', 'PTYs are not served by this server; run commands without one.');
+  }
+  const { cmd, args = [], envs = {}, cwd } = request.process;
+  const command = `exec ${[cmd, ...args].map(shellQuote).join(' ')}`;
+  server.registry.admitCommand(sandbox.entry, command);
+  const timeoutMs = server.registry.commandTimeout(connectTimeout(context), true);
+  const process = new E2bProcess({ cmd, args, envs, ...(cwd !== undefined ? { cwd } : {}) }, request.tag);
+  const pending = new PendingEvents();
+  const unsubscribe = process.subscribe(pending.listen);
+  const directory = cwd === undefined || cwd === '' ? HOME : cwd.startsWith('/') ? cwd : `${HOME}/${cwd}`;
+  try {
+    const handle = await sandbox.entry.session.commands.run(command, {
+      background: true,
+      cwd: directory,
+      // PWD too: /home/user and /mnt/data are one directory, and a shell trusts an inherited PWD naming it.
+      env: { HOME, PWD: directory, ...sandbox.envVars, ...envs },
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      onStdout: (text) => process.emit({ kind: 'stdout', text }),
+      onStderr: (text) => process.emit({ kind: 'stderr', text }),
+    });
+    if (!request.stdin) handle.closeStdin();
+    process.started(handle);
+    processesOf(sandbox).add(process);
+  } catch (error) {
+    unsubscribe();
+    throw error;
+  }
+  const stream = processEventStream({
+    process,
+    pending,
+    unsubscribe,
+    keepaliveMs: keepaliveMs(context),
+    sandboxClosed: () => sandbox.entry.session.closed,
+  });
+  return context.body(stream, 200, streamHeaders);
+}
+
+async function connect(context: Context, sandbox: E2bSandbox, server: ServerContext): Promise<Response> {
+  const request = parse(SelectRequest, await readStreamRequest(context, server));
+  const process = selected(sandbox, request.process);
+  const pending = new PendingEvents();
+  const unsubscribe = process.subscribe(pending.listen);
+  const deadlineMs = connectTimeout(context);
+  const stream = processEventStream({
+    process,
+    pending,
+    unsubscribe,
+    keepaliveMs: keepaliveMs(context),
+    ...(deadlineMs !== undefined ? { deadlineMs } : {}),
+    sandboxClosed: () => sandbox.entry.session.closed,
+  });
+  return context.body(stream, 200, streamHeaders);
+}
+
+/** The server-streaming methods: errors before the stream starts answer as unary errors. */
+export const processStreams: Record<
+  string,
+  (context: Context, sandbox: E2bSandbox, server: ServerContext) => Promise<Response>
+> = { Start: start, Connect: connect };
+
+export const processMethods: Record<string, UnaryMethod> = {
+  async List(sandbox) {
+    return {
+      processes: processesOf(sandbox)
+        .list()
+        .map((process) => ({
+          config: process.config,
+          pid: process.pid,
+          ...(process.tag !== undefined ? { tag: process.tag } : {}),
+        })),
+    };
+  },
+
+  async SendInput(sandbox, server, message) {
+    const request = parse(InputRequest, message);
+    const data = request.input.stdin ?? request.input.pty;
+    if (data === undefined) throw new ConnectError('invalid_argument', 'Send input as `stdin` (base64).');
+    const process = selected(sandbox, request.process);
+    const text = Buffer.from(data, 'base64').toString('utf8');
+    server.registry.admitCommand(sandbox.entry, text);
+    process.command.sendStdin(text);
+    return {};
+  },
+
+  async CloseStdin(sandbox, _server, message) {
+    selected(sandbox, parse(SelectRequest, message).process).command.closeStdin();
+    return {};
+  },
+
+  async SendSignal(sandbox, _server, message) {
+    const request = parse(SignalRequest, message);
+    const process = selected(sandbox, request.process);
+    const signal = request.signal === 'SIGNAL_SIGTERM' || request.signal === 15 ? 'SIGTERM' : 'SIGKILL';
+    await process.command.kill(signal);
+    return {};
+  },
+
+  async Update() {
+    throw new ConnectError('unimplemented', 'PTYs are not served by this server.');
+  },
+};
