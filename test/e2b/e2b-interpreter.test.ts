@@ -179,6 +179,11 @@ describe('contexts', () => {
     expect(context).toMatchObject({ language: 'python', cwd: '/home/user' });
     expect((await sandbox.listCodeContexts()).map((listed) => listed.id)).toContain(context.id);
 
+    // It works in /home/user, the same files as the default context's /mnt/data.
+    await sandbox.runCode('open("note.txt", "w").write("shared")');
+    expect((await sandbox.runCode('import os\nos.getcwd(), open("note.txt").read()', { context })).text).toBe(
+      "('/home/user', 'shared')",
+    );
     await sandbox.runCode('secret = 7', { context });
     expect((await sandbox.runCode('secret * 6', { context })).text).toBe('42');
     // The default context is another kernel.

@@ -1,9 +1,11 @@
 /**
  * E2B's code contexts as sandcell's: an E2B context is a context of the sandbox's session, its id
  * the session's context id. A run names a context (`context_id`) or a language (that language's
- * default context, made on first use), never both; neither is the default Python context. E2B
- * calls the working directory `/home/user` where sandcell says `/mnt/data`: the same storage.
+ * default context, made on first use), never both; neither is the default Python context. E2B's
+ * working directory is `/home/user`, which the sandbox binds to the session's files: sandcell's
+ * default contexts work in `/mnt/data`, the same directory, and are listed as in `/home/user`.
  */
+import { posix } from 'node:path';
 import { InvalidInputError, UnknownContextError } from '../../errors.js';
 import { LANGUAGES, type Language, parseLanguage } from '../../session/languages.js';
 import type { ContextInfo } from '../../session/session-context.js';
@@ -64,10 +66,9 @@ export function e2bPath(path: string): string {
   return path;
 }
 
-/** sandcell's path for an E2B one: `/home/user/x` is `/mnt/data/x`; relative paths are under it too. */
-export function sandcellPath(path: string): string {
-  if (path === E2B_HOME || path.startsWith(`${E2B_HOME}/`)) return SANDCELL_DATA + path.slice(E2B_HOME.length);
-  return path;
+/** A new context's working directory: as given, a relative one under /home/user (the sandbox binds it to the session's files). */
+export function contextDirectory(cwd: string): string {
+  return posix.resolve(E2B_HOME, cwd);
 }
 
 export function presentContext(context: ContextInfo): E2bContext {

@@ -12,7 +12,7 @@ import type { Execution } from '../../session/execution.js';
 import type { ServerContext } from '../context.js';
 import { toHttpError } from '../errors.js';
 import { E2bError } from './errors.js';
-import { E2B_HOME, e2bLanguage, executionTarget, presentContext, sandcellPath } from './interpreter-contexts.js';
+import { contextDirectory, E2B_HOME, e2bLanguage, executionTarget, presentContext } from './interpreter-contexts.js';
 import { environmentSnippets, executionEnvironment } from './interpreter-environment.js';
 import { closingLines, type InterpreterLine, interpreterStream, outputLine, resultLine } from './interpreter-ndjson.js';
 import type { E2bSandbox } from './sandbox-table.js';
@@ -32,7 +32,7 @@ export async function handleInterpreter(c: Context, sandbox: E2bSandbox, server:
       if (typeof cwd !== 'string') throw new InvalidInputError('`cwd` must be a path.');
       const created = await session.createContext({
         language,
-        cwd: sandcellPath(cwd),
+        cwd: contextDirectory(cwd),
         ...(Object.keys(sandbox.envVars).length > 0 ? { env: sandbox.envVars } : {}),
       });
       return c.json(presentContext(created));
