@@ -89,14 +89,15 @@ describe('E2B auth', () => {
       });
       expect(health.status).toBe(204);
 
-      for (const headers of [
+      const refusedHeaders: Record<string, string>[] = [
         { 'e2b-sandbox-id': mine.sandboxID },
         { 'e2b-sandbox-id': mine.sandboxID, 'x-access-token': 'wrong' },
         { 'e2b-sandbox-id': mine.sandboxID, 'x-access-token': theirs.envdAccessToken },
         { 'e2b-sandbox-id': theirs.sandboxID, 'x-access-token': mine.envdAccessToken },
         // The API key is not a sandbox token.
         { 'e2b-sandbox-id': mine.sandboxID, 'x-api-key': process.env.E2B_API_KEY ?? '' },
-      ]) {
+      ];
+      for (const headers of refusedHeaders) {
         const refused = await envd('/health', headers);
         expect(refused.status).toBe(401);
         const rpc = await envd(
@@ -111,11 +112,12 @@ describe('E2B auth', () => {
         expect(await rpc.json()).toMatchObject({ code: 'unauthenticated' });
       }
       // The code interpreter's port takes the traffic token, and refuses it wrong or missing.
-      for (const headers of [
+      const interpreterHeaders: Record<string, string>[] = [
         { 'e2b-sandbox-id': mine.sandboxID },
         { 'e2b-sandbox-id': mine.sandboxID, 'e2b-traffic-access-token': theirs.trafficAccessToken },
         { 'e2b-sandbox-id': mine.sandboxID, 'e2b-traffic-access-token': mine.envdAccessToken },
-      ]) {
+      ];
+      for (const headers of interpreterHeaders) {
         const refused = await fetch(`${server.url}/e2b/contexts`, {
           headers: { 'e2b-sandbox-port': '49999', ...headers },
         });

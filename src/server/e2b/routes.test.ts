@@ -75,6 +75,8 @@ describe('E2B routes (scripted)', () => {
     const created = await createSandbox();
     expect(created).toMatchObject({ clientID: 'sandcell', envdVersion: '0.5.7', domain: null });
     expect(created.envdAccessToken).toMatch(/^[0-9a-f]{64}$/);
+    // A base URL given with a trailing slash still reaches the route.
+    expect((await control(`//sandboxes/${created.sandboxID}`)).status).toBe(200);
     expect((await control(`/sandboxes/${created.sandboxID}`, { method: 'DELETE' })).status).toBe(204);
     const again = await control(`/sandboxes/${created.sandboxID}`, { method: 'DELETE' });
     expect(again.status).toBe(404);

@@ -85,7 +85,8 @@ export function mountE2bRoutes(app: Hono, server: ServerContext): SandboxTable {
 
   app.all(`${E2B_PREFIX}/*`, async (context) => {
     const port = context.req.header('e2b-sandbox-port');
-    const path = context.req.path.slice(E2B_PREFIX.length);
+    // A base URL set with a trailing slash makes the SDKs send `/e2b//path`.
+    const path = context.req.path.slice(E2B_PREFIX.length).replace(/^\/+/, '/');
     const connect = port === ENVD_PORT && isConnectPath(path);
     try {
       if (port === undefined) {
