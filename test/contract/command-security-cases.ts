@@ -31,6 +31,7 @@ async function probe(backend: SandboxBackend, command: string, options: SessionO
 }
 
 export function commandSecurityCases(backend: SandboxBackend): void {
+  // /home/user is the session's own files (E2B's working directory), not the host's /home.
   it('a command cannot read /etc/shadow or a secret in the host user home', async () => {
     const secretDirectory = mkdtempSync(path.join(os.homedir(), '.sandcell-secret-'));
     const secret = `secret-${randomBytes(8).toString('hex')}`;
@@ -39,7 +40,7 @@ export function commandSecurityCases(backend: SandboxBackend): void {
     try {
       const result = await probe(
         backend,
-        `for target in /etc/shadow ${secretFile} /root/.bashrc; do cat "$target" >/dev/null 2>&1 && echo "$target READ" || echo "$target blocked"; done; ls -d /root/* /home/* ${secretDirectory}/* 2>/dev/null | wc -l`,
+        `for target in /etc/shadow ${secretFile} /root/.bashrc; do cat "$target" >/dev/null 2>&1 && echo "$target READ" || echo "$target blocked"; done; ls -d /root/* /home/* ${secretDirectory}/* 2>/dev/null | grep -vx /home/user | wc -l`,
       );
       expect(result.stdout).not.toContain('READ');
       expect(result.stdout).not.toContain(secret);
@@ -84,7 +85,11 @@ export function commandSecurityCases(backend: SandboxBackend): void {
           `find / \\( -path /usr -o -path /proc -o -path /sys \\) -prune -o -name '${marker}*' -print 2>/dev/null`,
           { timeoutMs: 30_000 },
         );
-        expect(result.stdout).toBe(`/mnt/data/${marker}-own.txt\n`);
+        // Its own files show twice: /home/user is the same storage as /mnt/data (E2B's working directory).
+        expect(result.stdout.trim().split('\n').sort()).toEqual([
+          `/home/user/${marker}-own.txt`,
+          `/mnt/data/${marker}-own.txt`,
+        ]);
       });
     });
   });

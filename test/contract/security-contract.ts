@@ -115,7 +115,8 @@ for target in ["/etc/shadow", ${JSON.stringify(secretFile)}, "/root/.bashrc"]:
         print(target, "READ", open(target).read()[:200])
     except OSError as error:
         print(target, "blocked", type(error).__name__)
-print("listing", glob.glob("/root/*") + glob.glob("/home/*") + glob.glob(${JSON.stringify(`${secretDirectory}/*`)}))`,
+# /home/user is the session's own files (E2B's working directory), not the host's /home.
+print("listing", glob.glob("/root/*") + [p for p in glob.glob("/home/*") if p != "/home/user"] + glob.glob(${JSON.stringify(`${secretDirectory}/*`)}))`,
         );
         expect(execution.stdout).not.toContain('READ');
         expect(execution.stdout).not.toContain(secret);
@@ -152,10 +153,12 @@ for directory in ${JSON.stringify(targets)}:
         print(directory, "WROTE")
     except OSError as error:
         print(directory, "blocked")
-for directory in ["/mnt/data", "/tmp"]:
+for directory in ["/mnt/data", "/tmp", "/home/user"]:
     open(os.path.join(directory, "ok.txt"), "w").write("fine")
     print(directory, "writable")`,
       );
+      // /home/user is /mnt/data under E2B's name: the same files, no new writable place.
+      expect(execution.stdout).toContain('/home/user writable');
       expect(execution.stdout).not.toContain('WROTE');
       expect(execution.stdout.match(/blocked/g)).toHaveLength(targets.length);
       expect(execution.stdout).toContain('/mnt/data writable');

@@ -4,6 +4,7 @@
  * body and per-key limits, pagination tokens, and what commands receive.
  * The real SDK against real sandboxes is in test/e2b/.
  */
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
 import type { CommandScript, ScriptedCommandContext } from '../../backends/scripted/script.js';
@@ -30,7 +31,7 @@ beforeAll(async () => {
     undefined,
     {
       apiKeys: [KEY],
-      limits: { maxSessions: 3, maxRequestBytes: 64 * 1024 },
+      limits: { maxSessions: 3, maxRequestBytes: 64 * 1024, maxUploadBytes: 64 * 1024 },
     },
     { command },
   );
@@ -156,6 +157,29 @@ describe('E2B routes (scripted)', () => {
     expect(refused.status).toBe(429);
     expect(await refused.json()).toMatchObject({ code: 429, message: expect.stringContaining('limit') });
     for (const sandbox of created) await control(`/sandboxes/${sandbox.sandboxID}`, { method: 'DELETE' });
+  });
+
+  it('bounds uploads, decompressed too, and reads back what fits', async () => {
+    const sandbox = await createSandbox();
+    const upload = (body: Uint8Array, headers: Record<string, string>) =>
+      fetch(`${server.url}/e2b/files?path=${encodeURIComponent('/home/user/up.bin')}`, {
+        method: 'POST',
+        headers: {
+          'e2b-sandbox-id': sandbox.sandboxID,
+          'e2b-sandbox-port': '49983',
+          'x-access-token': sandbox.envdAccessToken,
+          'content-type': 'application/octet-stream',
+          ...headers,
+        },
+        body,
+      });
+    const fits = await upload(gzipSync(Buffer.from('ok')), { 'content-encoding': 'gzip' });
+    expect(await fits.json()).toEqual([{ name: 'up.bin', type: 'file', path: '/home/user/up.bin' }]);
+    const bomb = await upload(gzipSync(Buffer.alloc(1024 * 1024)), { 'content-encoding': 'gzip' });
+    expect(bomb.status).toBe(413);
+    expect(await bomb.json()).toMatchObject({ code: 413 });
+    expect((await upload(new Uint8Array(100 * 1024), {})).status).toBe(413);
+    await control(`/sandboxes/${sandbox.sandboxID}`, { method: 'DELETE' });
   });
 
   it('pages the list with an opaque token and refuses a forged one', async () => {
