@@ -55,6 +55,8 @@ describe('runCode', () => {
     expect(second.text).toBe('42');
     expect(second.results[0]?.isMainResult).toBe(true);
     expect(second.executionCount).toBe((first.executionCount ?? 0) + 1);
+    // E2B's working directory, in the default context too.
+    expect((await sandbox.runCode('import os\nos.getcwd()')).text).toBe('/home/user');
     expect((await sandbox.runCode("'a string'")).text).toBe('a string');
 
     const failed = await sandbox.runCode('def f():\n    raise ValueError("boom")\nf()');
@@ -151,8 +153,8 @@ describe('languages and environment variables', () => {
       expect((await sandbox.runCode(next, { language })).text, language).toBe(after);
     }
     const readInBash = 'echo "$' + '{GREETING:-unset}"';
-    const bash = await sandbox.runCode(readInBash, { language: 'bash', envs });
-    expect(bash.logs.stdout).toEqual(["it's here\n"]);
+    const bash = await sandbox.runCode(`${readInBash}\npwd`, { language: 'bash', envs });
+    expect(bash.logs.stdout.join('')).toBe("it's here\n/home/user\n");
     expect((await sandbox.runCode(readInBash, { language: 'bash' })).logs.stdout).toEqual(['unset\n']);
     // A subprocess started by the code inherits them too.
     const child = await sandbox.runCode(
@@ -191,6 +193,10 @@ describe('contexts', () => {
 
     await sandbox.restartCodeContext(context);
     expect((await sandbox.runCode('secret', { context })).error?.name).toBe('NameError');
+
+    // A restarted default context works in /home/user again.
+    await sandbox.restartCodeContext('python');
+    expect((await sandbox.runCode('import os\nos.getcwd()')).text).toBe('/home/user');
 
     await sandbox.removeCodeContext(context.id);
     expect((await sandbox.listCodeContexts()).map((listed) => listed.id)).not.toContain(context.id);

@@ -2,12 +2,13 @@
  * E2B's code contexts as sandcell's: an E2B context is a context of the sandbox's session, its id
  * the session's context id. A run names a context (`context_id`) or a language (that language's
  * default context, made on first use), never both; neither is the default Python context. E2B's
- * working directory is `/home/user`, which the sandbox binds to the session's files: sandcell's
- * default contexts work in `/mnt/data`, the same directory, and are listed as in `/home/user`.
+ * working directory is `/home/user`, which the sandbox binds to the session's files: new contexts
+ * start there, and sandcell's default contexts (started in `/mnt/data`, the same files) move there
+ * on their first run.
  */
 import { posix } from 'node:path';
 import { InvalidInputError, UnknownContextError } from '../../errors.js';
-import { LANGUAGES, type Language, parseLanguage } from '../../session/languages.js';
+import { isLanguage, LANGUAGES, type Language, parseLanguage } from '../../session/languages.js';
 import type { ContextInfo } from '../../session/session-context.js';
 
 /** A context as E2B's SDKs read it (`Context` in both). */
@@ -73,4 +74,42 @@ export function contextDirectory(cwd: string): string {
 
 export function presentContext(context: ContextInfo): E2bContext {
   return { id: context.id, language: context.language, cwd: e2bPath(context.cwd) };
+}
+
+/** Code that moves a kernel to /home/user, in its language, showing nothing. */
+export function homeSnippet(language: Language): string {
+  switch (language) {
+    case 'python':
+      return `__import__('os').chdir(${JSON.stringify(E2B_HOME)})`;
+    case 'javascript':
+    case 'typescript':
+      return `process.chdir(${JSON.stringify(E2B_HOME)});\nvoid 0;`;
+    case 'bash':
+      return `cd ${E2B_HOME}`;
+    case 'r':
+      return `invisible(setwd(${JSON.stringify(E2B_HOME)}))`;
+  }
+}
+
+/**
+ * Which default contexts of each sandbox already work in /home/user. sandcell starts them in
+ * /mnt/data (the python one before the sandbox is even created, in the warm pool); the first run
+ * in each moves it, and a restart or a lost kernel puts it back in /mnt/data.
+ */
+export class DefaultContextHomes {
+  private readonly moved = new WeakMap<object, Set<string>>();
+
+  /** Whether `context` (a default context, named by its language) still has to move; it is counted as moved from now on. */
+  claim(sandbox: object, context: string): boolean {
+    if (!isLanguage(context)) return false;
+    const moved = this.moved.get(sandbox) ?? new Set<string>();
+    this.moved.set(sandbox, moved);
+    if (moved.has(context)) return false;
+    moved.add(context);
+    return true;
+  }
+
+  forget(sandbox: object, context: string): void {
+    this.moved.get(sandbox)?.delete(context);
+  }
 }

@@ -92,16 +92,19 @@ it('queues the environment runs around the code in its context, and none without
   const sandbox = await createSandbox({ REGION: 'north' });
   ran.length = 0;
   await linesOf(await execute(sandbox, { code: 'plain', language: 'bash', env_vars: { TIER: 'gold' } }));
-  expect(ran.map((run) => run.context)).toEqual(['bash', 'bash', 'bash']);
-  expect(ran[0]?.code).toContain("export REGION='north'");
-  expect(ran[0]?.code).toContain("export TIER='gold'");
-  expect(ran[1]?.code).toBe('plain');
-  expect(ran[2]?.code).toContain('unset REGION TIER');
+  expect(ran.map((run) => run.context)).toEqual(['bash', 'bash', 'bash', 'bash']);
+  // The default context's first run moves it to /home/user, once.
+  expect(ran[0]?.code).toBe('cd /home/user');
+  expect(ran[1]?.code).toContain("export REGION='north'");
+  expect(ran[1]?.code).toContain("export TIER='gold'");
+  expect(ran[2]?.code).toBe('plain');
+  expect(ran[3]?.code).toContain('unset REGION TIER');
 
   const bare = await createSandbox();
   ran.length = 0;
   await linesOf(await execute(bare, { code: 'plain', context_id: null, language: null, env_vars: null }));
-  expect(ran).toEqual([{ code: 'plain', context: 'python' }]);
+  await linesOf(await execute(bare, { code: 'plain' }));
+  expect(ran.map((run) => run.code)).toEqual(['__import__(\'os\').chdir("/home/user")', 'plain', 'plain']);
 });
 
 it('refuses before streaming: too much code, bad variables, context and language together, unknown contexts', async () => {

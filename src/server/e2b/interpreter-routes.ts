@@ -12,10 +12,20 @@ import type { Execution } from '../../session/execution.js';
 import type { ServerContext } from '../context.js';
 import { toHttpError } from '../errors.js';
 import { E2bError } from './errors.js';
-import { contextDirectory, E2B_HOME, e2bLanguage, executionTarget, presentContext } from './interpreter-contexts.js';
+import {
+  contextDirectory,
+  DefaultContextHomes,
+  E2B_HOME,
+  e2bLanguage,
+  executionTarget,
+  homeSnippet,
+  presentContext,
+} from './interpreter-contexts.js';
 import { environmentSnippets, executionEnvironment } from './interpreter-environment.js';
 import { closingLines, type InterpreterLine, interpreterStream, outputLine, resultLine } from './interpreter-ndjson.js';
 import type { E2bSandbox } from './sandbox-table.js';
+
+const homes = new DefaultContextHomes();
 
 /** Answers one request; its errors are the dispatcher's to put in E2B's shape (routes.ts). */
 export async function handleInterpreter(c: Context, sandbox: E2bSandbox, server: ServerContext): Promise<Response> {
@@ -41,8 +51,12 @@ export async function handleInterpreter(c: Context, sandbox: E2bSandbox, server:
   const context = /\/contexts\/([^/]+)(\/restart)?$/.exec(path);
   if (context) {
     const id = decodeURIComponent(context[1] as string);
-    if (method === 'POST' && context[2]) return c.json(presentContext(await session.restartContext(id)));
+    if (method === 'POST' && context[2]) {
+      homes.forget(sandbox, id);
+      return c.json(presentContext(await session.restartContext(id)));
+    }
     if (method === 'DELETE' && !context[2]) {
+      homes.forget(sandbox, id);
       await session.removeContext(id);
       return c.body(null, 204);
     }
@@ -63,7 +77,11 @@ async function execute(c: Context, sandbox: E2bSandbox, server: ServerContext): 
   return interpreterStream(async (send, signal) => {
     const where = 'context' in target ? { context: target.context } : { language: target.language };
     const snippets = environment ? environmentSnippets(target.language, environment) : undefined;
+    const contextId = 'context' in target ? target.context : target.language;
     // Queued back to back in the context, so nothing runs between them; the restore runs even when the code was interrupted.
+    if (homes.claim(sandbox, contextId)) {
+      void entry.session.run(homeSnippet(target.language), where).catch(() => homes.forget(sandbox, contextId));
+    }
     if (snippets) void entry.session.run(snippets.set, where).catch(() => undefined);
     const running = registry.execute(entry, code, {
       ...where,
@@ -82,6 +100,8 @@ async function execute(c: Context, sandbox: E2bSandbox, server: ServerContext): 
       for (const line of failureLines(error)) send(line);
       return;
     }
+    // A new kernel starts in /mnt/data again.
+    if (execution.stateLost) homes.forget(sandbox, contextId);
     for (const line of closingLines(execution)) send(line);
   });
 }
