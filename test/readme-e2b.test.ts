@@ -1,0 +1,62 @@
+/**
+ * The README's "Coming from E2B" blocks, run as written from the repository's root: the sh block in
+ * bash (two substitutions only: `npx sandcell` is the built CLI, as in readme-languages, and port
+ * 8080 a free one, so the test never collides with a server already on this machine), then the js
+ * block as a module with the environment it left, and what its comments say is checked.
+ */
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, expect, it } from 'vitest';
+import { runProcess } from './support/process.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const script = path.join(root, `.readme-e2b-${process.pid}.mjs`);
+afterAll(() => rmSync(script, { force: true }));
+
+function readmeBlocks(): { sh: string; js: string } {
+  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+  const after = readme.split('<!-- readme-e2b')[1] ?? '';
+  const sh = after.match(/```sh\n([\s\S]*?)```/)?.[1];
+  const js = after.match(/```js\n([\s\S]*?)```/)?.[1];
+  if (!sh || !js) throw new Error('README.md has no sh and js blocks after its readme-e2b marker');
+  return { sh, js };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+it("runs the README's E2B blocks as written: the unmodified SDK against `sandcell serve`", async () => {
+  const { sh, js } = readmeBlocks();
+  expect(sh).toContain('npx sandcell serve --port 8080 &');
+  const port = await freePort();
+  writeFileSync(script, js);
+  const health = `http://127.0.0.1:${port}/healthz`;
+  const harness = [
+    sh
+      .replaceAll('npx sandcell', `${JSON.stringify(process.execPath)} bin/sandcell.js`)
+      .replaceAll('8080', String(port)),
+    // The test's own lines: wait for the server, run the js block, stop the server, keep the block's exit code.
+    `for attempt in $(seq 600); do curl -sf ${health} >/dev/null && break; sleep 0.1; done`,
+    `${JSON.stringify(process.execPath)} ${JSON.stringify(script)} >&3`,
+    'status=$?',
+    'kill %1',
+    'wait',
+    'exit $status',
+  ].join('\n');
+  const finished = await runProcess('bash', ['-c', `exec 3>&1 1>/dev/null\n${harness}`], {
+    cwd: root,
+    env: { SANDCELL_LOG_LEVEL: 'warn' },
+  });
+  expect(finished.code, finished.stderr).toBe(0);
+  expect(finished.stdout).toBe('months: 3\n360\nhello\nkept between calls\n');
+}, 120_000);
