@@ -61,8 +61,7 @@ async function stat(sandbox: E2bSandbox, path: SandboxPath) {
 
 /** Runs a file command in the sandbox; a failure answers with its own message. */
 async function runFileCommand(sandbox: E2bSandbox, server: ServerContext, command: string): Promise<void> {
-  server.registry.admitCommand(sandbox.entry, command);
-  const result = await sandbox.entry.session.commands.run(command, {
+  const result = await server.registry.commands.run(sandbox.entry, command, {
     cwd: DATA_MOUNT,
     timeoutMs: FILE_COMMAND_TIMEOUT_MS,
   });

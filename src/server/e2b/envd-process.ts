@@ -103,15 +103,14 @@ async function start(context: Context, sandbox: E2bSandbox, server: ServerContex
   }
   const { cmd, args = [], envs = {}, cwd } = request.process;
   const command = `exec ${[cmd, ...args].map(shellQuote).join(' ')}`;
-  server.registry.admitCommand(sandbox.entry, command);
-  const timeoutMs = server.registry.commandTimeout(connectTimeout(context), true);
+  const timeoutMs = connectTimeout(context);
   const process = new E2bProcess({ cmd, args, envs, ...(cwd !== undefined ? { cwd } : {}) }, request.tag);
   const pending = new PendingEvents();
   const unsubscribe = process.subscribe(pending.listen);
   const directory = cwd === undefined || cwd === '' ? HOME : cwd.startsWith('/') ? cwd : `${HOME}/${cwd}`;
   try {
-    const handle = await sandbox.entry.session.commands.run(command, {
-      background: true,
+    // The registry's command path: admission, the time cap, metrics and the session's activity.
+    const handle = await server.registry.commands.start(sandbox.entry, command, {
       cwd: directory,
       // PWD too: /home/user and /mnt/data are one directory, and a shell trusts an inherited PWD naming it.
       env: { HOME, PWD: directory, ...sandbox.envVars, ...envs },
@@ -178,7 +177,7 @@ export const processMethods: Record<string, UnaryMethod> = {
     if (data === undefined) throw new ConnectError('invalid_argument', 'Send input as `stdin` (base64).');
     const process = selected(sandbox, request.process);
     const text = Buffer.from(data, 'base64').toString('utf8');
-    server.registry.admitCommand(sandbox.entry, text);
+    server.registry.commands.admit(sandbox.entry, text);
     process.command.sendStdin(text);
     return {};
   },
