@@ -18,7 +18,7 @@ import { ImageStore } from './image-store.js';
 import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limiter.js';
 
-export type SessionSource = 'v1' | 'azure' | 'mcp' | 'conversation';
+export type SessionSource = 'v1' | 'azure' | 'mcp' | 'conversation' | 'jupyter';
 
 export interface ManagedSession {
   /** The session's id, chosen by the server. */
@@ -90,7 +90,7 @@ export class SessionRegistry {
   /** Sessions alive, and executions running. */
   get stats(): { live: number; running: number; bySource: Record<SessionSource, number> } {
     this.sweep();
-    const bySource: Record<SessionSource, number> = { v1: 0, azure: 0, mcp: 0, conversation: 0 };
+    const bySource: Record<SessionSource, number> = { v1: 0, azure: 0, mcp: 0, conversation: 0, jupyter: 0 };
     for (const entry of this.byId.values()) bySource[entry.source]++;
     return { live: this.byId.size, running: this.inFlight, bySource };
   }

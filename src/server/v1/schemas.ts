@@ -16,7 +16,9 @@ export const FilePathParams = SessionIdParams.extend({
 export const SessionSchema = z
   .object({
     id: z.string(),
-    source: z.enum(['v1', 'azure', 'mcp', 'conversation']).meta({ description: 'Which API created the session.' }),
+    source: z
+      .enum(['v1', 'azure', 'mcp', 'conversation', 'jupyter'])
+      .meta({ description: 'Which API created the session.' }),
     name: z.string().optional().meta({ description: 'The Azure identifier or MCP session name, if any.' }),
     createdAt: z.string().meta({ description: 'ISO 8601.' }),
     lastActivityAt: z.string().meta({ description: 'ISO 8601; idle sessions are closed after the idle timeout.' }),
