@@ -62,6 +62,8 @@ export type {
   CommandResult,
   CommandSignal,
 } from './session/command.js';
+export type { AssistOptions, InspectOptions } from './session/assist-input.js';
+export type { Completion, Inspection } from './session/assist-replies.js';
 export type { SessionCommands } from './session/commands.js';
 export type {
   Execution,

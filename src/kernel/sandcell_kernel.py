@@ -11,7 +11,9 @@ can never corrupt the channel. Until then, fd 2 is how a failed start is told.
 Threads:
 - main thread: runs code (IPython InteractiveShell), one request at a time;
 - control thread: reads requests; handles interrupt / shutdown / is-complete
-  at once, even while user code is busy;
+  at once, even while user code is busy (complete and inspect wait their turn
+  on the main thread, as a Jupyter kernel answers shell requests in order:
+  they read the user's namespace, which only the main thread may touch);
 - one reader thread per captured descriptor, and a flusher that sends
   buffered stream output at least every FLUSH_INTERVAL_S.
 """
@@ -336,6 +338,21 @@ def is_complete(message):
     return {"status": status, "indent": indent or 0}
 
 
+assistant = None
+
+
+def load_sibling(name):
+    """A module beside this file, loaded by path: the kernel runs isolated
+    (-I), so its directory is not on sys.path, and stays off it so that user
+    code never imports sandcell's modules by accident."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 CONTROL_HANDLERS = {
     "is-complete": is_complete,
 }
@@ -535,7 +552,7 @@ class Kernel:
                 os._exit(0)
             elif kind in CONTROL_HANDLERS:
                 self.reply(message, CONTROL_HANDLERS[kind])
-            elif kind in ("execute", "reset", "ping"):
+            elif kind in ("execute", "reset", "ping", "complete", "inspect"):
                 self.requests.put(message)
             else:
                 self.channel.send({"type": "reply", "id": message.get("id"), "ok": False, "error": {"code": "unknown-request", "message": "unknown request type %r" % kind}})
@@ -583,8 +600,27 @@ class Kernel:
         for capture in waiting:
             capture.synced.wait(0.5)
 
+    def assist(self, message):
+        """Answers complete or inspect (sandcell_python_assist.py)."""
+        global assistant
+        if assistant is None:
+            assistant = load_sibling("sandcell_python_assist")
+        code = message.get("code")
+        code = code if isinstance(code, str) else ""
+        cursor = message.get("cursorPos")
+        if message.get("type") == "complete":
+            return assistant.complete(self.shell, code, cursor)
+        return assistant.inspect(self.shell, code, cursor, message.get("detailLevel"))
+
     def run_request(self, message):
         kind = message.get("type")
+        if kind in ("complete", "inspect"):
+            try:
+                self.reply(message, self.assist)
+            except KeyboardInterrupt:
+                # An interrupt meant for an execution that had just ended.
+                self.channel.send({"type": "reply", "id": message.get("id"), "ok": False, "error": {"code": "interrupted", "message": "interrupted"}})
+            return
         if kind == "ping":
             self.channel.send({"type": "reply", "id": message.get("id"), "ok": True})
             return

@@ -27,6 +27,9 @@ export type KernelRequest =
   | { type: 'reset'; context?: string }
   | { type: 'ping'; context?: string }
   | { type: 'is-complete'; code: string; context?: string }
+  /** `cursorPos` counts code points, as Jupyter's protocol does. */
+  | { type: 'complete'; code: string; cursorPos: number; context?: string }
+  | { type: 'inspect'; code: string; cursorPos: number; detailLevel: 0 | 1; context?: string }
   | FileRequest
   | ContextRequest
   | { type: 'command-list' };

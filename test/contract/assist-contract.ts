@@ -1,0 +1,81 @@
+/**
+ * Completion, inspection and is-complete in real kernels, for each language
+ * of CONTRACT_LANGUAGES: what an editor or a Jupyter client asks while its
+ * user types. Part of the backend contract.
+ */
+import { expect, it } from 'vitest';
+import type { SandboxBackend } from '../../src/backends/spec.js';
+import type { Language } from '../../src/session/languages.js';
+import type { Session } from '../../src/session/session.js';
+import { withSession } from './backend-contract.js';
+
+/** The end of `code`, counted in code points as the protocol counts cursors. */
+function end(code: string): number {
+  return [...code].length;
+}
+
+async function ran(session: Session, code: string, language: Language): Promise<void> {
+  const execution = await session.run(code, { language });
+  expect(execution.error, code).toBeUndefined();
+}
+
+export function assistCases(backend: SandboxBackend): void {
+  it('python: completes names, attributes, dict keys and paths from the live state', async () => {
+    await withSession(backend, {}, async (session) => {
+      await ran(
+        session,
+        'import os\nsandcell_value_one = 1\nsandcell_value_two = 2\nsettings = {"alpha": 1}',
+        'python',
+      );
+      await session.files.write('report-2024.csv', 'x');
+
+      const names = await session.complete('sandcell_val', 12);
+      expect(names).toMatchObject({ cursorStart: 0, cursorEnd: 12 });
+      expect(names.matches).toEqual(expect.arrayContaining(['sandcell_value_one', 'sandcell_value_two']));
+      const attributes = await session.complete('os.pa', 5);
+      expect(attributes).toMatchObject({ cursorStart: 3, cursorEnd: 5 });
+      expect(attributes.matches).toContain('path');
+      expect(attributes.metadata._jupyter_types_experimental).toEqual(
+        expect.arrayContaining([expect.objectContaining({ text: 'path', type: 'module' })]),
+      );
+      const code = 'settings["al';
+      expect((await session.complete(code, end(code))).matches.join(' ')).toContain('alpha');
+      const path = 'open("rep';
+      expect((await session.complete(path, end(path))).matches.join(' ')).toContain('report-2024.csv');
+      expect((await session.complete('zzz_nothing_is_named_so', 23)).matches).toEqual([]);
+    });
+  });
+
+  it('python: cursor positions count code points, as Jupyter does', async () => {
+    await withSession(backend, {}, async (session) => {
+      await ran(session, 'sandcell_value_one = 1', 'python');
+      // The emoji is one code point and two UTF-16 units: the span starts after it, counted once.
+      const code = 'x = "😀"; sandcell_val';
+      const completion = await session.complete(code, end(code));
+      expect(completion).toMatchObject({ cursorStart: end('x = "😀"; '), cursorEnd: end(code) });
+      expect(completion.matches).toContain('sandcell_value_one');
+    });
+  });
+
+  it('python: inspects the name at the cursor with its signature and docstring; an unknown name is not found', async () => {
+    await withSession(backend, {}, async (session) => {
+      await ran(session, 'def documented(a, b=2):\n    "Adds things up."\n    return a', 'python');
+      const help = await session.inspect('documented(', 10);
+      expect(help.found).toBe(true);
+      expect(help.data['text/plain']).toContain('Adds things up.');
+      expect(help.data['text/plain']).toContain('documented(a, b=2)');
+      const source = await session.inspect('documented', 10, { detailLevel: 1 });
+      expect(source.data['text/plain']).toContain('return a');
+      expect(await session.inspect('no_such_name_anywhere', 5)).toEqual({ found: false, data: {}, metadata: {} });
+    });
+  });
+
+  it('python: a completion asked while code runs is answered after it, from the state it left', async () => {
+    await withSession(backend, {}, async (session) => {
+      const running = session.run('import time\ntime.sleep(1)\nlate_name_made = 1');
+      const completion = await session.complete('late_name_m', 11);
+      expect(completion.matches).toContain('late_name_made');
+      expect((await running).status).toBe('ok');
+    });
+  });
+}
