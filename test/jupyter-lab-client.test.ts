@@ -128,6 +128,15 @@ describe('JupyterLab client', () => {
     const complete = await kernel.requestIsComplete({ code: 'x = 1' });
     expect(complete.content.status).toBe('complete');
 
+    const completion = await kernel.requestComplete({ code: 'import math\nmath.fl', cursor_pos: 19 });
+    expect(completion.content).toMatchObject({ status: 'ok', cursor_start: 17, cursor_end: 19 });
+    expect((completion.content as { matches: string[] }).matches).toContain('floor');
+    const inspection = await kernel.requestInspect({ code: 'len', cursor_pos: 3, detail_level: 0 });
+    expect(inspection.content).toMatchObject({ status: 'ok', found: true });
+    expect(JSON.stringify((inspection.content as KernelMessage.IInspectReply).data)).toContain(
+      'Return the number of items',
+    );
+
     const history = await kernel.requestHistory({ hist_access_type: 'tail', n: 2, output: false, raw: true });
     expect(history.content.status).toBe('ok');
     expect((history.content as KernelMessage.IHistoryReply).history.map((entry) => entry[2])).toContain('x');

@@ -21,6 +21,27 @@ export async function answerShellRequest(
         ? { status: 'incomplete', indent: ' '.repeat(Math.max(0, Math.min(answer.indent, 64))) }
         : { status: answer.status };
     }
+    case 'complete_request': {
+      const code = typeof content.code === 'string' ? content.code : '';
+      const completion = await kernel.entry.session.complete(code, cursorPosition(content, code), {
+        context: kernel.contextId,
+      });
+      return {
+        status: 'ok',
+        matches: completion.matches,
+        cursor_start: completion.cursorStart,
+        cursor_end: completion.cursorEnd,
+        metadata: completion.metadata,
+      };
+    }
+    case 'inspect_request': {
+      const code = typeof content.code === 'string' ? content.code : '';
+      const inspection = await kernel.entry.session.inspect(code, cursorPosition(content, code), {
+        context: kernel.contextId,
+        detailLevel: content.detail_level === 1 ? 1 : 0,
+      });
+      return { status: 'ok', found: inspection.found, data: inspection.data, metadata: inspection.metadata };
+    }
     case 'history_request':
       return { status: 'ok', history: kernel.history.answer(content) };
     case 'comm_info_request':
@@ -29,6 +50,12 @@ export async function answerShellRequest(
     default:
       return undefined;
   }
+}
+
+/** Jupyter's cursor (code points); a client that sends none means the end of the code. */
+function cursorPosition(content: Record<string, unknown>, code: string): number {
+  const position = content.cursor_pos;
+  return typeof position === 'number' && Number.isInteger(position) ? position : [...code].length;
 }
 
 function kernelInfo(kernel: JupyterKernel): Record<string, unknown> {
