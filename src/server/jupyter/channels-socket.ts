@@ -98,7 +98,7 @@ export function attachJupyterChannels(
     sockets.handleUpgrade(request, socket, head, (webSocket) => {
       const format: FrameFormat = webSocket.protocol === V1_SUBPROTOCOL ? 'v1' : 'json';
       const client = kernelSocket(webSocket, format);
-      kernel.sockets.add(client);
+      kernel.attach(client);
       webSocket.on('message', (data, isBinary) => {
         const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
         try {

@@ -67,6 +67,17 @@ export class JupyterKernel {
     this.shellQueue = this.shellQueue.then(() => this.shell(socket, message, sequence)).catch(() => undefined);
   }
 
+  /**
+   * A new socket first hears the kernel's state, with no parent. Jupyter Server's gateway client
+   * (1.23) drops a browser's first request when it comes before its own socket to the gateway is
+   * made, and the classic Notebook would then show the kernel busy until a reply that never comes.
+   */
+  attach(socket: KernelSocket): void {
+    this.sockets.add(socket);
+    const state = this.executionState === 'restarting' ? 'busy' : this.executionState;
+    socket.send(reply(this.sender, 'iopub', 'status', { execution_state: state }));
+  }
+
   publish(message: JupyterMessage): void {
     for (const socket of this.sockets) socket.send(message);
   }
