@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createBackend, Session, SessionPool } from '../dist/index.js';
+import { runJupyterBench } from './jupyter.mjs';
 import { runServerBench } from './server.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -407,7 +408,9 @@ const rows = [
 
 // --- server (sandcell serve over HTTP, on the default backend): bench/server.mjs ---------------------
 const server = withServer ? await runServerBench({ quick }) : { rows: [], result: undefined };
-for (const [measureName, stat, observed, unit, target, met] of server.rows) {
+// The Jupyter front door (bench/jupyter.mjs): the channels websocket beside /v1 and a raw ipykernel.
+const jupyter = withServer ? await runJupyterBench({ quick }) : { rows: [], result: undefined };
+for (const [measureName, stat, observed, unit, target, met] of [...server.rows, ...jupyter.rows]) {
   rows.push([
     measureName,
     stat,
@@ -472,6 +475,7 @@ const result = {
   ),
   notes,
   server: server.result,
+  jupyter: jupyter.result,
 };
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
