@@ -4,9 +4,10 @@
  * with `--gateway-url` pointing at /jupyter, and the notebook page driven in
  * Debian's chromium (playwright-core). Every kernel the notebook uses runs in
  * a sandcell sandbox; the screenshot goes to sandcell-output/ (untracked).
+ * The server's key and the notebook server's gateway options are the README's.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
@@ -16,7 +17,19 @@ import { type LogCapture, startTestServer } from './server-helpers.js';
 
 const CHROMIUM = process.env.SANDCELL_CHROMIUM ?? '/usr/bin/chromium';
 const NBCLASSIC = '/usr/bin/jupyter-nbclassic';
-const KEY = 'gateway-key-0123456789';
+const README = readFileSync(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
+
+/** The README's Jupyter block: the key `sandcell serve` is given, and the jupyter-nbclassic line's arguments. */
+function readmeBlock(): { key: string; notebookArguments: string[] } {
+  const block = README.split('<!-- readme-jupyter')[1]?.match(/```sh\n([\s\S]*?)```/)?.[1];
+  if (!block) throw new Error('README.md has no sh block after its readme-jupyter marker');
+  const key = block.match(/npx sandcell serve --api-key [\w-]+:(\S+)/)?.[1];
+  const line = block.split('\n').find((candidate) => candidate.startsWith('jupyter-nbclassic '));
+  if (!key || !line) throw new Error("README.md's Jupyter block lost its serve or jupyter-nbclassic line");
+  return { key, notebookArguments: line.split(/\s+/).slice(1) };
+}
+
+const { key: KEY, notebookArguments } = readmeBlock();
 const NOTEBOOK_TOKEN = 'notebook-token-0123456789';
 const SCREENSHOT_DIR = path.join(import.meta.dirname, '..', 'sandcell-output');
 
@@ -66,8 +79,8 @@ beforeAll(async () => {
       '--ip=127.0.0.1',
       `--ServerApp.token=${NOTEBOOK_TOKEN}`,
       `--ServerApp.root_dir=${rootDir}`,
-      `--gateway-url=${server.url}/jupyter`,
-      `--GatewayClient.auth_token=${KEY}`,
+      // The README's own line, pointed at this test's server.
+      ...notebookArguments.map((argument) => argument.replace('http://127.0.0.1:8080', server.url)),
     ],
     {
       cwd: rootDir,
