@@ -55,6 +55,8 @@ export {
   TooManyContextsError,
   UnknownContextError,
 } from './errors.js';
+export type { AssistOptions, InspectOptions } from './session/assist-input.js';
+export type { Completion, Inspection } from './session/assist-replies.js';
 export type {
   CommandHandle,
   CommandInfo,
@@ -62,14 +64,13 @@ export type {
   CommandResult,
   CommandSignal,
 } from './session/command.js';
-export type { AssistOptions, InspectOptions } from './session/assist-input.js';
-export type { Completion, Inspection } from './session/assist-replies.js';
 export type { SessionCommands } from './session/commands.js';
 export type {
   Execution,
   ExecutionError,
   ExecutionResult,
   ExecutionStatus,
+  InputRequest,
   MimeBundle,
   RunOptions,
 } from './session/execution.js';

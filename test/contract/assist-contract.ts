@@ -5,6 +5,7 @@
  */
 import { expect, it } from 'vitest';
 import type { SandboxBackend } from '../../src/backends/spec.js';
+import type { InputRequest } from '../../src/session/execution.js';
 import type { Language } from '../../src/session/languages.js';
 import type { Session } from '../../src/session/session.js';
 import { withSession } from './backend-contract.js';
@@ -76,6 +77,58 @@ export function assistCases(backend: SandboxBackend): void {
       const completion = await session.complete('late_name_m', 11);
       expect(completion.matches).toContain('late_name_made');
       expect((await running).status).toBe('ok');
+    });
+  });
+}
+
+export function inputCases(backend: SandboxBackend): void {
+  it('python: input() and getpass() ask onInput, and the code gets the answers', async () => {
+    await withSession(backend, {}, async (session) => {
+      const asked: InputRequest[] = [];
+      const execution = await session.run(
+        'import getpass\nprint("before", flush=True)\nname = input("Name? ")\nsecret = getpass.getpass("Secret: ")\nprint(name.upper(), len(secret))',
+        {
+          onInput: async (request) => {
+            asked.push(request);
+            return request.password ? 'hunter2' : 'ada';
+          },
+        },
+      );
+      expect(execution.error).toBeUndefined();
+      expect(asked).toEqual([
+        { prompt: 'Name? ', password: false },
+        { prompt: 'Secret: ', password: true },
+      ]);
+      expect(execution.stdout).toBe('before\nADA 7\n');
+    });
+  });
+
+  it('python: a refused input raises EOFError in the code; without onInput, input() raises EOFError as ever', async () => {
+    await withSession(backend, {}, async (session) => {
+      const refused = await session.run('input("? ")', { onInput: () => Promise.reject(new Error('no')) });
+      expect(refused.error?.name).toBe('EOFError');
+      const unasked = await session.run('input("? ")');
+      expect(unasked.error?.name).toBe('EOFError');
+      expect((await session.run('print("alive")')).stdout).toBe('alive\n');
+    });
+  });
+
+  it('python: an input request nobody answers ends at the timeout, and the state is kept', async () => {
+    await withSession(backend, { timeoutMs: 3_000 }, async (session) => {
+      await ran(session, 'kept = 5', 'python');
+      const waiting = await session.run('input("never answered? ")', { onInput: () => new Promise<string>(() => {}) });
+      expect(waiting.status).toBe('timeout');
+      expect(waiting.stateLost).toBeUndefined();
+      expect((await session.run('print(kept)')).stdout).toBe('5\n');
+    });
+  });
+
+  it('bash and r: reading input without a terminal gives nothing at once, as before', async () => {
+    await withSession(backend, {}, async (session) => {
+      const bash = await session.run('read -r line; echo "status=$?"', { language: 'bash' });
+      expect(bash.stdout).toBe('status=1\n');
+      const r = await session.run('line <- readline("? "); cat(nchar(line), "\\n", sep = "")', { language: 'r' });
+      expect(r.stdout).toContain('0\n');
     });
   });
 }
