@@ -81,6 +81,57 @@ export function assistCases(backend: SandboxBackend): void {
   });
 }
 
+export function bashAssistCases(backend: SandboxBackend): void {
+  it("bash: completes variables, functions and commands, and files from the shell's directory", async () => {
+    await withSession(backend, {}, async (session) => {
+      await ran(
+        session,
+        'sandcell_var_one=1; sandcell_func() { :; }; mkdir -p work/sandcell_dir && cd work && touch sandcell_dir/report.csv',
+        'bash',
+      );
+      const variable = await session.complete('echo "${sandcell_va', 19, { language: 'bash' });
+      expect(variable).toMatchObject({ cursorStart: 8, cursorEnd: 19 });
+      expect(variable.matches).toContain('sandcell_var_one');
+      const command = await session.complete('ls | sandcell_fu', 16, { language: 'bash' });
+      expect(command).toMatchObject({ matches: ['sandcell_func'], cursorStart: 5, cursorEnd: 16 });
+      expect((await session.complete('grep', 4, { language: 'bash' })).matches).toContain('grep');
+      expect(await session.complete('cat sandcell_dir/rep', 20, { language: 'bash' })).toMatchObject({
+        matches: ['sandcell_dir/report.csv'],
+        cursorStart: 4,
+      });
+      expect((await session.complete('cd sandcell_d', 13, { language: 'bash' })).matches).toEqual(['sandcell_dir/']);
+      expect((await session.complete('cat zzz_none', 12, { language: 'bash' })).matches).toEqual([]);
+    });
+  });
+
+  it('bash: a completion between cells leaves $? as the last cell left it', async () => {
+    await withSession(backend, {}, async (session) => {
+      await session.run('false', { language: 'bash' });
+      await session.complete('ec', 2, { language: 'bash' });
+      expect((await session.run('echo "status $?"', { language: 'bash' })).stdout).toBe('status 1\n');
+    });
+  });
+
+  it('bash: inspects builtins with their help, functions and variables; an unknown word is not found', async () => {
+    await withSession(backend, {}, async (session) => {
+      await ran(session, 'sandcell_var_one=1; sandcell_func() { echo hi; }', 'bash');
+      const builtin = await session.inspect('cd /tmp', 1, { language: 'bash' });
+      expect(builtin.found).toBe(true);
+      expect(builtin.data['text/plain']).toContain('cd is a shell builtin');
+      expect(builtin.data['text/plain']).toContain('Change the shell working directory');
+      expect((await session.inspect('sandcell_func', 3, { language: 'bash' })).data['text/plain']).toContain('echo hi');
+      expect((await session.inspect('echo $sandcell_var_one', 8, { language: 'bash' })).data['text/plain']).toContain(
+        'sandcell_var_one="1"',
+      );
+      expect(await session.inspect('no_such_command_here', 3, { language: 'bash' })).toEqual({
+        found: false,
+        data: {},
+        metadata: {},
+      });
+    });
+  });
+}
+
 export function inputCases(backend: SandboxBackend): void {
   it('python: input() and getpass() ask onInput, and the code gets the answers', async () => {
     await withSession(backend, {}, async (session) => {
