@@ -132,6 +132,68 @@ export function bashAssistCases(backend: SandboxBackend): void {
   });
 }
 
+export function javascriptAssistCases(backend: SandboxBackend): void {
+  it('javascript: completes globals and keywords, and properties along a path, from the live objects', async () => {
+    await withSession(backend, {}, async (session) => {
+      await ran(session, 'const sandcellRecord = { alpha: 1, beta: 2, nested: { deep: true } };', 'javascript');
+      const options = { language: 'javascript' } as const;
+      expect(await session.complete('sandcellRe', 10, options)).toMatchObject({
+        matches: ['sandcellRecord'],
+        cursorStart: 0,
+        cursorEnd: 10,
+      });
+      const code = 'x = "😀" + sandcellRecord.al';
+      expect(await session.complete(code, end(code), options)).toMatchObject({
+        matches: ['alpha'],
+        cursorStart: end(code) - 2,
+      });
+      expect((await session.complete('sandcellRecord.nested.d', 23, options)).matches).toEqual(['deep']);
+      const all = (await session.complete('sandcellRecord.', 15, options)).matches;
+      expect(all).toEqual(expect.arrayContaining(['alpha', 'beta', 'nested', 'hasOwnProperty']));
+      expect((await session.complete('Math.flo', 8, options)).matches).toEqual(['floor']);
+      expect((await session.complete('retu', 4, options)).matches).toContain('return');
+    });
+  });
+
+  it("javascript: completion never runs the code's getters", async () => {
+    await withSession(backend, {}, async (session) => {
+      await ran(
+        session,
+        'const trap = { get boom() { globalThis.sideEffect = 1; return { inner: 1 }; } };',
+        'javascript',
+      );
+      expect((await session.complete('trap.boom.in', 12, { language: 'javascript' })).matches).toEqual([]);
+      expect(await session.inspect('trap.boom', 9, { language: 'javascript' })).toMatchObject({ found: false });
+      expect((await session.run('console.log(typeof sideEffect)', { language: 'javascript' })).stdout).toBe(
+        'undefined\n',
+      );
+    });
+  });
+
+  it('javascript: inspects a function with its source and an object with its fields; an unknown name is not found', async () => {
+    await withSession(backend, {}, async (session) => {
+      await ran(
+        session,
+        'function sandcellHelper(a, b) { return a + b; }\nconst settings = { depth: 3 };',
+        'javascript',
+      );
+      const options = { language: 'javascript' } as const;
+      const help = await session.inspect('sandcellHelper(1, 2)', 5, options);
+      expect(help.found).toBe(true);
+      expect(help.data['text/plain']).toContain('return a + b');
+      expect((await session.inspect('settings', 8, options)).data['text/plain']).toContain('depth: 3');
+      expect(await session.inspect('nothingNamedThis', 3, options)).toEqual({ found: false, data: {}, metadata: {} });
+    });
+  });
+
+  it('typescript: completes the properties of values declared with types', async () => {
+    await withSession(backend, {}, async (session) => {
+      await ran(session, 'const typedValue: { count: number } = { count: 1 };', 'typescript');
+      expect((await session.complete('typedValue.cou', 14, { language: 'typescript' })).matches).toEqual(['count']);
+    });
+  });
+}
+
 export function inputCases(backend: SandboxBackend): void {
   it('python: input() and getpass() ask onInput, and the code gets the answers', async () => {
     await withSession(backend, {}, async (session) => {
