@@ -194,6 +194,38 @@ export function javascriptAssistCases(backend: SandboxBackend): void {
   });
 }
 
+export function rAssistCases(backend: SandboxBackend): void {
+  it("r: completes names, list elements and arguments with utils' completer", async () => {
+    await withSession(backend, {}, async (session) => {
+      await ran(session, 'sandcell_value <- 1\nframe <- data.frame(alpha = 1, beta = 2)', 'r');
+      const options = { language: 'r' } as const;
+      expect(await session.complete('sandcell_va', 11, options)).toMatchObject({
+        matches: ['sandcell_value'],
+        cursorStart: 0,
+        cursorEnd: 11,
+      });
+      const code = 'x <- "😀"\ny <- frame$al';
+      expect(await session.complete(code, end(code), options)).toMatchObject({
+        matches: ['frame$alpha'],
+        cursorStart: end('x <- "😀"\ny <- '),
+      });
+      expect((await session.complete('mean(x, na.', 11, options)).matches).toContain('na.rm=');
+    });
+  });
+
+  it('r: inspects with the help page, or the value of a variable; an unknown name is not found', async () => {
+    await withSession(backend, {}, async (session) => {
+      await ran(session, 'sandcell_value <- 1.5', 'r');
+      const options = { language: 'r' } as const;
+      const help = await session.inspect('mean(x)', 2, options);
+      expect(help.found).toBe(true);
+      expect(help.data['text/plain']).toContain('Arithmetic Mean');
+      expect((await session.inspect('sandcell_value', 3, options)).data['text/plain']).toContain('num 1.5');
+      expect(await session.inspect('zzz_nothing_named', 3, options)).toEqual({ found: false, data: {}, metadata: {} });
+    });
+  });
+}
+
 export function inputCases(backend: SandboxBackend): void {
   it('python: input() and getpass() ask onInput, and the code gets the answers', async () => {
     await withSession(backend, {}, async (session) => {
