@@ -70,6 +70,7 @@ export type {
   ExecutionError,
   ExecutionResult,
   ExecutionStatus,
+  InputRequest,
   MimeBundle,
   RunOptions,
 } from './session/execution.js';

@@ -19,6 +19,7 @@ Threads:
 """
 
 import base64
+import contextlib
 import json
 import os
 import queue
@@ -65,6 +66,8 @@ ERROR_NAME_LIMIT = 1024
 ERROR_VALUE_LIMIT = OUTPUT_LIMIT
 ERROR_TRACEBACK_LIMIT = OUTPUT_LIMIT
 TRACEBACK_NOTE_BYTES = 200
+# An input() prompt, in UTF-8 bytes (the host bounds it again).
+PROMPT_LIMIT = 64 * 1024
 
 
 class Channel:
@@ -371,6 +374,8 @@ class Kernel:
         self.results_used = 0
         self.shell = None
         self.captures = []
+        # input-reply messages, put here by the control thread for input() on the main thread.
+        self.input_replies = queue.Queue()
         try:
             import ctypes
 
@@ -550,6 +555,8 @@ class Kernel:
                 self.interrupt(message.get("id"))
             elif kind == "shutdown":
                 os._exit(0)
+            elif kind == "input-reply":
+                self.input_replies.put(message)
             elif kind in CONTROL_HANDLERS:
                 self.reply(message, CONTROL_HANDLERS[kind])
             elif kind in ("execute", "reset", "ping", "complete", "inspect"):
@@ -612,6 +619,47 @@ class Kernel:
             return assistant.complete(self.shell, code, cursor)
         return assistant.inspect(self.shell, code, cursor, message.get("detailLevel"))
 
+    @contextlib.contextmanager
+    def stdin_hooks(self, allowed):
+        """While an execution whose host answers input runs, input() and
+        getpass() ask the host (input-request) and wait for its input-reply;
+        otherwise they read fd 0, /dev/null, and raise EOFError as ever."""
+        if not allowed:
+            yield
+            return
+        import builtins
+        import getpass
+
+        saved = (builtins.input, getpass.getpass)
+        builtins.input = lambda prompt="": self.ask_host(prompt, False)
+        getpass.getpass = lambda prompt="Password: ", stream=None: self.ask_host(prompt, True)
+        try:
+            yield
+        finally:
+            builtins.input, getpass.getpass = saved
+
+    def ask_host(self, prompt, password):
+        """One line of input from the host. Waiting on the queue is
+        interruptible: the host's interrupt (or its timeout's) ends the wait
+        with KeyboardInterrupt, so a request nobody answers cannot wedge us."""
+        execution_id = self.execution_id()
+        if execution_id is None:
+            raise EOFError("EOF when reading a line")
+        self.stdout.flush()
+        self.stderr.flush()
+        while not self.input_replies.empty():
+            self.input_replies.get_nowait()  # answers to an earlier, interrupted request
+        prompt, _ = cut_text(str(prompt), PROMPT_LIMIT, "prompt")
+        self.channel.send({"type": "input-request", "id": execution_id, "prompt": prompt, "password": bool(password)})
+        while True:
+            reply = self.input_replies.get()
+            if reply.get("id") == execution_id:
+                break
+        value = reply.get("value")
+        if reply.get("cancelled") is True or not isinstance(value, str):
+            raise EOFError("no input was given")
+        return value
+
     def run_request(self, message):
         kind = message.get("type")
         if kind in ("complete", "inspect"):
@@ -643,7 +691,8 @@ class Kernel:
                 self.shell.execution_count += 1
                 self.emit_syntax_error("source code cannot contain null bytes", code, code.index("\x00"))
             else:
-                self.shell.run_cell(code, store_history=True)
+                with self.stdin_hooks(message.get("stdin") is True):
+                    self.shell.run_cell(code, store_history=True)
         except KeyboardInterrupt:
             # An interrupt that landed outside user code (in IPython itself).
             self.emit_error(KeyboardInterrupt, KeyboardInterrupt(), ["KeyboardInterrupt"])
