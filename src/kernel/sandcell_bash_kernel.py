@@ -440,7 +440,7 @@ def is_complete(code):
     try:
         checked = subprocess.run([BASH, "-n"], input=code.encode("utf-8", "replace"), capture_output=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
-        return {"status": "complete", "indent": 0}  # unknown: let bash itself say
+        return {"status": "unknown", "indent": 0}
     message = checked.stderr.decode("utf-8", "replace")
     if "unexpected end of file" in message or "unexpected EOF" in message or "delimited by end-of-file" in message:
         return {"status": "incomplete", "indent": 0}

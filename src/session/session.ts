@@ -224,17 +224,20 @@ export class Session {
 
   /**
    * Whether `code` is a complete statement (for prompts that read multi-line
-   * input) in python, or in the context `options.context`: the kernel's own
-   * rules (IPython's for python), answered even while code runs.
+   * input) in python, or in the context `options.context` (or `language`'s
+   * default context): the kernel's own rules (IPython's for python), `unknown`
+   * where it cannot tell. Python, JavaScript and bash answer even while code
+   * runs; R once the running code ends.
    */
   async checkComplete(
     code: string,
-    options: { context?: string } = {},
+    options: AssistOptions = {},
   ): Promise<{ status: CompletenessStatus; indent: number }> {
-    if (options.context === undefined) return this.request({ type: 'is-complete', code: String(code) });
+    if (options.context === undefined && options.language === undefined) {
+      return this.request({ type: 'is-complete', code: String(code) });
+    }
     // Each kernel answers by its own language's rules (bash -n, R's parse, a JavaScript parser).
-    const context = this.existingContext(options.context);
-    const connection = await this.contexts.ensureLive(context);
+    const { context, connection } = await this.liveContext(options);
     return connection.request(
       { type: 'is-complete', code: String(code), context: context.id },
       DEFAULT_REQUEST_TIMEOUT_MS,

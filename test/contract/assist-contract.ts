@@ -20,7 +20,17 @@ async function ran(session: Session, code: string, language: Language): Promise<
   expect(execution.error, code).toBeUndefined();
 }
 
-export function assistCases(backend: SandboxBackend): void {
+/** Every case of this file. */
+export function assistContractCases(backend: SandboxBackend): void {
+  pythonAssistCases(backend);
+  bashAssistCases(backend);
+  javascriptAssistCases(backend);
+  rAssistCases(backend);
+  everyLanguageAssistCases(backend);
+  inputCases(backend);
+}
+
+function pythonAssistCases(backend: SandboxBackend): void {
   it('python: completes names, attributes, dict keys and paths from the live state', async () => {
     await withSession(backend, {}, async (session) => {
       await ran(
@@ -70,18 +80,9 @@ export function assistCases(backend: SandboxBackend): void {
       expect(await session.inspect('no_such_name_anywhere', 5)).toEqual({ found: false, data: {}, metadata: {} });
     });
   });
-
-  it('python: a completion asked while code runs is answered after it, from the state it left', async () => {
-    await withSession(backend, {}, async (session) => {
-      const running = session.run('import time\ntime.sleep(1)\nlate_name_made = 1');
-      const completion = await session.complete('late_name_m', 11);
-      expect(completion.matches).toContain('late_name_made');
-      expect((await running).status).toBe('ok');
-    });
-  });
 }
 
-export function bashAssistCases(backend: SandboxBackend): void {
+function bashAssistCases(backend: SandboxBackend): void {
   it("bash: completes variables, functions and commands, and files from the shell's directory", async () => {
     await withSession(backend, {}, async (session) => {
       await ran(
@@ -132,7 +133,7 @@ export function bashAssistCases(backend: SandboxBackend): void {
   });
 }
 
-export function javascriptAssistCases(backend: SandboxBackend): void {
+function javascriptAssistCases(backend: SandboxBackend): void {
   it('javascript: completes globals and keywords, and properties along a path, from the live objects', async () => {
     await withSession(backend, {}, async (session) => {
       await ran(session, 'const sandcellRecord = { alpha: 1, beta: 2, nested: { deep: true } };', 'javascript');
@@ -194,7 +195,7 @@ export function javascriptAssistCases(backend: SandboxBackend): void {
   });
 }
 
-export function rAssistCases(backend: SandboxBackend): void {
+function rAssistCases(backend: SandboxBackend): void {
   it("r: completes names, list elements and arguments with utils' completer", async () => {
     await withSession(backend, {}, async (session) => {
       await ran(session, 'sandcell_value <- 1\nframe <- data.frame(alpha = 1, beta = 2)', 'r');
@@ -226,7 +227,7 @@ export function rAssistCases(backend: SandboxBackend): void {
   });
 }
 
-export function inputCases(backend: SandboxBackend): void {
+function inputCases(backend: SandboxBackend): void {
   it('python: input() and getpass() ask onInput, and the code gets the answers', async () => {
     await withSession(backend, {}, async (session) => {
       const asked: InputRequest[] = [];
@@ -276,4 +277,56 @@ export function inputCases(backend: SandboxBackend): void {
       expect(r.stdout).toContain('0\n');
     });
   });
+}
+
+/** Per language: a cell that defines a name after a second, and statements complete, incomplete and invalid. */
+const LANGUAGE_CASES: {
+  language: Language;
+  slowDefinition: string;
+  /** Code that completes to the name the slow cell defines. @default `late_name_m` */
+  asking?: string;
+  statements: { complete: string; incomplete: string; invalid: string };
+}[] = [
+  {
+    language: 'python',
+    slowDefinition: 'import time\ntime.sleep(1)\nlate_name_made = 1',
+    statements: { complete: 'x = 1', incomplete: 'for x in y:', invalid: 'x = )' },
+  },
+  {
+    language: 'javascript',
+    slowDefinition: 'await new Promise((resolve) => setTimeout(resolve, 1000));\nvar late_name_made = 1;',
+    statements: { complete: 'const a = 1', incomplete: 'function f() {', invalid: '1 )' },
+  },
+  {
+    language: 'typescript',
+    slowDefinition: 'await new Promise((resolve) => setTimeout(resolve, 1000));\nvar late_name_made: number = 1;',
+    statements: { complete: 'let n: number = 1', incomplete: 'interface A {', invalid: 'let n: = 1' },
+  },
+  {
+    language: 'bash',
+    slowDefinition: 'sleep 1; late_name_made=1',
+    asking: 'echo $late_name_m',
+    statements: { complete: 'echo hi', incomplete: 'if true; then', invalid: 'fi' },
+  },
+  {
+    language: 'r',
+    slowDefinition: 'Sys.sleep(1)\nlate_name_made <- 1',
+    statements: { complete: 'x <- 1', incomplete: 'f <- function() {', invalid: 'x <- )' },
+  },
+];
+
+function everyLanguageAssistCases(backend: SandboxBackend): void {
+  for (const { language, slowDefinition, asking = 'late_name_m', statements } of LANGUAGE_CASES) {
+    it(`${language}: a completion asked while code runs is answered after it; is-complete answers`, async () => {
+      await withSession(backend, {}, async (session) => {
+        const running = session.run(slowDefinition, { language });
+        const completion = await session.complete(asking, end(asking), { language });
+        expect(completion.matches).toContain('late_name_made');
+        expect((await running).error).toBeUndefined();
+        for (const [status, code] of Object.entries(statements)) {
+          expect((await session.checkComplete(code, { language })).status, code).toBe(status);
+        }
+      });
+    });
+  }
 }
