@@ -80,7 +80,6 @@ function pythonAssistCases(backend: SandboxBackend): void {
       expect(await session.inspect('no_such_name_anywhere', 5)).toEqual({ found: false, data: {}, metadata: {} });
     });
   });
-  });
 }
 
 function bashAssistCases(backend: SandboxBackend): void {
