@@ -154,6 +154,27 @@ describe('JupyterLab client', () => {
     expect(listed).not.toContain(id);
   });
 
+  it("answers input() through the client's stdin channel when it allows stdin", async () => {
+    const kernel = await kernels.startNew({ name: 'python3' });
+    const prompts: KernelMessage.IInputRequestMsg['content'][] = [];
+    const iopub: KernelMessage.IIOPubMessage[] = [];
+    const future = kernel.requestExecute({ code: 'name = input("Name? ")\nprint("hello", name)', allow_stdin: true });
+    future.onStdin = (message) => {
+      if (message.header.msg_type !== 'input_request') return;
+      prompts.push((message as KernelMessage.IInputRequestMsg).content);
+      kernel.sendInputReply({ status: 'ok', value: 'Ada' }, message.header as KernelMessage.IHeader<'input_request'>);
+    };
+    future.onIOPub = (message) => {
+      iopub.push(message);
+    };
+    const reply = await future.done;
+    expect(reply.content.status).toBe('ok');
+    expect(prompts).toEqual([{ prompt: 'Name? ', password: false }]);
+    const stream = iopub.find((message) => message.header.msg_type === 'stream') as KernelMessage.IStreamMsg;
+    expect(stream.content.text).toContain('hello Ada');
+    await kernel.shutdown();
+  });
+
   it('runs JavaScript and bash kernels', async () => {
     for (const [name, code, expected] of [
       ['javascript', 'const n = 20; console.log(n + 22)', '42\n'],
@@ -164,6 +185,12 @@ describe('JupyterLab client', () => {
       expect(info.language_info.name).toBe(name);
       const outcome = await execute(kernel, code);
       expect(outcome.reply.content.status).toBe('ok');
+      // Completion comes from the kernel's live state: `n`, or bash's own commands.
+      const typed = name === 'javascript' ? 'retu' : 'grep';
+      const completion = await kernel.requestComplete({ code: typed, cursor_pos: 4 });
+      expect((completion.content as { matches: string[] }).matches).toContain(
+        name === 'javascript' ? 'return' : 'grep',
+      );
       const stream = outcome.iopub.find((message) => message.header.msg_type === 'stream') as KernelMessage.IStreamMsg;
       expect(stream.content.text).toBe(expected);
       await kernel.shutdown();

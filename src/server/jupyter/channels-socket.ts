@@ -108,8 +108,8 @@ export function attachJupyterChannels(
           logger.debug({ kernel: kernel.id, reason: error.message }, 'jupyter frame dropped');
         }
       });
-      webSocket.on('close', () => kernel.sockets.delete(client));
-      webSocket.on('error', () => kernel.sockets.delete(client));
+      webSocket.on('close', () => kernel.detach(client));
+      webSocket.on('error', () => kernel.detach(client));
     });
   };
 

@@ -6,7 +6,7 @@
  * publishes iopub (status, execute_input, outputs) to every socket.
  */
 import { randomUUID } from 'node:crypto';
-import type { ExecutionResult } from '../../session/execution.js';
+import type { ExecutionResult, InputRequest } from '../../session/execution.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
 import { KernelHistory } from './kernel-history.js';
 import { answerShellRequest } from './kernel-requests.js';
@@ -36,6 +36,8 @@ export class JupyterKernel {
   /** After an error with `stop_on_error`, execute requests received up to this one are aborted. */
   private abortThrough = 0;
   private running?: AbortController;
+  /** The `input()` waiting for the client that ran the code (allow_stdin). */
+  private pendingInput?: { socket: KernelSocket; resolve(value: string): void; reject(error: Error): void };
 
   constructor(
     readonly spec: KernelSpecDefinition,
@@ -57,6 +59,14 @@ export class JupyterKernel {
   receive(socket: KernelSocket, message: JupyterMessage): void {
     this.lastActivity = new Date();
     const type = message.header.msg_type;
+    if (message.channel === 'stdin') {
+      if (type === 'input_reply' && this.pendingInput?.socket === socket) {
+        const value = message.content.value;
+        this.pendingInput.resolve(typeof value === 'string' ? value : '');
+        this.pendingInput = undefined;
+      }
+      return;
+    }
     if (message.channel === 'control') {
       void this.control(socket, message);
       return;
@@ -76,6 +86,15 @@ export class JupyterKernel {
     this.sockets.add(socket);
     const state = this.executionState === 'restarting' ? 'busy' : this.executionState;
     socket.send(reply(this.sender, 'iopub', 'status', { execution_state: state }));
+  }
+
+  /** A socket closed: an `input()` waiting for it fails, as reading a closed stdin does. */
+  detach(socket: KernelSocket): void {
+    this.sockets.delete(socket);
+    if (this.pendingInput?.socket === socket) {
+      this.pendingInput.reject(new Error('The client that was asked for input disconnected.'));
+      this.pendingInput = undefined;
+    }
   }
 
   publish(message: JupyterMessage): void {
@@ -114,6 +133,17 @@ export class JupyterKernel {
     this.sockets.clear();
   }
 
+  /** Asks the client that ran the code; an interrupt or restart ends the wait with the run. */
+  private askInput(socket: KernelSocket, parent: MessageHeader, request: InputRequest): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.pendingInput?.reject(new Error('Another input request replaced this one.'));
+      this.pendingInput = { socket, resolve, reject };
+      socket.send(
+        reply(this.sender, 'stdin', 'input_request', { prompt: request.prompt, password: request.password }, parent),
+      );
+    });
+  }
+
   private async control(socket: KernelSocket, message: JupyterMessage): Promise<void> {
     const type = message.header.msg_type;
     const answer = (msgType: string, content: Record<string, unknown>) =>
@@ -144,7 +174,7 @@ export class JupyterKernel {
     try {
       if (type === 'execute_request') {
         if (sequence <= this.abortThrough) answer({ status: 'aborted' }, { status: 'aborted' });
-        else await this.execute(message, answer);
+        else await this.execute(socket, message, answer);
       } else {
         answer((await answerShellRequest(this, message)) ?? unknownRequest(type));
       }
@@ -156,6 +186,7 @@ export class JupyterKernel {
   }
 
   private async execute(
+    socket: KernelSocket,
     message: JupyterMessage,
     answer: (content: Record<string, unknown>, metadata?: Record<string, unknown>) => void,
   ): Promise<void> {
@@ -182,6 +213,10 @@ export class JupyterKernel {
         onStdout: (text) => emit('stream', { name: 'stdout', text }),
         onStderr: (text) => emit('stream', { name: 'stderr', text }),
         onResult: (result) => emit(...presentResult(result, count)),
+        // Without allow_stdin (Open WebUI, AG2) input() raises at once, as in any sandcell run.
+        ...(content.allow_stdin === true
+          ? { onInput: (request: InputRequest) => this.askInput(socket, parent, request) }
+          : {}),
       });
       if (execution.error) {
         const { name, value, traceback } = execution.error;
