@@ -33,9 +33,12 @@ interface OpenWebUiOutcome {
   delete_status: number;
 }
 
-function openWebUi(code: string, token = ALICE): Promise<OpenWebUiOutcome> {
+function openWebUi(code: string, token = ALICE, mode: 'token' | 'password' = 'token'): Promise<OpenWebUiOutcome> {
+  // aiohttp's cookie jar refuses cookies from an IP address, so the password mode goes by name.
+  const base = mode === 'password' ? server.url.replace('127.0.0.1', 'localhost') : server.url;
+  const modeArguments = mode === 'password' ? ['--password'] : [];
   return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/python3', [CLIENT, `${server.url}/jupyter/`, token], {
+    const child = spawn('/usr/bin/python3', [CLIENT, `${base}/jupyter/`, token, ...modeArguments], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let out = '';
@@ -97,6 +100,12 @@ describe('an Open WebUI-style client', () => {
     expect(left).toEqual([]);
   });
 
+  it('logs in with the key as password (the _xsrf cookie, then the login cookie) and runs code the same way', async () => {
+    const outcome = await openWebUi('print(6 * 7)', ALICE, 'password');
+    expect(outcome.stdout).toBe('42\n');
+    expect(outcome.delete_status).toBe(204);
+  });
+
   it('gets an error as its traceback, and a chart as an image', async () => {
     const failed = await openWebUi('1/0');
     expect(failed.stderr).toContain('ZeroDivisionError');
@@ -132,6 +141,27 @@ describe('refusals', () => {
     expect(await connect(kernel.id, `?token=${ALICE}`)).toBe(101);
     expect(await connect(kernel.id, '', { authorization: `token ${ALICE}` })).toBe(101);
     expect((await jupyter(`api/kernels/${kernel.id}`, ALICE, { method: 'DELETE' })).status).toBe(204);
+  });
+
+  it('refuses a wrong password, a login without its _xsrf cookie, and a cookie request without X-XSRFToken', async () => {
+    const page = await jupyter('login');
+    const xsrf = /_xsrf=([^;]+)/.exec(page.headers.get('set-cookie') ?? '')?.[1] ?? '';
+    expect(xsrf).not.toBe('');
+    const logIn = (password: string, cookie: string) =>
+      jupyter('login', undefined, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+        body: new URLSearchParams({ _xsrf: xsrf, password }).toString(),
+      });
+    expect((await logIn('not-a-key', `_xsrf=${xsrf}`)).status).toBe(403);
+    expect((await logIn(ALICE, '')).status).toBe(403);
+    const loggedIn = await logIn(ALICE, `_xsrf=${xsrf}`);
+    expect(loggedIn.status).toBe(302);
+    const login = /sandcell-jupyter-login=([^;]+)/.exec(loggedIn.headers.get('set-cookie') ?? '')?.[1];
+    const cookie = `_xsrf=${xsrf}; sandcell-jupyter-login=${login}`;
+    expect((await jupyter('api/kernels', undefined, { headers: { cookie } })).status).toBe(200);
+    expect((await jupyter('api/kernels', undefined, { method: 'POST', headers: { cookie } })).status).toBe(403);
   });
 
   it("keeps one key's kernels from another: not listed, not found, no socket", async () => {

@@ -83,11 +83,12 @@ export function attachJupyterChannels(
     }
     let kernel: ReturnType<KernelStore['get']>;
     try {
-      const owner = authenticateJupyter(
-        apiKeys,
-        request.headers.authorization,
-        url.searchParams.get('token') ?? undefined,
-      );
+      const owner = authenticateJupyter(apiKeys, kernels.logins, {
+        method: 'GET',
+        authorization: request.headers.authorization,
+        queryToken: url.searchParams.get('token') ?? undefined,
+        cookie: request.headers.cookie,
+      });
       kernel = kernels.get(owner, decodeURIComponent(match[1] ?? ''));
     } catch (error) {
       const status = error instanceof JupyterHttpError ? error.status : 500;

@@ -10,12 +10,16 @@ import type { ServerContext } from '../context.js';
 import { JupyterHttpError } from './jupyter-errors.js';
 import { JupyterKernel } from './jupyter-kernel.js';
 import { DEFAULT_KERNEL_NAME, findKernelSpec } from './kernel-specs.js';
+import { PasswordLogins } from './password-login.js';
 
 export class KernelStore {
   private readonly kernels = new Map<string, JupyterKernel>();
   readonly started = new Date();
+  /** Logins by password, which the REST routes and the channels socket both accept. */
+  readonly logins: PasswordLogins;
 
   constructor(private readonly server: ServerContext) {
+    this.logins = new PasswordLogins(server.apiKeys);
     server.pool.onIdleClose((session) => {
       for (const kernel of this.kernels.values()) if (kernel.entry.session === session) this.forget(kernel);
     });

@@ -12,6 +12,7 @@ import { JupyterHttpError, jupyterErrorResponse } from './jupyter-errors.js';
 import type { JupyterKernel } from './jupyter-kernel.js';
 import { DEFAULT_KERNEL_NAME, findKernelSpec, KERNEL_SPECS, presentKernelSpec } from './kernel-specs.js';
 import type { KernelStore } from './kernel-store.js';
+import { passwordLoginRoutes } from './login-routes.js';
 import { NotebookSessions } from './notebook-sessions.js';
 import { presentKernel, presentSession } from './present.js';
 
@@ -40,7 +41,13 @@ export function jupyterRoutes(server: ServerContext, kernels: KernelStore): Hono
   const app = new Hono();
   const sessions = new NotebookSessions(kernels);
   const owner = (context: Context) =>
-    authenticateJupyter(server.apiKeys, context.req.header('authorization'), context.req.query('token'));
+    authenticateJupyter(server.apiKeys, kernels.logins, {
+      method: context.req.method,
+      authorization: context.req.header('authorization'),
+      queryToken: context.req.query('token'),
+      cookie: context.req.header('cookie'),
+      xsrfHeader: context.req.header('x-xsrftoken'),
+    });
 
   app.onError((error, context) => jupyterErrorResponse(context, error));
   app.notFound((context) => context.json({ message: 'Not Found', reason: null }, 404));
@@ -51,6 +58,7 @@ export function jupyterRoutes(server: ServerContext, kernels: KernelStore): Hono
   );
 
   app.get('/api', (context) => context.json({ version: JUPYTER_SERVER_VERSION }));
+  passwordLoginRoutes(app, kernels.logins);
   // Everything else needs the token, checked before the route is looked at.
   app.use('/api/*', async (context, next) => {
     owner(context);
