@@ -87,3 +87,34 @@ describe('session.complete and session.inspect input', () => {
     await refused(session.inspect('abc', 1, { language: 'cobol' as 'python' }));
   });
 });
+
+describe('session.complete and session.inspect on the scripted backend', () => {
+  let session: Session | undefined;
+  afterEach(async () => {
+    await session?.close();
+  });
+
+  it("answers from the script's state, in a context made on first use", async () => {
+    const backend = createScriptedBackend({
+      execute: ({ state }) => {
+        state.set('alpha_one', 1);
+        state.set('alpha_two', 2);
+        return [];
+      },
+    });
+    session = await Session.create({ backend });
+    await session.run('define', { language: 'r' });
+    expect(await session.complete('x + alpha_', 10, { language: 'r' })).toEqual({
+      matches: ['alpha_one', 'alpha_two'],
+      cursorStart: 4,
+      cursorEnd: 10,
+      metadata: {},
+    });
+    expect(await session.inspect('alpha_two', 3, { context: 'r' })).toMatchObject({
+      found: true,
+      data: { 'text/plain': '2' },
+    });
+    expect((await session.complete('alpha_', 6, { language: 'bash' })).matches).toEqual([]);
+    expect(session.listContexts().map((context) => context.id)).toEqual(['python', 'r', 'bash']);
+  });
+});

@@ -43,3 +43,21 @@ describe('input requests from a run', () => {
     expect(replies).toEqual([expect.objectContaining({ value: 'answer', context: 'python' })]);
   });
 });
+
+describe("the scripted backend's input step", () => {
+  let session: Session | undefined;
+  afterEach(async () => {
+    await session?.close();
+  });
+
+  it('echoes the answer, fails with EOFError without onInput or when refused, and an interrupt ends the wait', async () => {
+    const backend = createScriptedBackend({ execute: () => [{ type: 'input', prompt: 'Name? ' }] });
+    session = await Session.create({ backend, timeoutMs: 500 });
+    expect((await session.run('ask', { onInput: async () => 'ada' })).stdout).toBe('ada');
+    expect((await session.run('ask')).error?.name).toBe('EOFError');
+    expect((await session.run('ask', { onInput: () => Promise.reject(new Error('no')) })).error?.name).toBe('EOFError');
+    const waiting = await session.run('ask', { onInput: () => new Promise<string>(() => {}) });
+    expect(waiting).toMatchObject({ status: 'timeout' });
+    expect(waiting.stateLost).toBeUndefined();
+  });
+});
