@@ -1,7 +1,7 @@
 // `npm run bench`: sandcell's speed and memory on this machine, one column per backend, against the
 // targets of the engine and Docker issues. Prints a table and writes bench/results/latest.json.
 // Not a test: nothing here fails a build. A backend that cannot run here gets an empty column and a note.
-// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs and bench/e2b.mjs).
+// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs, bench/e2b.mjs and bench/jupyter.mjs).
 
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createBackend, Session, SessionPool } from '../dist/index.js';
 import { runE2bBench } from './e2b.mjs';
+import { runJupyterBench } from './jupyter.mjs';
 import { runServerBench } from './server.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -410,7 +411,9 @@ const rows = [
 const server = withServer ? await runServerBench({ quick }) : { rows: [], result: undefined };
 // --- the E2B SDK against the same kind of server: bench/e2b.mjs ----------------------------------------
 const e2b = withServer ? await runE2bBench({ quick }) : { rows: [], result: undefined };
-for (const [measureName, stat, observed, unit, target, met] of [...server.rows, ...e2b.rows]) {
+// The Jupyter front door (bench/jupyter.mjs): the channels websocket beside /v1 and a raw ipykernel.
+const jupyter = withServer ? await runJupyterBench({ quick }) : { rows: [], result: undefined };
+for (const [measureName, stat, observed, unit, target, met] of [...server.rows, ...e2b.rows, ...jupyter.rows]) {
   rows.push([
     measureName,
     stat,
@@ -476,6 +479,7 @@ const result = {
   notes,
   server: server.result,
   e2b: e2b.result,
+  jupyter: jupyter.result,
 };
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);

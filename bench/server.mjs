@@ -20,13 +20,13 @@ const bin = path.join(here, '..', 'bin', 'sandcell.js');
 const now = () => performance.now();
 const LOAD_DEADLINE_MS = 10 * 60_000;
 
-function percentile(values, fraction) {
+export function percentile(values, fraction) {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))];
 }
 const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 
-async function startServer(args) {
+export async function startServer(args) {
   const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, SANDCELL_API_KEYS: '', SANDCELL_LOG_LEVEL: 'info' },

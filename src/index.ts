@@ -55,6 +55,8 @@ export {
   TooManyContextsError,
   UnknownContextError,
 } from './errors.js';
+export type { AssistOptions, InspectOptions } from './session/assist-input.js';
+export type { Completion, Inspection } from './session/assist-replies.js';
 export type {
   CommandHandle,
   CommandInfo,
@@ -68,6 +70,7 @@ export type {
   ExecutionError,
   ExecutionResult,
   ExecutionStatus,
+  InputRequest,
   MimeBundle,
   RunOptions,
 } from './session/execution.js';

@@ -49,6 +49,22 @@ printf 'version %s.%s.%s\n' "${BASH_VERSINFO[0]}" "${BASH_VERSINFO[1]}" "${BASH_
 exec 2>&62 62>&- 61<&-
 """
 
+
+
+def load_sibling(name):
+    """A module beside this file, loaded by path: the kernel runs isolated
+    (-I), so its directory is not on sys.path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+assist = load_sibling("sandcell_bash_assist")
+RC_SCRIPT = RC_SCRIPT.replace("exec 2>&62", assist.RC_FUNCTIONS + "exec 2>&62")
+
 SIGCHLD_BYTE = bytes((signal.SIGCHLD,))
 SIGINT_BYTE = bytes((signal.SIGINT,))
 SIGNAL_NAMES = {int(value): value.name for value in signal.Signals}
@@ -222,7 +238,7 @@ class Kernel:
             kind = request.get("type")
             if kind == "is-complete":
                 self.reply(request, **is_complete(str(request.get("code", ""))))
-            elif kind in ("execute", "reset", "ping"):
+            elif kind in ("execute", "reset", "ping", "complete", "inspect"):
                 self.queue.append(request)
             else:
                 error = {"code": "unknown-request", "message": "unknown request type %r" % kind}
@@ -239,8 +255,44 @@ class Kernel:
                 self.start_shell()
                 self.execution_count = 0
                 self.reply(request)
+            elif kind in ("complete", "inspect"):
+                self.start_assist(request)
             else:
                 self.start_execution(request)
+
+    def start_assist(self, request):
+        """Asks the shell, between cells, to complete or inspect (sandcell_bash_assist.py); it
+        writes its answer to a file of ours, and its prompt ends the request as it ends a cell.
+        The line ends with the last cell's status, so $? in the next cell is not ours."""
+        code = request.get("code")
+        code = code if isinstance(code, str) else ""
+        answer = os.path.join(self.answer_directory, "answer")
+        try:
+            os.unlink(answer)
+        except FileNotFoundError:
+            pass
+        if request.get("type") == "complete":
+            kind, word, start, end = assist.completion_request(code, request.get("cursorPos"))
+            pending = {"matches": [], "cursorStart": start, "cursorEnd": end, "metadata": {}}
+            line = b"__sandcell_complete " + kind.encode() + b" " + quote_for_bash(word)
+        else:
+            word = assist.inspection_word(code, request.get("cursorPos"))
+            pending = {"found": False, "data": {}, "metadata": {}}
+            if not word or "\x00" in word:
+                self.reply(request, **pending)
+                return
+            line = b"__sandcell_inspect " + quote_for_bash(word)
+        self.current = {"id": request.get("id"), "interrupted": False, "assist": (request, pending, answer)}
+        self.shell.send(line + b" " + quote_for_bash(answer) + b"; __sandcell_restore\n")
+
+    def finish_assist(self):
+        current, self.current = self.current, None
+        request, answer, path = current["assist"]
+        if request.get("type") == "complete":
+            answer["matches"] = assist.read_matches(path)
+        else:
+            answer = assist.read_inspection(path)
+        self.reply(request, **answer)
 
     def start_execution(self, request):
         code = str(request.get("code", ""))
@@ -253,6 +305,8 @@ class Kernel:
         self.shell.send(b"trap - INT; echo s >&63; __sandcell_restore; eval " + quote_for_bash(code) + b" </dev/null\n")
 
     def end_execution(self, error=None):
+        if "assist" in self.current:
+            return self.finish_assist()  # the shell ended under a completion: what it wrote, if anything
         current, self.current = self.current, None
         self.resends_left = 0
         if error is not None:
@@ -312,7 +366,7 @@ class Kernel:
         self.run_queue()  # an interrupt may have drained fd 3: what it queued runs now
 
     def absorb_signals(self, received):
-        if SIGINT_BYTE in received and self.current is not None:
+        if SIGINT_BYTE in received and self.current is not None and "assist" not in self.current:
             self.current["interrupted"] = True  # the shell got the same SIGINT (or gets it once armed)
         elif SIGINT_BYTE in received:
             # The supervisor interrupts an execution it has sent, which may still
@@ -350,6 +404,9 @@ class Kernel:
         signal.signal(signal.SIGCHLD, lambda number, frame: None)
         self.poller = select.poll()
         self.poller.register(self.wakeup_read, select.POLLIN)
+        import tempfile
+
+        self.answer_directory = tempfile.mkdtemp(prefix="sandcell-bash-")
         self.start_shell()
         self.poller.register(REQUESTS_FD, select.POLLIN)
         self.send({"type": "ready", "protocolVersion": PROTOCOL_VERSION, "language": "bash", "version": self.shell.version, "pid": os.getpid()})
@@ -383,7 +440,7 @@ def is_complete(code):
     try:
         checked = subprocess.run([BASH, "-n"], input=code.encode("utf-8", "replace"), capture_output=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
-        return {"status": "complete", "indent": 0}  # unknown: let bash itself say
+        return {"status": "unknown", "indent": 0}
     message = checked.stderr.decode("utf-8", "replace")
     if "unexpected end of file" in message or "unexpected EOF" in message or "delimited by end-of-file" in message:
         return {"status": "incomplete", "indent": 0}

@@ -11,6 +11,7 @@
 import { writeSync } from 'node:fs';
 import process from 'node:process';
 import vm from 'node:vm';
+import { complete, inspect } from './sandcell_javascript_assist.mjs';
 import { PARSE_OPTIONS, rewriteCell } from './sandcell_javascript_cell.mjs';
 import { openChannel } from './sandcell_javascript_channel.mjs';
 import { installGlobals } from './sandcell_javascript_globals.mjs';
@@ -81,8 +82,11 @@ channel.send({
 
 function receive(request) {
   switch (request.type) {
+    // Completion and inspection wait their turn behind executions, as a Jupyter kernel answers in order.
     case 'execute':
     case 'reset':
+    case 'complete':
+    case 'inspect':
       queue.push(request);
       if (!draining) void drain();
       break;
@@ -109,6 +113,7 @@ async function drain() {
   while (queue.length > 0) {
     const request = queue.shift();
     if (request.type === 'execute') await execute(request);
+    else if (request.type === 'complete' || request.type === 'inspect') assist(request);
     else {
       resetGlobals();
       executionCount = 0;
@@ -119,6 +124,19 @@ async function drain() {
     if (queue.length > 0) await new Promise((resolve) => setImmediate(resolve));
   }
   draining = false;
+}
+
+function assist(request) {
+  const code = typeof request.code === 'string' ? request.code : '';
+  try {
+    const body =
+      request.type === 'complete'
+        ? complete(code, request.cursorPos)
+        : inspect(code, request.cursorPos, request.detailLevel);
+    channel.send({ type: 'reply', id: request.id, ok: true, ...body });
+  } catch (error) {
+    replyFailed(request, 'internal', String(error?.message ?? error));
+  }
 }
 
 async function execute(request) {

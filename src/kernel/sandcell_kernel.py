@@ -11,12 +11,15 @@ can never corrupt the channel. Until then, fd 2 is how a failed start is told.
 Threads:
 - main thread: runs code (IPython InteractiveShell), one request at a time;
 - control thread: reads requests; handles interrupt / shutdown / is-complete
-  at once, even while user code is busy;
+  at once, even while user code is busy (complete and inspect wait their turn
+  on the main thread, as a Jupyter kernel answers shell requests in order:
+  they read the user's namespace, which only the main thread may touch);
 - one reader thread per captured descriptor, and a flusher that sends
   buffered stream output at least every FLUSH_INTERVAL_S.
 """
 
 import base64
+import contextlib
 import json
 import os
 import queue
@@ -63,6 +66,8 @@ ERROR_NAME_LIMIT = 1024
 ERROR_VALUE_LIMIT = OUTPUT_LIMIT
 ERROR_TRACEBACK_LIMIT = OUTPUT_LIMIT
 TRACEBACK_NOTE_BYTES = 200
+# An input() prompt, in UTF-8 bytes (the host bounds it again).
+PROMPT_LIMIT = 64 * 1024
 
 
 class Channel:
@@ -336,6 +341,21 @@ def is_complete(message):
     return {"status": status, "indent": indent or 0}
 
 
+assistant = None
+
+
+def load_sibling(name):
+    """A module beside this file, loaded by path: the kernel runs isolated
+    (-I), so its directory is not on sys.path, and stays off it so that user
+    code never imports sandcell's modules by accident."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 CONTROL_HANDLERS = {
     "is-complete": is_complete,
 }
@@ -354,6 +374,8 @@ class Kernel:
         self.results_used = 0
         self.shell = None
         self.captures = []
+        # input-reply messages, put here by the control thread for input() on the main thread.
+        self.input_replies = queue.Queue()
         try:
             import ctypes
 
@@ -533,9 +555,11 @@ class Kernel:
                 self.interrupt(message.get("id"))
             elif kind == "shutdown":
                 os._exit(0)
+            elif kind == "input-reply":
+                self.input_replies.put(message)
             elif kind in CONTROL_HANDLERS:
                 self.reply(message, CONTROL_HANDLERS[kind])
-            elif kind in ("execute", "reset", "ping"):
+            elif kind in ("execute", "reset", "ping", "complete", "inspect"):
                 self.requests.put(message)
             else:
                 self.channel.send({"type": "reply", "id": message.get("id"), "ok": False, "error": {"code": "unknown-request", "message": "unknown request type %r" % kind}})
@@ -583,8 +607,68 @@ class Kernel:
         for capture in waiting:
             capture.synced.wait(0.5)
 
+    def assist(self, message):
+        """Answers complete or inspect (sandcell_python_assist.py)."""
+        global assistant
+        if assistant is None:
+            assistant = load_sibling("sandcell_python_assist")
+        code = message.get("code")
+        code = code if isinstance(code, str) else ""
+        cursor = message.get("cursorPos")
+        if message.get("type") == "complete":
+            return assistant.complete(self.shell, code, cursor)
+        return assistant.inspect(self.shell, code, cursor, message.get("detailLevel"))
+
+    @contextlib.contextmanager
+    def stdin_hooks(self, allowed):
+        """While an execution whose host answers input runs, input() and
+        getpass() ask the host (input-request) and wait for its input-reply;
+        otherwise they read fd 0, /dev/null, and raise EOFError as ever."""
+        if not allowed:
+            yield
+            return
+        import builtins
+        import getpass
+
+        saved = (builtins.input, getpass.getpass)
+        builtins.input = lambda prompt="": self.ask_host(prompt, False)
+        getpass.getpass = lambda prompt="Password: ", stream=None: self.ask_host(prompt, True)
+        try:
+            yield
+        finally:
+            builtins.input, getpass.getpass = saved
+
+    def ask_host(self, prompt, password):
+        """One line of input from the host. Waiting on the queue is
+        interruptible: the host's interrupt (or its timeout's) ends the wait
+        with KeyboardInterrupt, so a request nobody answers cannot wedge us."""
+        execution_id = self.execution_id()
+        if execution_id is None:
+            raise EOFError("EOF when reading a line")
+        self.stdout.flush()
+        self.stderr.flush()
+        while not self.input_replies.empty():
+            self.input_replies.get_nowait()  # answers to an earlier, interrupted request
+        prompt, _ = cut_text(str(prompt), PROMPT_LIMIT, "prompt")
+        self.channel.send({"type": "input-request", "id": execution_id, "prompt": prompt, "password": bool(password)})
+        while True:
+            reply = self.input_replies.get()
+            if reply.get("id") == execution_id:
+                break
+        value = reply.get("value")
+        if reply.get("cancelled") is True or not isinstance(value, str):
+            raise EOFError("no input was given")
+        return value
+
     def run_request(self, message):
         kind = message.get("type")
+        if kind in ("complete", "inspect"):
+            try:
+                self.reply(message, self.assist)
+            except KeyboardInterrupt:
+                # An interrupt meant for an execution that had just ended.
+                self.channel.send({"type": "reply", "id": message.get("id"), "ok": False, "error": {"code": "interrupted", "message": "interrupted"}})
+            return
         if kind == "ping":
             self.channel.send({"type": "reply", "id": message.get("id"), "ok": True})
             return
@@ -607,7 +691,8 @@ class Kernel:
                 self.shell.execution_count += 1
                 self.emit_syntax_error("source code cannot contain null bytes", code, code.index("\x00"))
             else:
-                self.shell.run_cell(code, store_history=True)
+                with self.stdin_hooks(message.get("stdin") is True):
+                    self.shell.run_cell(code, store_history=True)
         except KeyboardInterrupt:
             # An interrupt that landed outside user code (in IPython itself).
             self.emit_error(KeyboardInterrupt, KeyboardInterrupt(), ["KeyboardInterrupt"])

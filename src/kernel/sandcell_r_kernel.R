@@ -68,6 +68,7 @@ local({
     if (is.list(value)) {
       parts <- vapply(value, to_json, "")
       if (is.null(names(value))) return(paste0("[", paste(parts, collapse = ","), "]"))
+      if (!length(value)) return("{}")
       return(paste0("{", paste0(vapply(names(value), json_string, ""), ":", parts, collapse = ","), "}"))
     }
     if (is.logical(value)) return(if (isTRUE(value)) "true" else "false")
@@ -327,6 +328,52 @@ local({
     status <- if (is.null(problem)) "complete" else if (grepl("unexpected (end of input|INCOMPLETE_STRING)", problem)) "incomplete" else "invalid"
     list(status = status, indent = 0L)
   }
+  # --- completion and inspection: utils' own completer, R's help pages -------
+  # Positions count characters, which in the UTF-8 locale are code points, as Jupyter counts them.
+  MAX_MATCHES <- 1000L
+  MAX_INSPECT_CHARS <- 262144L
+  cursor_in <- function(code, cursor) {
+    cursor <- suppressWarnings(as.integer(cursor %or% NA))
+    if (length(cursor) != 1L || is.na(cursor) || cursor < 0L || cursor > nchar(code)) nchar(code) else cursor
+  }
+  complete <- function(code, cursor) {
+    cursor <- cursor_in(code, cursor)
+    before <- substr(code, 1L, cursor)
+    # The completer reads one line: the one the cursor is on.
+    line_start <- regexpr("[^\n]*$", before)
+    line <- substring(before, line_start)
+    utils:::.assignLinebuffer(line)
+    utils:::.assignEnd(nchar(line))
+    utils:::.guessTokenFromLine()
+    utils:::.completeToken()
+    matches <- head(unique(as.character(utils:::.retrieveCompletions())), MAX_MATCHES)
+    start <- line_start - 1L + as.integer(utils:::.CompletionEnv[["start"]])
+    list(matches = as.list(matches), cursorStart = start, cursorEnd = cursor, metadata = structure(list(), names = character(0)))
+  }
+  inspect <- function(code, cursor, detail) {
+    cursor <- cursor_in(code, cursor)
+    left <- regmatches(substr(code, 1L, cursor), regexpr("[A-Za-z0-9._:]*$", substr(code, 1L, cursor)))
+    right <- regmatches(substring(code, cursor + 1L), regexpr("^[A-Za-z0-9._]*", substring(code, cursor + 1L)))
+    name <- paste0(left, right)
+    parts <- strsplit(name, ":::?")[[1]]
+    topic <- parts[length(parts)]
+    package <- if (length(parts) == 2L) parts[1] else NULL
+    text <- character(0)
+    if (nzchar(topic) && is.null(package) && exists(topic, envir = globalenv(), inherits = FALSE)) {
+      value <- get(topic, envir = globalenv())
+      text <- capture.output(if (is.function(value)) print(value) else utils::str(value))
+    } else if (nzchar(topic)) {
+      pages <- tryCatch(utils::help((topic), package = (package), help_type = "text"), error = function(e) character(0))
+      if (length(pages)) {
+        text <- capture.output(tools::Rd2txt(utils:::.getHelpFile(pages[1]), options = list(underline_titles = FALSE)))
+        if (identical(detail, 1L) && exists(topic, mode = "function")) text <- c(text, "", "Source:", capture.output(print(get(topic, mode = "function"))))
+      }
+    }
+    empty <- structure(list(), names = character(0))
+    if (!length(text)) return(list(found = FALSE, data = empty, metadata = empty))
+    text <- substr(paste(text, collapse = "\n"), 1L, MAX_INSPECT_CHARS)
+    list(found = TRUE, data = list("text/plain" = text), metadata = empty)
+  }
   reset <- function() {
     close_plot_devices()
     rm(list = ls(globalenv(), all.names = TRUE), envir = globalenv())
@@ -352,6 +399,18 @@ local({
     } else if (type == "reset") {
       reset()
       reply(request)
+    } else if (type == "complete" || type == "inspect") {
+      code <- as.character(request$code %or% "")
+      if (length(code) != 1L) code <- ""
+      body <- tryCatch(
+        if (type == "complete") complete(code, request$cursorPos) else inspect(code, request$cursorPos, request$detailLevel),
+        error = function(condition) list(error = conditionMessage(condition))
+      )
+      if (!is.null(body$error)) {
+        send(list(type = "reply", id = request$id, ok = FALSE, error = list(code = "internal", message = body$error)))
+      } else {
+        do.call(reply, c(list(request), body))
+      }
     } else if (type == "is-complete") {
       do.call(reply, c(list(request), is_complete(as.character(request$code %or% ""))))
     } else {

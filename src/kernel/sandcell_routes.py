@@ -26,7 +26,7 @@ DATA_DIR = "/mnt/data"
 DEFAULT_CONTEXT = "python"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
 VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list"))
-CONTEXT_REQUESTS = frozenset(("execute", "interrupt", "reset", "ping", "is-complete"))
+CONTEXT_REQUESTS = frozenset(("execute", "interrupt", "reset", "ping", "is-complete", "complete", "inspect", "input-reply"))
 FILE_REQUESTS = frozenset(("file-read", "file-write", "file-list", "file-remove"))
 LOG_MESSAGE_CHARS = 4096
 # Room on top of what a line carries, as the host's (src/session/output-limits.ts).

@@ -10,6 +10,8 @@ import type { ServerContext } from './context.js';
 import { conversationRoutes } from './conversations/routes.js';
 import { mountE2bRoutes } from './e2b/routes.js';
 import { errorBody, HttpError, toHttpError } from './errors.js';
+import { KernelStore } from './jupyter/kernel-store.js';
+import { jupyterRoutes } from './jupyter/routes.js';
 import { McpHttpEndpoint } from './mcp/http.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { registerRoutes } from './route.js';
@@ -22,6 +24,8 @@ import { serveWebUi } from './web-ui.js';
 export interface SandcellApp {
   app: Hono;
   mcp: McpHttpEndpoint;
+  /** The Jupyter kernels, whose channels websocket the Node server serves (jupyter/channels-socket.ts). */
+  jupyter: KernelStore;
   /** The OpenAPI 3.1 document served at /openapi.json. */
   document: Record<string, unknown>;
 }
@@ -35,6 +39,7 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
   const app = new Hono();
   const { metrics, logger } = server;
   const mcp = new McpHttpEndpoint(server);
+  const jupyter = new KernelStore(server);
 
   app.use(async (c, next) => {
     const started = performance.now();
@@ -108,7 +113,8 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
 
   mountE2bRoutes(app, server);
   app.on(['GET', 'POST', 'DELETE'], '/mcp', (c) => mcp.handle(c, routeContext.authenticate(c)));
+  app.route('/jupyter', jupyterRoutes(server, jupyter));
   if (server.options.webRoot !== false) serveWebUi(app, server.options.webRoot);
 
-  return { app, mcp, document };
+  return { app, mcp, jupyter, document };
 }

@@ -20,7 +20,7 @@ import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { RegistryCommands } from './registry-commands.js';
 
-export type SessionSource = 'v1' | 'azure' | 'mcp' | 'conversation' | 'e2b';
+export type SessionSource = 'v1' | 'azure' | 'mcp' | 'conversation' | 'e2b' | 'jupyter';
 
 export interface ManagedSession {
   /** The session's id, chosen by the server. */
@@ -103,7 +103,7 @@ export class SessionRegistry {
   /** Sessions alive, and executions running. */
   get stats(): { live: number; running: number; bySource: Record<SessionSource, number> } {
     this.sweep();
-    const bySource: Record<SessionSource, number> = { v1: 0, azure: 0, mcp: 0, conversation: 0, e2b: 0 };
+    const bySource: Record<SessionSource, number> = { v1: 0, azure: 0, mcp: 0, conversation: 0, e2b: 0, jupyter: 0 };
     for (const entry of this.byId.values()) bySource[entry.source]++;
     return { live: this.byId.size, running: this.inFlight, bySource };
   }

@@ -10,6 +10,7 @@ import type { Hono } from 'hono';
 import { createApp } from './app.js';
 import { ConnectionLimiter } from './connection-limiter.js';
 import type { ServerContext } from './context.js';
+import { attachJupyterChannels } from './jupyter/channels-socket.js';
 import { isLoopback, resolveServerOptions, type ServerOptions } from './options.js';
 import { createRuntime } from './runtime.js';
 
@@ -59,7 +60,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     maxConnectionsPerAddress: resolved.maxConnectionsPerAddress,
     onShed: (reason) => context.metrics.rejected.inc({ reason }),
   });
-  const { app, mcp, document } = createApp(context, { connections });
+  const { app, mcp, jupyter, document } = createApp(context, { connections });
   try {
     await context.pool.start();
   } catch (error) {
@@ -77,6 +78,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     },
   }) as Server;
   connections.attach(httpServer);
+  const jupyterChannels = attachJupyterChannels(httpServer, context, jupyter, connections);
   // Node would announce the timeout it enforces; announce the shorter one (headers given later take precedence).
   const keepAliveHint = `timeout=${KEEP_ALIVE_TIMEOUT_MS / 1000}`;
   httpServer.on('request', (_request, response) => response.setHeader('Keep-Alive', keepAliveHint));
@@ -116,6 +118,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       await context.registry.shutdown(resolved.shutdownGraceMs);
       context.conversations.shutdown();
       await mcp.close();
+      jupyterChannels.close();
       // Answers of the executions that finished are on their way: give them a moment, then cut.
       const idle = setInterval(() => httpServer.closeIdleConnections(), 50);
       await Promise.race([connectionsClosed, new Promise((resolve) => setTimeout(resolve, CONNECTIONS_DRAIN_MS))]);

@@ -5,11 +5,14 @@
  * Its kernel's (or sandbox's) death while it runs ends it the same way.
  */
 import { performance } from 'node:perf_hooks';
-import type { Execution, RunOptions } from './execution.js';
+import type { Execution, InputRequest, RunOptions } from './execution.js';
 import type { KernelConnection } from './kernel-connection.js';
 import { OutputCollector } from './output-collector.js';
 import type { SessionContext, StateLoss } from './session-context.js';
 import { EVERY_CONTEXT_LOST, stateLostIn } from './state-loss.js';
+
+/** A line of input given to the code, in characters; past it the line is cut. */
+export const INPUT_REPLY_CHARS = 1024 * 1024;
 
 export interface ExecutionRunSettings {
   timeoutMs: number;
@@ -141,6 +144,9 @@ export function runExecution(
         case 'error':
           collector.fail(event);
           break;
+        case 'input-request':
+          answerInput(event);
+          break;
         case 'execution-end': {
           context.executionCount = event.executionCount ?? context.executionCount + 1;
           if (timedOut) {
@@ -161,6 +167,25 @@ export function runExecution(
       }
     });
 
-    connection.send({ type: 'execute', id, code, context: context.id });
+    /** Asks the caller (one request at a time: the kernel waits for this answer); nothing is sent once the run ended. */
+    const answerInput = (request: InputRequest): void => {
+      const { onInput } = options;
+      if (typeof onInput !== 'function') return; // the kernel was not told it may ask
+      const reply = (answer: { value: string } | { cancelled: true }) => {
+        if (!finished) connection.send({ type: 'input-reply', id, context: context.id, ...answer });
+      };
+      Promise.resolve()
+        .then(() => onInput({ prompt: request.prompt, password: request.password }))
+        .then(
+          (value) =>
+            typeof value === 'string'
+              ? reply({ value: value.slice(0, INPUT_REPLY_CHARS) })
+              : reply({ cancelled: true }),
+          () => reply({ cancelled: true }),
+        );
+    };
+
+    const stdin = typeof options.onInput === 'function' ? { stdin: true } : {};
+    connection.send({ type: 'execute', id, code, context: context.id, ...stdin });
   });
 }

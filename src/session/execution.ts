@@ -55,6 +55,20 @@ export interface RunOptions {
   onStdout?: (text: string) => void;
   onStderr?: (text: string) => void;
   onResult?: (result: ExecutionResult) => void;
+  /**
+   * Answers the code's requests for input (Python's input() and getpass()): called with the
+   * prompt, resolves with the line (without its newline). Rejecting makes input() raise EOFError.
+   * A request left unanswered holds the run until its timeout or an abort interrupts it. Without
+   * it, input() raises EOFError at once, as reading an empty stdin does.
+   */
+  onInput?: (request: InputRequest) => Promise<string>;
+}
+
+/** What running code asks its user for. */
+export interface InputRequest {
+  prompt: string;
+  /** The input is a password (getpass): a client should not echo it. */
+  password: boolean;
 }
 
 /**

@@ -27,6 +27,9 @@ export type KernelRequest =
   | { type: 'reset'; context?: string }
   | { type: 'ping'; context?: string }
   | { type: 'is-complete'; code: string; context?: string }
+  /** `cursorPos` counts code points, as Jupyter's protocol does. */
+  | { type: 'complete'; code: string; cursorPos: number; context?: string }
+  | { type: 'inspect'; code: string; cursorPos: number; detailLevel: 0 | 1; context?: string }
   | FileRequest
   | ContextRequest
   | { type: 'command-list' };
@@ -44,7 +47,10 @@ export type CommandSignal = 'SIGINT' | 'SIGTERM' | 'SIGKILL' | 'SIGHUP' | 'SIGQU
  * events, the others by nothing (their effect shows in those events).
  */
 export type KernelInstruction =
-  | { type: 'execute'; id: string; code: string; context?: string }
+  /** `stdin`: the host answers input-request (the code's input() asks it), else input() reads nothing. */
+  | { type: 'execute'; id: string; code: string; context?: string; stdin?: boolean }
+  /** The answer to an execution's input-request: a line, or `cancelled` (input() raises EOFError). */
+  | { type: 'input-reply'; id: string; value?: string; cancelled?: boolean; context?: string }
   | { type: 'interrupt'; id: string; context?: string }
   | { type: 'command-start'; id: string; command: string; cwd?: string; env?: Record<string, string>; stdin?: boolean }
   | { type: 'command-stdin'; id: string; data: string; eof?: boolean }
@@ -74,7 +80,11 @@ export type ExecutionEvent = { context?: string } & (
   | { type: 'result' | 'display'; id: string; data: MimeBundle; metadata: Record<string, unknown> }
   | ({ type: 'error'; id: string } & ExecutionError)
   | { type: 'execution-end'; id: string; executionCount?: number; outputTruncated: boolean }
+  | { type: 'input-request'; id: string; prompt: string; password: boolean }
 );
+
+/** An input() prompt, in characters: the host's bound on what a kernel asks with. */
+export const INPUT_PROMPT_CHARS = 64 * 1024;
 
 /** A context's kernel ended without being asked (a crash, an out-of-memory kill, killed by the code). */
 export interface ContextExitEvent {
@@ -211,6 +221,13 @@ function parseIdentified(
         outputTruncated: message.outputTruncated === true,
       };
     }
+    case 'input-request':
+      return {
+        type: 'input-request',
+        id,
+        prompt: typeof message.prompt === 'string' ? message.prompt.slice(0, INPUT_PROMPT_CHARS) : '',
+        password: message.password === true,
+      };
     case 'command-started': {
       const pid = message.pid;
       if (typeof pid !== 'number' || !Number.isInteger(pid)) return undefined;

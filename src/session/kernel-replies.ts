@@ -13,6 +13,7 @@ import {
   ProtocolError,
   UnknownContextError,
 } from '../errors.js';
+import { type Completion, type Inspection, parseCompletion, parseInspection } from './assist-replies.js';
 import type { KernelRequest } from './kernel-protocol.js';
 import { DEFAULT_CONTEXT } from './languages.js';
 
@@ -39,10 +40,17 @@ export interface CommandListing {
   startedMs: number;
 }
 
+/** Whether code is a whole statement; `unknown` where the kernel cannot tell. */
+export type CompletenessStatus = 'complete' | 'incomplete' | 'invalid' | 'unknown';
+
+const COMPLETENESS: ReadonlySet<unknown> = new Set(['complete', 'incomplete', 'invalid', 'unknown']);
+
 export interface ReplyBodies {
   reset: Record<string, never>;
   ping: Record<string, never>;
-  'is-complete': { status: 'complete' | 'incomplete' | 'invalid'; indent: number };
+  'is-complete': { status: CompletenessStatus; indent: number };
+  complete: Completion;
+  inspect: Inspection;
   'file-read': { data: string };
   'file-write': Record<string, never>;
   'file-list': { entries: KernelFileEntry[] };
@@ -76,9 +84,12 @@ const REPLY_PARSERS: { [Type in KernelRequest['type']]: (body: Record<string, un
   'context-restart': empty,
   'context-remove': empty,
   'is-complete': (body) => ({
-    status: body.status === 'incomplete' || body.status === 'invalid' ? body.status : 'complete',
-    indent: Number(body.indent) || 0,
+    status: COMPLETENESS.has(body.status) ? (body.status as CompletenessStatus) : 'complete',
+    // An indent is a few spaces; a kernel's absurd one is none.
+    indent: Math.min(Math.max(Math.trunc(Number(body.indent)) || 0, 0), 80),
   }),
+  complete: parseCompletion,
+  inspect: parseInspection,
   'file-read': (body) =>
     typeof body.data === 'string' ? { data: body.data } : { invalid: 'a file-read reply without its data' },
   'file-list': (body) => {
@@ -135,6 +146,8 @@ export function answeringContext(request: KernelRequest): string | undefined {
     case 'reset':
     case 'ping':
     case 'is-complete':
+    case 'complete':
+    case 'inspect':
       return request.context ?? DEFAULT_CONTEXT;
     default:
       return undefined;

@@ -8,13 +8,16 @@
 import { randomUUID } from 'node:crypto';
 import { resolveBackend } from '../backends/select.js';
 import type { SandboxBackend, SandboxVolume } from '../backends/spec.js';
-import { AbortError, InvalidInputError, SessionClosedError, UnknownContextError } from '../errors.js';
+import { AbortError, InvalidInputError, ProtocolError, SessionClosedError, UnknownContextError } from '../errors.js';
+import { type AssistOptions, checkAssistInput, type InspectOptions } from './assist-input.js';
+import { type Completion, type Inspection, withinCode } from './assist-replies.js';
 import { CommandRegistry, SessionCommands } from './commands.js';
 import type { Execution, RunOptions } from './execution.js';
 import { runExecution } from './execution-run.js';
 import { SessionFiles } from './files.js';
 import type { KernelConnection } from './kernel-connection.js';
 import type { KernelRequest, ReplyTo } from './kernel-protocol.js';
+import type { CompletenessStatus } from './kernel-replies.js';
 import { DEFAULT_CONTEXT } from './languages.js';
 import {
   DEFAULT_REQUEST_TIMEOUT_MS,
@@ -230,20 +233,54 @@ export class Session {
 
   /**
    * Whether `code` is a complete statement (for prompts that read multi-line
-   * input) in python, or in the context `options.context`: the kernel's own
-   * rules (IPython's for python), answered even while code runs.
+   * input) in python, or in the context `options.context` (or `language`'s
+   * default context): the kernel's own rules (IPython's for python), `unknown`
+   * where it cannot tell. Python, JavaScript and bash answer even while code
+   * runs; R once the running code ends.
    */
   async checkComplete(
     code: string,
-    options: { context?: string } = {},
-  ): Promise<{ status: 'complete' | 'incomplete' | 'invalid'; indent: number }> {
-    if (options.context === undefined) return this.request({ type: 'is-complete', code: String(code) });
+    options: AssistOptions = {},
+  ): Promise<{ status: CompletenessStatus; indent: number }> {
+    if (options.context === undefined && options.language === undefined) {
+      return this.request({ type: 'is-complete', code: String(code) });
+    }
     // Each kernel answers by its own language's rules (bash -n, R's parse, a JavaScript parser).
-    const context = this.existingContext(options.context);
-    const connection = await this.contexts.ensureLive(context);
+    const { context, connection } = await this.liveContext(options);
     return connection.request(
       { type: 'is-complete', code: String(code), context: context.id },
       DEFAULT_REQUEST_TIMEOUT_MS,
+    );
+  }
+
+  /**
+   * What may be typed at `cursorPos` (in code points, as Jupyter counts them) in `code`: the
+   * kernel's completions of names, attributes, keys, paths, … in the live state of the context
+   * (`context`, or `language`'s default context, else python). Asked while code runs there, it
+   * is answered once that execution ends (a kernel answers in order, as Jupyter's do).
+   */
+  async complete(code: string, cursorPos: number, options: AssistOptions = {}): Promise<Completion> {
+    checkAssistInput(code, cursorPos, options, this.options.maxCodeBytes);
+    const { context, connection } = await this.liveContext(options);
+    const reply = await connection.request(
+      { type: 'complete', code, cursorPos, context: context.id },
+      this.assistTimeoutMs(),
+    );
+    if (!withinCode(code, reply)) throw new ProtocolError('The kernel sent completions for a span outside the code.');
+    return reply;
+  }
+
+  /**
+   * Help on the name at `cursorPos` in `code` (IPython's `obj?` for python; `detailLevel: 1`
+   * adds the source where the kernel has it), as a MIME bundle; `found: false` when there is none.
+   * Waits for a running execution, as complete() does.
+   */
+  async inspect(code: string, cursorPos: number, options: InspectOptions = {}): Promise<Inspection> {
+    checkAssistInput(code, cursorPos, options, this.options.maxCodeBytes);
+    const { context, connection } = await this.liveContext(options);
+    return connection.request(
+      { type: 'inspect', code, cursorPos, detailLevel: options.detailLevel === 1 ? 1 : 0, context: context.id },
+      this.assistTimeoutMs(),
     );
   }
 
@@ -257,6 +294,26 @@ export class Session {
   /** A failure because the session closed meanwhile (its sandbox killed under a request) is the closing's. */
   private closedInstead(error: unknown): never {
     throw this.closing ? new SessionClosedError(this.id) : error;
+  }
+
+  /** The context a request names (created on first use, as for run()) with its kernel up. */
+  private async liveContext(
+    options: AssistOptions,
+  ): Promise<{ context: SessionContext; connection: KernelConnection }> {
+    if (this.closing) throw new SessionClosedError(this.id);
+    const context = this.contexts.forRun(options);
+    this.lastActivity = Date.now();
+    try {
+      return { context, connection: await this.contexts.ensureLive(context) };
+    } catch (error) {
+      if (context.connection === undefined) this.contexts.forget(context, error as Error);
+      return this.closedInstead(error);
+    }
+  }
+
+  /** A completion waits behind the execution running in its context, which ends within its timeout and grace. */
+  private assistTimeoutMs(): number {
+    return this.options.timeoutMs + this.options.interruptGraceMs + DEFAULT_REQUEST_TIMEOUT_MS;
   }
 
   private existingContext(id: string): SessionContext {

@@ -15,6 +15,7 @@ import {
 } from '../../src/errors.js';
 import type { SessionOptions } from '../../src/session/options.js';
 import { Session } from '../../src/session/session.js';
+import { assistContractCases } from './assist-contract.js';
 import { commandCases } from './commands-contract.js';
 import { contextCases } from './contexts-contract.js';
 
@@ -456,5 +457,6 @@ print("data owner is me", os.stat("/mnt/data").st_uid == os.getuid())`,
 
     contextCases(backend);
     commandCases(backend);
+    assistContractCases(backend);
   });
 }

@@ -40,7 +40,13 @@ export type ScriptedStep =
    * channel: garbage as a string, or a forged message); `from: 'kernel'` sends an object as this
    * context's kernel would, the supervisor adding the context's id as its last key.
    */
-  | { type: 'send'; line: string | Record<string, unknown>; from?: 'channel' | 'kernel' };
+  | { type: 'send'; line: string | Record<string, unknown>; from?: 'channel' | 'kernel' }
+  /**
+   * Asks the host for a line, as input() does when the run has `onInput` (`input-request`), and
+   * writes the answer to stdout; a cancelled answer is an EOFError, an interrupt a KeyboardInterrupt.
+   * Without `onInput` it is an EOFError at once, as reading an empty stdin is.
+   */
+  | { type: 'input'; prompt?: string; password?: boolean };
 
 export interface ScriptedRunContext {
   code: string;

@@ -1,7 +1,8 @@
 /**
- * One context's kernel, answering from a script: execute, reset and ping run
- * one at a time in order; interrupt and is-complete are answered at once, even
- * during a run. What it sends goes through its supervisor, which adds the
+ * One context's kernel, answering from a script: execute, reset, ping,
+ * complete and inspect run one at a time in order (completion and inspection
+ * read the script's state: its names, and a name's value); interrupt,
+ * is-complete and input-reply are heard at once, even during a run. What it sends goes through its supervisor, which adds the
  * context's id.
  */
 import type { SandboxExit } from '../spec.js';
@@ -34,6 +35,10 @@ interface CurrentRun {
   id: unknown;
   interrupted: boolean;
   wake: () => void;
+  /** Whether the host answers input (`stdin` on the execute). */
+  stdin: boolean;
+  /** Set while an `input` step waits: takes the host's input-reply. */
+  answer?: (reply: Message) => void;
 }
 
 export class ScriptedKernel {
@@ -51,7 +56,8 @@ export class ScriptedKernel {
     const kind = message.type;
     if (kind === 'interrupt') this.interrupt(message.id);
     else if (kind === 'is-complete') this.answerIsComplete(message);
-    else if (kind === 'execute' || kind === 'reset' || kind === 'ping') {
+    else if (kind === 'input-reply') this.current?.answer?.(message);
+    else if (kind === 'execute' || kind === 'reset' || kind === 'ping' || kind === 'complete' || kind === 'inspect') {
       this.queue = this.queue.then(() => this.runRequest(message));
     }
   }
@@ -89,7 +95,11 @@ export class ScriptedKernel {
   private async runRequest(message: Message): Promise<void> {
     if (this.stopped) return;
     if (message.type === 'execute') {
-      await this.execute(message.id, String(message.code ?? ''));
+      await this.execute(message.id, String(message.code ?? ''), message.stdin === true);
+      return;
+    }
+    if (message.type === 'complete' || message.type === 'inspect') {
+      this.send({ type: 'reply', id: message.id, ok: true, ...this.assist(message) });
       return;
     }
     if (message.type === 'reset') {
@@ -99,8 +109,22 @@ export class ScriptedKernel {
     this.send({ type: 'reply', id: message.id, ok: true });
   }
 
-  private async execute(id: unknown, code: string): Promise<void> {
-    const current: CurrentRun = { id, interrupted: false, wake: () => undefined };
+  /** Completion of the script's names before the cursor, or a name's value as its inspection. */
+  private assist(message: Message): Message {
+    const code = String(message.code ?? '');
+    const cursor = Math.min(Number(message.cursorPos) || 0, code.length);
+    const prefix = /\w*$/.exec(code.slice(0, cursor))?.[0] ?? '';
+    if (message.type === 'complete') {
+      const matches = [...this.state.keys()].filter((name) => name.startsWith(prefix)).sort();
+      return { matches, cursorStart: cursor - prefix.length, cursorEnd: cursor, metadata: {} };
+    }
+    const name = prefix + (/^\w*/.exec(code.slice(cursor))?.[0] ?? '');
+    if (!this.state.has(name)) return { found: false, data: {}, metadata: {} };
+    return { found: true, data: { 'text/plain': String(this.state.get(name)) }, metadata: {} };
+  }
+
+  private async execute(id: unknown, code: string, stdin: boolean): Promise<void> {
+    const current: CurrentRun = { id, interrupted: false, wake: () => undefined, stdin };
     this.current = current;
     this.executionCount += 1;
     let failed = false;
@@ -180,6 +204,8 @@ export class ScriptedKernel {
         return true;
       case 'wait':
         return this.waitUntil(step.until, current, fail);
+      case 'input':
+        return this.askInput(step, current, fail);
       case 'sleep':
       case 'hang': {
         const ignoreInterrupt = step.type === 'hang' && step.ignoreInterrupt === true;
@@ -200,6 +226,37 @@ export class ScriptedKernel {
         return true;
       }
     }
+  }
+
+  /** An `input` step: false when it failed the run (no input given, or interrupted). */
+  private async askInput(
+    step: { prompt?: string; password?: boolean },
+    current: CurrentRun,
+    fail: (name: string, value: string, traceback?: string[]) => void,
+  ): Promise<boolean> {
+    if (!current.stdin) {
+      fail('EOFError', 'EOF when reading a line');
+      return false;
+    }
+    this.send({ type: 'input-request', id: current.id, prompt: step.prompt ?? '', password: step.password === true });
+    const reply = await new Promise<Message | undefined>((resolve) => {
+      current.answer = (message) => {
+        if (message.id === current.id) resolve(message);
+      };
+      current.wake = () => resolve(undefined);
+      if (current.interrupted) resolve(undefined);
+    });
+    current.answer = undefined;
+    if (reply === undefined) {
+      if (!this.stopped) fail('KeyboardInterrupt', '', ['KeyboardInterrupt']);
+      return false;
+    }
+    if (typeof reply.value !== 'string') {
+      fail('EOFError', 'no input was given');
+      return false;
+    }
+    this.send({ type: 'stream', id: current.id, name: 'stdout', text: reply.value });
+    return true;
   }
 
   /** Checks `until` every few milliseconds; false when an interrupt ended the run first. */

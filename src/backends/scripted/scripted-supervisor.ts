@@ -83,6 +83,9 @@ export class ScriptedSupervisor {
       case 'reset':
       case 'ping':
       case 'is-complete':
+      case 'complete':
+      case 'inspect':
+      case 'input-reply':
         this.toKernel(message);
         break;
       case 'context-create':

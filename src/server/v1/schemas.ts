@@ -17,7 +17,7 @@ export const SessionSchema = z
   .object({
     id: z.string(),
     source: z
-      .enum(['v1', 'azure', 'mcp', 'conversation', 'e2b'])
+      .enum(['v1', 'azure', 'mcp', 'conversation', 'e2b', 'jupyter'])
       .meta({ description: 'Which API created the session.' }),
     name: z.string().optional().meta({ description: 'The Azure identifier or MCP session name, if any.' }),
     createdAt: z.string().meta({ description: 'ISO 8601.' }),

@@ -1,0 +1,148 @@
+/**
+ * The channels websocket, `GET /jupyter/api/kernels/{id}/channels`. Hono does
+ * not see upgrades, so this listens on the Node server's `upgrade` event and
+ * applies what every HTTP request gets first: the connection caps (an upgrade
+ * is a connection the limiter already counts), the browser guard (Host and
+ * Origin), then the token and the kernel's owner. The subprotocol
+ * `v1.kernel.websocket.jupyter.org` is chosen whenever it is offered (declining
+ * it breaks `ws`, `websocket-client` and browsers); otherwise frames are JSON.
+ */
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { Hono } from 'hono';
+import { type WebSocket, WebSocketServer } from 'ws';
+import { browserGuard } from '../browser-guard.js';
+import type { ConnectionLimiter } from '../connection-limiter.js';
+import type { ServerContext } from '../context.js';
+import { decodeFrame, encodeV1Frame, FrameError, type FrameFormat, V1_SUBPROTOCOL } from './frame-codec.js';
+import { authenticateJupyter } from './jupyter-auth.js';
+import { JupyterHttpError } from './jupyter-errors.js';
+import type { KernelSocket } from './jupyter-kernel.js';
+import type { KernelStore } from './kernel-store.js';
+import { jsonFrames } from './output-frames.js';
+
+const CHANNELS_PATH = /^\/jupyter\/api\/kernels\/([^/]+)\/channels\/?$/;
+/** A client that stops reading is cut off past this much unsent output, rather than held in memory. */
+const MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
+
+export interface JupyterChannels {
+  /** Closes every channels socket (the server is shutting down). */
+  close(): void;
+}
+
+function refuse(socket: Duplex, status: number, body: Record<string, unknown>): void {
+  const text = JSON.stringify(body);
+  socket.end(
+    `HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : status === 404 ? 'Not Found' : 'Refused'}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+  );
+}
+
+export function attachJupyterChannels(
+  httpServer: Server,
+  server: ServerContext,
+  kernels: KernelStore,
+  connections?: ConnectionLimiter,
+): JupyterChannels {
+  const { apiKeys, logger } = server;
+  // The same guard every HTTP request passes, run on the upgrade's headers.
+  const guard = new Hono()
+    .use(
+      browserGuard({
+        apiKeys,
+        allowedHosts: server.options.allowedHosts,
+        onRefused: (reason) => server.metrics.rejected.inc({ reason }),
+      }),
+    )
+    .all('*', (context) => context.body(null, 204));
+  guard.onError((error, context) =>
+    context.json({ message: error.message, reason: null }, ((error as { status?: number }).status ?? 403) as 403),
+  );
+  const sockets = new WebSocketServer({
+    noServer: true,
+    maxPayload: server.options.limits.maxRequestBytes,
+    handleProtocols: (offered) => (offered.has(V1_SUBPROTOCOL) ? V1_SUBPROTOCOL : false),
+  });
+
+  const upgrade = async (request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    const url = new URL(request.url ?? '/', 'http://upgrade.invalid');
+    const match = CHANNELS_PATH.exec(url.pathname);
+    if (!match) {
+      // Another front door may serve its own websockets; with none, the socket would hang.
+      if (httpServer.listenerCount('upgrade') === 1) refuse(socket, 404, { message: 'Not Found', reason: null });
+      return;
+    }
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (typeof value === 'string') headers.set(name, value);
+    }
+    const verdict = await guard.fetch(new Request(`http://upgrade.invalid${request.url}`, { headers }));
+    if (verdict.status !== 204) {
+      refuse(socket, verdict.status, (await verdict.json()) as Record<string, unknown>);
+      return;
+    }
+    let kernel: ReturnType<KernelStore['get']>;
+    try {
+      const owner = authenticateJupyter(apiKeys, kernels.logins, {
+        method: 'GET',
+        authorization: request.headers.authorization,
+        queryToken: url.searchParams.get('token') ?? undefined,
+        cookie: request.headers.cookie,
+      });
+      kernel = kernels.get(owner, decodeURIComponent(match[1] ?? ''));
+    } catch (error) {
+      const status = error instanceof JupyterHttpError ? error.status : 500;
+      refuse(socket, status, { message: (error as Error).message, reason: null });
+      return;
+    }
+    if (apiKeys.enabled && 'remoteAddress' in socket) connections?.trust(socket as never);
+    sockets.handleUpgrade(request, socket, head, (webSocket) => {
+      const format: FrameFormat = webSocket.protocol === V1_SUBPROTOCOL ? 'v1' : 'json';
+      const client = kernelSocket(webSocket, format);
+      kernel.attach(client);
+      webSocket.on('message', (data, isBinary) => {
+        const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+        try {
+          kernel.receive(client, decodeFrame(isBinary ? bytes : bytes.toString('utf8'), format));
+        } catch (error) {
+          if (!(error instanceof FrameError)) throw error;
+          logger.debug({ kernel: kernel.id, reason: error.message }, 'jupyter frame dropped');
+        }
+      });
+      webSocket.on('close', () => kernel.detach(client));
+      webSocket.on('error', () => kernel.detach(client));
+    });
+  };
+
+  const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    upgrade(request, socket, head).catch((error) => {
+      logger.warn({ err: error }, 'jupyter channels upgrade failed');
+      socket.destroy();
+    });
+  };
+  httpServer.on('upgrade', onUpgrade);
+  return {
+    close() {
+      httpServer.off('upgrade', onUpgrade);
+      for (const client of sockets.clients) client.terminate();
+      sockets.close();
+    },
+  };
+}
+
+function kernelSocket(webSocket: WebSocket, format: FrameFormat): KernelSocket {
+  return {
+    send(message) {
+      if (webSocket.readyState !== webSocket.OPEN) return;
+      if (webSocket.bufferedAmount > MAX_BUFFERED_BYTES) {
+        webSocket.close(1008, 'client too slow: output not read');
+        return;
+      }
+      if (format === 'v1') webSocket.send(encodeV1Frame(message));
+      else for (const frame of jsonFrames(message)) webSocket.send(frame);
+    },
+    close(code, reason) {
+      webSocket.close(code, reason);
+    },
+  };
+}

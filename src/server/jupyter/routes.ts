@@ -1,0 +1,165 @@
+/**
+ * The Jupyter Server REST API under /jupyter: kernelspecs, kernels and
+ * sessions, as JupyterLab, Jupyter Server's gateway client, Open WebUI and
+ * AG2 call it. Bodies are bounded by the server's request limit; errors take
+ * Jupyter's shape (jupyter-errors.ts).
+ */
+import { type Context, Hono } from 'hono';
+import { limitBody } from '../body-limit.js';
+import type { ServerContext } from '../context.js';
+import { authenticateJupyter } from './jupyter-auth.js';
+import { JupyterHttpError, jupyterErrorResponse } from './jupyter-errors.js';
+import type { JupyterKernel } from './jupyter-kernel.js';
+import { DEFAULT_KERNEL_NAME, findKernelSpec, KERNEL_SPECS, presentKernelSpec } from './kernel-specs.js';
+import type { KernelStore } from './kernel-store.js';
+import { passwordLoginRoutes } from './login-routes.js';
+import { NotebookSessions } from './notebook-sessions.js';
+import { presentKernel, presentSession } from './present.js';
+
+/** What Jupyter Server version this API matches, as `/api` says it (clients pick features by it). */
+const JUPYTER_SERVER_VERSION = '2.14.0';
+
+/** The JSON body as an object; an empty body (Open WebUI's POST api/kernels) is `{}`. */
+async function readBody(context: Context): Promise<Record<string, unknown>> {
+  const text = await context.req.text();
+  if (text.trim() === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new JupyterHttpError(400, 'The body is not valid JSON.');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new JupyterHttpError(400, 'The body must be a JSON object.');
+  }
+  return parsed as Record<string, unknown>;
+}
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+export function jupyterRoutes(server: ServerContext, kernels: KernelStore): Hono {
+  const app = new Hono();
+  const sessions = new NotebookSessions(kernels);
+  const owner = (context: Context) =>
+    authenticateJupyter(server.apiKeys, kernels.logins, {
+      method: context.req.method,
+      authorization: context.req.header('authorization'),
+      queryToken: context.req.query('token'),
+      cookie: context.req.header('cookie'),
+      xsrfHeader: context.req.header('x-xsrftoken'),
+    });
+
+  app.onError((error, context) => jupyterErrorResponse(context, error));
+  app.notFound((context) => context.json({ message: 'Not Found', reason: null }, 404));
+  app.use(
+    limitBody(server.options.limits.maxRequestBytes, () => {
+      throw new JupyterHttpError(413, `The request body is over ${server.options.limits.maxRequestBytes} bytes.`);
+    }),
+  );
+
+  app.get('/api', (context) => context.json({ version: JUPYTER_SERVER_VERSION }));
+  passwordLoginRoutes(app, kernels.logins);
+  // Everything else needs the token, checked before the route is looked at.
+  app.use('/api/*', async (context, next) => {
+    owner(context);
+    await next();
+  });
+
+  app.get('/api/status', (context) => {
+    const mine = kernels.list(owner(context));
+    const last = mine.reduce(
+      (latest, kernel) => Math.max(latest, kernel.lastActivity.getTime()),
+      kernels.started.getTime(),
+    );
+    return context.json({
+      connections: mine.reduce((sum, kernel) => sum + kernel.sockets.size, 0),
+      kernels: mine.length,
+      last_activity: new Date(last).toISOString(),
+      started: kernels.started.toISOString(),
+    });
+  });
+
+  app.get('/api/kernelspecs', (context) =>
+    context.json({
+      default: DEFAULT_KERNEL_NAME,
+      kernelspecs: Object.fromEntries(KERNEL_SPECS.map((spec) => [spec.name, presentKernelSpec(spec)])),
+    }),
+  );
+  app.get('/api/kernelspecs/:name', (context) => {
+    const spec = findKernelSpec(context.req.param('name'));
+    if (!spec) throw new JupyterHttpError(404, `Kernel spec not found: ${context.req.param('name')}`);
+    return context.json(presentKernelSpec(spec));
+  });
+
+  app.get('/api/kernels', (context) => context.json(kernels.list(owner(context)).map(presentKernel)));
+  app.post('/api/kernels', async (context) => {
+    // `env` and `path` (the gateway client posts its whole environment) are ignored: kernels are sandboxed.
+    const body = await readBody(context);
+    const kernel = await kernels.create(owner(context), text(body.name) || undefined);
+    context.header('Location', `/jupyter/api/kernels/${kernel.id}`);
+    return context.json(presentKernel(kernel), 201);
+  });
+  app.get('/api/kernels/:id', (context) =>
+    context.json(presentKernel(kernels.get(owner(context), context.req.param('id')))),
+  );
+  app.delete('/api/kernels/:id', async (context) => {
+    await kernels.remove(kernels.get(owner(context), context.req.param('id')));
+    return context.body(null, 204);
+  });
+  app.post('/api/kernels/:id/interrupt', (context) => {
+    kernels.get(owner(context), context.req.param('id')).interrupt();
+    return context.body(null, 204);
+  });
+  app.post('/api/kernels/:id/restart', async (context) => {
+    const kernel = kernels.get(owner(context), context.req.param('id'));
+    await kernel.restart();
+    return context.json(presentKernel(kernel));
+  });
+
+  const kernelFor = async (context: Context, requested: unknown, current?: JupyterKernel) => {
+    const wanted = (requested ?? {}) as Record<string, unknown>;
+    const id = text(wanted.id);
+    if (id !== undefined) return kernels.get(owner(context), id);
+    const name = text(wanted.name);
+    if (current && (name === undefined || name === current.spec.name)) return current;
+    return kernels.create(owner(context), name || undefined);
+  };
+
+  app.get('/api/sessions', (context) => context.json(sessions.list(owner(context)).map(presentSession)));
+  app.post('/api/sessions', async (context) => {
+    const body = await readBody(context);
+    const notebook = (body.notebook ?? {}) as Record<string, unknown>;
+    const path = text(body.path) ?? text(notebook.path) ?? '';
+    const kernel = await kernelFor(context, body.kernel);
+    const session = sessions.add(owner(context), {
+      path,
+      name: text(body.name) ?? text(notebook.name) ?? '',
+      type: text(body.type) ?? 'notebook',
+      kernel,
+    });
+    context.header('Location', `/jupyter/api/sessions/${session.id}`);
+    return context.json(presentSession(session), 201);
+  });
+  app.get('/api/sessions/:id', (context) =>
+    context.json(presentSession(sessions.get(owner(context), context.req.param('id')))),
+  );
+  app.patch('/api/sessions/:id', async (context) => {
+    const session = sessions.get(owner(context), context.req.param('id'));
+    const body = await readBody(context);
+    session.path = text(body.path) ?? session.path;
+    session.name = text(body.name) ?? session.name;
+    session.type = text(body.type) ?? session.type;
+    if (body.kernel !== undefined) {
+      const previous = session.kernel;
+      session.kernel = await kernelFor(context, body.kernel, previous);
+      if (previous !== session.kernel) await sessions.releaseKernel(previous);
+    }
+    return context.json(presentSession(session));
+  });
+  app.delete('/api/sessions/:id', async (context) => {
+    await sessions.remove(sessions.get(owner(context), context.req.param('id')));
+    return context.body(null, 204);
+  });
+
+  return app;
+}
