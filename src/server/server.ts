@@ -60,6 +60,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     onShed: (reason) => context.metrics.rejected.inc({ reason }),
   });
   const { app, mcp, document } = createApp(context, { connections });
+  if (resolved.stateDirectory !== false) await context.conversations.keepOnDisk(resolved.stateDirectory);
   try {
     await context.pool.start();
   } catch (error) {
@@ -115,6 +116,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       httpServer.closeIdleConnections();
       await context.registry.shutdown(resolved.shutdownGraceMs);
       context.conversations.shutdown();
+      await context.conversations.flushed();
       await mcp.close();
       // Answers of the executions that finished are on their way: give them a moment, then cut.
       const idle = setInterval(() => httpServer.closeIdleConnections(), 50);
