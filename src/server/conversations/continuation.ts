@@ -44,7 +44,11 @@ function describeTurn(turn: Turn): string {
     }
     const who = turn.kind === 'cell' ? 'User ran' : 'Assistant ran';
     lines.push(`${who} (${step.language ?? 'python'}):\n${cut(step.ranCode ?? step.code, MAX_CODE_CHARS)}`);
-    const output = [step.stdout, step.stderr, step.execution?.error ? `${step.execution.error.name}: ${step.execution.error.value}` : '']
+    const output = [
+      step.stdout,
+      step.stderr,
+      step.execution?.error ? `${step.execution.error.name}: ${step.execution.error.value}` : '',
+    ]
       .filter((part) => part.trim() !== '')
       .join('\n');
     if (output !== '') lines.push(`Output:\n${cut(output, MAX_OUTPUT_CHARS)}`);

@@ -28,6 +28,7 @@ import {
 import type { Execution, ExecutionResult } from '../../session/execution.js';
 import { FileChanges } from '../../session/file-changes.js';
 import type { Language } from '../../session/languages.js';
+import type { Owner } from '../auth.js';
 import {
   ApprovalDecidedError,
   ApprovalNotFoundError,
@@ -38,11 +39,8 @@ import {
 import { ImageStore } from '../image-store.js';
 import { presentResult, sessionFileUrl } from '../present-result.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
-import type { Owner } from '../auth.js';
 import { continuationContext } from './continuation.js';
 import type { ConversationJournal } from './conversation-journal.js';
-import { HISTORY_FORMAT_VERSION, type HeaderRecord } from './history-records.js';
-import type { StoredHistory } from './state-directory.js';
 import {
   DEFAULT_HISTORY_LIMITS,
   type HistoryLimits,
@@ -52,7 +50,9 @@ import {
   turnImageUrls,
   withoutOutputs,
 } from './history-limits.js';
+import { type HeaderRecord, HISTORY_FORMAT_VERSION } from './history-records.js';
 import { errorWithin, jsonBytes, OutputBudget } from './output-budget.js';
+import type { StoredHistory } from './state-directory.js';
 
 /** Images kept per conversation (for its history and its notebook export); the oldest go first. */
 const MAX_CONVERSATION_IMAGES = 256;

@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import type { Turn } from '../../protocol/index.js';
 import {
   encodeRecord,
-  HISTORY_FORMAT_VERSION,
   type HeaderRecord,
+  HISTORY_FORMAT_VERSION,
   readHistory,
   UnreadableHistoryError,
 } from './history-records.js';

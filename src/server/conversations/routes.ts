@@ -165,7 +165,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
       summary: 'Go on with a conversation whose session is gone (expired, or the server restarted), in a new one.',
       description:
         'Creates a new conversation on a new session; its `continuedFrom` names the earlier one, which stays as it ' +
-        "was (read-only). The model is given the earlier history as context; nothing of it is re-run: the earlier " +
+        'was (read-only). The model is given the earlier history as context; nothing of it is re-run: the earlier ' +
         'variables and files (uploads included) do not exist in the new session.',
       tags: TAGS,
       params: ConversationIdParams,

@@ -39,7 +39,6 @@ export class ConversationStore {
    */
   async keepOnDisk(directory: string): Promise<void> {
     const { settings } = this;
-    const store = this;
     await prepareStateDirectory(directory);
     this.stateDirectory = directory;
     const limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
@@ -50,20 +49,20 @@ export class ConversationStore {
       const ownerId = history.header.ownerId;
       const owner = owners.get(ownerId) ?? { id: ownerId, label: `restored ${ownerId.slice(0, 12)}` };
       owners.set(ownerId, owner);
-      const conversation = ServerConversation.restore(history, owner, store.conversationSettings());
+      const conversation = ServerConversation.restore(history, owner, this.conversationSettings());
       conversation.journal = new ConversationJournal(history.file, conversation, settings.logger, {
         bytes: history.bytes,
         images: history.images.keys(),
       });
       // A torn or damaged file is written clean, so nothing is ever appended after a torn line.
       if (history.torn || history.skipped > 0) conversation.journal.rewrite();
-      store.byId.set(conversation.id, conversation);
+      this.byId.set(conversation.id, conversation);
     }
     for (const owner of owners.values()) {
-      store.keepOwnerWithinLimit(owner);
-      store.prune(owner);
+      this.keepOwnerWithinLimit(owner);
+      this.prune(owner);
     }
-    settings.logger.info({ stateDirectory: directory, conversations: store.byId.size }, 'conversations read back');
+    settings.logger.info({ stateDirectory: directory, conversations: this.byId.size }, 'conversations read back');
   }
 
   async create(owner: Owner, title?: string, continues?: ServerConversation): Promise<ServerConversation> {
