@@ -5,7 +5,6 @@ import type { ChatModel } from '../agents/model.js';
 import { defaultDataBudgetBytes } from '../backends/data-budget.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
-import { NO_STATE_DIRECTORY } from './conversations/state-directory.js';
 import { DEFAULT_FILE_TRANSFER_BYTES, DEFAULT_MAX_CODE_BYTES, type SessionOptions } from '../session/options.js';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_PRELOAD_MODULES } from '../session/pool.js';
 import {
@@ -14,6 +13,7 @@ import {
   DEFAULT_CONVERSATION_OUTPUT_BYTES,
   MAX_CONVERSATION_HISTORY_BYTES,
 } from './conversations/history-limits.js';
+import { NO_STATE_DIRECTORY } from './conversations/state-directory.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8080;
