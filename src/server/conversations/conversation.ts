@@ -271,6 +271,7 @@ export class ServerConversation {
 
   /** Asks the model; the events go to `listener` as they happen. Resolves with the finished turn. */
   ask(content: string, approval: ApprovalMode, listener?: TurnListener): { turn: Turn; done: Promise<Turn> } {
+    this.live(); // a conversation whose session is gone says so, model or not
     const chat = this.chat;
     if (!chat) {
       throw new ModelNotConfiguredError();
