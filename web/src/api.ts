@@ -130,6 +130,8 @@ export const api = {
   createConversation: (title?: string) =>
     json<Conversation>('/v1/conversations', { method: 'POST', json: title ? { title } : {} }),
   getConversation: (id: string) => json<Conversation>(conversationPath(id)),
+  /** A new conversation on a new session that goes on from one whose session is gone (nothing re-runs). */
+  continueConversation: (id: string) => json<Conversation>(`${conversationPath(id)}/continue`, { method: 'POST' }),
   deleteConversation: async (id: string) => {
     await request(conversationPath(id), { method: 'DELETE' });
   },
