@@ -8,13 +8,14 @@
  * conversation whose model was told the history and that re-ran nothing.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Conversation, ConversationSummary, Turn } from '../src/protocol/index.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
+import { runProcess } from './support/process.js';
 
 const BIN = path.resolve('bin/sandcell.js');
 const ALICE = 'alice-durable-secret-1';
@@ -221,5 +222,16 @@ describe('sandcell serve --state-dir: conversations survive a SIGKILL', () => {
       `/v1/sessions/${continued.sessionId}/files`,
     );
     expect(JSON.stringify(fresh)).not.toContain('sales.csv'); // uploads lived in the old sandbox
+  });
+
+  it('refuses to start on a state directory it cannot write, naming the flag', async () => {
+    const blocked = path.join(stateDirectory, 'not-a-directory');
+    await writeFile(blocked, '');
+    const result = await runProcess(process.execPath, [BIN, 'serve', '--port', '0', '--state-dir', blocked], {
+      env: MODEL_FREE_ENV,
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`Cannot keep conversations in ${blocked}`);
+    expect(result.stderr).toContain('--state-dir');
   });
 });
