@@ -8,7 +8,7 @@
  * directories and name no key. The real thing (bubblewrap, a model, SIGKILL):
  * test/server-durable-conversations.test.ts.
  */
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -180,6 +180,19 @@ describe('conversations in a state directory', () => {
     await stop();
     const { alice: again } = await start();
     expect((await again(`/v1/conversations/${aliceId}`)).status).toBe(404);
+  });
+
+  it('leave the mode of a directory the user gave alone, and keep their own 0700', async () => {
+    const shared = await mkdtemp(path.join(os.tmpdir(), 'sandcell-shared-'));
+    try {
+      await chmod(shared, 0o755);
+      const started = await startScriptedServer(kernel, { stateDirectory: shared });
+      await started.close();
+      expect(((await stat(shared)).mode & 0o777).toString(8)).toBe('755');
+      expect(((await stat(path.join(shared, 'conversations'))).mode & 0o777).toString(8)).toBe('700');
+    } finally {
+      await rm(shared, { recursive: true, force: true });
+    }
   });
 
   it('refuse to start on a state directory that cannot be written', async () => {

@@ -49,8 +49,9 @@ export function historyFile(stateDirectory: string, ownerId: string, conversatio
 export async function prepareStateDirectory(stateDirectory: string): Promise<void> {
   const conversations = path.join(stateDirectory, 'conversations');
   try {
+    // Directories it creates are 0700; one the user gave (it may be shared) keeps its mode, but
+    // `conversations` in it, which holds everything, is the server's own.
     await mkdir(conversations, { recursive: true, mode: DIRECTORY_MODE });
-    await chmod(stateDirectory, DIRECTORY_MODE);
     await chmod(conversations, DIRECTORY_MODE);
     await access(conversations, constants.W_OK);
     const probe = path.join(conversations, `.probe-${process.pid}`);
