@@ -16,7 +16,7 @@ import type { Owner } from '../auth.js';
 import { ConversationActiveError, ConversationNotFoundError } from '../core-errors.js';
 import { type ConversationSettings, ServerConversation } from './conversation.js';
 import { ConversationJournal } from './conversation-journal.js';
-import { DEFAULT_HISTORY_LIMITS } from './history-limits.js';
+import { DEFAULT_HISTORY_LIMITS, MAX_CONVERSATION_HISTORY_BYTES } from './history-limits.js';
 import { historyFile, ownerDirectory, prepareStateDirectory, readStoredHistories } from './state-directory.js';
 
 /** Expired conversations kept per key, and for how long (in memory only). */
@@ -42,8 +42,9 @@ export class ConversationStore {
     await prepareStateDirectory(directory);
     this.stateDirectory = directory;
     const limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
-    // A file is at most about three times its history (conversation-journal.ts rewrites it then).
-    const maxFileBytes = 4 * limits.historyBytes + 8 * 1024 * 1024;
+    // A file is at most about three times its history (conversation-journal.ts rewrites it then);
+    // measured against the largest bound there is, so lowering the bound does not lose older files.
+    const maxFileBytes = 4 * MAX_CONVERSATION_HISTORY_BYTES + 8 * 1024 * 1024;
     const owners = new Map<string, Owner>();
     for (const history of await readStoredHistories(directory, maxFileBytes, settings.logger)) {
       const ownerId = history.header.ownerId;
@@ -56,6 +57,11 @@ export class ConversationStore {
       });
       // A torn or damaged file is written clean, so nothing is ever appended after a torn line.
       if (history.torn || history.skipped > 0) conversation.journal.rewrite();
+      // The bound may have been lowered since it was written.
+      if (conversation.historyBytes > limits.historyBytes) {
+        conversation.dropOutputs(limits.historyBytes);
+        conversation.dropTurns(limits.historyBytes);
+      }
       this.byId.set(conversation.id, conversation);
     }
     for (const owner of owners.values()) {
