@@ -118,7 +118,7 @@ describe('conversations with a scripted model', () => {
     // The notebook export holds the question, the code with its outputs (the chart as PNG) and the answer.
     const exported = await api(`${base}/notebook`);
     expect(exported.headers.get('content-type')).toBe('application/x-ipynb+json');
-    expect(exported.headers.get('content-disposition')).toMatch(/attachment; filename="What drives accidents.ipynb"/);
+    expect(exported.headers.get('content-disposition')).toMatch(/attachment; filename="what-drives-accidents.ipynb"/);
     const notebook = (await exported.json()) as {
       nbformat: number;
       nbformat_minor: number;

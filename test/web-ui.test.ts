@@ -19,7 +19,9 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const CHROMIUM = process.env.SANDCELL_CHROMIUM ?? '/usr/bin/chromium';
 const WEB_ROOT = path.join(ROOT, 'dist', 'web');
 const TRAFFIC_CSV = path.join(ROOT, 'examples', 'traffic-accidents', 'traffic_accidents.csv');
-const SCREENSHOT = path.join(ROOT, 'docs', 'screenshot.png');
+// Screenshots go to the untracked test-output/; SANDCELL_UPDATE_SCREENSHOT=1 refreshes the README's too.
+const SCREENSHOT_DIR = path.join(ROOT, 'test-output', 'screenshots');
+const README_SCREENSHOT = path.join(ROOT, 'docs', 'screenshot.png');
 const API_KEY = 'web-ui-test-key-7f3a';
 // Generous: other work on the machine can slow sandboxes down; a passing run takes a few seconds per test.
 const UI_TIMEOUT = 90_000;
@@ -255,10 +257,11 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
       'What drives the number of accidents?',
     );
 
-    await mkdir(path.dirname(SCREENSHOT), { recursive: true });
+    await mkdir(SCREENSHOT_DIR, { recursive: true });
     // The whole analysis, from the question down to the answer.
     await page.locator('.turn-message').evaluate((element) => element.scrollIntoView({ block: 'start' }));
-    await page.screenshot({ path: SCREENSHOT });
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'analysis.png') });
+    if (process.env.SANDCELL_UPDATE_SCREENSHOT === '1') await page.screenshot({ path: README_SCREENSHOT });
     expect(problems).toEqual([]);
   });
 
@@ -530,6 +533,48 @@ describe('web UI without a model (notebook)', { timeout: TEST_TIMEOUT }, () => {
     expect(await preview.locator('.file-facts').textContent()).toContain('2 rows × 2 columns');
     expect(await page.locator('.drop-overlay').count()).toBe(0);
     await expect.poll(() => panel.locator('.file-path').allTextContents()).toEqual(['dropped.csv', 'notes.txt']);
+  });
+
+  it('on a phone: a wide printed DataFrame scrolls sideways, and charts saved as PNG and SVG show inline and open full size', async () => {
+    const { page } = await openTab(server.url, { width: 390, height: 844 });
+    const cell = await runCell(
+      page,
+      [
+        'import matplotlib',
+        "matplotlib.use('Agg')",
+        'import matplotlib.pyplot as plt',
+        'import pandas as pd',
+        "df = pd.DataFrame({f'column_{i}': [i * 1.5, i * 2.5] for i in range(12)})",
+        'print(df)',
+        'fig, ax = plt.subplots(figsize=(4, 2.5))',
+        "ax.bar(['north', 'south', 'west'], [3, 1, 2], color='#4f46e5')",
+        "fig.savefig('/mnt/data/bars.png')",
+        "fig.savefig('/mnt/data/bars.svg')",
+        'plt.close(fig)',
+      ].join('\n'),
+    );
+    const printedTable = cell.locator('.stdout');
+    expect(await printedTable.textContent()).toContain('column_11');
+    const layout = await printedTable.evaluate((element) => {
+      const box = element as unknown as { scrollWidth: number; clientWidth: number };
+      return { scrollWidth: box.scrollWidth, clientWidth: box.clientWidth };
+    });
+    expect(layout.scrollWidth).toBeGreaterThan(layout.clientWidth);
+    const images = cell.locator('.saved-image img');
+    await expect.poll(() => images.count()).toBe(2);
+    for (const index of [0, 1]) {
+      await expect
+        .poll(() => images.nth(index).evaluate((element) => (element as unknown as PageImage).naturalWidth))
+        .toBeGreaterThan(100);
+    }
+    await images.first().scrollIntoViewIfNeeded();
+    await mkdir(SCREENSHOT_DIR, { recursive: true });
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'phone-real-sandbox.png') });
+    await cell.getByRole('button', { name: 'Open bars.svg full size' }).click();
+    const viewer = page.getByRole('dialog', { name: 'bars.svg' });
+    await viewer.locator('img').waitFor();
+    await viewer.getByRole('button', { name: 'Close' }).click();
+    await viewer.waitFor({ state: 'detached' });
   });
 
   it('XSS: HTML and DataFrames from a cell are sanitised; the page keeps working', async () => {

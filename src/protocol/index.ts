@@ -21,6 +21,7 @@ export type {
   CodeStatus,
   CodeStep,
   Conversation,
+  ConversationMode,
   ConversationStatus,
   ConversationSummary,
   ExecutionSummary,

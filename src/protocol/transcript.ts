@@ -137,6 +137,9 @@ export interface Turn {
 
 export type ConversationStatus = 'active' | 'expired';
 
+/** How a client shows a conversation: questions to the model, or notebook cells. */
+export type ConversationMode = 'chat' | 'notebook';
+
 export interface ConversationSummary {
   id: string;
   title: string;
@@ -151,6 +154,8 @@ export interface ConversationSummary {
   expiredAt?: string;
   expiredReason?: string;
   turnCount: number;
+  /** The view a client last chose for it (PATCH /v1/conversations/{id}), so it reopens the same anywhere; absent until set. */
+  mode?: ConversationMode;
   /** The oldest turns dropped whole to keep the history within the server's bounds (outputs go first). */
   droppedTurns?: number;
   /** The conversation this one continues (POST …/continue): the model was given its history; nothing of it was re-run. */

@@ -9,7 +9,7 @@ import type { Owner } from './auth.js';
 import { limitBody } from './body-limit.js';
 import { HttpError } from './errors.js';
 
-export type Method = 'get' | 'post' | 'put' | 'delete';
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 export interface ResponseSpec {
   description: string;

@@ -17,6 +17,7 @@ import { ApiError, api, clearKey, download, onUnauthorized, type ServerConfig, s
 import type { Decision } from './components/CodeStep';
 import { ConversationView, type Mode } from './components/ConversationView';
 import { FilesPanel } from './components/FilesPanel';
+import { CloseIcon } from './components/Icons';
 import { LoginDialog } from './components/LoginDialog';
 import { Sidebar } from './components/Sidebar';
 import { formatBytes } from './format';
@@ -57,6 +58,13 @@ function fold(
   return { ...all, [conversationId]: { ...conversation, turns, busy, turnCount: turns.length } };
 }
 
+/** The mode the conversation was left in; before any client chose one, what its latest turn was. */
+function modeOf(conversation: Conversation, fallback: Mode): Mode {
+  if (conversation.mode) return conversation.mode;
+  const last = conversation.turns.findLast((turn) => turn.kind !== 'upload');
+  return last ? (last.kind === 'cell' ? 'notebook' : 'chat') : fallback;
+}
+
 function describeEnd(turn: Turn): string {
   if (turn.status === 'error') return `Failed: ${turn.error?.message ?? 'an error occurred'}`;
   if (turn.status === 'cancelled') return 'Stopped.';
@@ -77,7 +85,7 @@ export function App() {
   const [selectedId, setSelectedId] = useState<string | null>(idFromHash());
   const [streaming, setStreaming] = useState<string[]>([]);
   const [notices, setNotices] = useState<Notice[]>([]);
-  const [modes, setModes] = useState<Record<string, Mode>>({});
+  const [drawerOpen, setDrawerOpen] = useState(false);
   const [draftMode, setDraftMode] = useState<Mode | null>(null);
   const [approval, setApproval] = useState<ApprovalMode | null>(null);
   const [filesOpen, setFilesOpen] = useState(false);
@@ -216,10 +224,17 @@ export function App() {
   }, [following, selectedId, refreshConversation]);
 
   const defaultMode: Mode = config?.model === null ? 'notebook' : 'chat';
-  const mode: Mode = selectedId ? (modes[selectedId] ?? defaultMode) : (draftMode ?? defaultMode);
+  const mode: Mode = selected ? modeOf(selected, defaultMode) : (draftMode ?? defaultMode);
+  /** The mode is kept with the conversation on the server, so a reload or another browser reopens it the same. */
   const setMode = (next: Mode) => {
-    if (selectedId) setModes((current) => ({ ...current, [selectedId]: next }));
-    else setDraftMode(next);
+    if (!selectedId || !selected) {
+      setDraftMode(next);
+      return;
+    }
+    if (next === mode) return;
+    const id = selectedId;
+    setDetails((all) => (all[id] ? { ...all, [id]: { ...all[id], mode: next } } : all));
+    api.setMode(id, next).catch((error: unknown) => handleError(id, error));
   };
 
   /** The selected conversation, or a new one (selected) when there is none. */
@@ -229,10 +244,9 @@ export function App() {
       if (current) return current;
     }
     // The server names it after its first question or cell.
-    const created = await api.createConversation();
+    const created = await api.createConversation({ mode });
     setDetails((all) => ({ ...all, [created.id]: created }));
     setSummaries((all) => [summaryOf(created), ...all.filter((summary) => summary.id !== created.id)]);
-    setModes((all) => ({ ...all, [created.id]: mode }));
     setSelectedId(created.id);
     return created;
   };
@@ -243,7 +257,6 @@ export function App() {
       const created = await api.continueConversation(id);
       setDetails((all) => ({ ...all, [created.id]: created }));
       setSummaries((all) => [summaryOf(created), ...all.filter((summary) => summary.id !== created.id)]);
-      setModes((all) => ({ ...all, [created.id]: mode }));
       setSelectedId(created.id);
     } catch (error) {
       handleError(id, error);
@@ -400,9 +413,7 @@ export function App() {
 
   const exportNotebook = () => {
     if (!selected) return;
-    download(api.notebookUrl(selected.id), `${selected.title || 'conversation'}.ipynb`).catch((error) =>
-      handleError(selected.id, error),
-    );
+    download(api.notebookUrl(selected.id), 'conversation.ipynb').catch((error) => handleError(selected.id, error));
   };
 
   const remove = async (id: string) => {
@@ -458,17 +469,23 @@ export function App() {
   const busy = selectedId !== null && (isStreaming || selected?.busy === true);
   return (
     <>
-      <div class="app" inert={login !== null}>
+      <div class={`app${drawerOpen ? ' drawer-open' : ''}`} inert={login !== null}>
         <Sidebar
           conversations={summaries}
           selectedId={selectedId}
           config={config}
           signedIn={signedIn}
+          open={drawerOpen}
+          onClose={() => setDrawerOpen(false)}
           onNew={() => {
             setSelectedId(null);
             setDraftMode(null);
+            setDrawerOpen(false);
           }}
-          onSelect={(id) => setSelectedId(id)}
+          onSelect={(id) => {
+            setSelectedId(id);
+            setDrawerOpen(false);
+          }}
           onDelete={(id) => void remove(id)}
           onSignOut={signOut}
         />
@@ -482,6 +499,8 @@ export function App() {
           busy={busy}
           filesOpen={filesOpen}
           onToggleFiles={() => setFilesOpen((open) => !open)}
+          onOpenDrawer={() => setDrawerOpen(true)}
+          drawerOpen={drawerOpen}
           onSend={sendMessage}
           onRunCell={runCell}
           onStop={() => void stop()}
@@ -516,7 +535,7 @@ export function App() {
           >
             <span>{notice.text}</span>
             <button type="button" class="icon-button" aria-label="Dismiss" onClick={() => dismiss(notice.id)}>
-              ✕
+              <CloseIcon />
             </button>
           </div>
         ))}

@@ -7,6 +7,7 @@ import type {
   ApprovalMode,
   Conversation,
   ConversationEvent,
+  ConversationMode,
   ConversationSummary,
   ErrorBody,
   FileInfo,
@@ -127,8 +128,10 @@ export const api = {
   },
   listConversations: async () =>
     (await json<{ conversations: ConversationSummary[] }>('/v1/conversations')).conversations,
-  createConversation: (title?: string) =>
-    json<Conversation>('/v1/conversations', { method: 'POST', json: title ? { title } : {} }),
+  createConversation: (fields: { title?: string; mode?: ConversationMode } = {}) =>
+    json<Conversation>('/v1/conversations', { method: 'POST', json: fields }),
+  setMode: (id: string, mode: ConversationMode) =>
+    json<ConversationSummary>(conversationPath(id), { method: 'PATCH', json: { mode } }),
   getConversation: (id: string) => json<Conversation>(conversationPath(id)),
   /** A new conversation on a new session that goes on from one whose session is gone (nothing re-runs). */
   continueConversation: (id: string) => json<Conversation>(`${conversationPath(id)}/continue`, { method: 'POST' }),

@@ -77,7 +77,8 @@ describe('conversations without a model (notebook)', () => {
     const history = await api.json<Conversation>(base);
     expect(history.turns.map((item) => item.id)).toEqual([turn.id, second.id]);
     expect(history.turnCount).toBe(2);
-    expect(history.title).toBe('x = 20 print("x is", x)');
+    // Code is no title: a cell without a comment or a data file leaves the conversation unnamed.
+    expect(history.title).toBe('New conversation');
   });
 
   it('runs a cell in the language it names, records the language on its step and in the notebook', async () => {

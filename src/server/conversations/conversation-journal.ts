@@ -33,6 +33,7 @@ export interface JournalSource {
   readonly titled: boolean;
   readonly updatedAt: number;
   readonly droppedTurns: number;
+  readonly mode?: 'chat' | 'notebook' | undefined;
   readonly turns: readonly Turn[];
   readonly historyBytes: number;
   readonly images: { values(): Iterable<StoredImage> };
@@ -46,6 +47,7 @@ export class ConversationJournal {
   private readonly pending = new Map<string, Turn>();
   private readonly imagesWritten = new Set<string>();
   private rewriteWanted = false;
+  private modeWanted = false;
   private headerWritten: boolean;
   private bytesWritten: number;
   private writing?: Promise<void>;
@@ -78,6 +80,12 @@ export class ConversationJournal {
     else this.timer ??= setTimeout(() => this.schedule(), RUNNING_TURN_INTERVAL_MS).unref();
   }
 
+  /** A client chose how it is shown. */
+  modeChanged(): void {
+    this.modeWanted = true;
+    this.schedule();
+  }
+
   /** Older turns changed (outputs or turns dropped): the file is rewritten from the conversation as it is. */
   rewrite(): void {
     this.rewriteWanted = true;
@@ -106,21 +114,30 @@ export class ConversationJournal {
       .catch((error) => this.failed(error))
       .finally(() => {
         this.writing = undefined;
-        if (!this.deleted && (this.pending.size > 0 || this.rewriteWanted) && !this.timer) this.schedule();
+        if (!this.deleted && (this.pending.size > 0 || this.rewriteWanted || this.modeWanted) && !this.timer) {
+          this.schedule();
+        }
       });
   }
 
   private async writeAll(): Promise<void> {
-    while (!this.deleted && (this.pending.size > 0 || this.rewriteWanted || !this.headerWritten)) {
+    while (!this.deleted && (this.pending.size > 0 || this.rewriteWanted || this.modeWanted || !this.headerWritten)) {
       if (this.rewriteWanted || !this.headerWritten) {
         this.rewriteWanted = false;
+        this.modeWanted = false; // the header carries it
         this.pending.clear();
         await this.rewriteFile();
         continue;
       }
       const turns = [...this.pending.values()];
       this.pending.clear();
-      const lines = [...this.newImageLines(), ...turns.map((turn) => this.turnLine(turn))];
+      const mode = this.modeWanted ? this.source.mode : undefined;
+      this.modeWanted = false;
+      const lines = [
+        ...(mode ? [encodeRecord({ type: 'mode', mode })] : []),
+        ...this.newImageLines(),
+        ...turns.map((turn) => this.turnLine(turn)),
+      ];
       await this.append(
         lines.join(''),
         turns.some((turn) => turn.status !== 'running'),

@@ -18,6 +18,7 @@ import {
   applyConversationEvent,
   type CodeFile,
   type ConversationEvent,
+  type ConversationMode,
   type ConversationSummary,
   type Conversation as ConversationView,
   type ExecutionSummary,
@@ -53,10 +54,10 @@ import {
 import { type HeaderRecord, HISTORY_FORMAT_VERSION } from './history-records.js';
 import { errorWithin, jsonBytes, OutputBudget } from './output-budget.js';
 import type { StoredHistory } from './state-directory.js';
+import { titleFrom, titleFromCell, titleFromFiles, UNTITLED } from './title.js';
 
 /** Images kept per conversation (for its history and its notebook export); the oldest go first. */
 const MAX_CONVERSATION_IMAGES = 256;
-const MAX_TITLE_CHARS = 80;
 
 export interface ConversationSettings {
   registry: SessionRegistry;
@@ -95,11 +96,6 @@ interface RunningTurn {
 
 export type TurnListener = (event: ConversationEvent) => void;
 
-export function titleFrom(text: string): string {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return line.length > MAX_TITLE_CHARS ? `${line.slice(0, MAX_TITLE_CHARS - 1)}…` : line;
-}
-
 /** The conversation a new one continues (its session gone), shown to the user and told to the model. */
 export interface ContinuedFrom {
   id: string;
@@ -113,6 +109,7 @@ export class ServerConversation {
   updatedAt: number;
   title: string;
   titled: boolean;
+  private chosenMode: ConversationMode | undefined;
   readonly continuedFrom?: ContinuedFrom;
   readonly images: ImageStore;
   readonly turns: Turn[] = [];
@@ -147,7 +144,7 @@ export class ServerConversation {
     this.limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
     this.images = new ImageStore({ maxImages: MAX_CONVERSATION_IMAGES, maxBytes: this.limits.historyBytes });
     this.titled = Boolean(title?.trim());
-    this.title = this.titled ? titleFrom(title!) : 'New conversation';
+    this.title = this.titled ? titleFrom(title!) : UNTITLED;
     if (!entry) return;
     this.cellFiles = new FileChanges(entry.session.files);
     this.fileAgent = chat?.fileAgent ?? new FileAccessAgent({ dataRoots: [], files: entry.session.files });
@@ -208,6 +205,7 @@ export class ServerConversation {
     conversation.titled = history.titled;
     conversation.updatedAt = history.updatedAt;
     conversation.droppedTurns = history.droppedTurns;
+    conversation.chosenMode = history.mode;
     conversation.expiry = { at: Date.now(), reason: 'restart' };
     const linked = new Set(history.turns.flatMap((turn) => turnImageUrls(turn)).map(imageName));
     for (const [name, image] of history.images) {
@@ -215,6 +213,17 @@ export class ServerConversation {
     }
     conversation.turns.push(...history.turns);
     return conversation;
+  }
+
+  /** How the web UI shows it, as a client last set it (PATCH); undefined until one does. */
+  get mode(): ConversationMode | undefined {
+    return this.chosenMode;
+  }
+
+  set mode(mode: ConversationMode | undefined) {
+    if (mode === this.chosenMode) return;
+    this.chosenMode = mode;
+    this.journal?.modeChanged();
   }
 
   /** The first record of its history file. */
@@ -228,6 +237,7 @@ export class ServerConversation {
       createdAt: this.createdAt,
       title: this.title,
       titled: this.titled,
+      ...(this.chosenMode ? { mode: this.chosenMode } : {}),
       ...(this.continuedFrom ? { continuedFrom: this.continuedFrom } : {}),
     };
   }
@@ -260,6 +270,7 @@ export class ServerConversation {
         ? { expiredAt: new Date(expired.at).toISOString(), expiredReason: describeExpiry(expired.reason) }
         : {}),
       turnCount: this.turns.length,
+      ...(this.mode ? { mode: this.mode } : {}),
       ...(this.droppedTurns > 0 ? { droppedTurns: this.droppedTurns } : {}),
       ...(this.continuedFrom ? { continuedFrom: this.continuedFrom } : {}),
     };
@@ -327,7 +338,8 @@ export class ServerConversation {
       );
       this.emitExecutionEnd(callId, execution, files);
     });
-    if (!this.titled) this.retitle(code);
+    // Code is no title: a cell names only a nameless conversation, and only provisionally.
+    if (!this.titled && this.title === UNTITLED) this.title = titleFromCell(code) ?? UNTITLED;
     return started;
   }
 
@@ -377,7 +389,7 @@ export class ServerConversation {
     }
     this.turns[running.index] = { ...this.turns[running.index]!, files: previews };
     // A provisional title: the first question or cell names the conversation.
-    if (!this.titled) this.title = titleFrom(files.map((file) => file.name).join(', '));
+    if (!this.titled) this.title = titleFromFiles(files.map((file) => file.name));
   }
 
   /** Answers a pending approval. */

@@ -57,6 +57,7 @@ describe('conversations in a state directory', () => {
   it('are written as they happen, 0600 in 0700 directories, naming no key', async () => {
     const { alice, bob } = await start();
     aliceId = (await alice.json<Conversation>('/v1/conversations', { method: 'POST', json: {} })).id;
+    await alice.json(`/v1/conversations/${aliceId}`, { method: 'PATCH', json: { mode: 'notebook' } });
     await alice.json<Turn>(`/v1/conversations/${aliceId}/cells`, { method: 'POST', json: { code: "print('hello')" } });
     const chart = await alice.json<Turn>(`/v1/conversations/${aliceId}/cells`, {
       method: 'POST',
@@ -85,7 +86,12 @@ describe('conversations in a state directory', () => {
     const listed = await alice.json<{ conversations: ConversationSummary[] }>('/v1/conversations');
     expect(listed.conversations.map((each) => each.id)).toEqual([aliceId]);
     const old = await alice.json<Conversation>(`/v1/conversations/${aliceId}`);
-    expect(old).toMatchObject({ status: 'expired', expiredReason: 'ended when the server restarted', turnCount: 2 });
+    expect(old).toMatchObject({
+      status: 'expired',
+      expiredReason: 'ended when the server restarted',
+      turnCount: 2,
+      mode: 'notebook',
+    });
     expect(old.turns.map((turn) => turn.input)).toEqual(["print('hello')", 'plt.show()']);
     expect(old.turns[0]!.steps[0]).toMatchObject({ stdout: 'hello\n', status: 'ok' });
 
@@ -113,7 +119,7 @@ describe('conversations in a state directory', () => {
     const continued = await alice(`/v1/conversations/${aliceId}/continue`, { method: 'POST' });
     expect(continued.status).toBe(201);
     const fresh = (await continued.json()) as Conversation;
-    expect(fresh).toMatchObject({ status: 'active', turnCount: 0, continuedFrom: { id: aliceId } });
+    expect(fresh).toMatchObject({ status: 'active', turnCount: 0, continuedFrom: { id: aliceId }, mode: 'notebook' });
     expect(server!.backend).toBeDefined();
     const ran = await alice.json<Turn>(`/v1/conversations/${fresh.id}/cells`, {
       method: 'POST',

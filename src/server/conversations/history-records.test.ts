@@ -59,6 +59,8 @@ describe('history records', () => {
       turnLine(turn('a', 'running'), 'first'),
       turnLine(turn('b', 'done', '2\n'), 'second', 3_000),
       turnLine(turn('a', 'done', '1\n'), 'third', 4_000),
+      encodeRecord({ type: 'mode', mode: 'notebook' }),
+      encodeRecord({ type: 'mode', mode: 'chat' }),
     ].join('');
     const history = readHistory(text);
     expect(history.turns.map((each) => [each.id, each.status])).toEqual([
@@ -66,6 +68,7 @@ describe('history records', () => {
       ['b', 'done'],
     ]);
     expect(history.title).toBe('third');
+    expect(history.mode).toBe('chat');
     expect(history.updatedAt).toBe(4_000);
     expect(history.skipped).toBe(0);
     expect(history.torn).toBe(false);

@@ -8,6 +8,7 @@
  *   title, the time and the count of dropped turns ride along.
  * - `image`: an image an output links to, base64 (the images are part of the
  *   history a user sees and exports, and are bounded with it).
+ * - `mode`: the view a client chose for it (chat or notebook), the latest wins.
  *
  * Reading is the other half: the last line of a file the server was killed
  * while writing may be torn (no newline), and is skipped; a damaged record in
@@ -30,6 +31,7 @@ const HeaderSchema = z.object({
   createdAt: z.number().int().nonnegative(),
   title: z.string().max(1_000),
   titled: z.boolean(),
+  mode: z.enum(['chat', 'notebook']).optional(),
   continuedFrom: z.object({ id: z.string().uuid(), title: z.string().max(1_000) }).optional(),
 });
 
@@ -49,10 +51,13 @@ const ImageRecordSchema = z.object({
   data: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'not base64'),
 });
 
+const ModeRecordSchema = z.object({ type: z.literal('mode'), mode: z.enum(['chat', 'notebook']) });
+
 export type HeaderRecord = z.output<typeof HeaderSchema>;
+export type ModeRecord = z.output<typeof ModeRecordSchema>;
 export type TurnRecord = z.output<typeof TurnRecordSchema>;
 export type ImageRecord = z.output<typeof ImageRecordSchema>;
-export type HistoryRecord = HeaderRecord | TurnRecord | ImageRecord;
+export type HistoryRecord = HeaderRecord | TurnRecord | ImageRecord | ModeRecord;
 
 /** A record as one line of the file. */
 export function encodeRecord(record: HistoryRecord): string {
@@ -66,6 +71,7 @@ export interface ReadHistory {
   titled: boolean;
   updatedAt: number;
   droppedTurns: number;
+  mode?: 'chat' | 'notebook';
   /** In the order they were first written; a turn the server stopped during is marked as such. */
   turns: Turn[];
   images: Map<string, { mimeType: string; data: Buffer }>;
@@ -92,6 +98,7 @@ export function readHistory(text: string): ReadHistory {
     titled: header.data.titled,
     updatedAt: header.data.createdAt,
     droppedTurns: 0,
+    ...(header.data.mode ? { mode: header.data.mode } : {}),
     turns: [],
     images: new Map(),
     skipped: 0,
@@ -106,12 +113,18 @@ export function readHistory(text: string): ReadHistory {
         ? TurnRecordSchema.safeParse(json)
         : kind === 'image'
           ? ImageRecordSchema.safeParse(json)
-          : undefined;
+          : kind === 'mode'
+            ? ModeRecordSchema.safeParse(json)
+            : undefined;
     if (!parsed?.success) {
       history.skipped++;
       continue;
     }
     const record = parsed.data;
+    if (record.type === 'mode') {
+      history.mode = record.mode;
+      continue;
+    }
     if (record.type === 'image') {
       history.images.set(record.name, { mimeType: record.mimeType, data: Buffer.from(record.data, 'base64') });
       continue;

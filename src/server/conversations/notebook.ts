@@ -9,6 +9,7 @@
 import { imageType } from '../../protocol/images.js';
 import type { CodeStep, PresentedResult, Turn } from '../../protocol/index.js';
 import type { StoredImage } from '../image-store.js';
+import { exportFileName } from './title.js';
 
 type Output = Record<string, unknown>;
 type Cell = Record<string, unknown>;
@@ -150,13 +151,7 @@ export function notebookBytes(notebook: Record<string, unknown>): Buffer {
   return Buffer.concat(parts);
 }
 
-/** A file name for the download: the title, made safe. */
+/** A file name for the download: the title's words, short and safe (see exportFileName). */
 export function notebookFileName(title: string): string {
-  const base = title
-    .replace(/[^\p{L}\p{N} ._-]+/gu, ' ')
-    .replace(/\s+/g, ' ')
-    .trim()
-    .slice(0, 60)
-    .trim();
-  return `${base || 'conversation'}.ipynb`;
+  return exportFileName(title, 'ipynb');
 }

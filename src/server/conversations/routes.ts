@@ -27,11 +27,13 @@ import {
   ConversationImageParams,
   ConversationListSchema,
   ConversationSchema,
+  ConversationSummarySchema,
   CreateConversationBody,
   MessageBody,
   ServerConfigSchema,
   TurnSchema,
   TurnStreamQuery,
+  UpdateConversationBody,
   UploadTurnSchema,
 } from './schemas.js';
 
@@ -118,10 +120,9 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         503: { description: 'The server is at capacity or cannot start sandboxes.', json: ErrorSchema },
       },
       handler: async (c, { owner, body }) => {
-        const conversation = await conversations.create(
-          owner,
-          (body as z.output<typeof CreateConversationBody> | undefined)?.title,
-        );
+        const request = body as z.output<typeof CreateConversationBody> | undefined;
+        const conversation = await conversations.create(owner, request?.title);
+        conversation.mode = request?.mode;
         return c.json(conversation.view(), 201, { location: `/v1/conversations/${conversation.id}` });
       },
     }),
@@ -144,6 +145,25 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
       params: ConversationIdParams,
       responses: { 200: { description: 'The conversation.', json: ConversationSchema }, 404: notFoundResponse },
       handler: (c, { owner, params }) => c.json(find(owner, params.id).view()),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/v1/conversations/{id}',
+      operationId: 'updateConversation',
+      summary: 'Change what a client keeps with a conversation: its `mode` (chat or notebook), so it reopens the same.',
+      tags: TAGS,
+      params: ConversationIdParams,
+      body: { json: UpdateConversationBody, required: true },
+      responses: {
+        200: { description: 'The conversation, without its turns.', json: ConversationSummarySchema },
+        400: badRequestResponse,
+        404: notFoundResponse,
+      },
+      handler: (c, { owner, params, body }) => {
+        const conversation = find(owner, params.id);
+        conversation.mode = (body as z.output<typeof UpdateConversationBody>).mode;
+        return c.json(conversation.summary());
+      },
     }),
     defineRoute({
       method: 'delete',

@@ -21,9 +21,23 @@ export const ConversationImageParams = ConversationIdParams.extend({
 
 const ApprovalModeSchema = z.enum(['auto', 'ask']);
 
+const ConversationModeSchema = z.enum(['chat', 'notebook']).meta({
+  description:
+    'How a client shows the conversation (`chat`: questions to the model; `notebook`: cells). Kept for clients; the server does not act on it.',
+});
+
 export const CreateConversationBody = z
-  .object({ title: z.string().max(200).optional().meta({ description: 'Else taken from the first question.' }) })
+  .object({
+    title: z
+      .string()
+      .max(200)
+      .optional()
+      .meta({ description: 'Else taken from the first question, or the files uploaded first.' }),
+    mode: ConversationModeSchema.optional(),
+  })
   .strict();
+
+export const UpdateConversationBody = z.object({ mode: ConversationModeSchema }).strict();
 
 export const MessageBody = z
   .object({
@@ -161,6 +175,7 @@ export const ConversationSummarySchema = z
     expiredAt: z.string().optional(),
     expiredReason: z.string().optional(),
     turnCount: z.number(),
+    mode: ConversationModeSchema.optional(),
     droppedTurns: z
       .number()
       .optional()

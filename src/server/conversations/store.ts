@@ -100,7 +100,9 @@ export class ConversationStore {
    */
   async continue(owner: Owner, earlier: ServerConversation): Promise<ServerConversation> {
     if (!earlier.expired) throw new ConversationActiveError();
-    return this.create(owner, earlier.title, earlier);
+    const continued = await this.create(owner, earlier.title, earlier);
+    continued.mode = earlier.mode;
+    return continued;
   }
 
   /** Resolves when every history write asked for so far is on disk. */

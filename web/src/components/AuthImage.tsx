@@ -1,10 +1,30 @@
-/** An image from the API, fetched with the key and shown through a blob: URL (revoked when it goes). */
+/**
+ * An image from the API, fetched with the key and shown through a blob: URL
+ * (revoked when it goes). SVG is drawn into a PNG first (see rasterize-svg).
+ * A zoomable one is a button that opens it full size in the page's own viewer
+ * (never a new tab: the blob: URL stays inside this page).
+ */
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, fetchBlob } from '../api';
+import { rasterizeSvg } from '../render/rasterize-svg';
+import { ImageViewer } from './ImageViewer';
 
-export function AuthImage({ url, alt, className }: { url: string; alt: string; className?: string }) {
+export interface AuthImageProps {
+  url: string;
+  alt: string;
+  className?: string;
+  /** The image is SVG markup: shown only as pixels. */
+  svg?: boolean;
+  /** Click (or Enter) opens it full size. */
+  zoomable?: boolean;
+  /** Offered by the full-size viewer. */
+  onDownload?: () => void;
+}
+
+export function AuthImage({ url, alt, className, svg = false, zoomable = false, onDownload }: AuthImageProps) {
   const [source, setSource] = useState<string>();
   const [failed, setFailed] = useState<string>();
+  const [viewing, setViewing] = useState(false);
 
   useEffect(() => {
     let objectUrl: string | undefined;
@@ -12,9 +32,10 @@ export function AuthImage({ url, alt, className }: { url: string; alt: string; c
     setSource(undefined);
     setFailed(undefined);
     fetchBlob(url)
-      .then(({ blob }) => {
+      .then(async ({ blob }) => {
+        const shown = svg ? await rasterizeSvg(blob) : blob;
         if (!live) return;
-        objectUrl = URL.createObjectURL(blob);
+        objectUrl = URL.createObjectURL(shown);
         setSource(objectUrl);
       })
       .catch((error: unknown) => {
@@ -29,7 +50,7 @@ export function AuthImage({ url, alt, className }: { url: string; alt: string; c
       live = false;
       if (objectUrl) URL.revokeObjectURL(objectUrl);
     };
-  }, [url]);
+  }, [url, svg]);
 
   if (failed) {
     return (
@@ -39,5 +60,22 @@ export function AuthImage({ url, alt, className }: { url: string; alt: string; c
     );
   }
   if (!source) return <div class="image-loading" role="img" aria-label={`${alt} (loading)`} aria-busy="true" />;
-  return <img class={className ?? 'output-image'} src={source} alt={alt} />;
+  const image = <img class={className ?? 'output-image'} src={source} alt={alt} />;
+  if (!zoomable) return image;
+  return (
+    <>
+      <button
+        type="button"
+        class="image-button"
+        aria-label={`Open ${alt} full size`}
+        title="Open full size"
+        onClick={() => setViewing(true)}
+      >
+        {image}
+      </button>
+      {viewing ? (
+        <ImageViewer source={source} alt={alt} onClose={() => setViewing(false)} onDownload={onDownload} />
+      ) : null}
+    </>
+  );
 }

@@ -3,17 +3,20 @@
  * collapsible), approval controls while it waits, stdout/stderr, results
  * (tables, charts, text), the error with its traceback, and the files it wrote.
  */
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { CodeFile, CodeStep, PresentedResult } from '../../../src/protocol/index';
 import { ApiError, download } from '../api';
 import { baseName, formatBytes, formatDuration } from '../format';
 import { type CellLanguage, languageLabel } from '../languages';
 import { stripAnsi } from '../render/ansi';
-import { highlightCode } from '../render/highlight';
 import { AnsiText } from './Ansi';
 import { AuthImage } from './AuthImage';
 import { CodeEditor } from './CodeEditor';
+import { FoldableCode } from './FoldableCode';
+import { HighlightedCode } from './HighlightedCode';
 import { Markdown, SafeHtml } from './Html';
+import { DownloadIcon } from './Icons';
+import { SavedImages } from './SavedImages';
 
 export type Decision = 'run' | 'skip' | 'edit';
 
@@ -27,9 +30,14 @@ export interface CodeStepViewProps {
   onError?: (message: string) => void;
   /** Puts the code into the notebook's cell editor. */
   onEditInCell?: (code: string, language?: CellLanguage) => void;
+  /** The user stopped the turn this step belongs to. */
+  turnStopped?: boolean;
 }
 
-const STATUS_LABEL: Record<CodeStep['status'], string> = {
+/** A step's status as shown: `stopped` is code the user interrupted, not code that failed. */
+type ShownStatus = CodeStep['status'] | 'stopped';
+
+const STATUS_LABEL: Record<ShownStatus, string> = {
   'awaiting-approval': 'Waiting for your approval',
   ready: 'Ready',
   running: 'Running…',
@@ -37,7 +45,15 @@ const STATUS_LABEL: Record<CodeStep['status'], string> = {
   error: 'Error',
   timeout: 'Timed out',
   skipped: 'Skipped',
+  stopped: 'Stopped',
 };
+
+/** Code the user stopped ends in a KeyboardInterrupt (or never reported its end): that is no error of the code. */
+function shownStatus(step: CodeStep, turnStopped: boolean): ShownStatus {
+  if (!turnStopped) return step.status;
+  const interrupted = step.status === 'error' && step.execution?.error?.name === 'KeyboardInterrupt';
+  return interrupted || step.status === 'running' ? 'stopped' : step.status;
+}
 
 const SKIP_REASON: Record<NonNullable<CodeStep['skipReason']>, string> = {
   declined: 'you chose not to run it',
@@ -45,26 +61,13 @@ const SKIP_REASON: Record<NonNullable<CodeStep['skipReason']>, string> = {
   cancelled: 'the turn was stopped',
 };
 
-export function HighlightedCode({ code, language }: { code: string; language?: CodeStep['language'] }) {
-  const html = useMemo(() => highlightCode(code, language), [code, language]);
-  // A shell command reads as typed at a prompt.
-  return (
-    <pre class={`code-block hljs${language === 'shell' ? ' shell-command' : ''}`}>
-      {language === 'shell' ? (
-        <span class="shell-prompt" aria-hidden="true">
-          ${' '}
-        </span>
-      ) : null}
-      <code class={`language-${language ?? 'python'}`} dangerouslySetInnerHTML={{ __html: html }} />
-    </pre>
-  );
-}
-
-export function CodeStepView({ step, place, origin, onDecide, onError, onEditInCell }: CodeStepViewProps) {
+export function CodeStepView(props: CodeStepViewProps) {
+  const { step, place, origin, onDecide, onError, onEditInCell } = props;
   const shownCode = step.ranCode ?? step.code;
   const awaiting = step.status === 'awaiting-approval' && step.approvalId !== undefined;
   const [open, setOpen] = useState(true);
-  const summaryBits = [STATUS_LABEL[step.status]];
+  const status = shownStatus(step, props.turnStopped === true);
+  const summaryBits = [STATUS_LABEL[status]];
   if (step.attempt > 1 || (step.maxAttempts > 1 && step.status === 'error')) {
     summaryBits.push(`attempt ${step.attempt} of ${step.maxAttempts}`);
   }
@@ -75,9 +78,9 @@ export function CodeStepView({ step, place, origin, onDecide, onError, onEditInC
 
   return (
     <section
-      class={`code-step status-${step.status}`}
-      aria-label={`${origin === 'cell' ? 'Notebook' : 'Code,'} ${place}: ${STATUS_LABEL[step.status]}`}
-      aria-busy={step.status === 'running'}
+      class={`code-step status-${status}`}
+      aria-label={`${origin === 'cell' ? 'Notebook' : 'Code,'} ${place}: ${STATUS_LABEL[status]}`}
+      aria-busy={status === 'running'}
     >
       <details
         open={open}
@@ -89,13 +92,13 @@ export function CodeStepView({ step, place, origin, onDecide, onError, onEditInC
             {label}
             {count !== undefined && count > 0 ? <span class="exec-count"> [{count}]</span> : null}
           </span>
-          <span class={`status-badge badge-${step.status}`}>
-            {step.status === 'running' ? <span class="spinner" aria-hidden="true" /> : null}
+          <span class={`status-badge badge-${status}`}>
+            {status === 'running' ? <span class="spinner" aria-hidden="true" /> : null}
             {summaryBits.join(' · ')}
           </span>
           {step.ranCode !== undefined ? <span class="edited-badge">edited before running</span> : null}
         </summary>
-        <HighlightedCode code={shownCode} language={step.language} />
+        <FoldableCode code={shownCode} language={step.language} />
         {step.ranCode !== undefined && step.ranCode !== step.code ? (
           <details class="original-code">
             <summary>Code as first written</summary>
@@ -107,8 +110,8 @@ export function CodeStepView({ step, place, origin, onDecide, onError, onEditInC
       {step.status === 'skipped' ? (
         <p class="skipped-note">Not run{step.skipReason ? `: ${SKIP_REASON[step.skipReason]}` : ''}.</p>
       ) : null}
-      <StepOutputs step={step} place={place} onError={onError} />
-      {origin === 'cell' && onEditInCell && step.status !== 'running' ? (
+      <StepOutputs step={step} place={place} onError={onError} stopped={status === 'stopped'} />
+      {origin === 'cell' && onEditInCell && status !== 'running' ? (
         <div class="step-actions">
           <button
             type="button"
@@ -217,10 +220,13 @@ export function StepOutputs({
   step,
   place,
   onError,
+  stopped = false,
 }: {
   step: CodeStep;
   place: string;
   onError?: (message: string) => void;
+  /** The user stopped it: what it printed stays, the KeyboardInterrupt is no error to show. */
+  stopped?: boolean;
 }) {
   const execution = step.execution;
   let imageCount = 0;
@@ -243,7 +249,7 @@ export function StepOutputs({
         imageCount += result.images?.length ?? 0;
         return <ResultView key={index} result={result} place={place} firstImage={first} />;
       })}
-      {execution?.error ? (
+      {execution?.error && !stopped ? (
         <div class="error-output" role="alert">
           <p class="error-title">
             {execution.error.name}: {stripAnsi(execution.error.value)}
@@ -267,6 +273,7 @@ export function StepOutputs({
         </p>
       ) : null}
       {execution?.outputTruncated ? <p class="warning-note">The output was too long and was cut.</p> : null}
+      <SavedImages files={step.files} onError={onError} />
       {step.files.length > 0 ? <FileLinks files={step.files} onError={onError} /> : null}
     </div>
   );
@@ -296,7 +303,7 @@ function ResultView({ result, place, firstImage }: { result: PresentedResult; pl
     <div class={`result result-${result.type}`}>
       {images.map((image, index) => (
         <figure class="figure" key={image.url}>
-          <AuthImage url={image.url} alt={`Chart ${firstImage + index + 1} from ${place}`} />
+          <AuthImage url={image.url} alt={`Chart ${firstImage + index + 1} from ${place}`} zoomable />
         </figure>
       ))}
       {body}
@@ -321,7 +328,7 @@ function FileLinks({ files, onError }: { files: CodeFile[]; onError?: (message: 
                 )
               }
             >
-              <span aria-hidden="true">⤓ </span>
+              <DownloadIcon size={15} />
               {file.path}
             </button>
             <span class="muted"> {formatBytes(file.size)}</span>

@@ -2,6 +2,7 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { CELL_LANGUAGES, type CellLanguage } from '../languages';
 import { CodeEditor } from './CodeEditor';
+import { PaperclipIcon, PlayIcon } from './Icons';
 
 export interface ChatComposerProps {
   /** Why the user cannot send (no model, expired, …); undefined when they can. */
@@ -42,16 +43,7 @@ function FilePicker({ onPick, disabledReason }: { onPick: (files: File[]) => voi
         disabled={disabledReason !== undefined}
         onClick={() => input.current?.click()}
       >
-        <svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true">
-          <path
-            d="M16.5 6.5 8.9 14.1a2 2 0 0 0 2.8 2.8l7.6-7.6a4 4 0 0 0-5.7-5.7L5.9 11.3a6 6 0 0 0 8.5 8.5l6.1-6.1"
-            fill="none"
-            stroke="currentColor"
-            stroke-width="1.8"
-            stroke-linecap="round"
-            stroke-linejoin="round"
-          />
-        </svg>
+        <PaperclipIcon />
       </button>
     </>
   );
@@ -103,9 +95,9 @@ export function ChatComposer({
           rows={1}
           class="composer-input"
           value={text}
-          placeholder={disabledReason ? '' : 'Ask about your data…  (Enter sends, Shift+Enter for a new line)'}
+          placeholder={disabledReason ? '' : 'Ask about your data…'}
           aria-label="Your question"
-          aria-describedby={disabledReason ? 'composer-reason' : undefined}
+          aria-describedby={disabledReason ? 'composer-reason' : 'composer-hint'}
           disabled={disabledReason !== undefined}
           onInput={(event) => setText((event.currentTarget as HTMLTextAreaElement).value)}
           onKeyDown={(event) => {
@@ -130,6 +122,10 @@ export function ChatComposer({
           </button>
         )}
       </div>
+      {/* The keys, under the box rather than in the placeholder, which a phone's width would cut. */}
+      <p class="composer-hint muted" id="composer-hint">
+        Enter sends · Shift+Enter for a new line
+      </p>
     </form>
   );
 }
@@ -226,7 +222,7 @@ export function CellComposer({
             disabled={!code.trim() || disabledReason !== undefined}
             onClick={() => void run()}
           >
-            Run ▸
+            Run <PlayIcon />
           </button>
         )}
       </div>

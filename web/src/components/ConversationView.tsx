@@ -8,6 +8,7 @@ import type { CellLanguage } from '../languages';
 import type { Decision } from './CodeStep';
 import { CellComposer, ChatComposer } from './Composer';
 import { Markdown } from './Html';
+import { BrandMark, DownloadIcon, FilesIcon, MenuIcon } from './Icons';
 import { TurnView } from './Turn';
 
 export type Mode = 'chat' | 'notebook';
@@ -22,6 +23,9 @@ export interface ConversationViewProps {
   busy: boolean;
   filesOpen: boolean;
   onToggleFiles: () => void;
+  /** Opens the conversation list where it is a drawer (narrow screens). */
+  onOpenDrawer: () => void;
+  drawerOpen: boolean;
   onSend: (text: string) => Promise<boolean>;
   onRunCell: (code: string, language: CellLanguage) => Promise<boolean>;
   onStop: () => void;
@@ -93,7 +97,19 @@ export function ConversationView(props: ConversationViewProps) {
       }}
     >
       <header class="main-header">
-        <h1 class="conversation-heading">{conversation?.title || 'New conversation'}</h1>
+        <div class="heading-row">
+          <button
+            type="button"
+            class="icon-button drawer-toggle"
+            aria-label="Conversations"
+            aria-controls="sidebar"
+            aria-expanded={props.drawerOpen}
+            onClick={props.onOpenDrawer}
+          >
+            <MenuIcon />
+          </button>
+          <h1 class="conversation-heading">{conversation?.title || 'New conversation'}</h1>
+        </div>
         <div class="header-controls">
           <div class="segmented" role="tablist" aria-label="Mode">
             {(['chat', 'notebook'] as const).map((value) => (
@@ -137,20 +153,22 @@ export function ConversationView(props: ConversationViewProps) {
           ) : null}
           <button
             type="button"
-            class={`button-secondary${props.filesOpen ? ' is-pressed' : ''}`}
+            class={`button-secondary files-toggle${props.filesOpen ? ' is-pressed' : ''}`}
             aria-pressed={props.filesOpen}
             onClick={props.onToggleFiles}
           >
-            Files
+            <FilesIcon />
+            <span class="files-label">Files</span>
           </button>
           <button
             type="button"
-            class="button-secondary"
+            class="button-secondary export-button"
             disabled={!conversation || conversation.turns.length === 0}
             onClick={props.onExport}
             title="Download this conversation as a Jupyter notebook"
           >
-            Export .ipynb
+            <DownloadIcon size={16} />
+            <span class="export-label">Export .ipynb</span>
           </button>
         </div>
       </header>
@@ -255,8 +273,8 @@ export function ConversationView(props: ConversationViewProps) {
 function EmptyState({ mode, noModel }: { mode: Mode; noModel: boolean }) {
   return (
     <div class="empty-state">
-      <div class="empty-mark" aria-hidden="true">
-        ◆
+      <div class="empty-mark">
+        <BrandMark size={44} />
       </div>
       {mode === 'chat' && !noModel ? (
         <>

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { FileInfo } from '../../../src/protocol/index';
 import { type ApiError, api, download } from '../api';
 import { baseName, formatBytes, formatTime } from '../format';
+import { CloseIcon, DownloadIcon, RefreshIcon, TrashIcon } from './Icons';
 
 export interface FilesPanelProps {
   sessionId: string | undefined;
@@ -90,10 +91,10 @@ export function FilesPanel({
             disabled={!sessionId || expired}
             onClick={() => setReload((value) => value + 1)}
           >
-            ↻
+            <RefreshIcon />
           </button>
           <button type="button" class="icon-button" aria-label="Close the files panel" title="Close" onClick={onClose}>
-            ✕
+            <CloseIcon />
           </button>
         </div>
       </header>
@@ -142,7 +143,7 @@ export function FilesPanel({
                         title="Download"
                         onClick={() => save(file)}
                       >
-                        ⤓
+                        <DownloadIcon />
                       </button>
                       <button
                         type="button"
@@ -151,7 +152,7 @@ export function FilesPanel({
                         title="Delete"
                         onClick={() => setConfirming(file.path)}
                       >
-                        🗑
+                        <TrashIcon />
                       </button>
                     </>
                   )}

@@ -5,6 +5,7 @@ import { formatBytes, formatCount, formatTime } from '../format';
 import type { CellLanguage } from '../languages';
 import { CodeStepView, type Decision } from './CodeStep';
 import { Markdown } from './Html';
+import { PaperclipIcon } from './Icons';
 
 export interface TurnViewProps {
   turn: Turn;
@@ -31,6 +32,7 @@ export function TurnView({ turn, onDecide, onError, onEditInCell }: TurnViewProp
             place={`cell ${step.execution?.executionCount ? `[${step.execution.executionCount}]` : formatTime(turn.createdAt)}`}
             onError={onError}
             onEditInCell={onEditInCell}
+            turnStopped={turn.status === 'cancelled'}
           />
         ) : (
           <pre class="code-block">{turn.input}</pre>
@@ -65,6 +67,7 @@ export function TurnView({ turn, onDecide, onError, onEditInCell }: TurnViewProp
               place={`step ${codeSteps}`}
               onDecide={onDecide}
               onError={onError}
+              turnStopped={turn.status === 'cancelled'}
             />
           );
         })}
@@ -101,7 +104,7 @@ function UploadTurn({ turn }: { turn: Turn }) {
   return (
     <article class="turn turn-upload" aria-label="Uploaded files">
       <p class="upload-title">
-        <span aria-hidden="true">📎 </span>
+        <PaperclipIcon size={16} />
         {files.length === 1 ? 'Added 1 file' : `Added ${files.length} files`} to /mnt/data
       </p>
       {files.map((file) => (
