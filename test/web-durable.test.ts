@@ -13,6 +13,7 @@ import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Conversation, Turn } from '../src/protocol/index.js';
 import { client, startTestServer } from './server-helpers.js';
+import { screenshot } from './support/web-browser.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const CHROMIUM = process.env.SANDCELL_CHROMIUM ?? '/usr/bin/chromium';
@@ -67,6 +68,7 @@ describe('web UI after a restart', { timeout: 240_000 }, () => {
       expect(await page.locator('.turn-cell .stdout').first().textContent()).toBe('before the restart\n');
       const editor = page.getByLabel('Python cell (Ctrl+Enter runs it)');
       expect(await editor.isDisabled()).toBe(true);
+      await screenshot(page, 'restart-read-only');
 
       await banner.getByRole('button', { name: 'Continue in a new session' }).click();
       const note = page.locator('.banner-info', { hasText: 'Continued from' });
@@ -79,6 +81,7 @@ describe('web UI after a restart', { timeout: 240_000 }, () => {
       await editor.fill("print('greeting' in globals())");
       await editor.press('Control+Enter');
       await expect.poll(() => page.locator('.turn-cell .stdout').first().textContent()).toBe('False\n');
+      await screenshot(page, 'restart-continued');
       expect(problems).toEqual([]);
     } finally {
       await context.close();

@@ -198,7 +198,8 @@ export function ConversationView(props: ConversationViewProps) {
       {conversation?.continuedFrom ? (
         <div class="banner banner-info" role="note">
           Continued from “{conversation.continuedFrom.title}” in a new session: nothing from it was re-run, so its
-          variables and files are not here (upload files again if you need them). The model was given its history.
+          variables and files are not here (upload files again if you need them).
+          {noModel ? null : ' The model was given its history.'}
         </div>
       ) : null}
 
