@@ -11,6 +11,8 @@ export default defineConfig({
           name: 'unit',
           include: ['src/**/*.test.ts'],
           environment: 'node',
+          // Servers the tests start keep conversations in memory unless a test gives them a state directory.
+          env: { SANDCELL_STATE_DIR: 'none' },
           // Scripted servers start in milliseconds; the margin is for files run in parallel on a busy machine.
           testTimeout: 20_000,
           hookTimeout: 20_000,
@@ -21,6 +23,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/**/*.test.ts'],
           environment: 'node',
+          env: { SANDCELL_STATE_DIR: 'none' },
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },

@@ -32,6 +32,7 @@ export type SandcellErrorCode =
   | 'approval-decided'
   | 'conversation-busy'
   | 'conversation-expired'
+  | 'conversation-active'
   | 'model-not-configured';
 
 export class SandcellError extends Error {

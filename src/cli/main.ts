@@ -173,7 +173,12 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           '--approve',
           'in the web UI and conversations, code waits for run / skip / edit unless the client says otherwise',
         )
-        .option('--no-ui', 'do not serve the web UI at /'),
+        .option('--no-ui', 'do not serve the web UI at /')
+        .option(
+          '--state-dir <dir>',
+          'keep conversation histories here, so they survive a restart; default $XDG_DATA_HOME/sandcell or ~/.local/share/sandcell (env SANDCELL_STATE_DIR; "none": in memory only)',
+        )
+        .option('--no-state-dir', 'keep conversation histories in memory only (lost when the server stops)'),
     ).addHelpText('after', `${KEYS_HELP}\nWithout a model the web UI still runs notebook cells.`),
   ).action(async (options) => {
     const { serveCommand } = await import('./serve-command.js');

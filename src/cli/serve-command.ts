@@ -3,6 +3,7 @@ import type { ChatModel } from '../agents/model.js';
 import { modelIsConfigured } from '../agents/providers/select.js';
 import { InvalidInputError } from '../errors.js';
 import { SERVER_OOM_SCORE_ADJ, setOwnOomScoreAdjust } from '../internal/oom-score.js';
+import { defaultStateDirectory } from '../server/conversations/state-directory.js';
 import { createServer, type ServerOptions } from '../server/index.js';
 import { logOomScore } from '../server/runtime.js';
 import type { ModelCliOptions } from './agent-flags.js';
@@ -35,6 +36,8 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   preload?: string;
   shutdownGrace?: string;
   logLevel?: string;
+  /** A directory, or false with --no-state-dir. */
+  stateDir?: string | false;
 }
 
 /** A flag's number, or undefined when not given; `scale` turns seconds into milliseconds. */
@@ -74,6 +77,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
     shutdownGraceMs: numberOption('--shutdown-grace', options.shutdownGrace, 1000),
     logLevel: options.logLevel,
+    stateDirectory: options.stateDir === false ? false : (options.stateDir ?? defaultStateDirectory()),
     ...(options.approve ? { approvalDefault: 'ask' as const } : {}),
     ...(options.ui === false ? { webRoot: false as const } : {}),
   };

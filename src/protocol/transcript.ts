@@ -145,7 +145,7 @@ export interface ConversationSummary {
   title: string;
   /** The session that runs its code (files: /v1/sessions/{sessionId}/files). */
   sessionId: string;
-  /** `expired`: the session was closed (idle timeout, deleted, server restart of the session); history is kept, state is gone. */
+  /** `expired`: the session was closed (idle timeout, deleted, the server restarted); the history is kept and read-only, the state is gone. */
   status: ConversationStatus;
   /** A turn is running. */
   busy: boolean;
@@ -158,6 +158,8 @@ export interface ConversationSummary {
   mode?: ConversationMode;
   /** The oldest turns dropped whole to keep the history within the server's bounds (outputs go first). */
   droppedTurns?: number;
+  /** The conversation this one continues (POST …/continue): the model was given its history; nothing of it was re-run. */
+  continuedFrom?: { id: string; title: string };
 }
 
 export interface Conversation extends ConversationSummary {

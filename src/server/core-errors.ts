@@ -93,6 +93,13 @@ export class ConversationExpiredError extends SandcellError {
   }
 }
 
+/** Only a conversation whose session is gone is continued in a new one. */
+export class ConversationActiveError extends SandcellError {
+  constructor() {
+    super('conversation-active', 'This conversation still has its session: send your question or cell to it.');
+  }
+}
+
 /** A question for the model, on a server started without one. */
 export class ModelNotConfiguredError extends SandcellError {
   constructor() {

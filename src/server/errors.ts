@@ -78,7 +78,11 @@ const CORE_REFUSALS: Partial<Record<string, { status: number; hint?: string }>> 
   'shutting-down': { status: 503, hint: 'Retry against another instance.' },
   'approval-decided': { status: 409 },
   'conversation-busy': { status: 409, hint: 'To stop it: POST /v1/conversations/{id}/cancel.' },
-  'conversation-expired': { status: 410 },
+  'conversation-expired': {
+    status: 410,
+    hint: 'To go on with its history as context: POST /v1/conversations/{id}/continue.',
+  },
+  'conversation-active': { status: 409 },
   'model-not-configured': {
     status: 409,
     hint: 'Start the server with `sandcell serve --provider … --model …` (or set SANDCELL_PROVIDER / OPENAI_API_KEY / OPENAI_BASE_URL).',

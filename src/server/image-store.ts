@@ -43,6 +43,18 @@ export class ImageStore {
     return image;
   }
 
+  /** Puts back an image read from disk under its own name (the history links to it). */
+  restore(image: StoredImage): void {
+    if (this.images.has(image.name)) return;
+    this.images.set(image.name, image);
+    this.bytes += image.data.length;
+  }
+
+  /** The images kept, oldest first. */
+  values(): IterableIterator<StoredImage> {
+    return this.images.values();
+  }
+
   get(name: string): StoredImage | undefined {
     return this.images.get(name);
   }

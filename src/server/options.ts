@@ -1,4 +1,5 @@
 /** Options of `sandcell serve` and `createServer()`, their defaults, environment fallbacks and validation. */
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChatModel } from '../agents/model.js';
 import { defaultDataBudgetBytes } from '../backends/data-budget.js';
@@ -12,6 +13,7 @@ import {
   DEFAULT_CONVERSATION_OUTPUT_BYTES,
   MAX_CONVERSATION_HISTORY_BYTES,
 } from './conversations/history-limits.js';
+import { NO_STATE_DIRECTORY } from './conversations/state-directory.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8080;
@@ -124,6 +126,12 @@ export interface ServerOptions {
    * dropped (a note stays), then its oldest turns. At most 64 MiB. @default 32 MiB (env SANDCELL_CONVERSATION_HISTORY_BYTES)
    */
   conversationHistoryBytes?: number;
+  /**
+   * Where conversation histories are kept, so they survive a restart (read-only then: their
+   * sessions are gone); false keeps them in memory only. `sandcell serve` defaults to
+   * `$XDG_DATA_HOME/sandcell` (or `~/.local/share/sandcell`). @default env SANDCELL_STATE_DIR (`none`: false), else false
+   */
+  stateDirectory?: string | false;
 }
 
 export interface ResolvedKeyLimits {
@@ -162,6 +170,7 @@ export interface ResolvedServerOptions {
   webRoot: string | false;
   conversationOutputBytes: number;
   conversationHistoryBytes: number;
+  stateDirectory: string | false;
 }
 
 type Environment = Record<string, string | undefined>;
@@ -374,8 +383,11 @@ export function resolveServerOptions(
       DEFAULT_CONVERSATION_HISTORY_BYTES,
       1024,
     ),
+    stateDirectory: options.stateDirectory ?? environment.SANDCELL_STATE_DIR ?? false,
   };
   checkConversationBounds(resolved);
+  if (resolved.stateDirectory === '' || resolved.stateDirectory === NO_STATE_DIRECTORY) resolved.stateDirectory = false;
+  if (resolved.stateDirectory !== false) resolved.stateDirectory = path.resolve(resolved.stateDirectory);
   for (const key of apiKeys) {
     const secret = key.includes(':') ? key.slice(key.indexOf(':') + 1) : key;
     if (secret.length < 8 || /\s/.test(key)) {

@@ -61,6 +61,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     onShed: (reason) => context.metrics.rejected.inc({ reason }),
   });
   const { app, mcp, jupyter, document } = createApp(context, { connections });
+  if (resolved.stateDirectory !== false) await context.conversations.keepOnDisk(resolved.stateDirectory);
   try {
     await context.pool.start();
   } catch (error) {
@@ -117,6 +118,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       httpServer.closeIdleConnections();
       await context.registry.shutdown(resolved.shutdownGraceMs);
       context.conversations.shutdown();
+      await context.conversations.flushed();
       await mcp.close();
       jupyterChannels.close();
       // Answers of the executions that finished are on their way: give them a moment, then cut.

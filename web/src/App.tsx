@@ -251,6 +251,18 @@ export function App() {
     return created;
   };
 
+  /** Goes on from a conversation whose session is gone, in a new one the server seeds with its history. */
+  const continueConversation = async (id: string) => {
+    try {
+      const created = await api.continueConversation(id);
+      setDetails((all) => ({ ...all, [created.id]: created }));
+      setSummaries((all) => [summaryOf(created), ...all.filter((summary) => summary.id !== created.id)]);
+      setSelectedId(created.id);
+    } catch (error) {
+      handleError(id, error);
+    }
+  };
+
   const handleError = (id: string | undefined, error: unknown) => {
     if (!(error instanceof ApiError)) {
       notify((error as Error).message ?? String(error));
@@ -263,7 +275,7 @@ export function App() {
         'That conversation is no longer on the server (it may have restarted), so it was removed from the list.',
       );
     } else if (error.status === 410 && id) {
-      notify("This conversation's session has expired: start a new conversation to go on.");
+      notify("This conversation's session is gone: continue it in a new session to go on.");
       void refreshConversation(id);
     } else if (error.code === 'conversation-busy' && id) {
       notify('Something is still running in this conversation: wait for it or stop it.');
@@ -500,6 +512,7 @@ export function App() {
             setDraftMode(null);
           }}
           onError={(message) => notify(message)}
+          onContinue={() => selected && void continueConversation(selected.id)}
         />
         {filesOpen ? (
           <FilesPanel

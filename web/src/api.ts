@@ -133,6 +133,8 @@ export const api = {
   setMode: (id: string, mode: ConversationMode) =>
     json<ConversationSummary>(conversationPath(id), { method: 'PATCH', json: { mode } }),
   getConversation: (id: string) => json<Conversation>(conversationPath(id)),
+  /** A new conversation on a new session that goes on from one whose session is gone (nothing re-runs). */
+  continueConversation: (id: string) => json<Conversation>(`${conversationPath(id)}/continue`, { method: 'POST' }),
   deleteConversation: async (id: string) => {
     await request(conversationPath(id), { method: 'DELETE' });
   },

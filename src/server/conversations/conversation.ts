@@ -29,6 +29,7 @@ import {
 import type { Execution, ExecutionResult } from '../../session/execution.js';
 import { FileChanges } from '../../session/file-changes.js';
 import type { Language } from '../../session/languages.js';
+import type { Owner } from '../auth.js';
 import {
   ApprovalDecidedError,
   ApprovalNotFoundError,
@@ -39,6 +40,8 @@ import {
 import { ImageStore } from '../image-store.js';
 import { presentResult, sessionFileUrl } from '../present-result.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
+import { continuationContext } from './continuation.js';
+import type { ConversationJournal } from './conversation-journal.js';
 import {
   DEFAULT_HISTORY_LIMITS,
   type HistoryLimits,
@@ -48,7 +51,9 @@ import {
   turnImageUrls,
   withoutOutputs,
 } from './history-limits.js';
+import { type HeaderRecord, HISTORY_FORMAT_VERSION } from './history-records.js';
 import { errorWithin, jsonBytes, OutputBudget } from './output-budget.js';
+import type { StoredHistory } from './state-directory.js';
 import { titleFrom, titleFromCell, titleFromFiles, UNTITLED } from './title.js';
 
 /** Images kept per conversation (for its history and its notebook export); the oldest go first. */
@@ -91,16 +96,25 @@ interface RunningTurn {
 
 export type TurnListener = (event: ConversationEvent) => void;
 
-export class ServerConversation {
-  readonly id = randomUUID();
-  readonly createdAt = Date.now();
-  updatedAt = this.createdAt;
+/** The conversation a new one continues (its session gone), shown to the user and told to the model. */
+export interface ContinuedFrom {
+  id: string;
   title: string;
-  private titled: boolean;
-  /** How the web UI shows it, as a client last set it (PATCH); undefined until one does. */
-  mode: ConversationMode | undefined;
+}
+
+export class ServerConversation {
+  readonly id: string;
+  readonly createdAt: number;
+  readonly owner: Owner;
+  updatedAt: number;
+  title: string;
+  titled: boolean;
+  private chosenMode: ConversationMode | undefined;
+  readonly continuedFrom?: ContinuedFrom;
   readonly images: ImageStore;
   readonly turns: Turn[] = [];
+  /** Writes the history to disk as it changes, when the server keeps a state directory. */
+  journal?: ConversationJournal;
   /** Turns dropped whole to keep the history within its bounds. */
   droppedTurns = 0;
   private readonly limits: HistoryLimits;
@@ -108,19 +122,30 @@ export class ServerConversation {
   private readonly measured = new WeakMap<Turn, number>();
   private running?: RunningTurn;
   private expiry?: { at: number; reason: string };
-  private readonly fileAgent: FileAccessAgent;
-  private readonly cellFiles: FileChanges;
+  private readonly fileAgent?: FileAccessAgent;
+  private readonly cellFiles?: FileChanges;
+  /** The id of the session it ran on (a restored conversation keeps the id of the one it lost). */
+  private readonly sessionId: string;
 
+  /** `entry` is the conversation's session; a conversation read back from disk after a restart has none. */
   private constructor(
-    readonly entry: ManagedSession,
+    readonly entry: ManagedSession | undefined,
     private readonly settings: ConversationSettings,
     private readonly chat: DataChat | undefined,
     title: string | undefined,
+    identity: { id: string; createdAt: number; owner: Owner; sessionId: string; continuedFrom?: ContinuedFrom },
   ) {
+    this.id = identity.id;
+    this.createdAt = identity.createdAt;
+    this.updatedAt = identity.createdAt;
+    this.owner = identity.owner;
+    this.sessionId = identity.sessionId;
+    if (identity.continuedFrom) this.continuedFrom = identity.continuedFrom;
     this.limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
     this.images = new ImageStore({ maxImages: MAX_CONVERSATION_IMAGES, maxBytes: this.limits.historyBytes });
     this.titled = Boolean(title?.trim());
     this.title = this.titled ? titleFrom(title!) : UNTITLED;
+    if (!entry) return;
     this.cellFiles = new FileChanges(entry.session.files);
     this.fileAgent = chat?.fileAgent ?? new FileAccessAgent({ dataRoots: [], files: entry.session.files });
     this.fileAgent.on((event) => {
@@ -140,6 +165,7 @@ export class ServerConversation {
     entry: ManagedSession,
     settings: ConversationSettings,
     title?: string,
+    continues?: ServerConversation,
   ): Promise<ServerConversation> {
     let conversation: ServerConversation | undefined;
     const chat = settings.model
@@ -153,12 +179,68 @@ export class ServerConversation {
           onEvent: (event) => conversation!.onAgentEvent(event),
         })
       : undefined;
-    conversation = new ServerConversation(entry, settings, chat, title);
+    const continuedFrom = continues ? { id: continues.id, title: continues.title } : undefined;
+    conversation = new ServerConversation(entry, settings, chat, title, {
+      id: randomUUID(),
+      createdAt: Date.now(),
+      owner: entry.owner,
+      sessionId: entry.id,
+      ...(continuedFrom ? { continuedFrom } : {}),
+    });
+    // The model reads the earlier history; nothing of it runs again unless the model runs it, visibly.
+    if (continues) chat?.pythonAgent.addContext(continuationContext(continues.turns));
     return conversation;
   }
 
-  get owner() {
-    return this.entry.owner;
+  /** A conversation read back from disk: its session is gone, so it is read-only (it can be continued). */
+  static restore(history: StoredHistory, owner: Owner, settings: ConversationSettings): ServerConversation {
+    const { header } = history;
+    const conversation = new ServerConversation(undefined, settings, undefined, undefined, {
+      id: header.id,
+      createdAt: header.createdAt,
+      owner,
+      sessionId: header.sessionId,
+      ...(header.continuedFrom ? { continuedFrom: header.continuedFrom } : {}),
+    });
+    conversation.title = history.title;
+    conversation.titled = history.titled;
+    conversation.updatedAt = history.updatedAt;
+    conversation.droppedTurns = history.droppedTurns;
+    conversation.chosenMode = history.mode;
+    conversation.expiry = { at: Date.now(), reason: 'restart' };
+    const linked = new Set(history.turns.flatMap((turn) => turnImageUrls(turn)).map(imageName));
+    for (const [name, image] of history.images) {
+      if (linked.has(name)) conversation.images.restore({ name, ...image });
+    }
+    conversation.turns.push(...history.turns);
+    return conversation;
+  }
+
+  /** How the web UI shows it, as a client last set it (PATCH); undefined until one does. */
+  get mode(): ConversationMode | undefined {
+    return this.chosenMode;
+  }
+
+  set mode(mode: ConversationMode | undefined) {
+    if (mode === this.chosenMode) return;
+    this.chosenMode = mode;
+    this.journal?.modeChanged();
+  }
+
+  /** The first record of its history file. */
+  header(): HeaderRecord {
+    return {
+      type: 'conversation',
+      version: HISTORY_FORMAT_VERSION,
+      id: this.id,
+      ownerId: this.owner.id,
+      sessionId: this.sessionId,
+      createdAt: this.createdAt,
+      title: this.title,
+      titled: this.titled,
+      ...(this.chosenMode ? { mode: this.chosenMode } : {}),
+      ...(this.continuedFrom ? { continuedFrom: this.continuedFrom } : {}),
+    };
   }
 
   get busy(): boolean {
@@ -167,7 +249,7 @@ export class ServerConversation {
 
   /** Set once the session is gone: the history stays, the state does not. */
   get expired(): { at: number; reason: string } | undefined {
-    if (!this.expiry && this.entry.session.closed) {
+    if (!this.expiry && this.entry?.session.closed) {
       const reason = this.entry.closedReason ?? 'closed';
       this.expiry = { at: this.entry.closedAt ?? Date.now(), reason };
       this.cancel(); // a turn waiting for an approval would otherwise wait forever
@@ -180,7 +262,7 @@ export class ServerConversation {
     return {
       id: this.id,
       title: this.title,
-      sessionId: this.entry.id,
+      sessionId: this.sessionId,
       status: expired ? 'expired' : 'active',
       busy: this.busy,
       createdAt: new Date(this.createdAt).toISOString(),
@@ -191,6 +273,7 @@ export class ServerConversation {
       turnCount: this.turns.length,
       ...(this.mode ? { mode: this.mode } : {}),
       ...(this.droppedTurns > 0 ? { droppedTurns: this.droppedTurns } : {}),
+      ...(this.continuedFrom ? { continuedFrom: this.continuedFrom } : {}),
     };
   }
 
@@ -200,6 +283,7 @@ export class ServerConversation {
 
   /** Asks the model; the events go to `listener` as they happen. Resolves with the finished turn. */
   ask(content: string, approval: ApprovalMode, listener?: TurnListener): { turn: Turn; done: Promise<Turn> } {
+    this.live(); // a conversation whose session is gone says so, model or not
     const chat = this.chat;
     if (!chat) {
       throw new ModelNotConfiguredError();
@@ -225,11 +309,13 @@ export class ServerConversation {
     const { timeoutMs } = options;
     const language = options.language ?? 'python';
     this.refuseWhenUnavailable();
-    this.settings.registry.admit(this.entry, code); // a refusal answers the request, before the stream starts
+    const entry = this.live();
+    this.settings.registry.admit(entry, code); // a refusal answers the request, before the stream starts
     const started = this.start('cell', code, listener, 'auto', async (running) => {
       const callId = this.turns[running.index]!.id;
-      await this.cellFiles.snapshot();
-      await this.cellFiles.changed(); // what earlier turns wrote is not this cell's doing
+      const cellFiles = this.cellFiles!;
+      await cellFiles.snapshot();
+      await cellFiles.changed(); // what earlier turns wrote is not this cell's doing
       this.emit({
         type: 'execution-start',
         callId,
@@ -239,7 +325,7 @@ export class ServerConversation {
         edited: false,
         ...(language === 'python' ? {} : { language }),
       });
-      const execution = await this.settings.registry.execute(this.entry, code, {
+      const execution = await this.settings.registry.execute(entry, code, {
         admitted: true,
         language,
         timeoutMs,
@@ -248,7 +334,7 @@ export class ServerConversation {
         onStderr: (text) => this.emit({ type: 'stderr-delta', callId, text }),
         onResult: (result) => this.emitResult(running, callId, result),
       });
-      const files = (await this.cellFiles.changed()).map((file) =>
+      const files = (await cellFiles.changed()).map((file) =>
         this.codeFile({ path: file.path, size: file.size, kind: 'file' }),
       );
       this.emitExecutionEnd(callId, execution, files);
@@ -264,7 +350,7 @@ export class ServerConversation {
    */
   admitUpload(): void {
     this.refuseWhenUnavailable();
-    this.settings.registry.admitUpload(this.entry);
+    this.settings.registry.admitUpload(this.live());
   }
 
   /**
@@ -290,7 +376,7 @@ export class ServerConversation {
     for (const file of files) {
       const loaded = this.chat
         ? await this.chat.addFile(file.name, file.bytes)
-        : await this.fileAgent.share(file.name, file.bytes);
+        : await this.fileAgent!.share(file.name, file.bytes);
       previews.push({
         path: file.name,
         size: loaded.size,
@@ -344,9 +430,15 @@ export class ServerConversation {
   // --- turns -------------------------------------------------------------------
 
   private refuseWhenUnavailable(): void {
-    const expired = this.expired;
-    if (expired) throw new ConversationExpiredError(describeExpiry(expired.reason));
+    this.live();
     if (this.running) throw new ConversationBusyError();
+  }
+
+  /** The session, while the conversation has one. */
+  private live(): ManagedSession {
+    const expired = this.expired;
+    if (expired || !this.entry) throw new ConversationExpiredError(describeExpiry(expired?.reason ?? 'restart'));
+    return this.entry;
   }
 
   private start(
@@ -377,6 +469,7 @@ export class ServerConversation {
     this.turns.push(turn);
     this.running = running;
     this.touch();
+    this.journal?.turnChanged(turn);
     this.send(running, { type: 'turn-start', turn });
     const done = (async () => {
       let status: Turn['status'] = 'done';
@@ -397,6 +490,7 @@ export class ServerConversation {
       this.touch();
       this.keepWithinLimits(); // may drop older turns (never this one, the newest) or outputs
       const final = this.turns[this.turns.length - 1]!;
+      this.journal?.turnChanged(final);
       this.send(running, { type: 'turn-end', turn: final });
       return final;
     })();
@@ -411,6 +505,7 @@ export class ServerConversation {
     if (!kept) return;
     this.turns[running.index] = applyConversationEvent(this.turns[running.index]!, kept);
     this.touch();
+    this.journal?.turnChanged(this.turns[running.index]!);
     this.send(running, kept);
   }
 
@@ -594,7 +689,10 @@ export class ServerConversation {
         steps[position] = kept;
         changed = true;
       }
-      if (changed) this.turns[index] = { ...turn, steps };
+      if (changed) {
+        this.turns[index] = { ...turn, steps };
+        this.journal?.rewrite();
+      }
     }
   }
 
@@ -612,15 +710,16 @@ export class ServerConversation {
       size -= this.turnBytes(turn) + (imageBytes - this.images.totalBytes);
       this.droppedTurns++;
       if (running) running.index--;
+      this.journal?.rewrite();
     }
   }
 
   private forgetImage(url: string): void {
-    this.images.delete(url.slice(url.lastIndexOf('/') + 1));
+    this.images.delete(imageName(url));
   }
 
   private present(result: ExecutionResult): PresentedResult {
-    return presentResult(this.entry, result, 'url', {
+    return presentResult(this.live(), result, 'url', {
       images: this.images,
       url: `/v1/conversations/${this.id}/images`,
     }) as PresentedResult;
@@ -631,7 +730,7 @@ export class ServerConversation {
   }
 
   private fileUrl(path: string): string {
-    return sessionFileUrl(this.entry, path);
+    return sessionFileUrl(this.live(), path);
   }
 
   private retitle(text: string): void {
@@ -652,9 +751,15 @@ function describeExpiry(reason: string): string {
       return 'was deleted';
     case 'shutdown':
       return 'ended when the server shut down';
+    case 'restart':
+      return 'ended when the server restarted';
     default:
       return 'ended';
   }
+}
+
+function imageName(url: string): string {
+  return url.slice(url.lastIndexOf('/') + 1);
 }
 
 function describeError(error: unknown, logger: Logger): { code: string; message: string } {

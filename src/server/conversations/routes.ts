@@ -180,6 +180,29 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
     }),
     defineRoute({
       method: 'post',
+      path: '/v1/conversations/{id}/continue',
+      operationId: 'continueConversation',
+      summary: 'Go on with a conversation whose session is gone (expired, or the server restarted), in a new one.',
+      description:
+        'Creates a new conversation on a new session; its `continuedFrom` names the earlier one, which stays as it ' +
+        'was (read-only). The model is given the earlier history as context; nothing of it is re-run: the earlier ' +
+        'variables and files (uploads included) do not exist in the new session.',
+      tags: TAGS,
+      params: ConversationIdParams,
+      responses: {
+        201: { description: 'The new conversation.', json: ConversationSchema },
+        404: notFoundResponse,
+        409: { description: 'The conversation still has its session (`conversation-active`).', json: ErrorSchema },
+        429: { description: "The key's session limit is reached.", json: ErrorSchema },
+        503: { description: 'The server is at capacity or cannot start sandboxes.', json: ErrorSchema },
+      },
+      handler: async (c, { owner, params }) => {
+        const conversation = await conversations.continue(owner, find(owner, params.id));
+        return c.json(conversation.view(), 201, { location: `/v1/conversations/${conversation.id}` });
+      },
+    }),
+    defineRoute({
+      method: 'post',
       path: '/v1/conversations/{id}/messages',
       operationId: 'sendMessage',
       summary: "Ask the server's model; it writes and runs code in the session until it can answer.",

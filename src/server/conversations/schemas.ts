@@ -180,6 +180,10 @@ export const ConversationSummarySchema = z
       .number()
       .optional()
       .meta({ description: 'The oldest turns dropped whole to keep the history within bounds (outputs go first).' }),
+    continuedFrom: z.object({ id: z.string(), title: z.string() }).optional().meta({
+      description:
+        'The conversation this one continues in a new session (POST …/continue): the model was given its history; nothing of it was re-run.',
+    }),
   })
   .meta({ title: 'ConversationSummary' });
 

@@ -6,36 +6,112 @@
  * key's histories together stay within `limits.keyBytes`: the least recently
  * updated conversations lose their oldest outputs first, then their oldest
  * turns (history-limits.ts says why).
+ *
+ * With a state directory, every history is also on disk (conversation-journal.ts
+ * writes it as it happens) and is read back when the server starts: those
+ * conversations have lost their sessions, so they are read-only until the user
+ * continues one in a new conversation.
  */
 import type { Owner } from '../auth.js';
-import { ConversationNotFoundError } from '../core-errors.js';
+import { ConversationActiveError, ConversationNotFoundError } from '../core-errors.js';
 import { type ConversationSettings, ServerConversation } from './conversation.js';
-import { DEFAULT_HISTORY_LIMITS } from './history-limits.js';
+import { ConversationJournal } from './conversation-journal.js';
+import { DEFAULT_HISTORY_LIMITS, MAX_CONVERSATION_HISTORY_BYTES } from './history-limits.js';
+import { historyFile, ownerDirectory, prepareStateDirectory, readStoredHistories } from './state-directory.js';
 
-/** Expired conversations kept per key, and for how long. */
+/** Expired conversations kept per key, and for how long (in memory only). */
 export const MAX_EXPIRED_PER_OWNER = 50;
 export const EXPIRED_RETENTION_MS = 24 * 60 * 60_000;
+/** With a state directory, expired conversations are history the user keeps: more of them, for as long as there is room. */
+export const MAX_STORED_PER_OWNER = 200;
 
 export class ConversationStore {
   private readonly byId = new Map<string, ServerConversation>();
+  /** Where histories are kept across restarts; without one they live in memory only. */
+  private stateDirectory?: string;
 
   constructor(readonly settings: ConversationSettings) {}
 
-  async create(owner: Owner, title?: string): Promise<ServerConversation> {
+  /**
+   * Keeps histories in `directory` from now on, and reads back those kept
+   * there (before the server takes requests). Throws InvalidInputError when
+   * the directory cannot be written.
+   */
+  async keepOnDisk(directory: string): Promise<void> {
+    const { settings } = this;
+    await prepareStateDirectory(directory);
+    this.stateDirectory = directory;
+    const limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
+    // A file is at most about three times its history (conversation-journal.ts rewrites it then);
+    // measured against the largest bound there is, so lowering the bound does not lose older files.
+    const maxFileBytes = 4 * MAX_CONVERSATION_HISTORY_BYTES + 8 * 1024 * 1024;
+    const owners = new Map<string, Owner>();
+    for (const history of await readStoredHistories(directory, maxFileBytes, settings.logger)) {
+      const ownerId = history.header.ownerId;
+      const owner = owners.get(ownerId) ?? { id: ownerId, label: `restored ${ownerId.slice(0, 12)}` };
+      owners.set(ownerId, owner);
+      const conversation = ServerConversation.restore(history, owner, this.conversationSettings());
+      conversation.journal = new ConversationJournal(history.file, conversation, settings.logger, {
+        bytes: history.bytes,
+        images: history.images.keys(),
+      });
+      // A torn or damaged file is written clean, so nothing is ever appended after a torn line.
+      if (history.torn || history.skipped > 0) conversation.journal.rewrite();
+      // The bound may have been lowered since it was written.
+      if (conversation.historyBytes > limits.historyBytes) {
+        conversation.dropOutputs(limits.historyBytes);
+        conversation.dropTurns(limits.historyBytes);
+      }
+      this.byId.set(conversation.id, conversation);
+    }
+    for (const owner of owners.values()) {
+      this.keepOwnerWithinLimit(owner);
+      this.prune(owner);
+    }
+    settings.logger.info({ stateDirectory: directory, conversations: this.byId.size }, 'conversations read back');
+  }
+
+  async create(owner: Owner, title?: string, continues?: ServerConversation): Promise<ServerConversation> {
     this.prune(owner);
     const entry = await this.settings.registry.create(owner, 'conversation');
     try {
-      const conversation = await ServerConversation.create(
-        entry,
-        { ...this.settings, onHistoryGrew: (grown) => this.keepOwnerWithinLimit(grown.owner) },
-        title,
-      );
+      const conversation = await ServerConversation.create(entry, this.conversationSettings(), title, continues);
+      const directory = this.stateDirectory;
+      if (directory !== undefined) {
+        await ownerDirectory(directory, owner.id);
+        conversation.journal = new ConversationJournal(
+          historyFile(directory, owner.id, conversation.id),
+          conversation,
+          this.settings.logger,
+        );
+        conversation.journal.created();
+      }
       this.byId.set(conversation.id, conversation);
       return conversation;
     } catch (error) {
       await this.settings.registry.remove(entry, 'failed');
       throw error;
     }
+  }
+
+  /**
+   * A new conversation, on a new session, that continues one whose session is
+   * gone: the model is given the earlier history; nothing of it is re-run.
+   */
+  async continue(owner: Owner, earlier: ServerConversation): Promise<ServerConversation> {
+    if (!earlier.expired) throw new ConversationActiveError();
+    const continued = await this.create(owner, earlier.title, earlier);
+    continued.mode = earlier.mode;
+    return continued;
+  }
+
+  /** Resolves when every history write asked for so far is on disk. */
+  async flushed(): Promise<void> {
+    await Promise.all([...this.byId.values()].map((conversation) => conversation.journal?.flushed()));
+  }
+
+  private conversationSettings(): ConversationSettings {
+    return { ...this.settings, onHistoryGrew: (grown) => this.keepOwnerWithinLimit(grown.owner) };
   }
 
   /** The owner's conversation; another owner's is "not found" too. */
@@ -59,7 +135,8 @@ export class ConversationStore {
   async remove(conversation: ServerConversation): Promise<void> {
     conversation.cancel();
     this.byId.delete(conversation.id);
-    if (!conversation.expired) await this.settings.registry.remove(conversation.entry, 'deleted');
+    await conversation.journal?.delete();
+    if (!conversation.expired && conversation.entry) await this.settings.registry.remove(conversation.entry, 'deleted');
   }
 
   /** Stops every running turn (after the registry let running executions finish). */
@@ -97,12 +174,19 @@ export class ConversationStore {
   }
 
   private prune(owner: Owner): void {
-    const cutoff = Date.now() - EXPIRED_RETENTION_MS;
+    const stored = this.stateDirectory !== undefined;
+    const cutoff = stored ? 0 : Date.now() - EXPIRED_RETENTION_MS;
+    const keep = stored ? MAX_STORED_PER_OWNER : MAX_EXPIRED_PER_OWNER;
     const expired = [...this.byId.values()]
       .filter((conversation) => conversation.owner.id === owner.id && conversation.expired && !conversation.busy)
       .sort((a, b) => b.updatedAt - a.updatedAt);
     expired.forEach((conversation, index) => {
-      if (index >= MAX_EXPIRED_PER_OWNER || (conversation.expired?.at ?? 0) < cutoff) this.byId.delete(conversation.id);
+      if (index >= keep || (conversation.expired?.at ?? 0) < cutoff) {
+        this.byId.delete(conversation.id);
+        void conversation.journal?.delete().catch((error) => {
+          this.settings.logger.warn({ err: error, conversation: conversation.id }, 'cannot delete a history file');
+        });
+      }
     });
   }
 }

@@ -34,6 +34,8 @@ export interface ConversationViewProps {
   onExport: () => void;
   onNew: () => void;
   onError: (message: string) => void;
+  /** Starts a new conversation that goes on from this expired one (its history given to the model). */
+  onContinue: () => void;
 }
 
 export function ConversationView(props: ConversationViewProps) {
@@ -54,14 +56,16 @@ export function ConversationView(props: ConversationViewProps) {
   const expiredText = expired
     ? `This conversation's session expired${conversation?.expiredAt ? ` at ${formatTime(conversation.expiredAt)}` : ''}${
         conversation?.expiredReason ? ` (it ${conversation.expiredReason})` : ''
-      }: its variables and files are gone. The history stays readable and can be exported.`
+      }: its variables and files are gone. The history stays readable and can be exported. Continuing starts a new session with this history as context; nothing is re-run.`
     : undefined;
   const chatDisabled = expired
-    ? 'This conversation has expired: start a new conversation to ask more.'
+    ? 'This conversation is read-only: continue it in a new session to ask more.'
     : noModel
       ? 'No model is configured on the server, so questions cannot be answered. Notebook cells still run.'
       : undefined;
-  const cellDisabled = expired ? 'This conversation has expired: start a new conversation to run code.' : undefined;
+  const cellDisabled = expired
+    ? 'This conversation is read-only: continue it in a new session to run code.'
+    : undefined;
   const uploadDisabled = expired ? 'This conversation has expired.' : undefined;
 
   const hasFiles = (event: DragEvent) => Array.from(event.dataTransfer?.types ?? []).includes('Files');
@@ -183,9 +187,19 @@ export function ConversationView(props: ConversationViewProps) {
       {expiredText ? (
         <div class="banner banner-warning" role="status">
           <span>{expiredText}</span>
-          <button type="button" class="button-primary small" onClick={props.onNew}>
+          <button type="button" class="button-primary small" onClick={props.onContinue}>
+            Continue in a new session
+          </button>
+          <button type="button" class="small" onClick={props.onNew}>
             New conversation
           </button>
+        </div>
+      ) : null}
+      {conversation?.continuedFrom ? (
+        <div class="banner banner-info" role="note">
+          Continued from “{conversation.continuedFrom.title}” in a new session: nothing from it was re-run, so its
+          variables and files are not here (upload files again if you need them).
+          {noModel ? null : ' The model was given its history.'}
         </div>
       ) : null}
 
