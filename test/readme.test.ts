@@ -26,7 +26,8 @@ import { commandsOf, type ReadmeBlock, readmeBlocks, runShell, scratchClone } fr
 const SKIPPED: Record<string, string> = {
   setup: 'the set-up itself: CI runs `npm run setup`, and `npm test` is what runs this file',
   docker: '`npm run setup:docker` is run by CI; its second line is run by the `serve` runner’s Docker check',
-  'azure-langchain': 'needs @langchain/azure-dynamic-sessions, not a dependency; test/server-azure.test.ts speaks its protocol',
+  'azure-langchain':
+    'needs @langchain/azure-dynamic-sessions, not a dependency; test/server-azure.test.ts speaks its protocol',
   'azure-python': 'needs the Python LangChain packages (no PyPI here); test/server-azure.test.ts speaks their protocol',
 };
 
@@ -95,7 +96,11 @@ const RUNNERS: Record<string, () => Promise<void>> = {
     expect(js!.stdout).toContain('busiest day: Tue (340 visitors)\n555\n');
     expect(r!.code, r!.stderr).toBe(0);
     expect(r!.stdout).toContain('best month: May');
-    expect(readFileSync(path.join(clone, 'sandcell-output', 'figure-1.png')).subarray(1, 4).toString()).toBe('PNG');
+    expect(
+      readFileSync(path.join(clone, 'sandcell-output', 'figure-1.png'))
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG');
     expect(wc!.stdout).toBe('8756 traffic_accidents.csv\n');
     expect(exit!.code).toBe(3);
     expect(repl!.code, repl!.stderr).toBe(0);
@@ -138,7 +143,10 @@ async function withFakeModel(answer: string, body: (provider: FakeProvider) => P
   const provider = await startFakeOpenAI([
     {
       toolCalls: [
-        { name: 'execute_python_code', arguments: { code: 'import pandas as pd\nprint(len(pd.read_csv("traffic_accidents.csv")))' } },
+        {
+          name: 'execute_python_code',
+          arguments: { code: 'import pandas as pd\nprint(len(pd.read_csv("traffic_accidents.csv")))' },
+        },
       ],
     },
     { text: answer },

@@ -9,7 +9,7 @@ import { InvalidInputError } from '../errors.js';
 import { createSession } from '../session/session.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_INTERRUPTED, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
-import { copyOutputFiles, dim } from './render.js';
+import { copyOutputFiles, dim, savedFileLine } from './render.js';
 import { parseTimeout } from './run-command.js';
 import { startStatus } from './status.js';
 
@@ -73,7 +73,7 @@ export async function execCommand(words: string[], options: ExecCommandOptions):
     if (result.outputTruncated) process.stderr.write(dim('[output was cut at the per-stream limit]\n', process.stderr));
     if (result.timedOut) process.stderr.write(`The command ran past its time limit and was killed.\n`);
     const files = await copyOutputFiles(session, options.outputDir, new Set(uploads.map((upload) => upload.name)));
-    for (const copied of files) process.stderr.write(dim(`[file saved to ${copied.savedTo}]\n`, process.stderr));
+    for (const copied of files) process.stderr.write(dim(`${savedFileLine(copied)}\n`, process.stderr));
     if (result.timedOut) return EXIT_TIMEOUT;
     if (interrupt.signal.aborted) return EXIT_INTERRUPTED;
     return result.exitCode;

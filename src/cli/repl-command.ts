@@ -84,6 +84,9 @@ export async function replCommand(
     }
     buffer = [];
     process.stdout.write(language === 'python' ? '\nKeyboardInterrupt\n' : '\n');
+    // Drop what was typed, as Python's prompt does: to the end of the line (Ctrl-E), then all before it (Ctrl-U).
+    terminal.write(null, { ctrl: true, name: 'e' });
+    terminal.write(null, { ctrl: true, name: 'u' });
     terminal.setPrompt(prompt);
     terminal.prompt();
   };
@@ -113,7 +116,9 @@ export async function replCommand(
         );
       }
       printError(execution);
-      if (execution.stateLostReason) process.stderr.write(`${execution.stateLostReason}\n`);
+      // A kernel that died in this run already said why in its error.
+      if (execution.stateLostReason && execution.error?.value !== execution.stateLostReason)
+        process.stderr.write(`${execution.stateLostReason}\n`);
     } catch (error) {
       process.stderr.write(`${(error as Error).message}\n`);
     } finally {

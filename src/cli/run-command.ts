@@ -7,7 +7,7 @@ import type { Language } from '../session/languages.js';
 import { createSession } from '../session/session.js';
 import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
-import { copyOutputFiles, dim, printError, resultText, saveResultImages } from './render.js';
+import { copyOutputFiles, dim, printError, resultText, savedFileLine, saveResultImages } from './render.js';
 import { LANGUAGE_NAMES, scriptLanguage } from './script-language.js';
 import { type Status, startStatus } from './status.js';
 
@@ -120,8 +120,8 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
       });
-    const images = await saveResultImages(execution, options.outputDir);
     const files = await copyOutputFiles(session, options.outputDir, new Set(uploads.map((upload) => upload.name)));
+    const images = await saveResultImages(execution, options.outputDir, files);
     if (options.json) {
       process.stdout.write(`${JSON.stringify({ ...execution, images: images.map((image) => image.file), files })}\n`);
       return exitCodeFor(execution, interrupt.signal.aborted);
@@ -134,9 +134,10 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
     printError(execution);
     if (execution.outputTruncated)
       process.stderr.write(dim('[output was cut at the per-execution limit]\n', process.stderr));
-    if (execution.stateLostReason && execution.status !== 'timeout')
+    // A kernel that died in this run already said why in its error; a loss before it (between runs) has not.
+    if (execution.stateLostReason && execution.error?.value !== execution.stateLostReason)
       process.stderr.write(`${execution.stateLostReason}\n`);
-    for (const copied of files) process.stdout.write(`${dim(`[file saved to ${copied.savedTo}]`)}\n`);
+    for (const copied of files) process.stdout.write(`${dim(savedFileLine(copied))}\n`);
     return exitCodeFor(execution, interrupt.signal.aborted);
   } catch (error) {
     if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);

@@ -4,10 +4,11 @@
  * code could have planted (a symlink to /etc/passwd reads as an error, not as
  * the host's file), and it works the same on every backend.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import hostPath from 'node:path';
 import { InvalidInputError } from '../errors.js';
 import { normalizeDataPath } from '../internal/data-path.js';
+import { writeNewFile } from '../internal/new-file.js';
 import type { FileRequest, KernelFileEntry, ReplyTo } from './kernel-protocol.js';
 
 export type FileEntry = KernelFileEntry;
@@ -56,7 +57,8 @@ export class SessionFiles {
 
   /**
    * Copies the file at `path` into the host directory `directory`, at the same
-   * relative path. Returns where it was saved, or undefined when the name is not
+   * relative path — or, when a file is there already, beside it with a number
+   * (`chart-2.png`): nothing on the host is overwritten. Returns where it was saved, or undefined when the name is not
    * a usable data path, would land outside `directory`, or cannot be read.
    */
   async saveTo(path: string, directory: string): Promise<string | undefined> {
@@ -72,8 +74,7 @@ export class SessionFiles {
     const content = await this.read(relative).catch(() => undefined);
     if (!content) return undefined;
     await mkdir(hostPath.dirname(target), { recursive: true });
-    await writeFile(target, content);
-    return target;
+    return writeNewFile(target, content);
   }
 
   /** Removes a file, symlink or directory (recursively). */

@@ -1,0 +1,55 @@
+/**
+ * What the sandcell command says to a person, as they see it: the built CLI
+ * as processes, on real sandboxes. Saved files are neither doubled nor
+ * silently overwritten, each failure is said once, limits are flags named as
+ * flags with sizes in MiB, and the server's log is readable on a terminal.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type Finished, runProcess } from './support/process.js';
+
+const root = path.resolve(import.meta.dirname, '..');
+const bin = path.join(root, 'bin', 'sandcell.js');
+const workspace = mkdtempSync(path.join(os.tmpdir(), 'sandcell-cli-messages-'));
+afterAll(() => rmSync(workspace, { recursive: true, force: true }));
+
+function sandcell(args: string[], input?: string, env?: Record<string, string>): Promise<Finished> {
+  return runProcess(process.execPath, [bin, ...args], { cwd: workspace, input, env });
+}
+
+describe('sandcell run saves what the code made, once, and never over an existing file', () => {
+  it('hello.py twice into one directory: its chart is saved once per run; the second run numbers its files and says so', async () => {
+    const hello = path.join(root, 'examples', 'hello.py');
+    const first = await sandcell(['run', hello, '-o', 'out']);
+    expect(first.code, first.stderr).toBe(0);
+    // The figure shown at the end is the chart the code saved as daily.png: one file, named by the code.
+    expect(existsSync(path.join(workspace, 'out', 'figure-1.png'))).toBe(false);
+    expect(first.stdout).toContain('[image saved to out/daily.png]');
+    const original = readFileSync(path.join(workspace, 'out', 'daily.csv'));
+
+    const second = await sandcell(['run', hello, '-o', 'out']);
+    expect(second.code, second.stderr).toBe(0);
+    expect(readFileSync(path.join(workspace, 'out', 'daily.csv'))).toEqual(original);
+    expect(existsSync(path.join(workspace, 'out', 'daily-2.csv'))).toBe(true);
+    expect(second.stdout).toContain('[file saved to out/daily-2.csv: out/daily.csv already existed and was kept]');
+    expect(second.stdout).toContain('[image saved to out/daily-2.png]');
+    expect(existsSync(path.join(workspace, 'out', 'figure-1.png'))).toBe(false);
+  });
+
+  it('a figure the code did not save is still saved as figure-N', async () => {
+    const result = await sandcell(['run', '-', '-o', 'figures'], 'import matplotlib.pyplot as plt\nplt.plot([1, 2])\n');
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('[image saved to figures/figure-1.png]');
+  });
+});
+
+describe('sandcell run says each failure once', () => {
+  it('a kernel that dies: KernelDied and why, printed once', async () => {
+    const result = await sandcell(['run', '-'], 'import os\nos.kill(os.getpid(), 9)\n');
+    expect(result.code).toBe(1);
+    expect(result.stderr.match(/The kernel died/g)).toHaveLength(1);
+    expect(result.stderr).toContain('KernelDied: The kernel died (killed by SIGKILL)');
+  });
+});
