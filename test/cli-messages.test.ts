@@ -8,10 +8,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startFakeOpenAI } from './support/fake-providers.js';
 import { type Finished, runProcess } from './support/process.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'sandcell.js');
+const csv = path.join(root, 'examples', 'traffic_accidents.csv');
 const workspace = mkdtempSync(path.join(os.tmpdir(), 'sandcell-cli-messages-'));
 afterAll(() => rmSync(workspace, { recursive: true, force: true }));
 
@@ -51,5 +53,46 @@ describe('sandcell run says each failure once', () => {
     expect(result.code).toBe(1);
     expect(result.stderr.match(/The kernel died/g)).toHaveLength(1);
     expect(result.stderr).toContain('KernelDied: The kernel died (killed by SIGKILL)');
+  });
+});
+
+describe('sandcell image status', () => {
+  it('with the Docker Engine unreachable says so, not that the image is not built', async () => {
+    const result = await sandcell(['image', 'status'], undefined, { DOCKER_HOST: 'tcp://127.0.0.1:1' });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(
+      /docker: +sandcell-runtime:\S+ unknown: the Docker Engine is unreachable \(connect ECONNREFUSED/,
+    );
+    expect(result.stdout).not.toContain('not built — sandcell image build\n');
+    const json = await sandcell(['image', 'status', '--json'], undefined, { DOCKER_HOST: 'tcp://127.0.0.1:1' });
+    expect(JSON.parse(json.stdout).docker).toMatchObject({ present: null, engineUnreachable: expect.any(String) });
+  });
+});
+
+describe('sandcell chat --approve at a terminal', () => {
+  it('edit with neither $EDITOR nor $VISUAL set: the code is typed in at the prompt and runs', async () => {
+    const provider = await startFakeOpenAI([
+      { toolCalls: [{ name: 'execute_python_code', arguments: { code: 'print("as the model wrote it")' } }] },
+      { text: 'Done.' },
+    ]);
+    try {
+      const steps = [
+        { expect: 'Ask about the data', send: 'Count the rows\r' },
+        { expect: '[e]dit: ', send: 'e\r' },
+        { expect: 'end with a line holding only', send: 'print("typed", 6 * 7)\r.\r' },
+        { expect: 'Done.', send: 'exit\r' },
+      ];
+      const chat = [bin, 'chat', '--approve', '--data', csv, '--base-url', provider.baseURL, '--model', 'local'];
+      const result = await runProcess(
+        '/usr/bin/python3',
+        [path.join(root, 'test', 'fixtures', 'pty_steps.py'), JSON.stringify(steps), process.execPath, ...chat],
+        { cwd: workspace, env: { PTY_UNSET: 'EDITOR,VISUAL', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } },
+      );
+      expect(result.stdout).toContain('typed 42');
+      expect(result.stdout).not.toContain('as the model wrote it\r\n');
+      expect(result.stdout).toContain('exit=0');
+    } finally {
+      await provider.close();
+    }
   });
 });
