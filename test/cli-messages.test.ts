@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI } from './support/fake-providers.js';
 import { type Finished, runProcess } from './support/process.js';
+import { startServeLine } from './support/readme.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'sandcell.js');
@@ -94,5 +95,43 @@ describe('sandcell chat --approve at a terminal', () => {
     } finally {
       await provider.close();
     }
+  });
+});
+
+describe('sandcell serve logs', () => {
+  const serveInPty = (args: string[]) =>
+    runProcess(
+      '/usr/bin/python3',
+      [
+        path.join(root, 'test', 'fixtures', 'pty_steps.py'),
+        JSON.stringify([{ expect: 'web UI at', send: '\u0003' }]),
+        process.execPath,
+        bin,
+        'serve',
+        '--port',
+        '0',
+        '--pool-size',
+        '0',
+        ...args,
+      ],
+      { cwd: workspace, env: { OPENAI_BASE_URL: '' } },
+    );
+
+  it('on a terminal: readable lines (time, level, message, fields), not JSON; Ctrl-C stops it', async () => {
+    const result = await serveInPty([]);
+    expect(result.stdout).toMatch(
+      /^\d\d:\d\d:\d\d INFO {2}sandcell listening on http:\/\/127\.0\.0\.1:\d+ .* url=http/m,
+    );
+    expect(result.stdout).toMatch(/^\d\d:\d\d:\d\d INFO {2}stopped\r?$/m);
+    expect(result.stdout).not.toContain('{"level"');
+    expect(result.stdout).toContain('exit=0');
+  });
+
+  it('on a terminal with --log-format json, and piped by default: JSON lines', async () => {
+    const json = await serveInPty(['--log-format', 'json']);
+    expect(json.stdout).toMatch(/^\{"level":30,.*"msg":"sandcell listening on/m);
+    const piped = await startServeLine(`node ${bin} serve --pool-size 0`, { cwd: workspace });
+    await piped.stop();
+    expect(piped.output()).toMatch(/^\{"level":30,.*"msg":"sandcell listening on/m);
   });
 });

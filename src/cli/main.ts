@@ -8,6 +8,7 @@ import { addBackendOptions } from './backend-option.js';
 import { doctorCommand } from './doctor-command.js';
 import { CliExit, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { imageBuildCommand, imageStatusCommand } from './image-command.js';
+import { LOG_FORMATS } from './log-lines.js';
 import { red } from './render.js';
 import { replCommand } from './repl-command.js';
 import { runCommand } from './run-command.js';
@@ -169,6 +170,14 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')
         .option('--shutdown-grace <seconds>', 'on SIGTERM, how long running executions may finish; default 30')
         .option('--log-level <level>', 'pino log level (env SANDCELL_LOG_LEVEL); default info')
+        .addOption(
+          new Option(
+            '--log-format <format>',
+            'log lines: text for people, json (pino) for collectors; auto is text on a terminal, else json',
+          )
+            .choices(LOG_FORMATS)
+            .default('auto'),
+        )
         .option(
           '--approve',
           'in the web UI and conversations, code waits for run / skip / edit unless the client says otherwise',
