@@ -135,3 +135,69 @@ describe('sandcell serve logs', () => {
     expect(piped.output()).toMatch(/^\{"level":30,.*"msg":"sandcell listening on/m);
   });
 });
+
+describe('session limits: flags on the CLI, named as flags, with sizes in MiB', () => {
+  it('run --memory: a kernel over it dies, and the message says to raise --memory', async () => {
+    const result = await sandcell(
+      ['run', '-', '--memory', '256M'],
+      'x = bytearray(600 * 1024 * 1024)\nx[::4096] = b"x" * len(x[::4096])\n',
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('more memory than its limit (256 MiB); use less memory, or raise it with --memory');
+    expect(result.stderr).not.toContain('limits.memoryBytes');
+  });
+
+  it('run --max-upload: a larger --upload is refused in KiB, naming --max-upload; exec takes the flag too', async () => {
+    const run = await sandcell(['run', '-', '--max-upload', '100K', '--upload', csv], '1\n');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('traffic_accidents.csv is 515.1 KiB, over 100 KiB');
+    expect(run.stderr).toContain('raise it with --max-upload');
+    expect(run.stderr).not.toContain('fileTransferBytes');
+    const exec = await sandcell(['exec', '--max-upload', '100K', '--upload', csv, '--', 'true']);
+    expect(exec.code).toBe(2);
+    expect(exec.stderr).toContain('raise it with --max-upload');
+  });
+
+  it('a size that is not one is a usage error, before a sandbox starts', async () => {
+    for (const command of [['run', '-'], ['repl'], ['exec']]) {
+      const result = await sandcell(
+        [...command, '--memory', 'lots', ...(command[0] === 'exec' ? ['--', 'true'] : [])],
+        '',
+      );
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('--memory takes a size such as 512M or 2G; got "lots".');
+    }
+    const ask = await sandcell([
+      'ask',
+      'q',
+      '--data',
+      csv,
+      '--max-data',
+      '2X',
+      '--base-url',
+      'http://127.0.0.1:1/v1',
+      '--model',
+      'm',
+    ]);
+    expect(ask.code).toBe(2);
+    expect(ask.stderr).toContain('--max-data takes a size');
+  });
+
+  it("the server's upload limit is worded as its operator's setting, in KiB", async () => {
+    const server = await startServeLine(`node ${bin} serve --pool-size 0 --max-upload-bytes 1024`, { cwd: workspace });
+    try {
+      const created = await fetch(`http://localhost:${server.port}/v1/sessions`, { method: 'POST' });
+      const { id } = (await created.json()) as { id: string };
+      const upload = await fetch(`http://localhost:${server.port}/v1/sessions/${id}/files/big.txt`, {
+        method: 'PUT',
+        body: 'x'.repeat(4096),
+      });
+      expect(upload.status).toBe(413);
+      expect(((await upload.json()) as { error: { message: string } }).error.message).toContain(
+        "over the server's limit of 1 KiB (its operator's setting --max-upload-bytes)",
+      );
+    } finally {
+      await server.stop();
+    }
+  });
+});

@@ -9,11 +9,12 @@ import { InvalidInputError } from '../errors.js';
 import { createSession } from '../session/session.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_INTERRUPTED, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
+import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
 import { copyOutputFiles, dim, savedFileLine } from './render.js';
 import { parseTimeout } from './run-command.js';
 import { startStatus } from './status.js';
 
-export interface ExecCommandOptions extends BackendCliOptions {
+export interface ExecCommandOptions extends BackendCliOptions, LimitCliOptions {
   upload: string[];
   outputDir: string;
   timeout?: string;
@@ -42,7 +43,11 @@ export async function execCommand(words: string[], options: ExecCommandOptions):
   );
   const backend = await backendFromOptions(options);
   const status = startStatus(process.stderr, 'starting sandbox');
-  const session = await createSession({ backend, ...(timeoutMs ? { timeoutMs } : {}) }).finally(() => status.stop());
+  const session = await createSession({
+    backend,
+    ...limitSessionOptions(options),
+    ...(timeoutMs ? { timeoutMs } : {}),
+  }).finally(() => status.stop());
   try {
     for (const upload of uploads) {
       await session.files.write(upload.name, upload.content);

@@ -10,6 +10,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { createSession } from '../session/session.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
+import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
 import { dim, printError, resultText, saveResultImages } from './render.js';
 import { LANGUAGE_NAMES, parseLanguageOption } from './script-language.js';
 import { startStatus } from './status.js';
@@ -39,7 +40,7 @@ function saveHistory(history: string[]): void {
 }
 
 export async function replCommand(
-  options: { outputDir: string; timeout?: string; language?: string } & BackendCliOptions,
+  options: { outputDir: string; timeout?: string; language?: string } & BackendCliOptions & LimitCliOptions,
 ): Promise<number> {
   const language = parseLanguageOption(options.language) ?? 'python';
   const name = LANGUAGE_NAMES[language];
@@ -49,12 +50,14 @@ export async function replCommand(
   const status = startStatus(process.stderr, 'starting sandbox');
   const timeoutMs = options.timeout ? Number(options.timeout) * 1000 : 0;
   const backend = await backendFromOptions(options);
-  const session = await createSession({ backend, timeoutMs: timeoutMs > 0 ? timeoutMs : 24 * 3600_000 }).catch(
-    (error) => {
-      status.stop();
-      throw error;
-    },
-  );
+  const session = await createSession({
+    backend,
+    ...limitSessionOptions(options),
+    timeoutMs: timeoutMs > 0 ? timeoutMs : 24 * 3600_000,
+  }).catch((error) => {
+    status.stop();
+    throw error;
+  });
   let context: string;
   try {
     context = language === 'python' ? 'python' : (await session.createContext({ language })).id;

@@ -7,11 +7,12 @@ import type { Language } from '../session/languages.js';
 import { createSession } from '../session/session.js';
 import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
+import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
 import { copyOutputFiles, dim, printError, resultText, savedFileLine, saveResultImages } from './render.js';
 import { LANGUAGE_NAMES, scriptLanguage } from './script-language.js';
 import { type Status, startStatus } from './status.js';
 
-export interface RunCommandOptions {
+export interface RunCommandOptions extends LimitCliOptions {
   upload: string[];
   outputDir: string;
   timeout?: string;
@@ -89,7 +90,11 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
   );
   const backend = await backendFromOptions(options, options.json);
   const status: Status = startStatus(options.json ? undefined : process.stderr, 'starting sandbox');
-  const session = await createSession({ backend, ...(timeoutMs ? { timeoutMs } : {}) }).finally(() => status.stop());
+  const session = await createSession({
+    backend,
+    ...limitSessionOptions(options),
+    ...(timeoutMs ? { timeoutMs } : {}),
+  }).finally(() => status.stop());
   try {
     for (const upload of uploads) {
       await session.files.write(upload.name, upload.content);
