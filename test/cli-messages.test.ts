@@ -3,6 +3,7 @@
  * as processes, on real sandboxes. Saved files are neither doubled nor
  * silently overwritten, each failure is said once, limits are flags named as
  * flags with sizes in MiB, and the server's log is readable on a terminal.
+ * Timeouts are generous: several real sandboxes start in a test, on a busy machine.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -22,7 +23,7 @@ function sandcell(args: string[], input?: string, env?: Record<string, string>):
   return runProcess(process.execPath, [bin, ...args], { cwd: workspace, input, env });
 }
 
-describe('sandcell run saves what the code made, once, and never over an existing file', () => {
+describe('sandcell run saves what the code made, once, and never over an existing file', { timeout: 180_000 }, () => {
   it('hello.py twice into one directory: its chart is saved once per run; the second run numbers its files and says so', async () => {
     const hello = path.join(root, 'examples', 'hello.py');
     const first = await sandcell(['run', hello, '-o', 'out']);
@@ -48,7 +49,7 @@ describe('sandcell run saves what the code made, once, and never over an existin
   });
 });
 
-describe('sandcell run says each failure once', () => {
+describe('sandcell run says each failure once', { timeout: 180_000 }, () => {
   it('a kernel that dies: KernelDied and why, printed once', async () => {
     const result = await sandcell(['run', '-'], 'import os\nos.kill(os.getpid(), 9)\n');
     expect(result.code).toBe(1);
@@ -57,7 +58,7 @@ describe('sandcell run says each failure once', () => {
   });
 });
 
-describe('sandcell image status', () => {
+describe('sandcell image status', { timeout: 180_000 }, () => {
   it('with the Docker Engine unreachable says so, not that the image is not built', async () => {
     const result = await sandcell(['image', 'status'], undefined, { DOCKER_HOST: 'tcp://127.0.0.1:1' });
     expect(result.code).toBe(0);
@@ -70,7 +71,7 @@ describe('sandcell image status', () => {
   });
 });
 
-describe('sandcell chat --approve at a terminal', () => {
+describe('sandcell chat --approve at a terminal', { timeout: 180_000 }, () => {
   it('edit with neither $EDITOR nor $VISUAL set: the code is typed in at the prompt and runs', async () => {
     const provider = await startFakeOpenAI([
       { toolCalls: [{ name: 'execute_python_code', arguments: { code: 'print("as the model wrote it")' } }] },
@@ -98,7 +99,7 @@ describe('sandcell chat --approve at a terminal', () => {
   });
 });
 
-describe('sandcell serve logs', () => {
+describe('sandcell serve logs', { timeout: 180_000 }, () => {
   const serveInPty = (args: string[]) =>
     runProcess(
       '/usr/bin/python3',
@@ -136,7 +137,7 @@ describe('sandcell serve logs', () => {
   });
 });
 
-describe('session limits: flags on the CLI, named as flags, with sizes in MiB', () => {
+describe('session limits: flags on the CLI, named as flags, with sizes in MiB', { timeout: 180_000 }, () => {
   it('run --memory: a kernel over it dies, and the message says to raise --memory', async () => {
     const result = await sandcell(
       ['run', '-', '--memory', '256M'],

@@ -63,7 +63,7 @@ describe('README.md server blocks run as written', () => {
       return;
     }
     await serveAndStop(docker!);
-  });
+  }, 300_000);
 
   it('web-ui: with a model named by flags, by a base URL, and without one', async () => {
     const [openai, ollama, bare] = commandsOf(block('web-ui').code);
@@ -72,7 +72,7 @@ describe('README.md server blocks run as written', () => {
     });
     expect(await serveAndStop(ollama!)).toMatchObject({ model: { model: 'llama3.1' } });
     expect(await serveAndStop(bare!)).toMatchObject({ model: null });
-  });
+  }, 300_000);
 
   describe('against one server with a fake model', () => {
     let provider: FakeProvider;
