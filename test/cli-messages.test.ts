@@ -159,6 +159,18 @@ describe('session limits: flags on the CLI, named as flags, with sizes in MiB', 
     expect(exec.stderr).toContain('raise it with --max-upload');
   });
 
+  it('run --max-upload: a file the code wrote over it is not saved, and a note says why', async () => {
+    const result = await sandcell(
+      ['run', '-', '--max-upload', '1K', '-o', 'capped'],
+      'open("big.txt", "w").write("x" * 4096)\n',
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(
+      '[file not saved: big.txt: big.txt is larger than 1 KiB, the most a file moved in or out of the session may be; raise it with --max-upload',
+    );
+    expect(existsSync(path.join(workspace, 'capped', 'big.txt'))).toBe(false);
+  });
+
   it('a size that is not one is a usage error, before a sandbox starts', async () => {
     for (const command of [['run', '-'], ['repl'], ['exec']]) {
       const result = await sandcell(

@@ -10,7 +10,7 @@ import { createSession } from '../session/session.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_INTERRUPTED, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
 import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
-import { copyOutputFiles, dim, savedFileLine } from './render.js';
+import { copyOutputFiles, dim, printRefused, savedFileLine } from './render.js';
 import { parseTimeout } from './run-command.js';
 import { startStatus } from './status.js';
 
@@ -77,7 +77,12 @@ export async function execCommand(words: string[], options: ExecCommandOptions):
     // The command's stdout is the user's data: sandcell's own notes go to stderr.
     if (result.outputTruncated) process.stderr.write(dim('[output was cut at the per-stream limit]\n', process.stderr));
     if (result.timedOut) process.stderr.write(`The command ran past its time limit and was killed.\n`);
-    const files = await copyOutputFiles(session, options.outputDir, new Set(uploads.map((upload) => upload.name)));
+    const files = await copyOutputFiles(
+      session,
+      options.outputDir,
+      new Set(uploads.map((upload) => upload.name)),
+      printRefused,
+    );
     for (const copied of files) process.stderr.write(dim(`${savedFileLine(copied)}\n`, process.stderr));
     if (result.timedOut) return EXIT_TIMEOUT;
     if (interrupt.signal.aborted) return EXIT_INTERRUPTED;

@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { FileOperationError } from '../errors.js';
 import { writeNewFile } from '../internal/new-file.js';
 import { bufferEncoding, findImage } from '../protocol/images.js';
 import type { Execution, ExecutionResult } from '../session/execution.js';
@@ -75,12 +76,25 @@ const IMAGE_EXTENSIONS = new Set(['.png', '.jpg', '.jpeg', '.gif', '.svg', '.web
  * from the sandbox, so each is validated and must land inside `directory`. A
  * name already taken there gets a number instead (`existing` says which).
  */
-export async function copyOutputFiles(session: Session, directory: string, skip: Set<string>): Promise<SavedFile[]> {
+export async function copyOutputFiles(
+  session: Session,
+  directory: string,
+  skip: Set<string>,
+  onRefused: (path: string, reason: string) => void = () => undefined,
+): Promise<SavedFile[]> {
   const copied: SavedFile[] = [];
   for (const entry of await session.files.list('', { recursive: true })) {
     if (entry.type !== 'file' || skip.has(entry.path)) continue;
     const target = await session.files.saveTo(entry.path, directory);
-    if (!target) continue;
+    if (!target) {
+      // Why it could not be copied (over --max-upload, a link the code planted…), asked only when it failed.
+      const failure = await session.files.read(entry.path).then(
+        () => undefined,
+        (error: Error) => error,
+      );
+      if (failure instanceof FileOperationError) onRefused(entry.path, failure.message);
+      continue;
+    }
     const intended = path.resolve(directory, entry.path);
     copied.push({
       path: entry.path,
@@ -89,6 +103,11 @@ export async function copyOutputFiles(session: Session, directory: string, skip:
     });
   }
   return copied;
+}
+
+/** Says on stderr that a file the code left was not saved, and why. */
+export function printRefused(path: string, reason: string): void {
+  process.stderr.write(`${dim(`[file not saved: ${path}: ${reason}]`, process.stderr)}\n`);
 }
 
 /** The line a saved file gets, saying so when it did not take its own name. */

@@ -8,7 +8,15 @@ import { createSession } from '../session/session.js';
 import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
 import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
-import { copyOutputFiles, dim, printError, resultText, savedFileLine, saveResultImages } from './render.js';
+import {
+  copyOutputFiles,
+  dim,
+  printError,
+  printRefused,
+  resultText,
+  savedFileLine,
+  saveResultImages,
+} from './render.js';
 import { LANGUAGE_NAMES, scriptLanguage } from './script-language.js';
 import { type Status, startStatus } from './status.js';
 
@@ -125,7 +133,12 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
       });
-    const files = await copyOutputFiles(session, options.outputDir, new Set(uploads.map((upload) => upload.name)));
+    const files = await copyOutputFiles(
+      session,
+      options.outputDir,
+      new Set(uploads.map((upload) => upload.name)),
+      printRefused,
+    );
     const images = await saveResultImages(execution, options.outputDir, files);
     if (options.json) {
       process.stdout.write(`${JSON.stringify({ ...execution, images: images.map((image) => image.file), files })}\n`);
