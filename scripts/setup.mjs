@@ -8,8 +8,9 @@ import { debianFileOwned, debianPackageInstalled, isRoot, root, setupSteps } fro
 
 // One list for the host and the runtime image (sandcell image build), so both run the same Python packages.
 const PACKAGE_LISTS = JSON.parse(readFileSync(path.join(root, 'src/image/debian-packages.json'), 'utf8'));
-// The web UI's end-to-end tests (test/web-ui.test.ts) drive Debian's chromium with playwright-core.
-const TEST_PACKAGES = ['chromium'];
+// The web UI's end-to-end tests (test/web-ui.test.ts) drive Debian's chromium with playwright-core;
+// the README's tests (test/readme*.test.ts) run its curl, jq and openssl commands as written.
+const TEST_PACKAGES = ['chromium', 'curl', 'jq', 'openssl'];
 const { say, run, aptInstall } = setupSteps('setup');
 
 // Debian's nodejs (and node-acorn, which depends on it) would overwrite a /usr/bin/node that no
