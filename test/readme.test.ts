@@ -19,13 +19,14 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDockerBackend } from '../src/backends/docker/index.js';
+import { requiredBackends, unavailableReason } from './support/backends.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
 import { commandsOf, type ReadmeBlock, readmeBlocks, runShell, scratchClone } from './support/readme.js';
 
 /** Blocks not run here, and why. */
 const SKIPPED: Record<string, string> = {
   setup: 'the set-up itself: CI runs `npm run setup`, and `npm test` is what runs this file',
-  docker: '`npm run setup:docker` is run by CI; its second line is run by the `serve` runner’s Docker check',
   'azure-langchain':
     'needs @langchain/azure-dynamic-sessions, not a dependency; test/server-azure.test.ts speaks its protocol',
   'azure-python': 'needs the Python LangChain packages (no PyPI here); test/server-azure.test.ts speaks their protocol',
@@ -105,6 +106,18 @@ const RUNNERS: Record<string, () => Promise<void>> = {
     expect(exit!.code).toBe(3);
     expect(repl!.code, repl!.stderr).toBe(0);
     expect(repl!.stdout).toContain('/tmp\n');
+  },
+  docker: async () => {
+    const [setup, run] = commandsOf(block('docker').code);
+    expect(setup).toMatch(/^npm run setup:docker /); // Not run: CI runs the set-up.
+    const dockerMissing = await unavailableReason(createDockerBackend());
+    if (dockerMissing && !requiredBackends().includes('docker')) {
+      process.stderr.write(`[skipped] README run --backend docker: Docker is unavailable — ${dockerMissing}\n`);
+      return;
+    }
+    const result = await runShell(run!, { cwd: clone });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('Busiest days:');
   },
   chat: async () => {
     const [exported, command, ...questions] = block('chat').code.trim().split('\n');
