@@ -8,11 +8,15 @@ import { debianFileOwned, debianPackageInstalled, isRoot, root, setupSteps } fro
 
 // One list for the host and the runtime image (sandcell image build), so both run the same Python packages.
 const PACKAGE_LISTS = JSON.parse(readFileSync(path.join(root, 'src/image/debian-packages.json'), 'utf8'));
-// The web UI's end-to-end tests (test/web-ui.test.ts) drive Debian's chromium with playwright-core. The
-// Jupyter front door's tests run Jupyter Server with the classic Notebook as a gateway client, a client
-// written as Open WebUI's (aiohttp, websockets), and its bench row a raw local ipykernel.
+// The web UI's end-to-end tests (test/web-ui.test.ts) drive Debian's chromium with playwright-core; the
+// README's tests (test/readme*.test.ts) run its curl, jq and openssl commands as written. The Jupyter
+// front door's tests run Jupyter Server with the classic Notebook as a gateway client, a client written
+// as Open WebUI's (aiohttp, websockets), and its bench row a raw local ipykernel.
 const TEST_PACKAGES = [
   'chromium',
+  'curl',
+  'jq',
+  'openssl',
   'python3-jupyter-server',
   'python3-nbclassic',
   'python3-aiohttp',

@@ -77,6 +77,7 @@ export type {
 export { formatTraceback } from './session/execution.js';
 export type { FileEntry, SessionFiles } from './session/files.js';
 export { LANGUAGES, type Language } from './session/languages.js';
+export type { LimitNames } from './session/limit-names.js';
 export {
   DEFAULT_CONTEXT_RESTART_TIMEOUT_MS,
   DEFAULT_FILE_TRANSFER_BYTES,

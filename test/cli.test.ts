@@ -150,11 +150,14 @@ describe('sandcell doctor', () => {
 });
 
 describe('sandcell repl in a terminal', () => {
-  it('Ctrl-C interrupts the running code, not the session', async () => {
+  it('Ctrl-C interrupts the running code, not the session; at the prompt it drops the typed line', async () => {
     const driver = path.join(root, 'test', 'fixtures', 'repl_in_pty.py');
     const result = await runProcess('/usr/bin/python3', [driver, process.execPath, bin], { cwd: workspace });
     expect(result.stdout).toContain('KeyboardInterrupt');
     expect(result.stdout).toContain("Out[3]: 'state'");
+    // Ctrl-C at the prompt dropped the typed `abc`: `2+2` ran alone.
+    expect(result.stdout).toContain('Out[4]: 4');
+    expect(result.stdout).not.toContain('abc2');
     expect(result.stdout).toContain('exit=0');
     expect(result.code).toBe(0);
   });

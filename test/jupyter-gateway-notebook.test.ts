@@ -7,22 +7,22 @@
  * The server's key and the notebook server's gateway options are the README's.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer } from '../src/server/index.js';
 import { type LogCapture, startTestServer } from './server-helpers.js';
+import { readmeBlocks } from './support/readme.js';
 
 const CHROMIUM = process.env.SANDCELL_CHROMIUM ?? '/usr/bin/chromium';
 const NBCLASSIC = '/usr/bin/jupyter-nbclassic';
-const README = readFileSync(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
 
 /** The README's Jupyter block: the key `sandcell serve` is given, and the jupyter-nbclassic line's arguments. */
 function readmeBlock(): { key: string; notebookArguments: string[] } {
-  const block = README.split('<!-- readme-jupyter')[1]?.match(/```sh\n([\s\S]*?)```/)?.[1];
-  if (!block) throw new Error('README.md has no sh block after its readme-jupyter marker');
+  const block = readmeBlocks().find((candidate) => candidate.id === 'jupyter-gateway')?.code;
+  if (!block) throw new Error('README.md has no block marked readme-test: jupyter-gateway');
   const key = block.match(/npx sandcell serve --api-key [\w-]+:(\S+)/)?.[1];
   const line = block.split('\n').find((candidate) => candidate.startsWith('jupyter-nbclassic '));
   if (!key || !line) throw new Error("README.md's Jupyter block lost its serve or jupyter-nbclassic line");

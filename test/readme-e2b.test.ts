@@ -4,24 +4,25 @@
  * 8080 a free one, so the test never collides with a server already on this machine), then the js
  * block as a module with the environment it left, and what its comments say is checked.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import { runProcess } from './support/process.js';
+import { readmeBlocks } from './support/readme.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const script = path.join(root, `.readme-e2b-${process.pid}.mjs`);
 afterAll(() => rmSync(script, { force: true }));
 
-function readmeBlocks(): { sh: string; js: string } {
-  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-  const after = readme.split('<!-- readme-e2b')[1] ?? '';
-  const sh = after.match(/```sh\n([\s\S]*?)```/)?.[1];
-  const js = after.match(/```js\n([\s\S]*?)```/)?.[1];
-  if (!sh || !js) throw new Error('README.md has no sh and js blocks after its readme-e2b marker');
-  return { sh, js };
+function e2bBlocks(): { sh: string; js: string } {
+  const code = (id: string) => {
+    const block = readmeBlocks().find((candidate) => candidate.id === id);
+    if (!block) throw new Error(`README.md has no block marked readme-test: ${id}`);
+    return block.code;
+  };
+  return { sh: code('e2b-serve'), js: code('e2b-sdk') };
 }
 
 function freePort(): Promise<number> {
@@ -36,7 +37,7 @@ function freePort(): Promise<number> {
 }
 
 it("runs the README's E2B blocks as written: the unmodified SDK against `sandcell serve`", async () => {
-  const { sh, js } = readmeBlocks();
+  const { sh, js } = e2bBlocks();
   expect(sh).toContain('npx sandcell serve --port 8080 &');
   const port = await freePort();
   writeFileSync(script, js);

@@ -6,13 +6,14 @@
  * a conversation with a cell, a restart, then the block's shell lines in bash.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, expect, it } from 'vitest';
 import type { Conversation, Turn } from '../src/protocol/index.js';
 import { runProcess } from './support/process.js';
+import { readmeBlocks } from './support/readme.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'sandcell.js');
@@ -24,9 +25,8 @@ afterAll(() => {
 });
 
 function readmeBlock(): string[] {
-  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-  const block = readme.split('<!-- readme-state-dir')[1]?.match(/```sh\n([\s\S]*?)```/)?.[1];
-  if (!block) throw new Error('README.md has no sh block after its readme-state-dir marker');
+  const block = readmeBlocks().find((candidate) => candidate.id === 'state-dir')?.code;
+  if (!block) throw new Error('README.md has no block marked readme-test: state-dir');
   return block.trim().split('\n');
 }
 

@@ -1,6 +1,7 @@
 /** The flags `chat` and `ask` share. Kept apart from the commands so the CLI loads the LLM SDKs only when they run. */
 import type { Command } from 'commander';
 import { addBackendOptions, type BackendCliOptions } from './backend-option.js';
+import { addLimitOptions, type LimitCliOptions } from './limit-options.js';
 
 export const DEFAULT_OUTPUT_DIR = 'sandcell-output';
 
@@ -26,7 +27,7 @@ export function addModelOptions(command: Command): Command {
     .option('--no-stream', 'do not stream responses (for servers that cannot stream tool calls)');
 }
 
-export interface AgentCommandOptions extends BackendCliOptions, ModelCliOptions {
+export interface AgentCommandOptions extends BackendCliOptions, ModelCliOptions, LimitCliOptions {
   data: string[];
   context?: string;
   approve?: boolean;
@@ -42,7 +43,7 @@ function collect(value: string, previous: string[]): string[] {
 
 /** Adds the options both commands take. */
 export function addAgentOptions(command: Command): Command {
-  return addModelOptions(
+  addModelOptions(
     addBackendOptions(command)
       .option(
         '-d, --data <path>',
@@ -58,4 +59,5 @@ export function addAgentOptions(command: Command): Command {
     .option('--max-steps <n>', 'model calls with tools per question before it must answer', undefined)
     .option('--max-attempts <n>', 'failed executions in a row before the model must stop and explain', undefined)
     .addHelpText('after', KEYS_HELP);
+  return addLimitOptions(command);
 }

@@ -18,6 +18,7 @@ import { createSession } from '../session/session.js';
 import type { AgentCommandOptions, ModelCliOptions } from './agent-flags.js';
 import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_MODEL_FAILURE, EXIT_USAGE } from './exit-codes.js';
+import { limitSessionOptions } from './limit-options.js';
 import { parseTimeout } from './run-command.js';
 
 const MAX_CONTEXT_BYTES = 64 * 1024;
@@ -76,8 +77,9 @@ export async function openDataChat(
   const maxAttempts = positiveInteger('--max-attempts', options.maxAttempts);
   await resolveDataRoots(options.data); // a bad --data path fails before a sandbox starts
   const backend = extra.backend ?? (await backendFromOptions(options));
+  const limits = limitSessionOptions(options);
   extra.progress?.('starting sandbox');
-  const session = await createSession({ backend, ...(timeoutMs ? { timeoutMs } : {}) });
+  const session = await createSession({ backend, ...limits, ...(timeoutMs ? { timeoutMs } : {}) });
   extra.progress?.('reading data');
   return DataChat.create({
     model,
@@ -88,6 +90,8 @@ export async function openDataChat(
     outputDir: options.outputDir,
     maxSteps,
     maxAttempts,
+    // A --data file goes into the session whole: the largest one it may take.
+    ...(limits.fileTransferBytes ? { maxFileBytes: limits.fileTransferBytes } : {}),
     approve: extra.approve,
     onEvent: extra.onEvent,
   });

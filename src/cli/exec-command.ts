@@ -9,11 +9,12 @@ import { InvalidInputError } from '../errors.js';
 import { createSession } from '../session/session.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_INTERRUPTED, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
-import { copyOutputFiles, dim } from './render.js';
+import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
+import { copyOutputFiles, dim, printRefused, savedFileLine } from './render.js';
 import { parseTimeout } from './run-command.js';
 import { startStatus } from './status.js';
 
-export interface ExecCommandOptions extends BackendCliOptions {
+export interface ExecCommandOptions extends BackendCliOptions, LimitCliOptions {
   upload: string[];
   outputDir: string;
   timeout?: string;
@@ -42,7 +43,11 @@ export async function execCommand(words: string[], options: ExecCommandOptions):
   );
   const backend = await backendFromOptions(options);
   const status = startStatus(process.stderr, 'starting sandbox');
-  const session = await createSession({ backend, ...(timeoutMs ? { timeoutMs } : {}) }).finally(() => status.stop());
+  const session = await createSession({
+    backend,
+    ...limitSessionOptions(options),
+    ...(timeoutMs ? { timeoutMs } : {}),
+  }).finally(() => status.stop());
   try {
     for (const upload of uploads) {
       await session.files.write(upload.name, upload.content);
@@ -72,8 +77,13 @@ export async function execCommand(words: string[], options: ExecCommandOptions):
     // The command's stdout is the user's data: sandcell's own notes go to stderr.
     if (result.outputTruncated) process.stderr.write(dim('[output was cut at the per-stream limit]\n', process.stderr));
     if (result.timedOut) process.stderr.write(`The command ran past its time limit and was killed.\n`);
-    const files = await copyOutputFiles(session, options.outputDir, new Set(uploads.map((upload) => upload.name)));
-    for (const copied of files) process.stderr.write(dim(`[file saved to ${copied.savedTo}]\n`, process.stderr));
+    const files = await copyOutputFiles(
+      session,
+      options.outputDir,
+      new Set(uploads.map((upload) => upload.name)),
+      printRefused,
+    );
+    for (const copied of files) process.stderr.write(dim(`${savedFileLine(copied)}\n`, process.stderr));
     if (result.timedOut) return EXIT_TIMEOUT;
     if (interrupt.signal.aborted) return EXIT_INTERRUPTED;
     return result.exitCode;

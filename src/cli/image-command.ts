@@ -3,6 +3,7 @@
  * packages, the kernel) as a Docker image or as a root filesystem for
  * bubblewrap, with progress. `sandcell image status` says what is built.
  */
+import { engineErrorText } from '../backends/docker/engine-errors.js';
 import { connectDocker } from '../backends/docker/index.js';
 import { buildRuntimeImage, type ImageRoute, runtimeImagePresent } from '../image/docker-image.js';
 import { runtimeImageTag, runtimeRootfsDirectory, runtimeVersion } from '../image/recipe.js';
@@ -97,11 +98,19 @@ function progressReporter(quiet: boolean): { report: (progress: BuildProgress) =
 
 export async function imageStatusCommand(options: { json?: boolean }): Promise<number> {
   const docker = await connectDocker();
-  const dockerImage = await runtimeImagePresent(docker).catch(() => undefined);
+  let unreachable: string | undefined;
+  const dockerImage = await runtimeImagePresent(docker).catch((error: unknown) => {
+    unreachable = engineErrorText(error);
+    return undefined;
+  });
   const rootfs = await rootfsIsBuilt();
   const status = {
     version: runtimeVersion(),
-    docker: { tag: runtimeImageTag(), present: dockerImage ?? null },
+    docker: {
+      tag: runtimeImageTag(),
+      present: dockerImage ?? null,
+      ...(unreachable === undefined ? {} : { engineUnreachable: unreachable }),
+    },
     bubblewrap: { directory: runtimeRootfsDirectory(), present: rootfs },
   };
   if (options.json) {
@@ -110,7 +119,7 @@ export async function imageStatusCommand(options: { json?: boolean }): Promise<n
   }
   process.stdout.write(`runtime version ${status.version}\n`);
   process.stdout.write(
-    `  docker:     ${status.docker.tag} ${dockerImage === undefined ? dim('(Docker Engine not reachable)') : dockerImage ? 'present' : dim('not built — sandcell image build')}\n`,
+    `  docker:     ${status.docker.tag} ${unreachable !== undefined ? `unknown: the Docker Engine is unreachable (${unreachable}); start dockerd or set DOCKER_HOST` : dockerImage ? 'present' : dim('not built — sandcell image build')}\n`,
   );
   process.stdout.write(
     `  bubblewrap: ${status.bubblewrap.directory} ${rootfs ? 'present' : dim('not built — sandcell image build --backend bubblewrap')}\n`,

@@ -8,6 +8,8 @@ import { addBackendOptions } from './backend-option.js';
 import { doctorCommand } from './doctor-command.js';
 import { CliExit, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { imageBuildCommand, imageStatusCommand } from './image-command.js';
+import { addLimitOptions } from './limit-options.js';
+import { LOG_FORMATS } from './log-lines.js';
 import { red } from './render.js';
 import { replCommand } from './repl-command.js';
 import { runCommand } from './run-command.js';
@@ -31,8 +33,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .configureOutput({ outputError: (text, write) => write(red(text)) });
 
   addBackendOptions(
-    program
-      .command('run')
+    addLimitOptions(program.command('run'))
       .description('run a script in a fresh sandboxed session (Python, JavaScript, TypeScript, bash or R)')
       .argument('[file]', 'a script (.py .js .mjs .ts .sh .R: the extension picks the language), or - for stdin')
       .option(
@@ -50,8 +51,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
   ).action(async (file: string | undefined, options) => setExitCode(await runCommand(file, options)));
 
   addBackendOptions(
-    program
-      .command('repl')
+    addLimitOptions(program.command('repl'))
       .description('an interactive prompt in a sandboxed session (Python unless --language)')
       .option('-l, --language <language>', `the prompt's language (${LANGUAGES.join(', ')})`, 'python')
       .option('-o, --output-dir <dir>', 'where to save charts', DEFAULT_OUTPUT_DIR)
@@ -59,8 +59,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
   ).action(async (options) => setExitCode(await replCommand(options)));
 
   addBackendOptions(
-    program
-      .command('exec')
+    addLimitOptions(program.command('exec'))
       .description("run one shell command in a fresh sandbox; its exit code is sandcell's")
       .argument('<command...>', 'the command and its arguments, after --: `sandcell exec -- ls -la`')
       .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
@@ -169,6 +168,14 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')
         .option('--shutdown-grace <seconds>', 'on SIGTERM, how long running executions may finish; default 30')
         .option('--log-level <level>', 'pino log level (env SANDCELL_LOG_LEVEL); default info')
+        .addOption(
+          new Option(
+            '--log-format <format>',
+            'log lines: text for people, json (pino) for collectors; auto is text on a terminal, else json',
+          )
+            .choices(LOG_FORMATS)
+            .default('auto'),
+        )
         .option(
           '--approve',
           'in the web UI and conversations, code waits for run / skip / edit unless the client says otherwise',

@@ -1,6 +1,9 @@
 /** Turning an Execution into terminal output and files on disk, for run and repl. */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { FileOperationError } from '../errors.js';
+import { writeNewFile } from '../internal/new-file.js';
 import { bufferEncoding, findImage } from '../protocol/images.js';
 import type { Execution, ExecutionResult } from '../session/execution.js';
 import { formatTraceback } from '../session/execution.js';
@@ -18,52 +21,100 @@ export function resultText(result: ExecutionResult): string | undefined {
   return typeof plain === 'string' ? plain : undefined;
 }
 
+/** A file the code left in /mnt/data, as saved on the host. */
+export interface SavedFile {
+  path: string;
+  savedTo: string;
+  /** Set when a file of the same name was there already, so this one got a number. */
+  existing?: string;
+}
+
 /**
  * Writes images from results into `directory` as figure-N.ext, N the first
- * free number, so earlier runs' figures are never overwritten.
+ * free number, so earlier runs' figures are never overwritten. A figure whose
+ * bytes are those of a file the code saved itself (`savefig("daily.png")`,
+ * then shown) is not written twice: its entry names that file.
  */
 export async function saveResultImages(
   execution: Execution,
   directory: string,
+  savedFiles: SavedFile[] = [],
 ): Promise<{ result: ExecutionResult; file: string }[]> {
   const saved: { result: ExecutionResult; file: string }[] = [];
-  let index = 0;
+  const digests = await fileDigests(savedFiles);
   for (const result of execution.results) {
     const image = findImage(result.data);
     if (!image) continue;
-    await mkdir(directory, { recursive: true });
     const bytes = Buffer.from(image.content, bufferEncoding(image.type));
-    for (;;) {
-      index += 1;
-      const file = path.join(directory, `figure-${index}.${image.type.extension}`);
-      try {
-        await writeFile(file, bytes, { flag: 'wx' });
-        saved.push({ result, file: displayPath(file) });
-        break;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      }
+    const same = digests.get(createHash('sha256').update(bytes).digest('hex'));
+    if (same) {
+      saved.push({ result, file: same });
+      continue;
     }
+    await mkdir(directory, { recursive: true });
+    const file = await writeNewFile(path.join(directory, `figure-1.${image.type.extension}`), bytes);
+    saved.push({ result, file: displayPath(file) });
   }
   return saved;
 }
 
+/** Image files' digests → where they were saved (only images can be a figure). */
+async function fileDigests(files: SavedFile[]): Promise<Map<string, string>> {
+  const digests = new Map<string, string>();
+  for (const file of files) {
+    if (!IMAGE_EXTENSIONS.has(path.extname(file.savedTo).toLowerCase())) continue;
+    const content = await readFile(file.savedTo).catch(() => undefined);
+    if (content) digests.set(createHash('sha256').update(content).digest('hex'), file.savedTo);
+  }
+  return digests;
+}
+
+const IMAGE_EXTENSIONS = new Set(['.png', '.jpg', '.jpeg', '.gif', '.svg', '.webp']);
+
 /**
  * Copies the files the code left in /mnt/data into `directory`. Names come
- * from the sandbox, so each is validated and must land inside `directory`.
+ * from the sandbox, so each is validated and must land inside `directory`. A
+ * name already taken there gets a number instead (`existing` says which).
  */
 export async function copyOutputFiles(
   session: Session,
   directory: string,
   skip: Set<string>,
-): Promise<{ path: string; savedTo: string }[]> {
-  const copied: { path: string; savedTo: string }[] = [];
+  onRefused: (path: string, reason: string) => void = () => undefined,
+): Promise<SavedFile[]> {
+  const copied: SavedFile[] = [];
   for (const entry of await session.files.list('', { recursive: true })) {
     if (entry.type !== 'file' || skip.has(entry.path)) continue;
     const target = await session.files.saveTo(entry.path, directory);
-    if (target) copied.push({ path: entry.path, savedTo: displayPath(target) });
+    if (!target) {
+      // Why it could not be copied (over --max-upload, a link the code planted…), asked only when it failed.
+      const failure = await session.files.read(entry.path).then(
+        () => undefined,
+        (error: Error) => error,
+      );
+      if (failure instanceof FileOperationError) onRefused(entry.path, failure.message);
+      continue;
+    }
+    const intended = path.resolve(directory, entry.path);
+    copied.push({
+      path: entry.path,
+      savedTo: displayPath(target),
+      ...(target === intended ? {} : { existing: displayPath(intended) }),
+    });
   }
   return copied;
+}
+
+/** Says on stderr that a file the code left was not saved, and why. */
+export function printRefused(path: string, reason: string): void {
+  process.stderr.write(`${dim(`[file not saved: ${path}: ${reason}]`, process.stderr)}\n`);
+}
+
+/** The line a saved file gets, saying so when it did not take its own name. */
+export function savedFileLine(file: SavedFile): string {
+  return file.existing
+    ? `[file saved to ${file.savedTo}: ${file.existing} already existed and was kept]`
+    : `[file saved to ${file.savedTo}]`;
 }
 
 /** A path relative to the working directory when it is inside it, else absolute. */

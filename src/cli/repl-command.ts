@@ -10,6 +10,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { createSession } from '../session/session.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
+import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
 import { dim, printError, resultText, saveResultImages } from './render.js';
 import { LANGUAGE_NAMES, parseLanguageOption } from './script-language.js';
 import { startStatus } from './status.js';
@@ -39,7 +40,7 @@ function saveHistory(history: string[]): void {
 }
 
 export async function replCommand(
-  options: { outputDir: string; timeout?: string; language?: string } & BackendCliOptions,
+  options: { outputDir: string; timeout?: string; language?: string } & BackendCliOptions & LimitCliOptions,
 ): Promise<number> {
   const language = parseLanguageOption(options.language) ?? 'python';
   const name = LANGUAGE_NAMES[language];
@@ -49,12 +50,14 @@ export async function replCommand(
   const status = startStatus(process.stderr, 'starting sandbox');
   const timeoutMs = options.timeout ? Number(options.timeout) * 1000 : 0;
   const backend = await backendFromOptions(options);
-  const session = await createSession({ backend, timeoutMs: timeoutMs > 0 ? timeoutMs : 24 * 3600_000 }).catch(
-    (error) => {
-      status.stop();
-      throw error;
-    },
-  );
+  const session = await createSession({
+    backend,
+    ...limitSessionOptions(options),
+    timeoutMs: timeoutMs > 0 ? timeoutMs : 24 * 3600_000,
+  }).catch((error) => {
+    status.stop();
+    throw error;
+  });
   let context: string;
   try {
     context = language === 'python' ? 'python' : (await session.createContext({ language })).id;
@@ -84,6 +87,9 @@ export async function replCommand(
     }
     buffer = [];
     process.stdout.write(language === 'python' ? '\nKeyboardInterrupt\n' : '\n');
+    // Drop what was typed, as Python's prompt does: to the end of the line (Ctrl-E), then all before it (Ctrl-U).
+    terminal.write(null, { ctrl: true, name: 'e' });
+    terminal.write(null, { ctrl: true, name: 'u' });
     terminal.setPrompt(prompt);
     terminal.prompt();
   };
@@ -113,7 +119,9 @@ export async function replCommand(
         );
       }
       printError(execution);
-      if (execution.stateLostReason) process.stderr.write(`${execution.stateLostReason}\n`);
+      // A kernel that died in this run already said why in its error.
+      if (execution.stateLostReason && execution.error?.value !== execution.stateLostReason)
+        process.stderr.write(`${execution.stateLostReason}\n`);
     } catch (error) {
       process.stderr.write(`${(error as Error).message}\n`);
     } finally {

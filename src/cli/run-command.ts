@@ -7,11 +7,20 @@ import type { Language } from '../session/languages.js';
 import { createSession } from '../session/session.js';
 import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
-import { copyOutputFiles, dim, printError, resultText, saveResultImages } from './render.js';
+import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
+import {
+  copyOutputFiles,
+  dim,
+  printError,
+  printRefused,
+  resultText,
+  savedFileLine,
+  saveResultImages,
+} from './render.js';
 import { LANGUAGE_NAMES, scriptLanguage } from './script-language.js';
 import { type Status, startStatus } from './status.js';
 
-export interface RunCommandOptions {
+export interface RunCommandOptions extends LimitCliOptions {
   upload: string[];
   outputDir: string;
   timeout?: string;
@@ -89,7 +98,11 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
   );
   const backend = await backendFromOptions(options, options.json);
   const status: Status = startStatus(options.json ? undefined : process.stderr, 'starting sandbox');
-  const session = await createSession({ backend, ...(timeoutMs ? { timeoutMs } : {}) }).finally(() => status.stop());
+  const session = await createSession({
+    backend,
+    ...limitSessionOptions(options),
+    ...(timeoutMs ? { timeoutMs } : {}),
+  }).finally(() => status.stop());
   try {
     for (const upload of uploads) {
       await session.files.write(upload.name, upload.content);
@@ -120,8 +133,13 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
       });
-    const images = await saveResultImages(execution, options.outputDir);
-    const files = await copyOutputFiles(session, options.outputDir, new Set(uploads.map((upload) => upload.name)));
+    const files = await copyOutputFiles(
+      session,
+      options.outputDir,
+      new Set(uploads.map((upload) => upload.name)),
+      printRefused,
+    );
+    const images = await saveResultImages(execution, options.outputDir, files);
     if (options.json) {
       process.stdout.write(`${JSON.stringify({ ...execution, images: images.map((image) => image.file), files })}\n`);
       return exitCodeFor(execution, interrupt.signal.aborted);
@@ -134,9 +152,10 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
     printError(execution);
     if (execution.outputTruncated)
       process.stderr.write(dim('[output was cut at the per-execution limit]\n', process.stderr));
-    if (execution.stateLostReason && execution.status !== 'timeout')
+    // A kernel that died in this run already said why in its error; a loss before it (between runs) has not.
+    if (execution.stateLostReason && execution.error?.value !== execution.stateLostReason)
       process.stderr.write(`${execution.stateLostReason}\n`);
-    for (const copied of files) process.stdout.write(`${dim(`[file saved to ${copied.savedTo}]`)}\n`);
+    for (const copied of files) process.stdout.write(`${dim(savedFileLine(copied))}\n`);
     return exitCodeFor(execution, interrupt.signal.aborted);
   } catch (error) {
     if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);

@@ -4,12 +4,13 @@ import { modelIsConfigured } from '../agents/providers/select.js';
 import { InvalidInputError } from '../errors.js';
 import { SERVER_OOM_SCORE_ADJ, setOwnOomScoreAdjust } from '../internal/oom-score.js';
 import { defaultStateDirectory } from '../server/conversations/state-directory.js';
-import { createServer, type ServerOptions } from '../server/index.js';
+import { createServer, type SandcellServer, type ServerOptions } from '../server/index.js';
 import { logOomScore } from '../server/runtime.js';
 import type { ModelCliOptions } from './agent-flags.js';
 import { createModel, toCliExit } from './agent-options.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
+import { type LogFormat, logDestinationFor } from './log-lines.js';
 
 export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions {
   approve?: boolean;
@@ -38,6 +39,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   logLevel?: string;
   /** A directory, or false with --no-state-dir. */
   stateDir?: string | false;
+  logFormat?: LogFormat;
 }
 
 /** A flag's number, or undefined when not given; `scale` turns seconds into milliseconds. */
@@ -78,6 +80,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     shutdownGraceMs: numberOption('--shutdown-grace', options.shutdownGrace, 1000),
     logLevel: options.logLevel,
     stateDirectory: options.stateDir === false ? false : (options.stateDir ?? defaultStateDirectory()),
+    logDestination: logDestinationFor(options.logFormat ?? 'auto'),
     ...(options.approve ? { approvalDefault: 'ask' as const } : {}),
     ...(options.ui === false ? { webRoot: false as const } : {}),
   };
@@ -93,29 +96,9 @@ export function serverModel(options: ModelCliOptions): ChatModel | undefined {
   }
 }
 
-export async function serveCommand(options: ServeCommandOptions): Promise<number> {
-  let server: Awaited<ReturnType<typeof createServer>>;
-  // Before any sandbox starts: a host OOM must take a sandbox, never the server.
-  const oomScore = setOwnOomScoreAdjust(SERVER_OOM_SCORE_ADJ);
-  try {
-    const model = serverModel(options);
-    const backend = await backendFromOptions(options);
-    server = await createServer({ ...serverOptionsFrom(options), backend, model });
-    server.context.logger.info(
-      { model: model ? `${model.provider}/${model.model}` : null, ui: server.context.options.webRoot !== false },
-      model
-        ? `web UI at ${server.url}/ — conversations use ${model.provider} model ${model.model}`
-        : `web UI at ${server.url}/ — no model configured: notebook cells work; start with --provider/--model (or --base-url) to chat`,
-    );
-    logOomScore(server.context.logger, oomScore);
-  } catch (error) {
-    if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new CliExit(EXIT_USAGE, `The port is in use; choose another with --port. (${(error as Error).message})`);
-    }
-    throw error;
-  }
-  await new Promise<void>((resolve) => {
+/** Resolves once a signal closed the server; a second signal closes the sandboxes at once and exits. */
+function stopOnSignals(server: SandcellServer): Promise<void> {
+  return new Promise<void>((resolve) => {
     let signals = 0;
     const onSignal = (signal: NodeJS.Signals) => {
       signals++;
@@ -130,5 +113,33 @@ export async function serveCommand(options: ServeCommandOptions): Promise<number
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
   });
+}
+
+export async function serveCommand(options: ServeCommandOptions): Promise<number> {
+  let server: SandcellServer;
+  let stopped: Promise<void>;
+  // Before any sandbox starts: a host OOM must take a sandbox, never the server.
+  const oomScore = setOwnOomScoreAdjust(SERVER_OOM_SCORE_ADJ);
+  try {
+    const model = serverModel(options);
+    const backend = await backendFromOptions(options);
+    server = await createServer({ ...serverOptionsFrom(options), backend, model });
+    // Before the "web UI at" line: a Ctrl-C once it shows stops the server gracefully.
+    stopped = stopOnSignals(server);
+    server.context.logger.info(
+      { model: model ? `${model.provider}/${model.model}` : null, ui: server.context.options.webRoot !== false },
+      model
+        ? `web UI at ${server.url}/ — conversations use ${model.provider} model ${model.model}`
+        : `web UI at ${server.url}/ — no model configured: notebook cells work; start with --provider/--model (or --base-url) to chat`,
+    );
+    logOomScore(server.context.logger, oomScore);
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new CliExit(EXIT_USAGE, `The port is in use; choose another with --port. (${(error as Error).message})`);
+    }
+    throw error;
+  }
+  await stopped;
   return EXIT_OK;
 }

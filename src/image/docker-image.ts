@@ -5,11 +5,13 @@
  * `auto` takes the Dockerfile route when the base image is present or can be
  * pulled, else the offline one, and says which and why.
  */
+
 import { spawn } from 'node:child_process';
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type Dockerode from 'dockerode';
+import { statusOf } from '../backends/docker/engine-errors.js';
 import { SANDBOX_GID, SANDBOX_UID } from '../backends/sandbox-environment.js';
 import { ImageBuildError } from '../errors.js';
 import {
@@ -46,13 +48,17 @@ export interface DockerImageBuildResult {
   imageId?: string;
 }
 
+/** Whether the engine has the image; an engine that cannot be reached (or fails) throws, it is not "absent". */
 export async function runtimeImagePresent(docker: Dockerode, tag = runtimeImageTag()): Promise<boolean> {
   return docker
     .getImage(tag)
     .inspect()
     .then(
       () => true,
-      () => false,
+      (error: unknown) => {
+        if (statusOf(error) === 404) return false;
+        throw error;
+      },
     );
 }
 

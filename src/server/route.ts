@@ -3,8 +3,10 @@
  * route names its zod schemas (path parameters, query, JSON body, responses),
  * which validate every request here and describe it in /openapi.json.
  */
+
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { ZodType, z } from 'zod';
+import { formatBytes } from '../session/state-loss.js';
 import type { Owner } from './auth.js';
 import { limitBody } from './body-limit.js';
 import { HttpError } from './errors.js';
@@ -125,7 +127,7 @@ export function registerRoutes(app: Hono, routes: RouteSpec<never, never, never>
           throw new HttpError(
             413,
             'body-too-large',
-            `The request body is over the limit of ${maxSize} bytes (server option ${kind === 'upload' ? '--max-upload-bytes' : '--max-request-bytes'}).`,
+            `The request body is over the server's limit of ${formatBytes(maxSize)} (its operator's setting ${kind === 'upload' ? '--max-upload-bytes' : '--max-request-bytes'}).`,
             // The rest of the body is not read: the connection cannot carry another request.
             { connection: 'close' },
           );

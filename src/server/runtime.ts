@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import { sharedDataBudget } from '../backends/data-budget.js';
 import type { OomScoreOutcome } from '../internal/oom-score.js';
+import { SERVER_LIMIT_NAMES } from '../session/limit-names.js';
 import { DEFAULT_MAX_CODE_BYTES } from '../session/options.js';
 import { SessionPool } from '../session/pool.js';
 import { ApiKeys } from './auth.js';
@@ -49,6 +50,8 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     // The pool closes idle sessions, counting from the hand-out; the registry hears of it (onIdleClose).
     idleTimeoutMs: options.idleTimeoutMs,
     sessionOptions: {
+      // Its clients cannot change a session's limits: errors say the operator sets them.
+      limitNames: SERVER_LIMIT_NAMES,
       ...options.sessionOptions,
       ...(options.backend ? { backend: options.backend } : {}),
       timeoutMs: options.executionTimeoutMs,

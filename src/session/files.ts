@@ -4,22 +4,56 @@
  * code could have planted (a symlink to /etc/passwd reads as an error, not as
  * the host's file), and it works the same on every backend.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import hostPath from 'node:path';
-import { InvalidInputError } from '../errors.js';
+import { FileOperationError, InvalidInputError } from '../errors.js';
 import { normalizeDataPath } from '../internal/data-path.js';
+import { writeNewFile } from '../internal/new-file.js';
 import type { FileRequest, KernelFileEntry, ReplyTo } from './kernel-protocol.js';
+import type { LimitNames } from './limit-names.js';
+import { formatBytes } from './state-loss.js';
 
 export type FileEntry = KernelFileEntry;
+
+export interface FileLimits {
+  /** The largest file moved in or out. */
+  transferBytes: number;
+  /** What /mnt/data holds at most. */
+  dataCapacityBytes: number;
+  names: LimitNames;
+}
 
 /** Sends a file request to the session's kernel (starting one if needed) and resolves with its reply. */
 export type KernelRequester = <Request extends FileRequest>(request: Request) => Promise<ReplyTo<Request>>;
 
 export class SessionFiles {
   constructor(
-    private readonly request: KernelRequester,
-    private readonly transferBytes: number,
+    private readonly send: KernelRequester,
+    private readonly limits: FileLimits,
   ) {}
+
+  /** Sends a file request; a limit the kernel hit is said in the words of where the session was made. */
+  private readonly request: KernelRequester = async (request) => {
+    try {
+      return await this.send(request);
+    } catch (error) {
+      if (!(error instanceof FileOperationError)) throw error;
+      const { transferBytes, dataCapacityBytes, names } = this.limits;
+      if (error.reason === 'too-large') {
+        throw new FileOperationError(
+          'too-large',
+          `${request.path} is larger than ${formatBytes(transferBytes)}, the most a file moved in or out of the session may be; ${names.fileTransferBytes}.`,
+        );
+      }
+      if (error.reason === 'no-space') {
+        throw new FileOperationError(
+          'no-space',
+          `${request.path}: no space left in /mnt/data, which holds at most ${formatBytes(dataCapacityBytes)}; remove files, or ${names.dataBytes}.`,
+        );
+      }
+      throw error;
+    }
+  };
 
   /** Writes (creating parent directories, replacing any file) `data` at `path` under /mnt/data. */
   async write(path: string, data: string | Uint8Array): Promise<{ path: string; size: number }> {
@@ -29,9 +63,10 @@ export class SessionFiles {
     }
     const bytes =
       typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-    if (bytes.length > this.transferBytes) {
+    const { transferBytes, names } = this.limits;
+    if (bytes.length > transferBytes) {
       throw new InvalidInputError(
-        `${path} is ${bytes.length} bytes; the transfer limit is ${this.transferBytes} (option \`fileTransferBytes\`).`,
+        `${path} is ${formatBytes(bytes.length)}, over ${formatBytes(transferBytes)}, the most a file moved in or out of the session may be; ${names.fileTransferBytes}.`,
       );
     }
     await this.request({ type: 'file-write', path: relative, data: bytes.toString('base64') });
@@ -56,7 +91,8 @@ export class SessionFiles {
 
   /**
    * Copies the file at `path` into the host directory `directory`, at the same
-   * relative path. Returns where it was saved, or undefined when the name is not
+   * relative path — or, when a file is there already, beside it with a number
+   * (`chart-2.png`): nothing on the host is overwritten. Returns where it was saved, or undefined when the name is not
    * a usable data path, would land outside `directory`, or cannot be read.
    */
   async saveTo(path: string, directory: string): Promise<string | undefined> {
@@ -72,8 +108,7 @@ export class SessionFiles {
     const content = await this.read(relative).catch(() => undefined);
     if (!content) return undefined;
     await mkdir(hostPath.dirname(target), { recursive: true });
-    await writeFile(target, content);
-    return target;
+    return writeNewFile(target, content);
   }
 
   /** Removes a file, symlink or directory (recursively). */

@@ -3,6 +3,7 @@ import { resolveLimits, type SandboxLimits } from '../backends/limits.js';
 import type { BackendName } from '../backends/select.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
+import { LIBRARY_LIMIT_NAMES, type LimitNames } from './limit-names.js';
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
 export const DEFAULT_INTERRUPT_GRACE_MS = 2_000;
@@ -59,6 +60,11 @@ export interface SessionOptions {
   preloadModules?: string[];
   /** Environment variables to set inside the sandbox. Nothing else of the host's environment goes in. @default {} */
   environment?: Record<string, string>;
+  /**
+   * How limit errors say to raise a limit: an application with its own names for them
+   * (flags, settings) gives those. @default the library's option names
+   */
+  limitNames?: LimitNames;
   /** Session id (letters, digits, `-`, `_`). @default a random id */
   id?: string;
   signal?: AbortSignal;
@@ -78,6 +84,7 @@ export interface ResolvedSessionOptions {
   fileTransferBytes: number;
   preloadModules: string[];
   environment: Record<string, string>;
+  limitNames: LimitNames;
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {
@@ -122,5 +129,6 @@ export function resolveSessionOptions(options: SessionOptions): ResolvedSessionO
     fileTransferBytes: positive('fileTransferBytes', options.fileTransferBytes, DEFAULT_FILE_TRANSFER_BYTES),
     preloadModules,
     environment,
+    limitNames: { ...LIBRARY_LIMIT_NAMES, ...options.limitNames },
   };
 }

@@ -234,7 +234,7 @@ describe('contexts on the scripted backend', () => {
     const hog = await session.run('hog', { language: 'r' });
     expect(hog).toMatchObject({ status: 'error', stateLost: true, error: { name: 'KernelDied' } });
     expect(hog.error?.value).toMatch(
-      /killed for using more memory than its limit \(256 MiB\); use less memory or raise `limits.memoryBytes`/,
+      /killed for using more memory than its limit \(256 MiB\); use less memory, or raise the option `limits.memoryBytes`/,
     );
     expect(hog.error?.value).toMatch(/the state of context "r"/);
     const segfault = await session.run('segfault', { language: 'r' });

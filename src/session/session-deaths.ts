@@ -6,6 +6,7 @@
  */
 import type { SandboxExit, SandboxVolume } from '../backends/spec.js';
 import type { KernelConnection } from './kernel-connection.js';
+import type { LimitNames } from './limit-names.js';
 import { describeExit, formatBytes } from './state-loss.js';
 
 /** An out-of-memory death names the files when they hold at least this share of the memory budget. */
@@ -15,6 +16,7 @@ export class SessionDeaths {
   constructor(
     private readonly volume: SandboxVolume,
     private readonly memoryBytes: number,
+    private readonly names: LimitNames,
   ) {}
 
   /** Why the whole sandbox died. */
@@ -29,7 +31,7 @@ export class SessionDeaths {
   async kernelDeathCause(description: string, outOfMemory: boolean): Promise<string> {
     if (outOfMemory) {
       const dataNote = await this.dataShareNote(DATA_SHARE_WORTH_NOTING);
-      return `The kernel died: it was ${description} (${formatBytes(this.memoryBytes)}); ${dataNote || 'use less memory or raise `limits.memoryBytes`.'}`;
+      return `The kernel died: it was ${description} (${formatBytes(this.memoryBytes)}); ${dataNote || `use less memory, or ${this.names.memoryBytes}.`}`;
     }
     return `The kernel died (${description}).`;
   }
@@ -42,6 +44,6 @@ export class SessionDeaths {
     const used = await this.volume.usedBytes?.().catch(() => undefined);
     const budget = this.memoryBytes;
     if (used === undefined || used < share * budget || used === 0) return '';
-    return `files in /mnt/data use ${formatBytes(used)} of the session's ${formatBytes(budget)} memory budget; remove files or raise \`limits.memoryBytes\`.`;
+    return `files in /mnt/data use ${formatBytes(used)} of the session's ${formatBytes(budget)} memory budget; remove files, or ${this.names.memoryBytes}.`;
   }
 }

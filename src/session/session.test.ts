@@ -247,7 +247,7 @@ describe('Session on the scripted backend', () => {
     });
     const execution = await session.run('big = bytearray(10**12)');
     expect(execution.error?.name).toBe('KernelDied');
-    expect(execution.error?.value).toContain('(256 MiB); use less memory or raise `limits.memoryBytes`');
+    expect(execution.error?.value).toContain('(256 MiB); use less memory, or raise the option `limits.memoryBytes`');
     expect(execution.stateLost).toBe(true);
   });
 

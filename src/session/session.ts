@@ -6,6 +6,7 @@
  * user code, and a command's exit status, are data.
  */
 import { randomUUID } from 'node:crypto';
+import { dataCapacityBytes } from '../backends/limits.js';
 import { resolveBackend } from '../backends/select.js';
 import type { SandboxBackend, SandboxVolume } from '../backends/spec.js';
 import { AbortError, InvalidInputError, ProtocolError, SessionClosedError, UnknownContextError } from '../errors.js';
@@ -48,7 +49,11 @@ export class Session {
     private readonly volume: SandboxVolume,
     private readonly options: ResolvedSessionOptions,
   ) {
-    this.files = new SessionFiles((message) => this.request(message), options.fileTransferBytes);
+    this.files = new SessionFiles((message) => this.request(message), {
+      transferBytes: options.fileTransferBytes,
+      dataCapacityBytes: dataCapacityBytes(options.limits),
+      names: options.limitNames,
+    });
     const connection = () => this.sandbox.ensure();
     this.contexts = new SessionContexts({
       connection,
@@ -79,7 +84,7 @@ export class Session {
       options,
       contexts: this.contexts,
       commands: this.commandRuns,
-      deaths: new SessionDeaths(volume, options.limits.memoryBytes),
+      deaths: new SessionDeaths(volume, options.limits.memoryBytes, options.limitNames),
       closed: () => this.closing !== undefined,
     });
   }

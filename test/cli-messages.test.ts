@@ -1,0 +1,216 @@
+/**
+ * What the sandcell command says to a person, as they see it: the built CLI
+ * as processes, on real sandboxes. Saved files are neither doubled nor
+ * silently overwritten, each failure is said once, limits are flags named as
+ * flags with sizes in MiB, and the server's log is readable on a terminal.
+ * Timeouts are generous: several real sandboxes start in a test, on a busy machine.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startFakeOpenAI } from './support/fake-providers.js';
+import { type Finished, runProcess } from './support/process.js';
+import { startServeLine } from './support/readme.js';
+
+const root = path.resolve(import.meta.dirname, '..');
+const bin = path.join(root, 'bin', 'sandcell.js');
+const csv = path.join(root, 'examples', 'traffic_accidents.csv');
+const workspace = mkdtempSync(path.join(os.tmpdir(), 'sandcell-cli-messages-'));
+afterAll(() => rmSync(workspace, { recursive: true, force: true }));
+
+function sandcell(args: string[], input?: string, env?: Record<string, string>): Promise<Finished> {
+  return runProcess(process.execPath, [bin, ...args], { cwd: workspace, input, env });
+}
+
+describe('sandcell run saves what the code made, once, and never over an existing file', { timeout: 180_000 }, () => {
+  it('hello.py twice into one directory: its chart is saved once per run; the second run numbers its files and says so', async () => {
+    const hello = path.join(root, 'examples', 'hello.py');
+    const first = await sandcell(['run', hello, '-o', 'out']);
+    expect(first.code, first.stderr).toBe(0);
+    // The figure shown at the end is the chart the code saved as daily.png: one file, named by the code.
+    expect(existsSync(path.join(workspace, 'out', 'figure-1.png'))).toBe(false);
+    expect(first.stdout).toContain('[image saved to out/daily.png]');
+    const original = readFileSync(path.join(workspace, 'out', 'daily.csv'));
+
+    const second = await sandcell(['run', hello, '-o', 'out']);
+    expect(second.code, second.stderr).toBe(0);
+    expect(readFileSync(path.join(workspace, 'out', 'daily.csv'))).toEqual(original);
+    expect(existsSync(path.join(workspace, 'out', 'daily-2.csv'))).toBe(true);
+    expect(second.stdout).toContain('[file saved to out/daily-2.csv: out/daily.csv already existed and was kept]');
+    expect(second.stdout).toContain('[image saved to out/daily-2.png]');
+    expect(existsSync(path.join(workspace, 'out', 'figure-1.png'))).toBe(false);
+  });
+
+  it('a figure the code did not save is still saved as figure-N', async () => {
+    const result = await sandcell(['run', '-', '-o', 'figures'], 'import matplotlib.pyplot as plt\nplt.plot([1, 2])\n');
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('[image saved to figures/figure-1.png]');
+  });
+});
+
+describe('sandcell run says each failure once', { timeout: 180_000 }, () => {
+  it('a kernel that dies: KernelDied and why, printed once', async () => {
+    const result = await sandcell(['run', '-'], 'import os\nos.kill(os.getpid(), 9)\n');
+    expect(result.code).toBe(1);
+    expect(result.stderr.match(/The kernel died/g)).toHaveLength(1);
+    expect(result.stderr).toContain('KernelDied: The kernel died (killed by SIGKILL)');
+  });
+});
+
+describe('sandcell image status', { timeout: 180_000 }, () => {
+  it('with the Docker Engine unreachable says so, not that the image is not built', async () => {
+    const result = await sandcell(['image', 'status'], undefined, { DOCKER_HOST: 'tcp://127.0.0.1:1' });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(
+      /docker: +sandcell-runtime:\S+ unknown: the Docker Engine is unreachable \(connect ECONNREFUSED/,
+    );
+    expect(result.stdout).not.toContain('not built — sandcell image build\n');
+    const json = await sandcell(['image', 'status', '--json'], undefined, { DOCKER_HOST: 'tcp://127.0.0.1:1' });
+    expect(JSON.parse(json.stdout).docker).toMatchObject({ present: null, engineUnreachable: expect.any(String) });
+  });
+});
+
+describe('sandcell chat --approve at a terminal', { timeout: 180_000 }, () => {
+  it('edit with neither $EDITOR nor $VISUAL set: the code is typed in at the prompt and runs', async () => {
+    const provider = await startFakeOpenAI([
+      { toolCalls: [{ name: 'execute_python_code', arguments: { code: 'print("as the model wrote it")' } }] },
+      { text: 'Done.' },
+    ]);
+    try {
+      const steps = [
+        { expect: 'Ask about the data', send: 'Count the rows\r' },
+        { expect: '[e]dit: ', send: 'e\r' },
+        { expect: 'end with a line holding only', send: 'print("typed", 6 * 7)\r.\r' },
+        { expect: 'Done.', send: 'exit\r' },
+      ];
+      const chat = [bin, 'chat', '--approve', '--data', csv, '--base-url', provider.baseURL, '--model', 'local'];
+      const result = await runProcess(
+        '/usr/bin/python3',
+        [path.join(root, 'test', 'fixtures', 'pty_steps.py'), JSON.stringify(steps), process.execPath, ...chat],
+        { cwd: workspace, env: { PTY_UNSET: 'EDITOR,VISUAL', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } },
+      );
+      expect(result.stdout).toContain('typed 42');
+      expect(result.stdout).not.toContain('as the model wrote it\r\n');
+      expect(result.stdout).toContain('exit=0');
+    } finally {
+      await provider.close();
+    }
+  });
+});
+
+describe('sandcell serve logs', { timeout: 180_000 }, () => {
+  const serveInPty = (args: string[]) =>
+    runProcess(
+      '/usr/bin/python3',
+      [
+        path.join(root, 'test', 'fixtures', 'pty_steps.py'),
+        JSON.stringify([{ expect: 'web UI at', send: '\u0003' }]),
+        process.execPath,
+        bin,
+        'serve',
+        '--port',
+        '0',
+        '--pool-size',
+        '0',
+        ...args,
+      ],
+      { cwd: workspace, env: { OPENAI_BASE_URL: '' } },
+    );
+
+  it('on a terminal: readable lines (time, level, message, fields), not JSON; Ctrl-C stops it', async () => {
+    const result = await serveInPty([]);
+    expect(result.stdout).toMatch(
+      /^\d\d:\d\d:\d\d INFO {2}sandcell listening on http:\/\/127\.0\.0\.1:\d+ .* url=http/m,
+    );
+    expect(result.stdout).toMatch(/^\d\d:\d\d:\d\d INFO {2}stopped\r?$/m);
+    expect(result.stdout).not.toContain('{"level"');
+    expect(result.stdout).toContain('exit=0');
+  });
+
+  it('on a terminal with --log-format json, and piped by default: JSON lines', async () => {
+    const json = await serveInPty(['--log-format', 'json']);
+    expect(json.stdout).toMatch(/^\{"level":30,.*"msg":"sandcell listening on/m);
+    const piped = await startServeLine(`node ${bin} serve --pool-size 0`, { cwd: workspace });
+    await piped.stop();
+    expect(piped.output()).toMatch(/^\{"level":30,.*"msg":"sandcell listening on/m);
+  });
+});
+
+describe('session limits: flags on the CLI, named as flags, with sizes in MiB', { timeout: 180_000 }, () => {
+  it('run --memory: a kernel over it dies, and the message says to raise --memory', async () => {
+    const result = await sandcell(
+      ['run', '-', '--memory', '256M'],
+      'x = bytearray(600 * 1024 * 1024)\nx[::4096] = b"x" * len(x[::4096])\n',
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('more memory than its limit (256 MiB); use less memory, or raise it with --memory');
+    expect(result.stderr).not.toContain('limits.memoryBytes');
+  });
+
+  it('run --max-upload: a larger --upload is refused in KiB, naming --max-upload; exec takes the flag too', async () => {
+    const run = await sandcell(['run', '-', '--max-upload', '100K', '--upload', csv], '1\n');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('traffic_accidents.csv is 515.1 KiB, over 100 KiB');
+    expect(run.stderr).toContain('raise it with --max-upload');
+    expect(run.stderr).not.toContain('fileTransferBytes');
+    const exec = await sandcell(['exec', '--max-upload', '100K', '--upload', csv, '--', 'true']);
+    expect(exec.code).toBe(2);
+    expect(exec.stderr).toContain('raise it with --max-upload');
+  });
+
+  it('run --max-upload: a file the code wrote over it is not saved, and a note says why', async () => {
+    const result = await sandcell(
+      ['run', '-', '--max-upload', '1K', '-o', 'capped'],
+      'open("big.txt", "w").write("x" * 4096)\n',
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(
+      '[file not saved: big.txt: big.txt is larger than 1 KiB, the most a file moved in or out of the session may be; raise it with --max-upload',
+    );
+    expect(existsSync(path.join(workspace, 'capped', 'big.txt'))).toBe(false);
+  });
+
+  it('a size that is not one is a usage error, before a sandbox starts', async () => {
+    for (const command of [['run', '-'], ['repl'], ['exec']]) {
+      const result = await sandcell(
+        [...command, '--memory', 'lots', ...(command[0] === 'exec' ? ['--', 'true'] : [])],
+        '',
+      );
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('--memory takes a size such as 512M or 2G; got "lots".');
+    }
+    const ask = await sandcell([
+      'ask',
+      'q',
+      '--data',
+      csv,
+      '--max-data',
+      '2X',
+      '--base-url',
+      'http://127.0.0.1:1/v1',
+      '--model',
+      'm',
+    ]);
+    expect(ask.code).toBe(2);
+    expect(ask.stderr).toContain('--max-data takes a size');
+  });
+
+  it("the server's upload limit is worded as its operator's setting, in KiB", async () => {
+    const server = await startServeLine(`node ${bin} serve --pool-size 0 --max-upload-bytes 1024`, { cwd: workspace });
+    try {
+      const created = await fetch(`http://localhost:${server.port}/v1/sessions`, { method: 'POST' });
+      const { id } = (await created.json()) as { id: string };
+      const upload = await fetch(`http://localhost:${server.port}/v1/sessions/${id}/files/big.txt`, {
+        method: 'PUT',
+        body: 'x'.repeat(4096),
+      });
+      expect(upload.status).toBe(413);
+      expect(((await upload.json()) as { error: { message: string } }).error.message).toContain(
+        "over the server's limit of 1 KiB (its operator's setting --max-upload-bytes)",
+      );
+    } finally {
+      await server.stop();
+    }
+  });
+});

@@ -1,0 +1,113 @@
+/**
+ * README.md's server blocks, run as written (the marker convention is in
+ * test/readme.test.ts): each `sandcell serve` line starts a real server (on a
+ * free port, given as SANDCELL_PORT), and the REST and conversation blocks run
+ * in bash with curl and jq against one, with a fake OpenAI-compatible model.
+ */
+import { readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDockerBackend } from '../src/backends/docker/index.js';
+import { requiredBackends, unavailableReason } from './support/backends.js';
+import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
+import {
+  commandsOf,
+  onPort,
+  type ReadmeBlock,
+  readmeBlocks,
+  runShell,
+  scratchClone,
+  startServeLine,
+} from './support/readme.js';
+
+const blocks = readmeBlocks();
+let clone: string;
+beforeAll(() => {
+  clone = scratchClone();
+});
+afterAll(() => rmSync(clone, { recursive: true, force: true }));
+
+function block(id: string): ReadmeBlock {
+  const found = blocks.find((candidate) => candidate.id === id);
+  if (!found) throw new Error(`README.md has no block marked readme-test: ${id}`);
+  return found;
+}
+
+/** Starts the line, checks that the server answers and serves the web UI (or not), stops it. */
+async function serveAndStop(line: string, env: Record<string, string> = {}) {
+  const server = await startServeLine(line, { cwd: clone, env: { OPENAI_BASE_URL: '', ...env } });
+  try {
+    const page = await fetch(`http://localhost:${server.port}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<html');
+    return await (await fetch(`http://localhost:${server.port}/v1/config`)).json();
+  } finally {
+    await server.stop();
+  }
+}
+
+describe('README.md server blocks run as written', () => {
+  it('serve: each line starts a server (the Docker one where Docker runs)', async () => {
+    const [plain, keyed, docker] = commandsOf(block('serve').code);
+    await serveAndStop(plain!);
+    const server = await startServeLine(keyed!, { cwd: clone });
+    try {
+      // Keys came from the line's own `openssl rand`: a request without one is refused.
+      expect((await fetch(`http://localhost:${server.port}/v1/sessions`, { method: 'POST' })).status).toBe(401);
+    } finally {
+      await server.stop();
+    }
+    const dockerMissing = await unavailableReason(createDockerBackend());
+    if (dockerMissing && !requiredBackends().includes('docker')) {
+      process.stderr.write(`[skipped] README serve --backend docker: Docker is unavailable — ${dockerMissing}\n`);
+      return;
+    }
+    await serveAndStop(docker!);
+  }, 300_000);
+
+  it('web-ui: with a model named by flags, by a base URL, and without one', async () => {
+    const [openai, ollama, bare] = commandsOf(block('web-ui').code);
+    expect(await serveAndStop(openai!, { OPENAI_API_KEY: 'sk-readme' })).toMatchObject({
+      model: { provider: 'openai', model: 'gpt-4.1' },
+    });
+    expect(await serveAndStop(ollama!)).toMatchObject({ model: { model: 'llama3.1' } });
+    expect(await serveAndStop(bare!)).toMatchObject({ model: null });
+  }, 300_000);
+
+  describe('against one server with a fake model', () => {
+    let provider: FakeProvider;
+    let server: Awaited<ReturnType<typeof startServeLine>>;
+    beforeAll(async () => {
+      provider = await startFakeOpenAI([{ text: 'Traffic density drives accidents.' }]);
+      server = await startServeLine(`npx sandcell serve --base-url ${provider.baseURL} --model readme-model`, {
+        cwd: clone,
+      });
+    }, 120_000);
+    afterAll(async () => {
+      await server?.stop();
+      await provider?.close();
+    });
+
+    it('rest: sessions, executions (streamed too), uploads, a chart downloaded with curl -f', async () => {
+      const result = await runShell(onPort(block('rest').code, server.port), { cwd: clone });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toContain('"text/plain":"42"');
+      expect(result.stdout).toContain('"type":"stdout-delta"');
+      expect(result.stdout).toContain('"path":"in/accidents.csv"');
+      expect(readFileSync(path.join(clone, 'chart.png')).subarray(1, 4).toString()).toBe('PNG');
+    }, 180_000);
+
+    it('conversations: an upload, a streamed turn, a notebook cell using df, the history, the notebook', async () => {
+      const result = await runShell(onPort(block('conversations').code, server.port), { cwd: clone });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toContain('"rows":8756');
+      expect(result.stdout).toContain('event: turn-end');
+      expect(result.stdout).toContain('Traffic density drives accidents.');
+      expect(result.stdout).not.toContain('NameError');
+      expect(result.stdout).toContain('"status":"ok"');
+      const notebook = JSON.parse(readFileSync(path.join(clone, 'analysis.ipynb'), 'utf8'));
+      expect(JSON.stringify(notebook.cells)).toContain('df.describe()');
+      expect(JSON.stringify(notebook.cells)).toContain('traffic_density');
+    }, 180_000);
+  });
+});

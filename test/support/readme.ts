@@ -1,0 +1,140 @@
+/**
+ * README.md as test/readme.test.ts reads and runs it: its fenced blocks with
+ * their `readme-test` markers, a scratch directory where `npx sandcell`
+ * resolves to this checkout's CLI, and shell lines run by a real bash.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { type Finished, runProcess } from './process.js';
+
+export const root = path.resolve(import.meta.dirname, '..', '..');
+
+export interface ReadmeBlock {
+  id: string;
+  language: string;
+  code: string;
+  /** 1-based line of the opening fence. */
+  line: number;
+}
+
+const MARKER = /^<!-- readme-test: ([a-z0-9-]+) -->$/;
+
+/** Every fenced block of README.md; a block without a marker on the line above is an error naming its line. */
+export function readmeBlocks(): ReadmeBlock[] {
+  const lines = readFileSync(path.join(root, 'README.md'), 'utf8').split('\n');
+  const blocks: ReadmeBlock[] = [];
+  for (let index = 0; index < lines.length; index++) {
+    const fence = lines[index]?.match(/^```(\S*)$/);
+    if (!fence) continue;
+    const end = lines.indexOf('```', index + 1);
+    if (end < 0) throw new Error(`README.md:${index + 1}: a fenced block that never closes`);
+    const id = lines[index - 1]?.match(MARKER)?.[1];
+    if (!id) {
+      throw new Error(
+        `README.md:${index + 1}: a fenced block without a <!-- readme-test: ID --> marker above it (see test/readme.test.ts)`,
+      );
+    }
+    blocks.push({ id, language: fence[1] ?? '', code: `${lines.slice(index + 1, end).join('\n')}\n`, line: index + 1 });
+    index = end;
+  }
+  return blocks;
+}
+
+/** Shell commands of a block: continuation lines joined, blank and comment-only lines dropped. */
+export function commandsOf(code: string): string[] {
+  return code
+    .replace(/\\\n\s*/g, '')
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !line.trimStart().startsWith('#'));
+}
+
+/**
+ * A directory standing in for the clone's root, as the README's commands
+ * assume: `examples/` is the checkout's, and `npx sandcell` finds this
+ * checkout's CLI in `node_modules/.bin` (npx never reaches the registry for
+ * it), so what the commands write lands here, not in the checkout.
+ */
+export function scratchClone(): string {
+  const directory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-readme-'));
+  symlinkSync(path.join(root, 'examples'), path.join(directory, 'examples'));
+  mkdirSync(path.join(directory, 'node_modules', '.bin'), { recursive: true });
+  symlinkSync(path.join(root, 'bin', 'sandcell.js'), path.join(directory, 'node_modules', '.bin', 'sandcell'));
+  return directory;
+}
+
+/** Runs shell code with bash (`set -e -o pipefail`), as a reader pasting it would. */
+export function runShell(
+  code: string,
+  options: { cwd: string; env?: Record<string, string>; input?: string },
+): Promise<Finished> {
+  return runProcess('bash', ['-e', '-o', 'pipefail', '-c', code], options);
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+export interface RunningServer {
+  port: number;
+  child: ChildProcess;
+  output(): string;
+  /** SIGTERM to the whole process group (bash, npx, the server), then waits for it to end. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a README line that runs `sandcell serve` (through bash, so its
+ * `$(…)` and variables work) on a free port given as SANDCELL_PORT, and
+ * resolves once /healthz answers; rejects with its output if it exits first.
+ */
+export async function startServeLine(
+  line: string,
+  options: { cwd: string; env?: Record<string, string> },
+): Promise<RunningServer> {
+  const port = await freePort();
+  const child = spawn('bash', ['-c', line], {
+    cwd: options.cwd,
+    env: { ...process.env, NO_COLOR: '1', ...options.env, SANDCELL_PORT: String(port) },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk) => {
+    output += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    output += chunk;
+  });
+  const exited = once(child, 'exit');
+  const server: RunningServer = {
+    port,
+    child,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) process.kill(-(child.pid as number), 'SIGTERM');
+      await exited;
+    },
+  };
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`\`${line}\` exited with ${child.exitCode}:\n${output}`);
+    const healthy = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (healthy) return server;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** The README's commands talk to localhost:8080; a test's server listens on a free port instead. */
+export function onPort(code: string, port: number): string {
+  return code.replaceAll('localhost:8080', `localhost:${port}`).replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`);
+}
