@@ -5,51 +5,17 @@
 //   - `Sandbox.create()` → first `runCode('1+1')` result with a warm pool (target p50 ≤ 30 ms),
 //   - a warm `runCode('1+1')` (target p50 ≤ 5 ms), and /v1's warm execution for comparison.
 // Every request goes to 127.0.0.1 only; loops are bounded in count. A sample that fails is counted.
-import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { percentile, startServer } from './server.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const bin = path.join(here, '..', 'bin', 'sandcell.js');
 const now = () => performance.now();
 const KEY = 'e2b_00112233445566778899aabbccddeeff';
 
-function percentile(values, fraction) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))];
-}
 const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 
-async function startServer() {
-  const child = spawn(
-    process.execPath,
-    [bin, 'serve', '--host', '127.0.0.1', '--port', '0', '--pool-size', '2', '--executions-per-minute', '0'],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, SANDCELL_API_KEYS: KEY, SANDCELL_LOG_LEVEL: 'info' },
-    },
-  );
-  const url = await new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      try {
-        const entry = JSON.parse(line);
-        if (entry.url) resolve(entry.url);
-      } catch {
-        // not a log line
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`sandcell serve exited (${code})`)));
-  });
-  return {
-    url,
-    async stop() {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
+const startE2bServer = () =>
+  startServer(['--pool-size', '2', '--executions-per-minute', '0'], { SANDCELL_API_KEYS: KEY });
 
 async function waitForWarmPool(url) {
   for (let waited = 0; waited < 600; waited++) {
@@ -128,7 +94,7 @@ async function warmV1Execution(url, runs, failures) {
 }
 
 export async function runE2bBench({ quick = false } = {}) {
-  const server = await startServer();
+  const server = await startE2bServer();
   process.env.E2B_API_URL = `${server.url}/e2b`;
   process.env.E2B_SANDBOX_URL = `${server.url}/e2b`;
   process.env.E2B_API_KEY = KEY;

@@ -26,10 +26,11 @@ export function percentile(values, fraction) {
 }
 const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 
-export async function startServer(args) {
+/** `sandcell serve` as a child on 127.0.0.1 (no keys unless `env` names some); resolves once it listens. */
+export async function startServer(args, env = {}) {
   const child = spawn(process.execPath, [bin, 'serve', '--host', '127.0.0.1', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, SANDCELL_API_KEYS: '', SANDCELL_LOG_LEVEL: 'info' },
+    env: { ...process.env, SANDCELL_API_KEYS: '', SANDCELL_LOG_LEVEL: 'info', ...env },
   });
   const url = await new Promise((resolve, reject) => {
     createInterface({ input: child.stdout }).on('line', (line) => {

@@ -14,22 +14,21 @@ import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer } from '../src/server/index.js';
 import { type LogCapture, startTestServer } from './server-helpers.js';
-import { readmeBlocks } from './support/readme.js';
+import { readmeBlock } from './support/readme.js';
 
 const CHROMIUM = process.env.SANDCELL_CHROMIUM ?? '/usr/bin/chromium';
 const NBCLASSIC = '/usr/bin/jupyter-nbclassic';
 
 /** The README's Jupyter block: the key `sandcell serve` is given, and the jupyter-nbclassic line's arguments. */
-function readmeBlock(): { key: string; notebookArguments: string[] } {
-  const block = readmeBlocks().find((candidate) => candidate.id === 'jupyter-gateway')?.code;
-  if (!block) throw new Error('README.md has no block marked readme-test: jupyter-gateway');
+function gatewayBlock(): { key: string; notebookArguments: string[] } {
+  const block = readmeBlock('jupyter-gateway').code;
   const key = block.match(/npx sandcell serve --api-key [\w-]+:(\S+)/)?.[1];
   const line = block.split('\n').find((candidate) => candidate.startsWith('jupyter-nbclassic '));
   if (!key || !line) throw new Error("README.md's Jupyter block lost its serve or jupyter-nbclassic line");
   return { key, notebookArguments: line.split(/\s+/).slice(1) };
 }
 
-const { key: KEY, notebookArguments } = readmeBlock();
+const { key: KEY, notebookArguments } = gatewayBlock();
 const NOTEBOOK_TOKEN = 'notebook-token-0123456789';
 const SCREENSHOT_DIR = path.join(import.meta.dirname, '..', 'sandcell-output');
 

@@ -10,19 +10,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import { runProcess } from './support/process.js';
-import { readmeBlocks } from './support/readme.js';
+import { readmeBlock } from './support/readme.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const script = path.join(root, `.readme-e2b-${process.pid}.mjs`);
 afterAll(() => rmSync(script, { force: true }));
 
 function e2bBlocks(): { sh: string; js: string } {
-  const code = (id: string) => {
-    const block = readmeBlocks().find((candidate) => candidate.id === id);
-    if (!block) throw new Error(`README.md has no block marked readme-test: ${id}`);
-    return block.code;
-  };
-  return { sh: code('e2b-serve'), js: code('e2b-sdk') };
+  return { sh: readmeBlock('e2b-serve').code, js: readmeBlock('e2b-sdk').code };
 }
 
 function freePort(): Promise<number> {

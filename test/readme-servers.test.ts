@@ -13,25 +13,21 @@ import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js'
 import {
   commandsOf,
   onPort,
-  type ReadmeBlock,
+  readmeBlock,
   readmeBlocks,
   runShell,
   scratchClone,
   startServeLine,
 } from './support/readme.js';
 
-const blocks = readmeBlocks();
+const _blocks = readmeBlocks();
 let clone: string;
 beforeAll(() => {
   clone = scratchClone();
 });
 afterAll(() => rmSync(clone, { recursive: true, force: true }));
 
-function block(id: string): ReadmeBlock {
-  const found = blocks.find((candidate) => candidate.id === id);
-  if (!found) throw new Error(`README.md has no block marked readme-test: ${id}`);
-  return found;
-}
+const block = readmeBlock;
 
 /** Starts the line, checks that the server answers and serves the web UI (or not), stops it. */
 async function serveAndStop(line: string, env: Record<string, string> = {}) {

@@ -13,7 +13,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, expect, it } from 'vitest';
 import type { Conversation, Turn } from '../src/protocol/index.js';
 import { runProcess } from './support/process.js';
-import { readmeBlocks } from './support/readme.js';
+import { readmeBlock } from './support/readme.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'sandcell.js');
@@ -24,9 +24,8 @@ afterAll(() => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-function readmeBlock(): string[] {
-  const block = readmeBlocks().find((candidate) => candidate.id === 'state-dir')?.code;
-  if (!block) throw new Error('README.md has no block marked readme-test: state-dir');
+function stateDirLines(): string[] {
+  const block = readmeBlock('state-dir').code;
   return block.trim().split('\n');
 }
 
@@ -55,7 +54,7 @@ async function serve(args: string[]): Promise<{ url: string; stop: () => Promise
 }
 
 it("runs the README's state-dir block: the conversation is back after a restart and continues", async () => {
-  const [serveLine, ...shellLines] = readmeBlock();
+  const [serveLine, ...shellLines] = stateDirLines();
   expect(serveLine).toMatch(/^npx sandcell serve /);
   const args = [...serveLine!.replace(/\s+#.*$/, '').matchAll(/\S+/g)].map((match) => match[0]).slice(2);
 

@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDockerBackend } from '../src/backends/docker/index.js';
 import { requiredBackends, unavailableReason } from './support/backends.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
-import { commandsOf, type ReadmeBlock, readmeBlocks, runShell, scratchClone } from './support/readme.js';
+import { commandsOf, readmeBlock, readmeBlocks, runShell, scratchClone } from './support/readme.js';
 
 /** Blocks not run here, and why. */
 const SKIPPED: Record<string, string> = {
@@ -57,11 +57,7 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(clone, { recursive: true, force: true }));
 
-function block(id: string): ReadmeBlock {
-  const found = blocks.find((candidate) => candidate.id === id);
-  if (!found) throw new Error(`README.md has no block marked readme-test: ${id}`);
-  return found;
-}
+const block = readmeBlock;
 
 /** Each command of a block, in the scratch clone, one after another; what each printed. */
 async function runEach(id: string, options: { env?: Record<string, string>; input?: string } = {}) {

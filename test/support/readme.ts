@@ -44,6 +44,13 @@ export function readmeBlocks(): ReadmeBlock[] {
   return blocks;
 }
 
+/** The README's block marked `readme-test: ID`; a README without it fails the test that asks. */
+export function readmeBlock(id: string): ReadmeBlock {
+  const found = readmeBlocks().find((candidate) => candidate.id === id);
+  if (!found) throw new Error(`README.md has no block marked readme-test: ${id}`);
+  return found;
+}
+
 /** Shell commands of a block: continuation lines joined, blank and comment-only lines dropped. */
 export function commandsOf(code: string): string[] {
   return code

@@ -12,7 +12,7 @@ import type { FileEntry } from '../../session/files.js';
 import type { ServerContext } from '../context.js';
 import { entryInfo, rootEntry } from './entry-info.js';
 import { resolveSandboxPath, type SandboxPath, shellQuote } from './envd-paths.js';
-import { ConnectError } from './errors.js';
+import { ConnectError, parseConnectMessage as parse } from './errors.js';
 import type { E2bSandbox } from './sandbox-table.js';
 
 const MAX_DEPTH = 32;
@@ -25,18 +25,6 @@ const ListRequest = z.looseObject({
   depth: z.number().int().min(0).max(MAX_DEPTH).optional(),
 });
 const MoveRequest = z.looseObject({ source: z.string().max(4096), destination: z.string().max(4096) });
-
-function parse<Schema extends z.ZodType>(schema: Schema, message: unknown): z.output<Schema> {
-  const parsed = schema.safeParse(message);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new ConnectError(
-      'invalid_argument',
-      `Invalid request: ${issue?.path.join('.') || 'message'}: ${issue?.message}`,
-    );
-  }
-  return parsed.data;
-}
 
 /** The entry at `path`, or undefined when there is none. */
 async function find(sandbox: E2bSandbox, path: SandboxPath): Promise<FileEntry | undefined> {

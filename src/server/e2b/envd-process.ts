@@ -12,7 +12,7 @@ import type { ServerContext } from '../context.js';
 import { decodeRequestEnvelope } from './connect-envelope.js';
 import type { UnaryMethod } from './envd-filesystem.js';
 import { HOME, shellQuote } from './envd-paths.js';
-import { ConnectError } from './errors.js';
+import { ConnectError, parseConnectMessage as parse } from './errors.js';
 import { PendingEvents, processEventStream } from './process-stream.js';
 import { E2bProcess, ProcessTable } from './process-table.js';
 import type { E2bSandbox } from './sandbox-table.js';
@@ -41,18 +41,6 @@ const SignalRequest = z.looseObject({
   process: Selector,
   signal: z.union([z.enum(['SIGNAL_SIGTERM', 'SIGNAL_SIGKILL', 'SIGNAL_UNSPECIFIED']), z.literal(9), z.literal(15)]),
 });
-
-function parse<Schema extends z.ZodType>(schema: Schema, message: unknown): z.output<Schema> {
-  const parsed = schema.safeParse(message);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new ConnectError(
-      'invalid_argument',
-      `Invalid request: ${issue?.path.join('.') || 'message'}: ${issue?.message}`,
-    );
-  }
-  return parsed.data;
-}
 
 const tables = new WeakMap<E2bSandbox, ProcessTable>();
 function processesOf(sandbox: E2bSandbox): ProcessTable {

@@ -8,6 +8,7 @@
  * same statuses as under /v1.
  */
 import type { Context } from 'hono';
+import type { z } from 'zod';
 import { type HttpError, toHttpError } from '../errors.js';
 
 /** An error raised by the E2B front door with a definite status. */
@@ -113,4 +114,17 @@ export function toConnectError(error: unknown): ConnectError {
 export function connectErrorResponse(context: Context, error: unknown): Response {
   const mapped = toConnectError(error);
   return context.json({ code: mapped.code, message: mapped.message }, mapped.status as 400);
+}
+
+/** A Connect request's message checked against its schema; a mismatch is Connect's `invalid_argument`. */
+export function parseConnectMessage<Schema extends z.ZodType>(schema: Schema, message: unknown): z.output<Schema> {
+  const parsed = schema.safeParse(message);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ConnectError(
+      'invalid_argument',
+      `Invalid request: ${issue?.path.join('.') || 'message'}: ${issue?.message}`,
+    );
+  }
+  return parsed.data;
 }
