@@ -151,8 +151,29 @@ describe('sandcell doctor', () => {
 
 describe('sandcell repl in a terminal', () => {
   it('Ctrl-C interrupts the running code, not the session; at the prompt it drops the typed line', async () => {
-    const driver = path.join(root, 'test', 'fixtures', 'repl_in_pty.py');
-    const result = await runProcess('/usr/bin/python3', [driver, process.execPath, bin], { cwd: workspace });
+    // As a person types: code, Ctrl-C while it runs, Ctrl-C at the prompt after typing `abc`, then Ctrl-D.
+    const steps = [
+      { expect: '>>> ', send: "kept = 'state'\r" },
+      { expect: '>>> ', send: 'import time; print("sleep" + "ing", flush=True); time.sleep(60)\r' },
+      { expect: 'sleeping', send: '\u0003' },
+      { expect: 'KeyboardInterrupt' },
+      { expect: '>>> ', send: 'kept\r' },
+      { expect: 'Out[' },
+      { expect: '>>> ', send: 'abc' },
+      { expect: 'abc', send: '\u0003' },
+      { expect: 'KeyboardInterrupt' },
+      { expect: '>>> ', send: '2+2\r' },
+      { expect: 'Out[' },
+      { expect: '>>> ', send: '\u0004' },
+    ];
+    const driver = path.join(root, 'test', 'fixtures', 'pty_steps.py');
+    const result = await runProcess(
+      '/usr/bin/python3',
+      [driver, JSON.stringify(steps), process.execPath, bin, 'repl'],
+      {
+        cwd: workspace,
+      },
+    );
     expect(result.stdout).toContain('KeyboardInterrupt');
     expect(result.stdout).toContain("Out[3]: 'state'");
     // Ctrl-C at the prompt dropped the typed `abc`: `2+2` ran alone.
