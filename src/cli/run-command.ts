@@ -1,13 +1,10 @@
 /** `sandcell run`: one file of code in a fresh session; output as it comes, files saved after. */
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { InvalidInputError } from '../errors.js';
 import type { Execution } from '../session/execution.js';
 import type { Language } from '../session/languages.js';
-import { createSession } from '../session/session.js';
-import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
-import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
+import type { LimitCliOptions } from './limit-options.js';
 import {
   copyOutputFiles,
   dim,
@@ -18,7 +15,7 @@ import {
   saveResultImages,
 } from './render.js';
 import { LANGUAGE_NAMES, scriptLanguage } from './script-language.js';
-import { type Status, startStatus } from './status.js';
+import { startSessionWithUploads } from './start-session.js';
 
 export interface RunCommandOptions extends LimitCliOptions {
   upload: string[];
@@ -87,28 +84,8 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
   const timeoutMs = parseTimeout(options.timeout);
   const language = scriptLanguage(file, options.language);
   const code = await readCode(file, language);
-  const uploads = await Promise.all(
-    options.upload.map(async (hostPath) => {
-      try {
-        return { name: path.basename(hostPath), content: await readFile(hostPath) };
-      } catch (error) {
-        throw new CliExit(EXIT_USAGE, `Cannot upload ${hostPath}: ${(error as Error).message}`);
-      }
-    }),
-  );
-  const backend = await backendFromOptions(options, options.json);
-  const status: Status = startStatus(options.json ? undefined : process.stderr, 'starting sandbox');
-  const session = await createSession({
-    backend,
-    ...limitSessionOptions(options),
-    ...(timeoutMs ? { timeoutMs } : {}),
-  }).finally(() => status.stop());
+  const { session, uploaded } = await startSessionWithUploads(options, { timeoutMs, quiet: options.json });
   try {
-    for (const upload of uploads) {
-      await session.files.write(upload.name, upload.content);
-      if (!options.json)
-        process.stderr.write(dim(`uploaded ${upload.name} → /mnt/data/${upload.name}\n`, process.stderr));
-    }
     const live = !options.json;
     // Ctrl-C interrupts the code, as in Jupyter; a second one (or SIGTERM) ends the session and sandcell.
     const interrupt = new AbortController();
@@ -133,12 +110,7 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
       });
-    const files = await copyOutputFiles(
-      session,
-      options.outputDir,
-      new Set(uploads.map((upload) => upload.name)),
-      printRefused,
-    );
+    const files = await copyOutputFiles(session, options.outputDir, uploaded, printRefused);
     const images = await saveResultImages(execution, options.outputDir, files);
     if (options.json) {
       process.stdout.write(`${JSON.stringify({ ...execution, images: images.map((image) => image.file), files })}\n`);
