@@ -17,6 +17,8 @@ import type Dockerode from 'dockerode';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeImageTag } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
+import { writeCertificateBundle } from '../../network/certificate-bundle.js';
+import { forwarderOptions, proxyEnvironment } from '../../network/sandbox-proxy.js';
 import { type DataBudgetMember, sharedDataBudget } from '../data-budget.js';
 import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
@@ -371,8 +373,15 @@ export class DockerBackend implements SandboxBackend {
     }
     options.signal?.throwIfAborted();
     const limits = volume.memoryBudget ? options.limits : await lowerByFiles(options.limits, volume);
-    const kernelOptions = { ...options.kernelOptions, limits: rlimitsFor(limits) };
-    const environment = sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra: options.environment });
+    const network = options.network;
+    const kernelOptions = {
+      ...options.kernelOptions,
+      limits: rlimitsFor(limits),
+      ...(network ? { network: forwarderOptions() } : {}),
+    };
+    const extra = network ? { ...options.environment, ...proxyEnvironment() } : options.environment;
+    const environment = sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra });
+    const bundlePath = network ? await writeCertificateBundle(network.trustedCertificates) : undefined;
     try {
       return await retryTransient(
         async () => {
@@ -386,6 +395,7 @@ export class DockerBackend implements SandboxBackend {
             maskedPaths,
             owner: volume.owner,
             cgroupParent: volume.memoryBudget?.parent,
+            ...(network && bundlePath ? { network: { socketPath: network.socketPath, bundlePath } } : {}),
           });
           let container: Dockerode.Container | undefined;
           try {
