@@ -69,6 +69,7 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     maxExecutionMs: options.limits.maxExecutionMs,
     maxCodeBytes: options.sessionOptions.maxCodeBytes ?? DEFAULT_MAX_CODE_BYTES,
     maxQueuedExecutions: options.limits.maxQueuedExecutions,
+    networkPermission: options.networkPermission,
   });
   metrics.gauge('sandcell_sessions_live', 'Sessions handed to clients and alive, by API.', () =>
     Object.entries(registry.stats.bySource).map(([api, value]) => ({ labels: { api }, value })),
