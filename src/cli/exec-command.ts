@@ -10,11 +10,12 @@ import { createSession } from '../session/session.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_INTERRUPTED, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
 import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
+import { type NetworkCliOptions, networkSessionOptions } from './network-options.js';
 import { copyOutputFiles, dim, printRefused, savedFileLine } from './render.js';
 import { parseTimeout } from './run-command.js';
 import { startStatus } from './status.js';
 
-export interface ExecCommandOptions extends BackendCliOptions, LimitCliOptions {
+export interface ExecCommandOptions extends BackendCliOptions, LimitCliOptions, NetworkCliOptions {
   upload: string[];
   outputDir: string;
   timeout?: string;
@@ -46,6 +47,7 @@ export async function execCommand(words: string[], options: ExecCommandOptions):
   const session = await createSession({
     backend,
     ...limitSessionOptions(options),
+    ...networkSessionOptions(options),
     ...(timeoutMs ? { timeoutMs } : {}),
   }).finally(() => status.stop());
   try {

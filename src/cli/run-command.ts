@@ -8,6 +8,7 @@ import { createSession } from '../session/session.js';
 import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
 import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
+import { type NetworkCliOptions, networkSessionOptions } from './network-options.js';
 import {
   copyOutputFiles,
   dim,
@@ -20,7 +21,7 @@ import {
 import { LANGUAGE_NAMES, scriptLanguage } from './script-language.js';
 import { type Status, startStatus } from './status.js';
 
-export interface RunCommandOptions extends LimitCliOptions {
+export interface RunCommandOptions extends LimitCliOptions, NetworkCliOptions {
   upload: string[];
   outputDir: string;
   timeout?: string;
@@ -101,6 +102,7 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
   const session = await createSession({
     backend,
     ...limitSessionOptions(options),
+    ...networkSessionOptions(options),
     ...(timeoutMs ? { timeoutMs } : {}),
   }).finally(() => status.stop());
   try {
