@@ -9,7 +9,14 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Gate, type GateLog, type StartGateOptions, startGate } from '../src/network/gate.js';
 import { parseNetworkPolicy } from '../src/network/policy.js';
-import { getThroughGate, httpsThroughGate, openTunnel, readToEnd, sendRaw } from './support/gate-client.js';
+import {
+  connectToGate,
+  getThroughGate,
+  httpsThroughGate,
+  openTunnel,
+  readToEnd,
+  sendRaw,
+} from './support/gate-client.js';
 import { type StandInServer, startStandInServer } from './support/stand-in-internet.js';
 import { createTestCertificates, type TestCertificates } from './support/test-ca.js';
 
@@ -400,6 +407,15 @@ describe('per-session limits', () => {
     await expect
       .poll(() => logs.find((entry) => entry.event === 'connection-end'))
       .toMatchObject({ outcome: 'idle-timeout' });
+  });
+
+  it('frees the slot of a client that never finishes its request head', async () => {
+    const { gate } = await gateFor(standardAllow(), { limits: { maxConnections: 1, idleTimeoutMs: 300 } });
+    const slow = await connectToGate(gate.address);
+    slow.write(`GET http://allowed.test:${web.port}/ HTTP/1.1\r\nHost: allowed`);
+    await readToEnd(slow);
+    await expect.poll(() => gate.usage().openConnections).toBe(0);
+    expect((await getThroughGate(gate.address, `http://allowed.test:${web.port}/`)).status).toBe(200);
   });
 
   it('keeps one gate per session: another session’s gate has its own policy and budget', async () => {

@@ -33,6 +33,7 @@ export function readRequestHead(socket: Socket, maxHeadBytes: number): Promise<{
       socket.off('data', onData);
       socket.off('end', onEnd);
       socket.off('error', onEnd);
+      socket.off('close', onEnd);
       socket.pause();
       outcome();
     };
@@ -64,6 +65,8 @@ export function readRequestHead(socket: Socket, maxHeadBytes: number): Promise<{
     socket.on('data', onData);
     socket.on('end', onEnd);
     socket.on('error', onEnd);
+    // Destroyed by the head timeout: no 'end' comes, only 'close'.
+    socket.on('close', onEnd);
     socket.resume();
   });
 }
