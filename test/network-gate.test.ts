@@ -219,6 +219,26 @@ describe('refusals that say which rule refused', () => {
   });
 });
 
+describe('several addresses', () => {
+  it('tries the next checked address when one does not answer, and says 502 when none does', async () => {
+    const { gate, logs } = await gateFor(
+      [`multi.test:${web.port}`, `dead.test:${web.port}`, `127.0.0.0/24:${web.port}`],
+      {
+        resolve: async (name) => (name === 'multi.test' ? ['127.0.0.3', '127.0.0.1'] : ['127.0.0.3']),
+      },
+    );
+    const answer = await getThroughGate(gate.address, `http://multi.test:${web.port}/second-address`);
+    expect(JSON.parse(answer.body).url).toBe('/second-address');
+    await expect
+      .poll(() => logs.find((entry) => entry.event === 'connection-end'))
+      .toMatchObject({ address: '127.0.0.1' });
+    const dead = await getThroughGate(gate.address, `http://dead.test:${web.port}/`);
+    expect(dead.status).toBe(502);
+    expect(dead.headers['x-sandcell-gate-rule']).toBe('upstream-unreachable');
+    expect(dead.body).toContain('ECONNREFUSED');
+  });
+});
+
 describe('DNS rebinding', () => {
   it('connects to the address it checked, however the name resolves afterwards', async () => {
     // The second answer points at a different server on 127.0.0.2, on the same port.

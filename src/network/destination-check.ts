@@ -1,7 +1,7 @@
 /**
  * The gate's decision on a destination, made on addresses it resolved itself: the name must be
  * allowed on that port, and every address it resolves to must be public or inside a CIDR rule.
- * The caller connects to the returned address, never to the name, so a second lookup (DNS
+ * The caller connects to the returned addresses, never to the name, so a second lookup (DNS
  * rebinding) cannot send the connection somewhere that was not checked.
  */
 import { lookup } from 'node:dns/promises';
@@ -22,10 +22,10 @@ export async function checkDestination(
   destination: Destination,
   resolve: GateResolver,
   timeoutMs: number,
-): Promise<string> {
+): Promise<string[]> {
   const { host, port } = destination;
   if (destination.literal) {
-    if (cidrRuleFor(policy, host, port)) return host;
+    if (cidrRuleFor(policy, host, port)) return [host];
     throw new GateRefusal(
       403,
       'address-literal',
@@ -56,7 +56,7 @@ export async function checkDestination(
       );
     }
   }
-  return addresses[0] as string;
+  return addresses;
 }
 
 async function resolveWithin(resolve: GateResolver, host: string, timeoutMs: number): Promise<string[]> {

@@ -44,8 +44,17 @@ export async function handleForward(
   // Everything about the request is settled before the destination is looked up or contacted.
   const outgoing = rewriteHead(context, head, destination.host, destination.authority, originForm);
   const started = Date.now();
-  const address = await checkDestination(context.policy, destination, context.resolve, context.limits.connectTimeoutMs);
-  const upstream = await connectUpstream(address, destination.port, context.limits.connectTimeoutMs);
+  const addresses = await checkDestination(
+    context.policy,
+    destination,
+    context.resolve,
+    context.limits.connectTimeoutMs,
+  );
+  const { socket: upstream, address } = await connectUpstream(
+    addresses,
+    destination.port,
+    context.limits.connectTimeoutMs,
+  );
   if (client.destroyed) {
     upstream.destroy();
     return;

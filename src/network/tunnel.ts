@@ -40,8 +40,17 @@ export async function handleConnect(
   client.on('data', onEarly);
   client.resume();
   const started = Date.now();
-  const address = await checkDestination(context.policy, destination, context.resolve, context.limits.connectTimeoutMs);
-  const upstream = await connectUpstream(address, destination.port, context.limits.connectTimeoutMs);
+  const addresses = await checkDestination(
+    context.policy,
+    destination,
+    context.resolve,
+    context.limits.connectTimeoutMs,
+  );
+  const { socket: upstream, address } = await connectUpstream(
+    addresses,
+    destination.port,
+    context.limits.connectTimeoutMs,
+  );
   client.off('data', onEarly);
   client.pause();
   if (client.destroyed) {
