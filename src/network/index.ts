@@ -14,6 +14,7 @@ export {
   startGate,
 } from './gate.js';
 export { DEFAULT_GATE_LIMITS } from './gate-budget.js';
+export { createGateHost, type GateChannel, type GateChannelRequest, type GateHostOptions } from './gate-host.js';
 export {
   DEFAULT_ALLOWED_PORTS,
   type NetworkPolicy,
