@@ -447,6 +447,24 @@ describe('per-session limits', () => {
   });
 });
 
+describe('a logger that throws', () => {
+  it('changes nothing for the client', async () => {
+    const { gate } = await gateFor(standardAllow(), {
+      logger: () => {
+        throw new Error('log store is down');
+      },
+    });
+    expect((await getThroughGate(gate.address, `http://other.test:${web.port}/`)).status).toBe(403);
+    const answer = await httpsThroughGate(gate.address, {
+      host: 'allowed.test',
+      port: secureWeb.port,
+      path: '/after',
+      ca: certificates.caCertificate,
+    });
+    expect(JSON.parse(answer.body).url).toBe('/after');
+  });
+});
+
 describe('close', () => {
   it('ends open tunnels and stops listening', async () => {
     const { gate } = await gateFor(standardAllow());

@@ -12,7 +12,7 @@ import { resolveWithSystem } from './destination-check.js';
 import { handleForward } from './forward.js';
 import { GateBudget, resolveGateLimits } from './gate-budget.js';
 import type { GateContext } from './gate-connection.js';
-import type { DestinationSecret, Gate, StartGateOptions } from './gate-types.js';
+import type { DestinationSecret, Gate, GateLog, StartGateOptions } from './gate-types.js';
 import { isHostName } from './policy.js';
 import { GateRefusal, writeRefusal } from './refusal.js';
 import { readRequestHead } from './request-head.js';
@@ -40,10 +40,13 @@ export async function startGate(options: StartGateOptions): Promise<Gate> {
     limits,
     resolve: options.resolve ?? resolveWithSystem,
     secrets: secretsByHost(options.secrets ?? []),
-    log: options.logger ?? (() => {}),
+    log: safeLogger(options.logger),
     sockets: new Set(),
   };
-  const server = createServer({ allowHalfOpen: true, noDelay: true }, (client) => serveConnection(context, client));
+  const server = createServer({ allowHalfOpen: true, noDelay: true }, (client) => {
+    // Nothing a connection does may take the process down with it.
+    serveConnection(context, client).catch(() => client.destroy());
+  });
   await listen(server, options);
   const address = server.address();
   if (address === null) throw new Error('the gate is not listening');
@@ -120,6 +123,18 @@ function refuse(context: GateContext, client: Socket, refusal: GateRefusal, targ
     ...(target === undefined ? {} : { target: target.slice(0, 300) }),
   });
   writeRefusal(client, refusal);
+}
+
+/** A logger that throws must not end the connection it logs, nor the process. */
+function safeLogger(logger: StartGateOptions['logger']): (entry: GateLog) => void {
+  if (!logger) return () => {};
+  return (entry) => {
+    try {
+      logger(entry);
+    } catch {
+      // The log is the caller's; the gate goes on.
+    }
+  };
 }
 
 /** Secrets checked up front: a header that could frame or route the request is never one. */
