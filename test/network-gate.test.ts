@@ -418,6 +418,24 @@ describe('per-session limits', () => {
     expect(next.headers['x-sandcell-gate-rule']).toBe('byte-limit');
   });
 
+  it('cuts an upload at the outgoing byte limit', async () => {
+    const { gate, logs } = await gateFor(standardAllow(), { limits: { maxBytesOut: 16 * 1024 } });
+    const body = 'x'.repeat(200_000);
+    const before = web.received.length;
+    const answer = await sendRaw(
+      gate.address,
+      `POST http://allowed.test:${web.port}/upload HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    expect(answer.status).not.toBe(200);
+    // Cut mid-stream (connection-end) or, when the gate already holds too much, refused outright.
+    await expect
+      .poll(() =>
+        logs.some((entry) => (entry.event === 'connection-end' ? entry.outcome : entry.rule) === 'byte-limit'),
+      )
+      .toBe(true);
+    expect(web.received.slice(before).some((request) => request.url === '/upload')).toBe(false);
+  });
+
   it('closes a tunnel that stays idle', async () => {
     const { gate, logs } = await gateFor(standardAllow(), { limits: { idleTimeoutMs: 300 } });
     const { answer, socket } = await openTunnel(gate.address, `allowed.test:${secureWeb.port}`);
