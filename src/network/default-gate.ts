@@ -1,14 +1,13 @@
 /**
- * The gate a session gets when its options name none: one gate per session, on this host, listening
- * on a unix socket under the runtime directory.
+ * The gate a session gets when its options name none: one gate host per process, each session's gate
+ * on a unix socket of its own (createGateHost). A server passes its own, which logs.
  */
-import { InvalidInputError } from '../errors.js';
 import type { NetworkGate } from './gate-channel.js';
+import { createGateHost } from './gate-host.js';
+
+let shared: NetworkGate | undefined;
 
 export function defaultNetworkGate(): NetworkGate {
-  return {
-    openChannel: async () => {
-      throw new InvalidInputError('Internet access needs a network gate, and this build of sandcell has none yet.');
-    },
-  };
+  shared ??= createGateHost();
+  return shared;
 }
