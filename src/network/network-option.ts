@@ -2,9 +2,11 @@
  * A session's `network` option: `'none'` (the default: no network at all, as
  * strong as a sandcell without this feature), or an allow-list the session's
  * gate enforces. The rules' meaning (exact names, `*.suffix`, CIDRs, ports) is
- * the gate's; here they are only bounded, so a bad one fails at creation.
+ * the gate's policy (policy.ts), which reads them here too, so a bad one fails
+ * when the options are read, before anything starts.
  */
 import { InvalidInputError } from '../errors.js';
+import { parseNetworkPolicy } from './policy.js';
 
 export interface NetworkAllowList {
   /** Hosts the session may reach through its gate: `pypi.org`, `*.example.com`, `api.example.com:443`, `10.0.0.0/8`. */
@@ -44,6 +46,8 @@ export function resolveNetworkOption(option: NetworkOption | undefined): Network
     }
     return trimmed;
   });
+  // The gate's own parser: a rule it would refuse when the channel opens fails now, with its message.
+  parseNetworkPolicy(allow);
   const certificates = option.trustedCertificates;
   if (certificates !== undefined) {
     if (
