@@ -75,6 +75,8 @@ export type {
   RunOptions,
 } from './session/execution.js';
 export { formatTraceback } from './session/execution.js';
+export type { NetworkChannel, NetworkGate } from './network/gate-channel.js';
+export type { NetworkAllowList, NetworkOption } from './network/network-option.js';
 export type { FileEntry, SessionFiles } from './session/files.js';
 export { LANGUAGES, type Language } from './session/languages.js';
 export type { LimitNames } from './session/limit-names.js';
