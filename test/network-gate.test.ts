@@ -485,13 +485,16 @@ describe('a logger that throws', () => {
 
 describe('close', () => {
   it('ends open tunnels and stops listening', async () => {
-    const { gate } = await gateFor(standardAllow());
+    const { gate, logs } = await gateFor(standardAllow());
     const { answer, socket } = await openTunnel(gate.address, `allowed.test:${secureWeb.port}`);
     expect(answer.status).toBe(200);
     socket.resume();
     const ended = readToEnd(socket);
     await gate.close();
     await ended;
+    await expect
+      .poll(() => logs.find((entry) => entry.event === 'connection-end'))
+      .toMatchObject({ outcome: 'gate-closed' });
     await expect(getThroughGate(gate.address, `http://allowed.test:${web.port}/`)).rejects.toThrow();
   });
 });

@@ -85,7 +85,7 @@ export async function handleForward(
     bytesOut: result.bytesOut + outgoing.length + rest.length,
     bytesIn: result.bytesIn,
     durationMs: Date.now() - started,
-    outcome: result.outcome,
+    outcome: context.closing && result.outcome === 'closed' ? 'gate-closed' : result.outcome,
   });
 }
 

@@ -18,4 +18,6 @@ export interface GateContext {
   log: (entry: GateLog) => void;
   /** Every socket open through the gate, so `close()` can end them. */
   sockets: Set<Socket>;
+  /** Set by `close()`: connections it ends are logged as `gate-closed`. */
+  closing: boolean;
 }

@@ -42,6 +42,7 @@ export async function startGate(options: StartGateOptions): Promise<Gate> {
     secrets: secretsByHost(options.secrets ?? []),
     log: safeLogger(options.logger),
     sockets: new Set(),
+    closing: false,
   };
   const server = createServer({ allowHalfOpen: true, noDelay: true }, (client) => {
     // Nothing a connection does may take the process down with it.
@@ -56,6 +57,7 @@ export async function startGate(options: StartGateOptions): Promise<Gate> {
     address,
     usage: () => context.budget.usage(),
     close() {
+      context.closing = true;
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
         for (const socket of context.sockets) socket.destroy();

@@ -80,6 +80,6 @@ export async function handleConnect(
     bytesOut: result.bytesOut,
     bytesIn: result.bytesIn,
     durationMs: Date.now() - started,
-    outcome: result.outcome,
+    outcome: context.closing && result.outcome === 'closed' ? 'gate-closed' : result.outcome,
   });
 }
