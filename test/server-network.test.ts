@@ -50,7 +50,9 @@ describe('internet access through the server', () => {
     await expect
       .poll(network)
       .toContainEqual(expect.objectContaining({ event: 'connection-end', sessionId: session.id, port: web.port }));
-    await expect.poll(network).toContainEqual(expect.objectContaining({ event: 'request-refused', sessionId: session.id }));
+    await expect
+      .poll(network)
+      .toContainEqual(expect.objectContaining({ event: 'request-refused', sessionId: session.id }));
     expect(JSON.stringify(network())).not.toContain('/hello');
   });
 
