@@ -6,7 +6,7 @@
  */
 import type { Socket } from 'node:net';
 import { checkDestination } from './destination-check.js';
-import type { GateContext } from './gate-connection.js';
+import { type GateContext, trackSocket } from './gate-connection.js';
 import { GateRefusal } from './refusal.js';
 import { relay } from './relay.js';
 import { headerValues, type RequestHead } from './request-head.js';
@@ -43,6 +43,9 @@ export async function handleForward(
   }
   // Everything about the request is settled before the destination is looked up or contacted.
   const outgoing = rewriteHead(context, head, destination.host, destination.authority, originForm);
+  if (!context.budget.spend('out', outgoing.length + rest.length)) {
+    throw new GateRefusal(429, 'byte-limit', "this session's outgoing byte limit is used up");
+  }
   const started = Date.now();
   const addresses = await checkDestination(
     context.policy,
@@ -59,11 +62,7 @@ export async function handleForward(
     upstream.destroy();
     return;
   }
-  context.sockets.add(upstream);
-  if (!context.budget.spend('out', outgoing.length + rest.length)) {
-    upstream.destroy();
-    throw new GateRefusal(429, 'byte-limit', "this session's outgoing byte limit is used up");
-  }
+  trackSocket(context, upstream);
   upstream.write(outgoing);
   if (rest.length > 0) upstream.write(rest);
   const { done } = relay({
@@ -74,7 +73,6 @@ export async function handleForward(
     clientBytesAllowed: bodyBytes - rest.length,
   });
   const result = await done;
-  context.sockets.delete(upstream);
   context.log({
     event: 'connection-end',
     sessionId: context.sessionId,

@@ -21,3 +21,9 @@ export interface GateContext {
   /** Set by `close()`: connections it ends are logged as `gate-closed`. */
   closing: boolean;
 }
+
+/** Keeps `socket` in the gate's set while it is open, so `close()` ends it and nothing is kept after. */
+export function trackSocket(context: GateContext, socket: Socket): void {
+  context.sockets.add(socket);
+  socket.once('close', () => context.sockets.delete(socket));
+}

@@ -11,7 +11,7 @@ import { InvalidInputError } from '../errors.js';
 import { resolveWithSystem } from './destination-check.js';
 import { handleForward } from './forward.js';
 import { GateBudget, resolveGateLimits } from './gate-budget.js';
-import type { GateContext } from './gate-connection.js';
+import { type GateContext, trackSocket } from './gate-connection.js';
 import type { DestinationSecret, Gate, GateLog, StartGateOptions } from './gate-types.js';
 import { isHostName } from './policy.js';
 import { GateRefusal, writeRefusal } from './refusal.js';
@@ -80,9 +80,8 @@ function listen(server: Server, options: StartGateOptions): Promise<void> {
 }
 
 async function serveConnection(context: GateContext, client: Socket): Promise<void> {
-  context.sockets.add(client);
+  trackSocket(context, client);
   client.on('error', () => {});
-  client.once('close', () => context.sockets.delete(client));
   let target: string | undefined;
   if (!context.budget.tryOpen()) {
     refuse(

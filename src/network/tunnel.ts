@@ -6,7 +6,7 @@
  */
 import type { Socket } from 'node:net';
 import { checkDestination } from './destination-check.js';
-import type { GateContext } from './gate-connection.js';
+import { type GateContext, trackSocket } from './gate-connection.js';
 import { GateRefusal } from './refusal.js';
 import { relay } from './relay.js';
 import { headerValues, type RequestHead } from './request-head.js';
@@ -65,11 +65,10 @@ export async function handleConnect(
       'bytes arrived after CONNECT before the gate answered; wait for 200 before sending',
     );
   }
-  context.sockets.add(upstream);
+  trackSocket(context, upstream);
   client.write('HTTP/1.1 200 Connection established\r\n\r\n');
   const { done } = relay({ client, upstream, budget: context.budget, idleTimeoutMs: context.limits.idleTimeoutMs });
   const result = await done;
-  context.sockets.delete(upstream);
   context.log({
     event: 'connection-end',
     sessionId: context.sessionId,
