@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { createBackend, Session, SessionPool } from '../dist/index.js';
 import { runE2bBench } from './e2b.mjs';
 import { runJupyterBench } from './jupyter.mjs';
+import { runNetworkGateBench } from './network-gate.mjs';
 import { runServerBench } from './server.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -413,6 +414,11 @@ const server = withServer ? await runServerBench({ quick }) : { rows: [], result
 const e2b = withServer ? await runE2bBench({ quick }) : { rows: [], result: undefined };
 // The Jupyter front door (bench/jupyter.mjs): the channels websocket beside /v1 and a raw ipykernel.
 const jupyter = withServer ? await runJupyterBench({ quick }) : { rows: [], result: undefined };
+// The network gate (bench/network-gate.mjs): its added latency on a small HTTPS request; no sandbox.
+const networkGate = await runNetworkGateBench({ quick });
+for (const [measureName, stat, observed, unit, target, met] of networkGate.rows) {
+  rows.push([measureName, stat, String(observed), '', unit, target, met === null ? '' : met ? 'yes' : 'NO']);
+}
 for (const [measureName, stat, observed, unit, target, met] of [...server.rows, ...e2b.rows, ...jupyter.rows]) {
   rows.push([
     measureName,
@@ -480,6 +486,7 @@ const result = {
   server: server.result,
   e2b: e2b.result,
   jupyter: jupyter.result,
+  networkGate: networkGate.result,
 };
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);

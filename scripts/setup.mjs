@@ -11,7 +11,8 @@ const PACKAGE_LISTS = JSON.parse(readFileSync(path.join(root, 'src/image/debian-
 // The web UI's end-to-end tests (test/web-ui.test.ts) drive Debian's chromium with playwright-core; the
 // README's tests (test/readme*.test.ts) run its curl, jq and openssl commands as written. The Jupyter
 // front door's tests run Jupyter Server with the classic Notebook as a gateway client, a client written
-// as Open WebUI's (aiohttp, websockets), and its bench row a raw local ipykernel.
+// as Open WebUI's (aiohttp, websockets), and its bench row a raw local ipykernel. The network gate's
+// tests send curl, urllib and requests through it (test/network-gate-clients.test.ts).
 const TEST_PACKAGES = [
   'chromium',
   'curl',
@@ -22,6 +23,7 @@ const TEST_PACKAGES = [
   'python3-aiohttp',
   'python3-websockets',
   'python3-ipykernel',
+  'python3-requests',
 ];
 const { say, run, aptInstall } = setupSteps('setup');
 

@@ -55,6 +55,8 @@ export {
   TooManyContextsError,
   UnknownContextError,
 } from './errors.js';
+export type { NetworkChannel, NetworkGate } from './network/gate-channel.js';
+export type { NetworkAllowList, NetworkOption } from './network/network-option.js';
 export type { AssistOptions, InspectOptions } from './session/assist-input.js';
 export type { Completion, Inspection } from './session/assist-replies.js';
 export type {

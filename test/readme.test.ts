@@ -30,6 +30,8 @@ const SKIPPED: Record<string, string> = {
   'azure-langchain':
     'needs @langchain/azure-dynamic-sessions, not a dependency; test/server-azure.test.ts speaks its protocol',
   'azure-python': 'needs the Python LangChain packages (no PyPI here); test/server-azure.test.ts speaks their protocol',
+  'internet-access-pip':
+    'needs the internet (PyPI); test/network-bubblewrap.test.ts installs a wheel the same way from an index on 127.0.0.1',
 };
 
 /** Blocks run by another test file. */
@@ -48,6 +50,7 @@ const RUN_ELSEWHERE: Record<string, string> = {
   'e2b-serve': 'test/readme-e2b.test.ts',
   'e2b-sdk': 'test/readme-e2b.test.ts',
   'jupyter-gateway': 'test/jupyter-gateway-notebook.test.ts',
+  'internet-access': 'test/readme-internet.test.ts',
 };
 
 const blocks = readmeBlocks();

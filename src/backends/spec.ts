@@ -5,6 +5,7 @@
  * /mnt/data across restarts, and stop everything it started.
  */
 import type { Readable, Writable } from 'node:stream';
+import type { SandboxNetwork } from '../network/gate-channel.js';
 import type { SandboxLimits } from './limits.js';
 
 export interface SandboxBackend {
@@ -54,6 +55,12 @@ export interface StartSandboxOptions {
   kernelOptions: Record<string, unknown>;
   /** Extra environment variables the caller chose to pass in; nothing else leaks from the host. */
   environment?: Record<string, string>;
+  /**
+   * Internet access through the session's gate: the backend binds the gate's socket in at
+   * GATE_SOCKET_MOUNT (src/network/sandbox-proxy.ts) and the bundle at CERTIFICATE_BUNDLE. Absent: no
+   * network at all. A backend that cannot do this must refuse to start rather than ignore it.
+   */
+  network?: SandboxNetwork;
   signal?: AbortSignal;
 }
 

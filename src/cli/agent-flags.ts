@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { addBackendOptions, type BackendCliOptions } from './backend-option.js';
 import { addLimitOptions, type LimitCliOptions } from './limit-options.js';
+import { addNetworkOption, type NetworkCliOptions } from './network-options.js';
 
 export const DEFAULT_OUTPUT_DIR = 'sandcell-output';
 
@@ -27,7 +28,7 @@ export function addModelOptions(command: Command): Command {
     .option('--no-stream', 'do not stream responses (for servers that cannot stream tool calls)');
 }
 
-export interface AgentCommandOptions extends BackendCliOptions, ModelCliOptions, LimitCliOptions {
+export interface AgentCommandOptions extends BackendCliOptions, ModelCliOptions, LimitCliOptions, NetworkCliOptions {
   data: string[];
   context?: string;
   approve?: boolean;
@@ -59,5 +60,5 @@ export function addAgentOptions(command: Command): Command {
     .option('--max-steps <n>', 'model calls with tools per question before it must answer', undefined)
     .option('--max-attempts <n>', 'failed executions in a row before the model must stop and explain', undefined)
     .addHelpText('after', KEYS_HELP);
-  return addLimitOptions(command);
+  return addNetworkOption(addLimitOptions(command));
 }

@@ -19,6 +19,7 @@ import type { AgentCommandOptions, ModelCliOptions } from './agent-flags.js';
 import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_MODEL_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { limitSessionOptions } from './limit-options.js';
+import { networkSessionOptions } from './network-options.js';
 import { parseTimeout } from './run-command.js';
 
 const MAX_CONTEXT_BYTES = 64 * 1024;
@@ -79,7 +80,12 @@ export async function openDataChat(
   const backend = extra.backend ?? (await backendFromOptions(options));
   const limits = limitSessionOptions(options);
   extra.progress?.('starting sandbox');
-  const session = await createSession({ backend, ...limits, ...(timeoutMs ? { timeoutMs } : {}) });
+  const session = await createSession({
+    backend,
+    ...limits,
+    ...networkSessionOptions(options),
+    ...(timeoutMs ? { timeoutMs } : {}),
+  });
   extra.progress?.('reading data');
   return DataChat.create({
     model,

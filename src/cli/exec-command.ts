@@ -2,11 +2,12 @@ import { InvalidInputError } from '../errors.js';
 import type { BackendCliOptions } from './backend-option.js';
 import { CliExit, EXIT_INTERRUPTED, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
 import type { LimitCliOptions } from './limit-options.js';
+import type { NetworkCliOptions } from './network-options.js';
 import { copyOutputFiles, dim, printRefused, savedFileLine } from './render.js';
 import { parseTimeout } from './run-command.js';
 import { startSessionWithUploads } from './start-session.js';
 
-export interface ExecCommandOptions extends BackendCliOptions, LimitCliOptions {
+export interface ExecCommandOptions extends BackendCliOptions, LimitCliOptions, NetworkCliOptions {
   upload: string[];
   outputDir: string;
   timeout?: string;

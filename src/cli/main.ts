@@ -10,6 +10,7 @@ import { CliExit, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { imageBuildCommand, imageStatusCommand } from './image-command.js';
 import { addLimitOptions } from './limit-options.js';
 import { LOG_FORMATS } from './log-lines.js';
+import { addNetworkOption, collectHosts } from './network-options.js';
 import { red } from './render.js';
 import { replCommand } from './repl-command.js';
 import { runCommand } from './run-command.js';
@@ -33,7 +34,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .configureOutput({ outputError: (text, write) => write(red(text)) });
 
   addBackendOptions(
-    addLimitOptions(program.command('run'))
+    addNetworkOption(addLimitOptions(program.command('run')))
       .description('run a script in a fresh sandboxed session (Python, JavaScript, TypeScript, bash or R)')
       .argument('[file]', 'a script (.py .js .mjs .ts .sh .R: the extension picks the language), or - for stdin')
       .option(
@@ -51,7 +52,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
   ).action(async (file: string | undefined, options) => setExitCode(await runCommand(file, options)));
 
   addBackendOptions(
-    addLimitOptions(program.command('repl'))
+    addNetworkOption(addLimitOptions(program.command('repl')))
       .description('an interactive prompt in a sandboxed session (Python unless --language)')
       .option('-l, --language <language>', `the prompt's language (${LANGUAGES.join(', ')})`, 'python')
       .option('-o, --output-dir <dir>', 'where to save charts', DEFAULT_OUTPUT_DIR)
@@ -59,7 +60,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
   ).action(async (options) => setExitCode(await replCommand(options)));
 
   addBackendOptions(
-    addLimitOptions(program.command('exec'))
+    addNetworkOption(addLimitOptions(program.command('exec')))
       .description("run one shell command in a fresh sandbox; its exit code is sandcell's")
       .argument('<command...>', 'the command and its arguments, after --: `sandcell exec -- ls -la`')
       .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
@@ -181,6 +182,16 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           'in the web UI and conversations, code waits for run / skip / edit unless the client says otherwise',
         )
         .option('--no-ui', 'do not serve the web UI at /')
+        .option(
+          '--allow-host <host>',
+          "sessions' default internet access: a host they may reach over HTTP(S) through the gate (repeatable); keys may ask for these or fewer",
+          collectHosts,
+        )
+        .option(
+          '--permit-host <host>',
+          'a host keys may ask their sessions to reach, beyond --allow-host (repeatable; "any" for any) (env SANDCELL_PERMITTED_HOSTS)',
+          collectHosts,
+        )
         .option(
           '--state-dir <dir>',
           'keep conversation histories here, so they survive a restart; default $XDG_DATA_HOME/sandcell or ~/.local/share/sandcell (env SANDCELL_STATE_DIR; "none": in memory only)',

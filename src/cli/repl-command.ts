@@ -11,6 +11,7 @@ import readline from 'node:readline';
 import { createSession } from '../session/session.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
+import { type NetworkCliOptions, networkSessionOptions } from './network-options.js';
 import { dim, printError, resultText, saveResultImages } from './render.js';
 import { LANGUAGE_NAMES, parseLanguageOption } from './script-language.js';
 import { startStatus } from './status.js';
@@ -40,7 +41,9 @@ function saveHistory(history: string[]): void {
 }
 
 export async function replCommand(
-  options: { outputDir: string; timeout?: string; language?: string } & BackendCliOptions & LimitCliOptions,
+  options: { outputDir: string; timeout?: string; language?: string } & BackendCliOptions &
+    LimitCliOptions &
+    NetworkCliOptions,
 ): Promise<number> {
   const language = parseLanguageOption(options.language) ?? 'python';
   const name = LANGUAGE_NAMES[language];
@@ -53,6 +56,7 @@ export async function replCommand(
   const session = await createSession({
     backend,
     ...limitSessionOptions(options),
+    ...networkSessionOptions(options),
     timeoutMs: timeoutMs > 0 ? timeoutMs : 24 * 3600_000,
   }).catch((error) => {
     status.stop();

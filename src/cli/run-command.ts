@@ -5,6 +5,7 @@ import type { Execution } from '../session/execution.js';
 import type { Language } from '../session/languages.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
 import type { LimitCliOptions } from './limit-options.js';
+import type { NetworkCliOptions } from './network-options.js';
 import {
   copyOutputFiles,
   dim,
@@ -17,7 +18,7 @@ import {
 import { LANGUAGE_NAMES, scriptLanguage } from './script-language.js';
 import { startSessionWithUploads } from './start-session.js';
 
-export interface RunCommandOptions extends LimitCliOptions {
+export interface RunCommandOptions extends LimitCliOptions, NetworkCliOptions {
   upload: string[];
   outputDir: string;
   timeout?: string;

@@ -11,6 +11,7 @@ import { createModel, toCliExit } from './agent-options.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { type LogFormat, logDestinationFor } from './log-lines.js';
+import { serveNetworkOptions } from './network-options.js';
 
 export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions {
   approve?: boolean;
@@ -40,6 +41,8 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   /** A directory, or false with --no-state-dir. */
   stateDir?: string | false;
   logFormat?: LogFormat;
+  allowHost?: string[];
+  permitHost?: string[];
 }
 
 /** A flag's number, or undefined when not given; `scale` turns seconds into milliseconds. */
@@ -54,7 +57,10 @@ export function numberOption(flag: string, value: string | undefined, scale = 1)
 
 export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
   const keys = options.apiKey.length > 0 ? options.apiKey : undefined;
+  const { network, ...permission } = serveNetworkOptions(options);
   return {
+    ...permission,
+    ...(network ? { sessionOptions: { network } } : {}),
     host: options.host,
     port: numberOption('--port', options.port),
     apiKeys: keys,

@@ -1,14 +1,15 @@
-/** The sandbox `run` and `exec` work in: its backend and limits from the flags, the --upload files in /mnt/data. */
+/** The sandbox `run` and `exec` work in: its backend, limits and network from the flags, the --upload files in /mnt/data. */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createSession, type Session } from '../session/session.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_USAGE } from './exit-codes.js';
 import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
+import { type NetworkCliOptions, networkSessionOptions } from './network-options.js';
 import { dim } from './render.js';
 import { startStatus } from './status.js';
 
-export interface StartSessionOptions extends BackendCliOptions, LimitCliOptions {
+export interface StartSessionOptions extends BackendCliOptions, LimitCliOptions, NetworkCliOptions {
   upload: string[];
 }
 
@@ -35,6 +36,7 @@ export async function startSessionWithUploads(
   const session = await createSession({
     backend,
     ...limitSessionOptions(options),
+    ...networkSessionOptions(options),
     ...(timeoutMs ? { timeoutMs } : {}),
   }).finally(() => status.stop());
   try {

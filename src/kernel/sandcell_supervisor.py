@@ -91,6 +91,23 @@ def write_accounts():
             pass  # lookups by name fail; nothing else depends on them
 
 
+def start_network_forwarder(network):
+    """When the session allows internet access, the host bound its gate's socket
+    in: listen for the proxy clients before any user code runs."""
+    if not isinstance(network, dict):
+        return
+    socket_path, port = network.get("socket"), network.get("port")
+    if not isinstance(socket_path, str) or not isinstance(port, int):
+        return
+    import sandcell_network_forwarder
+
+    try:
+        sandcell_network_forwarder.start(socket_path, port)
+    except OSError as error:
+        os.write(2, ("the network forwarder could not listen: %s\n" % error).encode("utf-8", "replace"))
+        sys.exit(1)
+
+
 def main():
     # Descriptors the host process leaked (anything beyond stdio) must not
     # reach any process of the sandbox.
@@ -103,6 +120,7 @@ def main():
     from sandcell_kernels import kernel_table
 
     sandcell_process.CHILD_LIMITS = child_limits
+    start_network_forwarder(options.get("network"))
     # The Python kernel takes far longer to start than anything here: start
     # it first, and load the rest of the supervisor while it boots.
     argv, mode = kernel_table(KERNEL_DIRECTORY, sys.executable or "/usr/bin/python3")["python"]

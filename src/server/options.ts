@@ -5,6 +5,7 @@ import type { ChatModel } from '../agents/model.js';
 import { defaultDataBudgetBytes } from '../backends/data-budget.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
+import { resolveNetworkOption } from '../network/network-option.js';
 import { DEFAULT_FILE_TRANSFER_BYTES, DEFAULT_MAX_CODE_BYTES, type SessionOptions } from '../session/options.js';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_PRELOAD_MODULES } from '../session/pool.js';
 import {
@@ -14,6 +15,7 @@ import {
   MAX_CONVERSATION_HISTORY_BYTES,
 } from './conversations/history-limits.js';
 import { NO_STATE_DIRECTORY } from './conversations/state-directory.js';
+import { defaultPermission, type NetworkPermission } from './network-permission.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8080;
@@ -104,8 +106,14 @@ export interface ServerOptions {
   shutdownGraceMs?: number;
   /** Where sandboxes run. @default `resolveBackend()`: the backend SANDCELL_BACKEND names, else bubblewrap */
   backend?: SandboxBackend;
-  /** Further options of every session (limits, output caps, environment). */
+  /** Further options of every session (limits, output caps, environment, `network`: the default of sessions that ask for none). */
   sessionOptions?: Omit<SessionOptions, 'id' | 'signal' | 'backend' | 'timeoutMs' | 'preloadModules'>;
+  /**
+   * The network any key may ask for when it creates a session: `'none'`, `'any'`, or the allow-list
+   * rules it may pick from (a request beyond them gets 403).
+   * @default the rules of `sessionOptions.network`, else 'none' (env SANDCELL_PERMITTED_HOSTS, comma-separated, or `any`)
+   */
+  networkPermission?: NetworkPermission;
   /** Log level of the pino logger. @default 'info' (env SANDCELL_LOG_LEVEL) */
   logLevel?: string;
   /** Where logs go. @default process.stdout */
@@ -163,6 +171,7 @@ export interface ResolvedServerOptions {
   shutdownGraceMs: number;
   backend?: SandboxBackend;
   sessionOptions: NonNullable<ServerOptions['sessionOptions']>;
+  networkPermission: NetworkPermission;
   logLevel: string;
   logDestination?: NodeJS.WritableStream;
   model?: ChatModel;
@@ -366,6 +375,7 @@ export function resolveServerOptions(
     shutdownGraceMs: count('shutdownGraceMs', options.shutdownGraceMs, DEFAULT_SHUTDOWN_GRACE_MS, 0),
     backend: options.backend,
     sessionOptions: options.sessionOptions ?? {},
+    networkPermission: networkPermissionOf(options, environment),
     logLevel: options.logLevel ?? environment.SANDCELL_LOG_LEVEL ?? 'info',
     logDestination: options.logDestination,
     model: options.model,
@@ -402,4 +412,18 @@ export function resolveServerOptions(
     );
   }
   return resolved;
+}
+
+function networkPermissionOf(options: ServerOptions, environment: Environment): NetworkPermission {
+  const fromEnvironment = list(environment.SANDCELL_PERMITTED_HOSTS);
+  const permission =
+    options.networkPermission ??
+    (fromEnvironment?.length === 1 && (fromEnvironment[0] === 'any' || fromEnvironment[0] === 'none')
+      ? (fromEnvironment[0] as 'any' | 'none')
+      : fromEnvironment) ??
+    defaultPermission(options.sessionOptions?.network);
+  if (Array.isArray(permission) && permission.length === 0) return 'none';
+  // A bad rule fails at start, not at the first request that names it.
+  if (Array.isArray(permission)) resolveNetworkOption({ allow: permission });
+  return permission;
 }

@@ -9,6 +9,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { SandcellError } from '../errors.js';
+import type { NetworkOption } from '../network/network-option.js';
 import type { CommandHandle } from '../session/command.js';
 import type { Execution, RunOptions } from '../session/execution.js';
 import type { SessionPool } from '../session/pool.js';
@@ -17,6 +18,7 @@ import type { Owner } from './auth.js';
 import { LimitExceededError, SessionNotFoundError, ShuttingDownError } from './core-errors.js';
 import { ImageStore } from './image-store.js';
 import type { Metrics } from './metrics.js';
+import { type NetworkPermission, permittedNetwork } from './network-permission.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { RegistryCommands } from './registry-commands.js';
 
@@ -56,6 +58,8 @@ export interface RegistryOptions {
   maxCodeBytes: number;
   /** Executions that may wait in one session behind the running one. */
   maxQueuedExecutions: number;
+  /** What network a key may ask for (the operator's bound). @default 'none' */
+  networkPermission?: NetworkPermission;
 }
 
 export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
@@ -113,8 +117,14 @@ export class SessionRegistry {
   }
 
   /** A new session for `owner`, within the owner's and the server's limits. */
-  async create(owner: Owner, source: SessionSource, naming: { name?: string; scope?: string } = {}) {
+  async create(
+    owner: Owner,
+    source: SessionSource,
+    naming: { name?: string; scope?: string; network?: NetworkOption } = {},
+  ) {
     this.refuseWhenShuttingDown();
+    // Within the operator's bound, or a 403 before any session is counted or started.
+    const network = permittedNetwork(naming.network, this.options.networkPermission ?? 'none');
     this.sweep();
     const owned = this.countOwned(owner) + (this.pendingByOwner.get(owner.id) ?? 0);
     if (owned >= this.options.sessionsPerOwner) {
@@ -133,7 +143,7 @@ export class SessionRegistry {
     this.pendingByOwner.set(owner.id, (this.pendingByOwner.get(owner.id) ?? 0) + 1);
     let session: Session;
     try {
-      session = await this.options.pool.acquire();
+      session = await this.options.pool.acquire(network !== undefined ? { network } : {});
     } catch (error) {
       if (error instanceof SandcellError && error.code === 'data-budget-exhausted') {
         this.options.metrics.rejected.inc({ reason: 'data-budget' });

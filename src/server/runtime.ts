@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import { sharedDataBudget } from '../backends/data-budget.js';
 import type { OomScoreOutcome } from '../internal/oom-score.js';
+import { createGateHost } from '../network/gate-host.js';
 import { SERVER_LIMIT_NAMES } from '../session/limit-names.js';
 import { DEFAULT_MAX_CODE_BYTES } from '../session/options.js';
 import { SessionPool } from '../session/pool.js';
@@ -53,6 +54,10 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
       // Its clients cannot change a session's limits: errors say the operator sets them.
       limitNames: SERVER_LIMIT_NAMES,
       ...options.sessionOptions,
+      // Every allowed connection and every refusal is a log line naming the session (no bodies, no headers).
+      networkGate:
+        options.sessionOptions.networkGate ??
+        createGateHost({ logger: (entry) => logger.info({ network: entry }, `network ${entry.event}`) }),
       ...(options.backend ? { backend: options.backend } : {}),
       timeoutMs: options.executionTimeoutMs,
       preloadModules: options.preloadModules,
@@ -69,6 +74,7 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     maxExecutionMs: options.limits.maxExecutionMs,
     maxCodeBytes: options.sessionOptions.maxCodeBytes ?? DEFAULT_MAX_CODE_BYTES,
     maxQueuedExecutions: options.limits.maxQueuedExecutions,
+    networkPermission: options.networkPermission,
   });
   metrics.gauge('sandcell_sessions_live', 'Sessions handed to clients and alive, by API.', () =>
     Object.entries(registry.stats.bySource).map(([api, value]) => ({ labels: { api }, value })),

@@ -3,6 +3,8 @@ import { resolveLimits, type SandboxLimits } from '../backends/limits.js';
 import type { BackendName } from '../backends/select.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
+import type { NetworkGate } from '../network/gate-channel.js';
+import { type NetworkAllowList, type NetworkOption, resolveNetworkOption } from '../network/network-option.js';
 import { LIBRARY_LIMIT_NAMES, type LimitNames } from './limit-names.js';
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
@@ -65,6 +67,15 @@ export interface SessionOptions {
    * (flags, settings) gives those. @default the library's option names
    */
   limitNames?: LimitNames;
+  /**
+   * Internet access. `'none'`: no network interface with a route, no DNS, nothing (as without this
+   * option). `{ allow: [...] }`: HTTP and HTTPS, through a gate on the host, to the hosts listed and no
+   * others (exact names, `*.suffix`, CIDRs, each with an optional `:port`); the usual proxy variables
+   * are set inside. @default 'none'
+   */
+  network?: NetworkOption;
+  /** The gate that serves `network`'s allow-list; a server passes its own. @default one gate per session, on this host */
+  networkGate?: NetworkGate;
   /** Session id (letters, digits, `-`, `_`). @default a random id */
   id?: string;
   signal?: AbortSignal;
@@ -85,6 +96,8 @@ export interface ResolvedSessionOptions {
   preloadModules: string[];
   environment: Record<string, string>;
   limitNames: LimitNames;
+  /** Absent: no network. */
+  network?: NetworkAllowList;
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {
@@ -130,5 +143,11 @@ export function resolveSessionOptions(options: SessionOptions): ResolvedSessionO
     preloadModules,
     environment,
     limitNames: { ...LIBRARY_LIMIT_NAMES, ...options.limitNames },
+    ...networkOf(options.network),
   };
+}
+
+function networkOf(option: NetworkOption | undefined): { network?: NetworkAllowList } {
+  const network = resolveNetworkOption(option);
+  return network ? { network } : {};
 }

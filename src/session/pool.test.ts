@@ -151,4 +151,32 @@ describe('SessionPool on the scripted backend', () => {
     expect((await session.commands.run('long')).exitCode).toBe(0);
     expect(session.closed).toBe(false);
   });
+
+  it("never hands a warm session to a holder that asks for network: it starts one with the channel, in a warm one's room at the cap", async () => {
+    const channels: string[] = [];
+    const networkGate = {
+      openChannel: async ({ sessionId }: { sessionId: string }) => {
+        channels.push(sessionId);
+        return { socketPath: `/run/gates/${sessionId}.sock`, close: async () => undefined };
+      },
+    };
+    const started: (string | undefined)[] = [];
+    const { pool } = scriptedPool(
+      { size: 1, maxSessions: 1, sessionOptions: { networkGate } },
+      { onStart: ({ options }) => void started.push(options.network?.socketPath) },
+    );
+    await pool.start();
+    const warm = started.length;
+    const session = await pool.acquire({ network: { allow: ['pypi.org'] } });
+    expect(channels).toEqual([session.id]);
+    expect(started.slice(warm)).toEqual([`/run/gates/${session.id}.sock`]);
+    expect(pool.stats()).toMatchObject({ warm: 0, leased: 1 });
+    // The pool's own kind ('none', like its warm sessions) still comes from the warm list.
+    await session.close();
+    await expect.poll(() => pool.stats().warm).toBe(1);
+    const plain = await pool.acquire({ network: 'none' });
+    expect(started.at(-1)).toBeUndefined();
+    expect(channels).toHaveLength(1);
+    await plain.close();
+  });
 });

@@ -13,6 +13,7 @@
  * background command) is not idle; its idle clock restarts when the work ends.
  */
 import { PoolExhaustedError, SessionClosedError } from '../errors.js';
+import { type NetworkOption, resolveNetworkOption } from '../network/network-option.js';
 import type { SessionOptions } from './options.js';
 import { Session } from './session.js';
 
@@ -63,6 +64,8 @@ export class SessionPool {
   private readonly reaper: NodeJS.Timeout;
   private readonly idleListeners = new Set<(session: Session) => void>();
   private closed = false;
+  /** Sessions starting for one holder (a network other than the pool's), not for the warm list. */
+  private startingApart = 0;
 
   constructor(options: SessionPoolOptions = {}) {
     this.size = Math.max(0, Math.floor(options.size ?? DEFAULT_POOL_SIZE));
@@ -83,11 +86,22 @@ export class SessionPool {
     if (results.some((session) => session === undefined) && this.lastError) throw this.lastError;
   }
 
-  /** A ready session: a warm one at once, else a new one (slower), within `maxSessions`. */
-  async acquire(): Promise<Session> {
+  /**
+   * A ready session: a warm one at once, else a new one (slower), within `maxSessions`. A `network`
+   * other than the pool's is never a warm session's (the channel to a gate is bound in when a sandbox
+   * starts, and cannot be added to a running one): it starts a new session, in the room of a warm one
+   * when the pool is full.
+   */
+  async acquire(options: { network?: NetworkOption } = {}): Promise<Session> {
     if (this.closed) throw new SessionClosedError('pool');
     this.forgetClosed();
-    const session = this.warm.shift() ?? (await this.startForLease());
+    if (options.network !== undefined && !sameNetwork(options.network, this.sessionOptions.network)) {
+      return this.lease(await this.startWithNetwork(options.network));
+    }
+    return this.lease(this.warm.shift() ?? (await this.startForLease()));
+  }
+
+  private lease(session: Session): Session {
     this.leased.add(session);
     this.handedOutAt.set(session, Date.now());
     // Refill a moment later: starting a sandbox costs the event loop a few
@@ -130,13 +144,27 @@ export class SessionPool {
   }
 
   private total(): number {
-    return this.warm.length + this.leased.size + this.startingSessions.size;
+    return this.warm.length + this.leased.size + this.startingSessions.size + this.startingApart;
   }
 
   private forgetClosed(): void {
     for (const session of this.leased) if (session.closed) this.leased.delete(session);
     for (let index = this.warm.length - 1; index >= 0; index--) {
       if (this.warm[index]?.closed) this.warm.splice(index, 1);
+    }
+  }
+
+  private async startWithNetwork(network: NetworkOption): Promise<Session> {
+    if (this.total() >= this.maxSessions) {
+      const spare = this.warm.shift();
+      if (!spare) throw new PoolExhaustedError(this.maxSessions);
+      await spare.close();
+    }
+    this.startingApart++;
+    try {
+      return await Session.create({ ...this.sessionOptions, network });
+    } finally {
+      this.startingApart--;
     }
   }
 
@@ -201,4 +229,9 @@ export class SessionPool {
     }
     this.fill();
   }
+}
+
+/** Whether two network options allow the same (validated: a bad one throws here, before any session starts). */
+function sameNetwork(requested: NetworkOption, pools: NetworkOption | undefined): boolean {
+  return JSON.stringify(resolveNetworkOption(requested)) === JSON.stringify(resolveNetworkOption(pools));
 }

@@ -8,6 +8,7 @@
 import type { SandboxBackend, SandboxExit, SandboxVolume } from '../backends/spec.js';
 import { SandboxCrashedError, SandboxStartError, SandcellError, SessionClosedError } from '../errors.js';
 import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
+import type { SandboxNetwork } from '../network/gate-channel.js';
 import type { CommandRegistry } from './commands.js';
 import { KernelConnection } from './kernel-connection.js';
 import type { ContextExitEvent } from './kernel-protocol.js';
@@ -29,6 +30,8 @@ export interface SandboxHost {
   contexts: SessionContexts;
   commands: CommandRegistry;
   deaths: SessionDeaths;
+  /** The session's channel to its network gate, when it has internet access. */
+  network?: SandboxNetwork;
   closed(): boolean;
 }
 
@@ -101,6 +104,7 @@ export class SessionSandbox {
         preloadModules: options.preloadModules,
       },
       environment: options.environment,
+      ...(this.host.network ? { network: this.host.network } : {}),
     });
     const connection = new KernelConnection(sandbox, {
       messageLimits: messageLimits(options),

@@ -10,6 +10,8 @@ import { dataCapacityBytes } from '../backends/limits.js';
 import { resolveBackend } from '../backends/select.js';
 import type { SandboxBackend, SandboxVolume } from '../backends/spec.js';
 import { AbortError, InvalidInputError, ProtocolError, SessionClosedError, UnknownContextError } from '../errors.js';
+import { defaultNetworkGate } from '../network/default-gate.js';
+import type { NetworkChannel } from '../network/gate-channel.js';
 import { type AssistOptions, checkAssistInput, type InspectOptions } from './assist-input.js';
 import { type Completion, type Inspection, withinCode } from './assist-replies.js';
 import { CommandRegistry, SessionCommands } from './commands.js';
@@ -48,6 +50,7 @@ export class Session {
     readonly backend: SandboxBackend,
     private readonly volume: SandboxVolume,
     private readonly options: ResolvedSessionOptions,
+    private readonly networkChannel?: NetworkChannel,
   ) {
     this.files = new SessionFiles((message) => this.request(message), {
       transferBytes: options.fileTransferBytes,
@@ -85,6 +88,16 @@ export class Session {
       contexts: this.contexts,
       commands: this.commandRuns,
       deaths: new SessionDeaths(volume, options.limits.memoryBytes, options.limitNames),
+      ...(networkChannel
+        ? {
+            network: {
+              socketPath: networkChannel.socketPath,
+              ...(options.network?.trustedCertificates !== undefined
+                ? { trustedCertificates: options.network.trustedCertificates }
+                : {}),
+            },
+          }
+        : {}),
       closed: () => this.closing !== undefined,
     });
   }
@@ -97,7 +110,15 @@ export class Session {
     const backend = resolveBackend(options.backend);
     await backend.ensureAvailable({ signal: options.signal });
     const volume = await backend.createVolume({ sessionId: id, limits: resolved.limits, signal: options.signal });
-    const session = new Session(id, backend, volume, resolved);
+    let channel: NetworkChannel | undefined;
+    if (resolved.network) {
+      const gate = options.networkGate ?? defaultNetworkGate();
+      channel = await gate.openChannel({ sessionId: id, allow: resolved.network.allow }).catch(async (error) => {
+        await volume.dispose();
+        throw error;
+      });
+    }
+    const session = new Session(id, backend, volume, resolved, channel);
     try {
       await session.sandbox.ensure();
     } catch (error) {
@@ -231,6 +252,7 @@ export class Session {
       for (const context of this.contexts.all()) context.running?.abandon(closed);
       for (const run of this.commandRuns.all()) run.sandboxEnded(closed);
       await this.sandbox.end({ kind: 'close' });
+      await this.networkChannel?.close();
       await this.volume.dispose();
     })();
     return this.closing;

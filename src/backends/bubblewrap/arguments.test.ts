@@ -99,4 +99,14 @@ describe('bubblewrap on a runtime root filesystem', () => {
     }
     expect(pairs(args, '--ro-bind')).not.toContainEqual(['/usr', '/usr']);
   });
+
+  it('binds no gate socket without network, and the session gate socket alone with it (the net namespace stays unshared)', () => {
+    expect(pairs(buildBubblewrapArguments(input).options, '--bind').map(([source]) => source)).not.toContain(
+      '/run/gate/session.sock',
+    );
+    const networked = buildBubblewrapArguments({ ...input, gateSocket: '/run/gate/session.sock' }).options;
+    expect(pairs(networked, '--bind')).toContainEqual(['/run/gate/session.sock', '/run/sandcell/gate.sock']);
+    expect(networked).toContain('--unshare-net');
+    expect(networked).not.toContain('--share-net');
+  });
 });

@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { SandboxStartError } from '../../errors.js';
+import { GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
 import {
   HOME_USER_MOUNT,
   KERNEL_MOUNT,
@@ -34,6 +35,8 @@ export interface BubblewrapArgumentsInput {
    * root filesystem built by `sandcell image build --backend bubblewrap`.
    */
   systemRoot?: string;
+  /** The host path of the session's network gate socket, bound in at GATE_SOCKET_MOUNT; absent, no network. */
+  gateSocket?: string;
 }
 
 /** Files from the host's /etc that the kernels and their packages read (R's configuration is /etc/R); nothing else of /etc is visible. */
@@ -155,6 +158,10 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): Bubbl
     '--bind',
     input.dataDirectory,
     HOME_USER_MOUNT,
+  );
+  // Internet access is this socket alone (to the session's gate): the network namespace keeps only loopback.
+  if (input.gateSocket !== undefined) args.push('--bind', input.gateSocket, GATE_SOCKET_MOUNT);
+  args.push(
     // bwrap's own root and /dev are tmpfs: make them read-only once everything is mounted.
     '--remount-ro',
     '/dev',

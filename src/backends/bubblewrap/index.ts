@@ -16,6 +16,8 @@ import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeRootfsDirectory } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
 import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
+import { certificateBundle } from '../../network/certificate-bundle.js';
+import { CERTIFICATE_BUNDLE, forwarderOptions, proxyEnvironment } from '../../network/sandbox-proxy.js';
 import { sharedDataBudget } from '../data-budget.js';
 import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
@@ -234,21 +236,32 @@ export class BubblewrapBackend implements SandboxBackend {
         files[target] = FIRST_FILE_DESCRIPTOR + copied.length;
         copied.push(await openForChild(source));
       }
-      const kernelOptions = { ...options.kernelOptions, limits: rlimitsFor(limits, cgroup) };
+      const network = options.network;
+      // The certificate bundle goes in through a pipe of its own, after the copied files: it is made per session.
+      const bundleDescriptor = FIRST_FILE_DESCRIPTOR + copied.length;
+      if (network) files[CERTIFICATE_BUNDLE] = bundleDescriptor;
+      const kernelOptions = {
+        ...options.kernelOptions,
+        limits: rlimitsFor(limits, cgroup),
+        ...(network ? { network: forwarderOptions() } : {}),
+      };
+      const extra = network ? { ...options.environment, ...proxyEnvironment() } : options.environment;
       const commandLine = buildBubblewrapArguments({
         dataDirectory: options.volume.directory,
         files,
         seccompDescriptor: SECCOMP_DESCRIPTOR,
         tmpBytes: limits.tmpBytes,
-        environment: sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra: options.environment }),
+        environment: sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra }),
         pythonPath: this.options.pythonPath ?? '/usr/bin/python3',
         systemRoot: prepared.systemRoot,
+        ...(network ? { gateSocket: network.socketPath } : {}),
       });
+      const bundle = network ? await certificateBundle(prepared.systemRoot, network.trustedCertificates) : undefined;
       const encodedOptions = encodeArguments(commandLine.options);
       const bwrap = [prepared.bwrapPath, '--args', String(OPTIONS_DESCRIPTOR), '--', ...commandLine.command];
       const [command, ...commandArguments] = launcher(options.volume.owner, cgroup, bwrap);
       const child = spawn(command as string, commandArguments, {
-        stdio: ['pipe', 'pipe', 'pipe', filter, 'pipe', ...copied],
+        stdio: ['pipe', 'pipe', 'pipe', filter, 'pipe', ...copied, ...(network ? ['pipe' as const] : [])],
         cwd: '/',
         env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
         // Its own session and process group: a terminal's Ctrl-C (SIGINT to the foreground group) must reach
@@ -259,6 +272,11 @@ export class BubblewrapBackend implements SandboxBackend {
       // A bwrap that fails to start, or dies before reading, breaks the pipe: `exited` reports that, not a crash here.
       optionsPipe.on('error', () => undefined);
       optionsPipe.end(encodedOptions);
+      if (bundle !== undefined) {
+        const bundlePipe = child.stdio[bundleDescriptor] as Writable;
+        bundlePipe.on('error', () => undefined);
+        bundlePipe.end(bundle);
+      }
       return await BubblewrapSandbox.started(child, cgroup);
     } catch (error) {
       await cgroup?.remove();

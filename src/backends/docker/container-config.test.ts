@@ -76,6 +76,31 @@ describe('the kernel container', () => {
   });
 });
 
+describe('the kernel container of a session with internet access', () => {
+  const options = kernelContainerOptions({
+    image: 'sandcell-runtime:test',
+    name: 'sandcell-kernel-2',
+    volumeName: 'sandcell-data-2',
+    limits: DEFAULT_LIMITS,
+    environment: {},
+    labels,
+    maskedPaths: [],
+    owner,
+    network: { socketPath: '/tmp/sandcell-gate-x/gate.sock', bundlePath: '/tmp/bundles/abc.pem' },
+  });
+  const host = options.HostConfig ?? {};
+
+  it("still has no network: only the gate's socket and the CA bundle are bound in", () => {
+    expect(host.NetworkMode).toBe('none');
+    expect(options.NetworkDisabled).toBe(true);
+    const binds = (host.Mounts ?? []).filter((mount) => mount.Type === 'bind');
+    expect(binds).toEqual([
+      { Type: 'bind', Source: '/tmp/sandcell-gate-x/gate.sock', Target: '/run/sandcell/gate.sock', ReadOnly: false },
+      { Type: 'bind', Source: '/tmp/bundles/abc.pem', Target: '/run/sandcell/ca-certificates.crt', ReadOnly: true },
+    ]);
+  });
+});
+
 describe('the data volume and its holder', () => {
   it("is a tmpfs capped at dataBytes, owned by the session's uid", () => {
     const volume = volumeOptions({ name: 'v', dataBytes: 5 * 2 ** 20, labels, owner });

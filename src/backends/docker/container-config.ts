@@ -6,6 +6,7 @@
  */
 import type Dockerode from 'dockerode';
 import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
+import { CERTIFICATE_BUNDLE, GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
 import type { SandboxLimits } from '../limits.js';
 import {
   DATA_MOUNT,
@@ -96,6 +97,8 @@ export interface KernelContainerInput {
   owner: SessionOwner;
   /** The session's memory budget (a cgroup sandcell limits), when the engine can use one. */
   cgroupParent?: string;
+  /** Internet access: the host paths of the session's gate socket and of its certificate bundle. */
+  network?: { socketPath: string; bundlePath: string };
 }
 
 export function kernelContainerOptions(input: KernelContainerInput): Dockerode.ContainerCreateOptions {
@@ -128,7 +131,11 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
       NanoCpus: Math.round(limits.cpus * 1e9),
       PidsLimit: Math.floor(limits.processes),
       // The same volume at E2B's working directory: one set of files under both names.
-      Mounts: [dataMount(input.volumeName, false), dataMount(input.volumeName, false, HOME_USER_MOUNT)],
+      Mounts: [
+        dataMount(input.volumeName, false),
+        dataMount(input.volumeName, false, HOME_USER_MOUNT),
+        ...(input.network ? networkMounts(input.network) : []),
+      ],
       MaskedPaths: input.maskedPaths,
       Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
       ...(input.cgroupParent ? { CgroupParent: input.cgroupParent } : {}),
@@ -188,4 +195,15 @@ export function volumeOptions(input: {
     },
     Labels: { ...input.labels, [ROLE_LABEL]: 'data' },
   };
+}
+
+/**
+ * Internet access is the gate's socket alone: the container keeps `NetworkMode: none` (loopback only),
+ * and the supervisor's forwarder carries the proxy's connections over this socket.
+ */
+function networkMounts(network: { socketPath: string; bundlePath: string }): Dockerode.MountSettings[] {
+  return [
+    { Type: 'bind', Source: network.socketPath, Target: GATE_SOCKET_MOUNT, ReadOnly: false },
+    { Type: 'bind', Source: network.bundlePath, Target: CERTIFICATE_BUNDLE, ReadOnly: true },
+  ];
 }

@@ -17,6 +17,8 @@ import type Dockerode from 'dockerode';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeImageTag } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
+import { writeCertificateBundle } from '../../network/certificate-bundle.js';
+import { forwarderOptions, proxyEnvironment } from '../../network/sandbox-proxy.js';
 import { type DataBudgetMember, sharedDataBudget } from '../data-budget.js';
 import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
@@ -107,6 +109,8 @@ export interface DockerEngineReport {
   dataBudget: DockerDataBudgetMode;
   /** Paths kernel containers see masked: the engine's defaults plus sandcell's (EXTRA_MASKED_PATHS). */
   maskedPaths: string[];
+  /** Whether the engine is on this machine (a unix socket here): only then can a gate's socket be bound in. */
+  localEngine: boolean;
   /** Where each session's host uid comes from. */
   uidLeases: UidLeases;
 }
@@ -193,7 +197,7 @@ export class DockerBackend implements SandboxBackend {
     const uidLeases = new UidLeases({ range });
     await uidLeases.prepare();
     const maskedPaths = await maskedPathsFor(this.docker, this.image);
-    const { memoryBudget, dataBudget } = await this.detectBudgets(info);
+    const { memoryBudget, dataBudget, local } = await this.detectBudgets(info);
     return {
       endpoint,
       serverVersion: version.Version,
@@ -212,6 +216,7 @@ export class DockerBackend implements SandboxBackend {
       memoryBudget,
       dataBudget,
       maskedPaths,
+      localEngine: local,
       uidLeases,
     };
   }
@@ -219,7 +224,7 @@ export class DockerBackend implements SandboxBackend {
   /** Which budgets this engine lets sandcell keep (see DockerMemoryBudgetMode, DockerDataBudgetMode). */
   private async detectBudgets(
     info: Record<string, unknown>,
-  ): Promise<{ memoryBudget: DockerMemoryBudgetMode; dataBudget: DockerDataBudgetMode }> {
+  ): Promise<{ memoryBudget: DockerMemoryBudgetMode; dataBudget: DockerDataBudgetMode; local: boolean }> {
     // A unix socket on this machine (it may still lead elsewhere: the first session checks).
     const modem = this.docker.modem as { getSocketPath?: () => Promise<string | undefined> | undefined };
     const socketPath = await modem.getSocketPath?.();
@@ -255,7 +260,7 @@ export class DockerBackend implements SandboxBackend {
               reason: `the engine's data directory (${rootDirectory ?? 'unknown'}) is not visible here`,
             }
           : { enforced: true };
-    return { memoryBudget, dataBudget };
+    return { memoryBudget, dataBudget, local };
   }
 
   async createVolume(options: CreateVolumeOptions): Promise<DockerVolume> {
@@ -364,15 +369,27 @@ export class DockerBackend implements SandboxBackend {
   }
 
   async start(options: StartSandboxOptions): Promise<Sandbox> {
-    const { maskedPaths } = await this.prepare();
+    const { maskedPaths, localEngine } = await this.prepare();
     const volume = options.volume;
     if (!(volume instanceof DockerVolume)) {
       throw new SandboxStartError('The docker backend needs a volume it created (createVolume).');
     }
     options.signal?.throwIfAborted();
     const limits = volume.memoryBudget ? options.limits : await lowerByFiles(options.limits, volume);
-    const kernelOptions = { ...options.kernelOptions, limits: rlimitsFor(limits) };
-    const environment = sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra: options.environment });
+    const network = options.network;
+    if (network && !localEngine) {
+      throw new SandboxStartError(
+        "Internet access needs a Docker Engine on this machine: the session's gate is a unix socket here, bound into the container (DOCKER_HOST points elsewhere).",
+      );
+    }
+    const kernelOptions = {
+      ...options.kernelOptions,
+      limits: rlimitsFor(limits),
+      ...(network ? { network: forwarderOptions() } : {}),
+    };
+    const extra = network ? { ...options.environment, ...proxyEnvironment() } : options.environment;
+    const environment = sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra });
+    const bundlePath = network ? await writeCertificateBundle(network.trustedCertificates) : undefined;
     try {
       return await retryTransient(
         async () => {
@@ -386,6 +403,7 @@ export class DockerBackend implements SandboxBackend {
             maskedPaths,
             owner: volume.owner,
             cgroupParent: volume.memoryBudget?.parent,
+            ...(network && bundlePath ? { network: { socketPath: network.socketPath, bundlePath } } : {}),
           });
           let container: Dockerode.Container | undefined;
           try {

@@ -11,6 +11,7 @@ import type { ServerContext } from '../context.js';
 import { ConnectBody, CreateBody, DEFAULT_TEMPLATE, DEFAULT_TIMEOUT_SECONDS, TimeoutBody } from './control-schemas.js';
 import { E2bError } from './errors.js';
 import { listPage, parseListQuery } from './list-query.js';
+import { networkOfCreation } from './network-fields.js';
 import { presentConnection, presentInfo } from './present.js';
 import type { SandboxTable } from './sandbox-table.js';
 
@@ -54,6 +55,7 @@ export function controlPlane(server: ServerContext, table: SandboxTable) {
       timeoutMs: seconds(body.timeout ?? DEFAULT_TIMEOUT_SECONDS),
       envVars: body.envVars ?? {},
       metadata: body.metadata ?? {},
+      network: networkOfCreation(body),
     });
     return context.json(presentConnection(sandbox), 201);
   };

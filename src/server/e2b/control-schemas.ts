@@ -1,5 +1,6 @@
 /** The control plane's request bodies, bounded: what a create or a timeout may carry. */
 import { z } from 'zod';
+import { NetworkFields } from './network-fields.js';
 
 /** E2B's own ceiling on a sandbox's lifetime (its Pro tier): 24 hours. */
 export const MAX_TIMEOUT_SECONDS = 86_400;
@@ -24,6 +25,7 @@ export const CreateBody = z.looseObject({
   timeout: Timeout.optional(),
   metadata: boundedRecord(MAX_METADATA_ENTRIES, 256, 2048, 'metadata entries').nullish(),
   envVars: boundedRecord(MAX_ENV_ENTRIES, 256, 32_768, 'environment variables').nullish(),
+  ...NetworkFields,
 });
 
 export const ConnectBody = z.looseObject({ timeout: Timeout.optional() });

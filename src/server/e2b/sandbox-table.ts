@@ -8,7 +8,9 @@
  * killed; one whose session closed for another reason (idle, deleted through
  * /v1, shutdown) is forgotten the next time anyone looks.
  */
+
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { NetworkOption } from '../../network/network-option.js';
 import type { Owner } from '../auth.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
 import { E2bError } from './errors.js';
@@ -40,6 +42,8 @@ export interface NewSandbox {
   timeoutMs: number;
   envVars: Record<string, string>;
   metadata: Record<string, string>;
+  /** Absent: the server's default. */
+  network?: NetworkOption | undefined;
 }
 
 const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
@@ -75,7 +79,11 @@ export class SandboxTable {
 
   /** A new sandbox on a session from the registry, within the key's limits. */
   async create(request: NewSandbox): Promise<E2bSandbox> {
-    const entry = await this.registry.create(request.owner, 'e2b');
+    const entry = await this.registry.create(
+      request.owner,
+      'e2b',
+      request.network !== undefined ? { network: request.network } : {},
+    );
     const now = Date.now();
     const sandbox: E2bSandbox = {
       id: newSandboxId(),

@@ -86,10 +86,12 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       responses: {
         201: { description: 'The new session.', json: SessionSchema },
         429: { description: "The key's session limit is reached.", json: ErrorSchema },
+        403: { description: 'The network asked for is beyond what the operator permits.', json: ErrorSchema },
         503: { description: 'The server is at capacity or cannot start sandboxes.', json: ErrorSchema },
       },
-      handler: async (c, { owner }) => {
-        const entry = await registry.create(owner, 'v1');
+      handler: async (c, { owner, body }) => {
+        const network = (body as z.output<typeof CreateSessionBody> | undefined)?.network;
+        const entry = await registry.create(owner, 'v1', network !== undefined ? { network } : {});
         return c.json(presentSession(entry), 201, { location: `/v1/sessions/${entry.id}` });
       },
     }),

@@ -1,5 +1,7 @@
 /** The zod schemas of the native /v1 sessions API: they validate requests and make the OpenAPI document. */
+
 import { z } from 'zod';
+import { MAX_ALLOW_RULES, MAX_RULE_LENGTH, MAX_TRUSTED_CERTIFICATE_BYTES } from '../../network/network-option.js';
 import type * as Protocol from '../../protocol/index.js';
 import { CONTEXT_ID, LANGUAGES } from '../../session/languages.js';
 
@@ -34,7 +36,27 @@ export const SessionSchema = z
 
 export const SessionListSchema = z.object({ sessions: z.array(SessionSchema) });
 
-export const CreateSessionBody = z.object({}).strict().meta({ description: 'No fields yet; send `{}` or nothing.' });
+export const NetworkOptionSchema = z
+  .union([
+    z.literal('none'),
+    z
+      .object({
+        allow: z.array(z.string().min(1).max(MAX_RULE_LENGTH)).min(1).max(MAX_ALLOW_RULES),
+        trustedCertificates: z.string().max(MAX_TRUSTED_CERTIFICATE_BYTES).optional(),
+      })
+      .strict(),
+  ])
+  .meta({
+    description:
+      "Internet access: 'none', or the hosts the session may reach over HTTP and HTTPS through the server's gate " +
+      '(`pypi.org`, `*.example.com`, `10.0.0.0/8`, each with an optional `:port`), within what the operator permits (else 403). ' +
+      "Omitted: the server's default.",
+  });
+
+export const CreateSessionBody = z
+  .object({ network: NetworkOptionSchema.optional() })
+  .strict()
+  .meta({ description: 'Send `{}` or nothing for a session with the server defaults.' });
 
 export const ImageRefSchema = z.object({
   mimeType: z.string(),

@@ -1,0 +1,62 @@
+/**
+ * `--allow-host`: the hosts a CLI session may reach over HTTP and HTTPS through its gate (repeatable,
+ * or comma-separated). Without it a session has no network, as always.
+ */
+import type { Command } from 'commander';
+import { InvalidInputError } from '../errors.js';
+import type { NetworkOption } from '../network/network-option.js';
+import { resolveNetworkOption } from '../network/network-option.js';
+import type { ServerOptions } from '../server/options.js';
+import type { SessionOptions } from '../session/options.js';
+import { CliExit, EXIT_USAGE } from './exit-codes.js';
+
+export interface NetworkCliOptions {
+  allowHost?: string[];
+}
+
+export const ALLOW_HOST_HELP =
+  'a host the session may reach over HTTP(S) through its gate, e.g. pypi.org, *.example.com, api.example.com:8443 (repeatable); default: no network';
+
+export function collectHosts(value: string, previous: string[] = []): string[] {
+  return [...previous, ...value.split(',').map((host) => host.trim())].filter((host) => host !== '');
+}
+
+export function addNetworkOption(command: Command): Command {
+  return command.option('--allow-host <host>', ALLOW_HOST_HELP, collectHosts);
+}
+
+/** The allow-list the flags give, checked now: a typo is a usage error before any sandbox starts. */
+export function allowedHosts(flag: string, hosts: string[] | undefined): string[] | undefined {
+  if (!hosts || hosts.length === 0) return undefined;
+  try {
+    return resolveNetworkOption({ allow: hosts })?.allow;
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, `${flag}: ${error.message}`);
+    throw error;
+  }
+}
+
+export function networkSessionOptions(options: NetworkCliOptions): Pick<SessionOptions, 'network'> {
+  const allow = allowedHosts('--allow-host', options.allowHost);
+  return allow ? { network: { allow } } : {};
+}
+
+/**
+ * serve's flags: `--allow-host` is every session's default and part of what keys may ask for;
+ * `--permit-host` adds to what they may ask for (`any`: anything). Neither: no network, none permitted.
+ */
+export function serveNetworkOptions(options: {
+  allowHost?: string[];
+  permitHost?: string[];
+}): Pick<ServerOptions, 'networkPermission'> & { network?: NetworkOption } {
+  const allow = allowedHosts('--allow-host', options.allowHost) ?? [];
+  if (options.permitHost?.includes('any')) {
+    return { networkPermission: 'any', ...(allow.length > 0 ? { network: { allow } } : {}) };
+  }
+  const permit = allowedHosts('--permit-host', options.permitHost) ?? [];
+  const permitted = [...new Set([...allow, ...permit])];
+  return {
+    ...(permitted.length > 0 ? { networkPermission: permitted } : {}),
+    ...(allow.length > 0 ? { network: { allow } } : {}),
+  };
+}

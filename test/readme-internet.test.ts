@@ -1,0 +1,31 @@
+/**
+ * README.md's "Internet access" block, run as written: each line's comment is what the reader is
+ * told curl says, and here it must say it (and sandcell exit with curl's code). The pip block needs
+ * the internet (skipped in test/readme.test.ts); test/network-bubblewrap.test.ts installs a wheel
+ * the same way from a package index on 127.0.0.1.
+ */
+import { rmSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commandsOf, readmeBlocks, runShell, scratchClone } from './support/readme.js';
+
+let clone: string;
+beforeAll(() => {
+  clone = scratchClone();
+});
+afterAll(() => rmSync(clone, { recursive: true, force: true }));
+
+describe('README: Internet access', () => {
+  it('an unlisted host is refused by the gate, and going around the proxy fails at once', async () => {
+    const block = readmeBlocks().find((candidate) => candidate.id === 'internet-access');
+    if (!block) throw new Error('README.md has no block marked readme-test: internet-access');
+    const commands = commandsOf(block.code);
+    expect(commands).toHaveLength(2);
+    for (const command of commands) {
+      const said = command.slice(command.indexOf('#') + 1).trim();
+      const exitCode = Number(said.match(/^curl: \((\d+)\)/)?.[1]);
+      const result = await runShell(command, { cwd: clone });
+      expect(result.code, result.stderr).toBe(exitCode);
+      expect(result.stderr).toContain(said);
+    }
+  });
+});
