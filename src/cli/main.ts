@@ -129,7 +129,11 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           collect,
           [],
         )
-        .option('--pool-size <n>', 'sessions kept warm; default 2 (env SANDCELL_POOL_SIZE)')
+        .option('--pool-size <n>', 'sessions kept warm whatever the demand; default 2 (env SANDCELL_POOL_SIZE)')
+        .option(
+          '--pool-max <n>',
+          'most sessions kept warm as new ones arrive faster (per environment, by the recent rate); equal to --pool-size keeps exactly that many; default 8, or 0 with --pool-size 0 (env SANDCELL_POOL_MAX)',
+        )
         .option('--max-sessions <n>', 'live sessions on the server; default 64 (env SANDCELL_MAX_SESSIONS)')
         .option(
           '--data-budget-bytes <n>',

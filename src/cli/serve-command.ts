@@ -20,6 +20,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   apiKey: string[];
   allowedHost: string[];
   poolSize?: string;
+  poolMax?: string;
   maxSessions?: string;
   dataBudgetBytes?: string;
   sessionsPerKey?: string;
@@ -63,6 +64,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     maxConnectionsPerAddress: numberOption('--max-connections-per-address', options.maxConnectionsPerAddress),
     headersTimeoutMs: numberOption('--headers-timeout', options.headersTimeout, 1000),
     poolSize: numberOption('--pool-size', options.poolSize),
+    poolMax: numberOption('--pool-max', options.poolMax),
     maxSessions: numberOption('--max-sessions', options.maxSessions),
     dataBudgetBytes: numberOption('--data-budget-bytes', options.dataBudgetBytes),
     limits: {

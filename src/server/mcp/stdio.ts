@@ -15,7 +15,14 @@ import { createMcpServer } from './mcp-server.js';
 export interface McpStdioOptions
   extends Pick<
     ServerOptions,
-    'poolSize' | 'maxSessions' | 'idleTimeoutMs' | 'executionTimeoutMs' | 'preloadModules' | 'backend' | 'logLevel'
+    | 'poolSize'
+    | 'poolMax'
+    | 'maxSessions'
+    | 'idleTimeoutMs'
+    | 'executionTimeoutMs'
+    | 'preloadModules'
+    | 'backend'
+    | 'logLevel'
   > {
   input?: NodeJS.ReadableStream;
   output?: NodeJS.WritableStream;
@@ -29,6 +36,8 @@ export async function runMcpStdio(options: McpStdioOptions = {}): Promise<void> 
     host: '127.0.0.1',
     apiKeys: [],
     poolSize: options.poolSize ?? 1,
+    // One client: a fixed pool, unless asked otherwise.
+    poolMax: options.poolMax ?? options.poolSize ?? 1,
     maxSessions: options.maxSessions,
     idleTimeoutMs: options.idleTimeoutMs,
     executionTimeoutMs: options.executionTimeoutMs,
