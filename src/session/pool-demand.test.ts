@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedBackend, type ScriptedBackendOptions } from '../backends/scripted/index.js';
-import { InvalidInputError } from '../errors.js';
+import { InvalidInputError, ResourceExhaustedError } from '../errors.js';
 import { SessionPool, type SessionPoolOptions } from './pool.js';
 import { INITIAL_WARM_SESSION_BYTES } from './pool-environment.js';
 
@@ -161,6 +161,39 @@ describe('SessionPool sized by demand', () => {
     await setup.pool.start();
     expect(setup.pool.stats().warm).toBe(8);
     expect(mostAtOnce).toBe(2);
+  });
+
+  it("starts callers' sessions within startConcurrency too, the rest waiting their turn", async () => {
+    let running = 0;
+    let mostAtOnce = 0;
+    const { pool } = demandPool(
+      { size: 0, startConcurrency: 2, maxSessions: 10 },
+      {
+        onStart: async () => {
+          running++;
+          mostAtOnce = Math.max(mostAtOnce, running);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          running--;
+        },
+      },
+    );
+    const sessions = await Promise.all(Array.from({ length: 6 }, () => pool.acquire()));
+    expect(new Set(sessions.map((session) => session.id)).size).toBe(6);
+    expect(mostAtOnce).toBe(2);
+  });
+
+  it('fails a waiting caller with the error that stopped its start', async () => {
+    const { pool } = demandPool(
+      { size: 0 },
+      {
+        onStart: ({ attempt }) => {
+          if (attempt === 1) throw new ResourceExhaustedError('data-budget-exhausted', 'the data budget is full');
+        },
+      },
+    );
+    await expect(pool.acquire()).rejects.toMatchObject({ code: 'data-budget-exhausted' });
+    // The next caller is not held back by the back-off after a failure.
+    expect((await pool.acquire()).closed).toBe(false);
   });
 
   it('hands a caller a session already starting rather than starting another', async () => {

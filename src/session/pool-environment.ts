@@ -18,11 +18,17 @@ export const INITIAL_WARM_SESSION_BYTES = 192 * 2 ** 20;
 /** Weight of the newest measurement in the running averages of cold start and footprint. */
 const MEASUREMENT_WEIGHT = 0.3;
 
+/** A caller waiting for a session; a failed start fails the first one with its error. */
+export interface Waiter {
+  resolve: (session: Session) => void;
+  reject: (error: Error) => void;
+}
+
 export class PoolEnvironment {
   readonly warm: Session[] = [];
   readonly starting = new Set<Promise<Session | undefined>>();
   /** Callers waiting for a session that is starting, first come first served. */
-  readonly waiters: ((session: Session | undefined) => void)[] = [];
+  readonly waiters: Waiter[] = [];
   readonly arrivals: ArrivalRate;
   coldStartMs = INITIAL_COLD_START_MS;
   warmSessionBytes = INITIAL_WARM_SESSION_BYTES;
@@ -46,7 +52,12 @@ export class PoolEnvironment {
 
   /** Starting sessions no waiter has claimed yet. */
   get unclaimedStarts(): number {
-    return this.starting.size - this.waiters.length;
+    return Math.max(0, this.starting.size - this.waiters.length);
+  }
+
+  /** Waiters no start is on its way for yet. */
+  get uncoveredWaiters(): number {
+    return Math.max(0, this.waiters.length - this.starting.size);
   }
 
   /** Whether it holds nothing and nobody wants it: the pool may forget it. */

@@ -116,11 +116,11 @@ export class SessionPool {
     if (this.closed) throw new SessionClosedError('pool');
     const name = options.environment ?? DEFAULT_ENVIRONMENT;
     // An unknown name fails here, before it takes any room in the pool.
-    const sessionOptions = await this.optionsOf(name);
+    await this.optionsOf(name);
     this.forgetClosed();
     const environment = this.environment(name);
     environment.arrivals.record(this.now());
-    const session = environment.warm.shift() ?? (await this.startForLease(environment, sessionOptions));
+    const session = environment.warm.shift() ?? (await this.waitForStart(environment));
     this.leased.add(session);
     this.handedOutAt.set(session, Date.now());
     // Refill a moment later: starting a sandbox costs the event loop a few
@@ -177,7 +177,7 @@ export class SessionPool {
       const starting = await Promise.all([...environment.starting]);
       all.push(...environment.warm, ...starting.filter((session) => session !== undefined));
       environment.warm.length = 0;
-      for (const waiter of environment.waiters.splice(0)) waiter(undefined);
+      for (const waiter of environment.waiters.splice(0)) waiter.reject(new SessionClosedError('pool'));
     }
     this.leased.clear();
     await Promise.all(all.map((session) => session.close()));
@@ -208,23 +208,22 @@ export class SessionPool {
     for (const environment of this.environments.values()) environment.forgetClosed();
   }
 
-  private async startForLease(environment: PoolEnvironment, options: SessionOptions): Promise<Session> {
-    // A start already under way ends sooner than a new one would (and at the cap it is the only way): take it.
-    if (environment.unclaimedStarts > 0) {
-      const session = await new Promise<Session | undefined>((resolve) => environment.waiters.push(resolve));
-      if (session) return session;
-      if (this.closed) throw new SessionClosedError('pool');
-    }
-    if (this.total() >= this.maxSessions) throw new PoolExhaustedError(this.maxSessions);
-    const started = performance.now();
-    this.startsInFlight++;
-    try {
-      const session = await Session.create(options);
-      environment.recordColdStart(performance.now() - started);
-      return session;
-    } finally {
-      this.startsInFlight--;
-    }
+  /**
+   * Waits for the next session of this environment to start: one already on its way (it ends
+   * sooner than a new one would), else one started for this caller, as soon as the start
+   * concurrency allows (more at once would only slow every start down).
+   */
+  private waitForStart(environment: PoolEnvironment): Promise<Session> {
+    return new Promise<Session>((resolve, reject) => {
+      const waiter = { resolve, reject };
+      environment.waiters.push(waiter);
+      this.fill();
+      // Nothing on its way for it, and no room to start one: every session is taken.
+      if (environment.uncoveredWaiters > 0 && this.total() >= this.maxSessions) {
+        environment.waiters.splice(environment.waiters.indexOf(waiter), 1);
+        reject(new PoolExhaustedError(this.maxSessions));
+      }
+    });
   }
 
   /**
@@ -253,17 +252,29 @@ export class SessionPool {
     }
   }
 
-  /** Environments short of their target, the furthest short first (then the one holding fewer). */
+  /**
+   * Environments that want a start: callers waiting first, then those furthest short of their target
+   * (then the one holding fewer). Backing off after a failure holds back the target, not a caller.
+   */
   private neediest(): PoolEnvironment[] {
     const shortfall = (environment: PoolEnvironment) =>
       environment.target - environment.warm.length - environment.unclaimedStarts;
     return [...this.environments.values()]
-      .filter((environment) => !environment.retryTimer && shortfall(environment) > 0)
-      .sort((one, other) => shortfall(other) - shortfall(one) || one.pipeline - other.pipeline);
+      .filter(
+        (environment) => environment.uncoveredWaiters > 0 || (!environment.retryTimer && shortfall(environment) > 0),
+      )
+      .sort(
+        (one, other) =>
+          other.uncoveredWaiters - one.uncoveredWaiters ||
+          shortfall(other) - shortfall(one) ||
+          one.pipeline - other.pipeline,
+      );
   }
 
   private roomToWarm(environment: PoolEnvironment): boolean {
     if (this.startsInFlight >= this.startConcurrency || this.total() >= this.maxSessions) return false;
+    // A caller is waiting: only the session cap and the concurrency hold it back.
+    if (environment.uncoveredWaiters > 0) return true;
     let held = 0;
     let heldBytes = 0;
     for (const other of this.environments.values()) {
@@ -297,7 +308,7 @@ export class SessionPool {
           if (waiter) {
             // Counted as handed out from now, not when the caller resumes, so the fill below keeps the cap.
             this.leased.add(session);
-            waiter(session);
+            waiter.resolve(session);
           } else {
             environment.warm.push(session);
             void this.measureFootprint(environment, session);
@@ -310,7 +321,8 @@ export class SessionPool {
           this.startsInFlight--;
           environment.starting.delete(starting);
           this.lastError = error;
-          environment.waiters.shift()?.(undefined);
+          // The caller first in line gets the error (a full data budget, a broken host), as if it had started it.
+          environment.waiters.shift()?.reject(error);
           // Back off rather than spin on a broken host or a full data budget (which frees slowly).
           environment.failuresInARow++;
           const delay = Math.min(REFILL_RETRY_MAX_MS, REFILL_RETRY_MS * 2 ** (environment.failuresInARow - 1));
