@@ -111,7 +111,7 @@ export class SessionPool {
     }
   }
 
-  /** A ready session: a warm one at once, else one starting or a new one (slower), within `maxSessions`. */
+  /** A ready session of the environment: a warm one at once, else the next one of it to start (slower), within `maxSessions`. */
   async acquire(options: AcquireOptions = {}): Promise<Session> {
     if (this.closed) throw new SessionClosedError('pool');
     const name = options.environment ?? DEFAULT_ENVIRONMENT;
