@@ -66,6 +66,7 @@ export interface SessionPoolOptions {
 export interface PoolEnvironmentStats {
   warm: number;
   starting: number;
+  waiting: number;
   /** Warm and starting sessions sizing aims at now. */
   target: number;
   /** Recent new sessions per second. */
@@ -76,7 +77,10 @@ export interface PoolEnvironmentStats {
 
 export interface SessionPoolStats {
   warm: number;
+  /** Sandboxes starting, to be warm or for a waiting caller. */
   starting: number;
+  /** Callers waiting for a session to start (nothing was warm): a backlog when it grows. */
+  waiting: number;
   leased: number;
   maxSessions: number;
   /** Most sessions warm or starting, all environments. */

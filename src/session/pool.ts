@@ -144,12 +144,15 @@ export class SessionPool {
     const environments: Record<string, PoolEnvironmentStats> = {};
     let warm = 0;
     let starting = 0;
+    let waiting = 0;
     for (const environment of this.environments.values()) {
       warm += environment.warm.length;
       starting += environment.starting.size;
+      waiting += environment.waiters.length;
       environments[environment.name] = {
         warm: environment.warm.length,
         starting: environment.starting.size,
+        waiting: environment.waiters.length,
         target: environment.target,
         ratePerSecond: environment.arrivals.perSecond(this.now()),
         coldStartMs: environment.coldStartMs,
@@ -158,6 +161,7 @@ export class SessionPool {
     return {
       warm,
       starting,
+      waiting,
       leased: this.leased.size,
       maxSessions: this.maxSessions,
       maxWarm: this.maxWarm,
@@ -277,13 +281,15 @@ export class SessionPool {
     if (environment.uncoveredWaiters > 0) return true;
     let held = 0;
     let heldBytes = 0;
+    // Starts a caller waits for are the caller's, not the pool's: they count against maxSessions only.
     for (const other of this.environments.values()) {
-      held += other.pipeline;
-      heldBytes += other.pipeline * other.warmSessionBytes;
+      const pooled = other.warm.length + other.unclaimedStarts;
+      held += pooled;
+      heldBytes += pooled * other.warmSessionBytes;
     }
     if (held >= this.maxWarm) return false;
     // The minimum is what the operator asked for outright; the memory budget bounds what demand adds.
-    if (environment.pipeline < environment.minimum) return true;
+    if (environment.warm.length + environment.unclaimedStarts < environment.minimum) return true;
     return heldBytes + environment.warmSessionBytes <= this.warmMemoryBytes;
   }
 
