@@ -11,7 +11,7 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SandcellError } from '../errors.js';
-import { runtimeStoreDirectory, runtimeVersion } from '../image/recipe.js';
+import { ENVIRONMENT_IMAGE_REPOSITORY_PREFIX, runtimeStoreDirectory, runtimeVersion } from '../image/recipe.js';
 import type { EnvironmentDescription } from './description.js';
 import {
   DEFAULT_ENVIRONMENT_NAME,
@@ -20,9 +20,6 @@ import {
   type EnvironmentBackendName,
   type ResolveEnvironmentOptions,
 } from './types.js';
-
-/** Docker images of environments: `sandcell-env-<name>:<hash>`. */
-export const ENVIRONMENT_IMAGE_REPOSITORY_PREFIX = 'sandcell-env-';
 
 export interface EnvironmentBuildRecord {
   name: string;
@@ -125,7 +122,7 @@ export async function removeEnvironmentFromStore(store: string, name: string): P
 }
 
 /** The default environment: the backend's own root, no layer. */
-export function defaultEnvironment(backend: EnvironmentBackendName, runtime: string): Environment {
+export function defaultEnvironment(backend: string, runtime: string): Environment {
   return { name: DEFAULT_ENVIRONMENT_NAME, hash: runtime, backend, backendRef: undefined, warmImports: [], env: {} };
 }
 

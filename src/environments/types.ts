@@ -22,7 +22,8 @@ export interface Environment {
   name: string;
   /** Content hash of the build (12 hex digits); for `default`, the runtime's version. */
   hash: string;
-  backend: EnvironmentBackendName;
+  /** The backend's name (`bubblewrap`, `docker`; for `default`, whatever backend the session has). */
+  backend: string;
   /**
    * What the backend starts sandboxes on: a root filesystem directory
    * (bubblewrap) or an image tag (Docker). For `default` it is undefined: the
@@ -41,6 +42,15 @@ export interface ResolveEnvironmentOptions {
   /** Where environments are stored. @default `<image store>/environments` (env SANDCELL_IMAGE_DIR) */
   storeDirectory?: string;
 }
+
+/**
+ * Choosing one: the library's `SessionOptions.environmentName` (its
+ * `environment` already means environment variables and is public), the
+ * CLI's `--env`, `/v1` sessions' `environment`, E2B's `templateID`, the
+ * Jupyter kernelspec `python3-<name>`, `serve --env` for the default.
+ * `Session.create` resolves the name (src/environments/select.ts) and the
+ * session reports it as `session.environment`.
+ */
 
 /** How a name becomes an Environment; throws EnvironmentNotFoundError naming the build command. */
 export type EnvironmentResolver = (name: string, options: ResolveEnvironmentOptions) => Promise<Environment>;
