@@ -17,18 +17,14 @@ const MAX_LIST = 500;
 const DEBIAN_PACKAGE = /^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~-]+)?$/;
 const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** Where copied files may not go: the kernel's own files and places the sandbox mounts over. */
-const RESERVED_TARGETS = [
-  '/opt/sandcell',
-  '/mnt/data',
-  '/tmp',
-  '/proc',
-  '/dev',
-  '/sys',
-  '/usr/local',
-  '/etc/passwd',
-  '/etc/group',
-];
+/**
+ * Copied files go under /usr: bubblewrap shows a root filesystem's /usr (and
+ * a few /etc files) only, so that is the one place both backends show them.
+ * /usr/local is hidden in the sandbox.
+ */
+function isFileTarget(target: string): boolean {
+  return target.startsWith('/usr/') && target !== '/usr/local' && !target.startsWith('/usr/local/');
+}
 
 const relativePath = z
   .string()
@@ -69,12 +65,9 @@ const schema = z
                   message: 'must be an absolute, normalised path other than /',
                 },
               )
-              .refine(
-                (value) => !RESERVED_TARGETS.some((reserved) => value === reserved || value.startsWith(`${reserved}/`)),
-                {
-                  message: `must not be inside ${RESERVED_TARGETS.join(', ')}`,
-                },
-              ),
+              .refine(isFileTarget, {
+                message: 'must be under /usr (e.g. /usr/share/NAME), not /usr/local: the one place both backends show',
+              }),
           })
           .strict(),
       )

@@ -36,7 +36,7 @@ describe('environment descriptions', () => {
       parseDescription({
         name: 'ML',
         debianPackages: ['python3-toolz; rm -rf /'],
-        files: [{ source: 'a', target: '/opt/sandcell/x' }],
+        files: [{ source: 'a', target: '/opt/x' }],
         pythn: {},
       });
     expect(attempt).toThrow(InvalidInputError);
@@ -44,11 +44,13 @@ describe('environment descriptions', () => {
   });
 
   it('refuses a file outside the description directory and a symbolic link', async () => {
-    await expect(describeIn({ name: 'a', files: [{ source: '../x', target: '/opt/x' }] })).rejects.toThrow(/outside/);
+    await expect(describeIn({ name: 'a', files: [{ source: '../x', target: '/usr/share/x' }] })).rejects.toThrow(
+      /outside/,
+    );
     await writeFile(path.join(directory, 'real'), 'x');
     const { symlink } = await import('node:fs/promises');
     await symlink('real', path.join(directory, 'link'));
-    await expect(describeIn({ name: 'a', files: [{ source: 'link', target: '/opt/x' }] })).rejects.toThrow(
+    await expect(describeIn({ name: 'a', files: [{ source: 'link', target: '/usr/share/x' }] })).rejects.toThrow(
       /symbolic link/,
     );
   });
@@ -58,7 +60,7 @@ describe('environment hashes', () => {
   it('are the same for an unchanged description and change with a named file or the runtime', async () => {
     await mkdir(path.join(directory, 'data'));
     await writeFile(path.join(directory, 'data', 'table.csv'), 'a,b\n1,2\n');
-    const description = { name: 'ml', files: [{ source: 'data', target: '/opt/data' }], warmImports: ['csv'] };
+    const description = { name: 'ml', files: [{ source: 'data', target: '/usr/share/ml-data' }], warmImports: ['csv'] };
     const first = await describeIn(description);
     expect(first.hash).toMatch(/^[0-9a-f]{12}$/);
     expect((await describeIn(description)).hash).toBe(first.hash);

@@ -15,14 +15,14 @@ describe('the layer script', () => {
         name: 'ml',
         debianPackages: ['python3-toolz'],
         python: { wheels: ['dist/tiny-1.0-py3-none-any.whl'] },
-        files: [{ source: 'data', target: '/opt/data' }],
+        files: [{ source: 'data', target: '/usr/share/ml-data' }],
         setup: ['python3 -c "print(1)"'],
       }),
     );
     const order = [
       'apt-get',
       "'python3-toolz' 'python3-pip'",
-      "cp -R --no-preserve=ownership '/var/tmp/sandcell-environment/inputs/data/.' '/opt/data'",
+      "cp -R --no-preserve=ownership '/var/tmp/sandcell-environment/inputs/data/.' '/usr/share/ml-data'",
       'python3 -m pip install',
       'sh -c \'python3 -c "print(1)"\'',
       'rm -rf /var/lib/apt/lists/*',
