@@ -283,7 +283,9 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (error instanceof SandcellError) {
       process.stderr.write(`${red(`sandcell: ${error.message}`)}\n`);
-      return error.code === 'invalid-input' || error.code === 'invalid-path' ? EXIT_USAGE : EXIT_SANDBOX_FAILURE;
+      return error.code === 'invalid-input' || error.code === 'invalid-path' || error.code === 'environment-not-found'
+        ? EXIT_USAGE
+        : EXIT_SANDBOX_FAILURE;
     }
     process.stderr.write(`${red(`sandcell: unexpected error: ${(error as Error).stack ?? String(error)}`)}\n`);
     return EXIT_SANDBOX_FAILURE;

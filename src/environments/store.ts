@@ -38,7 +38,9 @@ export class EnvironmentNotFoundError extends SandcellError {
   }
 }
 
+/** `<image store>/environments`, or SANDCELL_ENVIRONMENT_DIR (a store of its own, e.g. for tests). */
 export function defaultEnvironmentStore(): string {
+  if (process.env.SANDCELL_ENVIRONMENT_DIR) return path.resolve(process.env.SANDCELL_ENVIRONMENT_DIR);
   return path.join(runtimeStoreDirectory(), 'environments');
 }
 
