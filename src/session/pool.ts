@@ -12,6 +12,7 @@
  * A session running anything (code, a command someone waits for, or a
  * background command) is not idle; its idle clock restarts when the work ends.
  */
+import { DEFAULT_ENVIRONMENT_NAME } from '../environments/types.js';
 import { PoolExhaustedError, SessionClosedError } from '../errors.js';
 import type { SessionOptions } from './options.js';
 import { Session } from './session.js';
@@ -44,6 +45,11 @@ export interface SessionPoolStats {
   maxSessions: number;
   /** The last error met while warming a session, if the latest attempt failed. */
   lastError?: string;
+}
+
+export interface AcquireOptions {
+  /** The environment the session runs in. @default the pool's (its sessionOptions.environmentName, else `default`) */
+  environment?: string;
 }
 
 export class SessionPool {
@@ -83,11 +89,16 @@ export class SessionPool {
     if (results.some((session) => session === undefined) && this.lastError) throw this.lastError;
   }
 
-  /** A ready session: a warm one at once, else a new one (slower), within `maxSessions`. */
-  async acquire(): Promise<Session> {
+  /**
+   * A ready session: a warm one at once, else a new one (slower), within `maxSessions`.
+   * A session in another environment than the pool's starts cold.
+   */
+  async acquire(options: AcquireOptions = {}): Promise<Session> {
     if (this.closed) throw new SessionClosedError('pool');
     this.forgetClosed();
-    const session = this.warm.shift() ?? (await this.startForLease());
+    const own = (options.environment ?? DEFAULT_ENVIRONMENT_NAME) === this.environmentName;
+    const session =
+      (own ? this.warm.shift() : undefined) ?? (await this.startForLease(own ? undefined : options.environment));
     this.leased.add(session);
     this.handedOutAt.set(session, Date.now());
     // Refill a moment later: starting a sandbox costs the event loop a few
@@ -140,7 +151,12 @@ export class SessionPool {
     }
   }
 
-  private async startForLease(): Promise<Session> {
+  /** The environment the pool's sessions run in (a server's `serve --env`). */
+  private get environmentName(): string {
+    return this.sessionOptions.environmentName ?? DEFAULT_ENVIRONMENT_NAME;
+  }
+
+  private async startForLease(environmentName?: string): Promise<Session> {
     if (this.total() >= this.maxSessions) {
       // One may be on its way into the warm list: take it rather than fail.
       if (this.startingSessions.size > 0) {
@@ -149,7 +165,7 @@ export class SessionPool {
       }
       throw new PoolExhaustedError(this.maxSessions);
     }
-    return Session.create(this.sessionOptions);
+    return Session.create({ ...this.sessionOptions, ...(environmentName ? { environmentName } : {}) });
   }
 
   private fill(): void {

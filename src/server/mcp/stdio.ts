@@ -15,7 +15,14 @@ import { createMcpServer } from './mcp-server.js';
 export interface McpStdioOptions
   extends Pick<
     ServerOptions,
-    'poolSize' | 'maxSessions' | 'idleTimeoutMs' | 'executionTimeoutMs' | 'preloadModules' | 'backend' | 'logLevel'
+    | 'poolSize'
+    | 'maxSessions'
+    | 'idleTimeoutMs'
+    | 'executionTimeoutMs'
+    | 'preloadModules'
+    | 'backend'
+    | 'logLevel'
+    | 'sessionOptions'
   > {
   input?: NodeJS.ReadableStream;
   output?: NodeJS.WritableStream;
@@ -34,6 +41,7 @@ export async function runMcpStdio(options: McpStdioOptions = {}): Promise<void> 
     executionTimeoutMs: options.executionTimeoutMs,
     preloadModules: options.preloadModules,
     backend: options.backend,
+    sessionOptions: options.sessionOptions,
     logLevel: options.logLevel ?? process.env.SANDCELL_LOG_LEVEL ?? 'warn',
     logDestination: pino.destination({ fd: 2, sync: true }) as unknown as NodeJS.WritableStream,
     shutdownGraceMs: 5_000,
