@@ -21,6 +21,7 @@ export type SandcellErrorCode =
   | 'pool-exhausted'
   | 'data-budget-exhausted'
   | 'image-build-failed'
+  | 'environment-not-found'
   | 'aborted'
   | 'model-configuration'
   | 'model-unavailable'

@@ -79,7 +79,12 @@ export async function openDataChat(
   const backend = extra.backend ?? (await backendFromOptions(options));
   const limits = limitSessionOptions(options);
   extra.progress?.('starting sandbox');
-  const session = await createSession({ backend, ...limits, ...(timeoutMs ? { timeoutMs } : {}) });
+  const session = await createSession({
+    backend,
+    ...(options.env ? { environmentName: options.env } : {}),
+    ...limits,
+    ...(timeoutMs ? { timeoutMs } : {}),
+  });
   extra.progress?.('reading data');
   return DataChat.create({
     model,

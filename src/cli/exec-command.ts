@@ -45,6 +45,7 @@ export async function execCommand(words: string[], options: ExecCommandOptions):
   const status = startStatus(process.stderr, 'starting sandbox');
   const session = await createSession({
     backend,
+    ...(options.env ? { environmentName: options.env } : {}),
     ...limitSessionOptions(options),
     ...(timeoutMs ? { timeoutMs } : {}),
   }).finally(() => status.stop());

@@ -52,6 +52,7 @@ export async function replCommand(
   const backend = await backendFromOptions(options);
   const session = await createSession({
     backend,
+    ...(options.env ? { environmentName: options.env } : {}),
     ...limitSessionOptions(options),
     timeoutMs: timeoutMs > 0 ? timeoutMs : 24 * 3600_000,
   }).catch((error) => {

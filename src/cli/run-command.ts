@@ -27,6 +27,8 @@ export interface RunCommandOptions extends LimitCliOptions {
   json?: boolean;
   backend?: string;
   rootfs?: string;
+  /** The environment to run in (`sandcell env build`). */
+  env?: string;
   /** Overrides the language the file's extension names. */
   language?: string;
 }
@@ -100,6 +102,7 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
   const status: Status = startStatus(options.json ? undefined : process.stderr, 'starting sandbox');
   const session = await createSession({
     backend,
+    ...(options.env ? { environmentName: options.env } : {}),
     ...limitSessionOptions(options),
     ...(timeoutMs ? { timeoutMs } : {}),
   }).finally(() => status.stop());

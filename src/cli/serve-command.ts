@@ -79,6 +79,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     executionTimeoutMs: numberOption('--timeout', options.timeout, 1000),
     idleTimeoutMs: numberOption('--idle-timeout', options.idleTimeout, 1000),
     preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
+    ...(options.env ? { sessionOptions: { environmentName: options.env } } : {}),
     shutdownGraceMs: numberOption('--shutdown-grace', options.shutdownGrace, 1000),
     logLevel: options.logLevel,
     stateDirectory: options.stateDir === false ? false : (options.stateDir ?? defaultStateDirectory()),

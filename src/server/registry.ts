@@ -113,7 +113,11 @@ export class SessionRegistry {
   }
 
   /** A new session for `owner`, within the owner's and the server's limits. */
-  async create(owner: Owner, source: SessionSource, naming: { name?: string; scope?: string } = {}) {
+  async create(
+    owner: Owner,
+    source: SessionSource,
+    naming: { name?: string; scope?: string; environment?: string } = {},
+  ) {
     this.refuseWhenShuttingDown();
     this.sweep();
     const owned = this.countOwned(owner) + (this.pendingByOwner.get(owner.id) ?? 0);
@@ -133,7 +137,9 @@ export class SessionRegistry {
     this.pendingByOwner.set(owner.id, (this.pendingByOwner.get(owner.id) ?? 0) + 1);
     let session: Session;
     try {
-      session = await this.options.pool.acquire();
+      session = await this.options.pool.acquire(
+        naming.environment === undefined ? {} : { environment: naming.environment },
+      );
     } catch (error) {
       if (error instanceof SandcellError && error.code === 'data-budget-exhausted') {
         this.options.metrics.rejected.inc({ reason: 'data-budget' });

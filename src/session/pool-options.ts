@@ -7,8 +7,6 @@ export const DEFAULT_MAX_SESSIONS = 16;
 /** How long a handed-out session may sit unused before it is closed: the one default, for pools and servers. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 20 * 60_000;
 export const DEFAULT_PRELOAD_MODULES = ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'];
-/** The environment of a session that names none: today's runtime. */
-export const DEFAULT_ENVIRONMENT = 'default';
 /**
  * Sandboxes started at once: one more than the CPUs, because a start waits
  * on more than the CPU (bwrap's set-up, the kernel's handshake). Measured on 2
@@ -23,8 +21,8 @@ export const DEFAULT_SIZING_INTERVAL_MS = 1_000;
 
 export interface SessionPoolOptions {
   /**
-   * Sessions kept warm and ready in the default environment, whatever the demand
-   * (other environments keep none until they are used). @default 2
+   * Sessions kept warm and ready in the pool's own environment (`sessionOptions.environmentName`,
+   * else `default`), whatever the demand; other environments keep none until they are used. @default 2
    */
   size?: number;
   /**
@@ -50,9 +48,9 @@ export interface SessionPoolOptions {
   /** Options of every session; `preloadModules` defaults to numpy, pandas and matplotlib. */
   sessionOptions?: SessionOptions;
   /**
-   * The options of a session in the named environment, laid over `sessionOptions`;
-   * throws (an InvalidInputError) for a name that is not an environment.
-   * @default only `default` is known, with no further options
+   * The options of a session in the named environment, laid over `sessionOptions`; may throw for a
+   * name that is not an environment, before anything starts.
+   * @default `{ environmentName: name }`: `Session.create` finds the built environment (or fails with `environment-not-found`)
    */
   resolveEnvironment?: (name: string) => SessionOptions | Promise<SessionOptions>;
   /** How arrivals are averaged: the time constant of the rate, in ms. @default 30_000 */

@@ -12,11 +12,11 @@
  * A session running anything (code, a command someone waits for, or a
  * background command) is not idle; its idle clock restarts when the work ends.
  */
-import { InvalidInputError, PoolExhaustedError, SessionClosedError } from '../errors.js';
+import { DEFAULT_ENVIRONMENT_NAME } from '../environments/types.js';
+import { InvalidInputError, PoolExhaustedError, SandcellError, SessionClosedError } from '../errors.js';
 import type { SessionOptions } from './options.js';
 import { PoolEnvironment } from './pool-environment.js';
 import {
-  DEFAULT_ENVIRONMENT,
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_SESSIONS,
   DEFAULT_POOL_SIZE,
@@ -52,6 +52,8 @@ export class SessionPool {
   private readonly idleTimeoutMs: number;
   private readonly sessionOptions: SessionOptions;
   private readonly resolveEnvironment: (name: string) => SessionOptions | Promise<SessionOptions>;
+  /** The environment `size` is kept warm in, and that a caller naming none gets (a server's `serve --env`). */
+  private readonly homeEnvironment: string;
   private readonly rateWindowMs: number;
   private readonly now: () => number;
   private readonly environments = new Map<string, PoolEnvironment>();
@@ -80,10 +82,12 @@ export class SessionPool {
       ...options.sessionOptions,
       preloadModules: options.sessionOptions?.preloadModules ?? DEFAULT_PRELOAD_MODULES,
     };
-    this.resolveEnvironment = options.resolveEnvironment ?? onlyTheDefaultEnvironment;
+    this.resolveEnvironment = options.resolveEnvironment ?? ((name) => ({ environmentName: name }));
+    this.homeEnvironment =
+      options.sessionOptions?.environmentName ?? (process.env.SANDCELL_ENVIRONMENT || DEFAULT_ENVIRONMENT_NAME);
     this.rateWindowMs = options.rateWindowMs ?? 30_000;
     this.now = options.now ?? Date.now;
-    this.environment(DEFAULT_ENVIRONMENT);
+    this.environment(this.homeEnvironment);
     this.reaper = setInterval(() => void this.reapIdle(), Math.min(30_000, Math.max(50, this.idleTimeoutMs / 4)));
     this.reaper.unref();
     if (this.sizing) {
@@ -100,7 +104,7 @@ export class SessionPool {
   /** Starts warming and resolves once `size` sessions are ready (or rejects with the error that stopped one). */
   async start(): Promise<void> {
     this.fill();
-    const defaults = this.environment(DEFAULT_ENVIRONMENT);
+    const defaults = this.environment(this.homeEnvironment);
     // Starts beyond the concurrency bound begin as earlier ones end (each end fills again).
     while (!this.closed && defaults.warm.length < this.size && defaults.starting.size > 0) {
       const results = await Promise.all([...defaults.starting]);
@@ -114,7 +118,7 @@ export class SessionPool {
   /** A ready session of the environment: a warm one at once, else the next one of it to start (slower), within `maxSessions`. */
   async acquire(options: AcquireOptions = {}): Promise<Session> {
     if (this.closed) throw new SessionClosedError('pool');
-    const name = options.environment ?? DEFAULT_ENVIRONMENT;
+    const name = options.environment ?? this.homeEnvironment;
     // An unknown name fails here, before it takes any room in the pool.
     await this.optionsOf(name);
     this.forgetClosed();
@@ -190,7 +194,7 @@ export class SessionPool {
   private environment(name: string): PoolEnvironment {
     let environment = this.environments.get(name);
     if (!environment) {
-      environment = new PoolEnvironment(name, name === DEFAULT_ENVIRONMENT ? this.size : 0, this.rateWindowMs);
+      environment = new PoolEnvironment(name, name === this.homeEnvironment ? this.size : 0, this.rateWindowMs);
       environment.target = environment.minimum;
       this.environments.set(name, environment);
     }
@@ -326,6 +330,10 @@ export class SessionPool {
         (error: Error) => {
           this.startsInFlight--;
           environment.starting.delete(starting);
+          if (error instanceof SandcellError && error.code === 'environment-not-found') {
+            this.forgetMissingEnvironment(environment, error);
+            return undefined;
+          }
           this.lastError = error;
           // The caller first in line gets the error (a full data budget, a broken host), as if it had started it.
           environment.waiters.shift()?.reject(error);
@@ -342,6 +350,17 @@ export class SessionPool {
         },
       );
     environment.starting.add(starting);
+  }
+
+  /**
+   * A name that is not a built environment: its callers get the error, and nothing is kept or
+   * retried for it (building it later makes it usable at the next call). Not the pool's health.
+   */
+  private forgetMissingEnvironment(environment: PoolEnvironment, error: Error): void {
+    for (const waiter of environment.waiters.splice(0)) waiter.reject(error);
+    if (environment.pipeline === 0 && environment.name !== this.homeEnvironment) {
+      this.environments.delete(environment.name);
+    }
   }
 
   /** What a warm session of this environment holds, where the backend measures it: the memory budget's unit. */
@@ -380,13 +399,4 @@ export class SessionPool {
     }
     this.fill();
   }
-}
-
-function onlyTheDefaultEnvironment(name: string): SessionOptions {
-  if (name !== DEFAULT_ENVIRONMENT) {
-    throw new InvalidInputError(
-      `There is no environment named ${JSON.stringify(name)}; this pool knows only "default".`,
-    );
-  }
-  return {};
 }

@@ -9,6 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { dataCapacityBytes } from '../backends/limits.js';
 import { resolveBackend } from '../backends/select.js';
 import type { SandboxBackend, SandboxVolume } from '../backends/spec.js';
+import { chooseEnvironment, mergePreloadModules } from '../environments/select.js';
+import type { Environment } from '../environments/types.js';
 import { AbortError, InvalidInputError, ProtocolError, SessionClosedError, UnknownContextError } from '../errors.js';
 import { type AssistOptions, checkAssistInput, type InspectOptions } from './assist-input.js';
 import { type Completion, type Inspection, withinCode } from './assist-replies.js';
@@ -48,6 +50,8 @@ export class Session {
     readonly backend: SandboxBackend,
     private readonly volume: SandboxVolume,
     private readonly options: ResolvedSessionOptions,
+    /** The environment it runs in (`default` unless `environmentName` chose one). */
+    readonly environment: Environment,
   ) {
     this.files = new SessionFiles((message) => this.request(message), {
       transferBytes: options.fileTransferBytes,
@@ -91,13 +95,22 @@ export class Session {
 
   /** Starts a sandbox and waits until its python context is ready. */
   static async create(options: SessionOptions = {}): Promise<Session> {
-    const resolved = resolveSessionOptions(options);
+    const sessionOptions = resolveSessionOptions(options);
     const id = options.id ?? randomUUID().replace(/-/g, '').slice(0, 16);
     if (!SESSION_ID.test(id)) throw new InvalidInputError('A session id is 1 to 64 letters, digits, "-" or "_".');
-    const backend = resolveBackend(options.backend);
+    const { backend, environment } = await chooseEnvironment(
+      resolveBackend(options.backend),
+      options.environmentName ?? (process.env.SANDCELL_ENVIRONMENT || undefined),
+      { signal: options.signal },
+    );
+    const resolved: ResolvedSessionOptions = {
+      ...sessionOptions,
+      preloadModules: mergePreloadModules(environment, sessionOptions.preloadModules),
+      environment: { ...environment.env, ...sessionOptions.environment },
+    };
     await backend.ensureAvailable({ signal: options.signal });
     const volume = await backend.createVolume({ sessionId: id, limits: resolved.limits, signal: options.signal });
-    const session = new Session(id, backend, volume, resolved);
+    const session = new Session(id, backend, volume, resolved, environment);
     try {
       await session.sandbox.ensure();
     } catch (error) {

@@ -23,6 +23,7 @@ export interface McpStdioOptions
     | 'preloadModules'
     | 'backend'
     | 'logLevel'
+    | 'sessionOptions'
   > {
   input?: NodeJS.ReadableStream;
   output?: NodeJS.WritableStream;
@@ -43,6 +44,7 @@ export async function runMcpStdio(options: McpStdioOptions = {}): Promise<void> 
     executionTimeoutMs: options.executionTimeoutMs,
     preloadModules: options.preloadModules,
     backend: options.backend,
+    sessionOptions: options.sessionOptions,
     logLevel: options.logLevel ?? process.env.SANDCELL_LOG_LEVEL ?? 'warn',
     logDestination: pino.destination({ fd: 2, sync: true }) as unknown as NodeJS.WritableStream,
     shutdownGraceMs: 5_000,

@@ -88,8 +88,9 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         429: { description: "The key's session limit is reached.", json: ErrorSchema },
         503: { description: 'The server is at capacity or cannot start sandboxes.', json: ErrorSchema },
       },
-      handler: async (c, { owner }) => {
-        const entry = await registry.create(owner, 'v1');
+      handler: async (c, { owner, body }) => {
+        const { environment } = (body ?? {}) as z.output<typeof CreateSessionBody>;
+        const entry = await registry.create(owner, 'v1', environment === undefined ? {} : { environment });
         return c.json(presentSession(entry), 201, { location: `/v1/sessions/${entry.id}` });
       },
     }),
