@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedBackend, type ScriptedBackendOptions } from '../backends/scripted/index.js';
+import { EnvironmentNotFoundError } from '../environments/store.js';
 import { InvalidInputError, ResourceExhaustedError } from '../errors.js';
 import { SessionPool, type SessionPoolOptions } from './pool.js';
 import { INITIAL_WARM_SESSION_BYTES } from './pool-environment.js';
@@ -112,6 +113,31 @@ describe('SessionPool sized by demand', () => {
     await expect(pool.acquire({ environment: 'nope' })).rejects.toBeInstanceOf(InvalidInputError);
     expect(backend.sandboxes).toHaveLength(0);
     expect(pool.stats().environments.nope).toBeUndefined();
+  });
+
+  it('fails the callers of an environment that is not built, and keeps or retries nothing for it', async () => {
+    let webStarts = 0;
+    const { pool } = demandPool(
+      { size: 1, maxWarm: 4 },
+      {
+        onStart: ({ options }) => {
+          if (environmentOf(options) !== 'web') return;
+          webStarts++;
+          throw new EnvironmentNotFoundError('There is no environment named web.');
+        },
+      },
+    );
+    await pool.start();
+    await expect(pool.acquire({ environment: 'web' })).rejects.toMatchObject({ code: 'environment-not-found' });
+    // Starts already under way for it (its first caller made it an environment in use) end too…
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const startsUnderWay = webStarts;
+    // …and many sizing rounds later: no retry, no warming for it, and the pool is not degraded by a caller's typo.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(webStarts).toBe(startsUnderWay);
+    expect(pool.stats().environments.web).toBeUndefined();
+    expect(pool.stats().lastError).toBeUndefined();
+    expect((await pool.acquire()).closed).toBe(false);
   });
 
   it('holds all environments together within maxWarm, sharing the room between those in demand', async () => {

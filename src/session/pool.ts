@@ -39,7 +39,7 @@ const REFILL_RETRY_MAX_MS = 30_000;
 const REFILL_DELAY_MS = 20;
 
 export interface AcquireOptions {
-  /** The environment the session runs in. @default 'default' */
+  /** The environment the session runs in. @default the pool's own (`sessionOptions.environmentName`, else `default`) */
   environment?: string;
 }
 
@@ -330,7 +330,9 @@ export class SessionPool {
         (error: Error) => {
           this.startsInFlight--;
           environment.starting.delete(starting);
-          if (error instanceof SandcellError && error.code === 'environment-not-found') {
+          // The pool's own environment missing is the operator's to fix: it backs off and says so, below.
+          const missing = error instanceof SandcellError && error.code === 'environment-not-found';
+          if (missing && environment.name !== this.homeEnvironment) {
             this.forgetMissingEnvironment(environment, error);
             return undefined;
           }
