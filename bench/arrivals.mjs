@@ -49,7 +49,16 @@ async function client(url, times, failures) {
 
 /** `seconds` of arrivals every 500 ms against a server started with `args`. */
 async function steadyArrivals(args, seconds) {
-  const server = await startServer(['--executions-per-minute', '0', ...args]);
+  // Limits high enough that a backlog shows as time, not as refusals (one key makes every request here).
+  const server = await startServer([
+    '--executions-per-minute',
+    '0',
+    '--sessions-per-key',
+    '500',
+    '--max-sessions',
+    '500',
+    ...args,
+  ]);
   const times = [];
   const failures = [];
   let mostWarm = 0;
