@@ -96,7 +96,8 @@ export class SessionPool {
   async acquire(options: AcquireOptions = {}): Promise<Session> {
     if (this.closed) throw new SessionClosedError('pool');
     this.forgetClosed();
-    const own = (options.environment ?? DEFAULT_ENVIRONMENT_NAME) === this.environmentName;
+    // No environment named means the pool's own (a server's `serve --env`, else `default`).
+    const own = (options.environment ?? this.environmentName) === this.environmentName;
     const session =
       (own ? this.warm.shift() : undefined) ?? (await this.startForLease(own ? undefined : options.environment));
     this.leased.add(session);
