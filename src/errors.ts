@@ -222,6 +222,13 @@ export class AbortError extends SandcellError {
   }
 }
 
+/** A session asked for an environment that is not built (for its backend); the message says how to build it. */
+export class EnvironmentNotFoundError extends SandcellError {
+  constructor(message: string) {
+    super('environment-not-found', message);
+  }
+}
+
 /** Building the runtime image or root filesystem failed; the message carries the tool's last output. */
 export class ImageBuildError extends SandcellError {
   constructor(message: string, options?: { cause?: unknown }) {

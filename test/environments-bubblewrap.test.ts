@@ -4,7 +4,7 @@
  * a wheel built here, a copied file, a warm import and a variable. Builds are
  * slow (a copy of the runtime, apt), so one build serves every check.
  */
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -27,6 +27,8 @@ const reason = process.getuid?.() === 0 ? await unavailableReason(runtime) : 'bu
 
 // The description, its files and its store, set up before the suite so the build's root filesystem has a known path.
 const directory = await mkdtemp(path.join(os.tmpdir(), 'sandcell-environment-'));
+// The sandboxes' uids reach the environment's /usr through it, as they reach /var/lib/sandcell.
+await chmod(directory, 0o755);
 const store = path.join(directory, 'store');
 const wheel = writeTinyWheel(directory, 'sandcell_tiny', '1.0', 'VALUE = 42\n');
 await writeFile(path.join(directory, 'hello.txt'), 'hello from the environment\n');

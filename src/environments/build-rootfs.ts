@@ -56,11 +56,10 @@ export async function buildEnvironmentRootfs(options: RootfsLayerOptions): Promi
     await stageInputs(partial, options);
     await runLayer(bwrap, partial, options);
     await rm(path.join(partial, STAGING_DIRECTORY.slice(1)), { recursive: true, force: true });
-    await writeFile(
-      path.join(partial, ENVIRONMENT_MARKER_FILE),
-      `${options.loaded.description.name} ${options.hash}\n`,
-      { mode: 0o644 },
-    );
+    // The layer ran as root in there: whatever is at the marker's path (a link out of the tree) goes, and the file is made anew.
+    const marker = path.join(partial, ENVIRONMENT_MARKER_FILE);
+    await rm(marker, { force: true, recursive: true });
+    await writeFile(marker, `${options.loaded.description.name} ${options.hash}\n`, { mode: 0o644, flag: 'wx' });
     await rm(options.target, { recursive: true, force: true });
     await rename(partial, options.target);
   } catch (error) {

@@ -1,19 +1,12 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { InvalidInputError } from '../errors.js';
+import { EnvironmentNotFoundError, InvalidInputError } from '../errors.js';
 import { loadDescription, parseDescription } from './description.js';
 import { environmentHash } from './environment-version.js';
 import { collectInputs } from './inputs.js';
-import {
-  EnvironmentNotFoundError,
-  listEnvironments,
-  makeCurrent,
-  removeEnvironmentFromStore,
-  resolveEnvironment,
-  writeRecord,
-} from './store.js';
+import { listEnvironments, makeCurrent, removeEnvironmentFromStore, resolveEnvironment, writeRecord } from './store.js';
 
 let directory: string;
 beforeEach(async () => {
@@ -48,7 +41,6 @@ describe('environment descriptions', () => {
       /outside/,
     );
     await writeFile(path.join(directory, 'real'), 'x');
-    const { symlink } = await import('node:fs/promises');
     await symlink('real', path.join(directory, 'link'));
     await expect(describeIn({ name: 'a', files: [{ source: 'link', target: '/usr/share/x' }] })).rejects.toThrow(
       /symbolic link/,
@@ -118,7 +110,6 @@ describe('the environment store', () => {
       await writeRecord(store, { name: 'ml', hash, runtimeVersion: 'r', description, builds: {} });
       await makeCurrent(store, 'ml', hash);
     }
-    const { readdir } = await import('node:fs/promises');
     expect((await readdir(path.join(store, 'ml'))).sort()).toEqual(['bbbbbbbbbbbb', 'cccccccccccc', 'current']);
     expect((await listEnvironments(store)).map((record) => record.hash)).toEqual(['cccccccccccc']);
     expect((await removeEnvironmentFromStore(store, 'ml')).length).toBe(2);

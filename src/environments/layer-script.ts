@@ -7,6 +7,7 @@
  * working directory. A failing step stops the script with its own message.
  */
 import path from 'node:path';
+import { ACCOUNT_FILE_LINKS } from '../image/recipe.js';
 import { type EnvironmentDescription, installsPythonPackages } from './description.js';
 
 /** Where the build stages the description's files inside the root filesystem; removed after. */
@@ -76,6 +77,8 @@ export function layerScript(description: EnvironmentDescription): string {
     'echo "sandcell-step: cleaning up"',
     'rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /root/.cache',
     'mkdir -p /var/lib/apt/lists/partial',
+    // A package that added an account replaced the links with files; the kernel writes the accounts at start.
+    ...Object.entries(ACCOUNT_FILE_LINKS).map(([file, target]) => `ln -sfn ${shellQuote(target)} ${shellQuote(file)}`),
   );
   return `${lines.join('\n')}\n`;
 }

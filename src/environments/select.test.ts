@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createScriptedBackend } from '../backends/scripted/index.js';
 import { BackendUnavailableError } from '../errors.js';
+import { SessionPool } from '../session/pool.js';
 import { createSession } from '../session/session.js';
 
 describe('choosing an environment for a session', () => {
@@ -19,5 +20,20 @@ describe('choosing an environment for a session', () => {
     await expect(createSession({ backend: createScriptedBackend(), environmentName: 'ml' })).rejects.toThrow(
       /only bubblewrap and docker/,
     );
+  });
+});
+
+describe('a pool and environments', () => {
+  it('hands out its own environment warm, and starts a session in another on request', async () => {
+    const pool = new SessionPool({ size: 1, sessionOptions: { backend: createScriptedBackend() } });
+    try {
+      await pool.start();
+      const warm = await pool.acquire();
+      expect(warm.environment.name).toBe('default');
+      // The scripted backend runs no built environment: the request reaches Session.create, which says so.
+      await expect(pool.acquire({ environment: 'ml' })).rejects.toThrow(/only bubblewrap and docker/);
+    } finally {
+      await pool.close();
+    }
   });
 });

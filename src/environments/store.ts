@@ -10,7 +10,7 @@
  */
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SandcellError } from '../errors.js';
+import { EnvironmentNotFoundError } from '../errors.js';
 import { ENVIRONMENT_IMAGE_REPOSITORY_PREFIX, runtimeStoreDirectory, runtimeVersion } from '../image/recipe.js';
 import type { EnvironmentDescription } from './description.js';
 import {
@@ -29,13 +29,6 @@ export interface EnvironmentBuildRecord {
   description: EnvironmentDescription;
   /** Per backend: what was built, when, and its size. */
   builds: Partial<Record<EnvironmentBackendName, { backendRef: string; builtAt: string; sizeBytes?: number }>>;
-}
-
-/** The name is unknown, or not built for the backend asked for. */
-export class EnvironmentNotFoundError extends SandcellError {
-  constructor(message: string) {
-    super('environment-not-found', message);
-  }
 }
 
 /** `<image store>/environments`, or SANDCELL_ENVIRONMENT_DIR (a store of its own, e.g. for tests). */
