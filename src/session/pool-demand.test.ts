@@ -7,8 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedBackend, type ScriptedBackendOptions } from '../backends/scripted/index.js';
-import { EnvironmentNotFoundError } from '../environments/store.js';
-import { InvalidInputError, ResourceExhaustedError } from '../errors.js';
+import { EnvironmentNotFoundError, InvalidInputError, ResourceExhaustedError } from '../errors.js';
 import { SessionPool, type SessionPoolOptions } from './pool.js';
 import { INITIAL_WARM_SESSION_BYTES } from './pool-environment.js';
 
