@@ -1,7 +1,7 @@
 // `npm run bench`: sandcell's speed and memory on this machine, one column per backend, against the
 // targets of the engine and Docker issues. Prints a table and writes bench/results/latest.json.
 // Not a test: nothing here fails a build. A backend that cannot run here gets an empty column and a note.
-// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs, bench/e2b.mjs and bench/jupyter.mjs).
+// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs, bench/arrivals.mjs, bench/e2b.mjs and bench/jupyter.mjs).
 
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createBackend, Session, SessionPool } from '../dist/index.js';
+import { runArrivalsBench } from './arrivals.mjs';
 import { runE2bBench } from './e2b.mjs';
 import { runJupyterBench } from './jupyter.mjs';
 import { runNetworkGateBench } from './network-gate.mjs';
@@ -410,6 +411,8 @@ const rows = [
 
 // --- server (sandcell serve over HTTP, on the default backend): bench/server.mjs ---------------------
 const server = withServer ? await runServerBench({ quick }) : { rows: [], result: undefined };
+// New sessions arriving steadily, the pool sized by demand and fixed: bench/arrivals.mjs.
+const arrivals = withServer ? await runArrivalsBench({ quick }) : { rows: [], result: undefined };
 // --- the E2B SDK against the same kind of server: bench/e2b.mjs ----------------------------------------
 const e2b = withServer ? await runE2bBench({ quick }) : { rows: [], result: undefined };
 // The Jupyter front door (bench/jupyter.mjs): the channels websocket beside /v1 and a raw ipykernel.
@@ -419,7 +422,12 @@ const networkGate = await runNetworkGateBench({ quick });
 for (const [measureName, stat, observed, unit, target, met] of networkGate.rows) {
   rows.push([measureName, stat, String(observed), '', unit, target, met === null ? '' : met ? 'yes' : 'NO']);
 }
-for (const [measureName, stat, observed, unit, target, met] of [...server.rows, ...e2b.rows, ...jupyter.rows]) {
+for (const [measureName, stat, observed, unit, target, met] of [
+  ...server.rows,
+  ...arrivals.rows,
+  ...e2b.rows,
+  ...jupyter.rows,
+]) {
   rows.push([
     measureName,
     stat,
@@ -484,6 +492,7 @@ const result = {
   ),
   notes,
   server: server.result,
+  arrivals: arrivals.result,
   e2b: e2b.result,
   jupyter: jupyter.result,
   networkGate: networkGate.result,

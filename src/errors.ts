@@ -21,6 +21,7 @@ export type SandcellErrorCode =
   | 'pool-exhausted'
   | 'data-budget-exhausted'
   | 'image-build-failed'
+  | 'environment-not-found'
   | 'aborted'
   | 'model-configuration'
   | 'model-unavailable'
@@ -218,6 +219,13 @@ export class ResourceExhaustedError extends SandcellError {
 export class AbortError extends SandcellError {
   constructor(message = 'The operation was aborted.') {
     super('aborted', message);
+  }
+}
+
+/** A session asked for an environment that is not built (for its backend); the message says how to build it. */
+export class EnvironmentNotFoundError extends SandcellError {
+  constructor(message: string) {
+    super('environment-not-found', message);
   }
 }
 

@@ -32,9 +32,11 @@ export type {
   SandboxVolume,
   StartSandboxOptions,
 } from './backends/spec.js';
+export type { Environment } from './environments/types.js';
 export {
   AbortError,
   BackendUnavailableError,
+  EnvironmentNotFoundError,
   type FileErrorReason,
   FileOperationError,
   ImageBuildError,

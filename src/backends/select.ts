@@ -132,4 +132,16 @@ export class AutoBackend implements SandboxBackend {
   async start(options: StartSandboxOptions): Promise<Sandbox> {
     return (await this.selection()).backend.start(options);
   }
+
+  /** The chosen backend on another root; only once chosen, since a root is one backend's (a directory or an image). */
+  withRoot(root: string): SandboxBackend {
+    if (!this.chosen) {
+      throw new BackendUnavailableError(
+        'The auto backend has not chosen yet: call ensureAvailable() before withRoot().',
+      );
+    }
+    if (!this.chosen.withRoot)
+      throw new BackendUnavailableError(`The ${this.chosen.name} backend cannot run environments.`);
+    return this.chosen.withRoot(root);
+  }
 }

@@ -24,6 +24,14 @@ export interface SandboxBackend {
 
   /** Starts the kernel in a new sandbox on `volume`. */
   start(options: StartSandboxOptions): Promise<Sandbox>;
+
+  /**
+   * A backend like this one (same host set-up, limits, client) whose
+   * sandboxes start on another root: a root filesystem directory for
+   * bubblewrap, an image for Docker. This is how a session runs in a built
+   * environment. Optional: a backend without it runs the default environment only.
+   */
+  withRoot?(root: string): SandboxBackend;
 }
 
 export interface CreateVolumeOptions {

@@ -82,6 +82,7 @@ export async function openDataChat(
   extra.progress?.('starting sandbox');
   const session = await createSession({
     backend,
+    ...(options.env ? { environmentName: options.env } : {}),
     ...limits,
     ...networkSessionOptions(options),
     ...(timeoutMs ? { timeoutMs } : {}),

@@ -1,4 +1,4 @@
-/** The `--backend` and `--rootfs` options shared by the commands that start sessions. */
+/** The `--backend`, `--rootfs` and `--env` options shared by the commands that start sessions. */
 import { type Command, Option } from 'commander';
 import { AutoBackend, BACKEND_NAMES, DEFAULT_BACKEND_NAME, isBackendName, resolveBackend } from '../backends/select.js';
 import type { SandboxBackend } from '../backends/spec.js';
@@ -8,9 +8,11 @@ import { dim } from './render.js';
 export interface BackendCliOptions {
   backend?: string;
   rootfs?: string;
+  /** The environment sessions run in (`sandcell env build`). */
+  env?: string;
 }
 
-/** Adds --backend and --rootfs to a command. */
+/** Adds --backend, --rootfs and --env to a command. */
 export function addBackendOptions(command: Command): Command {
   for (const option of [
     new Option('-b, --backend <name>', 'where sandboxes run (auto: bubblewrap when usable, else Docker)')
@@ -20,6 +22,9 @@ export function addBackendOptions(command: Command): Command {
       '--rootfs <dir>',
       'bubblewrap: run on a runtime root filesystem instead of the host /usr (`runtime`: the one `sandcell image build --backend bubblewrap` built)',
     ).env('SANDCELL_ROOTFS'),
+    new Option('--env <name>', 'the environment to run in (`sandcell env list`); default: the runtime itself').env(
+      'SANDCELL_ENVIRONMENT',
+    ),
   ])
     command.addOption(option);
   return command;

@@ -11,6 +11,7 @@ import { createDockerBackend, type DockerEngineReport } from '../backends/docker
 import type { SandboxBackend } from '../backends/spec.js';
 import { formatUidRange } from '../backends/uid-leases.js';
 import { createSession } from '../session/session.js';
+import { checkEnvironments } from './doctor-environments.js';
 import { checkLanguages } from './doctor-languages.js';
 import { EXIT_OK, EXIT_SANDBOX_FAILURE } from './exit-codes.js';
 import { dim } from './render.js';
@@ -59,6 +60,8 @@ export async function doctorCommand(options: { json?: boolean; backend?: string;
   if (options.backend !== 'docker') await checkBubblewrap(add, options.rootfs);
 
   if (options.backend !== 'bubblewrap') await checkDocker(add, options.backend === 'docker');
+
+  await checkEnvironments(add);
 
   const failed = checks.some((check) => check.level === 'fail');
   if (options.json) process.stdout.write(`${JSON.stringify({ ok: !failed, checks }, null, 2)}\n`);

@@ -68,10 +68,13 @@ export async function imageBuildCommand(options: ImageBuildOptions): Promise<num
 }
 
 /** On a terminal a spinner with the current step; otherwise one line per stage (CI logs stay readable). */
-function progressReporter(quiet: boolean): { report: (progress: BuildProgress) => void; stop: () => void } {
+export function progressReporter(
+  quiet: boolean,
+  what = { title: 'building the runtime', prefix: 'image' },
+): { report: (progress: BuildProgress) => void; stop: () => void } {
   if (quiet) return { report: () => undefined, stop: () => undefined };
   if (process.stderr.isTTY) {
-    const status = startStatus(process.stderr, 'building the runtime');
+    const status = startStatus(process.stderr, what.title);
     let routeShown = false;
     return {
       report: (progress) => {
@@ -90,7 +93,7 @@ function progressReporter(quiet: boolean): { report: (progress: BuildProgress) =
       const stage = progress.stage.replace(/ \(\d+\)$/, '');
       if (stage === lastStage) return;
       lastStage = stage;
-      process.stderr.write(`image: ${progress.stage}${progress.detail ? ` — ${progress.detail}` : ''}\n`);
+      process.stderr.write(`${what.prefix}: ${progress.stage}${progress.detail ? ` — ${progress.detail}` : ''}\n`);
     },
     stop: () => undefined,
   };

@@ -130,7 +130,11 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           collect,
           [],
         )
-        .option('--pool-size <n>', 'sessions kept warm; default 2 (env SANDCELL_POOL_SIZE)')
+        .option('--pool-size <n>', 'sessions kept warm whatever the demand; default 2 (env SANDCELL_POOL_SIZE)')
+        .option(
+          '--pool-max <n>',
+          'most sessions kept warm as new ones arrive faster (per environment, by the recent rate); equal to --pool-size keeps exactly that many; default 8, or 0 with --pool-size 0 (env SANDCELL_POOL_MAX)',
+        )
         .option('--max-sessions <n>', 'live sessions on the server; default 64 (env SANDCELL_MAX_SESSIONS)')
         .option(
           '--data-budget-bytes <n>',
@@ -238,6 +242,41 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .option('--json', 'print the status as JSON')
     .action(async (options) => setExitCode(await imageStatusCommand(options)));
 
+  const environments = program
+    .command('env')
+    .description('custom environments: the runtime plus your packages and files, chosen with --env NAME');
+  environments
+    .command('build')
+    .description('build the environment a description file (sandcell.env.json) describes; unchanged is a no-op')
+    .argument('<file>', 'the description file')
+    .addOption(
+      new Option('--backend <name>', 'what to build for').choices(['bubblewrap', 'docker']).default('bubblewrap'),
+    )
+    .option('--mirror <url>', 'Debian mirror, if the runtime has to be built first (env SANDCELL_DEBIAN_MIRROR)')
+    .option('--force', 'rebuild even when this content is already built')
+    .option('--json', 'print the result as JSON')
+    .action(async (file: string, options) => {
+      const { envBuildCommand } = await import('./env-command.js');
+      setExitCode(await envBuildCommand(file, options));
+    });
+  environments
+    .command('list')
+    .description('the environments built, their size and what they add')
+    .option('--json', 'print them as JSON')
+    .action(async (options) => {
+      const { envListCommand } = await import('./env-command.js');
+      setExitCode(await envListCommand(options));
+    });
+  environments
+    .command('remove')
+    .description('remove an environment: every build of it, and its Docker images')
+    .argument('<name>', 'the environment')
+    .option('--json', 'print what was removed as JSON')
+    .action(async (name: string, options) => {
+      const { envRemoveCommand } = await import('./env-command.js');
+      setExitCode(await envRemoveCommand(name, options));
+    });
+
   return program;
 }
 
@@ -259,7 +298,9 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (error instanceof SandcellError) {
       process.stderr.write(`${red(`sandcell: ${error.message}`)}\n`);
-      return error.code === 'invalid-input' || error.code === 'invalid-path' ? EXIT_USAGE : EXIT_SANDBOX_FAILURE;
+      return error.code === 'invalid-input' || error.code === 'invalid-path' || error.code === 'environment-not-found'
+        ? EXIT_USAGE
+        : EXIT_SANDBOX_FAILURE;
     }
     process.stderr.write(`${red(`sandcell: unexpected error: ${(error as Error).stack ?? String(error)}`)}\n`);
     return EXIT_SANDBOX_FAILURE;

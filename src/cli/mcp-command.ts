@@ -24,6 +24,7 @@ export async function mcpCommand(options: McpCommandOptions): Promise<number> {
       idleTimeoutMs: numberOption('--idle-timeout', options.idleTimeout, 1000),
       preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
       logLevel: options.logLevel,
+      ...(options.env ? { sessionOptions: { environmentName: options.env } } : {}),
     });
   } catch (error) {
     if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);

@@ -55,6 +55,7 @@ export async function replCommand(
   const backend = await backendFromOptions(options);
   const session = await createSession({
     backend,
+    ...(options.env ? { environmentName: options.env } : {}),
     ...limitSessionOptions(options),
     ...networkSessionOptions(options),
     timeoutMs: timeoutMs > 0 ? timeoutMs : 24 * 3600_000,

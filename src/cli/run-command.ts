@@ -25,6 +25,8 @@ export interface RunCommandOptions extends LimitCliOptions, NetworkCliOptions {
   json?: boolean;
   backend?: string;
   rootfs?: string;
+  /** The environment to run in (`sandcell env build`). */
+  env?: string;
   /** Overrides the language the file's extension names. */
   language?: string;
 }

@@ -21,6 +21,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   apiKey: string[];
   allowedHost: string[];
   poolSize?: string;
+  poolMax?: string;
   maxSessions?: string;
   dataBudgetBytes?: string;
   sessionsPerKey?: string;
@@ -69,6 +70,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     maxConnectionsPerAddress: numberOption('--max-connections-per-address', options.maxConnectionsPerAddress),
     headersTimeoutMs: numberOption('--headers-timeout', options.headersTimeout, 1000),
     poolSize: numberOption('--pool-size', options.poolSize),
+    poolMax: numberOption('--pool-max', options.poolMax),
     maxSessions: numberOption('--max-sessions', options.maxSessions),
     dataBudgetBytes: numberOption('--data-budget-bytes', options.dataBudgetBytes),
     limits: {
@@ -83,6 +85,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     executionTimeoutMs: numberOption('--timeout', options.timeout, 1000),
     idleTimeoutMs: numberOption('--idle-timeout', options.idleTimeout, 1000),
     preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
+    ...(options.env ? { sessionOptions: { environmentName: options.env } } : {}),
     shutdownGraceMs: numberOption('--shutdown-grace', options.shutdownGrace, 1000),
     logLevel: options.logLevel,
     stateDirectory: options.stateDir === false ? false : (options.stateDir ?? defaultStateDirectory()),

@@ -1,4 +1,4 @@
-/** The sandbox `run` and `exec` work in: its backend, limits and network from the flags, the --upload files in /mnt/data. */
+/** The sandbox `run` and `exec` work in: its backend, environment, limits and network from the flags, the --upload files in /mnt/data. */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createSession, type Session } from '../session/session.js';
@@ -35,6 +35,7 @@ export async function startSessionWithUploads(
   const status = startStatus(quiet ? undefined : process.stderr, 'starting sandbox');
   const session = await createSession({
     backend,
+    ...(options.env ? { environmentName: options.env } : {}),
     ...limitSessionOptions(options),
     ...networkSessionOptions(options),
     ...(timeoutMs ? { timeoutMs } : {}),

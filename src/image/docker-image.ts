@@ -175,8 +175,30 @@ async function importRootfs(options: DockerImageBuildOptions, tag: string): Prom
   });
   if (rootfs.reused)
     options.onProgress?.({ stage: 'reusing the root filesystem built before', detail: rootfs.directory });
-  options.onProgress?.({ stage: 'importing the root filesystem into Docker', detail: rootfs.directory });
-  const tar = spawn('tar', ['--numeric-owner', '--one-file-system', '-C', rootfs.directory, '-c', '.'], {
+  await importDirectoryAsImage({
+    docker: options.docker,
+    directory: rootfs.directory,
+    tag,
+    labels: { [RUNTIME_VERSION_LABEL]: runtimeVersion() },
+    onProgress: options.onProgress,
+  });
+}
+
+export interface DirectoryImportOptions {
+  docker: Dockerode;
+  /** A root filesystem (the runtime's, or an environment's). */
+  directory: string;
+  /** `repository:tag`. */
+  tag: string;
+  labels: Record<string, string>;
+  onProgress?: (progress: BuildProgress) => void;
+}
+
+/** Imports a root filesystem directory as an image that runs as the sandbox account in /mnt/data. */
+export async function importDirectoryAsImage(options: DirectoryImportOptions): Promise<void> {
+  const stage = 'importing the root filesystem into Docker';
+  options.onProgress?.({ stage, detail: options.directory });
+  const tar = spawn('tar', ['--numeric-owner', '--one-file-system', '-C', options.directory, '-c', '.'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let sent = 0;
@@ -186,23 +208,20 @@ async function importRootfs(options: DockerImageBuildOptions, tag: string): Prom
   });
   tar.stdout.on('data', (chunk: Buffer) => {
     sent += chunk.length;
-    options.onProgress?.({
-      stage: 'importing the root filesystem into Docker',
-      detail: `${(sent / 2 ** 20).toFixed(0)} MiB sent`,
-    });
+    options.onProgress?.({ stage, detail: `${(sent / 2 ** 20).toFixed(0)} MiB sent` });
   });
   const tarDone = new Promise<void>((resolve, reject) =>
     tar.once('close', (code) => (code === 0 ? resolve() : reject(new ImageBuildError(`tar failed: ${tarError}`)))),
   );
-  const [repo, version] = tag.split(':') as [string, string];
+  const separator = options.tag.lastIndexOf(':');
   const stream = await options.docker.importImage(tar.stdout, {
-    repo,
-    tag: version,
+    repo: options.tag.slice(0, separator),
+    tag: options.tag.slice(separator + 1),
     changes: [
       `USER ${SANDBOX_UID}:${SANDBOX_GID}`,
       'WORKDIR /mnt/data',
       'ENV LANG=C.UTF-8',
-      `LABEL ${RUNTIME_VERSION_LABEL}=${runtimeVersion()}`,
+      ...Object.entries(options.labels).map(([name, value]) => `LABEL ${name}=${value}`),
     ],
   });
   await Promise.all([follow(options.docker, stream, () => undefined), tarDone]);

@@ -19,6 +19,8 @@ const RECIPE_REVISION = 2;
 export const DEBIAN_SUITE = 'bookworm';
 export const DEFAULT_DEBIAN_MIRROR = 'http://deb.debian.org/debian';
 export const RUNTIME_IMAGE_REPOSITORY = 'sandcell-runtime';
+/** Docker images of built environments: `sandcell-env-<name>:<hash>` (src/environments/). */
+export const ENVIRONMENT_IMAGE_REPOSITORY_PREFIX = 'sandcell-env-';
 /** The base image of the Dockerfile route. */
 export const DOCKERFILE_BASE_IMAGE = `debian:${DEBIAN_SUITE}-slim`;
 /** Labels on the image: which recipe version it is. */

@@ -150,7 +150,7 @@ function runQuietly(command: string, args: string[], signal?: AbortSignal, env: 
 }
 
 /** Runs a command, handing each line of its output (stdout and stderr) to `onLine`. */
-function runProcess(
+export function runProcess(
   command: string,
   args: string[],
   signal: AbortSignal | undefined,

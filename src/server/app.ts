@@ -18,6 +18,7 @@ import { registerRoutes } from './route.js';
 import { systemRoutes } from './system-routes.js';
 import { commandRoutes } from './v1/command-routes.js';
 import { contextRoutes } from './v1/context-routes.js';
+import { environmentRoutes } from './v1/environment-routes.js';
 import { v1Routes } from './v1/routes.js';
 import { serveWebUi } from './web-ui.js';
 
@@ -98,6 +99,7 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
     ...v1Routes(server),
     ...commandRoutes(server),
     ...contextRoutes(server),
+    ...environmentRoutes(server),
     ...conversationRoutes(server),
     ...azureRoutes(server),
   ];

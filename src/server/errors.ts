@@ -34,6 +34,8 @@ export interface ErrorBody {
 const STATUS_BY_CODE: Record<string, number> = {
   'invalid-input': 400,
   'invalid-path': 400,
+  // A session asked for an environment that is not built (for this backend): the request names it.
+  'environment-not-found': 400,
   'session-closed': 404,
   'pool-exhausted': 503,
   'data-budget-exhausted': 503,

@@ -25,6 +25,17 @@ describe('server options', () => {
     expect(DEFAULT_IDLE_TIMEOUT_MS).toBe(20 * 60_000); // as `sandcell serve --help` and the README say
   });
 
+  it('sizes the pool by demand up to poolMax (8 by default), or keeps exactly poolSize when they are equal (0 included)', () => {
+    expect(resolveServerOptions({}, {})).toMatchObject({ poolSize: 2, poolMax: 8 });
+    expect(resolveServerOptions({ poolSize: 12 }, {}).poolMax).toBe(12);
+    // No warm sessions asked for: none by demand either, unless poolMax says so.
+    expect(resolveServerOptions({ poolSize: 0 }, {}).poolMax).toBe(0);
+    expect(resolveServerOptions({ poolSize: 0, poolMax: 4 }, {}).poolMax).toBe(4);
+    expect(resolveServerOptions({}, { SANDCELL_POOL_MAX: '2' }).poolMax).toBe(2);
+    expect(resolveServerOptions({ poolMax: 20 }, { SANDCELL_POOL_MAX: '2' }).poolMax).toBe(20);
+    expect(() => resolveServerOptions({ poolSize: 4, poolMax: 3 }, {})).toThrow(/--pool-max.*at least.*4/);
+  });
+
   it('refuses nonsense with the name of the option', () => {
     expect(() => resolveServerOptions({ maxSessions: 0 }, {})).toThrow(/maxSessions/);
     expect(() => resolveServerOptions({}, { SANDCELL_PORT: 'eighty' })).toThrow(/SANDCELL_PORT/);

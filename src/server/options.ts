@@ -20,6 +20,8 @@ import { defaultPermission, type NetworkPermission } from './network-permission.
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8080;
 export const DEFAULT_POOL_SIZE = 2;
+/** Most warm sessions when demand calls for them: what 2 new sessions a second need with ~1 s cold starts. */
+export const DEFAULT_POOL_MAX = 8;
 export const DEFAULT_SERVER_MAX_SESSIONS = 64;
 export const DEFAULT_SESSIONS_PER_KEY = 32;
 export const DEFAULT_EXECUTIONS_PER_MINUTE = 600;
@@ -87,8 +89,14 @@ export interface ServerOptions {
   limits?: KeyLimits;
   /** Live sessions on the whole server. @default 64 (env SANDCELL_MAX_SESSIONS) */
   maxSessions?: number;
-  /** Sessions kept warm, ready for the next new session. @default 2 (env SANDCELL_POOL_SIZE) */
+  /** Sessions kept warm, ready for the next new session, whatever the demand. @default 2 (env SANDCELL_POOL_SIZE) */
   poolSize?: number;
+  /**
+   * Most sessions kept warm (or starting) when new sessions arrive faster: above `poolSize`, the pool
+   * sizes itself by the recent arrival rate, per environment, and shrinks back as it falls. Equal to
+   * `poolSize`, the pool keeps exactly `poolSize`. @default the larger of 8 and `poolSize`; 0 when `poolSize` is 0 (env SANDCELL_POOL_MAX)
+   */
+  poolMax?: number;
   /**
    * RAM that all sessions' files (/mnt/data, a tmpfs each) may hold together, in bytes. Past it, writes
    * fail as on a full disk and new sessions get 503. Applies to the whole process (every session it
@@ -164,6 +172,7 @@ export interface ResolvedServerOptions {
   limits: ResolvedKeyLimits;
   maxSessions: number;
   poolSize: number;
+  poolMax: number;
   dataBudgetBytes: number;
   idleTimeoutMs: number;
   executionTimeoutMs: number;
@@ -353,6 +362,8 @@ export function resolveServerOptions(
       DEFAULT_POOL_SIZE,
       0,
     ),
+    // Set below, once poolSize is known (its default follows it).
+    poolMax: 0,
     dataBudgetBytes: count(
       'dataBudgetBytes',
       options.dataBudgetBytes ?? numberFrom(environment, 'SANDCELL_DATA_BUDGET_BYTES'),
@@ -396,6 +407,7 @@ export function resolveServerOptions(
     stateDirectory: options.stateDirectory ?? environment.SANDCELL_STATE_DIR ?? false,
   };
   checkConversationBounds(resolved);
+  resolved.poolMax = resolvePoolMax(options.poolMax ?? numberFrom(environment, 'SANDCELL_POOL_MAX'), resolved.poolSize);
   if (resolved.stateDirectory === '' || resolved.stateDirectory === NO_STATE_DIRECTORY) resolved.stateDirectory = false;
   if (resolved.stateDirectory !== false) resolved.stateDirectory = path.resolve(resolved.stateDirectory);
   for (const key of apiKeys) {
@@ -426,4 +438,18 @@ function networkPermissionOf(options: ServerOptions, environment: Environment): 
   // A bad rule fails at start, not at the first request that names it.
   if (Array.isArray(permission)) resolveNetworkOption({ allow: permission });
   return permission;
+}
+
+/**
+ * `poolMax`: at least `poolSize` (equal turns sizing by demand off); by default 8, or `poolSize` if
+ * larger. Asking for no warm sessions (`poolSize` 0) asks for none by demand either, unless `poolMax` says so.
+ */
+function resolvePoolMax(value: number | undefined, poolSize: number): number {
+  const poolMax = count('poolMax', value, poolSize === 0 ? 0 : Math.max(DEFAULT_POOL_MAX, poolSize), 0);
+  if (poolMax < poolSize) {
+    throw new InvalidInputError(
+      `\`poolMax\` (--pool-max, SANDCELL_POOL_MAX) must be at least \`poolSize\` (${poolSize}); got ${poolMax}. Equal keeps exactly poolSize warm.`,
+    );
+  }
+  return poolMax;
 }

@@ -120,7 +120,7 @@ export class SessionRegistry {
   async create(
     owner: Owner,
     source: SessionSource,
-    naming: { name?: string; scope?: string; network?: NetworkOption } = {},
+    naming: { name?: string; scope?: string; environment?: string; network?: NetworkOption } = {},
   ) {
     this.refuseWhenShuttingDown();
     // Within the operator's bound, or a 403 before any session is counted or started.
@@ -143,7 +143,10 @@ export class SessionRegistry {
     this.pendingByOwner.set(owner.id, (this.pendingByOwner.get(owner.id) ?? 0) + 1);
     let session: Session;
     try {
-      session = await this.options.pool.acquire(network !== undefined ? { network } : {});
+      session = await this.options.pool.acquire({
+        ...(naming.environment !== undefined ? { environment: naming.environment } : {}),
+        ...(network !== undefined ? { network } : {}),
+      });
     } catch (error) {
       if (error instanceof SandcellError && error.code === 'data-budget-exhausted') {
         this.options.metrics.rejected.inc({ reason: 'data-budget' });

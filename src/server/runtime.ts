@@ -46,8 +46,10 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
   });
   const pool = new SessionPool({
     size: options.poolSize,
+    // Above poolSize, the pool sizes itself by demand, per environment.
+    maxWarm: options.poolMax,
     // Warm sessions come on top of the live ones the registry allows.
-    maxSessions: options.maxSessions + options.poolSize,
+    maxSessions: options.maxSessions + options.poolMax,
     // The pool closes idle sessions, counting from the hand-out; the registry hears of it (onIdleClose).
     idleTimeoutMs: options.idleTimeoutMs,
     sessionOptions: {
@@ -85,6 +87,15 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
   metrics.gauge('sandcell_sessions_starting', 'Sandboxes starting.', () => [
     { labels: {}, value: pool.stats().starting },
   ]);
+  metrics.gauge(
+    'sandcell_pool_target',
+    'Warm and starting sessions the pool aims at, by environment (by the recent arrival rate when --pool-max is above --pool-size).',
+    () =>
+      Object.entries(pool.stats().environments).map(([environment, stats]) => ({
+        labels: { environment },
+        value: stats.target,
+      })),
+  );
   metrics.gauge('sandcell_executions_running', 'Executions running now.', () => [
     { labels: {}, value: registry.stats.running },
   ]);

@@ -102,6 +102,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       url,
       apiKeys: context.apiKeys.enabled ? resolved.apiKeys.length : 0,
       poolSize: resolved.poolSize,
+      poolMax: resolved.poolMax,
       maxSessions: resolved.maxSessions,
     },
     context.apiKeys.enabled

@@ -63,6 +63,13 @@ export interface SessionOptions {
   /** Environment variables to set inside the sandbox. Nothing else of the host's environment goes in. @default {} */
   environment?: Record<string, string>;
   /**
+   * The built environment to run in (`sandcell env build`): its packages and
+   * files, its warm imports (before `preloadModules`) and its variables
+   * (under `environment`). Needs the bubblewrap or Docker backend.
+   * @default `default`: the runtime itself (env SANDCELL_ENVIRONMENT)
+   */
+  environmentName?: string;
+  /**
    * How limit errors say to raise a limit: an application with its own names for them
    * (flags, settings) gives those. @default the library's option names
    */

@@ -12,93 +12,130 @@
  * A session running anything (code, a command someone waits for, or a
  * background command) is not idle; its idle clock restarts when the work ends.
  */
-import { PoolExhaustedError, SessionClosedError } from '../errors.js';
+import { DEFAULT_ENVIRONMENT_NAME } from '../environments/types.js';
+import { InvalidInputError, PoolExhaustedError, SandcellError, SessionClosedError } from '../errors.js';
 import { type NetworkOption, resolveNetworkOption } from '../network/network-option.js';
 import type { SessionOptions } from './options.js';
+import { PoolEnvironment } from './pool-environment.js';
+import {
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_SESSIONS,
+  DEFAULT_POOL_SIZE,
+  DEFAULT_PRELOAD_MODULES,
+  DEFAULT_SIZING_INTERVAL_MS,
+  DEFAULT_START_CONCURRENCY,
+  DEFAULT_WARM_MEMORY_BYTES,
+  type PoolEnvironmentStats,
+  type SessionPoolOptions,
+  type SessionPoolStats,
+} from './pool-options.js';
+import { IDLE_RATE_PER_SECOND, warmTarget } from './pool-sizing.js';
 import { Session } from './session.js';
 
-export const DEFAULT_POOL_SIZE = 2;
-export const DEFAULT_MAX_SESSIONS = 16;
-/** How long a handed-out session may sit unused before it is closed: the one default, for pools and servers. */
-export const DEFAULT_IDLE_TIMEOUT_MS = 20 * 60_000;
-export const DEFAULT_PRELOAD_MODULES = ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'];
+export * from './pool-options.js';
+
 /** After a failed warm-up, wait this long, doubling with each further failure up to the maximum. */
 const REFILL_RETRY_MS = 1_000;
 const REFILL_RETRY_MAX_MS = 30_000;
 const REFILL_DELAY_MS = 20;
 
-export interface SessionPoolOptions {
-  /** Sessions kept warm and ready. @default 2 */
-  size?: number;
-  /** Most sessions alive at once, warm and handed out together. @default 16 */
-  maxSessions?: number;
-  /** A handed-out session idle (nothing running, no run, command or file operation since it was handed out) this long is closed. @default 1_200_000 (20 min) */
-  idleTimeoutMs?: number;
-  /** Options of every session; `preloadModules` defaults to numpy, pandas and matplotlib. */
-  sessionOptions?: SessionOptions;
-}
-
-export interface SessionPoolStats {
-  warm: number;
-  starting: number;
-  leased: number;
-  maxSessions: number;
-  /** The last error met while warming a session, if the latest attempt failed. */
-  lastError?: string;
+export interface AcquireOptions {
+  /** The environment the session runs in. @default the pool's own (`sessionOptions.environmentName`, else `default`) */
+  environment?: string;
+  /**
+   * The session's network. One other than the pool's is never a warm session's (the channel to a
+   * gate is bound in when a sandbox starts and cannot be added to a running one): it starts cold.
+   */
+  network?: NetworkOption;
 }
 
 export class SessionPool {
   private readonly size: number;
+  private readonly maxWarm: number;
   private readonly maxSessions: number;
+  private readonly warmMemoryBytes: number;
+  private readonly startConcurrency: number;
   private readonly idleTimeoutMs: number;
   private readonly sessionOptions: SessionOptions;
-  private readonly warm: Session[] = [];
+  private readonly resolveEnvironment: (name: string) => SessionOptions | Promise<SessionOptions>;
+  /** The environment `size` is kept warm in, and that a caller naming none gets (a server's `serve --env`). */
+  private readonly homeEnvironment: string;
+  private readonly rateWindowMs: number;
+  private readonly now: () => number;
+  private readonly environments = new Map<string, PoolEnvironment>();
   private readonly leased = new Set<Session>();
   /** When each session was handed out: time spent warm in the pool is not idleness. */
   private readonly handedOutAt = new WeakMap<Session, number>();
-  private readonly startingSessions = new Set<Promise<Session | undefined>>();
-  private readonly waiters: ((session: Session | undefined) => void)[] = [];
+  /** Sandboxes starting, for the pool or for a caller: what the start concurrency bounds. */
+  private startsInFlight = 0;
   private lastError?: Error;
-  private failuresInARow = 0;
-  private retryTimer?: NodeJS.Timeout;
   private readonly reaper: NodeJS.Timeout;
+  private readonly sizer?: NodeJS.Timeout;
   private readonly idleListeners = new Set<(session: Session) => void>();
   private closed = false;
-  /** Sessions starting for one holder (a network other than the pool's), not for the warm list. */
+  /** Sessions starting for one caller with a network other than the pool's, not for a warm list. */
   private startingApart = 0;
 
   constructor(options: SessionPoolOptions = {}) {
     this.size = Math.max(0, Math.floor(options.size ?? DEFAULT_POOL_SIZE));
+    this.maxWarm = Math.floor(options.maxWarm ?? this.size);
+    if (this.maxWarm < this.size) {
+      throw new InvalidInputError(`\`maxWarm\` (${this.maxWarm}) must be at least \`size\` (${this.size}).`);
+    }
     this.maxSessions = Math.max(1, Math.floor(options.maxSessions ?? DEFAULT_MAX_SESSIONS));
+    this.warmMemoryBytes = options.warmMemoryBytes ?? DEFAULT_WARM_MEMORY_BYTES;
+    this.startConcurrency = Math.max(1, Math.floor(options.startConcurrency ?? DEFAULT_START_CONCURRENCY));
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.sessionOptions = {
       ...options.sessionOptions,
       preloadModules: options.sessionOptions?.preloadModules ?? DEFAULT_PRELOAD_MODULES,
     };
+    this.resolveEnvironment = options.resolveEnvironment ?? ((name) => ({ environmentName: name }));
+    this.homeEnvironment =
+      options.sessionOptions?.environmentName ?? (process.env.SANDCELL_ENVIRONMENT || DEFAULT_ENVIRONMENT_NAME);
+    this.rateWindowMs = options.rateWindowMs ?? 30_000;
+    this.now = options.now ?? Date.now;
+    this.environment(this.homeEnvironment);
     this.reaper = setInterval(() => void this.reapIdle(), Math.min(30_000, Math.max(50, this.idleTimeoutMs / 4)));
     this.reaper.unref();
+    if (this.sizing) {
+      this.sizer = setInterval(() => this.resize(), options.sizingIntervalMs ?? DEFAULT_SIZING_INTERVAL_MS);
+      this.sizer.unref();
+    }
+  }
+
+  /** Whether the pool sizes itself by demand (`maxWarm` above `size`). */
+  private get sizing(): boolean {
+    return this.maxWarm > this.size;
   }
 
   /** Starts warming and resolves once `size` sessions are ready (or rejects with the error that stopped one). */
   async start(): Promise<void> {
     this.fill();
-    const results = await Promise.all([...this.startingSessions]);
-    if (results.some((session) => session === undefined) && this.lastError) throw this.lastError;
+    const defaults = this.environment(this.homeEnvironment);
+    // Starts beyond the concurrency bound begin as earlier ones end (each end fills again).
+    while (!this.closed && defaults.warm.length < this.size && defaults.starting.size > 0) {
+      const results = await Promise.all([...defaults.starting]);
+      if (results.some((session) => session === undefined)) {
+        if (this.lastError) throw this.lastError;
+        return;
+      }
+    }
   }
 
-  /**
-   * A ready session: a warm one at once, else a new one (slower), within `maxSessions`. A `network`
-   * other than the pool's is never a warm session's (the channel to a gate is bound in when a sandbox
-   * starts, and cannot be added to a running one): it starts a new session, in the room of a warm one
-   * when the pool is full.
-   */
-  async acquire(options: { network?: NetworkOption } = {}): Promise<Session> {
+  /** A ready session of the environment: a warm one at once, else the next one of it to start (slower), within `maxSessions`. */
+  async acquire(options: AcquireOptions = {}): Promise<Session> {
     if (this.closed) throw new SessionClosedError('pool');
+    const name = options.environment ?? this.homeEnvironment;
+    // An unknown name fails here, before it takes any room in the pool.
+    await this.optionsOf(name);
     this.forgetClosed();
     if (options.network !== undefined && !sameNetwork(options.network, this.sessionOptions.network)) {
-      return this.lease(await this.startWithNetwork(options.network));
+      return this.lease(await this.startApart(name, options.network));
     }
-    return this.lease(this.warm.shift() ?? (await this.startForLease()));
+    const environment = this.environment(name);
+    environment.arrivals.record(this.now());
+    return this.lease(environment.warm.shift() ?? (await this.waitForStart(environment)));
   }
 
   private lease(session: Session): Session {
@@ -122,11 +159,31 @@ export class SessionPool {
 
   stats(): SessionPoolStats {
     this.forgetClosed();
+    const environments: Record<string, PoolEnvironmentStats> = {};
+    let warm = 0;
+    let starting = 0;
+    let waiting = 0;
+    for (const environment of this.environments.values()) {
+      warm += environment.warm.length;
+      starting += environment.starting.size;
+      waiting += environment.waiters.length;
+      environments[environment.name] = {
+        warm: environment.warm.length,
+        starting: environment.starting.size,
+        waiting: environment.waiters.length,
+        target: environment.target,
+        ratePerSecond: environment.arrivals.perSecond(this.now()),
+        coldStartMs: environment.coldStartMs,
+      };
+    }
     return {
-      warm: this.warm.length,
-      starting: this.startingSessions.size,
+      warm,
+      starting,
+      waiting,
       leased: this.leased.size,
       maxSessions: this.maxSessions,
+      maxWarm: this.maxWarm,
+      environments,
       ...(this.lastError ? { lastError: this.lastError.message } : {}),
     };
   }
@@ -135,85 +192,230 @@ export class SessionPool {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.reaper);
-    clearTimeout(this.retryTimer);
-    const starting = await Promise.all([...this.startingSessions]);
-    const all = [...this.warm, ...this.leased, ...starting.filter((session) => session !== undefined)];
-    this.warm.length = 0;
+    clearInterval(this.sizer);
+    const all: Session[] = [...this.leased];
+    for (const environment of this.environments.values()) {
+      clearTimeout(environment.retryTimer);
+      const starting = await Promise.all([...environment.starting]);
+      all.push(...environment.warm, ...starting.filter((session) => session !== undefined));
+      environment.warm.length = 0;
+      for (const waiter of environment.waiters.splice(0)) waiter.reject(new SessionClosedError('pool'));
+    }
     this.leased.clear();
     await Promise.all(all.map((session) => session.close()));
   }
 
+  private environment(name: string): PoolEnvironment {
+    let environment = this.environments.get(name);
+    if (!environment) {
+      environment = new PoolEnvironment(name, name === this.homeEnvironment ? this.size : 0, this.rateWindowMs);
+      environment.target = environment.minimum;
+      this.environments.set(name, environment);
+    }
+    return environment;
+  }
+
+  private async optionsOf(name: string): Promise<SessionOptions> {
+    return { ...this.sessionOptions, ...(await this.resolveEnvironment(name)) };
+  }
+
   private total(): number {
-    return this.warm.length + this.leased.size + this.startingSessions.size + this.startingApart;
+    let total = this.leased.size + this.startingApart;
+    for (const environment of this.environments.values()) total += environment.pipeline;
+    return total;
   }
 
   private forgetClosed(): void {
     for (const session of this.leased) if (session.closed) this.leased.delete(session);
-    for (let index = this.warm.length - 1; index >= 0; index--) {
-      if (this.warm[index]?.closed) this.warm.splice(index, 1);
-    }
+    for (const environment of this.environments.values()) environment.forgetClosed();
   }
 
-  private async startWithNetwork(network: NetworkOption): Promise<Session> {
+  /** A session with its own network, in the room of a warm one (the fullest list's) when the pool is full. */
+  private async startApart(name: string, network: NetworkOption): Promise<Session> {
     if (this.total() >= this.maxSessions) {
-      const spare = this.warm.shift();
+      const fullest = [...this.environments.values()].sort((one, other) => other.warm.length - one.warm.length)[0];
+      const spare = fullest?.warm.shift();
       if (!spare) throw new PoolExhaustedError(this.maxSessions);
       await spare.close();
     }
     this.startingApart++;
     try {
-      return await Session.create({ ...this.sessionOptions, network });
+      return await Session.create({ ...(await this.optionsOf(name)), network });
     } finally {
       this.startingApart--;
     }
   }
 
-  private async startForLease(): Promise<Session> {
-    if (this.total() >= this.maxSessions) {
-      // One may be on its way into the warm list: take it rather than fail.
-      if (this.startingSessions.size > 0) {
-        const session = await new Promise<Session | undefined>((resolve) => this.waiters.push(resolve));
-        if (session) return session;
+  /**
+   * Waits for the next session of this environment to start: one already on its way (it ends
+   * sooner than a new one would), else one started for this caller, as soon as the start
+   * concurrency allows (more at once would only slow every start down).
+   */
+  private waitForStart(environment: PoolEnvironment): Promise<Session> {
+    return new Promise<Session>((resolve, reject) => {
+      const waiter = { resolve, reject };
+      environment.waiters.push(waiter);
+      this.fill();
+      // Nothing on its way for it, and no room to start one: every session is taken.
+      if (environment.uncoveredWaiters > 0 && this.total() >= this.maxSessions) {
+        environment.waiters.splice(environment.waiters.indexOf(waiter), 1);
+        reject(new PoolExhaustedError(this.maxSessions));
       }
-      throw new PoolExhaustedError(this.maxSessions);
-    }
-    return Session.create(this.sessionOptions);
+    });
   }
 
+  /**
+   * Starts sessions until each environment has its target warm or on the way,
+   * one at a time to the environment furthest short, so that under the total
+   * caps one in heavy use does not take all the room from another.
+   */
   private fill(): void {
-    if (this.closed || this.retryTimer) return;
+    if (this.closed) return;
     this.forgetClosed();
-    while (this.warm.length + this.startingSessions.size < this.size && this.total() < this.maxSessions) {
-      const starting: Promise<Session | undefined> = Session.create(this.sessionOptions).then(
+    const now = this.now();
+    for (const environment of this.environments.values()) {
+      environment.target = this.sizing
+        ? warmTarget({
+            ratePerSecond: environment.arrivals.perSecond(now),
+            coldStartMs: environment.coldStartMs,
+            minimum: environment.minimum,
+            maximum: this.maxWarm,
+          })
+        : environment.minimum;
+    }
+    for (;;) {
+      const next = this.neediest().find((environment) => this.roomToWarm(environment));
+      if (!next) return;
+      this.startWarm(next);
+    }
+  }
+
+  /**
+   * Environments that want a start: callers waiting first, then those furthest short of their target
+   * (then the one holding fewer). Backing off after a failure holds back the target, not a caller.
+   */
+  private neediest(): PoolEnvironment[] {
+    const shortfall = (environment: PoolEnvironment) =>
+      environment.target - environment.warm.length - environment.unclaimedStarts;
+    return [...this.environments.values()]
+      .filter(
+        (environment) => environment.uncoveredWaiters > 0 || (!environment.retryTimer && shortfall(environment) > 0),
+      )
+      .sort(
+        (one, other) =>
+          other.uncoveredWaiters - one.uncoveredWaiters ||
+          shortfall(other) - shortfall(one) ||
+          one.pipeline - other.pipeline,
+      );
+  }
+
+  private roomToWarm(environment: PoolEnvironment): boolean {
+    if (this.startsInFlight >= this.startConcurrency || this.total() >= this.maxSessions) return false;
+    // A caller is waiting: only the session cap and the concurrency hold it back.
+    if (environment.uncoveredWaiters > 0) return true;
+    let held = 0;
+    let heldBytes = 0;
+    // Starts a caller waits for are the caller's, not the pool's: they count against maxSessions only.
+    for (const other of this.environments.values()) {
+      const pooled = other.warm.length + other.unclaimedStarts;
+      held += pooled;
+      heldBytes += pooled * other.warmSessionBytes;
+    }
+    if (held >= this.maxWarm) return false;
+    // The minimum is what the operator asked for outright; the memory budget bounds what demand adds.
+    if (environment.warm.length + environment.unclaimedStarts < environment.minimum) return true;
+    return heldBytes + environment.warmSessionBytes <= this.warmMemoryBytes;
+  }
+
+  private startWarm(environment: PoolEnvironment): void {
+    // A real duration, not the sizing clock: how long a caller would wait.
+    const began = performance.now();
+    this.startsInFlight++;
+    const starting: Promise<Session | undefined> = this.optionsOf(environment.name)
+      .then((options) => Session.create(options))
+      .then(
         async (session) => {
-          this.startingSessions.delete(starting);
+          this.startsInFlight--;
+          environment.starting.delete(starting);
           if (this.closed) {
             await session.close();
             return undefined;
           }
+          environment.recordColdStart(performance.now() - began);
           this.lastError = undefined;
-          this.failuresInARow = 0;
-          const waiter = this.waiters.shift();
-          if (waiter) waiter(session);
-          else this.warm.push(session);
+          environment.failuresInARow = 0;
+          const waiter = environment.waiters.shift();
+          if (waiter) {
+            // Counted as handed out from now, not when the caller resumes, so the fill below keeps the cap.
+            this.leased.add(session);
+            waiter.resolve(session);
+          } else {
+            environment.warm.push(session);
+            void this.measureFootprint(environment, session);
+          }
+          // A start slot is free: the next start, if one is due.
+          this.fill();
           return session;
         },
         (error: Error) => {
-          this.startingSessions.delete(starting);
+          this.startsInFlight--;
+          environment.starting.delete(starting);
+          // The pool's own environment missing is the operator's to fix: it backs off and says so, below.
+          const missing = error instanceof SandcellError && error.code === 'environment-not-found';
+          if (missing && environment.name !== this.homeEnvironment) {
+            this.forgetMissingEnvironment(environment, error);
+            return undefined;
+          }
           this.lastError = error;
-          this.waiters.shift()?.(undefined);
+          // The caller first in line gets the error (a full data budget, a broken host), as if it had started it.
+          environment.waiters.shift()?.reject(error);
           // Back off rather than spin on a broken host or a full data budget (which frees slowly).
-          this.failuresInARow++;
-          const delay = Math.min(REFILL_RETRY_MAX_MS, REFILL_RETRY_MS * 2 ** (this.failuresInARow - 1));
-          this.retryTimer ??= setTimeout(() => {
-            this.retryTimer = undefined;
+          environment.failuresInARow++;
+          const delay = Math.min(REFILL_RETRY_MAX_MS, REFILL_RETRY_MS * 2 ** (environment.failuresInARow - 1));
+          environment.retryTimer ??= setTimeout(() => {
+            environment.retryTimer = undefined;
             this.fill();
           }, delay);
-          this.retryTimer.unref();
+          environment.retryTimer.unref();
+          this.fill();
           return undefined;
         },
       );
-      this.startingSessions.add(starting);
+    environment.starting.add(starting);
+  }
+
+  /**
+   * A name that is not a built environment: its callers get the error, and nothing is kept or
+   * retried for it (building it later makes it usable at the next call). Not the pool's health.
+   */
+  private forgetMissingEnvironment(environment: PoolEnvironment, error: Error): void {
+    for (const waiter of environment.waiters.splice(0)) waiter.reject(error);
+    if (environment.pipeline === 0 && environment.name !== this.homeEnvironment) {
+      this.environments.delete(environment.name);
+    }
+  }
+
+  /** What a warm session of this environment holds, where the backend measures it: the memory budget's unit. */
+  private async measureFootprint(environment: PoolEnvironment, session: Session): Promise<void> {
+    const usage: { memoryBytes?: number } = await session.usage().catch(() => ({}));
+    if (typeof usage.memoryBytes === 'number' && usage.memoryBytes > 0)
+      environment.recordWarmFootprint(usage.memoryBytes);
+  }
+
+  /** On the sizing clock: fill up to the targets, close warm sessions above them, forget unused environments. */
+  private resize(): void {
+    this.fill();
+    const now = this.now();
+    for (const environment of this.environments.values()) {
+      const excess = Math.min(
+        environment.warm.length,
+        environment.warm.length + environment.unclaimedStarts - environment.target,
+      );
+      for (const session of environment.warm.splice(0, Math.max(0, excess)))
+        void session.close().catch(() => undefined);
+      if (environment.unused && environment.arrivals.perSecond(now) < IDLE_RATE_PER_SECOND) {
+        this.environments.delete(environment.name);
+      }
     }
   }
 

@@ -9,6 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { dataCapacityBytes } from '../backends/limits.js';
 import { resolveBackend } from '../backends/select.js';
 import type { SandboxBackend, SandboxVolume } from '../backends/spec.js';
+import { chooseEnvironment, mergePreloadModules } from '../environments/select.js';
+import type { Environment } from '../environments/types.js';
 import { AbortError, InvalidInputError, ProtocolError, SessionClosedError, UnknownContextError } from '../errors.js';
 import { defaultNetworkGate } from '../network/default-gate.js';
 import type { NetworkChannel } from '../network/gate-channel.js';
@@ -50,6 +52,8 @@ export class Session {
     readonly backend: SandboxBackend,
     private readonly volume: SandboxVolume,
     private readonly options: ResolvedSessionOptions,
+    /** The environment it runs in (`default` unless `environmentName` chose one). */
+    readonly environment: Environment,
     private readonly networkChannel?: NetworkChannel,
   ) {
     this.files = new SessionFiles((message) => this.request(message), {
@@ -104,10 +108,19 @@ export class Session {
 
   /** Starts a sandbox and waits until its python context is ready. */
   static async create(options: SessionOptions = {}): Promise<Session> {
-    const resolved = resolveSessionOptions(options);
+    const sessionOptions = resolveSessionOptions(options);
     const id = options.id ?? randomUUID().replace(/-/g, '').slice(0, 16);
     if (!SESSION_ID.test(id)) throw new InvalidInputError('A session id is 1 to 64 letters, digits, "-" or "_".');
-    const backend = resolveBackend(options.backend);
+    const { backend, environment } = await chooseEnvironment(
+      resolveBackend(options.backend),
+      options.environmentName ?? (process.env.SANDCELL_ENVIRONMENT || undefined),
+      { signal: options.signal },
+    );
+    const resolved: ResolvedSessionOptions = {
+      ...sessionOptions,
+      preloadModules: mergePreloadModules(environment, sessionOptions.preloadModules),
+      environment: { ...environment.env, ...sessionOptions.environment },
+    };
     await backend.ensureAvailable({ signal: options.signal });
     const volume = await backend.createVolume({ sessionId: id, limits: resolved.limits, signal: options.signal });
     let channel: NetworkChannel | undefined;
@@ -118,7 +131,7 @@ export class Session {
         throw error;
       });
     }
-    const session = new Session(id, backend, volume, resolved, channel);
+    const session = new Session(id, backend, volume, resolved, environment, channel);
     try {
       await session.sandbox.ensure();
     } catch (error) {

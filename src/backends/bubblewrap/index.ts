@@ -91,8 +91,19 @@ export class BubblewrapBackend implements SandboxBackend {
   readonly specificationVersion = 'v1' as const;
   readonly name = 'bubblewrap';
   private readonly prepareOnce = onceUntilFailure(() => this.doPrepare());
+  private readonly rooted = new Map<string, BubblewrapBackend>();
 
   constructor(private readonly options: BubblewrapBackendOptions = {}) {}
+
+  /** The same backend on another root filesystem (an environment's), made once per directory. */
+  withRoot(root: string): BubblewrapBackend {
+    let backend = this.rooted.get(root);
+    if (!backend) {
+      backend = new BubblewrapBackend({ ...this.options, rootfs: root });
+      this.rooted.set(root, backend);
+    }
+    return backend;
+  }
 
   ensureAvailable(): Promise<void> {
     return this.prepare().then(() => undefined);

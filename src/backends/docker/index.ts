@@ -15,7 +15,7 @@ import { existsSync } from 'node:fs';
 import { type Duplex, PassThrough } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
-import { runtimeImageTag } from '../../image/recipe.js';
+import { ENVIRONMENT_IMAGE_REPOSITORY_PREFIX, runtimeImageTag } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
 import { writeCertificateBundle } from '../../network/certificate-bundle.js';
 import { forwarderOptions, proxyEnvironment } from '../../network/sandbox-proxy.js';
@@ -140,10 +140,21 @@ export class DockerBackend implements SandboxBackend {
   private client?: Dockerode;
   private cgroupTree?: DockerCgroupTree;
   private readonly prepareOnce = onceUntilFailure(() => this.doPrepare());
+  private readonly rooted = new Map<string, DockerBackend>();
 
   constructor(private readonly options: DockerBackendOptions = {}) {
     this.client = options.docker;
     this.image = options.image ?? process.env.SANDCELL_DOCKER_IMAGE ?? runtimeImageTag();
+  }
+
+  /** The same backend (and client) on another image (an environment's), made once per image. */
+  withRoot(image: string): DockerBackend {
+    let backend = this.rooted.get(image);
+    if (!backend) {
+      backend = new DockerBackend({ ...this.options, docker: this.client ?? this.options.docker, image });
+      this.rooted.set(image, backend);
+    }
+    return backend;
   }
 
   /** The engine client; available once the backend has been prepared (ensureAvailable). */
@@ -185,7 +196,9 @@ export class DockerBackend implements SandboxBackend {
       image = await this.docker.getImage(this.image).inspect();
     } catch (error) {
       throw new BackendUnavailableError(
-        `The runtime image ${this.image} is not in Docker Engine at ${endpoint}. Build it with \`sandcell image build\` (a few minutes, once per sandcell version).`,
+        this.image.startsWith(ENVIRONMENT_IMAGE_REPOSITORY_PREFIX)
+          ? `The environment image ${this.image} is not in Docker Engine at ${endpoint}. Build it with \`sandcell env build FILE --backend docker\`.`
+          : `The runtime image ${this.image} is not in Docker Engine at ${endpoint}. Build it with \`sandcell image build\` (a few minutes, once per sandcell version).`,
         { cause: error },
       );
     }

@@ -14,13 +14,14 @@ import type { NetworkOption } from '../../network/network-option.js';
 import type { Owner } from '../auth.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
 import { E2bError } from './errors.js';
+import { environmentOfTemplate } from './template-environment.js';
 
 export interface E2bSandbox {
   /** E2B's sandbox id: 20 random lower-case letters and digits (about 103 bits). */
   readonly id: string;
   readonly owner: Owner;
   readonly entry: ManagedSession;
-  /** Echoed back as created; every template maps to the default runtime for now. */
+  /** Echoed back as created; it chose the environment (template-environment.ts). */
   readonly templateId: string;
   /** Sent back by the SDK as `X-Access-Token` on envd requests and on `/execute`. */
   readonly envdAccessToken: string;
@@ -79,11 +80,10 @@ export class SandboxTable {
 
   /** A new sandbox on a session from the registry, within the key's limits. */
   async create(request: NewSandbox): Promise<E2bSandbox> {
-    const entry = await this.registry.create(
-      request.owner,
-      'e2b',
-      request.network !== undefined ? { network: request.network } : {},
-    );
+    const entry = await this.registry.create(request.owner, 'e2b', {
+      ...environmentOfTemplate(request.templateId),
+      ...(request.network !== undefined ? { network: request.network } : {}),
+    });
     const now = Date.now();
     const sandbox: E2bSandbox = {
       id: newSandboxId(),

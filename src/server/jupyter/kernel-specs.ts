@@ -1,8 +1,10 @@
 /**
- * One kernelspec per sandcell language. A spec names the language a kernel's
+ * One kernelspec per sandcell language, and `python3-<name>` per built
+ * environment (Python in that environment). A spec names the language a kernel's
  * context speaks and what `kernel_info_reply` says about it; `argv` is empty
  * (nothing is launched on the host) but must be an array, as clients index it.
  */
+import { ENVIRONMENT_NAME_PATTERN } from '../../environments/types.js';
 import type { Language } from '../../session/languages.js';
 
 export interface LanguageInfo {
@@ -21,7 +23,12 @@ export interface KernelSpecDefinition {
   displayName: string;
   implementation: string;
   languageInfo: LanguageInfo;
+  /** The environment its session runs in; the server's default when absent. */
+  environment?: string;
 }
+
+/** Kernelspecs of environments: `python3-<environment>`. */
+const ENVIRONMENT_SPEC_PREFIX = 'python3-';
 
 export const DEFAULT_KERNEL_NAME = 'python3';
 
@@ -99,8 +106,23 @@ export const KERNEL_SPECS: readonly KernelSpecDefinition[] = [
   },
 ];
 
+/** A language's spec, or `python3-<environment>` for any well-formed environment name (whether it is built is the session's to say). */
 export function findKernelSpec(name: string): KernelSpecDefinition | undefined {
-  return KERNEL_SPECS.find((spec) => spec.name === name);
+  const spec = KERNEL_SPECS.find((candidate) => candidate.name === name);
+  if (spec || !name.startsWith(ENVIRONMENT_SPEC_PREFIX)) return spec;
+  const environment = name.slice(ENVIRONMENT_SPEC_PREFIX.length);
+  return ENVIRONMENT_NAME_PATTERN.test(environment) ? environmentKernelSpec(environment) : undefined;
+}
+
+/** Python in a built environment. */
+export function environmentKernelSpec(environment: string): KernelSpecDefinition {
+  const python = KERNEL_SPECS[0] as KernelSpecDefinition;
+  return {
+    ...python,
+    name: `${ENVIRONMENT_SPEC_PREFIX}${environment}`,
+    displayName: `Python 3 (sandcell, ${environment})`,
+    environment,
+  };
 }
 
 /** The spec as `/api/kernelspecs` answers it. */

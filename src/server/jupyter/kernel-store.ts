@@ -29,7 +29,7 @@ export class KernelStore {
     const spec = findKernelSpec(name ?? DEFAULT_KERNEL_NAME);
     if (!spec) throw new JupyterHttpError(404, `No such kernel spec ${JSON.stringify(name)}; see /api/kernelspecs.`);
     const { registry } = this.server;
-    const entry = await registry.create(owner, 'jupyter');
+    const entry = await registry.create(owner, 'jupyter', spec.environment ? { environment: spec.environment } : {});
     let contextId = 'python';
     try {
       if (spec.language !== 'python') contextId = (await entry.session.createContext({ language: spec.language })).id;

@@ -5,12 +5,13 @@
  * Jupyter's shape (jupyter-errors.ts).
  */
 import { type Context, Hono } from 'hono';
+import { listEnvironments } from '../../environments/store.js';
 import { limitBody } from '../body-limit.js';
 import type { ServerContext } from '../context.js';
 import { authenticateJupyter } from './jupyter-auth.js';
 import { JupyterHttpError, jupyterErrorResponse } from './jupyter-errors.js';
 import type { JupyterKernel } from './jupyter-kernel.js';
-import { DEFAULT_KERNEL_NAME, findKernelSpec, KERNEL_SPECS, presentKernelSpec } from './kernel-specs.js';
+import { DEFAULT_KERNEL_NAME, environmentKernelSpec, KERNEL_SPECS, presentKernelSpec } from './kernel-specs.js';
 import type { KernelStore } from './kernel-store.js';
 import { passwordLoginRoutes } from './login-routes.js';
 import { NotebookSessions } from './notebook-sessions.js';
@@ -79,14 +80,19 @@ export function jupyterRoutes(server: ServerContext, kernels: KernelStore): Hono
     });
   });
 
-  app.get('/api/kernelspecs', (context) =>
+  // The languages' specs, then Python in each built environment.
+  const allSpecs = async () => [
+    ...KERNEL_SPECS,
+    ...(await listEnvironments()).map((record) => environmentKernelSpec(record.name)),
+  ];
+  app.get('/api/kernelspecs', async (context) =>
     context.json({
       default: DEFAULT_KERNEL_NAME,
-      kernelspecs: Object.fromEntries(KERNEL_SPECS.map((spec) => [spec.name, presentKernelSpec(spec)])),
+      kernelspecs: Object.fromEntries((await allSpecs()).map((spec) => [spec.name, presentKernelSpec(spec)])),
     }),
   );
-  app.get('/api/kernelspecs/:name', (context) => {
-    const spec = findKernelSpec(context.req.param('name'));
+  app.get('/api/kernelspecs/:name', async (context) => {
+    const spec = (await allSpecs()).find((candidate) => candidate.name === context.req.param('name'));
     if (!spec) throw new JupyterHttpError(404, `Kernel spec not found: ${context.req.param('name')}`);
     return context.json(presentKernelSpec(spec));
   });

@@ -15,7 +15,15 @@ import { createMcpServer } from './mcp-server.js';
 export interface McpStdioOptions
   extends Pick<
     ServerOptions,
-    'poolSize' | 'maxSessions' | 'idleTimeoutMs' | 'executionTimeoutMs' | 'preloadModules' | 'backend' | 'logLevel'
+    | 'poolSize'
+    | 'poolMax'
+    | 'maxSessions'
+    | 'idleTimeoutMs'
+    | 'executionTimeoutMs'
+    | 'preloadModules'
+    | 'backend'
+    | 'logLevel'
+    | 'sessionOptions'
   > {
   input?: NodeJS.ReadableStream;
   output?: NodeJS.WritableStream;
@@ -29,11 +37,14 @@ export async function runMcpStdio(options: McpStdioOptions = {}): Promise<void> 
     host: '127.0.0.1',
     apiKeys: [],
     poolSize: options.poolSize ?? 1,
+    // One client: a fixed pool, unless asked otherwise.
+    poolMax: options.poolMax ?? options.poolSize ?? 1,
     maxSessions: options.maxSessions,
     idleTimeoutMs: options.idleTimeoutMs,
     executionTimeoutMs: options.executionTimeoutMs,
     preloadModules: options.preloadModules,
     backend: options.backend,
+    sessionOptions: options.sessionOptions,
     logLevel: options.logLevel ?? process.env.SANDCELL_LOG_LEVEL ?? 'warn',
     logDestination: pino.destination({ fd: 2, sync: true }) as unknown as NodeJS.WritableStream,
     shutdownGraceMs: 5_000,

@@ -9,6 +9,7 @@ export function presentSession(entry: ManagedSession) {
     id: entry.id,
     source: entry.source,
     ...(entry.name !== undefined ? { name: entry.name } : {}),
+    environment: entry.session.environment.name,
     createdAt: new Date(entry.createdAt).toISOString(),
     lastActivityAt: new Date(entry.session.lastActivityAt).toISOString(),
     executions: entry.executions,

@@ -90,8 +90,11 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         503: { description: 'The server is at capacity or cannot start sandboxes.', json: ErrorSchema },
       },
       handler: async (c, { owner, body }) => {
-        const network = (body as z.output<typeof CreateSessionBody> | undefined)?.network;
-        const entry = await registry.create(owner, 'v1', network !== undefined ? { network } : {});
+        const { environment, network } = (body ?? {}) as z.output<typeof CreateSessionBody>;
+        const entry = await registry.create(owner, 'v1', {
+          ...(environment !== undefined ? { environment } : {}),
+          ...(network !== undefined ? { network } : {}),
+        });
         return c.json(presentSession(entry), 201, { location: `/v1/sessions/${entry.id}` });
       },
     }),

@@ -1,6 +1,7 @@
 /** The zod schemas of the native /v1 sessions API: they validate requests and make the OpenAPI document. */
 
 import { z } from 'zod';
+import { ENVIRONMENT_NAME_PATTERN } from '../../environments/types.js';
 import { MAX_ALLOW_RULES, MAX_RULE_LENGTH, MAX_TRUSTED_CERTIFICATE_BYTES } from '../../network/network-option.js';
 import type * as Protocol from '../../protocol/index.js';
 import { CONTEXT_ID, LANGUAGES } from '../../session/languages.js';
@@ -22,6 +23,7 @@ export const SessionSchema = z
       .enum(['v1', 'azure', 'mcp', 'conversation', 'e2b', 'jupyter'])
       .meta({ description: 'Which API created the session.' }),
     name: z.string().optional().meta({ description: 'The Azure identifier or MCP session name, if any.' }),
+    environment: z.string().meta({ description: 'The environment it runs in (`default`: the runtime itself).' }),
     createdAt: z.string().meta({ description: 'ISO 8601.' }),
     lastActivityAt: z.string().meta({ description: 'ISO 8601; idle sessions are closed after the idle timeout.' }),
     executions: z.number().int(),
@@ -54,9 +56,19 @@ export const NetworkOptionSchema = z
   });
 
 export const CreateSessionBody = z
-  .object({ network: NetworkOptionSchema.optional() })
+  .object({
+    network: NetworkOptionSchema.optional(),
+    environment: z
+      .string()
+      .regex(ENVIRONMENT_NAME_PATTERN, 'an environment name: lower-case letters, digits and -')
+      .optional()
+      .meta({
+        description:
+          "A built environment (`sandcell env build`; GET /v1/environments lists them). Default: the server's.",
+      }),
+  })
   .strict()
-  .meta({ description: 'Send `{}` or nothing for a session with the server defaults.' });
+  .meta({ description: "Send `{}` or nothing for a session with the server's defaults (environment, network)." });
 
 export const ImageRefSchema = z.object({
   mimeType: z.string(),

@@ -1,0 +1,40 @@
+/**
+ * `doctor`'s view of custom environments: each one built, for which
+ * backends, its size and what it adds; one built on another runtime (an
+ * older sandcell) still runs, but misses the current kernel, so it says to
+ * rebuild.
+ */
+import { defaultEnvironmentStore, listEnvironments } from '../environments/store.js';
+import { runtimeVersion } from '../image/recipe.js';
+
+type Add = (level: 'ok' | 'warn' | 'fail', title: string, detail?: string) => void;
+
+export async function checkEnvironments(add: Add): Promise<void> {
+  const records = await listEnvironments();
+  if (records.length === 0) {
+    add('ok', `environments: none built (${defaultEnvironmentStore()}); \`sandcell env build FILE\` adds one`);
+    return;
+  }
+  for (const record of records) {
+    const builds = Object.entries(record.builds)
+      .map(
+        ([backend, build]) => `${backend}${build?.sizeBytes ? ` ${(build.sizeBytes / 2 ** 20).toFixed(0)} MiB` : ''}`,
+      )
+      .join(', ');
+    const adds = [
+      ...record.description.debianPackages,
+      ...record.description.python.wheels.map((wheel) => wheel.split('/').pop() ?? wheel),
+      ...record.description.python.packages,
+    ];
+    const detail = adds.length > 0 ? `adds: ${adds.join(' ')}` : undefined;
+    if (record.runtimeVersion === runtimeVersion()) {
+      add('ok', `environment ${record.name} (${record.hash}): ${builds}`, detail);
+    } else {
+      add(
+        'warn',
+        `environment ${record.name} (${record.hash}): built on runtime ${record.runtimeVersion}, not this sandcell's ${runtimeVersion()}`,
+        `Rebuild it: sandcell env build <its description file>.${detail ? `\n${detail}` : ''}`,
+      );
+    }
+  }
+}

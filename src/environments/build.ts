@@ -1,0 +1,151 @@
+/**
+ * `sandcell env build FILE`: describe → hash → reuse or build → record → make
+ * current. A build for bubblewrap is a root filesystem; for Docker it is that
+ * root filesystem imported as `sandcell-env-<name>:<hash>` (the same offline
+ * route as the runtime's, so both backends get the same bytes). The record is
+ * written only after the build is whole, and the name moves to it last.
+ */
+import { access, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type Dockerode from 'dockerode';
+import { importDirectoryAsImage, runtimeImagePresent } from '../image/docker-image.js';
+import { runtimeVersion } from '../image/recipe.js';
+import type { BuildProgress } from '../image/rootfs.js';
+import { buildEnvironmentRootfs, directoryBytes, ENVIRONMENT_MARKER_FILE } from './build-rootfs.js';
+import { loadDescription } from './description.js';
+import { environmentHash } from './environment-version.js';
+import { collectInputs } from './inputs.js';
+import {
+  buildDirectory,
+  defaultEnvironmentStore,
+  type EnvironmentBuildRecord,
+  environmentImageTag,
+  makeCurrent,
+  readRecord,
+  writeRecord,
+} from './store.js';
+import type { EnvironmentBackendName } from './types.js';
+
+/** Label on environment images: `<name>:<hash>`. */
+export const ENVIRONMENT_LABEL = 'org.sandcell.environment';
+
+export interface EnvironmentBuildOptions {
+  /** The description file (`sandcell.env.json`). */
+  file: string;
+  backend: EnvironmentBackendName;
+  /** A Docker client, for `backend: 'docker'`. */
+  docker?: Dockerode;
+  /** Rebuild even when this hash is built. */
+  force?: boolean;
+  /** Debian mirror for the runtime, when it has to be built first. */
+  mirror?: string;
+  storeDirectory?: string;
+  onProgress?: (progress: BuildProgress) => void;
+  signal?: AbortSignal;
+}
+
+export interface EnvironmentBuildResult {
+  name: string;
+  hash: string;
+  backend: EnvironmentBackendName;
+  backendRef: string;
+  /** The build was there already: nothing was done. */
+  reused: boolean;
+  /** Older builds of the name removed now (the one just replaced is kept for sessions still on it). */
+  removedBuilds: string[];
+}
+
+export async function buildEnvironment(options: EnvironmentBuildOptions): Promise<EnvironmentBuildResult> {
+  const store = options.storeDirectory ?? defaultEnvironmentStore();
+  const loaded = await loadDescription(options.file);
+  const inputs = await collectInputs(loaded);
+  const { name } = loaded.description;
+  const hash = await environmentHash(loaded.description, inputs);
+  options.onProgress?.({ stage: `environment ${name}`, detail: `content hash ${hash}` });
+  const directory = buildDirectory(store, name, hash);
+  const rootfs = path.join(directory, 'rootfs');
+  const existing = await readRecord(store, name, hash);
+  const rootfsBuilt =
+    existing?.builds.bubblewrap !== undefined && (await exists(path.join(rootfs, ENVIRONMENT_MARKER_FILE)));
+  const imageTag = environmentImageTag(name, hash);
+  const built =
+    options.backend === 'bubblewrap'
+      ? rootfsBuilt
+      : existing?.builds.docker !== undefined && (await runtimeImagePresent(requireDocker(options), imageTag));
+  if (built && !options.force) {
+    const removedBuilds = await makeCurrent(store, name, hash);
+    const backendRef = options.backend === 'bubblewrap' ? rootfs : imageTag;
+    return { name, hash, backend: options.backend, backendRef, reused: true, removedBuilds };
+  }
+  const record: EnvironmentBuildRecord = existing ?? {
+    name,
+    hash,
+    runtimeVersion: runtimeVersion(),
+    description: loaded.description,
+    builds: {},
+  };
+  try {
+    const builtAt = new Date().toISOString();
+    if (!rootfsBuilt || options.force) {
+      await buildEnvironmentRootfs({
+        loaded,
+        inputs,
+        hash,
+        target: rootfs,
+        mirror: options.mirror,
+        onProgress: options.onProgress,
+        signal: options.signal,
+      });
+      record.builds.bubblewrap = { backendRef: rootfs, builtAt, sizeBytes: await directoryBytes(rootfs) };
+    }
+    if (options.backend === 'docker') {
+      const docker = requireDocker(options);
+      await importDirectoryAsImage({
+        docker,
+        directory: rootfs,
+        tag: imageTag,
+        labels: { [ENVIRONMENT_LABEL]: `${name}:${hash}` },
+        onProgress: options.onProgress,
+      });
+      const image = await docker.getImage(imageTag).inspect();
+      record.builds.docker = { backendRef: imageTag, builtAt, sizeBytes: image.Size };
+    }
+  } catch (error) {
+    // Nothing half-built: the hash's directory goes unless an earlier, whole build is recorded in it.
+    if (!existing) await rm(directory, { recursive: true, force: true });
+    throw error;
+  }
+  await writeRecord(store, record);
+  const removedBuilds = await makeCurrent(store, name, hash);
+  if (options.docker) await removeImages(options.docker, name, removedBuilds);
+  const backendRef = options.backend === 'bubblewrap' ? rootfs : imageTag;
+  return { name, hash, backend: options.backend, backendRef, reused: false, removedBuilds };
+}
+
+/** Removes the images of builds no longer kept; one still used by a container stays (the engine refuses). */
+export async function removeImages(docker: Dockerode, name: string, hashes: string[]): Promise<string[]> {
+  const removed: string[] = [];
+  for (const hash of hashes) {
+    const tag = environmentImageTag(name, hash);
+    await docker
+      .getImage(tag)
+      .remove()
+      .then(
+        () => removed.push(tag),
+        () => undefined,
+      );
+  }
+  return removed;
+}
+
+function requireDocker(options: EnvironmentBuildOptions): Dockerode {
+  if (!options.docker) throw new Error('buildEnvironment for docker needs a Docker client (options.docker).');
+  return options.docker;
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  );
+}

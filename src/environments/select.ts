@@ -1,0 +1,54 @@
+/**
+ * A session's environment becomes its backend: the default environment is
+ * the backend as configured; a built one is the same backend on the
+ * environment's root (its root filesystem for bubblewrap, its image for
+ * Docker), whatever root the backend itself was given.
+ */
+import type { SandboxBackend } from '../backends/spec.js';
+import { BackendUnavailableError } from '../errors.js';
+import { runtimeVersion } from '../image/recipe.js';
+import { defaultEnvironment, resolveEnvironment } from './store.js';
+import { DEFAULT_ENVIRONMENT_NAME, type Environment, type EnvironmentBackendName } from './types.js';
+
+export interface EnvironmentChoice {
+  backend: SandboxBackend;
+  environment: Environment;
+}
+
+export interface ChooseEnvironmentOptions {
+  /** Where environments are stored. @default `<image store>/environments` */
+  storeDirectory?: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * The backend a session in `name` runs on. `base` is prepared first (an
+ * `auto` backend has to have chosen before its root can be known).
+ */
+export async function chooseEnvironment(
+  base: SandboxBackend,
+  name: string | undefined,
+  options: ChooseEnvironmentOptions = {},
+): Promise<EnvironmentChoice> {
+  if (name === undefined || name === DEFAULT_ENVIRONMENT_NAME) {
+    return { backend: base, environment: defaultEnvironment(base.name, runtimeVersion()) };
+  }
+  await base.ensureAvailable({ signal: options.signal });
+  const backendName = base.name;
+  if (!isEnvironmentBackend(backendName) || !base.withRoot) {
+    throw new BackendUnavailableError(
+      `The ${backendName} backend cannot run built environments (only bubblewrap and docker can); leave out the environment ${name}.`,
+    );
+  }
+  const environment = await resolveEnvironment(name, { backend: backendName, storeDirectory: options.storeDirectory });
+  return { backend: base.withRoot(environment.backendRef as string), environment };
+}
+
+function isEnvironmentBackend(name: string): name is EnvironmentBackendName {
+  return name === 'bubblewrap' || name === 'docker';
+}
+
+/** Modules to import at start: the environment's, then the session's own, each once. */
+export function mergePreloadModules(environment: Environment, sessionModules: string[]): string[] {
+  return [...new Set([...environment.warmImports, ...sessionModules])];
+}

@@ -1,0 +1,92 @@
+/**
+ * A custom environment on Docker, built for real: the environment's root
+ * filesystem (runtime + python3-toolz + a wheel built here) imported as
+ * `sandcell-env-<name>:<hash>`. Needs root and Docker Engine; the build
+ * copies and imports the whole runtime, so it is slow, once.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { connectDocker, createDockerBackend } from '../src/backends/docker/index.js';
+import { buildEnvironment, type EnvironmentBuildResult, removeImages } from '../src/environments/build.js';
+import { loadDescription } from '../src/environments/description.js';
+import { environmentHash } from '../src/environments/environment-version.js';
+import { collectInputs } from '../src/environments/inputs.js';
+import { environmentImageTag } from '../src/environments/store.js';
+import { createSession } from '../src/session/session.js';
+import { withSession } from './contract/backend-contract.js';
+import { runSecurityContract } from './contract/security-contract.js';
+import { describeWhenAvailable, unavailableReason } from './support/backends.js';
+import { writeTinyWheel } from './support/tiny-wheel.js';
+
+const BUILD_TIMEOUT_MS = 30 * 60_000;
+const runtime = createDockerBackend();
+const reason = process.getuid?.() === 0 ? await unavailableReason(runtime) : 'building an environment needs root';
+
+const directory = await mkdtemp(path.join(os.tmpdir(), 'sandcell-environment-docker-'));
+const store = path.join(directory, 'store');
+const wheel = writeTinyWheel(directory, 'sandcell_tiny', '1.0', 'VALUE = 42\n');
+const descriptionFile = path.join(directory, 'sandcell.env.json');
+await writeFile(
+  descriptionFile,
+  JSON.stringify({
+    name: 'tinydocker',
+    debianPackages: ['python3-toolz'],
+    python: { wheels: [path.basename(wheel)] },
+    warmImports: ['sandcell_tiny'],
+  }),
+);
+const loaded = await loadDescription(descriptionFile);
+const hash = await environmentHash(loaded.description, await collectInputs(loaded));
+const imageTag = environmentImageTag('tinydocker', hash);
+let built: EnvironmentBuildResult | undefined;
+
+const PROBE = `import sys
+try:
+    import sandcell_tiny, toolz
+    print(sandcell_tiny.VALUE, toolz.__name__, 'sandcell_tiny' in sys.modules)
+except ImportError as error:
+    print('missing', error.name)`;
+
+describeWhenAvailable('a custom environment on Docker', 'docker', reason, () => {
+  const previousStore = process.env.SANDCELL_ENVIRONMENT_DIR;
+
+  beforeAll(async () => {
+    process.env.SANDCELL_ENVIRONMENT_DIR = store;
+    built = await buildEnvironment({ file: descriptionFile, backend: 'docker', docker: await connectDocker() });
+  }, BUILD_TIMEOUT_MS);
+
+  afterAll(async () => {
+    if (previousStore === undefined) delete process.env.SANDCELL_ENVIRONMENT_DIR;
+    else process.env.SANDCELL_ENVIRONMENT_DIR = previousStore;
+    if (built) await removeImages(await connectDocker(), built.name, [built.hash]);
+    await rm(directory, { recursive: true, force: true });
+  });
+
+  it('builds an image named by the content', () => {
+    expect(built).toMatchObject({ hash, backendRef: imageTag, reused: false });
+  });
+
+  it('a session in it has the Debian package and the wheel, imported warm; the default has neither', async () => {
+    const session = await createSession({ backend: 'docker', environmentName: 'tinydocker', preloadModules: [] });
+    try {
+      expect((await session.run(PROBE)).stdout).toBe('42 toolz True\n');
+    } finally {
+      await session.close();
+    }
+    await withSession(runtime, { preloadModules: [] }, async (plain) => {
+      expect((await plain.run(PROBE)).stdout).toBe('missing sandcell_tiny\n');
+    });
+  });
+
+  it('building it again unchanged is a no-op', async () => {
+    const again = await buildEnvironment({ file: descriptionFile, backend: 'docker', docker: await connectDocker() });
+    expect(again).toMatchObject({ hash, reused: true });
+  });
+
+  runSecurityContract({
+    name: 'Docker in a custom environment',
+    createBackend: () => runtime.withRoot(imageTag),
+  });
+});

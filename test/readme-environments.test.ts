@@ -1,0 +1,51 @@
+/**
+ * README.md's "Add packages" block, run as written: build the example
+ * environment (a real build on bubblewrap: the runtime root filesystem plus
+ * python3-toolz), run the example script in it, list it. The environment is
+ * stored in a scratch store (SANDCELL_ENVIRONMENT_DIR), not the machine's.
+ */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
+import { describeWhenAvailable, unavailableReason } from './support/backends.js';
+import { commandsOf, readmeBlocks, runShell, scratchClone } from './support/readme.js';
+
+const reason =
+  process.getuid?.() === 0
+    ? await unavailableReason(createBubblewrapBackend({ rootfs: 'runtime' }))
+    : 'building an environment needs root';
+
+describeWhenAvailable('README: Add packages', 'bubblewrap-rootfs', reason, () => {
+  const clone = scratchClone();
+  const store = mkdtempSync(path.join(os.tmpdir(), 'sandcell-readme-environments-'));
+  // The sandboxes' uids reach the environment's /usr through it, as they reach /var/lib/sandcell.
+  chmodSync(store, 0o755);
+  afterAll(() => {
+    rmSync(clone, { recursive: true, force: true });
+    rmSync(store, { recursive: true, force: true });
+  });
+
+  it(
+    'environment',
+    async () => {
+      const block = readmeBlocks().find((candidate) => candidate.id === 'environment');
+      const [build, run, list] = commandsOf(block?.code ?? '');
+      const env = { SANDCELL_ENVIRONMENT_DIR: store };
+      const built = await runShell(build as string, { cwd: clone, env });
+      expect(built.code, built.stderr).toBe(0);
+      expect(built.stdout).toMatch(/^Built in \d+ s: environment example \([0-9a-f]{12}\) for bubblewrap/);
+      const ran = await runShell(run as string, { cwd: clone, env });
+      expect(ran.code, ran.stderr).toBe(0);
+      expect(ran.stdout).toBe('3 hello from the example environment\n');
+      const listed = await runShell(list as string, { cwd: clone, env });
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toMatch(/^example {2}[0-9a-f]{12} {2}bubblewrap \d+ MiB\n {2}adds: python3-toolz\n$/);
+      // Built again unchanged: nothing to do.
+      const again = await runShell(build as string, { cwd: clone, env });
+      expect(again.stdout).toMatch(/^Up to date: environment example/);
+    },
+    20 * 60_000,
+  );
+});
