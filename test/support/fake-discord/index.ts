@@ -32,12 +32,12 @@ import { FakeGateway, Intent } from './gateway.js';
 import { createDiscordServer } from './http-server.js';
 import { interactionRoutes } from './interaction-routes.js';
 import { MessageStore, type MessageVersion } from './message-store.js';
-import { type ClickButtonOptions, clickButton, type UserSaysOptions, userSays } from './people.js';
+import { type ClickButtonOptions, clickButton, type PostedMessage, type UserSaysOptions, userSays } from './people.js';
 import { createSnowflakes } from './snowflakes.js';
 import { type FakeChannel, FakeWorld } from './world.js';
 
 export type { FakeChannel, FakeGuild, FakeRole, FakeUser } from './world.js';
-export type { ClickButtonOptions, InteractionAnswer, UserSaysOptions };
+export type { ClickButtonOptions, InteractionAnswer, PostedMessage, UserSaysOptions };
 
 export interface FakeDiscordOptions {
   /** @default a random token */

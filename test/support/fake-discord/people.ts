@@ -20,7 +20,10 @@ export interface UserSaysOptions {
   attachments?: { name: string; bytes: Buffer | Uint8Array | string; contentType?: string }[];
 }
 
-export function userSays(state: DiscordState, options: UserSaysOptions): Record<string, unknown> {
+/** A message as Discord renders it, with the two fields tests use most typed. */
+export type PostedMessage = Record<string, unknown> & { id: string; channel_id: string };
+
+export function userSays(state: DiscordState, options: UserSaysOptions): PostedMessage {
   const channel = state.world.channels.get(options.channelId);
   if (!channel) throw new Error(`fake-discord: no channel ${options.channelId}`);
   if (!state.gateway.identified) throw new Error('fake-discord: the bot has not identified on the gateway yet');
@@ -54,7 +57,7 @@ export function userSays(state: DiscordState, options: UserSaysOptions): Record<
       at: new Date().toISOString(),
     },
   );
-  return state.store.toPayload(message);
+  return state.store.toPayload(message) as PostedMessage;
 }
 
 export interface ClickButtonOptions {
