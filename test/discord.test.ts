@@ -1,0 +1,254 @@
+/**
+ * `sandcell discord` end to end: the built CLI, logged in with the real discord.js client to the
+ * fake Discord of test/support/fake-discord, the model played by the fake OpenAI provider, code run
+ * in real bubblewrap sandboxes. Each test is a conversation people would have in a channel.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeDiscord, startFakeDiscord } from './support/fake-discord/index.js';
+import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
+import { type RunningBot, readableText, startSandcellDiscord } from './support/sandcell-discord.js';
+
+const CONVERSATION_MS = 180_000;
+const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
+const run = (code: string) => ({ name: 'execute_python_code', arguments: { code } });
+const salesCsv = 'month,sales\n2024-01,3\n2024-02,5\n2024-03,9\n';
+
+// A click must be answered quickly on Discord (3 s); the margin is for a loaded 2-core test machine.
+const INTERACTION_DEADLINE_MS = 15_000;
+
+function modelSaw(provider: FakeProvider, text: string): boolean {
+  return provider.requests.some((request) => request.raw.includes(text));
+}
+
+describe('sandcell discord', () => {
+  let discord: FakeDiscord;
+  let provider: FakeProvider;
+  let bot: RunningBot;
+  let firstThreadId: string;
+
+  beforeAll(async () => {
+    discord = await startFakeDiscord({ interactionDeadlineMs: INTERACTION_DEADLINE_MS });
+    provider = await startFakeOpenAI([]);
+    bot = await startSandcellDiscord(discord, provider, ['--max-attachment', '64K']);
+  }, CONVERSATION_MS);
+
+  afterAll(async () => {
+    await bot?.stop();
+    await provider?.close();
+    await discord?.close();
+  }, CONVERSATION_MS);
+
+  it(
+    'answers a question about an attached CSV with a chart attached, in a thread on the question',
+    async () => {
+      provider.enqueue(
+        {
+          toolCalls: [
+            run(
+              'import pandas as pd, matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\n' +
+                'df = pd.read_csv("/mnt/data/sales.csv")\ndf.plot(x="month", y="sales")\n' +
+                'plt.savefig("/mnt/data/sales-by-month.png")\nprint("peak", df.loc[df.sales.idxmax(), "month"])',
+            ),
+          ],
+        },
+        { text: 'Sales peaked in 2024-03; the chart is attached.' },
+      );
+      const question = discord.userSays({
+        author: discord.users.alice,
+        channelId: discord.channel.id,
+        content: 'When did sales peak? Plot them.',
+        mentionBot: true,
+        attachments: [{ name: 'sales.csv', bytes: salesCsv, contentType: 'text/csv' }],
+      });
+      const thread = await discord.waitFor(
+        () => discord.threadsOf(discord.channel.id).find((t) => t.id === question.id),
+        {
+          timeoutMs: CONVERSATION_MS,
+        },
+      );
+      firstThreadId = thread.id;
+      const chart = await discord.waitFor(
+        () =>
+          discord
+            .messagesIn(thread.id)
+            .flatMap((message) => message.attachments)
+            .find((file) => file.filename.endsWith('.png')),
+        { timeoutMs: CONVERSATION_MS },
+      );
+      expect(chart.bytes.subarray(0, 4)).toEqual(PNG_MAGIC);
+      await discord.waitFor(() => readableText(discord.messagesIn(thread.id)).includes('Sales peaked in 2024-03'), {
+        timeoutMs: CONVERSATION_MS,
+      });
+      // The file reached the sandbox (the code's output came back to the model) and the model saw its preview.
+      expect(modelSaw(provider, 'peak 2024-03')).toBe(true);
+      expect(modelSaw(provider, 'sales.csv')).toBe(true);
+      expect(discord.typingIn(thread.id) + discord.typingIn(discord.channel.id)).toBeGreaterThan(0);
+      expect(readableText(discord.messagesIn(thread.id))).not.toContain(discord.token);
+      expect(discord.unknownRequests).toEqual([]);
+    },
+    CONVERSATION_MS,
+  );
+
+  it(
+    'keeps the state for a follow-up in the thread, without a mention',
+    async () => {
+      const requestsBefore = provider.requests.length;
+      provider.enqueue(
+        { toolCalls: [run('print(f"rows={len(df)} total={df.sales.sum()}")')] },
+        { text: 'Three months, 17 sales in all.' },
+      );
+      discord.userSays({
+        author: discord.users.alice,
+        channelId: firstThreadId,
+        content: 'How many rows, and the total?',
+      });
+      await discord.waitFor(
+        () => readableText(discord.messagesIn(firstThreadId)).includes('Three months, 17 sales in all.'),
+        {
+          timeoutMs: CONVERSATION_MS,
+        },
+      );
+      // `df` from the first question was still defined: the same sandbox, the same conversation.
+      const followUpRequests = provider.requests.slice(requestsBefore);
+      expect(followUpRequests.some((request) => request.raw.includes('rows=3 total=17'))).toBe(true);
+      expect(followUpRequests.some((request) => request.raw.includes('When did sales peak?'))).toBe(true);
+    },
+    CONVERSATION_MS,
+  );
+
+  it(
+    'reports a model failure in the channel and keeps answering',
+    async () => {
+      provider.enqueue({ status: 400, message: 'upstream model exploded' });
+      const question = discord.userSays({
+        author: discord.users.bob,
+        channelId: discord.channel.id,
+        content: 'What is 6 times 7?',
+        mentionBot: true,
+      });
+      const failure = await discord.waitFor(
+        () => {
+          const text = readableText([...discord.messagesIn(question.id), ...discord.messagesIn(discord.channel.id)]);
+          return text.includes('The model provider failed') ? text : undefined;
+        },
+        { timeoutMs: CONVERSATION_MS },
+      );
+      expect(failure).not.toMatch(/Traceback|\n\s+at |\/work\/|node_modules/);
+      expect(bot.process.child.exitCode).toBeNull();
+
+      provider.enqueue({ text: 'Back again: 42.' });
+      discord.userSays({
+        author: discord.users.bob,
+        channelId: discord.channel.id,
+        content: 'Try again?',
+        mentionBot: true,
+      });
+      await discord.waitFor(
+        () =>
+          [discord.channel.id, ...discord.threadsOf(discord.channel.id).map((thread) => thread.id)].some((id) =>
+            readableText(discord.messagesIn(id)).includes('Back again: 42.'),
+          ),
+        { timeoutMs: CONVERSATION_MS },
+      );
+    },
+    CONVERSATION_MS,
+  );
+
+  it(
+    'resumes after a gateway disconnect and answers what was said meanwhile',
+    async () => {
+      await discord.dropGateway();
+      provider.enqueue({ text: 'Still here after the reconnect.' });
+      discord.userSays({ author: discord.users.alice, channelId: firstThreadId, content: 'Are you still there?' });
+      await discord.waitFor(
+        () => readableText(discord.messagesIn(firstThreadId)).includes('Still here after the reconnect.'),
+        {
+          timeoutMs: CONVERSATION_MS,
+        },
+      );
+      expect(discord.gatewayStats()).toMatchObject({ identifies: 1, resumes: 1, connected: true });
+    },
+    CONVERSATION_MS,
+  );
+
+  it(
+    'refuses an oversized attachment politely, naming the file and the limit',
+    async () => {
+      const dm = discord.directMessageChannel(discord.users.bob);
+      discord.userSays({
+        author: discord.users.bob,
+        channelId: dm.id,
+        content: 'Summarise this file',
+        attachments: [{ name: 'big.csv', bytes: `a,b\n${'1,2\n'.repeat(50_000)}`, contentType: 'text/csv' }],
+      });
+      const refusal = await discord.waitFor(
+        () => {
+          const text = readableText(discord.messagesIn(dm.id));
+          return text.includes('big.csv') ? text : undefined;
+        },
+        { timeoutMs: CONVERSATION_MS },
+      );
+      expect(refusal).toContain('64 KiB');
+      expect(refusal).not.toMatch(/Traceback|\n\s+at |\/work\//);
+      expect(modelSaw(provider, '1,2\\n1,2\\n1,2')).toBe(false);
+    },
+    CONVERSATION_MS,
+  );
+});
+
+describe('sandcell discord --approve', () => {
+  let discord: FakeDiscord;
+  let provider: FakeProvider;
+  let bot: RunningBot;
+
+  beforeAll(async () => {
+    discord = await startFakeDiscord({ interactionDeadlineMs: INTERACTION_DEADLINE_MS });
+    provider = await startFakeOpenAI([]);
+    bot = await startSandcellDiscord(discord, provider, ['--approve']);
+  }, CONVERSATION_MS);
+
+  afterAll(async () => {
+    await bot?.stop();
+    await provider?.close();
+    await discord?.close();
+  }, CONVERSATION_MS);
+
+  it(
+    'runs the code only when the asker presses Run; someone else is refused',
+    async () => {
+      provider.enqueue({ toolCalls: [run('print("answer", 6 * 7)')] }, { text: 'It is 42.' });
+      const question = discord.userSays({
+        author: discord.users.alice,
+        channelId: discord.channel.id,
+        content: 'Compute 6 times 7 with Python.',
+        mentionBot: true,
+      });
+      const hasRunButton = (components: unknown[]) => JSON.stringify(components).includes('"sandcell-run:');
+      const prompt = await discord.waitFor(
+        () =>
+          [discord.channel.id, question.id]
+            .flatMap((id) => discord.messagesIn(id))
+            .find((message) => hasRunButton(message.components)),
+        { timeoutMs: CONVERSATION_MS },
+      );
+      expect(prompt.content + JSON.stringify(prompt.embeds)).toContain('6 * 7');
+      const runId = /"(sandcell-run:[^"]+)"/.exec(JSON.stringify(prompt.components))![1]!;
+
+      const refused = await discord.clickButton({ user: discord.users.bob, message: prompt, customId: runId });
+      expect(refused.type).toBe(4);
+      const refusal = discord.messagesIn(prompt.channelId).find((message) => message.id === refused.messageId)!;
+      expect(refusal.ephemeral).toBe(true);
+      expect(refusal.content).toMatch(/only/i);
+      expect(modelSaw(provider, 'answer 42')).toBe(false);
+
+      const accepted = await discord.clickButton({ user: discord.users.alice, message: prompt, customId: runId });
+      expect([5, 6, 7]).toContain(accepted.type);
+      await discord.waitFor(() => readableText(discord.messagesIn(prompt.channelId)).includes('It is 42.'), {
+        timeoutMs: CONVERSATION_MS,
+      });
+      expect(modelSaw(provider, 'answer 42')).toBe(true);
+      expect(discord.unknownRequests).toEqual([]);
+    },
+    CONVERSATION_MS,
+  );
+});
