@@ -117,10 +117,10 @@ export async function discordCommand(options: DiscordCliOptions, io: CommandIo =
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   try {
-    const tag = await bot.start().catch((error: unknown) => {
+    const { tag, invite } = await bot.start().catch((error: unknown) => {
       throw loginFailure(error);
     });
-    log(`sandcell discord: logged in as ${tag}; Ctrl-C stops.`);
+    log(`sandcell discord: logged in as ${tag}; Ctrl-C stops. Invite it to a server: ${invite}`);
     await stopped;
     log('sandcell discord: stopping: closing conversations and logging out.');
     return EXIT_OK;

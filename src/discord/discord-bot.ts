@@ -26,6 +26,7 @@ import type { AttachmentLimits } from './attachment-limits.js';
 import { ConversationPool } from './conversation-pool.js';
 import { type ConversationSettings, DiscordConversation } from './discord-conversation.js';
 import { failureReply } from './failure-reply.js';
+import { inviteUrl } from './invite-url.js';
 import { QuestionRateLimit } from './question-rate-limit.js';
 import type { ReplyFileLimits } from './reply-files.js';
 
@@ -102,8 +103,8 @@ export class DiscordBot {
     });
   }
 
-  /** Logs in and resolves once the gateway is ready; returns the bot's tag. */
-  async start(): Promise<string> {
+  /** Logs in and resolves once the gateway is ready; returns the bot's tag and its invite URL. */
+  async start(): Promise<{ tag: string; invite: string }> {
     this.client.on(Events.MessageCreate, (message) => void this.onMessage(message).catch(this.logError));
     this.client.on(
       Events.InteractionCreate,
@@ -115,7 +116,8 @@ export class DiscordBot {
     await ready;
     const sweepMs = Math.max(1000, Math.min(60_000, Math.floor(this.options.idleTimeoutMs / 2)));
     this.sweeper = setInterval(() => void this.pool.closeIdle().catch(this.logError), sweepMs);
-    return this.client.user?.tag ?? 'the bot';
+    const user = this.client.user;
+    return { tag: user?.tag ?? 'the bot', invite: inviteUrl(this.client.application?.id ?? user?.id ?? 'ID') };
   }
 
   private readonly logError = (error: unknown): void => {
