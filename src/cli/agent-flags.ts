@@ -32,7 +32,8 @@ export interface AgentCommandOptions extends BackendCliOptions, ModelCliOptions,
   data: string[];
   context?: string;
   approve?: boolean;
-  outputDir: string;
+  /** Where files the code writes are saved on the host; not saved when unset (discord sends them instead). */
+  outputDir?: string;
   timeout?: string;
   maxSteps?: string;
   maxAttempts?: string;

@@ -5,6 +5,7 @@ import { SandcellError } from '../errors.js';
 import { LANGUAGES } from '../session/languages.js';
 import { addAgentOptions, addModelOptions, KEYS_HELP } from './agent-flags.js';
 import { addBackendOptions } from './backend-option.js';
+import { addDiscordOptions } from './discord-flags.js';
 import { doctorCommand } from './doctor-command.js';
 import { CliExit, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { imageBuildCommand, imageStatusCommand } from './image-command.js';
@@ -97,6 +98,15 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
       const { askCommand } = await import('./ask-command.js');
       setExitCode(await askCommand(question, options));
     });
+
+  addDiscordOptions(
+    program
+      .command('discord')
+      .description('answer questions about data in Discord: each thread or DM gets its own sandbox'),
+  ).action(async (options) => {
+    const { discordCommand } = await import('./discord-command.js');
+    setExitCode(await discordCommand(options));
+  });
 
   program
     .command('doctor')

@@ -52,9 +52,7 @@ describe('downloadAttachment', () => {
   });
 
   it('refuses a declared Content-Length over the limit, naming the file and the limit', async () => {
-    await expect(downloadAttachment(`${base}/declared-big`, 'big.csv', MIB)).rejects.toThrow(
-      /big\.csv is over 1 MiB/,
-    );
+    await expect(downloadAttachment(`${base}/declared-big`, 'big.csv', MIB)).rejects.toThrow(/big\.csv is over 1 MiB/);
   });
 
   it('stops reading an undeclared stream at the limit', async () => {

@@ -32,10 +32,8 @@ export class ConversationPool<C extends PooledConversation> {
     private readonly options: {
       maxConversations: number;
       idleTimeoutMs: number;
-      /** Makes the conversation of a channel. */
-      create: (channelId: string) => C;
       /** Told when a conversation closes for idleness or to make room (e.g. to say so in its channel). */
-      onClosed?: (channelId: string, reason: 'idle' | 'make-room') => void;
+      onClosed?: (conversation: C, reason: 'idle' | 'make-room') => void;
       now?: () => number;
     },
   ) {}
@@ -52,8 +50,8 @@ export class ConversationPool<C extends PooledConversation> {
     return this.entries.has(channelId);
   }
 
-  /** The channel's conversation, made (closing the longest idle one if the pool is full) when there is none. */
-  async get(channelId: string): Promise<C> {
+  /** The channel's conversation, made by `create` (closing the longest idle one if the pool is full) when there is none. */
+  async get(channelId: string, create: () => C): Promise<C> {
     const existing = this.entries.get(channelId);
     if (existing) {
       existing.lastActiveAt = this.now();
@@ -66,7 +64,7 @@ export class ConversationPool<C extends PooledConversation> {
       if (!idlest) throw new PoolFullError(this.entries.size);
       await this.remove(idlest[0], 'make-room');
     }
-    const conversation = this.options.create(channelId);
+    const conversation = create();
     this.entries.set(channelId, { conversation, lastActiveAt: this.now() });
     return conversation;
   }
@@ -91,7 +89,7 @@ export class ConversationPool<C extends PooledConversation> {
     const entry = this.entries.get(channelId);
     if (!entry) return;
     this.entries.delete(channelId);
-    this.options.onClosed?.(channelId, reason);
+    this.options.onClosed?.(entry.conversation, reason);
     await entry.conversation.close();
   }
 

@@ -29,9 +29,9 @@ export function safeText(text: string, secrets: readonly string[] = []): string 
   const urls: string[] = [];
   result = result.replace(URL_PATTERN, (match) => {
     urls.push(safeUrl(match));
-    return `\u0000${urls.length - 1}\u0000`;
+    return `\uE000${urls.length - 1}\uE000`;
   });
   for (const pattern of TOKEN_PATTERNS) result = result.replace(pattern, '[redacted]');
   result = result.replace(HOST_PATH_PATTERN, (_match, before: string) => `${before}[path]`);
-  return result.replace(/\u0000(\d+)\u0000/g, (_match, index: string) => urls[Number(index)] ?? '[link]');
+  return result.replace(/\uE000(\d+)\uE000/g, (_match, index: string) => urls[Number(index)] ?? '[link]');
 }

@@ -1,0 +1,68 @@
+/** The flags of `sandcell discord`: the model, sandbox and agent flags of `chat`, and who may use the bot and how much. */
+import { type Command, Option } from 'commander';
+import { type AgentCommandOptions, addModelOptions, KEYS_HELP } from './agent-flags.js';
+import { addBackendOptions } from './backend-option.js';
+import { addLimitOptions } from './limit-options.js';
+import { addNetworkOption } from './network-options.js';
+
+export interface DiscordCliOptions extends AgentCommandOptions {
+  discordApi?: string;
+  allowGuild: string[];
+  allowChannel: string[];
+  allowRole: string[];
+  approverRole: string[];
+  approvalTimeout: string;
+  questionsPerMinute: string;
+  idleTimeout: string;
+  maxConversations: string;
+  maxAttachment: string;
+  maxConversationData: string;
+  maxReplyFiles: string;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, ...value.split(',').map((item) => item.trim())].filter((item) => item !== '');
+}
+
+export const DISCORD_HELP =
+  '\nThe bot token comes from DISCORD_BOT_TOKEN (never a flag: flags show in `ps`). The bot answers when\nmentioned in a channel (in a thread it starts on the message) and in direct messages; each thread or DM\nis one conversation with its own sandbox. It needs the Message Content intent (see the README).';
+
+export function addDiscordOptions(command: Command): Command {
+  addModelOptions(
+    addBackendOptions(command)
+      .option('-d, --data <path>', 'a data file or directory every conversation starts with (repeatable)', collect, [])
+      .option('--context <file>', 'a text file of context for the model, e.g. what the columns mean'),
+  )
+    .option('--approve', 'post each piece of code with Run / Skip buttons before it runs')
+    .option(
+      '--approver-role <role>',
+      'a role (name or id) whose members may press Run / Skip for anyone (repeatable)',
+      collect,
+      [],
+    )
+    .option('--approval-timeout <seconds>', 'unanswered code is skipped after this long', '300')
+    .option('-t, --timeout <seconds>', 'wall-clock limit of each execution')
+    .option('--max-steps <n>', 'model calls with tools per question before it must answer')
+    .option('--max-attempts <n>', 'failed executions in a row before the model must stop and explain')
+    .option(
+      '--allow-guild <id>',
+      'answer only in this server (repeatable); default: every server the bot is in',
+      collect,
+      [],
+    )
+    .option('--allow-channel <id>', 'answer only in this channel and its threads (repeatable)', collect, [])
+    .option('--allow-role <role>', 'answer only members with this role, by name or id (repeatable)', collect, [])
+    .option('--questions-per-minute <n>', 'questions one person may ask per minute (0: no limit)', '6')
+    .option('--idle-timeout <minutes>', 'a conversation idle this long closes (its sandbox and state go)', '30')
+    .option('--max-conversations <n>', 'conversations (sandboxes) open at once; the longest idle closes first', '20')
+    .option('--max-attachment <size>', 'the largest attached file taken (e.g. 25M); at most --max-upload', '25M')
+    .option('--max-conversation-data <size>', "what one conversation's attachments may add up to", '100M')
+    .option('--max-reply-files <n>', 'files sent back with one answer at most (Discord takes 10)', '10')
+    .addOption(
+      new Option('--discord-api <url>', "Discord's REST API base, for a stand-in Discord in tests")
+        .env('DISCORD_API_URL')
+        .hideHelp(),
+    )
+    .addHelpText('after', `${DISCORD_HELP}${KEYS_HELP}`);
+  return addNetworkOption(addLimitOptions(command));
+}
