@@ -204,7 +204,7 @@ describe('sandcell discord --approve', () => {
   beforeAll(async () => {
     discord = await startFakeDiscord({ interactionDeadlineMs: INTERACTION_DEADLINE_MS });
     provider = await startFakeOpenAI([]);
-    bot = await startSandcellDiscord(discord, provider, ['--approve']);
+    bot = await startSandcellDiscord(discord, provider, ['--approve', '--approver-role', 'operators']);
   }, CONVERSATION_MS);
 
   afterAll(async () => {
@@ -248,6 +248,36 @@ describe('sandcell discord --approve', () => {
       });
       expect(modelSaw(provider, 'answer 42')).toBe(true);
       expect(discord.unknownRequests).toEqual([]);
+    },
+    CONVERSATION_MS,
+  );
+
+  it(
+    'lets a member of the approver role skip the code for the asker',
+    async () => {
+      provider.enqueue({ toolCalls: [run('print("never", 40 + 2)')] }, { text: 'Not run, as the operator chose.' });
+      const question = discord.userSays({
+        author: discord.users.alice,
+        channelId: discord.channel.id,
+        content: 'Add 40 and 2 with Python.',
+        mentionBot: true,
+      });
+      const skipPattern = /"(sandcell-skip:[^"]+)"/;
+      const prompt = await discord.waitFor(
+        () => discord.messagesIn(question.id).find((message) => skipPattern.test(JSON.stringify(message.components))),
+        { timeoutMs: CONVERSATION_MS },
+      );
+      const skipId = skipPattern.exec(JSON.stringify(prompt.components))![1]!;
+      const answer = await discord.clickButton({ user: discord.users.carol, message: prompt, customId: skipId });
+      expect([5, 6, 7]).toContain(answer.type);
+      await discord.waitFor(
+        () => readableText(discord.messagesIn(question.id)).includes('Not run, as the operator chose.'),
+        {
+          timeoutMs: CONVERSATION_MS,
+        },
+      );
+      expect(modelSaw(provider, 'never 42')).toBe(false);
+      expect(discord.messagesIn(question.id).some((message) => message.ephemeral)).toBe(false);
     },
     CONVERSATION_MS,
   );
