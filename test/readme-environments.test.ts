@@ -41,7 +41,9 @@ describeWhenAvailable('README: Add packages', 'bubblewrap-rootfs', reason, () =>
       expect(ran.stdout).toBe('3 hello from the example environment\n');
       const listed = await runShell(list as string, { cwd: clone, env });
       expect(listed.code, listed.stderr).toBe(0);
-      expect(listed.stdout).toMatch(/^example {2}[0-9a-f]{12} {2}bubblewrap \d+ MiB\n {2}adds: python3-toolz\n$/);
+      expect(listed.stdout).toMatch(
+        /^example {2}[0-9a-f]{12} {2}bubblewrap \d+ MiB\n {2}adds: python3-toolz; files: \/usr\/share\/example\/greeting\.txt\n$/,
+      );
       // Built again unchanged: nothing to do.
       const again = await runShell(build as string, { cwd: clone, env });
       expect(again.stdout).toMatch(/^Up to date: environment example/);

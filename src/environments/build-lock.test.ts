@@ -27,10 +27,7 @@ describe('the build lock of an environment name', () => {
     const owner = spawn('sleep', ['300'], { stdio: 'ignore' });
     const pid = owner.pid as number;
     const ownerExited = new Promise((resolve) => owner.once('exit', resolve));
-    await writeFile(
-      buildLockFile(store, 'ml'),
-      JSON.stringify({ pid, start: processStartTime(pid), boot: bootId() }),
-    );
+    await writeFile(buildLockFile(store, 'ml'), JSON.stringify({ pid, start: processStartTime(pid), boot: bootId() }));
     let waitingFor: number | undefined;
     let told: () => void = () => undefined;
     const waiting = new Promise<void>((resolve) => {
