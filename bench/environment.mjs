@@ -60,8 +60,8 @@ export async function runEnvironmentBench({ quick = false, log = console.error }
   try {
     name = await ensureBuilt(log);
   } catch (error) {
-    const reason = `skipped — ${error.message.split('\n')[0]}`;
-    return { rows: [[MEASURE, 'p50', reason, 'ms', '', null]], result: { skipped: reason } };
+    const reason = error.message.split('\n')[0];
+    return { rows: [[MEASURE, 'p50', `skipped — ${reason}`, '', '', null]], result: { skipped: reason } };
   }
   const samples = quick ? 5 : 20;
   const pools = { custom: await startPool(name), default: await startPool(undefined) };
