@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bootId, processStartTime } from '../internal/process-alive.js';
-import { acquireBuildLock, buildLockFile } from './build-lock.js';
+import { acquireBuildLock, buildingProcess, buildLockFile } from './build-lock.js';
+import { removeEnvironmentFromStore } from './store.js';
 
 let store: string;
 beforeEach(async () => {
@@ -71,5 +72,17 @@ describe('the build lock of an environment name', () => {
     const two = await acquireBuildLock({ store, name: 'two', onWait: () => expect.fail('waited') });
     await one.release();
     await two.release();
+  });
+
+  it('env remove refuses while the name is being built, and says by which process', async () => {
+    await mkdir(path.join(store, 'ml'));
+    const lock = await acquireBuildLock({ store, name: 'ml' });
+    expect(await buildingProcess(store, 'ml')).toBe(process.pid);
+    await expect(removeEnvironmentFromStore(store, 'ml')).rejects.toThrow(
+      `The environment ml is being built (process ${process.pid})`,
+    );
+    await lock.release();
+    expect(await buildingProcess(store, 'ml')).toBeUndefined();
+    await expect(removeEnvironmentFromStore(store, 'ml')).resolves.toEqual([]);
   });
 });

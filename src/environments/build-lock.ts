@@ -59,6 +59,12 @@ export async function acquireBuildLock(options: AcquireBuildLockOptions): Promis
   }
 }
 
+/** The pid of the live process building `name` now, if one is. */
+export async function buildingProcess(store: string, name: string): Promise<number | undefined> {
+  const owner = await readOwner(buildLockFile(store, name));
+  return owner && !processIsGone(owner) ? owner.pid : undefined;
+}
+
 async function readOwner(file: string): Promise<ProcessIdentity | undefined> {
   const text = await readFile(file, 'utf8').catch(() => undefined);
   if (text === undefined) return undefined;

@@ -12,6 +12,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promise
 import path from 'node:path';
 import { EnvironmentInUseError, EnvironmentNotFoundError } from '../errors.js';
 import { ENVIRONMENT_IMAGE_REPOSITORY_PREFIX, runtimeStoreDirectory, runtimeVersion } from '../image/recipe.js';
+import { buildingProcess } from './build-lock.js';
 import type { EnvironmentDescription } from './description.js';
 import { processesOnRootfs } from './in-use.js';
 import {
@@ -116,6 +117,12 @@ export async function removeEnvironmentFromStore(store: string, name: string): P
   for (const entry of entries) {
     const record = /^[0-9a-f]{12}$/.test(entry) ? await readRecord(store, name, entry) : undefined;
     if (record) records.push(record);
+  }
+  const builder = await buildingProcess(store, name);
+  if (builder !== undefined) {
+    throw new EnvironmentInUseError(
+      `The environment ${name} is being built (process ${builder}); remove it once that build has ended.`,
+    );
   }
   // Every build, not only the current one: a session started before a rebuild still stands on the older.
   const users = new Set<number>();
