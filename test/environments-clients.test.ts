@@ -7,7 +7,8 @@
  * (`environment` on stdio `sandcell mcp` and on the server's /mcp). At the
  * end, `env remove` refuses while a sandbox runs on it and works after.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Sandbox } from '@e2b/code-interpreter';
@@ -66,8 +67,9 @@ describeWhenAvailable('a custom environment through the real clients', 'bubblewr
     await server?.close().catch(() => undefined);
     if (previousStore === undefined) delete process.env.SANDCELL_ENVIRONMENT_DIR;
     else process.env.SANDCELL_ENVIRONMENT_DIR = previousStore;
-    rmSync(store, { recursive: true, force: true });
-  });
+    // Async, with time to spare: a root filesystem left by a failed step is large.
+    await rm(store, { recursive: true, force: true });
+  }, 10 * 60_000);
 
   it('two builds of the same name at once: one builds, the other waits for it and reuses its result', () => {
     for (const build of builds) expect(build.code, build.stderr).toBe(0);
