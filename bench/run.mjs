@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { createBackend, Session, SessionPool } from '../dist/index.js';
 import { runArrivalsBench } from './arrivals.mjs';
 import { runE2bBench } from './e2b.mjs';
+import { runEnvironmentBench } from './environment.mjs';
 import { runJupyterBench } from './jupyter.mjs';
 import { runNetworkGateBench } from './network-gate.mjs';
 import { runServerBench } from './server.mjs';
@@ -409,6 +410,24 @@ const rows = [
   ),
 ];
 
+// A custom environment's warm pool (bench/environment.mjs, bubblewrap), beside the default's pool row.
+const environment = BACKENDS.includes('bubblewrap')
+  ? await runEnvironmentBench({ quick })
+  : { rows: [], result: undefined };
+const poolRow = rows.findIndex((cells) => cells[0] === 'session from a warm pool → first result');
+rows.splice(
+  poolRow + 2,
+  0,
+  ...environment.rows.map(([measureName, stat, observed, unit, target, met]) => [
+    measureName,
+    stat,
+    ...BACKENDS.map((name) => (name === 'bubblewrap' ? String(observed) : '')),
+    unit,
+    target ? `bubblewrap: ${target}` : '',
+    met === null ? '' : met ? 'yes' : 'NO',
+  ]),
+);
+
 // --- server (sandcell serve over HTTP, on the default backend): bench/server.mjs ---------------------
 const server = withServer ? await runServerBench({ quick }) : { rows: [], result: undefined };
 // New sessions arriving steadily, the pool sized by demand and fixed: bench/arrivals.mjs.
@@ -496,6 +515,7 @@ const result = {
   e2b: e2b.result,
   jupyter: jupyter.result,
   networkGate: networkGate.result,
+  environment: environment.result,
 };
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);

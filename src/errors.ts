@@ -22,6 +22,7 @@ export type SandcellErrorCode =
   | 'data-budget-exhausted'
   | 'image-build-failed'
   | 'environment-not-found'
+  | 'environment-in-use'
   | 'aborted'
   | 'model-configuration'
   | 'model-unavailable'
@@ -226,6 +227,13 @@ export class AbortError extends SandcellError {
 export class EnvironmentNotFoundError extends SandcellError {
   constructor(message: string) {
     super('environment-not-found', message);
+  }
+}
+
+/** `env remove` of an environment running sandboxes stand on; the message says which and what to do. */
+export class EnvironmentInUseError extends SandcellError {
+  constructor(message: string) {
+    super('environment-in-use', message);
   }
 }
 

@@ -36,6 +36,7 @@ export type { Environment } from './environments/types.js';
 export {
   AbortError,
   BackendUnavailableError,
+  EnvironmentInUseError,
   EnvironmentNotFoundError,
   type FileErrorReason,
   FileOperationError,

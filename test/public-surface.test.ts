@@ -34,6 +34,7 @@ const EXPECTED: Record<string, string[]> = {
     'DEFAULT_MAX_CONTEXTS',
     'DEFAULT_OUTPUT_BYTES',
     'DEFAULT_TIMEOUT_MS',
+    'EnvironmentInUseError',
     'EnvironmentNotFoundError',
     'FileOperationError',
     'ImageBuildError',

@@ -4,7 +4,8 @@
  * python3-toolz), run the example script in it, list it. The environment is
  * stored in a scratch store (SANDCELL_ENVIRONMENT_DIR), not the machine's.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
@@ -22,10 +23,12 @@ describeWhenAvailable('README: Add packages', 'bubblewrap-rootfs', reason, () =>
   const store = mkdtempSync(path.join(os.tmpdir(), 'sandcell-readme-environments-'));
   // The sandboxes' uids reach the environment's /usr through it, as they reach /var/lib/sandcell.
   chmodSync(store, 0o755);
-  afterAll(() => {
-    rmSync(clone, { recursive: true, force: true });
-    rmSync(store, { recursive: true, force: true });
-  });
+  // Async, with time to spare: a built environment is a whole root filesystem, and removing it
+  // synchronously on a busy machine blocked the worker past vitest's hook and RPC timeouts.
+  afterAll(async () => {
+    await rm(clone, { recursive: true, force: true });
+    await rm(store, { recursive: true, force: true });
+  }, 10 * 60_000);
 
   it(
     'environment',
@@ -41,7 +44,9 @@ describeWhenAvailable('README: Add packages', 'bubblewrap-rootfs', reason, () =>
       expect(ran.stdout).toBe('3 hello from the example environment\n');
       const listed = await runShell(list as string, { cwd: clone, env });
       expect(listed.code, listed.stderr).toBe(0);
-      expect(listed.stdout).toMatch(/^example {2}[0-9a-f]{12} {2}bubblewrap \d+ MiB\n {2}adds: python3-toolz\n$/);
+      expect(listed.stdout).toMatch(
+        /^example {2}[0-9a-f]{12} {2}bubblewrap \d+ MiB\n {2}adds: python3-toolz; files: \/usr\/share\/example\/greeting\.txt\n$/,
+      );
       // Built again unchanged: nothing to do.
       const again = await runShell(build as string, { cwd: clone, env });
       expect(again.stdout).toMatch(/^Up to date: environment example/);

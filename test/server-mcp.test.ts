@@ -41,9 +41,10 @@ describe('sandcell mcp over stdio', () => {
     await client?.close();
   });
 
-  it('lists the seven tools', async () => {
+  it('lists the eight tools', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual([
+      'list_environments',
       'list_files',
       'read_file',
       'reset_session',

@@ -4,6 +4,7 @@
  * older sandcell) still runs, but misses the current kernel, so it says to
  * rebuild.
  */
+import { buildsLine, contentsLine } from '../environments/contents.js';
 import { defaultEnvironmentStore, listEnvironments } from '../environments/store.js';
 import { runtimeVersion } from '../image/recipe.js';
 
@@ -16,17 +17,8 @@ export async function checkEnvironments(add: Add): Promise<void> {
     return;
   }
   for (const record of records) {
-    const builds = Object.entries(record.builds)
-      .map(
-        ([backend, build]) => `${backend}${build?.sizeBytes ? ` ${(build.sizeBytes / 2 ** 20).toFixed(0)} MiB` : ''}`,
-      )
-      .join(', ');
-    const adds = [
-      ...record.description.debianPackages,
-      ...record.description.python.wheels.map((wheel) => wheel.split('/').pop() ?? wheel),
-      ...record.description.python.packages,
-    ];
-    const detail = adds.length > 0 ? `adds: ${adds.join(' ')}` : undefined;
+    const builds = buildsLine(record.builds);
+    const detail = contentsLine(record.description);
     if (record.runtimeVersion === runtimeVersion()) {
       add('ok', `environment ${record.name} (${record.hash}): ${builds}`, detail);
     } else {

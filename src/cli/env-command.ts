@@ -6,6 +6,7 @@
  */
 import { connectDocker } from '../backends/docker/index.js';
 import { buildEnvironment, removeImages } from '../environments/build.js';
+import { buildsLine, contentsLine } from '../environments/contents.js';
 import { defaultEnvironmentStore, listEnvironments, removeEnvironmentFromStore } from '../environments/store.js';
 import type { EnvironmentBackendName } from '../environments/types.js';
 import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
@@ -71,18 +72,9 @@ export async function envListCommand(options: { json?: boolean }): Promise<numbe
     return EXIT_OK;
   }
   for (const record of records) {
-    const builds = Object.entries(record.builds)
-      .map(
-        ([backend, build]) => `${backend}${build?.sizeBytes ? ` ${(build.sizeBytes / 2 ** 20).toFixed(0)} MiB` : ''}`,
-      )
-      .join(', ');
-    const contents = [
-      ...record.description.debianPackages,
-      ...record.description.python.wheels.map((wheel) => wheel.split('/').pop()),
-      ...record.description.python.packages,
-    ];
-    process.stdout.write(`${record.name}  ${record.hash}  ${builds}\n`);
-    if (contents.length > 0) process.stdout.write(dim(`  adds: ${contents.join(' ')}\n`));
+    process.stdout.write(`${record.name}  ${record.hash}  ${buildsLine(record.builds)}\n`);
+    const contents = contentsLine(record.description);
+    if (contents) process.stdout.write(dim(`  ${contents}\n`));
   }
   return EXIT_OK;
 }

@@ -11,10 +11,11 @@ import type Dockerode from 'dockerode';
 import { importDirectoryAsImage, runtimeImagePresent } from '../image/docker-image.js';
 import { runtimeVersion } from '../image/recipe.js';
 import type { BuildProgress } from '../image/rootfs.js';
+import { acquireBuildLock } from './build-lock.js';
 import { buildEnvironmentRootfs, directoryBytes, ENVIRONMENT_MARKER_FILE } from './build-rootfs.js';
-import { loadDescription } from './description.js';
+import { type LoadedDescription, loadDescription } from './description.js';
 import { environmentHash } from './environment-version.js';
-import { collectInputs } from './inputs.js';
+import { collectInputs, type EnvironmentInputs } from './inputs.js';
 import {
   buildDirectory,
   defaultEnvironmentStore,
@@ -62,6 +63,36 @@ export async function buildEnvironment(options: EnvironmentBuildOptions): Promis
   const { name } = loaded.description;
   const hash = await environmentHash(loaded.description, inputs);
   options.onProgress?.({ stage: `environment ${name}`, detail: `content hash ${hash}` });
+  const lock = await acquireBuildLock({
+    store,
+    name,
+    signal: options.signal,
+    onWait: (pid) =>
+      options.onProgress?.({
+        stage: `waiting for another build of ${name}`,
+        detail: `process ${pid} is building it; this build goes on when it ends`,
+      }),
+  });
+  try {
+    return await buildLocked(options, { store, loaded, inputs, hash });
+  } finally {
+    await lock.release();
+  }
+}
+
+interface BuildInputs {
+  store: string;
+  loaded: LoadedDescription;
+  inputs: EnvironmentInputs;
+  hash: string;
+}
+
+/** The build itself, under the name's lock: what is built is looked at only once no one else is building it. */
+async function buildLocked(
+  options: EnvironmentBuildOptions,
+  { store, loaded, inputs, hash }: BuildInputs,
+): Promise<EnvironmentBuildResult> {
+  const { name } = loaded.description;
   const directory = buildDirectory(store, name, hash);
   const rootfs = path.join(directory, 'rootfs');
   const existing = await readRecord(store, name, hash);

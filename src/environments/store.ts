@@ -10,9 +10,11 @@
  */
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { EnvironmentNotFoundError } from '../errors.js';
+import { EnvironmentInUseError, EnvironmentNotFoundError } from '../errors.js';
 import { ENVIRONMENT_IMAGE_REPOSITORY_PREFIX, runtimeStoreDirectory, runtimeVersion } from '../image/recipe.js';
+import { buildingProcess } from './build-lock.js';
 import type { EnvironmentDescription } from './description.js';
+import { processesOnRootfs } from './in-use.js';
 import {
   DEFAULT_ENVIRONMENT_NAME,
   ENVIRONMENT_NAME_PATTERN,
@@ -100,7 +102,11 @@ export async function listEnvironments(store = defaultEnvironmentStore()): Promi
   return records;
 }
 
-/** Removes a name and all its builds from the store; the caller removes Docker images. Returns the removed records. */
+/**
+ * Removes a name and all its builds from the store; the caller removes Docker
+ * images. Refuses (EnvironmentInUseError) while a sandbox runs on one of its
+ * root filesystems. Returns the removed records.
+ */
 export async function removeEnvironmentFromStore(store: string, name: string): Promise<EnvironmentBuildRecord[]> {
   if (!ENVIRONMENT_NAME_PATTERN.test(name))
     throw new EnvironmentNotFoundError(`There is no environment named ${JSON.stringify(name)}.`);
@@ -111,6 +117,23 @@ export async function removeEnvironmentFromStore(store: string, name: string): P
   for (const entry of entries) {
     const record = /^[0-9a-f]{12}$/.test(entry) ? await readRecord(store, name, entry) : undefined;
     if (record) records.push(record);
+  }
+  const builder = await buildingProcess(store, name);
+  if (builder !== undefined) {
+    throw new EnvironmentInUseError(
+      `The environment ${name} is being built (process ${builder}); remove it once that build has ended.`,
+    );
+  }
+  // Every build, not only the current one: a session started before a rebuild still stands on the older.
+  const users = new Set<number>();
+  for (const entry of entries.filter((candidate) => /^[0-9a-f]{12}$/.test(candidate))) {
+    for (const pid of await processesOnRootfs(path.join(buildDirectory(store, name, entry), 'rootfs'))) users.add(pid);
+  }
+  if (users.size > 0) {
+    const pids = [...users].sort((a, b) => a - b);
+    throw new EnvironmentInUseError(
+      `The environment ${name} is in use: ${pids.length} sandbox process${pids.length === 1 ? '' : 'es'} (pid ${pids.slice(0, 5).join(', ')}${pids.length > 5 ? ', …' : ''}) run on it, and removing it would take their /usr away. Close those sessions (a server's warm pool holds some: stop the server, or restart it without this environment), then remove it again.`,
+    );
   }
   await rm(path.join(store, name), { recursive: true, force: true });
   return records;

@@ -36,6 +36,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   'invalid-path': 400,
   // A session asked for an environment that is not built (for this backend): the request names it.
   'environment-not-found': 400,
+  'environment-in-use': 409,
   'session-closed': 404,
   'pool-exhausted': 503,
   'data-budget-exhausted': 503,

@@ -192,7 +192,14 @@ export class SessionRegistry {
   }
 
   /** The owner's session called `name` in `scope`, created on first use (as Azure does for identifiers). */
-  async named(owner: Owner, source: SessionSource, scope: string, name: string): Promise<ManagedSession> {
+  /** `environment` is the one a new session starts in; an existing session is answered as it is (the caller checks). */
+  async named(
+    owner: Owner,
+    source: SessionSource,
+    scope: string,
+    name: string,
+    environment?: string,
+  ): Promise<ManagedSession> {
     const key = `${owner.id}\u0000${scope}\u0000${name}`;
     const existing = this.byName.get(key);
     if (existing) {
@@ -200,9 +207,9 @@ export class SessionRegistry {
       if (entry && !entry.session.closed && this.byId.get(entry.id) === entry) return entry;
       if (this.byName.get(key) === existing) this.byName.delete(key);
       if (entry) this.forget(entry, 'closed');
-      return this.named(owner, source, scope, name);
+      return this.named(owner, source, scope, name, environment);
     }
-    const creating = this.create(owner, source, { name, scope });
+    const creating = this.create(owner, source, { name, scope, ...(environment === undefined ? {} : { environment }) });
     this.byName.set(key, creating);
     creating.catch(() => {
       if (this.byName.get(key) === creating) this.byName.delete(key);

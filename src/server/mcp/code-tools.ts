@@ -14,10 +14,12 @@ import { type Execution, formatTraceback } from '../../session/execution.js';
 import { LANGUAGES, type Language } from '../../session/languages.js';
 import { MAX_PATH_BYTES } from '../../session/sandbox-inputs.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
+import { ENVIRONMENT_ARGUMENT } from './environment-tools.js';
 
 export interface CodeToolsOptions {
   registry: SessionRegistry;
-  sessionFor(name: string | undefined): Promise<ManagedSession>;
+  /** The named session, started in `environment` if new; an error if it runs another environment. */
+  sessionFor(name: string | undefined, environment?: string): Promise<ManagedSession>;
   /** Wraps a tool's work: typed failures become tool errors. */
   guard(work: () => Promise<CallToolResult>): Promise<CallToolResult>;
   sessionName: z.ZodType<string | undefined>;
@@ -66,12 +68,16 @@ function commandContent(result: CommandResult): CallToolResult {
 
 export function registerCodeTools(server: McpServer, options: CodeToolsOptions): void {
   const { registry, sessionFor, guard, sessionName } = options;
-  const runIn = (language: Language, code: string, session: string | undefined, timeoutSeconds?: number) =>
+  const runIn = (
+    language: Language,
+    code: string,
+    { session, environment, timeout_seconds }: { session?: string; environment?: string; timeout_seconds?: number },
+  ) =>
     guard(async () => {
-      const entry = await sessionFor(session);
+      const entry = await sessionFor(session, environment);
       const execution = await registry.execute(entry, code, {
         language,
-        timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined,
+        timeoutMs: timeout_seconds ? timeout_seconds * 1000 : undefined,
       });
       return executionContent(execution);
     });
@@ -86,10 +92,11 @@ export function registerCodeTools(server: McpServer, options: CodeToolsOptions):
       inputSchema: {
         code: z.string().describe('Python source to run.'),
         session: sessionName,
+        environment: ENVIRONMENT_ARGUMENT,
         timeout_seconds: TIMEOUT_SECONDS,
       },
     },
-    ({ code, session, timeout_seconds }) => runIn('python', code, session, timeout_seconds),
+    ({ code, ...options }) => runIn('python', code, options),
   );
 
   server.registerTool(
@@ -104,10 +111,11 @@ export function registerCodeTools(server: McpServer, options: CodeToolsOptions):
         code: z.string().describe('Source to run.'),
         language: z.enum(LANGUAGES).optional().describe('The language of `code`. Default python.'),
         session: sessionName,
+        environment: ENVIRONMENT_ARGUMENT,
         timeout_seconds: TIMEOUT_SECONDS,
       },
     },
-    ({ code, language, session, timeout_seconds }) => runIn(language ?? 'python', code, session, timeout_seconds),
+    ({ code, language, ...options }) => runIn(language ?? 'python', code, options),
   );
 
   server.registerTool(
@@ -127,11 +135,12 @@ export function registerCodeTools(server: McpServer, options: CodeToolsOptions):
           .describe('Working directory, absolute or relative to /mnt/data.'),
         timeout_seconds: TIMEOUT_SECONDS,
         session: sessionName,
+        environment: ENVIRONMENT_ARGUMENT,
       },
     },
-    ({ command, cwd, timeout_seconds, session }) =>
+    ({ command, cwd, timeout_seconds, session, environment }) =>
       guard(async () => {
-        const entry = await sessionFor(session);
+        const entry = await sessionFor(session, environment);
         const result = await registry.commands.run(entry, command, {
           ...(cwd === undefined ? {} : { cwd }),
           ...(timeout_seconds ? { timeoutMs: timeout_seconds * 1000 } : {}),

@@ -100,6 +100,7 @@ describe('MCP over Streamable HTTP at /mcp', () => {
         'code',
         'language',
         'session',
+        'environment',
         'timeout_seconds',
       ]);
       expect(tools.find((tool) => tool.name === 'run_command')?.inputSchema.required).toEqual(['command']);

@@ -107,6 +107,7 @@ export class McpHttpEndpoint {
       scope,
       version: this.server.version,
       deployment: 'http',
+      defaultEnvironment: this.server.options.sessionOptions.environmentName,
     });
     await mcp.connect(transport);
     const response = await transport.handleRequest(context.req.raw);

@@ -1,18 +1,21 @@
 /**
  * sandcell's MCP server (official SDK): the tools run_python, run_code,
  * run_command (code-tools.ts), list_files, read_file, write_file and
- * reset_session. Sessions are named (default
- * "default") and live as long as the MCP connection; the same name in another
- * connection is another sandbox.
+ * reset_session, list_environments (environment-tools.ts). Sessions are named
+ * (default "default") and live as long as the MCP connection; the same name in
+ * another connection is another sandbox. A session's environment is chosen by
+ * the call that starts it.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { DEFAULT_ENVIRONMENT_NAME } from '../../environments/types.js';
 import { isRasterImage } from '../../protocol/images.js';
 import type { Owner } from '../auth.js';
 import { contentTypeFor } from '../content-type.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
 import { registerCodeTools } from './code-tools.js';
+import { checkEnvironment, ENVIRONMENT_ARGUMENT, registerEnvironmentTools } from './environment-tools.js';
 import { type McpDeployment, toolErrorText } from './tool-errors.js';
 
 const SESSION_NAME = z
@@ -29,6 +32,8 @@ export interface McpServerOptions {
   version: string;
   /** Where it runs: the hints of its tool errors name what its user can do there. */
   deployment: McpDeployment;
+  /** The environment a session gets when the tool call names none (`serve --env`, `mcp --env`). @default 'default' */
+  defaultEnvironment?: string;
 }
 
 const text = (value: string, isError = false): CallToolResult => ({
@@ -58,14 +63,21 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         'available; figures come back as images. There is no network.',
     },
   );
-  const sessionFor = (name: string | undefined): Promise<ManagedSession> =>
-    registry.named(owner, 'mcp', scope, name ?? 'default');
+  const sessionFor = async (name: string | undefined, environment?: string): Promise<ManagedSession> => {
+    const entry = await registry.named(owner, 'mcp', scope, name ?? 'default', environment);
+    checkEnvironment(entry, name ?? 'default', environment);
+    return entry;
+  };
 
   registerCodeTools(server, {
     registry,
     sessionFor,
     guard: (work) => guard(deployment, work),
     sessionName: SESSION_NAME,
+  });
+  registerEnvironmentTools(server, {
+    defaultEnvironment: options.defaultEnvironment ?? DEFAULT_ENVIRONMENT_NAME,
+    guard: (work) => guard(deployment, work),
   });
 
   server.registerTool(
@@ -134,11 +146,12 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         content: z.string().describe('The file content.'),
         encoding: z.enum(['utf8', 'base64']).optional().describe('How `content` is encoded. Default utf8.'),
         session: SESSION_NAME,
+        environment: ENVIRONMENT_ARGUMENT,
       },
     },
-    ({ path, content, encoding, session }) =>
+    ({ path, content, encoding, session, environment }) =>
       guard(deployment, async () => {
-        const entry = await sessionFor(session);
+        const entry = await sessionFor(session, environment);
         const data = encoding === 'base64' ? Buffer.from(content, 'base64') : Buffer.from(content, 'utf8');
         const written = await entry.session.files.write(path, data);
         return text(`Wrote /mnt/data/${written.path} (${written.size} bytes).`);

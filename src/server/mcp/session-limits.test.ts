@@ -62,13 +62,13 @@ describe('MCP sessions per key', () => {
 
     // The limit is per key.
     const other = await connect(OTHER_KEY);
-    expect((await other.client.listTools()).tools.length).toBe(7);
+    expect((await other.client.listTools()).tools.length).toBe(8);
 
     // The open ones keep working; closing one (DELETE /mcp) lets a new one in.
-    expect((await open[0]!.client.listTools()).tools.length).toBe(7);
+    expect((await open[0]!.client.listTools()).tools.length).toBe(8);
     await open[0]!.transport.terminateSession();
     const next = await connect();
-    expect((await next.client.listTools()).tools.length).toBe(7);
+    expect((await next.client.listTools()).tools.length).toBe(8);
     await expect(connect()).rejects.toThrow(/3 MCP sessions open/);
   });
 });

@@ -57,6 +57,7 @@ export async function runMcpStdio(options: McpStdioOptions = {}): Promise<void> 
     scope: 'stdio',
     version: context.version,
     deployment: 'stdio',
+    defaultEnvironment: resolved.sessionOptions.environmentName,
   });
   // Warm in the background: the client's handshake should not wait for a sandbox.
   void context.pool.start().catch((error: Error) => context.logger.error({ err: error }, 'could not warm a sandbox'));

@@ -60,6 +60,9 @@ export function toolErrorText(error: unknown, deployment: McpDeployment): string
   if (error instanceof SandcellError && error.code === 'session-closed') {
     return 'The session was closed (it sat idle, or its sandbox ended); the next call with its name starts a new one.';
   }
+  if (error instanceof SandcellError && error.code === 'environment-not-found') {
+    return `${error.message} list_environments says which environments there are.`;
+  }
   if (error instanceof SandcellError) return error.message;
   return undefined;
 }

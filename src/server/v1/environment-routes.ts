@@ -1,10 +1,12 @@
 /**
  * GET /v1/environments: what sessions can ask for with `environment` — the
- * built environments, for which backends, their size and what they add. Host
+ * built environments, for which backends, their size and what they add
+ * (packages, wheels, files). Host
  * paths (a root filesystem's directory) are the operator's business and stay
  * out of the answer.
  */
 import { z } from 'zod';
+import { environmentContents } from '../../environments/contents.js';
 import { listEnvironments } from '../../environments/store.js';
 import { DEFAULT_ENVIRONMENT_NAME } from '../../environments/types.js';
 import type { ServerContext } from '../context.js';
@@ -20,7 +22,10 @@ export const EnvironmentSchema = z.object({
   hash: z.string().meta({ description: 'Content hash of the build.' }),
   builds: z.object({ bubblewrap: BuildSchema.optional(), docker: BuildSchema.optional() }),
   debianPackages: z.array(z.string()),
-  pythonPackages: z.array(z.string()).meta({ description: 'Wheel files and package requirements.' }),
+  pythonPackages: z
+    .array(z.string())
+    .meta({ description: 'Wheel files, the requirements file (`-r NAME`) and named packages.' }),
+  files: z.array(z.string()).meta({ description: 'Where the files it copies in are in the sandbox.' }),
   warmImports: z.array(z.string()),
 });
 
@@ -54,11 +59,7 @@ export function environmentRoutes(server: ServerContext): RouteSpec<never, never
                 },
               ]),
             ),
-            debianPackages: record.description.debianPackages,
-            pythonPackages: [
-              ...record.description.python.wheels.map((wheel) => wheel.split('/').pop() ?? wheel),
-              ...record.description.python.packages,
-            ],
+            ...environmentContents(record.description),
             warmImports: record.description.warmImports,
           })),
         });

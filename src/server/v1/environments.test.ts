@@ -28,7 +28,8 @@ beforeAll(async () => {
     description: parseDescription({
       name: 'ml',
       debianPackages: ['python3-toolz'],
-      python: { wheels: ['dist/tiny-1.0-py3-none-any.whl'] },
+      python: { wheels: ['dist/tiny-1.0-py3-none-any.whl'], requirements: 'requirements.txt' },
+      files: [{ source: 'data.csv', target: '/usr/share/ml/data.csv' }],
       warmImports: ['toolz'],
     }),
     builds: {
@@ -45,7 +46,7 @@ afterAll(async () => {
 });
 
 describe('environments over /v1', () => {
-  it('lists the built environments and what they add, without host paths', async () => {
+  it('lists the built environments, their size and what they add (packages, wheels, files), without host paths', async () => {
     const listing = await api.json<Json>('/v1/environments');
     expect(listing).toEqual({
       default: 'default',
@@ -55,7 +56,8 @@ describe('environments over /v1', () => {
           hash: 'aaaaaaaaaaaa',
           builds: { bubblewrap: { builtAt: '2026-01-01T00:00:00.000Z', sizeBytes: 5 } },
           debianPackages: ['python3-toolz'],
-          pythonPackages: ['tiny-1.0-py3-none-any.whl'],
+          pythonPackages: ['tiny-1.0-py3-none-any.whl', '-r requirements.txt'],
+          files: ['/usr/share/ml/data.csv'],
           warmImports: ['toolz'],
         },
       ],

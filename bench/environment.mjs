@@ -1,0 +1,112 @@
+// A custom environment's bench row (alone: `node bench/environment.mjs [--quick]`, after `npm run build`):
+// a session from a warm pool of the README's example environment (examples/environment: python3-toolz
+// warm-imported, a file, a variable) → first result of 1+1, beside the same for the default environment,
+// measured the same way as run.mjs's pool row (a pool of 2, warm again before each sample), one sample of
+// each in turn so load from other work falls on both alike. On bubblewrap. The environment is built first
+// if it is not (once: builds are content-addressed, so later runs reuse it), in the machine's store (or
+// SANDCELL_ENVIRONMENT_DIR); without root it cannot be built, and the row says skipped and why.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildEnvironment } from '../dist/environments/build.js';
+import { SessionPool } from '../dist/index.js';
+import { percentile } from './server.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const DESCRIPTION = path.join(here, '..', 'examples', 'environment', 'sandcell.env.json');
+const MEASURE = 'session from a warm pool of a custom environment → first result';
+const now = () => performance.now();
+const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+/** Builds examples/environment unless built; says which (or throws why it cannot). */
+async function ensureBuilt(log) {
+  const started = now();
+  const built = await buildEnvironment({ file: DESCRIPTION, backend: 'bubblewrap' });
+  log(
+    built.reused
+      ? `environment bench: ${built.name} (${built.hash}) already built, reused`
+      : `environment bench: built ${built.name} (${built.hash}) in ${Math.round((now() - started) / 1000)} s (once; reused from now on)`,
+  );
+  return built.name;
+}
+
+async function startPool(environmentName) {
+  const pool = new SessionPool({
+    size: 2,
+    maxSessions: 8,
+    sessionOptions: { backend: 'bubblewrap', ...(environmentName ? { environmentName } : {}) },
+  });
+  await pool.start();
+  return pool;
+}
+
+/** One sample, as run.mjs's pool row takes it: wait until warm, then acquire → 1+1 → its result. */
+async function sample(pool) {
+  for (let waited = 0; waited < 1500 && pool.stats().warm < 2; waited++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const started = now();
+  const session = await pool.acquire();
+  try {
+    const execution = await session.run('1+1');
+    if (execution.results[0]?.data['text/plain'] !== '2') throw new Error('pool: wrong result');
+    return now() - started;
+  } finally {
+    await session.close();
+  }
+}
+
+export async function runEnvironmentBench({ quick = false, log = console.error } = {}) {
+  let name;
+  try {
+    name = await ensureBuilt(log);
+  } catch (error) {
+    const reason = error.message.split('\n')[0];
+    return { rows: [[MEASURE, 'p50', `skipped — ${reason}`, '', '', null]], result: { skipped: reason } };
+  }
+  const samples = quick ? 5 : 20;
+  const pools = { custom: await startPool(name), default: await startPool(undefined) };
+  const times = { custom: [], default: [] };
+  let failures = 0;
+  let firstFailure;
+  try {
+    for (let index = 0; index < samples; index++) {
+      const order = index % 2 === 0 ? ['custom', 'default'] : ['default', 'custom'];
+      for (const kind of order) {
+        try {
+          times[kind].push(await sample(pools[kind]));
+        } catch (error) {
+          failures++;
+          firstFailure ??= error.message;
+        }
+      }
+    }
+  } finally {
+    await Promise.all(Object.values(pools).map((pool) => pool.close()));
+  }
+  const p = (kind, fraction) => (times[kind].length ? round(percentile(times[kind], fraction)) : '');
+  const rows = [
+    [`${MEASURE} (${name}, bubblewrap)`, 'p50', p('custom', 0.5), 'ms', '', null],
+    ['', 'p95', p('custom', 0.95), 'ms', '', null],
+    ['', 'default environment, same run, p50', p('default', 0.5), 'ms', '', null],
+    ['', 'failed samples', failures, '', '0', failures === 0],
+  ];
+  const summary = (values) => ({ p50: percentile(values, 0.5), p95: percentile(values, 0.95), samples: values.length });
+  const result = {
+    environment: name,
+    customMs: summary(times.custom),
+    defaultMs: summary(times.default),
+    failedSamples: failures,
+    ...(firstFailure ? { firstFailure } : {}),
+  };
+  return { rows, result };
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const { rows, result } = await runEnvironmentBench({ quick: process.argv.includes('--quick') });
+  for (const row of rows) {
+    console.log(
+      row.map((cell) => (cell === null ? '' : cell === true ? 'yes' : cell === false ? 'NO' : cell)).join(' | '),
+    );
+  }
+  console.log(JSON.stringify(result, null, 2));
+}

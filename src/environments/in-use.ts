@@ -1,0 +1,24 @@
+/**
+ * Which running sandboxes stand on an environment's root filesystem. A
+ * bubblewrap sandbox mounts `<rootfs>/usr` as its /usr; removing the build
+ * under it would take its Python away mid-session. `/proc/PID/root/usr`
+ * resolves through that process's own mounts, so a sandbox's /usr has the
+ * device and inode of the build's /usr — no registry of sessions needed, and
+ * it sees sandboxes of every sandcell process on the machine.
+ */
+import { readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+
+/** Pids of processes whose /usr is `<rootfs>/usr` (none when the build is gone). */
+export async function processesOnRootfs(rootfs: string): Promise<number[]> {
+  const usr = await stat(path.join(rootfs, 'usr')).catch(() => undefined);
+  if (!usr) return [];
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    // A process that ended meanwhile, or one we may not look into, is not counted.
+    const theirs = await stat(`/proc/${entry}/root/usr`).catch(() => undefined);
+    if (theirs && theirs.dev === usr.dev && theirs.ino === usr.ino) pids.push(Number(entry));
+  }
+  return pids;
+}
