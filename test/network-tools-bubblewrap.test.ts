@@ -76,6 +76,21 @@ describe('internet access for packages and repositories: bubblewrap', () => {
     });
   });
 
+  it("`%pip install` (IPython's magic) then `import` works the same", async () => {
+    await withNetwork(async (session) => {
+      const pip = await session.run(
+        `%pip install -q --disable-pip-version-check --index-url ${indexUrl()} sandcell-probe`,
+        {
+          timeoutMs: 120_000,
+        },
+      );
+      expect(pip.error).toBeUndefined();
+      const imported = await session.run('import sandcell_probe\nprint(sandcell_probe.VALUE)');
+      expect(imported.stdout).toBe(`${token}\n`);
+      expect(await dataFiles(session)).toBe('');
+    });
+  });
+
   it('a command with HOME=/home/user (as E2B runs them) installs outside the session files too, and the kernel imports it', async () => {
     await withNetwork(async (session) => {
       const pip = await session.commands.run(
