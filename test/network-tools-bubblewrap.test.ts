@@ -12,6 +12,7 @@ import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { createGateHost } from '../src/network/gate-host.js';
 import type { Session } from '../src/session/session.js';
 import { withSession } from './contract/backend-contract.js';
+import { type StandInServer, startStandInServer } from './support/stand-in-internet.js';
 import { type StaticGitServer, startStaticGitServer } from './support/static-git-server.js';
 import { createTestCertificates, type TestCertificates } from './support/test-ca.js';
 import { startTinyIndex, type TinyIndex } from './support/tiny-index.js';
@@ -23,15 +24,17 @@ describe('internet access for packages and repositories: bubblewrap', () => {
   let certificates: TestCertificates;
   let index: TinyIndex;
   let repository: StaticGitServer;
+  let files: StandInServer;
 
   beforeAll(async () => {
-    certificates = createTestCertificates(['index.test', 'git.test']);
+    certificates = createTestCertificates(['index.test', 'git.test', 'files.test']);
     const tls = { key: certificates.serverKey, cert: certificates.serverCertificate };
     index = await startTinyIndex(tls, token);
     repository = await startStaticGitServer(tls, 'probe', `probe ${token}\n`);
+    files = await startStandInServer({ label: `files-${token}`, tls });
   });
   afterAll(async () => {
-    await Promise.all([index?.close(), repository?.close()]);
+    await Promise.all([index?.close(), repository?.close(), files?.close()]);
     if (certificates) rmSync(certificates.directory, { recursive: true, force: true });
   });
 
@@ -45,6 +48,8 @@ describe('internet access for packages and repositories: bubblewrap', () => {
             `127.0.0.1/32:${index.port}`,
             `git.test:${repository.port}`,
             `127.0.0.1/32:${repository.port}`,
+            `files.test:${files.port}`,
+            `127.0.0.1/32:${files.port}`,
           ],
           trustedCertificates: certificates.caCertificate,
         },
@@ -116,6 +121,28 @@ describe('internet access for packages and repositories: bubblewrap', () => {
       expect(clone.stdout).toBe('first\n');
       expect((await session.files.read('probe/README.md')).toString()).toBe(`probe ${token}\n`);
       expect(repository.requested).toContain('/probe.git/info/refs');
+    });
+  });
+
+  it('large transfers both ways, several at once, pass through the forwarder intact', async () => {
+    await withNetwork(async (session) => {
+      const url = `https://files.test:${files.port}`;
+      const transfers = await session.commands.run(
+        [
+          'set -e',
+          'head -c 8388608 /dev/zero | tr "\\0" b > /tmp/upload',
+          `curl -sS --max-time 120 -o /dev/null -w '%{size_upload}\\n' --data-binary @/tmp/upload ${url}/upload`,
+          `for i in 1 2 3 4 5 6; do curl -sS --max-time 120 ${url}/bytes/4194304 -o /tmp/download-$i & done; wait`,
+          `curl -sS --max-time 120 ${url}/bytes/33554432 | tr -d a | wc -c`,
+          'for i in 1 2 3 4 5 6; do tr -d a < /tmp/download-$i | wc -c; wc -c < /tmp/download-$i; done | sort | uniq -c',
+        ].join('\n'),
+        { timeoutMs: 300_000 },
+      );
+      expect(transfers.exitCode, transfers.stderr).toBe(0);
+      // The upload's size as curl sent it; a 32 MiB answer with nothing but its bytes; six answers of 4 MiB each.
+      expect(transfers.stdout.split('\n').map((line) => line.trim())).toEqual(['8388608', '0', '6 0', '6 4194304', '']);
+      const upload = files.received.find((request) => request.url === '/upload');
+      expect(upload?.body).toBe('b'.repeat(8_388_608));
     });
   });
 });
