@@ -43,7 +43,6 @@ export function sandboxEnvironment(options: {
     // sandbox's own /tmp, never under HOME: E2B's commands run with HOME=/home/user, the session's files.
     PYTHONUSERBASE: USER_BASE,
     PIP_CACHE_DIR: '/tmp/.cache/pip',
-    npm_config_cache: '/tmp/.npm',
     OPENBLAS_NUM_THREADS: threads,
     OMP_NUM_THREADS: threads,
     MKL_NUM_THREADS: threads,

@@ -19,6 +19,7 @@ another, and no Nagle delay on what goes back to the client.
 import selectors
 import socket
 import threading
+import time
 
 # Bounded: the gate has its own, stricter, limits.
 MAX_CONNECTIONS = 256
@@ -70,11 +71,15 @@ class Forwarder:
                 if key.data is None:
                     self.accept()
                     continue
-                outgoing, incoming = key.data
-                if events & selectors.EVENT_WRITE and key.fileobj in self.directions:
-                    self.flush(incoming)
-                if events & selectors.EVENT_READ and key.fileobj in self.directions:
-                    self.read(outgoing)
+                try:
+                    outgoing, incoming = key.data
+                    if events & selectors.EVENT_WRITE and key.fileobj in self.directions:
+                        self.flush(incoming)
+                    if events & selectors.EVENT_READ and key.fileobj in self.directions:
+                        self.read(outgoing)
+                except Exception:
+                    # Whatever went wrong ends this link alone: the loop serves every other one.
+                    self.close(key.fileobj)
 
     def accept(self):
         while True:
@@ -83,6 +88,9 @@ class Forwarder:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
+                # Out of descriptors, say: the connection stays queued, so wait before trying again
+                # rather than spin on a listener that stays readable.
+                time.sleep(0.05)
                 return
             if self.links >= MAX_CONNECTIONS:
                 client.close()

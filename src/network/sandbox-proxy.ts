@@ -51,5 +51,7 @@ export function proxyEnvironment(): Record<string, string> {
     GIT_SSL_CAINFO: CERTIFICATE_BUNDLE,
     NODE_EXTRA_CA_CERTS: CERTIFICATE_BUNDLE,
     npm_config_cafile: CERTIFICATE_BUNDLE,
+    // npm's cache under HOME would be the session's files when HOME is /home/user (E2B's commands).
+    npm_config_cache: '/tmp/.npm',
   };
 }
