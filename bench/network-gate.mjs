@@ -13,6 +13,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { parseNetworkPolicy, startGate } from '../dist/network/index.js';
+import { measureSandboxPath } from './network-sandbox.mjs';
 import { percentile } from './server.mjs';
 
 const now = () => performance.now();
@@ -139,6 +140,7 @@ export async function runNetworkGateBench({ quick = false } = {}) {
     listen: { path: path.join(directory, 'gate.sock') },
   });
   const times = { direct: [], tcp: [], unix: [] };
+  let sandboxPath;
   try {
     for (let sample = -50; sample < runs; sample++) {
       const kinds = [
@@ -154,6 +156,7 @@ export async function runNetworkGateBench({ quick = false } = {}) {
         if (sample >= 0) times[name].push(now() - started);
       }
     }
+    sandboxPath = await measureSandboxPath({ port, ca, caPath: path.join(directory, 'ca.pem'), quick });
   } finally {
     await tcpGate.close();
     await unixGate.close();
@@ -178,13 +181,39 @@ export async function runNetworkGateBench({ quick = false } = {}) {
     ['', 'through the gate (unix) p95', round(p(times.unix, 0.95)), 'ms', '', null],
   ];
   const summary = (values) => ({ p50: p(values, 0.5), p95: p(values, 0.95), samples: values.length });
+  rows.push(...sandboxPathRows(sandboxPath));
   const result = {
     directMs: summary(times.direct),
     throughGateTcpMs: summary(times.tcp),
     throughGateUnixMs: summary(times.unix),
     addedP50Ms: { tcp: added('tcp'), unix: added('unix') },
+    sandboxPath: sandboxPath.skipped
+      ? { skipped: sandboxPath.skipped }
+      : {
+          hostDirectMs: summary(sandboxPath.direct),
+          hostThroughGateTcpMs: summary(sandboxPath.hostGate),
+          sandboxThroughForwarderAndGateMs: summary(sandboxPath.sandbox),
+          sandboxStraightToGateSocketMs: summary(sandboxPath.sandboxSocket),
+          addedP50Ms: p(sandboxPath.sandbox, 0.5) - p(sandboxPath.direct, 0.5),
+        },
   };
   return { rows, result };
+}
+
+/** The whole path from inside a sandbox (bench/network-sandbox.mjs), against the host's direct request. */
+function sandboxPathRows(measured) {
+  const title = 'network: sandbox → forwarder → gate → server, small HTTPS request (Python client)';
+  if (measured.skipped) return [[title, 'skipped', measured.skipped, '', '', null]];
+  const p = percentile;
+  const added = p(measured.sandbox, 0.5) - p(measured.direct, 0.5);
+  return [
+    [title, 'added over host direct p50', round(added), 'ms', `≤ ${TARGET_ADDED_MS}`, added <= TARGET_ADDED_MS],
+    ['', 'host direct p50', round(p(measured.direct, 0.5)), 'ms', '', null],
+    ['', 'host through the gate (TCP) p50', round(p(measured.hostGate, 0.5)), 'ms', '', null],
+    ['', 'sandbox through forwarder and gate p50', round(p(measured.sandbox, 0.5)), 'ms', '', null],
+    ['', 'sandbox through forwarder and gate p95', round(p(measured.sandbox, 0.95)), 'ms', '', null],
+    ['', "sandbox straight to the gate's socket p50", round(p(measured.sandboxSocket, 0.5)), 'ms', '', null],
+  ];
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -31,7 +31,7 @@ const SKIPPED: Record<string, string> = {
     'needs @langchain/azure-dynamic-sessions, not a dependency; test/server-azure.test.ts speaks its protocol',
   'azure-python': 'needs the Python LangChain packages (no PyPI here); test/server-azure.test.ts speaks their protocol',
   'internet-access-pip':
-    'needs the internet (PyPI); test/network-bubblewrap.test.ts installs a wheel the same way from an index on 127.0.0.1',
+    'needs the internet (PyPI); test/network-tools-bubblewrap.test.ts runs `!pip install` then `import` in one kernel from an index on 127.0.0.1',
 };
 
 /** Blocks run by another test file. */

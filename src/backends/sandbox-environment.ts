@@ -17,6 +17,8 @@ export const DATA_MOUNT = '/mnt/data';
  * E2B finds its files at /home/user, and they are the session's files under both names.
  */
 export const HOME_USER_MOUNT = '/home/user';
+/** Python's user base inside the sandbox (PYTHONUSERBASE): packages installed with pip during a session. */
+export const USER_BASE = '/tmp/.local';
 
 /** The environment inside the sandbox: explicit, nothing inherited from the host. */
 export function sandboxEnvironment(options: {
@@ -37,6 +39,10 @@ export function sandboxEnvironment(options: {
     MPLBACKEND: 'module://matplotlib_inline.backend_inline',
     MPLCONFIGDIR: '/tmp/.config/matplotlib',
     IPYTHONDIR: '/tmp/.ipython',
+    // What `pip install` adds (a user install: the system's packages are read-only) and its cache live in the
+    // sandbox's own /tmp, never under HOME: E2B's commands run with HOME=/home/user, the session's files.
+    PYTHONUSERBASE: USER_BASE,
+    PIP_CACHE_DIR: '/tmp/.cache/pip',
     OPENBLAS_NUM_THREADS: threads,
     OMP_NUM_THREADS: threads,
     MKL_NUM_THREADS: threads,

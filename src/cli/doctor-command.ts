@@ -13,6 +13,7 @@ import { formatUidRange } from '../backends/uid-leases.js';
 import { createSession } from '../session/session.js';
 import { checkEnvironments } from './doctor-environments.js';
 import { checkLanguages } from './doctor-languages.js';
+import { checkAllowHost, checkGateChannel, FORWARDER_PROBE, reportForwarder } from './doctor-network.js';
 import { EXIT_OK, EXIT_SANDBOX_FAILURE } from './exit-codes.js';
 import { dim } from './render.js';
 
@@ -63,6 +64,9 @@ export async function doctorCommand(options: { json?: boolean; backend?: string;
 
   await checkEnvironments(add);
 
+  checkAllowHost(add);
+  await checkGateChannel(add);
+
   const failed = checks.some((check) => check.level === 'fail');
   if (options.json) process.stdout.write(`${JSON.stringify({ ok: !failed, checks }, null, 2)}\n`);
   else
@@ -107,6 +111,7 @@ async function trialSession(backend: SandboxBackend, add: Add, label: string): P
         'import socket\ntry:\n    socket.create_connection(("1.1.1.1", 53), timeout=1); print("reachable")\nexcept OSError as e:\n    print("blocked")',
       );
       add(network.stdout.includes('blocked') ? 'ok' : 'fail', `${label}sandbox network: ${network.stdout.trim()}`);
+      reportForwarder(add, label, (await session.run(FORWARDER_PROBE)).stdout);
       await checkLanguages(session, add, label);
     } finally {
       await session.close();

@@ -756,6 +756,7 @@ def start():
     channel = Channel(proto_out)
     kernel = Kernel(channel, os.fdopen(proto_in_fd, "rb", buffering=1 << 16))
     kernel.capture_descriptors()
+    load_sibling("sandcell_user_site").add_to_path()
     kernel.start_shell()
     for name in OPTIONS.get("preloadModules", []):
         try:

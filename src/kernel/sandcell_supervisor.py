@@ -121,6 +121,10 @@ def main():
 
     sandcell_process.CHILD_LIMITS = child_limits
     start_network_forwarder(options.get("network"))
+    # Before any kernel or command starts: Python adds the user site only if it exists then.
+    import sandcell_user_site
+
+    sandcell_user_site.create()
     # The Python kernel takes far longer to start than anything here: start
     # it first, and load the rest of the supervisor while it boots.
     argv, mode = kernel_table(KERNEL_DIRECTORY, sys.executable or "/usr/bin/python3")["python"]

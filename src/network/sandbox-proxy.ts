@@ -42,7 +42,7 @@ export function proxyEnvironment(): Record<string, string> {
     npm_config_https_proxy: proxy,
     PIP_PROXY: proxy,
     // The system's packages are read-only in the sandbox, so pip cannot break them: this lets a plain
-    // `pip install` fall back to a user install (under HOME, /tmp) instead of refusing (PEP 668).
+    // `pip install` fall back to a user install (PYTHONUSERBASE, in /tmp: see sandbox-environment.ts) instead of refusing (PEP 668).
     PIP_BREAK_SYSTEM_PACKAGES: '1',
     SSL_CERT_FILE: CERTIFICATE_BUNDLE,
     REQUESTS_CA_BUNDLE: CERTIFICATE_BUNDLE,
@@ -51,5 +51,7 @@ export function proxyEnvironment(): Record<string, string> {
     GIT_SSL_CAINFO: CERTIFICATE_BUNDLE,
     NODE_EXTRA_CA_CERTS: CERTIFICATE_BUNDLE,
     npm_config_cafile: CERTIFICATE_BUNDLE,
+    // npm's cache under HOME would be the session's files when HOME is /home/user (E2B's commands).
+    npm_config_cache: '/tmp/.npm',
   };
 }
