@@ -55,6 +55,30 @@ describe('SessionPool behind demand', () => {
     expect(pool.stats().environments.default?.lightStarts).toBe(0);
   });
 
+  it('makes no start for the warm list while callers wait, so their light starts get the machine', async () => {
+    const preloadedWhileWaiting: unknown[] = [];
+    const backend = createScriptedBackend({
+      onStart: async ({ options: start }) => {
+        const waiting = pool?.stats().waiting ?? 0;
+        if (waiting > 0 && (start.kernelOptions.preloadModules as string[]).length > 0)
+          preloadedWhileWaiting.push(waiting);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      },
+    });
+    pool = new SessionPool({
+      size: 2,
+      maxSessions: 20,
+      startConcurrency: 6,
+      sessionOptions: { preloadModules: PRELOAD, backend },
+    });
+    await pool.start();
+    // Two warm, four callers waiting; the refills come due while they wait.
+    await Promise.all(Array.from({ length: 6 }, () => pool?.acquire()));
+    await expect.poll(() => pool?.stats().warm, { timeout: 5_000 }).toBe(2);
+    expect(pool.stats().environments.default?.lightStarts).toBe(4);
+    expect(preloadedWhileWaiting).toEqual([]);
+  });
+
   it('never keeps a session without the preload warm', async () => {
     const { pool, preloadOf } = recordingPool({ size: 3, maxWarm: 3, maxSessions: 20 });
     await pool.start();

@@ -316,6 +316,9 @@ export class SessionPool {
     if (this.startsInFlight >= this.startConcurrency || this.total() >= this.maxSessions) return false;
     // A caller is waiting: only the session cap and the concurrency hold it back.
     if (environment.uncoveredWaiters > 0) return true;
+    // Behind: while callers wait, any start ends in a caller's hands (they take the first to finish), so
+    // none is made for a warm list; the callers' own starts, light, get the CPU.
+    if (this.lightStartsWhenBehind && this.callersWaiting()) return false;
     let held = 0;
     let heldBytes = 0;
     // Starts a caller waits for are the caller's, not the pool's: they count against maxSessions only.
@@ -328,6 +331,11 @@ export class SessionPool {
     // The minimum is what the operator asked for outright; the memory budget bounds what demand adds.
     if (environment.warm.length + environment.unclaimedStarts < environment.minimum) return true;
     return heldBytes + environment.warmSessionBytes <= this.warmMemoryBytes;
+  }
+
+  private callersWaiting(): boolean {
+    for (const environment of this.environments.values()) if (environment.waiters.length > 0) return true;
+    return false;
   }
 
   private startWarm(environment: PoolEnvironment): void {
