@@ -49,7 +49,8 @@ export interface SessionPoolOptions {
    * When a caller finds nothing warm and no start under way is left for it, the session started for
    * it skips `preloadModules` (the environment's own warm imports still run): it is ready in a
    * fraction of the CPU, and the user's first `import pandas` costs what it costs. Starts for the
-   * warm list always preload. The pool falls behind only when the host cannot start sessions as
+   * warm list always preload, and none is made while a caller waits (it would end in a caller's
+   * hands, later). The pool falls behind only when the host cannot start sessions as
    * fast as they arrive, and then a preloaded start is what it cannot afford (docs/architecture.md,
    * Pool). `false`: every start preloads. @default true
    */
