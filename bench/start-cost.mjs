@@ -78,7 +78,10 @@ async function measure(preload) {
     medianNodeCpuSeconds: round(median('nodeCpu')),
     ...(preload
       ? {}
-      : { medianFirstImportMs: Math.round(median('importMs')), medianFirstImportCpuSeconds: round(median('importCpu')) }),
+      : {
+          medianFirstImportMs: Math.round(median('importMs')),
+          medianFirstImportCpuSeconds: round(median('importCpu')),
+        }),
     load: [round(loadBefore, 1), round(os.loadavg()[0], 1)],
   };
 }
