@@ -6,8 +6,9 @@
 // Target (issue 17): p95 ≤ 50 ms at 2 a second on a 2-core machine. The load average at the start is
 // reported beside it: on a shared machine the numbers say as much about the neighbours. No pool
 // keeps up if the machine cannot start 2 sandboxes a second: then every policy builds a backlog.
-// Alone, `--preload none` (or any modules) is passed to both servers: starts without the data modules
-// cost a fraction of the CPU.
+// Alone, `--preload none` (or any modules) and `--preload-when-behind` are passed to both servers:
+// starts without the data modules cost a fraction of the CPU, which is why, by default, a session a
+// caller waits for (nothing warm) starts without them.
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -134,7 +135,11 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const preload = process.argv.indexOf('--preload');
   const { rows, result } = await runArrivalsBench({
     quick: process.argv.includes('--quick'),
-    serverArgs: preload === -1 ? [] : ['--preload', process.argv[preload + 1]],
+    serverArgs: [
+      ...(preload === -1 ? [] : ['--preload', process.argv[preload + 1]]),
+      // The policy before light starts: every session preloads, even one a caller waits for.
+      ...(process.argv.includes('--preload-when-behind') ? ['--preload-when-behind'] : []),
+    ],
   });
   for (const row of rows)
     console.log(

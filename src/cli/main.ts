@@ -181,6 +181,10 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         .option('-t, --timeout <seconds>', 'time limit of an execution that asks for none; default 60')
         .option('--idle-timeout <seconds>', 'close sessions unused this long; default 1200')
         .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')
+        .option(
+          '--preload-when-behind',
+          'preload even sessions started for callers who find nothing warm (by default they skip it: a cheaper start)',
+        )
         .option('--shutdown-grace <seconds>', 'on SIGTERM, how long running executions may finish; default 30')
         .option('--log-level <level>', 'pino log level (env SANDCELL_LOG_LEVEL); default info')
         .addOption(

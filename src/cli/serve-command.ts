@@ -37,6 +37,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   timeout?: string;
   idleTimeout?: string;
   preload?: string;
+  preloadWhenBehind?: boolean;
   shutdownGrace?: string;
   logLevel?: string;
   /** A directory, or false with --no-state-dir. */
@@ -85,6 +86,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     executionTimeoutMs: numberOption('--timeout', options.timeout, 1000),
     idleTimeoutMs: numberOption('--idle-timeout', options.idleTimeout, 1000),
     preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
+    ...(options.preloadWhenBehind ? { preloadWhenBehind: true } : {}),
     ...(options.env ? { sessionOptions: { environmentName: options.env } } : {}),
     shutdownGraceMs: numberOption('--shutdown-grace', options.shutdownGrace, 1000),
     logLevel: options.logLevel,

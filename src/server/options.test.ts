@@ -32,6 +32,12 @@ describe('server options', () => {
     expect(resolveServerOptions({ poolSize: 0 }, {}).poolMax).toBe(0);
     expect(resolveServerOptions({ poolSize: 0, poolMax: 4 }, {}).poolMax).toBe(4);
     expect(resolveServerOptions({}, { SANDCELL_POOL_MAX: '2' }).poolMax).toBe(2);
+    // Callers who find nothing warm get sessions without the preload unless asked otherwise.
+    expect(resolveServerOptions({}, {}).preloadWhenBehind).toBe(false);
+    expect(resolveServerOptions({}, { SANDCELL_PRELOAD_WHEN_BEHIND: '1' }).preloadWhenBehind).toBe(true);
+    expect(
+      resolveServerOptions({ preloadWhenBehind: false }, { SANDCELL_PRELOAD_WHEN_BEHIND: '1' }).preloadWhenBehind,
+    ).toBe(false);
     expect(resolveServerOptions({ poolMax: 20 }, { SANDCELL_POOL_MAX: '2' }).poolMax).toBe(20);
     expect(() => resolveServerOptions({ poolSize: 4, poolMax: 3 }, {})).toThrow(/--pool-max.*at least.*4/);
   });

@@ -110,6 +110,12 @@ export interface ServerOptions {
   executionTimeoutMs?: number;
   /** Modules imported in warm sessions. @default numpy, pandas, matplotlib (env SANDCELL_PRELOAD, comma-separated; "none" for none) */
   preloadModules?: string[];
+  /**
+   * Preload even the sessions started for callers who find nothing warm. By default those skip the
+   * preload (a cheaper start when the pool is behind; SessionPoolOptions.lightStartsWhenBehind).
+   * @default false (env SANDCELL_PRELOAD_WHEN_BEHIND=1 for true)
+   */
+  preloadWhenBehind?: boolean;
   /** On shutdown, how long running executions get to finish before their sandboxes are closed. @default 30_000 */
   shutdownGraceMs?: number;
   /** Where sandboxes run. @default `resolveBackend()`: the backend SANDCELL_BACKEND names, else bubblewrap */
@@ -177,6 +183,7 @@ export interface ResolvedServerOptions {
   idleTimeoutMs: number;
   executionTimeoutMs: number;
   preloadModules: string[];
+  preloadWhenBehind: boolean;
   shutdownGraceMs: number;
   backend?: SandboxBackend;
   sessionOptions: NonNullable<ServerOptions['sessionOptions']>;
@@ -383,6 +390,8 @@ export function resolveServerOptions(
       1,
     ),
     preloadModules: preload?.length === 1 && preload[0] === 'none' ? [] : (preload ?? DEFAULT_PRELOAD_MODULES),
+    preloadWhenBehind:
+      options.preloadWhenBehind ?? ['1', 'true'].includes(environment.SANDCELL_PRELOAD_WHEN_BEHIND ?? ''),
     shutdownGraceMs: count('shutdownGraceMs', options.shutdownGraceMs, DEFAULT_SHUTDOWN_GRACE_MS, 0),
     backend: options.backend,
     sessionOptions: options.sessionOptions ?? {},

@@ -52,6 +52,7 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     maxSessions: options.maxSessions + options.poolMax,
     // The pool closes idle sessions, counting from the hand-out; the registry hears of it (onIdleClose).
     idleTimeoutMs: options.idleTimeoutMs,
+    lightStartsWhenBehind: !options.preloadWhenBehind,
     sessionOptions: {
       // Its clients cannot change a session's limits: errors say the operator sets them.
       limitNames: SERVER_LIMIT_NAMES,

@@ -33,6 +33,8 @@ export class PoolEnvironment {
   coldStartMs = INITIAL_COLD_START_MS;
   warmSessionBytes = INITIAL_WARM_SESSION_BYTES;
   failuresInARow = 0;
+  /** Sessions started without the preload for callers waiting (for stats). */
+  lightStarts = 0;
   retryTimer?: NodeJS.Timeout;
   /** What sizing asked for last (for stats). */
   target = 0;

@@ -45,6 +45,16 @@ export interface SessionPoolOptions {
   startConcurrency?: number;
   /** A handed-out session idle (nothing running, no run, command or file operation since it was handed out) this long is closed. @default 1_200_000 (20 min) */
   idleTimeoutMs?: number;
+  /**
+   * When a caller finds nothing warm and no start under way is left for it, the session started for
+   * it skips `preloadModules` (the environment's own warm imports still run): it is ready in a
+   * fraction of the CPU, and the user's first `import pandas` costs what it costs. Starts for the
+   * warm list always preload, and none is made while a caller waits (it would end in a caller's
+   * hands, later). The pool falls behind only when the host cannot start sessions as
+   * fast as they arrive, and then a preloaded start is what it cannot afford (docs/architecture.md,
+   * Pool). `false`: every start preloads. @default true
+   */
+  lightStartsWhenBehind?: boolean;
   /** Options of every session; `preloadModules` defaults to numpy, pandas and matplotlib. */
   sessionOptions?: SessionOptions;
   /**
@@ -69,8 +79,10 @@ export interface PoolEnvironmentStats {
   target: number;
   /** Recent new sessions per second. */
   ratePerSecond: number;
-  /** Recent cold start, in ms. */
+  /** Recent cold start (with the preload), in ms. */
   coldStartMs: number;
+  /** Sessions started for a waiting caller without the preload (`lightStartsWhenBehind`), since the pool began. */
+  lightStarts: number;
 }
 
 export interface SessionPoolStats {

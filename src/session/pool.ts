@@ -56,6 +56,7 @@ export class SessionPool {
   private readonly warmMemoryBytes: number;
   private readonly startConcurrency: number;
   private readonly idleTimeoutMs: number;
+  private readonly lightStartsWhenBehind: boolean;
   private readonly sessionOptions: SessionOptions;
   private readonly resolveEnvironment: (name: string) => SessionOptions | Promise<SessionOptions>;
   /** The environment `size` is kept warm in, and that a caller naming none gets (a server's `serve --env`). */
@@ -86,6 +87,7 @@ export class SessionPool {
     this.warmMemoryBytes = options.warmMemoryBytes ?? DEFAULT_WARM_MEMORY_BYTES;
     this.startConcurrency = Math.max(1, Math.floor(options.startConcurrency ?? DEFAULT_START_CONCURRENCY));
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    this.lightStartsWhenBehind = options.lightStartsWhenBehind ?? true;
     this.sessionOptions = {
       ...options.sessionOptions,
       preloadModules: options.sessionOptions?.preloadModules ?? DEFAULT_PRELOAD_MODULES,
@@ -174,6 +176,7 @@ export class SessionPool {
         target: environment.target,
         ratePerSecond: environment.arrivals.perSecond(this.now()),
         coldStartMs: environment.coldStartMs,
+        lightStarts: environment.lightStarts,
       };
     }
     return {
@@ -313,6 +316,9 @@ export class SessionPool {
     if (this.startsInFlight >= this.startConcurrency || this.total() >= this.maxSessions) return false;
     // A caller is waiting: only the session cap and the concurrency hold it back.
     if (environment.uncoveredWaiters > 0) return true;
+    // Behind: while callers wait, any start ends in a caller's hands (they take the first to finish), so
+    // none is made for a warm list; the callers' own starts, light, get the CPU.
+    if (this.lightStartsWhenBehind && this.callersWaiting()) return false;
     let held = 0;
     let heldBytes = 0;
     // Starts a caller waits for are the caller's, not the pool's: they count against maxSessions only.
@@ -327,12 +333,20 @@ export class SessionPool {
     return heldBytes + environment.warmSessionBytes <= this.warmMemoryBytes;
   }
 
+  private callersWaiting(): boolean {
+    for (const environment of this.environments.values()) if (environment.waiters.length > 0) return true;
+    return false;
+  }
+
   private startWarm(environment: PoolEnvironment): void {
     // A real duration, not the sizing clock: how long a caller would wait.
     const began = performance.now();
     this.startsInFlight++;
+    // Behind: a caller waits with no start left for it. Its session skips the preload (see lightStartsWhenBehind).
+    const light = this.lightStartsWhenBehind && environment.uncoveredWaiters > 0;
+    if (light) environment.lightStarts++;
     const starting: Promise<Session | undefined> = this.optionsOf(environment.name)
-      .then((options) => Session.create(options))
+      .then((options) => Session.create(light ? { ...options, preloadModules: [] } : options))
       .then(
         async (session) => {
           this.startsInFlight--;
@@ -341,7 +355,8 @@ export class SessionPool {
             await session.close();
             return undefined;
           }
-          environment.recordColdStart(performance.now() - began);
+          // The sizing target is about warm sessions, which preload: a light start would understate it.
+          if (!light) environment.recordColdStart(performance.now() - began);
           this.lastError = undefined;
           environment.failuresInARow = 0;
           const waiter = environment.waiters.shift();
@@ -349,6 +364,11 @@ export class SessionPool {
             // Counted as handed out from now, not when the caller resumes, so the fill below keeps the cap.
             this.leased.add(session);
             waiter.resolve(session);
+          } else if (light) {
+            // Its caller was served by an earlier start: a session without the preload is never warm.
+            await session.close();
+            this.fill();
+            return undefined;
           } else {
             environment.warm.push(session);
             void this.measureFootprint(environment, session);
