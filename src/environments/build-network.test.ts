@@ -3,11 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../errors.js';
+import { parseNetworkPolicy } from '../network/index.js';
 import { aptSourceHosts, deb822Uris, oneLineUris, ruleForUri } from './apt-sources.js';
 import { buildAllowList } from './build-network.js';
 import { parseDescription } from './description.js';
 
 const roots: string[] = [];
+/** A resolver that knows no name: nothing is pinned. */
+const noAnswers = async (): Promise<string[]> => [];
 afterEach(async () => {
   for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
 });
@@ -77,7 +80,7 @@ describe("the build's allow-list", () => {
       python: { packages: ['toolz'], indexUrl: 'https://index.example.com:8443/simple' },
       network: { allow: ['API.example.com', '127.0.0.1/32:8080'] },
     });
-    expect(await buildAllowList(description, root, ['git.example.org'])).toEqual([
+    expect(await buildAllowList(description, root, ['git.example.org'], noAnswers)).toEqual([
       'deb.debian.org',
       'index.example.com:8443',
       'api.example.com',
@@ -89,9 +92,38 @@ describe("the build's allow-list", () => {
   it("adds PyPI's hosts when packages are named without an index, and none for local wheels alone", async () => {
     const root = await rootWithSources({});
     const named = parseDescription({ name: 'named', python: { packages: ['toolz'] } });
-    expect(await buildAllowList(named, root)).toEqual(['pypi.org', 'files.pythonhosted.org']);
+    expect(await buildAllowList(named, root, [], noAnswers)).toEqual(['pypi.org', 'files.pythonhosted.org']);
     const wheels = parseDescription({ name: 'wheels', python: { wheels: ['tiny.whl'] } });
-    expect(await buildAllowList(wheels, root)).toEqual([]);
+    expect(await buildAllowList(wheels, root, [], noAnswers)).toEqual([]);
+  });
+
+  it('pins the non-public addresses the needed names resolve to now, and only those', async () => {
+    const root = await rootWithSources({
+      'sources.list': 'deb http://mirror.lan/debian bookworm main\ndeb http://deb.debian.org/debian bookworm main\n',
+    });
+    const description = parseDescription({
+      name: 'pinned',
+      python: { packages: ['toolz'], indexUrl: 'http://devpi.lan:3141/root/pypi/simple' },
+      network: { allow: ['internal.example.com'] },
+    });
+    const answers: Record<string, string[]> = {
+      'mirror.lan': ['10.1.2.3', 'fd00::5'],
+      'deb.debian.org': ['151.101.2.132'],
+      'devpi.lan': ['192.168.1.9'],
+      'internal.example.com': ['10.9.9.9'],
+    };
+    const allow = await buildAllowList(description, root, [], async (host) => answers[host] ?? []);
+    expect(allow).toEqual([
+      'mirror.lan',
+      'deb.debian.org',
+      'devpi.lan:3141',
+      '10.1.2.3',
+      '[fd00::5]',
+      '192.168.1.9:3141',
+      // The description's own rules mean what a session's do: a private answer needs a CIDR rule it writes.
+      'internal.example.com',
+    ]);
+    expect(() => parseNetworkPolicy(allow ?? [])).not.toThrow();
   });
 
   it("is no network at all for network: 'none', and refuses to widen it", async () => {

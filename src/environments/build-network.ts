@@ -6,11 +6,19 @@
  * when Python packages are named without one), the description's
  * `network.allow`, and `--allow-host`. `network: 'none'` builds offline: no gate.
  *
+ * The hosts the build needs (apt's and the index's) are the operator's own
+ * sources: the runtime was built from the same mirror. A mirror on the LAN or
+ * on this host is common, so when such a name resolves to an address the gate
+ * refuses by default, that address (as resolved now, on that port) is added
+ * as a CIDR rule; a later answer pointing elsewhere is still refused.
+ * The description's and `--allow-host`'s rules mean what they mean for a session.
+ *
  * Every connection and refusal the gate logs is reported as build progress,
  * and the refusals are kept for the error a failed build throws.
  */
+import { lookup } from 'node:dns/promises';
 import { InvalidInputError } from '../errors.js';
-import { createGateHost, type GateLog } from '../network/index.js';
+import { classifyAddress, createGateHost, type GateLog } from '../network/index.js';
 import { resolveNetworkOption } from '../network/network-option.js';
 import { aptSourceHosts, ruleForUri } from './apt-sources.js';
 import { type EnvironmentDescription, installsPythonPackages } from './description.js';
@@ -19,6 +27,23 @@ import { type EnvironmentDescription, installsPythonPackages } from './descripti
 const PYPI_HOSTS = ['pypi.org', 'files.pythonhosted.org'];
 /** Refusals kept for a failed build's message. */
 const MAX_REFUSALS_KEPT = 10;
+/** How long a source's name may take to resolve before the build goes on without pinning it. */
+const RESOLVE_TIMEOUT_MS = 5_000;
+
+/** Every address of a name, or none when it does not resolve (the gate then says so at connect). */
+export type BuildResolver = (host: string) => Promise<string[]>;
+
+const resolveWithSystem: BuildResolver = async (host) => {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<string[]>((resolve) => {
+    timer = setTimeout(() => resolve([]), RESOLVE_TIMEOUT_MS);
+  });
+  const answer = lookup(host, { all: true, verbatim: true }).then(
+    (entries) => entries.map((entry) => entry.address),
+    () => [],
+  );
+  return Promise.race([answer, timeout]).finally(() => clearTimeout(timer));
+};
 
 /**
  * The build's allow-list, or undefined for an offline build (`network: 'none'`). `allowHosts` is
@@ -28,6 +53,7 @@ export async function buildAllowList(
   description: EnvironmentDescription,
   root: string,
   allowHosts: readonly string[] = [],
+  resolve: BuildResolver = resolveWithSystem,
 ): Promise<string[] | undefined> {
   const extra = allowHosts.length > 0 ? (resolveNetworkOption({ allow: [...allowHosts] })?.allow ?? []) : [];
   if (description.network === 'none') {
@@ -41,7 +67,8 @@ export async function buildAllowList(
     }
     return undefined;
   }
-  const rules = [...(await aptSourceHosts(root)), ...pythonIndexHosts(description)];
+  const needed = [...(await aptSourceHosts(root)), ...pythonIndexHosts(description)];
+  const rules = [...needed, ...(await pinnedAddresses(needed, resolve))];
   rules.push(...(description.network?.allow ?? []), ...extra);
   return [...new Set(rules.map((rule) => rule.toLowerCase()))];
 }
@@ -56,6 +83,22 @@ function pythonIndexHosts(description: EnvironmentDescription): string[] {
   return installsPythonPackages(description) && (python.packages.length > 0 || python.requirements !== undefined)
     ? PYPI_HOSTS
     : [];
+}
+
+/** CIDR rules for the addresses of the needed names that the gate would otherwise refuse. */
+async function pinnedAddresses(rules: readonly string[], resolve: BuildResolver): Promise<string[]> {
+  const pinned: string[] = [];
+  for (const rule of rules) {
+    const match = /^([a-z0-9.-]+)(?::(\d+))?$/.exec(rule);
+    // Addresses and bracketed IPv6 are CIDR rules already.
+    if (!match?.[1] || /^[0-9.]+$/.test(match[1])) continue;
+    for (const address of await resolve(match[1])) {
+      if (classifyAddress(address) === undefined) continue;
+      const host = address.includes(':') ? `[${address}]` : address;
+      pinned.push(match[2] ? `${host}:${match[2]}` : host);
+    }
+  }
+  return pinned;
 }
 
 export interface BuildGate {
