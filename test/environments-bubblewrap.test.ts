@@ -61,11 +61,16 @@ print(os.environ.get('TINYTEST_MODE'))`;
 
 describeWhenAvailable('a custom environment on bubblewrap', 'bubblewrap-rootfs', reason, () => {
   let built: EnvironmentBuildResult;
+  const progress: string[] = [];
   const previousStore = process.env.SANDCELL_ENVIRONMENT_DIR;
 
   beforeAll(async () => {
     process.env.SANDCELL_ENVIRONMENT_DIR = store;
-    built = await buildEnvironment({ file: descriptionFile, backend: 'bubblewrap' });
+    built = await buildEnvironment({
+      file: descriptionFile,
+      backend: 'bubblewrap',
+      onProgress: (entry) => progress.push(entry.stage),
+    });
   }, BUILD_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -76,6 +81,10 @@ describeWhenAvailable('a custom environment on bubblewrap', 'bubblewrap-rootfs',
 
   it('builds the description into a root filesystem named by its content', () => {
     expect(built).toMatchObject({ name: 'tinytest', hash, backend: 'bubblewrap', backendRef: rootfs, reused: false });
+  });
+
+  it("reaches the apt archive through the build's network gate", () => {
+    expect(progress).toContainEqual(expect.stringMatching(/^network gate: request to deb\.debian\.org:80 /));
   });
 
   it('a session in it has the Debian package, the wheel (imported warm), the file and the variable', async () => {

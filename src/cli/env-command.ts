@@ -11,12 +11,15 @@ import { defaultEnvironmentStore, listEnvironments, removeEnvironmentFromStore }
 import type { EnvironmentBackendName } from '../environments/types.js';
 import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { progressReporter } from './image-command.js';
+import { allowedHosts } from './network-options.js';
 import { dim } from './render.js';
 
 export interface EnvBuildOptions {
   backend?: string;
   force?: boolean;
   mirror?: string;
+  /** `--allow-host`: more hosts the build may reach. */
+  allowHost?: string[];
   json?: boolean;
 }
 
@@ -30,6 +33,7 @@ function backendOf(value: string | undefined): EnvironmentBackendName {
 
 export async function envBuildCommand(file: string, options: EnvBuildOptions): Promise<number> {
   const backend = backendOf(options.backend);
+  const allowHosts = allowedHosts('--allow-host', options.allowHost);
   const progress = progressReporter(options.json === true, { title: 'building the environment', prefix: 'env' });
   const started = Date.now();
   let result: Awaited<ReturnType<typeof buildEnvironment>>;
@@ -39,6 +43,7 @@ export async function envBuildCommand(file: string, options: EnvBuildOptions): P
       backend,
       force: options.force,
       mirror: options.mirror,
+      ...(allowHosts ? { allowHosts } : {}),
       docker: backend === 'docker' ? await connectDocker() : undefined,
       onProgress: progress.report,
     });

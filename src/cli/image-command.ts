@@ -78,8 +78,10 @@ export function progressReporter(
     let routeShown = false;
     return {
       report: (progress) => {
-        if (progress.stage.startsWith('route: ') && !routeShown) {
-          routeShown = true;
+        // The route once, and every line of an environment build's network gate: what the build reached stays on screen.
+        const keep = progress.stage.startsWith('network gate') || (progress.stage.startsWith('route: ') && !routeShown);
+        if (keep) {
+          routeShown ||= progress.stage.startsWith('route: ');
           process.stderr.write(`\r\x1b[2K${progress.stage}${progress.detail ? ` — ${progress.detail}` : ''}\n`);
         }
         status.update(`${progress.stage}${progress.detail ? dim(` ${progress.detail}`, process.stderr) : ''}`);

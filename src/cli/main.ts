@@ -268,6 +268,11 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     )
     .option('--mirror <url>', 'Debian mirror, if the runtime has to be built first (env SANDCELL_DEBIAN_MIRROR)')
     .option('--force', 'rebuild even when this content is already built')
+    .option(
+      '--allow-host <host>',
+      "a host the build may reach beyond its apt sources, its Python index and the description's network.allow (repeatable)",
+      collectHosts,
+    )
     .option('--json', 'print the result as JSON')
     .action(async (file: string, options) => {
       const { envBuildCommand } = await import('./env-command.js');

@@ -1,9 +1,10 @@
 /**
  * Builds an environment's root filesystem: a copy of the runtime's, with the
- * layer script run in it as root through bwrap (its own PID, IPC and UTS
- * namespaces; the host's network, for apt and pip at build time only). All
- * of it happens under a temporary name that is renamed into place at the
- * end, or removed on failure, so a failed build leaves nothing behind.
+ * layer script run in it as root through bwrap (its own PID, IPC, UTS and
+ * network namespaces; its one way out a gate on the host with the build's
+ * allow-list, see build-network.ts). All of it happens under a temporary name
+ * that is renamed into place at the end, or removed on failure, so a failed
+ * build leaves nothing behind.
  */
 import { copyFile, lstat, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -11,9 +12,18 @@ import { isRoot, which } from '../backends/bubblewrap/host-setup.js';
 import { BackendUnavailableError, ImageBuildError } from '../errors.js';
 import { type BuildProgress, buildRuntimeRootfs, runProcess } from '../image/rootfs.js';
 import { isProcessAlive } from '../internal/process-alive.js';
+import { kernelDirectory } from '../kernel/index.js';
+import { type BuildGate, buildAllowList, openBuildGate } from './build-network.js';
 import type { LoadedDescription } from './description.js';
 import type { EnvironmentInputs } from './inputs.js';
-import { INPUTS_DIRECTORY, layerScript, STAGING_DIRECTORY } from './layer-script.js';
+import {
+  BUILD_FORWARDER_MODULE,
+  BUILD_GATE_SOCKET,
+  BUILD_NETWORK_DIRECTORY,
+  INPUTS_DIRECTORY,
+  layerScript,
+  STAGING_DIRECTORY,
+} from './layer-script.js';
 
 /** Marker inside a finished environment root filesystem: `<name> <hash>`. */
 export const ENVIRONMENT_MARKER_FILE = 'etc/sandcell-environment';
@@ -27,9 +37,26 @@ export interface RootfsLayerOptions {
   /** The directory the finished root filesystem is renamed to. */
   target: string;
   mirror?: string;
+  /** `--allow-host`: hosts the build may reach beyond its defaults and the description's `network.allow`. */
+  allowHosts?: readonly string[];
   onProgress?: (progress: BuildProgress) => void;
   signal?: AbortSignal;
 }
+
+/**
+ * Capabilities the layer's root does not need to install packages, dropped so that the network
+ * namespace and the gate stay its only way out (no new interfaces, raw sockets, mounts or modules).
+ */
+const DROPPED_CAPABILITIES = [
+  'CAP_NET_ADMIN',
+  'CAP_NET_RAW',
+  'CAP_SYS_ADMIN',
+  'CAP_SYS_MODULE',
+  'CAP_SYS_PTRACE',
+  'CAP_SYS_RAWIO',
+  'CAP_SYS_BOOT',
+  'CAP_BPF',
+];
 
 /** Builds into `<target>.partial-<pid>` and renames it to `target`; returns the size in bytes. */
 export async function buildEnvironmentRootfs(options: RootfsLayerOptions): Promise<void> {
@@ -48,13 +75,25 @@ export async function buildEnvironmentRootfs(options: RootfsLayerOptions): Promi
   });
   await sweepAbandonedPartials(path.dirname(options.target));
   const partial = `${options.target}.partial-${process.pid}`;
+  let gate: BuildGate | undefined;
   await rm(partial, { recursive: true, force: true });
   await mkdir(path.dirname(options.target), { recursive: true, mode: 0o755 });
   try {
     report({ stage: 'copying the runtime root filesystem', detail: runtime.directory });
     await runProcess('cp', ['-a', '--reflink=auto', runtime.directory, partial], options.signal, {}, () => undefined);
-    await stageInputs(partial, options);
-    await runLayer(bwrap, partial, options);
+    const allow = await buildAllowList(options.loaded.description, partial, options.allowHosts);
+    await stageInputs(partial, options, allow !== undefined);
+    if (allow === undefined) {
+      report({ stage: 'building offline', detail: "the description says network: 'none'" });
+    } else {
+      report({ stage: 'network gate', detail: `the build may reach ${allow.join(', ') || 'nothing'}` });
+      gate = await openBuildGate({
+        buildId: `build-${options.loaded.description.name}-${options.hash}`,
+        allow,
+        report: (line) => report({ stage: line }),
+      });
+    }
+    await runLayer(bwrap, partial, options, gate);
     await rm(path.join(partial, STAGING_DIRECTORY.slice(1)), { recursive: true, force: true });
     // The layer ran as root in there: whatever is at the marker's path (a link out of the tree) goes, and the file is made anew.
     const marker = path.join(partial, ENVIRONMENT_MARKER_FILE);
@@ -65,11 +104,13 @@ export async function buildEnvironmentRootfs(options: RootfsLayerOptions): Promi
   } catch (error) {
     await rm(partial, { recursive: true, force: true }).catch(() => undefined);
     throw error;
+  } finally {
+    await gate?.close();
   }
 }
 
 /** Copies the description's files and the layer script under the staging directory of the copy. */
-async function stageInputs(root: string, options: RootfsLayerOptions): Promise<void> {
+async function stageInputs(root: string, options: RootfsLayerOptions, gate: boolean): Promise<void> {
   const staging = path.join(root, STAGING_DIRECTORY.slice(1));
   // The copy's /var/tmp comes from the runtime; a link there would send the files elsewhere on the host.
   const parent = await lstat(path.dirname(staging));
@@ -84,11 +125,29 @@ async function stageInputs(root: string, options: RootfsLayerOptions): Promise<v
     await mkdir(path.dirname(target), { recursive: true, mode: 0o755 });
     await copyFile(file.source, target);
   }
-  await writeFile(path.join(staging, 'layer.sh'), layerScript(options.loaded.description), { mode: 0o700 });
+  await writeFile(path.join(staging, 'layer.sh'), layerScript(options.loaded.description, { gate }), {
+    mode: 0o700,
+  });
   options.onProgress?.({ stage: "staged the description's files", detail: `${options.inputs.files.length} files` });
 }
 
-async function runLayer(bwrap: string, root: string, options: RootfsLayerOptions): Promise<void> {
+async function runLayer(
+  bwrap: string,
+  root: string,
+  options: RootfsLayerOptions,
+  gate: BuildGate | undefined,
+): Promise<void> {
+  const forwarder = path.join(kernelDirectory, `${BUILD_FORWARDER_MODULE}.py`);
+  const network = gate
+    ? [
+        '--ro-bind',
+        forwarder,
+        `${BUILD_NETWORK_DIRECTORY}/${BUILD_FORWARDER_MODULE}.py`,
+        '--bind',
+        gate.socketPath,
+        BUILD_GATE_SOCKET,
+      ]
+    : [];
   const args = [
     '--bind',
     root,
@@ -99,9 +158,14 @@ async function runLayer(bwrap: string, root: string, options: RootfsLayerOptions
     '/dev',
     '--tmpfs',
     '/tmp',
-    '--ro-bind',
-    '/etc/resolv.conf',
-    '/etc/resolv.conf',
+    // Nothing under /run stays in the environment; the gate's socket and the forwarder go there.
+    '--tmpfs',
+    '/run',
+    '--dir',
+    BUILD_NETWORK_DIRECTORY,
+    ...network,
+    '--unshare-net',
+    ...DROPPED_CAPABILITIES.flatMap((capability) => ['--cap-drop', capability]),
     '--unshare-pid',
     '--unshare-ipc',
     '--unshare-uts',
@@ -130,11 +194,11 @@ async function runLayer(bwrap: string, root: string, options: RootfsLayerOptions
     if (tail.length > TAIL_LINES) tail.shift();
     options.onProgress?.({ stage, detail: line.slice(0, 200) });
   }).catch((error: unknown) => {
+    const refusals = gate?.refusals() ?? [];
+    const refused = refusals.length > 0 ? `\nThe build's network gate refused:\n  ${refusals.join('\n  ')}` : '';
     throw new ImageBuildError(
-      `The environment build failed while ${stage}: ${(error as Error).message}\n${tail.join('\n')}`,
-      {
-        cause: error,
-      },
+      `The environment build failed while ${stage}: ${(error as Error).message}\n${tail.join('\n')}${refused}`,
+      { cause: error },
     );
   });
 }

@@ -40,6 +40,12 @@ export interface EnvironmentBuildOptions {
   force?: boolean;
   /** Debian mirror for the runtime, when it has to be built first. */
   mirror?: string;
+  /**
+   * Hosts the build may reach beyond its defaults and the description's `network.allow`
+   * (`--allow-host`). Not part of the content hash: it says where the build may fetch from, as
+   * `mirror` does, not what is built (a build it was missing for fails, leaving nothing).
+   */
+  allowHosts?: readonly string[];
   storeDirectory?: string;
   onProgress?: (progress: BuildProgress) => void;
   signal?: AbortSignal;
@@ -124,6 +130,7 @@ async function buildLocked(
         hash,
         target: rootfs,
         mirror: options.mirror,
+        ...(options.allowHosts ? { allowHosts: options.allowHosts } : {}),
         onProgress: options.onProgress,
         signal: options.signal,
       });

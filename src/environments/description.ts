@@ -8,6 +8,7 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
+import { MAX_ALLOW_RULES, resolveNetworkOption } from '../network/network-option.js';
 import { ENVIRONMENT_NAME_PATTERN } from './types.js';
 
 /** Largest description file read. */
@@ -74,6 +75,26 @@ const schema = z
       .max(MAX_LIST)
       .default([]),
     setup: z.array(z.string().min(1).max(8192)).max(100).default([]),
+    /**
+     * What the build may reach beyond what it needs (its apt sources, its Python index): a session's
+     * `network` option, checked the same way; `'none'` builds offline. Not the sessions' network.
+     */
+    network: z
+      .union([
+        z.literal('none'),
+        z
+          .object({ allow: z.array(z.string().max(300)).min(1).max(MAX_ALLOW_RULES) })
+          .strict()
+          .transform((value, context) => {
+            try {
+              return { allow: resolveNetworkOption(value)?.allow ?? [] };
+            } catch (error) {
+              context.addIssue({ code: 'custom', message: (error as Error).message });
+              return z.NEVER;
+            }
+          }),
+      ])
+      .optional(),
     warmImports: z.array(z.string().regex(MODULE_NAME, 'a Python module name')).max(100).default([]),
     env: z
       .record(

@@ -9,7 +9,7 @@ describe('the layer script', () => {
     expect(execFileSync('sh', ['-c', `printf %s ${shellQuote(hostile)}`], { encoding: 'utf8' })).toBe(hostile);
   });
 
-  it('installs Debian packages, then files, then Python packages with pip (added for them), then setup', () => {
+  it('installs Debian packages, then files, then Python packages with pip (fetched only if missing), then setup', () => {
     const script = layerScript(
       parseDescription({
         name: 'ml',
@@ -18,10 +18,13 @@ describe('the layer script', () => {
         files: [{ source: 'data', target: '/usr/share/ml-data' }],
         setup: ['python3 -c "print(1)"'],
       }),
+      { gate: true },
     );
     const order = [
+      'sandcell-step: starting the network forwarder',
       'apt-get',
-      "'python3-toolz' 'python3-pip'",
+      "'python3-toolz'",
+      'python3 -m pip --version',
       "cp -R --no-preserve=ownership '/var/tmp/sandcell-environment/inputs/data/.' '/usr/share/ml-data'",
       'python3 -m pip install',
       'sh -c \'python3 -c "print(1)"\'',
@@ -35,8 +38,34 @@ describe('the layer script', () => {
     expect(() => execFileSync('sh', ['-n'], { input: script })).not.toThrow();
   });
 
+  it('points apt, pip and the setup commands at the forwarder, with no NO_PROXY to slip past it', () => {
+    const description = parseDescription({
+      name: 'web',
+      debianPackages: ['python3-toolz'],
+      python: { packages: ['toolz'] },
+      setup: ['curl -fsS http://127.0.0.1:8080/ -o /usr/share/web.txt'],
+    });
+    const script = layerScript(description, { gate: true });
+    expect(script).toContain(
+      '-o Acquire::http::Proxy=http://127.0.0.1:3128 -o Acquire::https::Proxy=http://127.0.0.1:3128',
+    );
+    expect(script).toContain("export HTTPS_PROXY='http://127.0.0.1:3128'");
+    expect(script).toContain("export PIP_PROXY='http://127.0.0.1:3128'");
+    expect(script).not.toMatch(/no_proxy/i);
+    expect(script).not.toContain('--no-index');
+    expect(() => execFileSync('sh', ['-n'], { input: script })).not.toThrow();
+  });
+
+  it('offline, starts no forwarder and lets pip read local files only', () => {
+    const description = parseDescription({ name: 'offline', network: 'none', python: { wheels: ['tiny.whl'] } });
+    const script = layerScript(description, { gate: false });
+    expect(script).not.toContain('forwarder');
+    expect(script).not.toContain('PROXY');
+    expect(script).toContain('--no-index');
+  });
+
   it('runs no package manager for a layer of files and variables only', () => {
-    const script = layerScript(parseDescription({ name: 'plain', env: { A: '1' } }));
+    const script = layerScript(parseDescription({ name: 'plain', env: { A: '1' } }), { gate: true });
     expect(script).not.toContain('apt-get');
     expect(script).not.toContain('pip');
   });

@@ -1,6 +1,9 @@
 /**
  * The layer as one shell script, run as root inside a copy of the runtime
- * root filesystem (with the network, at build time only): Debian packages,
+ * root filesystem, in a network namespace of its own. With network, the
+ * script first starts the forwarder (the sessions' own, bound in beside the
+ * gate's socket) on 127.0.0.1:PROXY_PORT and points apt, pip, curl and git at
+ * it; offline, pip reads local files only. Then: Debian packages,
  * then copied files, then Python packages, then the setup commands, then the
  * package caches removed. Inputs are staged beside it under INPUTS_DIRECTORY
  * by their names in the description, which is also the setup commands'
@@ -8,11 +11,24 @@
  */
 import path from 'node:path';
 import { ACCOUNT_FILE_LINKS } from '../image/recipe.js';
+import { PROXY_PORT, proxyEnvironment } from '../network/sandbox-proxy.js';
 import { type EnvironmentDescription, installsPythonPackages } from './description.js';
 
 /** Where the build stages the description's files inside the root filesystem; removed after. */
 export const STAGING_DIRECTORY = '/var/tmp/sandcell-environment';
 export const INPUTS_DIRECTORY = `${STAGING_DIRECTORY}/inputs`;
+/** A tmpfs in the build sandbox holding the gate's socket and the forwarder (nothing of it stays in the environment). */
+export const BUILD_NETWORK_DIRECTORY = '/run/sandcell';
+export const BUILD_GATE_SOCKET = `${BUILD_NETWORK_DIRECTORY}/gate.sock`;
+export const BUILD_FORWARDER_MODULE = 'sandcell_network_forwarder';
+const FORWARDER_READY = `${BUILD_NETWORK_DIRECTORY}/forwarder-ready`;
+/** Tenths of a second the script waits for the forwarder to listen. */
+const FORWARDER_WAIT_TENTHS = 300;
+
+export interface LayerNetwork {
+  /** The build reaches its gate through the forwarder; false builds offline. */
+  gate: boolean;
+}
 
 /** Single-quotes a word for sh. */
 export function shellQuote(word: string): string {
@@ -26,17 +42,54 @@ const BUILD_ACCOUNTS = [
   `printf '%s\\n' 'root:x:0:' 'nogroup:x:65534:' > /tmp/.sandcell/group`,
 ];
 
-export function layerScript(description: EnvironmentDescription): string {
+/** Starts the forwarder in the background, waits until it listens, and exports the proxy variables. */
+function forwarderLines(): string[] {
+  const program = [
+    'import sys, threading',
+    `sys.path.insert(0, ${JSON.stringify(BUILD_NETWORK_DIRECTORY)})`,
+    `import ${BUILD_FORWARDER_MODULE} as forwarder`,
+    'forwarder.start(sys.argv[1], int(sys.argv[2]))',
+    'open(sys.argv[3], "w").close()',
+    'threading.Event().wait()',
+  ].join('; ');
+  // The build's own loopback has nothing else on it, so no NO_PROXY: 127.0.0.1 URLs go to the gate too.
+  const variables = Object.entries(proxyEnvironment()).filter(
+    ([name]) => /proxy/i.test(name) && !/^no_proxy$/i.test(name),
+  );
+  return [
+    'echo "sandcell-step: starting the network forwarder"',
+    `python3 -B -c ${shellQuote(program)} ${shellQuote(BUILD_GATE_SOCKET)} ${PROXY_PORT} ${shellQuote(FORWARDER_READY)} &`,
+    'sandcell_forwarder=$!',
+    `trap 'kill "$sandcell_forwarder" 2>/dev/null || true' EXIT`,
+    'sandcell_waited=0',
+    `while [ ! -e ${shellQuote(FORWARDER_READY)} ]; do`,
+    `  if [ "$sandcell_waited" -ge ${FORWARDER_WAIT_TENTHS} ] || ! kill -0 "$sandcell_forwarder" 2>/dev/null; then echo "sandcell: the build's network forwarder did not start" >&2; exit 1; fi`,
+    '  sandcell_waited=$((sandcell_waited + 1)); sleep 0.1',
+    'done',
+    ...variables.map(([name, value]) => `export ${name}=${shellQuote(value)}`),
+  ];
+}
+
+export function layerScript(description: EnvironmentDescription, network: LayerNetwork): string {
   const lines = ['set -eu', 'export DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8', ...BUILD_ACCOUNTS];
+  if (network.gate) lines.push(...forwarderLines());
   const python = description.python;
-  const debianPackages = [...description.debianPackages];
-  if (installsPythonPackages(description)) debianPackages.push('python3-pip');
-  if (debianPackages.length > 0) {
-    const apt = 'apt-get -o APT::Sandbox::User=root -o Dpkg::Use-Pty=0 -q';
+  const proxy = `http://127.0.0.1:${PROXY_PORT}`;
+  const apt = [
+    'apt-get -o APT::Sandbox::User=root -o Dpkg::Use-Pty=0 -q',
+    ...(network.gate ? [`-o Acquire::http::Proxy=${proxy} -o Acquire::https::Proxy=${proxy}`] : []),
+  ].join(' ');
+  if (description.debianPackages.length > 0) {
     lines.push(
       'echo "sandcell-step: installing Debian packages"',
       `${apt} update`,
-      `${apt} install -y --no-install-recommends ${debianPackages.map(shellQuote).join(' ')}`,
+      `${apt} install -y --no-install-recommends ${description.debianPackages.map(shellQuote).join(' ')}`,
+    );
+  }
+  if (installsPythonPackages(description)) {
+    // The runtime has pip; a description's packages may have replaced it, and an offline build cannot fetch it.
+    lines.push(
+      `if ! python3 -m pip --version >/dev/null 2>&1; then echo "sandcell-step: installing pip"; ${apt} update; ${apt} install -y --no-install-recommends python3-pip; fi`,
     );
   }
   for (const file of description.files) {
@@ -55,6 +108,7 @@ export function layerScript(description: EnvironmentDescription): string {
       'DEB_PYTHON_INSTALL_LAYOUT=deb_system python3 -m pip install',
       '--break-system-packages --no-cache-dir --root-user-action=ignore --disable-pip-version-check --no-warn-script-location',
       `--find-links ${shellQuote(INPUTS_DIRECTORY)}`,
+      ...(network.gate ? [] : ['--no-index']),
       ...(python.indexUrl ? ['--index-url', shellQuote(python.indexUrl)] : []),
       ...(python.requirements ? ['-r', shellQuote(`${INPUTS_DIRECTORY}/${python.requirements}`)] : []),
       ...python.wheels.map((wheel) => shellQuote(`${INPUTS_DIRECTORY}/${path.posix.normalize(wheel)}`)),
