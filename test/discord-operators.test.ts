@@ -84,3 +84,92 @@ describe('sandcell discord --allow-role --questions-per-minute --idle-timeout', 
     CONVERSATION_MS,
   );
 });
+
+describe('sandcell discord --approve --approver-role --approval-timeout', () => {
+  let discord: FakeDiscord;
+  let provider: FakeProvider;
+  let bot: RunningBot;
+  const run = (code: string) => ({ name: 'execute_python_code', arguments: { code } });
+
+  beforeAll(async () => {
+    discord = await startFakeDiscord({ interactionDeadlineMs: 15_000 });
+    provider = await startFakeOpenAI([]);
+    bot = await startSandcellDiscord(discord, provider, [
+      '--approve',
+      '--approver-role',
+      discord.roles.operators.name,
+      '--approval-timeout',
+      '2',
+    ]);
+  }, CONVERSATION_MS);
+
+  afterAll(async () => {
+    await bot?.stop();
+    await provider?.close();
+    await discord?.close();
+  }, CONVERSATION_MS);
+
+  const promptIn = (channelIds: string[], after = 0) =>
+    discord.waitFor(
+      () =>
+        channelIds
+          .flatMap((id) => discord.messagesIn(id))
+          .filter((message) => JSON.stringify(message.components).includes('"sandcell-run:'))
+          .at(after),
+      { timeoutMs: CONVERSATION_MS },
+    );
+
+  it(
+    'lets a member with the approver role press Run on code someone else asked for',
+    async () => {
+      provider.enqueue({ toolCalls: [run('print("approved", 2 + 3)')] }, { text: 'Five.' });
+      const question = discord.userSays({
+        author: discord.users.alice,
+        channelId: discord.channel.id,
+        content: 'Add 2 and 3 in Python.',
+        mentionBot: true,
+      });
+      const prompt = await promptIn([discord.channel.id, question.id]);
+      const runId = /"(sandcell-run:[^"]+)"/.exec(JSON.stringify(prompt.components))![1]!;
+      const accepted = await discord.clickButton({ user: discord.users.carol, message: prompt, customId: runId });
+      expect([5, 6, 7]).toContain(accepted.type);
+      await discord.waitFor(() => readableText(discord.messagesIn(prompt.channelId)).includes('Five.'), {
+        timeoutMs: CONVERSATION_MS,
+      });
+      expect(provider.requests.some((request) => request.raw.includes('approved 5'))).toBe(true);
+    },
+    CONVERSATION_MS,
+  );
+
+  it(
+    'skips code nobody approves in time, and the model is told',
+    async () => {
+      const before = provider.requests.length;
+      provider.enqueue({ toolCalls: [run('print("never", 6 * 7)')] }, { text: 'Nobody let me run it.' });
+      const question = discord.userSays({
+        author: discord.users.alice,
+        channelId: discord.channel.id,
+        content: 'Multiply 6 and 7 in Python.',
+        mentionBot: true,
+      });
+      await discord.waitFor(() => readableText(discord.messagesIn(question.id)).includes('Nobody let me run it.'), {
+        timeoutMs: CONVERSATION_MS,
+      });
+      // The prompt says it was skipped, and its buttons are gone.
+      const prompt = await discord.waitFor(
+        () =>
+          discord
+            .messagesIn(question.id)
+            .find(
+              (message) => message.content.includes('Skipped: no answer in time') && message.components.length === 0,
+            ),
+        { timeoutMs: CONVERSATION_MS },
+      );
+      expect(prompt.versions.some((version) => JSON.stringify(version).includes('sandcell-run:'))).toBe(true);
+      const after = provider.requests.slice(before);
+      expect(after.some((request) => request.raw.includes('never 42'))).toBe(false);
+      expect(after.some((request) => /declined|not run|skipped/i.test(request.raw))).toBe(true);
+    },
+    CONVERSATION_MS,
+  );
+});
