@@ -83,6 +83,25 @@ describe('fake Discord with the real discord.js client', () => {
     await expect(client.login('not-the-token')).rejects.toThrow(/invalid token/i);
   });
 
+  it('closes the gateway on privileged intents the portal has not switched on, as Discord does', async () => {
+    const discord = await fakeDiscord();
+    const client = new Client({
+      intents: [...ALL_NEEDED_INTENTS, GatewayIntentBits.GuildMembers],
+      rest: { api: discord.apiUrl },
+    });
+    cleanups.push(() => client.destroy());
+    await expect(client.login(discord.token)).rejects.toThrow(/disallowed intents/i);
+  });
+
+  it("answers an unknown route with Discord's 404 body and records it for the test", async () => {
+    const discord = await fakeDiscord({ log: () => {} });
+    const client = await loggedInClient(discord);
+    await expect(client.rest.get('/guilds/1/audit-logs')).rejects.toSatisfy(
+      (error) => error instanceof DiscordAPIError && error.status === 404 && error.code === 0,
+    );
+    expect(discord.unknownRequests).toEqual(['GET /api/v10/guilds/1/audit-logs']);
+  });
+
   it('delivers a message with its attachment, takes a reply with a file, an edit and a thread', async () => {
     const discord = await fakeDiscord();
     const client = await loggedInClient(discord);
