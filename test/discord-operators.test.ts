@@ -4,9 +4,12 @@
  * told once when to ask again, and an idle conversation's sandbox closes with
  * a note in its thread. The built CLI against the fake Discord, bubblewrap.
  */
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeDiscord, startFakeDiscord } from './support/fake-discord/index.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
+import { startProcessGroup } from './support/process.js';
+import { root } from './support/readme.js';
 import { type RunningBot, readableText, startSandcellDiscord } from './support/sandcell-discord.js';
 
 const CONVERSATION_MS = 180_000;
@@ -169,6 +172,45 @@ describe('sandcell discord --approve --approver-role --approval-timeout', () => 
       const after = provider.requests.slice(before);
       expect(after.some((request) => request.raw.includes('never 42'))).toBe(false);
       expect(after.some((request) => /declined|not run|skipped/i.test(request.raw))).toBe(true);
+    },
+    CONVERSATION_MS,
+  );
+});
+
+describe('sandcell discord login failures', () => {
+  async function runBot(discord: FakeDiscord, token: string) {
+    const bot = startProcessGroup(
+      process.execPath,
+      [
+        path.join(root, 'bin', 'sandcell.js'),
+        'discord',
+        '--base-url',
+        'http://127.0.0.1:9/v1',
+        '--model',
+        'local-model',
+      ],
+      { env: { DISCORD_BOT_TOKEN: token, DISCORD_API_URL: discord.apiUrl, OPENAI_API_KEY: 'test-key' } },
+    );
+    const exited = await bot.exited;
+    return { ...exited, output: `${bot.output.stdout}${bot.output.stderr}` };
+  }
+
+  it(
+    'says what to fix when Discord refuses the token or the Message Content intent, and exits 2',
+    async () => {
+      const discord = await startFakeDiscord({ allowedPrivilegedIntents: 0 });
+      try {
+        const refusedToken = await runBot(discord, 'not-the-token');
+        expect(refusedToken.code, refusedToken.output).toBe(2);
+        expect(refusedToken.output).toContain('Discord refused the token in DISCORD_BOT_TOKEN');
+        expect(refusedToken.output).not.toContain('not-the-token');
+        const refusedIntent = await runBot(discord, discord.token);
+        expect(refusedIntent.code, refusedIntent.output).toBe(2);
+        expect(refusedIntent.output).toContain('Message Content');
+        expect(refusedIntent.output).not.toContain(discord.token);
+      } finally {
+        await discord.close();
+      }
     },
     CONVERSATION_MS,
   );
