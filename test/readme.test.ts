@@ -52,6 +52,9 @@ const RUN_ELSEWHERE: Record<string, string> = {
   'e2b-sdk': 'test/readme-e2b.test.ts',
   'jupyter-gateway': 'test/jupyter-gateway-notebook.test.ts',
   'internet-access': 'test/readme-internet.test.ts',
+  'discord-invite': 'test/readme-discord.test.ts',
+  'discord-run': 'test/readme-discord.test.ts',
+  'discord-transcript': 'test/readme-discord.test.ts',
 };
 
 const blocks = readmeBlocks();

@@ -18,11 +18,11 @@ function parsedOptions(argv: string[]): Record<string, unknown> {
 }
 
 describe('--allow-host', () => {
-  it('is on run, repl, exec, chat and ask, repeatable or comma-separated, and makes the allow-list', () => {
-    for (const command of ['run', 'repl', 'exec', 'chat', 'ask']) {
+  it('is on run, repl, exec, chat, ask and discord, repeatable or comma-separated, and makes the allow-list', () => {
+    for (const command of ['run', 'repl', 'exec', 'chat', 'ask', 'discord']) {
       const extra = command === 'exec' ? ['--', 'true'] : command === 'ask' ? ['a question'] : ['-'];
       const argv = [command, '--allow-host', 'pypi.org,files.pythonhosted.org', '--allow-host', 'Example.com'];
-      const options = parsedOptions(command === 'repl' || command === 'chat' ? argv : [...argv, ...extra]);
+      const options = parsedOptions(['repl', 'chat', 'discord'].includes(command) ? argv : [...argv, ...extra]);
       expect(networkSessionOptions(options), command).toEqual({
         network: { allow: ['pypi.org', 'files.pythonhosted.org', 'example.com'] },
       });

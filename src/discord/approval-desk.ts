@@ -53,9 +53,10 @@ export class ApprovalDesk {
     );
     const decision = new Promise<ApprovalDecision>((resolve) => {
       const timer = setTimeout(() => {
-        this.settle(id, { action: 'skip', reason: 'no one approved it in time' });
-        const message = this.pending.get(id)?.message;
-        void message?.edit({ content: `${message.content}\n⏭ Skipped: no answer in time.`, components: [] });
+        const message = this.settle(id, { action: 'skip', reason: 'no one approved it in time' })?.message;
+        void message
+          ?.edit({ content: `${message.content}\n⏭ Skipped: no answer in time.`, components: [] })
+          .catch(() => {});
       }, this.options.timeoutMs);
       timer.unref();
       this.pending.set(id, { askerId, resolve, timer });

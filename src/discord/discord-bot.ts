@@ -94,7 +94,7 @@ export class DiscordBot {
       onClosed: (conversation, reason) => {
         const why =
           reason === 'idle'
-            ? `This conversation was idle for ${Math.round(options.idleTimeoutMs / 60_000)} min`
+            ? `This conversation was idle for ${options.idleTimeoutMs >= 60_000 ? `${Math.round(options.idleTimeoutMs / 60_000)} min` : `${Math.round(options.idleTimeoutMs / 1000)} s`}`
             : 'The bot needed room for another conversation';
         void conversation.channel
           .send(`${why}, so its sandbox is closed: variables and files are gone. A new question here starts afresh.`)

@@ -37,6 +37,12 @@ describe('splitMessage', () => {
     for (const piece of pieces) expect(piece.length).toBeLessThanOrEqual(2000);
     expect(pieces.join('')).toBe('a'.repeat(4500));
   });
+
+  it('cuts a long line of prose between words', () => {
+    const pieces = splitMessage('word '.repeat(1000).trim(), 2000);
+    expect(pieces.length).toBe(3);
+    for (const piece of pieces) expect(piece).toMatch(/^word( word)*\s*$/);
+  });
 });
 
 describe('fenced', () => {

@@ -37,8 +37,11 @@ export function splitMessage(text: string, limit = DISCORD_MESSAGE_LIMIT): strin
     // A single line longer than a message is cut by characters.
     while (current.length + rest.length + 1 + reserve > limit) {
       const room = limit - current.length - reserve - 5;
-      current += rest.slice(0, room);
-      rest = rest.slice(room);
+      // Prose is cut between words when a space is near the end; code or a long token by characters.
+      const space = rest.lastIndexOf(' ', room);
+      const cut = nextFence === undefined && space > room / 2 ? space + 1 : room;
+      current += rest.slice(0, cut);
+      rest = rest.slice(cut);
       flush();
     }
     current += `${rest}\n`;
