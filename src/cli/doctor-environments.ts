@@ -6,6 +6,7 @@
  */
 import { defaultEnvironmentStore, listEnvironments } from '../environments/store.js';
 import { runtimeVersion } from '../image/recipe.js';
+import { describeImage } from './environment-image-line.js';
 
 type Add = (level: 'ok' | 'warn' | 'fail', title: string, detail?: string) => void;
 
@@ -27,7 +28,10 @@ export async function checkEnvironments(add: Add): Promise<void> {
       ...record.description.python.packages,
     ];
     const detail = adds.length > 0 ? `adds: ${adds.join(' ')}` : undefined;
-    if (record.runtimeVersion === runtimeVersion()) {
+    if (record.image) {
+      // Its kernel is mounted from this sandcell at each session start: never out of date.
+      add('ok', `environment ${record.name} (${record.hash}): ${builds} only`, describeImage(record.image));
+    } else if (record.runtimeVersion === runtimeVersion()) {
       add('ok', `environment ${record.name} (${record.hash}): ${builds}`, detail);
     } else {
       add(

@@ -22,6 +22,21 @@ export const EnvironmentSchema = z.object({
   debianPackages: z.array(z.string()),
   pythonPackages: z.array(z.string()).meta({ description: 'Wheel files and package requirements.' }),
   warmImports: z.array(z.string()),
+  image: z
+    .object({
+      kind: z.enum(['image', 'dockerfile']),
+      reference: z
+        .string()
+        .optional()
+        .meta({ description: 'The image as registered (`repo:tag`); absent for a Dockerfile.' }),
+      pythonVersion: z.string(),
+      ipythonVersion: z.string(),
+      languages: z.array(z.string()),
+    })
+    .optional()
+    .meta({
+      description: 'An existing Docker image (`sandcell env add --image`) or a Dockerfile: docker backend only.',
+    }),
 });
 
 export const EnvironmentListSchema = z.object({
@@ -60,6 +75,17 @@ export function environmentRoutes(server: ServerContext): RouteSpec<never, never
               ...record.description.python.packages,
             ],
             warmImports: record.description.warmImports,
+            ...(record.image
+              ? {
+                  image: {
+                    kind: record.image.kind,
+                    ...(record.image.kind === 'image' ? { reference: record.image.source } : {}),
+                    pythonVersion: record.image.pythonVersion,
+                    ipythonVersion: record.image.ipythonVersion,
+                    languages: record.image.languages,
+                  },
+                }
+              : {}),
           })),
         });
       },
