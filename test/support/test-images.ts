@@ -2,7 +2,6 @@
  * Throwaway Docker images for tests, built offline from a Dockerfile string
  * (FROM an image the engine has), and removed afterwards.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,8 +11,7 @@ export async function buildTestImage(docker: Dockerode, tag: string, dockerfile:
   const context = await mkdtemp(path.join(os.tmpdir(), 'sandcell-test-image-'));
   try {
     await writeFile(path.join(context, 'Dockerfile'), dockerfile);
-    const tar = spawn('tar', ['-C', context, '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const stream = await docker.buildImage(tar.stdout, { t: tag, rm: true, forcerm: true });
+    const stream = await docker.buildImage({ context, src: ['Dockerfile'] }, { t: tag, rm: true, forcerm: true });
     await new Promise<void>((resolve, reject) => {
       let failure: string | undefined;
       docker.modem.followProgress(
