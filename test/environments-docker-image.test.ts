@@ -18,7 +18,7 @@ import { buildDockerfileEnvironment } from '../src/environments/build-dockerfile
 import { registerImageEnvironment } from '../src/environments/register-image.js';
 import { listEnvironments, resolveEnvironment } from '../src/environments/store.js';
 import type { Environment } from '../src/environments/types.js';
-import { InvalidInputError } from '../src/errors.js';
+import { InvalidInputError, LanguageUnavailableError } from '../src/errors.js';
 import { runtimeImageTag } from '../src/image/recipe.js';
 import { createSession } from '../src/session/session.js';
 import { withSession } from './contract/backend-contract.js';
@@ -34,6 +34,7 @@ const directory = await mkdtemp(path.join(os.tmpdir(), 'sandcell-environment-ima
 const store = path.join(directory, 'store');
 const FOREIGN = 'sandcell-test-foreign:1';
 const NO_IPYTHON = 'sandcell-test-no-ipython:1';
+const NO_NODE = 'sandcell-test-no-node:1';
 
 /** The runtime without sandcell's files: what an image sandcell did not build looks like to it. */
 const FOREIGN_DOCKERFILE = `FROM ${runtimeImageTag()}
@@ -44,6 +45,10 @@ USER 1000:1000
 const NO_IPYTHON_DOCKERFILE = `FROM ${FOREIGN}
 USER 0:0
 RUN rm -rf /usr/lib/python3/dist-packages/IPython
+`;
+const NO_NODE_DOCKERFILE = `FROM ${FOREIGN}
+USER 0:0
+RUN rm -f /usr/bin/node /usr/bin/nodejs
 `;
 const EXTRA_DOCKERFILE = `ARG SANDCELL_RUNTIME
 FROM \${SANDCELL_RUNTIME}
@@ -61,6 +66,7 @@ if (!reason) {
   docker = await connectDocker();
   await buildTestImage(docker, FOREIGN, FOREIGN_DOCKERFILE);
   await buildTestImage(docker, NO_IPYTHON, NO_IPYTHON_DOCKERFILE);
+  await buildTestImage(docker, NO_NODE, NO_NODE_DOCKERFILE);
   await registerImageEnvironment({ name: 'foreign', image: FOREIGN, docker, storeDirectory: store });
   foreign = await resolveEnvironment('foreign', { backend: 'docker', storeDirectory: store });
 }
@@ -76,6 +82,7 @@ describeWhenAvailable('environments from existing Docker images', 'docker', reas
     else process.env.SANDCELL_ENVIRONMENT_DIR = previousStore;
     for (const record of await listEnvironments(store)) await removeImages(engine, record.name, [record.hash]);
     await removeTestImage(engine, NO_IPYTHON);
+    await removeTestImage(engine, NO_NODE);
     await removeTestImage(engine, FOREIGN);
     await rm(directory, { recursive: true, force: true });
   });
@@ -114,13 +121,30 @@ describeWhenAvailable('environments from existing Docker images', 'docker', reas
     }
   });
 
+  it('an image without node runs python, and asking it for javascript says to add node to the image', async () => {
+    await registerImageEnvironment({ name: 'no-node', image: NO_NODE, docker: engine });
+    const [record] = (await listEnvironments(store)).filter((candidate) => candidate.name === 'no-node');
+    expect(record?.image?.languages).toEqual(['python', 'bash', 'r']);
+    const session = await createSession({ backend: 'docker', environmentName: 'no-node', preloadModules: [] });
+    try {
+      expect((await session.run('print(1 + 1)')).stdout).toBe('2\n');
+      const attempt = session.createContext({ language: 'javascript' });
+      await expect(attempt).rejects.toThrow(LanguageUnavailableError);
+      await expect(attempt).rejects.toThrow(
+        /The environment no-node is an image without javascript \(it has python, bash, r\)\. javascript needs Node\.js .* add it to the image's Dockerfile/,
+      );
+    } finally {
+      await session.close();
+    }
+  });
+
   it('an image without IPython is refused with the fix, and nothing is registered', async () => {
     const refused = registerImageEnvironment({ name: 'no-ipython', image: NO_IPYTHON, docker: engine });
     await expect(refused).rejects.toThrow(InvalidInputError);
     await expect(refused).rejects.toThrow(
       /the image has no IPython \(ModuleNotFoundError: No module named 'IPython'\): add `pip install ipython` or `apt-get install python3-ipython`/,
     );
-    expect((await listEnvironments(store)).map((record) => record.name)).toEqual(['foreign']);
+    expect((await listEnvironments(store)).map((record) => record.name)).not.toContain('no-ipython');
     const tags = (await engine.listImages()).flatMap((image) => image.RepoTags ?? []);
     expect(tags.filter((tag) => tag.startsWith('sandcell-env-no-ipython:'))).toEqual([]);
   });
