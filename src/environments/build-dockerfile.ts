@@ -6,8 +6,7 @@
  * `ARG SANDCELL_RUNTIME` + `FROM ${SANDCELL_RUNTIME}` starts from sandcell's
  * runtime. The result is registered as an existing image is (register-image.ts).
  */
-import { spawn } from 'node:child_process';
-import { stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type Dockerode from 'dockerode';
 import { ImageBuildError, InvalidInputError } from '../errors.js';
@@ -18,6 +17,8 @@ import { registerImageEnvironment } from './register-image.js';
 
 /** The build argument a Dockerfile may start FROM. */
 export const RUNTIME_BUILD_ARGUMENT = 'SANDCELL_RUNTIME';
+/** Files in a build context: a Dockerfile in a home directory would otherwise send all of it. */
+const MAX_CONTEXT_FILES = 10_000;
 /** Lines of the build's output kept for an error message. */
 const KEPT_LINES = 20;
 
@@ -40,20 +41,18 @@ export async function buildDockerfileEnvironment(options: DockerfileBuildOptions
   const info = await stat(file).catch(() => undefined);
   if (!info?.isFile()) throw new InvalidInputError(`${file} is not a file.`);
   const context = path.dirname(file);
-  const tar = spawn('tar', ['-C', context, '-c', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let tarError = '';
-  tar.stderr.on('data', (chunk: Buffer) => {
-    tarError += chunk.toString();
-  });
-  const tarExit = new Promise<number | null>((resolve) => tar.once('close', (code) => resolve(code)));
+  const files = await contextFiles(context);
   const runtime = runtimeImageTag();
   options.onProgress?.({ stage: 'docker build', detail: `${file} (${RUNTIME_BUILD_ARGUMENT}=${runtime})` });
-  const stream = await options.docker.buildImage(tar.stdout, {
-    dockerfile: path.relative(context, file),
-    buildargs: { [RUNTIME_BUILD_ARGUMENT]: runtime },
-    rm: true,
-    forcerm: true,
-  });
+  const stream = await options.docker.buildImage(
+    { context, src: files },
+    {
+      dockerfile: path.relative(context, file),
+      buildargs: { [RUNTIME_BUILD_ARGUMENT]: runtime },
+      rm: true,
+      forcerm: true,
+    },
+  );
   const lines: string[] = [];
   const imageId = await new Promise<string>((resolve, reject) => {
     let id: string | undefined;
@@ -78,7 +77,6 @@ export async function buildDockerfileEnvironment(options: DockerfileBuildOptions
       },
     );
   });
-  if ((await tarExit) !== 0) throw new ImageBuildError(`tar of ${context} failed: ${tarError}`);
   try {
     return await registerImageEnvironment({
       name: options.name,
@@ -96,6 +94,20 @@ export async function buildDockerfileEnvironment(options: DockerfileBuildOptions
       .catch(() => undefined);
     throw error;
   }
+}
+
+/** The build context's files (relative), bounded: what `docker build DIR` would send. */
+async function contextFiles(context: string): Promise<string[]> {
+  const entries = await readdir(context, { recursive: true, withFileTypes: true });
+  const files = entries
+    .filter((entry) => entry.isFile() || entry.isSymbolicLink())
+    .map((entry) => path.relative(context, path.join(entry.parentPath ?? entry.path, entry.name)));
+  if (files.length > MAX_CONTEXT_FILES) {
+    throw new InvalidInputError(
+      `${context} holds ${files.length} files; a Dockerfile's directory is its build context, at most ${MAX_CONTEXT_FILES}: put the Dockerfile in a directory of its own.`,
+    );
+  }
+  return files;
 }
 
 function buildError(message: string, lines: string[], runtime: string): ImageBuildError {
