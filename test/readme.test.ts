@@ -37,6 +37,8 @@ const SKIPPED: Record<string, string> = {
 /** Blocks run by another test file. */
 const RUN_ELSEWHERE: Record<string, string> = {
   environment: 'test/readme-environments.test.ts',
+  'environment-dockerfile': 'test/readme-environments-docker.test.ts',
+  'environment-image': 'test/readme-environments-docker.test.ts',
   install: 'test/readme-library.test.ts',
   library: 'test/readme-library.test.ts',
   'library-testing': 'test/readme-library.test.ts',

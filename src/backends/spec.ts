@@ -31,7 +31,24 @@ export interface SandboxBackend {
    * bubblewrap, an image for Docker. This is how a session runs in a built
    * environment. Optional: a backend without it runs the default environment only.
    */
-  withRoot?(root: string): SandboxBackend;
+  withRoot?(root: string, options?: RootOptions): SandboxBackend;
+}
+
+/** How a root other than sandcell's own is run (`withRoot`). */
+export interface RootOptions {
+  /**
+   * The root is an image sandcell did not build (Docker: an existing image or
+   * a Dockerfile's): it has no sandcell kernel, so the host's kernel files are
+   * mounted in read-only and this interpreter runs them.
+   */
+  mountedKernel?: MountedKernelOptions;
+}
+
+export interface MountedKernelOptions {
+  /** The image's python3, as an absolute path (it may be /usr/local/bin/python3). */
+  python: string;
+  /** Whether matplotlib_inline is importable there; without it figures use matplotlib's own default backend. */
+  matplotlibInline: boolean;
 }
 
 export interface CreateVolumeOptions {

@@ -7,6 +7,7 @@
 import { buildsLine, contentsLine } from '../environments/contents.js';
 import { defaultEnvironmentStore, listEnvironments } from '../environments/store.js';
 import { runtimeVersion } from '../image/recipe.js';
+import { describeImage } from './environment-image-line.js';
 
 type Add = (level: 'ok' | 'warn' | 'fail', title: string, detail?: string) => void;
 
@@ -19,7 +20,10 @@ export async function checkEnvironments(add: Add): Promise<void> {
   for (const record of records) {
     const builds = buildsLine(record.builds);
     const detail = contentsLine(record.description);
-    if (record.runtimeVersion === runtimeVersion()) {
+    if (record.image) {
+      // Its kernel is mounted from this sandcell at each session start: never out of date.
+      add('ok', `environment ${record.name} (${record.hash}): ${builds} only`, describeImage(record.image));
+    } else if (record.runtimeVersion === runtimeVersion()) {
       add('ok', `environment ${record.name} (${record.hash}): ${builds}`, detail);
     } else {
       add(

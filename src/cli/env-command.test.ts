@@ -15,3 +15,15 @@ describe('sandcell env build --allow-host', () => {
     });
   });
 });
+
+describe('sandcell env build DOCKERFILE --allow-host', () => {
+  it('is refused: a Dockerfile build has no network, so the flag would promise what it cannot give', async () => {
+    const attempt = envBuildCommand('/nonexistent/Dockerfile', {
+      backend: 'docker',
+      name: 'tools',
+      allowHost: ['pypi.org'],
+      json: true,
+    });
+    await expect(attempt).rejects.toMatchObject({ exitCode: EXIT_USAGE, message: expect.stringMatching(/no network/) });
+  });
+});

@@ -5,10 +5,13 @@
  * with `--env NAME`.
  */
 import { connectDocker } from '../backends/docker/index.js';
-import { buildEnvironment, removeImages } from '../environments/build.js';
+import { buildEnvironment, type EnvironmentBuildResult, removeImages } from '../environments/build.js';
+import { buildDockerfileEnvironment, isDockerfile } from '../environments/build-dockerfile.js';
 import { buildsLine, contentsLine } from '../environments/contents.js';
+import { registerImageEnvironment } from '../environments/register-image.js';
 import { defaultEnvironmentStore, listEnvironments, removeEnvironmentFromStore } from '../environments/store.js';
 import type { EnvironmentBackendName } from '../environments/types.js';
+import { describeImage } from './environment-image-line.js';
 import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { progressReporter } from './image-command.js';
 import { allowedHosts } from './network-options.js';
@@ -16,6 +19,8 @@ import { dim } from './render.js';
 
 export interface EnvBuildOptions {
   backend?: string;
+  /** A Dockerfile's environment name (a description file names its own). */
+  name?: string;
   force?: boolean;
   mirror?: string;
   /** `--allow-host`: more hosts the build may reach. */
@@ -23,8 +28,8 @@ export interface EnvBuildOptions {
   json?: boolean;
 }
 
-function backendOf(value: string | undefined): EnvironmentBackendName {
-  const backend = value ?? 'bubblewrap';
+function backendOf(value: string | undefined, file: string): EnvironmentBackendName {
+  const backend = value ?? (isDockerfile(file) ? 'docker' : 'bubblewrap');
   if (backend !== 'bubblewrap' && backend !== 'docker') {
     throw new CliExit(EXIT_USAGE, `--backend must be bubblewrap or docker; got ${backend}.`);
   }
@@ -32,25 +37,72 @@ function backendOf(value: string | undefined): EnvironmentBackendName {
 }
 
 export async function envBuildCommand(file: string, options: EnvBuildOptions): Promise<number> {
-  const backend = backendOf(options.backend);
+  const backend = backendOf(options.backend, file);
+  const dockerfile = isDockerfile(file);
   const allowHosts = allowedHosts('--allow-host', options.allowHost);
+  if (dockerfile && backend !== 'docker') {
+    throw new CliExit(EXIT_USAGE, `${file} is a Dockerfile: it builds for the docker backend only (--backend docker).`);
+  }
+  if (dockerfile && allowHosts) {
+    throw new CliExit(
+      EXIT_USAGE,
+      `A Dockerfile's RUN steps have no network; --allow-host is for description files, whose builds go through the gate.`,
+    );
+  }
+  if (dockerfile && !options.name) {
+    throw new CliExit(EXIT_USAGE, `Name the environment a Dockerfile builds: --name NAME.`);
+  }
+  if (!dockerfile && options.name) {
+    throw new CliExit(EXIT_USAGE, `--name is for Dockerfiles; ${file}'s environment is named by its "name" field.`);
+  }
   const progress = progressReporter(options.json === true, { title: 'building the environment', prefix: 'env' });
   const started = Date.now();
   let result: Awaited<ReturnType<typeof buildEnvironment>>;
   try {
-    result = await buildEnvironment({
-      file,
-      backend,
-      force: options.force,
-      mirror: options.mirror,
-      ...(allowHosts ? { allowHosts } : {}),
-      docker: backend === 'docker' ? await connectDocker() : undefined,
+    result = dockerfile
+      ? await buildDockerfileEnvironment({
+          file,
+          name: options.name as string,
+          docker: await connectDocker(),
+          onProgress: progress.report,
+        })
+      : await buildEnvironment({
+          file,
+          backend,
+          force: options.force,
+          mirror: options.mirror,
+          ...(allowHosts ? { allowHosts } : {}),
+          docker: backend === 'docker' ? await connectDocker() : undefined,
+          onProgress: progress.report,
+        });
+  } finally {
+    progress.stop();
+  }
+  return reportBuild(result, started, options.json === true);
+}
+
+/** `sandcell env add NAME --image repo:tag`: an existing image, checked and registered unmodified. */
+export async function envAddCommand(name: string, options: { image?: string; json?: boolean }): Promise<number> {
+  if (!options.image) throw new CliExit(EXIT_USAGE, 'Say which image: --image repo:tag (one the engine has).');
+  const progress = progressReporter(options.json === true, { title: 'checking the image', prefix: 'env' });
+  const started = Date.now();
+  let result: EnvironmentBuildResult;
+  try {
+    result = await registerImageEnvironment({
+      name,
+      image: options.image,
+      docker: await connectDocker(),
       onProgress: progress.report,
     });
   } finally {
     progress.stop();
   }
-  if (options.json) {
+  return reportBuild(result, started, options.json === true);
+}
+
+function reportBuild(result: EnvironmentBuildResult, started: number, json: boolean): number {
+  const backend = result.backend;
+  if (json) {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return EXIT_OK;
   }
@@ -78,6 +130,7 @@ export async function envListCommand(options: { json?: boolean }): Promise<numbe
   }
   for (const record of records) {
     process.stdout.write(`${record.name}  ${record.hash}  ${buildsLine(record.builds)}\n`);
+    if (record.image) process.stdout.write(dim(`  ${describeImage(record.image)}\n`));
     const contents = contentsLine(record.description);
     if (contents) process.stdout.write(dim(`  ${contents}\n`));
   }

@@ -261,11 +261,17 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .description('custom environments: the runtime plus your packages and files, chosen with --env NAME');
   environments
     .command('build')
-    .description('build the environment a description file (sandcell.env.json) describes; unchanged is a no-op')
-    .argument('<file>', 'the description file')
-    .addOption(
-      new Option('--backend <name>', 'what to build for').choices(['bubblewrap', 'docker']).default('bubblewrap'),
+    .description(
+      'build the environment a description file (sandcell.env.json) or a Dockerfile describes; unchanged is a no-op',
     )
+    .argument('<file>', 'the description file, or a Dockerfile (NAME.Dockerfile, Dockerfile.NAME) for docker')
+    .addOption(
+      new Option('--backend <name>', 'what to build for; default bubblewrap, docker for a Dockerfile').choices([
+        'bubblewrap',
+        'docker',
+      ]),
+    )
+    .option('--name <name>', "a Dockerfile's environment name (a description file names its own)")
     .option('--mirror <url>', 'Debian mirror, if the runtime has to be built first (env SANDCELL_DEBIAN_MIRROR)')
     .option('--force', 'rebuild even when this content is already built')
     .option(
@@ -277,6 +283,18 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .action(async (file: string, options) => {
       const { envBuildCommand } = await import('./env-command.js');
       setExitCode(await envBuildCommand(file, options));
+    });
+  environments
+    .command('add')
+    .description(
+      "register an existing Docker image as an environment, unmodified: checked for python3 and IPython, sandcell's kernel mounted in at session start",
+    )
+    .argument('<name>', 'the environment name (lower-case letters, digits, -)')
+    .requiredOption('--image <image>', 'repo:tag or id of an image the engine has (sandcell never pulls)')
+    .option('--json', 'print the result as JSON')
+    .action(async (name: string, options) => {
+      const { envAddCommand } = await import('./env-command.js');
+      setExitCode(await envAddCommand(name, options));
     });
   environments
     .command('list')

@@ -41,7 +41,7 @@ export async function chooseEnvironment(
     );
   }
   const environment = await resolveEnvironment(name, { backend: backendName, storeDirectory: options.storeDirectory });
-  return { backend: base.withRoot(environment.backendRef as string), environment };
+  return { backend: base.withRoot(environment.backendRef as string, environment.rootOptions), environment };
 }
 
 function isEnvironmentBackend(name: string): name is EnvironmentBackendName {

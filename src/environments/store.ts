@@ -31,6 +31,24 @@ export interface EnvironmentBuildRecord {
   description: EnvironmentDescription;
   /** Per backend: what was built, when, and its size. */
   builds: Partial<Record<EnvironmentBackendName, { backendRef: string; builtAt: string; sizeBytes?: number }>>;
+  /** An environment from an existing Docker image (`env add --image`) or a Dockerfile (`env build Dockerfile`). */
+  image?: ImageEnvironmentFacts;
+}
+
+/** What registering an image found in it (src/environments/image-check.ts), and where it came from. */
+export interface ImageEnvironmentFacts {
+  /** What the user named: `repo:tag`, or the Dockerfile's path. */
+  source: string;
+  kind: 'image' | 'dockerfile';
+  /** The engine's content id (`sha256:…`): the build's hash is its first 12 hex digits. */
+  id: string;
+  /** The image's python3 (absolute) and its version. */
+  python: string;
+  pythonVersion: string;
+  ipythonVersion: string;
+  matplotlibInline: boolean;
+  /** Languages whose programs the image has (python always; javascript, typescript, bash, r when present). */
+  languages: string[];
 }
 
 /** `<image store>/environments`, or SANDCELL_ENVIRONMENT_DIR (a store of its own, e.g. for tests). */
@@ -163,6 +181,11 @@ export async function resolveEnvironment(name: string, options: ResolveEnvironme
     );
   }
   const build = record.builds[options.backend];
+  if (!build && record.image) {
+    throw new EnvironmentNotFoundError(
+      `The environment ${name} is the Docker image ${record.image.source}; it runs on the docker backend only (--backend docker).`,
+    );
+  }
   if (!build) {
     const built = Object.keys(record.builds).join(', ') || 'no backend';
     throw new EnvironmentNotFoundError(
@@ -176,5 +199,12 @@ export async function resolveEnvironment(name: string, options: ResolveEnvironme
     backendRef: build.backendRef,
     warmImports: [...record.description.warmImports],
     env: { ...record.description.env },
+    ...(record.image
+      ? {
+          rootOptions: {
+            mountedKernel: { python: record.image.python, matplotlibInline: record.image.matplotlibInline },
+          },
+        }
+      : {}),
   };
 }

@@ -8,6 +8,8 @@
  * This is the interface the pool keys by (`Environment.name`): keep it small.
  */
 
+import type { RootOptions } from '../backends/spec.js';
+
 /** The backends an environment can be built for (bubblewrap needs its root-filesystem mode). */
 export type EnvironmentBackendName = 'bubblewrap' | 'docker';
 
@@ -34,6 +36,8 @@ export interface Environment {
   warmImports: string[];
   /** Environment variables set in the sandbox (the session's own `environment` overrides them). */
   env: Record<string, string>;
+  /** How the backend runs `backendRef` when it is not a sandcell build (an existing image: kernel mounted in). */
+  rootOptions?: RootOptions;
 }
 
 export interface ResolveEnvironmentOptions {

@@ -34,7 +34,19 @@ const RUNTIME_PACKAGES: Record<Language, string> = {
 };
 
 /** The error for a language whose runtime this sandbox lacks; `available` are those it has. */
-export function languageUnavailable(language: Language, available: readonly string[]): LanguageUnavailableError {
+export function languageUnavailable(
+  language: Language,
+  available: readonly string[],
+  imageEnvironment?: string,
+): LanguageUnavailableError {
+  if (imageEnvironment !== undefined) {
+    return new LanguageUnavailableError(
+      language,
+      `The environment ${imageEnvironment} is an image without ${language} (it has ${available.join(', ') || 'none'}). ` +
+        `${language} needs ${RUNTIME_PACKAGES[language]} on its PATH: add it to the image's Dockerfile and register it again ` +
+        `(\`sandcell env add ${imageEnvironment} --image …\` or \`sandcell env build Dockerfile --name ${imageEnvironment}\`).`,
+    );
+  }
   return new LanguageUnavailableError(
     language,
     `This sandbox has no ${language} runtime (it has ${available.join(', ') || 'none'}). ${language} needs ` +

@@ -28,6 +28,8 @@ export interface ContextHost {
   current(): KernelConnection | undefined;
   maxContexts: number;
   startTimeoutMs: number;
+  /** The environment's name when it is an image sandcell did not build: a missing language is the image's to add. */
+  imageEnvironment?: string;
 }
 
 export class SessionContexts {
@@ -169,7 +171,8 @@ export class SessionContexts {
       }
     }
     const available = connection.languages;
-    if (!(context.language in available)) throw languageUnavailable(context.language, Object.keys(available));
+    if (!(context.language in available))
+      throw languageUnavailable(context.language, Object.keys(available), this.host.imageEnvironment);
     await connection.request(
       {
         type: 'context-create',

@@ -67,6 +67,7 @@ export class Session {
       current: () => this.sandbox.current,
       maxContexts: options.maxContexts,
       startTimeoutMs: options.startTimeoutMs,
+      ...(environment.rootOptions?.mountedKernel ? { imageEnvironment: environment.name } : {}),
     });
     this.commandRuns = new CommandRegistry({
       connection,

@@ -130,3 +130,41 @@ describe('owners of Docker objects', () => {
     ).toBe(false);
   });
 });
+
+describe('the kernel container of an image sandcell did not build', () => {
+  const options = kernelContainerOptions({
+    image: 'sandcell-env-mine:0123456789ab',
+    name: 'sandcell-kernel-3',
+    volumeName: 'sandcell-data-3',
+    limits: DEFAULT_LIMITS,
+    environment: {},
+    labels,
+    maskedPaths: [],
+    owner,
+    mountedKernel: { directory: '/root/.cache/sandcell/docker-kernel-x', python: '/usr/local/bin/python3' },
+  });
+
+  it("binds sandcell's kernel files over /opt/sandcell, read-only", () => {
+    expect(options.HostConfig?.Mounts).toContainEqual({
+      Type: 'bind',
+      Source: '/root/.cache/sandcell/docker-kernel-x',
+      Target: '/opt/sandcell',
+      ReadOnly: true,
+    });
+  });
+
+  it("runs them with the image's own python, under the seccomp filter loaded by the standard-library loader", () => {
+    expect(options.Entrypoint).toEqual([
+      '/usr/local/bin/python3',
+      '-I',
+      '-B',
+      '/opt/sandcell/seccomp_loader.py',
+      '/opt/sandcell/seccomp.bpf',
+      '/usr/local/bin/python3',
+      '-I',
+      '-B',
+      '-S',
+      '/opt/sandcell/sandcell_supervisor.py',
+    ]);
+  });
+});

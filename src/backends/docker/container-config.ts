@@ -16,6 +16,7 @@ import {
   SUPERVISOR_PYTHON_FLAGS,
   SUPERVISOR_SCRIPT,
 } from '../sandbox-environment.js';
+import { kernelMount, mountedKernelCommand } from './mounted-kernel.js';
 
 /** Every object sandcell creates carries this label; sweeping looks for it. */
 export const MANAGED_LABEL = 'org.sandcell.managed';
@@ -99,6 +100,8 @@ export interface KernelContainerInput {
   cgroupParent?: string;
   /** Internet access: the host paths of the session's gate socket and of its certificate bundle. */
   network?: { socketPath: string; bundlePath: string };
+  /** An image without sandcell's kernel: the host directory of kernel files bound in, and the image's python. */
+  mountedKernel?: { directory: string; python: string };
 }
 
 export function kernelContainerOptions(input: KernelContainerInput): Dockerode.ContainerCreateOptions {
@@ -107,7 +110,7 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
   return {
     name: input.name,
     Image: input.image,
-    Entrypoint: KERNEL_COMMAND,
+    Entrypoint: input.mountedKernel ? mountedKernelCommand(input.mountedKernel.python) : KERNEL_COMMAND,
     Cmd: [],
     User: `${input.owner.uid}:${input.owner.gid}`,
     WorkingDir: DATA_MOUNT,
@@ -135,6 +138,7 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
         dataMount(input.volumeName, false),
         dataMount(input.volumeName, false, HOME_USER_MOUNT),
         ...(input.network ? networkMounts(input.network) : []),
+        ...(input.mountedKernel ? [kernelMount(input.mountedKernel.directory)] : []),
       ],
       MaskedPaths: input.maskedPaths,
       Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],

@@ -24,6 +24,8 @@ import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
 import type {
   CreateVolumeOptions,
+  MountedKernelOptions,
+  RootOptions,
   Sandbox,
   SandboxBackend,
   SandboxExit,
@@ -42,6 +44,7 @@ import {
 } from './container-config.js';
 import { oomKillsOfProcess } from './container-oom.js';
 import { EngineRetriesExhausted, engineErrorText, ignoreMissing, retryTransient } from './engine-errors.js';
+import { stagedKernelDirectory } from './mounted-kernel.js';
 import { ownerIsGone, ownerLabels } from './owner.js';
 import {
   type DockerCgroupTree,
@@ -70,6 +73,8 @@ export interface DockerBackendOptions extends DockerBackendSettings {
    * by what /mnt/data holds instead. @default 'auto'
    */
   sessionCgroups?: 'auto' | 'off';
+  /** The image has no sandcell kernel: mount the host's in (set by `withRoot` for environments from existing images). */
+  mountedKernel?: MountedKernelOptions;
 }
 
 /** How a session's memory budget (its kernels and /mnt/data together) is kept on this engine. */
@@ -148,11 +153,13 @@ export class DockerBackend implements SandboxBackend {
   }
 
   /** The same backend (and client) on another image (an environment's), made once per image. */
-  withRoot(image: string): DockerBackend {
-    let backend = this.rooted.get(image);
+  withRoot(image: string, options: RootOptions = {}): DockerBackend {
+    const key = options.mountedKernel ? `${image}\0${JSON.stringify(options.mountedKernel)}` : image;
+    let backend = this.rooted.get(key);
     if (!backend) {
-      backend = new DockerBackend({ ...this.options, docker: this.client ?? this.options.docker, image });
-      this.rooted.set(image, backend);
+      const docker = this.client ?? this.options.docker;
+      backend = new DockerBackend({ ...this.options, docker, image, mountedKernel: options.mountedKernel });
+      this.rooted.set(key, backend);
     }
     return backend;
   }
@@ -400,9 +407,21 @@ export class DockerBackend implements SandboxBackend {
       limits: rlimitsFor(limits),
       ...(network ? { network: forwarderOptions() } : {}),
     };
-    const extra = network ? { ...options.environment, ...proxyEnvironment() } : options.environment;
+    const mounted = this.options.mountedKernel;
+    if (mounted && !localEngine) {
+      throw new SandboxStartError(
+        "An environment from an existing image needs a Docker Engine on this machine: sandcell's kernel files are bound in from here (DOCKER_HOST points elsewhere).",
+      );
+    }
+    const extra = {
+      // Without matplotlib_inline, matplotlib picks its own headless backend rather than failing on ours.
+      ...(mounted && !mounted.matplotlibInline ? { MPLBACKEND: 'agg' } : {}),
+      ...options.environment,
+      ...(network ? proxyEnvironment() : {}),
+    };
     const environment = sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra });
     const bundlePath = network ? await writeCertificateBundle(network.trustedCertificates) : undefined;
+    const mountedKernel = mounted ? { directory: await stagedKernelDirectory(), python: mounted.python } : undefined;
     try {
       return await retryTransient(
         async () => {
@@ -417,6 +436,7 @@ export class DockerBackend implements SandboxBackend {
             owner: volume.owner,
             cgroupParent: volume.memoryBudget?.parent,
             ...(network && bundlePath ? { network: { socketPath: network.socketPath, bundlePath } } : {}),
+            ...(mountedKernel ? { mountedKernel } : {}),
           });
           let container: Dockerode.Container | undefined;
           try {

@@ -27,6 +27,21 @@ export const EnvironmentSchema = z.object({
     .meta({ description: 'Wheel files, the requirements file (`-r NAME`) and named packages.' }),
   files: z.array(z.string()).meta({ description: 'Where the files it copies in are in the sandbox.' }),
   warmImports: z.array(z.string()),
+  image: z
+    .object({
+      kind: z.enum(['image', 'dockerfile']),
+      reference: z
+        .string()
+        .optional()
+        .meta({ description: 'The image as registered (`repo:tag`); absent for a Dockerfile.' }),
+      pythonVersion: z.string(),
+      ipythonVersion: z.string(),
+      languages: z.array(z.string()),
+    })
+    .optional()
+    .meta({
+      description: 'An existing Docker image (`sandcell env add --image`) or a Dockerfile: docker backend only.',
+    }),
 });
 
 export const EnvironmentListSchema = z.object({
@@ -61,6 +76,17 @@ export function environmentRoutes(server: ServerContext): RouteSpec<never, never
             ),
             ...environmentContents(record.description),
             warmImports: record.description.warmImports,
+            ...(record.image
+              ? {
+                  image: {
+                    kind: record.image.kind,
+                    ...(record.image.kind === 'image' ? { reference: record.image.source } : {}),
+                    pythonVersion: record.image.pythonVersion,
+                    ipythonVersion: record.image.ipythonVersion,
+                    languages: record.image.languages,
+                  },
+                }
+              : {}),
           })),
         });
       },

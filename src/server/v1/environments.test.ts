@@ -78,4 +78,47 @@ describe('environments over /v1', () => {
     expect(refused.status).toBe(503);
     expect(((await refused.json()) as Json).error.message).toMatch(/only bubblewrap and docker/);
   });
+
+  it("says what an environment from an image or a Dockerfile is, without the Dockerfile's host path", async () => {
+    for (const [name, kind, source] of [
+      ['mine', 'image', 'my-python:3.12'],
+      ['built', 'dockerfile', '/secret/host/Dockerfile'],
+    ] as const) {
+      await writeRecord(store, {
+        name,
+        hash: 'bbbbbbbbbbbb',
+        runtimeVersion: 'r',
+        description: parseDescription({ name }),
+        builds: { docker: { backendRef: `sandcell-env-${name}:bbbbbbbbbbbb`, builtAt: '2026-01-02T00:00:00.000Z' } },
+        image: {
+          source,
+          kind,
+          id: 'sha256:bbbbbbbbbbbb',
+          python: '/usr/local/bin/python3',
+          pythonVersion: '3.12.1',
+          ipythonVersion: '8.20.0',
+          matplotlibInline: true,
+          languages: ['python', 'bash'],
+        },
+      });
+      await makeCurrent(store, name, 'bbbbbbbbbbbb');
+    }
+    const listing = await api.json<Json>('/v1/environments');
+    const byName = Object.fromEntries(listing.environments.map((environment: Json) => [environment.name, environment]));
+    expect(byName.mine.image).toEqual({
+      kind: 'image',
+      reference: 'my-python:3.12',
+      pythonVersion: '3.12.1',
+      ipythonVersion: '8.20.0',
+      languages: ['python', 'bash'],
+    });
+    expect(byName.built.image).toEqual({
+      kind: 'dockerfile',
+      pythonVersion: '3.12.1',
+      ipythonVersion: '8.20.0',
+      languages: ['python', 'bash'],
+    });
+    expect(byName.ml.image).toBeUndefined();
+    expect(JSON.stringify(listing)).not.toContain('/secret/host');
+  });
 });
