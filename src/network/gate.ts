@@ -3,11 +3,16 @@
  * `startGate` listens on a unix socket or a port and serves exactly one session with one policy,
  * so a sandbox that reaches its own gate can never use another session's allowances.
  *
- * HTTPS is a CONNECT tunnel the gate does not look into (no TLS interception): it sees the name
- * and port, not the request. So destination-bound secrets are added to plain-HTTP requests only.
+ * HTTPS is a CONNECT tunnel the gate does not look into: it sees the name and port, not the
+ * request. The exception is a host the session has a secret for: the gate ends TLS for it with a
+ * certificate from the session's own authority (made here, in memory) and adds the secret to each
+ * request (intercept.ts), so the key never enters the sandbox over HTTPS either.
  */
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { InvalidInputError } from '../errors.js';
+import { systemBundlePath } from './certificate-bundle.js';
 import { resolveWithSystem } from './destination-check.js';
 import { handleForward } from './forward.js';
 import { GateBudget, resolveGateLimits } from './gate-budget.js';
@@ -16,6 +21,7 @@ import type { DestinationSecret, Gate, GateLog, StartGateOptions } from './gate-
 import { isHostName } from './policy.js';
 import { GateRefusal, writeRefusal } from './refusal.js';
 import { readRequestHead } from './request-head.js';
+import { createSessionAuthority } from './session-authority.js';
 import { handleConnect } from './tunnel.js';
 
 export type {
@@ -33,13 +39,17 @@ export type {
 
 export async function startGate(options: StartGateOptions): Promise<Gate> {
   const limits = resolveGateLimits(options.limits);
+  const secrets = secretsByHost(options.secrets ?? []);
+  const authority = secrets.size > 0 ? createSessionAuthority(options.sessionId, [...secrets.keys()]) : undefined;
   const context: GateContext = {
     sessionId: options.sessionId,
     policy: options.policy,
     budget: new GateBudget(limits),
     limits,
     resolve: options.resolve ?? resolveWithSystem,
-    secrets: secretsByHost(options.secrets ?? []),
+    secrets,
+    ...(authority ? { authority } : {}),
+    ...(authority ? { upstreamContext: await upstreamContext(options.trustedCertificates) } : {}),
     log: safeLogger(options.logger),
     sockets: new Set(),
     closing: false,
@@ -55,6 +65,7 @@ export async function startGate(options: StartGateOptions): Promise<Gate> {
   return {
     sessionId: options.sessionId,
     address,
+    ...(authority ? { certificateAuthority: authority.certificate } : {}),
     usage: () => context.budget.usage(),
     close() {
       context.closing = true;
@@ -124,6 +135,13 @@ function refuse(context: GateContext, client: Socket, refusal: GateRefusal, targ
     ...(target === undefined ? {} : { target: target.slice(0, 300) }),
   });
   writeRefusal(client, refusal);
+}
+
+/** The host's system bundle (Debian's path) and Node's own roots, plus the session's trusted PEMs. */
+async function upstreamContext(trusted: string | undefined): Promise<SecureContext> {
+  const system = await readFile(systemBundlePath('/'), 'utf8').catch(() => '');
+  const ca = [...rootCertificates, system, trusted ?? ''].filter((pem) => pem.includes('BEGIN CERTIFICATE'));
+  return createSecureContext({ ca, minVersion: 'TLSv1.2' });
 }
 
 /** A logger that throws must not end the connection it logs, nor the process. */
