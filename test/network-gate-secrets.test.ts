@@ -54,7 +54,7 @@ async function rawHttps(
   host: string,
   request: string,
   tlsOptions: { ca: string; ALPNProtocols?: string[] },
-): Promise<{ raw: string; alpn: string | false }> {
+): Promise<{ raw: string; alpn: string | false | null }> {
   const { answer, socket } = await openTunnel(gate.address, `${host}:${api.port}`);
   expect(answer.status).toBe(200);
   const secure = connectTls({ socket, servername: host, ...tlsOptions });
@@ -84,7 +84,7 @@ describe('secrets over HTTPS', () => {
     const forged = await rawHttps(
       gate,
       'api.test',
-      'GET /forged HTTP/1.1\r\nHost: api.test:' + api.port + '\r\nAuthorization: Bearer forged\r\n\r\n',
+      `GET /forged HTTP/1.1\r\nHost: api.test:${api.port}\r\nAuthorization: Bearer forged\r\n\r\n`,
       { ca: gate.certificateAuthority as string },
     );
     expect(JSON.parse(parseAnswer(Buffer.from(forged.raw, 'latin1')).body).headers.authorization).toBe(KEY);
