@@ -11,14 +11,13 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
-import { InvalidInputError } from '../errors.js';
 import { systemBundlePath } from './certificate-bundle.js';
 import { resolveWithSystem } from './destination-check.js';
 import { handleForward } from './forward.js';
 import { GateBudget, resolveGateLimits } from './gate-budget.js';
 import { type GateContext, trackSocket } from './gate-connection.js';
 import type { DestinationSecret, Gate, GateLog, StartGateOptions } from './gate-types.js';
-import { isHostName } from './policy.js';
+import { checkNetworkSecret } from './network-secret.js';
 import { GateRefusal, writeRefusal } from './refusal.js';
 import { readRequestHead } from './request-head.js';
 import { createSessionAuthority } from './session-authority.js';
@@ -156,24 +155,12 @@ function safeLogger(logger: StartGateOptions['logger']): (entry: GateLog) => voi
   };
 }
 
-/** Secrets checked up front: a header that could frame or route the request is never one. */
+/** Secrets checked up front (network-secret.ts): a header that could frame or route the request is never one. */
 function secretsByHost(secrets: readonly DestinationSecret[]): Map<string, DestinationSecret[]> {
   const byHost = new Map<string, DestinationSecret[]>();
-  for (const secret of secrets) {
-    const host = secret.host.toLowerCase();
-    if (!isHostName(host))
-      throw new InvalidInputError(`A network secret's host ${JSON.stringify(secret.host)} is not a host name.`);
-    if (
-      !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(secret.header) ||
-      /^(host|content-length|transfer-encoding|connection|proxy-.*)$/i.test(secret.header)
-    ) {
-      throw new InvalidInputError(
-        `A network secret's header ${JSON.stringify(secret.header)} cannot be set by the gate.`,
-      );
-    }
-    if (/[\0\r\n]/.test(secret.value))
-      throw new InvalidInputError(`The network secret for ${host} holds a line break.`);
-    byHost.set(host, [...(byHost.get(host) ?? []), { ...secret, host }]);
+  for (const entry of secrets) {
+    const secret = checkNetworkSecret(entry);
+    byHost.set(secret.host, [...(byHost.get(secret.host) ?? []), secret]);
   }
   return byHost;
 }
