@@ -30,7 +30,8 @@ export function readSecretHeaders(
     if (!match) {
       throw new CliExit(
         EXIT_USAGE,
-        `${flag} ${JSON.stringify(text)}: write HOST:HEADER=env:VARIABLE or HOST:HEADER=file:PATH (the value itself never goes on the command line).`,
+        // Only what precedes "=": a key pasted by mistake after it is not echoed into a terminal or a log.
+        `${flag} ${JSON.stringify(text.split('=')[0])}=…: write HOST:HEADER=env:VARIABLE or HOST:HEADER=file:PATH (the value itself never goes on the command line).`,
       );
     }
     const [, host = '', header = '', kind, source = ''] = match;
