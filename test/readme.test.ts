@@ -52,6 +52,7 @@ const RUN_ELSEWHERE: Record<string, string> = {
   'e2b-sdk': 'test/readme-e2b.test.ts',
   'jupyter-gateway': 'test/jupyter-gateway-notebook.test.ts',
   'internet-access': 'test/readme-internet.test.ts',
+  'internet-secrets': 'test/readme-internet.test.ts',
 };
 
 const blocks = readmeBlocks();
