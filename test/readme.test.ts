@@ -36,6 +36,7 @@ const SKIPPED: Record<string, string> = {
 
 /** Blocks run by another test file. */
 const RUN_ELSEWHERE: Record<string, string> = {
+  'internet-secrets': 'test/readme-internet.test.ts',
   environment: 'test/readme-environments.test.ts',
   install: 'test/readme-library.test.ts',
   library: 'test/readme-library.test.ts',
@@ -52,7 +53,6 @@ const RUN_ELSEWHERE: Record<string, string> = {
   'e2b-sdk': 'test/readme-e2b.test.ts',
   'jupyter-gateway': 'test/jupyter-gateway-notebook.test.ts',
   'internet-access': 'test/readme-internet.test.ts',
-  'internet-secrets': 'test/readme-internet.test.ts',
 };
 
 const blocks = readmeBlocks();
