@@ -60,6 +60,7 @@ export {
 } from './errors.js';
 export type { NetworkChannel, NetworkGate } from './network/gate-channel.js';
 export type { NetworkAllowList, NetworkOption } from './network/network-option.js';
+export type { NetworkSecret } from './network/network-secret.js';
 export type { AssistOptions, InspectOptions } from './session/assist-input.js';
 export type { Completion, Inspection } from './session/assist-replies.js';
 export type {

@@ -2,7 +2,8 @@
  * README.md's "Internet access" block, run as written: each line's comment is what the reader is
  * told curl says, and here it must say it (and sandcell exit with curl's code). The pip block needs
  * the internet (skipped in test/readme.test.ts); test/network-bubblewrap.test.ts installs a wheel
- * the same way from a package index on 127.0.0.1.
+ * the same way from a package index on 127.0.0.1. The secrets block runs as written too; that the
+ * gate adds the key over HTTPS is test/network-bubblewrap.test.ts's (a stand-in host on 127.0.0.1).
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,5 +28,22 @@ describe('README: Internet access', () => {
       expect(result.code, result.stderr).toBe(exitCode);
       expect(result.stderr).toContain(said);
     }
+  });
+});
+
+describe('README: Keys that never enter the sandbox', () => {
+  it('the secret reaches the gate and not the sandbox', async () => {
+    const block = readmeBlocks().find((candidate) => candidate.id === 'internet-secrets');
+    if (!block) throw new Error('README.md has no block marked readme-test: internet-secrets');
+    const said = block.code.slice(block.code.lastIndexOf('#') + 1).trim();
+    // The canary: the same check, with the key set inside the sandbox, does see it.
+    const canary = await runShell(
+      'npx sandcell exec -- sh -c \'export PROBE=sk-example; env | grep -q sk-example && echo "the key is here" || echo "no key in the sandbox"\'',
+      { cwd: clone },
+    );
+    expect(canary.stdout.trim(), canary.stderr).toBe('the key is here');
+    const result = await runShell(block.code, { cwd: clone });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout.trim()).toBe(said);
   });
 });

@@ -36,6 +36,7 @@ const SKIPPED: Record<string, string> = {
 
 /** Blocks run by another test file. */
 const RUN_ELSEWHERE: Record<string, string> = {
+  'internet-secrets': 'test/readme-internet.test.ts',
   environment: 'test/readme-environments.test.ts',
   'environment-dockerfile': 'test/readme-environments-docker.test.ts',
   'environment-image': 'test/readme-environments-docker.test.ts',

@@ -59,6 +59,8 @@ export interface CreateVolumeOptions {
 
 export interface SandboxVolume {
   readonly sessionId: string;
+  /** The host uid and gid the session's sandboxes run as, when not this process's own (leased as root, or by Docker). */
+  readonly owner?: { readonly uid: number; readonly gid: number };
   /** Removes the storage and everything in it. Idempotent. */
   dispose(): Promise<void>;
   /**

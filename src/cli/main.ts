@@ -15,6 +15,7 @@ import { addNetworkOption, collectHosts } from './network-options.js';
 import { red } from './render.js';
 import { replCommand } from './repl-command.js';
 import { runCommand } from './run-command.js';
+import { collectSecretHeaders } from './secret-header.js';
 
 const DEFAULT_OUTPUT_DIR = 'sandcell-output';
 
@@ -209,6 +210,11 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           '--permit-host <host>',
           'a host keys may ask their sessions to reach, beyond --allow-host (repeatable; "any" for any) (env SANDCELL_PERMITTED_HOSTS)',
           collectHosts,
+        )
+        .option(
+          '--secret-header <host:header=source>',
+          "a header the gate adds to every session's requests for a host it may reach, the key never entering a sandbox: HOST:HEADER=env:VARIABLE or HOST:HEADER=file:PATH (repeatable)",
+          collectSecretHeaders,
         )
         .option(
           '--state-dir <dir>',

@@ -6,12 +6,15 @@ import type { Command } from 'commander';
 import { InvalidInputError } from '../errors.js';
 import type { NetworkOption } from '../network/network-option.js';
 import { resolveNetworkOption } from '../network/network-option.js';
+import { checkNetworkSecret } from '../network/network-secret.js';
 import type { ServerOptions } from '../server/options.js';
 import type { SessionOptions } from '../session/options.js';
 import { CliExit, EXIT_USAGE } from './exit-codes.js';
+import { collectSecretHeaders, readSecretHeaders, SECRET_HEADER_HELP } from './secret-header.js';
 
 export interface NetworkCliOptions {
   allowHost?: string[];
+  secretHeader?: string[];
 }
 
 export const ALLOW_HOST_HELP =
@@ -22,30 +25,55 @@ export function collectHosts(value: string, previous: string[] = []): string[] {
 }
 
 export function addNetworkOption(command: Command): Command {
-  return command.option('--allow-host <host>', ALLOW_HOST_HELP, collectHosts);
+  return command
+    .option('--allow-host <host>', ALLOW_HOST_HELP, collectHosts)
+    .option('--secret-header <host:header=source>', SECRET_HEADER_HELP, collectSecretHeaders);
 }
 
 /** The allow-list the flags give, checked now: a typo is a usage error before any sandbox starts. */
 export function allowedHosts(flag: string, hosts: string[] | undefined): string[] | undefined {
   if (!hosts || hosts.length === 0) return undefined;
+  return asUsageError(flag, () => resolveNetworkOption({ allow: hosts })?.allow);
+}
+
+export function networkSessionOptions(options: NetworkCliOptions): Pick<SessionOptions, 'network'> {
+  const allow = allowedHosts('--allow-host', options.allowHost);
+  const secrets = readSecretHeaders('--secret-header', options.secretHeader);
+  if (secrets && !allow) throw new CliExit(EXIT_USAGE, '--secret-header needs --allow-host naming its host.');
+  if (!allow) return {};
+  const network = asUsageError('--secret-header', () =>
+    resolveNetworkOption({ allow, ...(secrets ? { secrets } : {}) }),
+  );
+  return network ? { network } : {};
+}
+
+function asUsageError<T>(flag: string, read: () => T): T {
   try {
-    return resolveNetworkOption({ allow: hosts })?.allow;
+    return read();
   } catch (error) {
     if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, `${flag}: ${error.message}`);
     throw error;
   }
 }
 
-export function networkSessionOptions(options: NetworkCliOptions): Pick<SessionOptions, 'network'> {
-  const allow = allowedHosts('--allow-host', options.allowHost);
-  return allow ? { network: { allow } } : {};
-}
-
 /**
  * serve's flags: `--allow-host` is every session's default and part of what keys may ask for;
  * `--permit-host` adds to what they may ask for (`any`: anything). Neither: no network, none permitted.
+ * `--secret-header` is the operator's: every session whose allow-list covers its host gets it.
  */
 export function serveNetworkOptions(options: {
+  allowHost?: string[];
+  permitHost?: string[];
+  secretHeader?: string[];
+}): Pick<ServerOptions, 'networkPermission' | 'networkSecrets'> & { network?: NetworkOption } {
+  const secrets = readSecretHeaders('--secret-header', options.secretHeader);
+  if (secrets) {
+    for (const secret of secrets) asUsageError('--secret-header', () => checkNetworkSecret(secret));
+  }
+  return { ...serveAllowOptions(options), ...(secrets ? { networkSecrets: secrets } : {}) };
+}
+
+function serveAllowOptions(options: {
   allowHost?: string[];
   permitHost?: string[];
 }): Pick<ServerOptions, 'networkPermission'> & { network?: NetworkOption } {

@@ -45,6 +45,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   logFormat?: LogFormat;
   allowHost?: string[];
   permitHost?: string[];
+  secretHeader?: string[];
 }
 
 /** A flag's number, or undefined when not given; `scale` turns seconds into milliseconds. */

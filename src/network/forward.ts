@@ -92,7 +92,7 @@ export async function handleForward(
  * re-framed: the common tools (pip, requests, curl, git) send lengths, and a second framing
  * parser in the gate is a second place for two readers to disagree.
  */
-function bodyLength(head: RequestHead): number {
+export function bodyLength(head: RequestHead): number {
   const lengths = headerValues(head, 'content-length');
   const encodings = headerValues(head, 'transfer-encoding');
   if (encodings.length > 0 && lengths.length > 0) {
@@ -109,7 +109,7 @@ function bodyLength(head: RequestHead): number {
   return Number(length);
 }
 
-function rewriteHead(
+export function rewriteHead(
   context: GateContext,
   head: RequestHead,
   host: string,

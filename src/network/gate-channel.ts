@@ -2,13 +2,29 @@
  * What a session needs from a network gate: a channel of its own, a unix socket on the host that the
  * gate serves under that session's allow-list alone (so no session can use another's allowances).
  */
+import type { NetworkSecret } from './network-secret.js';
+
 export interface NetworkGate {
-  openChannel(options: { sessionId: string; allow: readonly string[] }): Promise<NetworkChannel>;
+  openChannel(options: {
+    sessionId: string;
+    allow: readonly string[];
+    /** Headers the gate adds for hosts the allow-list covers (network-secret.ts). */
+    secrets?: readonly NetworkSecret[];
+    /** PEM authorities trusted beside the system's when the gate itself connects to a secret host. */
+    trustedCertificates?: string;
+    /**
+     * The host uid and gid the session's sandboxes run as: the socket is theirs alone (mode 0600).
+     * Absent: they run as this process's uid, which then owns the socket.
+     */
+    owner?: { uid: number; gid: number };
+  }): Promise<NetworkChannel>;
 }
 
 export interface NetworkChannel {
   /** The host path of the socket; the backend binds it into every sandbox of the session. */
   readonly socketPath: string;
+  /** PEM of the session's own authority when it has secrets; the sandbox must trust it. */
+  readonly certificateAuthority?: string;
   /** Stops serving the session (its open connections end). Idempotent. */
   close(): Promise<void>;
 }

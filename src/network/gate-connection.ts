@@ -3,9 +3,11 @@
  * secrets, and the log. One of these per gate, so one per session.
  */
 import type { Socket } from 'node:net';
+import type { SecureContext } from 'node:tls';
 import type { GateBudget } from './gate-budget.js';
 import type { DestinationSecret, GateLimits, GateLog, GateResolver } from './gate-types.js';
 import type { NetworkPolicy } from './policy.js';
+import type { SessionAuthority } from './session-authority.js';
 
 export interface GateContext {
   sessionId: string;
@@ -13,6 +15,10 @@ export interface GateContext {
   budget: GateBudget;
   limits: Required<GateLimits>;
   resolve: GateResolver;
+  /** Present when the session has secrets: signs the certificates the gate ends TLS with. */
+  authority?: SessionAuthority;
+  /** What a secret host's certificate is verified against: the system's authorities and the session's. */
+  upstreamContext?: SecureContext;
   /** By lower-case host name. */
   secrets: ReadonlyMap<string, readonly DestinationSecret[]>;
   log: (entry: GateLog) => void;

@@ -1,13 +1,16 @@
 /**
  * Gates for many sessions on one host: `openChannel` starts a session's own gate on a unix socket
- * of its own, which the backend binds into that session's sandboxes. Its shape is net-wire's
- * `NetworkGate` (src/network/gate-channel.ts on that branch), so a session can be given one.
+ * of its own, which the backend binds into that session's sandboxes. The socket belongs to the uid
+ * the session's sandboxes run as, mode 0600, in a directory others may cross but not list: no other
+ * local user (another session's sandbox included) can connect to it.
  */
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startGate } from './gate.js';
-import type { DestinationSecret, GateLimits, GateLog, GateResolver } from './gate-types.js';
+import type { NetworkChannel, NetworkGate } from './gate-channel.js';
+import type { GateLimits, GateLog, GateResolver } from './gate-types.js';
+import { mergeSecrets, type NetworkSecret } from './network-secret.js';
 import { parseNetworkPolicy } from './policy.js';
 
 export interface GateHostOptions {
@@ -17,28 +20,21 @@ export interface GateHostOptions {
   logger?: (entry: GateLog) => void;
   /** For tests; see `GateResolver`. */
   resolve?: GateResolver;
+  /**
+   * The operator's secrets: every session whose allow-list covers a secret's host gets it (and its
+   * own secret for the same host and header gives way).
+   */
+  secrets?: readonly NetworkSecret[];
 }
 
-export interface GateChannelRequest {
-  sessionId: string;
-  /** Allow-list entries, as `parseNetworkPolicy` reads them; a bad one throws `NetworkPolicyError`. */
-  allow: readonly string[];
-  secrets?: readonly DestinationSecret[];
-}
+export type GateChannelRequest = Parameters<NetworkGate['openChannel']>[0];
+export type GateChannel = NetworkChannel;
 
-export interface GateChannel {
-  /** The host path of the session's gate socket. */
-  readonly socketPath: string;
-  /** Stops the session's gate (its open connections end) and removes the socket. Idempotent. */
-  close(): Promise<void>;
-}
-
-export function createGateHost(options: GateHostOptions = {}): {
-  openChannel(request: GateChannelRequest): Promise<GateChannel>;
-} {
+export function createGateHost(options: GateHostOptions = {}): NetworkGate {
   return {
     async openChannel(request) {
       const policy = parseNetworkPolicy(request.allow);
+      const secrets = mergeSecrets(request.secrets ?? [], options.secrets ?? [], policy);
       const directory = await mkdtemp(path.join(options.directory ?? tmpdir(), 'sandcell-gate-'));
       // The sandbox runs as a uid of its own: it may reach the socket, not list the directory.
       await chmod(directory, 0o711);
@@ -51,12 +47,19 @@ export function createGateHost(options: GateHostOptions = {}): {
           ...(options.limits ? { limits: options.limits } : {}),
           ...(options.logger ? { logger: options.logger } : {}),
           ...(options.resolve ? { resolve: options.resolve } : {}),
-          ...(request.secrets ? { secrets: request.secrets } : {}),
+          ...(secrets.length > 0 ? { secrets } : {}),
+          ...(request.trustedCertificates !== undefined ? { trustedCertificates: request.trustedCertificates } : {}),
         });
-        await chmod(socketPath, 0o666);
+        try {
+          await restrictToOwner(socketPath, request.owner);
+        } catch (error) {
+          await gate.close();
+          throw error;
+        }
         let closing: Promise<void> | undefined;
         return {
           socketPath,
+          ...(gate.certificateAuthority !== undefined ? { certificateAuthority: gate.certificateAuthority } : {}),
           close: () => {
             closing ??= gate.close().then(() => rm(directory, { recursive: true, force: true }));
             return closing;
@@ -68,4 +71,28 @@ export function createGateHost(options: GateHostOptions = {}): {
       }
     },
   };
+}
+
+/**
+ * Connecting to a unix socket needs write permission on it: 0600 and owned by the sandbox's uid
+ * lets that uid in and no other (root aside). Without an owner the sandbox runs as this process's
+ * uid, which already owns the socket. Handing a socket to another uid needs root; a sandcell that
+ * is not root (Docker without root) can do no better than the socket open to every local uid,
+ * which is how it was before sockets had owners.
+ */
+async function restrictToOwner(socketPath: string, owner: { uid: number; gid: number } | undefined): Promise<void> {
+  if (owner && owner.uid !== process.getuid?.()) {
+    const given = await chown(socketPath, owner.uid, owner.gid).then(
+      () => true,
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === 'EPERM' && process.getuid?.() !== 0) return false;
+        throw error;
+      },
+    );
+    if (!given) {
+      await chmod(socketPath, 0o666);
+      return;
+    }
+  }
+  await chmod(socketPath, 0o600);
 }

@@ -32,9 +32,9 @@ export interface GateLimits {
 }
 
 /**
- * A header the gate adds to plain-HTTP requests for one host, so the key never exists inside
- * the sandbox. HTTPS requests (CONNECT) are tunnelled untouched: the gate does not intercept TLS,
- * so a secret bound to a host reached over HTTPS is never sent (see docs in gate.ts).
+ * A header the gate adds to every request for one host, so the key never exists inside the
+ * sandbox. Over HTTPS the gate ends TLS for that host with a certificate from the session's own
+ * authority (intercept.ts); hosts without a secret stay blind CONNECT tunnels.
  */
 export interface DestinationSecret {
   /** The exact host name (lower case) the header is added for. */
@@ -48,8 +48,11 @@ export interface DestinationSecret {
 export interface GateConnectionLog {
   event: 'connection-end';
   sessionId: string;
-  /** `connect` for an HTTPS tunnel, `forward` for a plain-HTTP request. */
-  kind: 'connect' | 'forward';
+  /**
+   * `connect` for an HTTPS tunnel, `forward` for a plain-HTTP request, `intercept` for an HTTPS
+   * request to a host with a secret (the gate ended TLS, added the secret, and opened its own).
+   */
+  kind: 'connect' | 'forward' | 'intercept';
   host: string;
   port: number;
   /** The address the gate checked and connected to. */
@@ -87,8 +90,13 @@ export interface StartGateOptions {
   logger?: (entry: GateLog) => void;
   /** For tests (a rebinding stub); see `GateResolver`. */
   resolve?: GateResolver;
-  /** Secrets added to plain-HTTP requests for their host. */
+  /** Secrets added to requests for their host, over HTTP and HTTPS. */
   secrets?: readonly DestinationSecret[];
+  /**
+   * PEM authorities the gate trusts beside the system's when it verifies a secret host's
+   * certificate (the session's `trustedCertificates`): a secret goes only to a verified host.
+   */
+  trustedCertificates?: string;
 }
 
 export interface GateUsage {
@@ -101,6 +109,8 @@ export interface Gate {
   readonly sessionId: string;
   /** The unix socket path, or the address and port actually bound (port 0 picks one). */
   readonly address: string | AddressInfo;
+  /** PEM of the session's own authority, when it has secrets: the sandbox must trust it. */
+  readonly certificateAuthority?: string;
   usage(): GateUsage;
   /** Stops listening and ends every open connection. Idempotent. */
   close(): Promise<void>;

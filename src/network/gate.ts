@@ -3,19 +3,24 @@
  * `startGate` listens on a unix socket or a port and serves exactly one session with one policy,
  * so a sandbox that reaches its own gate can never use another session's allowances.
  *
- * HTTPS is a CONNECT tunnel the gate does not look into (no TLS interception): it sees the name
- * and port, not the request. So destination-bound secrets are added to plain-HTTP requests only.
+ * HTTPS is a CONNECT tunnel the gate does not look into: it sees the name and port, not the
+ * request. The exception is a host the session has a secret for: the gate ends TLS for it with a
+ * certificate from the session's own authority (made here, in memory) and adds the secret to each
+ * request (intercept.ts), so the key never enters the sandbox over HTTPS either.
  */
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
-import { InvalidInputError } from '../errors.js';
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
+import { systemBundlePath } from './certificate-bundle.js';
 import { resolveWithSystem } from './destination-check.js';
 import { handleForward } from './forward.js';
 import { GateBudget, resolveGateLimits } from './gate-budget.js';
 import { type GateContext, trackSocket } from './gate-connection.js';
 import type { DestinationSecret, Gate, GateLog, StartGateOptions } from './gate-types.js';
-import { isHostName } from './policy.js';
+import { checkNetworkSecret } from './network-secret.js';
 import { GateRefusal, writeRefusal } from './refusal.js';
 import { readRequestHead } from './request-head.js';
+import { createSessionAuthority } from './session-authority.js';
 import { handleConnect } from './tunnel.js';
 
 export type {
@@ -33,13 +38,17 @@ export type {
 
 export async function startGate(options: StartGateOptions): Promise<Gate> {
   const limits = resolveGateLimits(options.limits);
+  const secrets = secretsByHost(options.secrets ?? []);
+  const authority = secrets.size > 0 ? createSessionAuthority(options.sessionId, [...secrets.keys()]) : undefined;
   const context: GateContext = {
     sessionId: options.sessionId,
     policy: options.policy,
     budget: new GateBudget(limits),
     limits,
     resolve: options.resolve ?? resolveWithSystem,
-    secrets: secretsByHost(options.secrets ?? []),
+    secrets,
+    ...(authority ? { authority } : {}),
+    ...(authority ? { upstreamContext: await upstreamContext(options.trustedCertificates) } : {}),
     log: safeLogger(options.logger),
     sockets: new Set(),
     closing: false,
@@ -55,6 +64,7 @@ export async function startGate(options: StartGateOptions): Promise<Gate> {
   return {
     sessionId: options.sessionId,
     address,
+    ...(authority ? { certificateAuthority: authority.certificate } : {}),
     usage: () => context.budget.usage(),
     close() {
       context.closing = true;
@@ -126,6 +136,13 @@ function refuse(context: GateContext, client: Socket, refusal: GateRefusal, targ
   writeRefusal(client, refusal);
 }
 
+/** The host's system bundle (Debian's path) and Node's own roots, plus the session's trusted PEMs. */
+async function upstreamContext(trusted: string | undefined): Promise<SecureContext> {
+  const system = await readFile(systemBundlePath('/'), 'utf8').catch(() => '');
+  const ca = [...rootCertificates, system, trusted ?? ''].filter((pem) => pem.includes('BEGIN CERTIFICATE'));
+  return createSecureContext({ ca, minVersion: 'TLSv1.2' });
+}
+
 /** A logger that throws must not end the connection it logs, nor the process. */
 function safeLogger(logger: StartGateOptions['logger']): (entry: GateLog) => void {
   if (!logger) return () => {};
@@ -138,24 +155,12 @@ function safeLogger(logger: StartGateOptions['logger']): (entry: GateLog) => voi
   };
 }
 
-/** Secrets checked up front: a header that could frame or route the request is never one. */
+/** Secrets checked up front (network-secret.ts): a header that could frame or route the request is never one. */
 function secretsByHost(secrets: readonly DestinationSecret[]): Map<string, DestinationSecret[]> {
   const byHost = new Map<string, DestinationSecret[]>();
-  for (const secret of secrets) {
-    const host = secret.host.toLowerCase();
-    if (!isHostName(host))
-      throw new InvalidInputError(`A network secret's host ${JSON.stringify(secret.host)} is not a host name.`);
-    if (
-      !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(secret.header) ||
-      /^(host|content-length|transfer-encoding|connection|proxy-.*)$/i.test(secret.header)
-    ) {
-      throw new InvalidInputError(
-        `A network secret's header ${JSON.stringify(secret.header)} cannot be set by the gate.`,
-      );
-    }
-    if (/[\0\r\n]/.test(secret.value))
-      throw new InvalidInputError(`The network secret for ${host} holds a line break.`);
-    byHost.set(host, [...(byHost.get(host) ?? []), { ...secret, host }]);
+  for (const entry of secrets) {
+    const secret = checkNetworkSecret(entry);
+    byHost.set(secret.host, [...(byHost.get(secret.host) ?? []), secret]);
   }
   return byHost;
 }

@@ -6,6 +6,7 @@
  * when the options are read, before anything starts.
  */
 import { InvalidInputError } from '../errors.js';
+import { checkNetworkSecrets, type NetworkSecret } from './network-secret.js';
 import { parseNetworkPolicy } from './policy.js';
 
 export interface NetworkAllowList {
@@ -16,6 +17,13 @@ export interface NetworkAllowList {
    * to the bundle that `SSL_CERT_FILE`, `REQUESTS_CA_BUNDLE`, `PIP_CERT`, `NODE_EXTRA_CA_CERTS` and git name.
    */
   trustedCertificates?: string;
+  /**
+   * Headers the gate adds to requests for a host the allow-list covers, so a key never enters the
+   * sandbox: `[{ host: 'api.example.com', header: 'Authorization', value: 'Bearer …' }]`. Over
+   * HTTPS the gate ends TLS for those hosts with a certificate from the session's own authority,
+   * which the sandbox trusts (and nothing else does). Values are never logged nor answered.
+   */
+  secrets?: NetworkSecret[];
 }
 
 export type NetworkOption = 'none' | NetworkAllowList;
@@ -30,7 +38,7 @@ const RULE = /^[A-Za-z0-9*.:[\]/_-]+$/;
 export function resolveNetworkOption(option: NetworkOption | undefined): NetworkAllowList | undefined {
   if (option === undefined || option === 'none') return undefined;
   if (typeof option !== 'object' || option === null || !Array.isArray(option.allow)) {
-    throw new InvalidInputError("`network` is 'none' or { allow: string[] }.");
+    throw new InvalidInputError("`network` is 'none' or { allow: string[], trustedCertificates?, secrets? }.");
   }
   if (option.allow.length === 0)
     throw new InvalidInputError("`network.allow` is empty: use `network: 'none'` for no network.");
@@ -47,7 +55,8 @@ export function resolveNetworkOption(option: NetworkOption | undefined): Network
     return trimmed;
   });
   // The gate's own parser: a rule it would refuse when the channel opens fails now, with its message.
-  parseNetworkPolicy(allow);
+  const policy = parseNetworkPolicy(allow);
+  const secrets = option.secrets === undefined ? undefined : checkNetworkSecrets(option.secrets, policy);
   const certificates = option.trustedCertificates;
   if (certificates !== undefined) {
     if (
@@ -59,5 +68,9 @@ export function resolveNetworkOption(option: NetworkOption | undefined): Network
       throw new InvalidInputError('`network.trustedCertificates` must be PEM certificates, at most 1 MiB.');
     }
   }
-  return { allow: [...new Set(allow)], ...(certificates !== undefined ? { trustedCertificates: certificates } : {}) };
+  return {
+    allow: [...new Set(allow)],
+    ...(certificates !== undefined ? { trustedCertificates: certificates } : {}),
+    ...(secrets !== undefined && secrets.length > 0 ? { secrets } : {}),
+  };
 }

@@ -20,12 +20,15 @@ export type RefusalRule =
   | 'too-many-connections'
   | 'byte-limit'
   | 'upstream-unreachable'
-  | 'connect-timeout';
+  | 'connect-timeout'
+  | 'upstream-certificate'
+  | 'misdirected-request';
 
 const REASONS: Record<number, string> = {
   400: 'Bad Request',
   403: 'Forbidden',
   411: 'Length Required',
+  421: 'Misdirected Request',
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   502: 'Bad Gateway',

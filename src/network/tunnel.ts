@@ -2,11 +2,13 @@
  * `CONNECT host:port`: the HTTPS path. The gate checks the destination, connects to the checked
  * address, answers 200 and then carries opaque bytes both ways. Bytes the client sends before the
  * 200 (a pipelined request, or TLS started early) are refused: what the client meant them for is
- * ambiguous, and an ambiguity is what smuggling uses.
+ * ambiguous, and an ambiguity is what smuggling uses. A host the session has a secret for is not
+ * tunnelled blind: intercept.ts takes over once the destination is checked and connected.
  */
 import type { Socket } from 'node:net';
 import { checkDestination } from './destination-check.js';
 import { type GateContext, trackSocket } from './gate-connection.js';
+import { handleIntercept } from './intercept.js';
 import { GateRefusal } from './refusal.js';
 import { relay } from './relay.js';
 import { headerValues, type RequestHead } from './request-head.js';
@@ -64,6 +66,10 @@ export async function handleConnect(
       'pipelining',
       'bytes arrived after CONNECT before the gate answered; wait for 200 before sending',
     );
+  }
+  if (context.secrets.has(destination.host)) {
+    await handleIntercept(context, { client, upstream, address, destination, started });
+    return;
   }
   trackSocket(context, upstream);
   client.write('HTTP/1.1 200 Connection established\r\n\r\n');

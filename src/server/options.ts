@@ -6,6 +6,7 @@ import { defaultDataBudgetBytes } from '../backends/data-budget.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
 import { resolveNetworkOption } from '../network/network-option.js';
+import { checkNetworkSecret, type NetworkSecret } from '../network/network-secret.js';
 import { DEFAULT_FILE_TRANSFER_BYTES, DEFAULT_MAX_CODE_BYTES, type SessionOptions } from '../session/options.js';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_PRELOAD_MODULES } from '../session/pool.js';
 import {
@@ -128,6 +129,12 @@ export interface ServerOptions {
    * @default the rules of `sessionOptions.network`, else 'none' (env SANDCELL_PERMITTED_HOSTS, comma-separated, or `any`)
    */
   networkPermission?: NetworkPermission;
+  /**
+   * The operator's secrets: a header the gate adds to requests for a host, for every session whose
+   * allow-list covers that host (a key's own secret for the same host and header gives way). The
+   * values stay in this process: never logged, never answered.
+   */
+  networkSecrets?: NetworkSecret[];
   /** Log level of the pino logger. @default 'info' (env SANDCELL_LOG_LEVEL) */
   logLevel?: string;
   /** Where logs go. @default process.stdout */
@@ -188,6 +195,7 @@ export interface ResolvedServerOptions {
   backend?: SandboxBackend;
   sessionOptions: NonNullable<ServerOptions['sessionOptions']>;
   networkPermission: NetworkPermission;
+  networkSecrets: NetworkSecret[];
   logLevel: string;
   logDestination?: NodeJS.WritableStream;
   model?: ChatModel;
@@ -396,6 +404,7 @@ export function resolveServerOptions(
     backend: options.backend,
     sessionOptions: options.sessionOptions ?? {},
     networkPermission: networkPermissionOf(options, environment),
+    networkSecrets: (options.networkSecrets ?? []).map(checkNetworkSecret),
     logLevel: options.logLevel ?? environment.SANDCELL_LOG_LEVEL ?? 'info',
     logDestination: options.logDestination,
     model: options.model,

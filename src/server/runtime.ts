@@ -60,7 +60,10 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
       // Every allowed connection and every refusal is a log line naming the session (no bodies, no headers).
       networkGate:
         options.sessionOptions.networkGate ??
-        createGateHost({ logger: (entry) => logger.info({ network: entry }, `network ${entry.event}`) }),
+        createGateHost({
+          logger: (entry) => logger.info({ network: entry }, `network ${entry.event}`),
+          secrets: options.networkSecrets,
+        }),
       ...(options.backend ? { backend: options.backend } : {}),
       timeoutMs: options.executionTimeoutMs,
       preloadModules: options.preloadModules,

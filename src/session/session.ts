@@ -97,9 +97,7 @@ export class Session {
         ? {
             network: {
               socketPath: networkChannel.socketPath,
-              ...(options.network?.trustedCertificates !== undefined
-                ? { trustedCertificates: options.network.trustedCertificates }
-                : {}),
+              ...sandboxCertificates(options.network?.trustedCertificates, networkChannel.certificateAuthority),
             },
           }
         : {}),
@@ -127,10 +125,19 @@ export class Session {
     let channel: NetworkChannel | undefined;
     if (resolved.network) {
       const gate = options.networkGate ?? defaultNetworkGate();
-      channel = await gate.openChannel({ sessionId: id, allow: resolved.network.allow }).catch(async (error) => {
-        await volume.dispose();
-        throw error;
-      });
+      const { allow, secrets, trustedCertificates } = resolved.network;
+      channel = await gate
+        .openChannel({
+          sessionId: id,
+          allow,
+          ...(secrets ? { secrets } : {}),
+          ...(trustedCertificates !== undefined ? { trustedCertificates } : {}),
+          ...(volume.owner ? { owner: { uid: volume.owner.uid, gid: volume.owner.gid } } : {}),
+        })
+        .catch(async (error) => {
+          await volume.dispose();
+          throw error;
+        });
     }
     const session = new Session(id, backend, volume, resolved, environment, channel);
     try {
@@ -408,4 +415,17 @@ export class Session {
 /** Creates a session: a fresh sandbox with a ready python context. */
 export function createSession(options: SessionOptions = {}): Promise<Session> {
   return Session.create(options);
+}
+
+/**
+ * What the sandbox trusts beside the system's CAs: the session's own certificates, and the
+ * authority of its gate when it has secrets (the gate ends TLS for those hosts with it).
+ */
+function sandboxCertificates(
+  trusted: string | undefined,
+  gateAuthority: string | undefined,
+): { trustedCertificates?: string } {
+  const parts = [trusted, gateAuthority].filter((part): part is string => part !== undefined);
+  if (parts.length === 0) return {};
+  return { trustedCertificates: parts.map((part) => (part.endsWith('\n') ? part : `${part}\n`)).join('') };
 }

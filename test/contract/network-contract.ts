@@ -148,6 +148,49 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
       });
     });
 
+    it('a secret bound to a host is added by the gate over HTTPS, and never exists in the sandbox', async () => {
+      const key = `Bearer sk-${token}-only-on-the-host`;
+      const options: SessionOptions = {
+        network: {
+          allow: [
+            `secure.test:${secure.port}`,
+            `web.test:${web.port}`,
+            `127.0.0.1/32:${secure.port}`,
+            `127.0.0.1/32:${web.port}`,
+          ],
+          trustedCertificates: certificates.caCertificate,
+          secrets: [{ host: 'secure.test', header: 'Authorization', value: key }],
+        },
+        networkGate: gate,
+      };
+      await withSession(backend, options, async (session) => {
+        const canary = await session.commands.run(`curl -sS --max-time 20 http://web.test:${web.port}/canary`);
+        expect(JSON.parse(canary.stdout).headers.authorization).toBeUndefined();
+        const curl = await session.commands.run(
+          `curl -sS --max-time 20 -H 'Authorization: Bearer forged' https://secure.test:${secure.port}/curl-secret`,
+        );
+        expect(curl.stderr).toBe('');
+        expect(JSON.parse(curl.stdout)).toMatchObject({ url: '/curl-secret', headers: { authorization: key } });
+        // The echo server answers with what it received: the gate added the key on the way out.
+        const python = await session.run(
+          'import requests\n' +
+            `echo = requests.get("https://secure.test:${secure.port}/requests-secret", timeout=20).json()\n` +
+            'print(echo["url"], echo["headers"]["authorization"])\ndel echo',
+        );
+        expect(python.error).toBeUndefined();
+        expect(python.stdout).toBe(`/requests-secret ${key}\n`);
+        // What the sandbox holds: its environment, its files and its own view of a request; none has the key.
+        const search = await session.commands.run(
+          `env; cat /proc/self/environ | tr '\\0' '\\n'; grep -rl -- '${token}-only' /tmp /mnt /etc /home /root /run /var 2>/dev/null; ` +
+            `curl -sS -v --max-time 20 -o /dev/null https://secure.test:${secure.port}/verbose 2>&1`,
+          { timeoutMs: 120_000 },
+        );
+        expect(search.stdout).toContain('/verbose');
+        expect(search.stdout).not.toContain(`${token}-only`);
+        expect(secure.received.at(-1)).toMatchObject({ url: '/verbose', headers: { authorization: key } });
+      });
+    });
+
     it("'none' sets no proxy and binds no socket", async () => {
       await withSession(backend, { network: 'none' }, async (session) => {
         const probe = await session.run(

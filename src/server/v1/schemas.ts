@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { ENVIRONMENT_NAME_PATTERN } from '../../environments/types.js';
 import { MAX_ALLOW_RULES, MAX_RULE_LENGTH, MAX_TRUSTED_CERTIFICATE_BYTES } from '../../network/network-option.js';
+import { MAX_NETWORK_SECRETS, MAX_SECRET_VALUE_BYTES } from '../../network/network-secret.js';
 import type * as Protocol from '../../protocol/index.js';
 import { CONTEXT_ID, LANGUAGES } from '../../session/languages.js';
 
@@ -45,6 +46,24 @@ export const NetworkOptionSchema = z
       .object({
         allow: z.array(z.string().min(1).max(MAX_RULE_LENGTH)).min(1).max(MAX_ALLOW_RULES),
         trustedCertificates: z.string().max(MAX_TRUSTED_CERTIFICATE_BYTES).optional(),
+        secrets: z
+          .array(
+            z
+              .object({
+                host: z.string().min(1).max(253),
+                header: z.string().min(1).max(100),
+                value: z.string().min(1).max(MAX_SECRET_VALUE_BYTES),
+              })
+              .strict(),
+          )
+          .max(MAX_NETWORK_SECRETS)
+          .optional()
+          .meta({
+            description:
+              'Headers the gate adds to requests for a host the allow-list covers, so a key never enters the sandbox ' +
+              "(over HTTPS the gate ends TLS for that host with the session's own CA, which the sandbox trusts). " +
+              "Never logged nor answered; the operator's own secret for the same host and header wins.",
+          }),
       })
       .strict(),
   ])
