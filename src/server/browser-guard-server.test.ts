@@ -212,7 +212,7 @@ describe('a server without keys', () => {
     const session = { ...MCP_HEADERS, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-03-26' };
     const sameHost = await rawRequest(port, '/mcp', { method: 'POST', headers: session, body: listTools });
     expect(sameHost.status).toBe(200);
-    expect(sameHost.json.result.tools.length).toBe(7);
+    expect(sameHost.json.result.tools.length).toBe(8);
     // Another loopback name passes our guard, but the SDK's DNS-rebinding check holds the session to its Host.
     const otherHost = await rawRequest(port, '/mcp', {
       method: 'POST',
@@ -268,7 +268,7 @@ describe('a server with keys', () => {
       requestInit: { headers: { authorization: `Bearer ${KEY}` } },
     });
     await client.connect(transport);
-    expect((await client.listTools()).tools.length).toBe(7);
+    expect((await client.listTools()).tools.length).toBe(8);
     await transport.terminateSession();
     await client.close();
   });
