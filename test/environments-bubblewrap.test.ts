@@ -77,7 +77,7 @@ describeWhenAvailable('a custom environment on bubblewrap', 'bubblewrap-rootfs',
     if (previousStore === undefined) delete process.env.SANDCELL_ENVIRONMENT_DIR;
     else process.env.SANDCELL_ENVIRONMENT_DIR = previousStore;
     await rm(directory, { recursive: true, force: true });
-  });
+  }, 600_000);
 
   it('builds the description into a root filesystem named by its content', () => {
     expect(built).toMatchObject({ name: 'tinytest', hash, backend: 'bubblewrap', backendRef: rootfs, reused: false });

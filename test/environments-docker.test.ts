@@ -61,8 +61,9 @@ describeWhenAvailable('a custom environment on Docker', 'docker', reason, () => 
     if (previousStore === undefined) delete process.env.SANDCELL_ENVIRONMENT_DIR;
     else process.env.SANDCELL_ENVIRONMENT_DIR = previousStore;
     if (built) await removeImages(await connectDocker(), built.name, [built.hash]);
+    // The store holds a 1.9 GB root filesystem: removing it outlasts the default hook timeout on a busy machine.
     await rm(directory, { recursive: true, force: true });
-  });
+  }, 600_000);
 
   it('builds an image named by the content', () => {
     expect(built).toMatchObject({ hash, backendRef: imageTag, reused: false });

@@ -108,7 +108,7 @@ describeWhenAvailable("an environment build's network", 'bubblewrap-rootfs', rea
     else process.env.SANDCELL_ENVIRONMENT_DIR = previousStore;
     server?.close();
     await rm(directory, { recursive: true, force: true });
-  });
+  }, 600_000);
 
   it('a setup command fetches from an allowed host through the gate, and a session sees what it wrote', async () => {
     expect(await readFile(path.join(allowed.backendRef, 'usr/share/netfetch/payload.txt'), 'utf8')).toBe(PAYLOAD);
