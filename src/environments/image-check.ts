@@ -14,6 +14,7 @@ import { MANAGED_LABEL } from '../backends/docker/container-config.js';
 import { engineErrorText } from '../backends/docker/engine-errors.js';
 import { ownerLabels } from '../backends/docker/owner.js';
 import { InvalidInputError } from '../errors.js';
+import type { ImageEnvironmentFacts } from './store.js';
 
 /** The PATH sessions get (sandboxEnvironment), so a program found here is found there. */
 const SESSION_PATH = '/usr/local/bin:/usr/bin:/bin';
@@ -51,14 +52,8 @@ facts["sleep"] = os.access("/bin/sleep", os.X_OK)
 print(json.dumps(facts))
 `;
 
-export interface ImageFacts {
-  /** The engine's content id, `sha256:…`. */
-  id: string;
-  python: string;
-  pythonVersion: string;
-  ipythonVersion: string;
-  matplotlibInline: boolean;
-  languages: string[];
+/** What the check found: the facts an environment record keeps (store.ts), and the image's size. */
+export interface ImageFacts extends Omit<ImageEnvironmentFacts, 'source' | 'kind'> {
   sizeBytes: number;
 }
 

@@ -63,26 +63,59 @@ export async function handleForward(
     return;
   }
   trackSocket(context, upstream);
+  await sendRequest(context, {
+    client,
+    upstream,
+    outgoing,
+    rest,
+    bodyBytes,
+    kind: 'forward',
+    destination,
+    address,
+    started,
+  });
+}
+
+/**
+ * Sends one request's rewritten head and the body bytes that came with it, relays the rest of the
+ * body (no more than it declared) and the answer, and logs the connection's end: the tail of both
+ * plain-HTTP forwarding and HTTPS interception.
+ */
+export async function sendRequest(
+  context: GateContext,
+  request: {
+    client: Socket;
+    upstream: Socket;
+    outgoing: Buffer;
+    rest: Buffer;
+    bodyBytes: number;
+    kind: 'forward' | 'intercept';
+    destination: { host: string; port: number };
+    address: string;
+    started: number;
+  },
+): Promise<void> {
+  const { upstream, outgoing, rest } = request;
   upstream.write(outgoing);
   if (rest.length > 0) upstream.write(rest);
   const { done } = relay({
-    client,
+    client: request.client,
     upstream,
     budget: context.budget,
     idleTimeoutMs: context.limits.idleTimeoutMs,
-    clientBytesAllowed: bodyBytes - rest.length,
+    clientBytesAllowed: request.bodyBytes - rest.length,
   });
   const result = await done;
   context.log({
     event: 'connection-end',
     sessionId: context.sessionId,
-    kind: 'forward',
-    host: destination.host,
-    port: destination.port,
-    address,
+    kind: request.kind,
+    host: request.destination.host,
+    port: request.destination.port,
+    address: request.address,
     bytesOut: result.bytesOut + outgoing.length + rest.length,
     bytesIn: result.bytesIn,
-    durationMs: Date.now() - started,
+    durationMs: Date.now() - request.started,
     outcome: context.closing && result.outcome === 'closed' ? 'gate-closed' : result.outcome,
   });
 }

@@ -10,10 +10,9 @@
  */
 import type { Socket } from 'node:net';
 import { connect as connectTls, TLSSocket } from 'node:tls';
-import { bodyLength, rewriteHead } from './forward.js';
+import { bodyLength, rewriteHead, sendRequest } from './forward.js';
 import { type GateContext, trackSocket } from './gate-connection.js';
 import { GateRefusal, writeRefusal } from './refusal.js';
-import { relay } from './relay.js';
 import { headerValues, readRequestHead } from './request-head.js';
 import { type Destination, parseAuthority } from './request-target.js';
 
@@ -78,27 +77,16 @@ export async function handleIntercept(context: GateContext, input: InterceptInpu
     writeRefusal(secureClient, error);
     return;
   }
-  upstream.write(outgoing);
-  if (rest.length > 0) upstream.write(rest);
-  const { done } = relay({
+  await sendRequest(context, {
     client: secureClient,
     upstream,
-    budget: context.budget,
-    idleTimeoutMs: context.limits.idleTimeoutMs,
-    clientBytesAllowed: bodyBytes - rest.length,
-  });
-  const result = await done;
-  context.log({
-    event: 'connection-end',
-    sessionId: context.sessionId,
+    outgoing,
+    rest,
+    bodyBytes,
     kind: 'intercept',
-    host: destination.host,
-    port: destination.port,
+    destination,
     address: input.address,
-    bytesOut: result.bytesOut + outgoing.length + rest.length,
-    bytesIn: result.bytesIn,
-    durationMs: Date.now() - input.started,
-    outcome: context.closing && result.outcome === 'closed' ? 'gate-closed' : result.outcome,
+    started: input.started,
   });
 }
 
