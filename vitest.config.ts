@@ -1,4 +1,14 @@
+import os from 'node:os';
+import path from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+// Servers the tests start keep conversations in memory unless a test gives them a state directory, and
+// see no environments unless a test builds into a store of its own: what the machine's user has built
+// (or the bench) is not theirs to list.
+const env = {
+  SANDCELL_STATE_DIR: 'none',
+  SANDCELL_ENVIRONMENT_DIR: path.join(os.tmpdir(), 'sandcell-tests-no-environments'),
+};
 
 export default defineConfig({
   test: {
@@ -11,8 +21,7 @@ export default defineConfig({
           name: 'unit',
           include: ['src/**/*.test.ts'],
           environment: 'node',
-          // Servers the tests start keep conversations in memory unless a test gives them a state directory.
-          env: { SANDCELL_STATE_DIR: 'none' },
+          env,
           // Scripted servers start in milliseconds; the margin is for files run in parallel on a busy machine.
           testTimeout: 20_000,
           hookTimeout: 20_000,
@@ -23,7 +32,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/**/*.test.ts'],
           environment: 'node',
-          env: { SANDCELL_STATE_DIR: 'none' },
+          env,
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },

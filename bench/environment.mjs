@@ -3,11 +3,14 @@
 // warm-imported, a file, a variable) → first result of 1+1, beside the same for the default environment,
 // measured the same way as run.mjs's pool row (a pool of 2, warm again before each sample), one sample of
 // each in turn so load from other work falls on both alike. On bubblewrap. The environment is built first
-// if it is not (once: builds are content-addressed, so later runs reuse it), in the machine's store (or
-// SANDCELL_ENVIRONMENT_DIR); without root it cannot be built, and the row says skipped and why.
+// if it is not (once: builds are content-addressed, so later runs reuse it), in a store of the bench's own
+// beside the machine's (`<image store>/bench-environments`, or SANDCELL_ENVIRONMENT_DIR when set), so that
+// the machine's `env list`, kernelspecs and doctor never show it; without root it cannot be built, and the
+// row says skipped and why.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildEnvironment } from '../dist/environments/build.js';
+import { runtimeStoreDirectory } from '../dist/image/recipe.js';
 import { SessionPool } from '../dist/index.js';
 import { percentile } from './server.mjs';
 
@@ -55,7 +58,19 @@ async function sample(pool) {
   }
 }
 
-export async function runEnvironmentBench({ quick = false, log = console.error } = {}) {
+export async function runEnvironmentBench(options = {}) {
+  // Sessions and builds read the store from the variable when they need it: set for this bench only.
+  const callersStore = process.env.SANDCELL_ENVIRONMENT_DIR;
+  process.env.SANDCELL_ENVIRONMENT_DIR = callersStore ?? path.join(runtimeStoreDirectory(), 'bench-environments');
+  try {
+    return await measure(options);
+  } finally {
+    if (callersStore === undefined) delete process.env.SANDCELL_ENVIRONMENT_DIR;
+    else process.env.SANDCELL_ENVIRONMENT_DIR = callersStore;
+  }
+}
+
+async function measure({ quick, log = console.error }) {
   let name;
   try {
     name = await ensureBuilt(log);

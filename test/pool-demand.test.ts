@@ -24,20 +24,21 @@ describe('SessionPool sized by demand, on bubblewrap', () => {
   });
 
   it('after new sessions have been arriving, serves a burst of four from warm sessions', async () => {
-    // The arrival rate reads a fake clock (arrivals a quarter of a second apart without waiting for
-    // it); cold starts are real, and timed for real.
+    // The arrival rate reads a fake clock (arrivals 50 ms apart, about 9 a second by the end, without
+    // waiting for it); cold starts are real, and timed for real. Rate × cold start then asks for four or
+    // more however fast this machine starts a session (0.1 s would still be four), up to maxWarm.
     const clock = { now: 0 };
     pool = new SessionPool({
       size: 1,
       maxWarm: 6,
-      rateWindowMs: 5_000,
+      rateWindowMs: 1_000,
       sizingIntervalMs: 100,
       now: () => clock.now,
       sessionOptions: { preloadModules: [] },
     });
     await pool.start();
     for (let index = 0; index < 12; index++) {
-      clock.now += 250;
+      clock.now += 50;
       const session = await pool.acquire();
       expect((await session.run('1+1')).results[0]?.data['text/plain']).toBe('2');
       await session.close();
