@@ -6,6 +6,7 @@
  */
 import { ArrivalRate } from './arrival-rate.js';
 import type { Session } from './session.js';
+import { INITIAL_LIGHT_START_CPU_SECONDS, INITIAL_PRELOADED_START_CPU_SECONDS } from './warm-light.js';
 
 /** A first guess at a cold start on a busy 2-core host, until one is measured. */
 export const INITIAL_COLD_START_MS = 2_000;
@@ -35,6 +36,11 @@ export class PoolEnvironment {
   failuresInARow = 0;
   /** Sessions started without the preload for callers waiting (for stats). */
   lightStarts = 0;
+  /** Warm sessions started without the preload (while the pool warms light). */
+  readonly lightSessions = new WeakSet<Session>();
+  /** CPU of a start with the preload and without, lately: what keeping the warm list full costs. */
+  preloadedStartCpuSeconds = INITIAL_PRELOADED_START_CPU_SECONDS;
+  lightStartCpuSeconds = INITIAL_LIGHT_START_CPU_SECONDS;
   retryTimer?: NodeJS.Timeout;
   /** What sizing asked for last (for stats). */
   target = 0;
@@ -69,6 +75,16 @@ export class PoolEnvironment {
 
   recordColdStart(durationMs: number): void {
     this.coldStartMs += MEASUREMENT_WEIGHT * (durationMs - this.coldStartMs);
+  }
+
+  /** Warm sessions without the preload. */
+  get lightWarm(): number {
+    return this.warm.filter((session) => this.lightSessions.has(session)).length;
+  }
+
+  recordStartCpu(light: boolean, seconds: number): void {
+    if (light) this.lightStartCpuSeconds += MEASUREMENT_WEIGHT * (seconds - this.lightStartCpuSeconds);
+    else this.preloadedStartCpuSeconds += MEASUREMENT_WEIGHT * (seconds - this.preloadedStartCpuSeconds);
   }
 
   recordWarmFootprint(bytes: number): void {
