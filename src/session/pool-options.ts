@@ -117,6 +117,8 @@ export interface SessionPoolStats {
   maxWarm: number;
   /** Per environment in use. */
   environments: Record<string, PoolEnvironmentStats>;
+  /** Whether warm sessions start without the preload now (`warmLightCpuShare`; each environment's stats say the same). */
+  warmLight: boolean;
   /** Cores that preloaded starts would keep busy at the recent arrival rates (Σ rate × startCpuSeconds). */
   startCpuDemand: number;
   /** Cores they may (`warmLightCpuShare` × `cpuCores`): above it, warm sessions start light. */

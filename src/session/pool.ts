@@ -202,6 +202,7 @@ export class SessionPool {
       maxSessions: this.maxSessions,
       maxWarm: this.maxWarm,
       environments,
+      warmLight: this.warmLight,
       startCpuDemand: this.preloadedDemandCores(),
       startCpuBudget: this.warmLightCpuShare * this.cpuCores,
       ...(this.lastError ? { lastError: this.lastError.message } : {}),

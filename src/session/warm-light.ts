@@ -14,7 +14,7 @@ export const INITIAL_PRELOADED_START_CPU_SECONDS = 1.1;
 export const INITIAL_LIGHT_START_CPU_SECONDS = 0.4;
 /**
  * The share of the host's cores that preloaded warm starts may keep busy. Starts queue for the cores:
- * at a utilisation ρ a start waits about ρ/(1−ρ) start times behind others, 1.5 at 0.6 but 4 at 0.8
+ * at a utilisation ρ a start waits about ρ/(1−ρ) start times behind others (M/M/1), 1.5 at 0.6, 4 at 0.8
  * and 9 at 0.9, while a burst of a Poisson stream empties the warm list; and the users' code in the
  * sessions handed out (their first imports included) needs the rest.
  */
