@@ -19,6 +19,9 @@ export const INITIAL_WARM_SESSION_BYTES = 192 * 2 ** 20;
 /** Weight of the newest measurement in the running averages of cold start and footprint. */
 const MEASUREMENT_WEIGHT = 0.3;
 
+/** How much shorter the window of `recentArrivals` is than the sizing rate's. */
+const RECENT_WINDOW_DIVISOR = 3;
+
 /** A caller waiting for a session; a failed start fails the first one with its error. */
 export interface Waiter {
   resolve: (session: Session) => void;
@@ -31,6 +34,12 @@ export class PoolEnvironment {
   /** Callers waiting for a session that is starting, first come first served. */
   readonly waiters: Waiter[] = [];
   readonly arrivals: ArrivalRate;
+  /**
+   * The same arrivals over a third of the window (10 s by default): warming light follows the larger
+   * of the two, so it starts within seconds of a sustained burst (the 30 s rate reaches half of a new
+   * steady rate only after 21 s, by when a backlog has built) and stops as slowly as the 30 s rate falls.
+   */
+  readonly recentArrivals: ArrivalRate;
   coldStartMs = INITIAL_COLD_START_MS;
   warmSessionBytes = INITIAL_WARM_SESSION_BYTES;
   failuresInARow = 0;
@@ -51,6 +60,7 @@ export class PoolEnvironment {
     rateWindowMs: number,
   ) {
     this.arrivals = new ArrivalRate(rateWindowMs);
+    this.recentArrivals = new ArrivalRate(rateWindowMs / RECENT_WINDOW_DIVISOR);
   }
 
   /** Warm and starting: the sessions this environment has on their way to a caller. */
@@ -80,6 +90,16 @@ export class PoolEnvironment {
   /** Warm sessions without the preload. */
   get lightWarm(): number {
     return this.warm.filter((session) => this.lightSessions.has(session)).length;
+  }
+
+  recordArrival(now: number): void {
+    this.arrivals.record(now);
+    this.recentArrivals.record(now);
+  }
+
+  /** Arrivals per second for warming light: quick to rise, slow to fall. */
+  demandRate(now: number): number {
+    return Math.max(this.arrivals.perSecond(now), this.recentArrivals.perSecond(now));
   }
 
   recordStartCpu(light: boolean, seconds: number): void {

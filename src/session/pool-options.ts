@@ -57,7 +57,8 @@ export interface SessionPoolOptions {
   lightStartsWhenBehind?: boolean;
   /**
    * The share of the host's cores that preloaded warm starts may keep busy: when the recent arrival
-   * rates × the measured CPU of a preloaded start, all environments together, would exceed it, warm
+   * rates (the larger of the `rateWindowMs` rate and a third of it, so it follows a burst within
+   * seconds) × the measured CPU of a preloaded start, all environments together, would exceed it, warm
    * sessions start without `preloadModules` (the modules import on first use), and preload again once
    * that demand is below four fifths of it. Off with `lightStartsWhenBehind: false`. @default 0.6
    */

@@ -147,7 +147,7 @@ export class SessionPool {
       return this.lease(await this.startApart(name, options.network));
     }
     const environment = this.environment(name);
-    environment.arrivals.record(this.now());
+    environment.recordArrival(this.now());
     return this.lease(environment.warm.shift() ?? (await this.waitForStart(environment)));
   }
 
@@ -317,7 +317,7 @@ export class SessionPool {
     const now = this.now();
     let cores = 0;
     for (const environment of this.environments.values()) {
-      cores += environment.arrivals.perSecond(now) * environment.preloadedStartCpuSeconds;
+      cores += environment.demandRate(now) * environment.preloadedStartCpuSeconds;
     }
     return cores;
   }
