@@ -337,7 +337,9 @@ export class SessionPool {
       });
     if (this.warmLight || this.callersWaiting()) return;
     for (const environment of this.environments.values()) {
-      if (environment.starting.size > 0 || this.startsInFlight >= this.startConcurrency) continue;
+      // One replacement at a time, and none while starts fail (it would close light sessions for nothing).
+      const busy = environment.starting.size > 0 || environment.retryTimer !== undefined;
+      if (busy || this.startsInFlight >= this.startConcurrency) continue;
       const index = environment.warm.findIndex((session) => environment.lightSessions.has(session));
       if (index === -1) continue;
       // Its room goes to a preloaded start, made by fill's loop below (it is now short of its target by one).
