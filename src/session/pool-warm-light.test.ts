@@ -20,9 +20,12 @@ afterEach(async () => {
 
 /**
  * A pool of 2 on 2 cores (the share, 0.6, is 1.2 cores) whose starts take a real 30 ms and report
- * `preloadedCpuSeconds` (or 0.4 without the preload); arrival rates follow a 10 s window of `clock.now`.
+ * `preloadedCpuSeconds` (`lightCpuSeconds` without the preload); arrival rates follow a 10 s window of `clock.now`.
  */
-function cpuPool(options: SessionPoolOptions = {}, preloadedCpuSeconds = 1.1) {
+function cpuPool(
+  options: SessionPoolOptions = {},
+  { preloadedCpuSeconds = 1.1, lightCpuSeconds = 0.4, preloadModules = PRELOAD } = {},
+) {
   const clock = { now: 0 };
   const preloadOf = new Map<string, unknown>();
   const preloads = (modules: unknown) => Array.isArray(modules) && modules.length > 0;
@@ -31,7 +34,7 @@ function cpuPool(options: SessionPoolOptions = {}, preloadedCpuSeconds = 1.1) {
       preloadOf.set((start.volume as ScriptedVolume).sessionId, start.kernelOptions.preloadModules);
       await new Promise((resolve) => setTimeout(resolve, 30));
     },
-    cpuSeconds: (start) => (preloads(start.kernelOptions.preloadModules) ? preloadedCpuSeconds : 0.4),
+    cpuSeconds: (start) => (preloads(start.kernelOptions.preloadModules) ? preloadedCpuSeconds : lightCpuSeconds),
   });
   pool = new SessionPool({
     size: 2,
@@ -46,7 +49,7 @@ function cpuPool(options: SessionPoolOptions = {}, preloadedCpuSeconds = 1.1) {
       return {};
     },
     ...options,
-    sessionOptions: { preloadModules: PRELOAD, backend },
+    sessionOptions: { preloadModules, backend },
   });
   return { pool, clock, preloadOf };
 }
@@ -111,7 +114,7 @@ describe('SessionPool warming light when starts would take too much of the host'
 
   it('decides by the CPU a start was measured to cost, not a guess', async () => {
     // The same arrivals, but a preloaded start costs 0.3 CPU-s here: 0.5 cores, well within the share.
-    const setup = cpuPool({}, 0.3);
+    const setup = cpuPool({}, { preloadedCpuSeconds: 0.3 });
     const { pool, preloadOf } = setup;
     await pool.start();
     await arrivals(setup, 40, 500);
@@ -136,7 +139,7 @@ describe('SessionPool warming light when starts would take too much of the host'
 
   it('adds up the demand of every environment: the host is one', async () => {
     // A preloaded start costs 1.2 CPU-s here.
-    const setup = cpuPool({}, 1.2);
+    const setup = cpuPool({}, { preloadedCpuSeconds: 1.2 });
     const { pool, preloadOf } = setup;
     await pool.start();
     // One every 2 s to each of two environments: at most 0.8 cores each, within the share alone; 1.4 together.
@@ -173,6 +176,15 @@ describe('SessionPool warming light when starts would take too much of the host'
     expect(pool.stats().environments.default).toMatchObject({ warmLight: false, lightWarm: 0 });
     const warm = await pool.acquire();
     expect(preloadOf.get(warm.id)).toEqual(PRELOAD);
+  });
+
+  it('with nothing to preload, never says warm sessions start light', async () => {
+    // Sessions that preload nothing cost what light ones do: say 1.1 CPU-s here, so the rate alone would decide.
+    const setup = cpuPool({}, { lightCpuSeconds: 1.1, preloadModules: [] });
+    await setup.pool.start();
+    await arrivals(setup, 40, 500);
+    expect(setup.pool.stats()).toMatchObject({ warmLight: false });
+    expect(setup.pool.stats().startCpuDemand).toBeGreaterThan(setup.pool.stats().startCpuBudget);
   });
 
   it('refuses a negative CPU share', () => {

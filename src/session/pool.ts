@@ -327,8 +327,11 @@ export class SessionPool {
    * once demand falls, replacing the light warm sessions one start at a time per environment.
    */
   private decideWarmLight(): void {
+    // With nothing to preload (`--preload none`) a light start is the same start: nothing to decide.
+    const preloads = (this.sessionOptions.preloadModules ?? []).length > 0;
     this.warmLight =
       this.lightStartsWhenBehind &&
+      preloads &&
       warmsLight({
         preloadedDemandCores: this.preloadedDemandCores(),
         cores: this.cpuCores,
