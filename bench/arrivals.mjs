@@ -8,7 +8,9 @@
 // keeps up if the machine cannot start 2 sandboxes a second: then every policy builds a backlog.
 // Alone, `--preload none` (or any modules) and `--preload-when-behind` are passed to both servers:
 // starts without the data modules cost a fraction of the CPU, which is why, by default, a session a
-// caller waits for (nothing warm) starts without them.
+// caller waits for (nothing warm) starts without them, and so do warm ones while the arrivals'
+// preloaded starts would take over 60% of the cores: the sized run reports when that began (from the
+// server's /metrics) and the most start CPU demand it saw.
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +31,14 @@ async function request(url, method, body) {
   const text = await response.text();
   if (!response.ok) throw new Error(`${method} ${url} → ${response.status}: ${text}`);
   return text ? JSON.parse(text) : undefined;
+}
+
+/** The server's pool metrics: whether warm sessions start light, and the start CPU demand (cores). */
+async function poolMetrics(url) {
+  const response = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+  const text = response?.ok ? await response.text() : '';
+  const value = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return { warmLight: value('sandcell_pool_warm_light') === 1, demand: value('sandcell_pool_start_cpu_demand_cores') };
 }
 
 /** One client: create, run 1+1 (timed), keep the session a while, delete it. */
@@ -63,6 +73,9 @@ async function steadyArrivals(args, seconds) {
   const times = [];
   const failures = [];
   let mostWarm = 0;
+  // When warm sessions first started light (seconds into the run), and the most start CPU demand seen.
+  let warmLightFrom;
+  let mostDemand = 0;
   try {
     // Start from a warm pool, as a server that has been up a while.
     for (let waited = 0; waited < 1200; waited++) {
@@ -79,9 +92,12 @@ async function steadyArrivals(args, seconds) {
       clients.push(client(server.url, times, failures));
       const health = await request(`${server.url}/healthz`, 'GET').catch(() => undefined);
       mostWarm = Math.max(mostWarm, health?.sessions.warm ?? 0);
+      const metrics = await poolMetrics(server.url);
+      if (metrics.warmLight && warmLightFrom === undefined) warmLightFrom = (now() - begun) / 1000;
+      if (metrics.demand > mostDemand) mostDemand = metrics.demand;
     }
     await Promise.all(clients);
-    return { times, failures, load, mostWarm };
+    return { times, failures, load, mostWarm, warmLightFrom, mostDemand };
   } finally {
     await server.stop();
   }
@@ -104,6 +120,13 @@ export async function runArrivalsBench({ quick = false, serverArgs = [] } = {}) 
     ),
     stat('', 'p50', round(p(sized.times, 0.5), 1), 'ms'),
     stat('', 'most warm at once', sized.mostWarm, ''),
+    stat(
+      '',
+      'warm sessions light from',
+      sized.warmLightFrom === undefined ? 'never' : round(sized.warmLightFrom, 1),
+      's',
+    ),
+    stat('', 'most start CPU demand', round(sized.mostDemand, 2), 'cores'),
     stat('', 'failed', sized.failures.length, '', '0', sized.failures.length === 0),
     stat('', 'load average at start', round(sized.load, 2), ''),
     stat('server: the same with a fixed pool of 2 (--pool-max 2)', 'p95', round(p(fixed.times, 0.95), 1), 'ms'),
@@ -117,6 +140,8 @@ export async function runArrivalsBench({ quick = false, serverArgs = [] } = {}) 
     failed: run.failures.length,
     ...(run.failures[0] ? { firstFailure: run.failures[0] } : {}),
     mostWarm: run.mostWarm,
+    warmLightFromSeconds: run.warmLightFrom ?? null,
+    mostStartCpuDemandCores: run.mostDemand,
     loadAverageAtStart: run.load,
   });
   return {

@@ -123,4 +123,6 @@ export interface Sandbox {
 export interface SandboxUsage {
   memoryBytes?: number;
   processIds?: number[];
+  /** CPU time the sandbox's processes have used since it started (user and system), in seconds. */
+  cpuSeconds?: number;
 }

@@ -184,7 +184,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')
         .option(
           '--preload-when-behind',
-          'preload even sessions started for callers who find nothing warm (by default they skip it: a cheaper start)',
+          'preload every session, even those started for callers who find nothing warm and warm ones while starts would take over 60% of the CPUs (by default they skip it: a cheaper start)',
         )
         .option('--shutdown-grace <seconds>', 'on SIGTERM, how long running executions may finish; default 30')
         .option('--log-level <level>', 'pino log level (env SANDCELL_LOG_LEVEL); default info')

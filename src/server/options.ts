@@ -112,8 +112,9 @@ export interface ServerOptions {
   /** Modules imported in warm sessions. @default numpy, pandas, matplotlib (env SANDCELL_PRELOAD, comma-separated; "none" for none) */
   preloadModules?: string[];
   /**
-   * Preload even the sessions started for callers who find nothing warm. By default those skip the
-   * preload (a cheaper start when the pool is behind; SessionPoolOptions.lightStartsWhenBehind).
+   * Preload every session: those started for callers who find nothing warm, and warm ones while new
+   * sessions come faster than the host can start them preloaded. By default those skip the preload (a
+   * cheaper start; SessionPoolOptions.lightStartsWhenBehind and warmLightCpuShare).
    * @default false (env SANDCELL_PRELOAD_WHEN_BEHIND=1 for true)
    */
   preloadWhenBehind?: boolean;

@@ -100,6 +100,16 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
         value: stats.target,
       })),
   );
+  metrics.gauge(
+    'sandcell_pool_warm_light',
+    "1 while warm sessions start without the preload: the arrivals' preloaded starts would take more than 60% of the cores.",
+    () => [{ labels: {}, value: pool.stats().warmLight ? 1 : 0 }],
+  );
+  metrics.gauge(
+    'sandcell_pool_start_cpu_demand_cores',
+    'Cores that preloaded starts would keep busy at the recent arrival rates (rate × measured start CPU, all environments).',
+    () => [{ labels: {}, value: pool.stats().startCpuDemand }],
+  );
   metrics.gauge('sandcell_executions_running', 'Executions running now.', () => [
     { labels: {}, value: registry.stats.running },
   ]);

@@ -6,6 +6,7 @@
  */
 import { ArrivalRate } from './arrival-rate.js';
 import type { Session } from './session.js';
+import { INITIAL_LIGHT_START_CPU_SECONDS, INITIAL_PRELOADED_START_CPU_SECONDS } from './warm-light.js';
 
 /** A first guess at a cold start on a busy 2-core host, until one is measured. */
 export const INITIAL_COLD_START_MS = 2_000;
@@ -17,6 +18,9 @@ export const INITIAL_COLD_START_MS = 2_000;
 export const INITIAL_WARM_SESSION_BYTES = 192 * 2 ** 20;
 /** Weight of the newest measurement in the running averages of cold start and footprint. */
 const MEASUREMENT_WEIGHT = 0.3;
+
+/** How much shorter the window of `recentArrivals` is than the sizing rate's. */
+const RECENT_WINDOW_DIVISOR = 3;
 
 /** A caller waiting for a session; a failed start fails the first one with its error. */
 export interface Waiter {
@@ -30,11 +34,22 @@ export class PoolEnvironment {
   /** Callers waiting for a session that is starting, first come first served. */
   readonly waiters: Waiter[] = [];
   readonly arrivals: ArrivalRate;
+  /**
+   * The same arrivals over a third of the window (10 s by default): warming light follows the larger
+   * of the two, so it starts within seconds of a sustained burst (the 30 s rate reaches half of a new
+   * steady rate only after 21 s, by when a backlog has built) and stops as slowly as the 30 s rate falls.
+   */
+  readonly recentArrivals: ArrivalRate;
   coldStartMs = INITIAL_COLD_START_MS;
   warmSessionBytes = INITIAL_WARM_SESSION_BYTES;
   failuresInARow = 0;
   /** Sessions started without the preload for callers waiting (for stats). */
   lightStarts = 0;
+  /** Warm sessions started without the preload (while the pool warms light). */
+  readonly lightSessions = new WeakSet<Session>();
+  /** CPU of a start with the preload and without, lately: what keeping the warm list full costs. */
+  preloadedStartCpuSeconds = INITIAL_PRELOADED_START_CPU_SECONDS;
+  lightStartCpuSeconds = INITIAL_LIGHT_START_CPU_SECONDS;
   retryTimer?: NodeJS.Timeout;
   /** What sizing asked for last (for stats). */
   target = 0;
@@ -45,6 +60,7 @@ export class PoolEnvironment {
     rateWindowMs: number,
   ) {
     this.arrivals = new ArrivalRate(rateWindowMs);
+    this.recentArrivals = new ArrivalRate(rateWindowMs / RECENT_WINDOW_DIVISOR);
   }
 
   /** Warm and starting: the sessions this environment has on their way to a caller. */
@@ -69,6 +85,26 @@ export class PoolEnvironment {
 
   recordColdStart(durationMs: number): void {
     this.coldStartMs += MEASUREMENT_WEIGHT * (durationMs - this.coldStartMs);
+  }
+
+  /** Warm sessions without the preload. */
+  get lightWarm(): number {
+    return this.warm.filter((session) => this.lightSessions.has(session)).length;
+  }
+
+  recordArrival(now: number): void {
+    this.arrivals.record(now);
+    this.recentArrivals.record(now);
+  }
+
+  /** Arrivals per second for warming light: quick to rise, slow to fall. */
+  demandRate(now: number): number {
+    return Math.max(this.arrivals.perSecond(now), this.recentArrivals.perSecond(now));
+  }
+
+  recordStartCpu(light: boolean, seconds: number): void {
+    if (light) this.lightStartCpuSeconds += MEASUREMENT_WEIGHT * (seconds - this.lightStartCpuSeconds);
+    else this.preloadedStartCpuSeconds += MEASUREMENT_WEIGHT * (seconds - this.preloadedStartCpuSeconds);
   }
 
   recordWarmFootprint(bytes: number): void {

@@ -49,12 +49,22 @@ export interface SessionPoolOptions {
    * When a caller finds nothing warm and no start under way is left for it, the session started for
    * it skips `preloadModules` (the environment's own warm imports still run): it is ready in a
    * fraction of the CPU, and the user's first `import pandas` costs what it costs. Starts for the
-   * warm list always preload, and none is made while a caller waits (it would end in a caller's
+   * warm list preload (unless the pool warms light: `warmLightCpuShare`), and none is made while a caller waits (it would end in a caller's
    * hands, later). The pool falls behind only when the host cannot start sessions as
    * fast as they arrive, and then a preloaded start is what it cannot afford (docs/architecture.md,
-   * Pool). `false`: every start preloads. @default true
+   * Pool). `false`: every start preloads, warm ones too. @default true
    */
   lightStartsWhenBehind?: boolean;
+  /**
+   * The share of the host's cores that preloaded warm starts may keep busy: when the recent arrival
+   * rates (the larger of the `rateWindowMs` rate and a third of it, so it follows a burst within
+   * seconds) × the measured CPU of a preloaded start, all environments together, would exceed it, warm
+   * sessions start without `preloadModules` (the modules import on first use), and preload again once
+   * that demand is below four fifths of it. Off with `lightStartsWhenBehind: false`. @default 0.6
+   */
+  warmLightCpuShare?: number;
+  /** The host's cores, which `warmLightCpuShare` is a share of. @default os.availableParallelism() */
+  cpuCores?: number;
   /** Options of every session; `preloadModules` defaults to numpy, pandas and matplotlib. */
   sessionOptions?: SessionOptions;
   /**
@@ -83,6 +93,17 @@ export interface PoolEnvironmentStats {
   coldStartMs: number;
   /** Sessions started for a waiting caller without the preload (`lightStartsWhenBehind`), since the pool began. */
   lightStarts: number;
+  /**
+   * Whether warm sessions start without the preload now (`warmLightCpuShare`): a decision for the
+   * whole host, the same in every environment.
+   */
+  warmLight: boolean;
+  /** Warm sessions without the preload (started while the pool warmed light; replaced once it does not). */
+  lightWarm: number;
+  /** CPU-seconds of a preloaded start, lately (measured after warm-up where the backend counts CPU). */
+  startCpuSeconds: number;
+  /** CPU-seconds of a start without the preload, lately. */
+  lightStartCpuSeconds: number;
 }
 
 export interface SessionPoolStats {
@@ -97,6 +118,12 @@ export interface SessionPoolStats {
   maxWarm: number;
   /** Per environment in use. */
   environments: Record<string, PoolEnvironmentStats>;
+  /** Whether warm sessions start without the preload now (`warmLightCpuShare`; each environment's stats say the same). */
+  warmLight: boolean;
+  /** Cores that preloaded starts would keep busy at the recent arrival rates (Σ rate × startCpuSeconds). */
+  startCpuDemand: number;
+  /** Cores they may (`warmLightCpuShare` × `cpuCores`): above it, warm sessions start light. */
+  startCpuBudget: number;
   /** The last error met while warming a session, if the latest attempt failed. */
   lastError?: string;
 }

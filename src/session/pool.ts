@@ -12,6 +12,7 @@
  * A session running anything (code, a command someone waits for, or a
  * background command) is not idle; its idle clock restarts when the work ends.
  */
+import os from 'node:os';
 import { DEFAULT_ENVIRONMENT_NAME } from '../environments/types.js';
 import { InvalidInputError, PoolExhaustedError, SandcellError, SessionClosedError } from '../errors.js';
 import { type NetworkOption, resolveNetworkOption } from '../network/network-option.js';
@@ -31,6 +32,7 @@ import {
 } from './pool-options.js';
 import { IDLE_RATE_PER_SECOND, warmTarget } from './pool-sizing.js';
 import { Session } from './session.js';
+import { DEFAULT_WARM_LIGHT_CPU_SHARE, warmsLight } from './warm-light.js';
 
 export * from './pool-options.js';
 
@@ -57,6 +59,10 @@ export class SessionPool {
   private readonly startConcurrency: number;
   private readonly idleTimeoutMs: number;
   private readonly lightStartsWhenBehind: boolean;
+  private readonly warmLightCpuShare: number;
+  private readonly cpuCores: number;
+  /** Warm sessions start without the preload: preloaded ones would take more than the CPU share (warm-light.ts). */
+  private warmLight = false;
   private readonly sessionOptions: SessionOptions;
   private readonly resolveEnvironment: (name: string) => SessionOptions | Promise<SessionOptions>;
   /** The environment `size` is kept warm in, and that a caller naming none gets (a server's `serve --env`). */
@@ -88,6 +94,11 @@ export class SessionPool {
     this.startConcurrency = Math.max(1, Math.floor(options.startConcurrency ?? DEFAULT_START_CONCURRENCY));
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.lightStartsWhenBehind = options.lightStartsWhenBehind ?? true;
+    this.warmLightCpuShare = options.warmLightCpuShare ?? DEFAULT_WARM_LIGHT_CPU_SHARE;
+    this.cpuCores = options.cpuCores ?? os.availableParallelism();
+    if (!(this.warmLightCpuShare >= 0) || !(this.cpuCores > 0)) {
+      throw new InvalidInputError('`warmLightCpuShare` must be at least 0 and `cpuCores` above 0.');
+    }
     this.sessionOptions = {
       ...options.sessionOptions,
       preloadModules: options.sessionOptions?.preloadModules ?? DEFAULT_PRELOAD_MODULES,
@@ -136,7 +147,7 @@ export class SessionPool {
       return this.lease(await this.startApart(name, options.network));
     }
     const environment = this.environment(name);
-    environment.arrivals.record(this.now());
+    environment.recordArrival(this.now());
     return this.lease(environment.warm.shift() ?? (await this.waitForStart(environment)));
   }
 
@@ -177,6 +188,10 @@ export class SessionPool {
         ratePerSecond: environment.arrivals.perSecond(this.now()),
         coldStartMs: environment.coldStartMs,
         lightStarts: environment.lightStarts,
+        warmLight: this.warmLight,
+        lightWarm: environment.lightWarm,
+        startCpuSeconds: environment.preloadedStartCpuSeconds,
+        lightStartCpuSeconds: environment.lightStartCpuSeconds,
       };
     }
     return {
@@ -187,6 +202,9 @@ export class SessionPool {
       maxSessions: this.maxSessions,
       maxWarm: this.maxWarm,
       environments,
+      warmLight: this.warmLight,
+      startCpuDemand: this.preloadedDemandCores(),
+      startCpuBudget: this.warmLightCpuShare * this.cpuCores,
       ...(this.lastError ? { lastError: this.lastError.message } : {}),
     };
   }
@@ -286,10 +304,50 @@ export class SessionPool {
           })
         : environment.minimum;
     }
+    this.decideWarmLight();
     for (;;) {
       const next = this.neediest().find((environment) => this.roomToWarm(environment));
       if (!next) return;
       this.startWarm(next);
+    }
+  }
+
+  /** Cores that preloaded starts would keep busy at the recent arrival rates, all environments. */
+  private preloadedDemandCores(): number {
+    const now = this.now();
+    let cores = 0;
+    for (const environment of this.environments.values()) {
+      cores += environment.demandRate(now) * environment.preloadedStartCpuSeconds;
+    }
+    return cores;
+  }
+
+  /**
+   * Warm light while preloaded starts would take more than the share of the cores; preloaded again
+   * once demand falls, replacing the light warm sessions one start at a time per environment.
+   */
+  private decideWarmLight(): void {
+    // With nothing to preload (`--preload none`) a light start is the same start: nothing to decide.
+    const preloads = (this.sessionOptions.preloadModules ?? []).length > 0;
+    this.warmLight =
+      this.lightStartsWhenBehind &&
+      preloads &&
+      warmsLight({
+        preloadedDemandCores: this.preloadedDemandCores(),
+        cores: this.cpuCores,
+        share: this.warmLightCpuShare,
+        lightNow: this.warmLight,
+      });
+    if (this.warmLight || this.callersWaiting()) return;
+    for (const environment of this.environments.values()) {
+      // One replacement at a time, and none while starts fail (it would close light sessions for nothing).
+      const busy = environment.starting.size > 0 || environment.retryTimer !== undefined;
+      if (busy || this.startsInFlight >= this.startConcurrency) continue;
+      const index = environment.warm.findIndex((session) => environment.lightSessions.has(session));
+      if (index === -1) continue;
+      // Its room goes to a preloaded start, made by fill's loop below (it is now short of its target by one).
+      const [light] = environment.warm.splice(index, 1);
+      void light?.close().catch(() => undefined);
     }
   }
 
@@ -343,8 +401,10 @@ export class SessionPool {
     const began = performance.now();
     this.startsInFlight++;
     // Behind: a caller waits with no start left for it. Its session skips the preload (see lightStartsWhenBehind).
-    const light = this.lightStartsWhenBehind && environment.uncoveredWaiters > 0;
-    if (light) environment.lightStarts++;
+    const behind = this.lightStartsWhenBehind && environment.uncoveredWaiters > 0;
+    if (behind) environment.lightStarts++;
+    // Or preloaded warm starts would take more of the host than it can give (warm-light.ts).
+    const light = behind || this.warmLight;
     const starting: Promise<Session | undefined> = this.optionsOf(environment.name)
       .then((options) => Session.create(light ? { ...options, preloadModules: [] } : options))
       .then(
@@ -364,14 +424,15 @@ export class SessionPool {
             // Counted as handed out from now, not when the caller resumes, so the fill below keeps the cap.
             this.leased.add(session);
             waiter.resolve(session);
-          } else if (light) {
-            // Its caller was served by an earlier start: a session without the preload is never warm.
+          } else if (light && !this.warmLight) {
+            // Its caller was served by an earlier start: a session without the preload is warm only while the pool warms light.
             await session.close();
             this.fill();
             return undefined;
           } else {
             environment.warm.push(session);
-            void this.measureFootprint(environment, session);
+            if (light) environment.lightSessions.add(session);
+            void this.measureWarm(environment, session, light);
           }
           // A start slot is free: the next start, if one is due.
           this.fill();
@@ -415,11 +476,17 @@ export class SessionPool {
     }
   }
 
-  /** What a warm session of this environment holds, where the backend measures it: the memory budget's unit. */
-  private async measureFootprint(environment: PoolEnvironment, session: Session): Promise<void> {
-    const usage: { memoryBytes?: number } = await session.usage().catch(() => ({}));
-    if (typeof usage.memoryBytes === 'number' && usage.memoryBytes > 0)
+  /**
+   * What a warm session of this environment holds (the memory budget's unit: preloaded ones, the
+   * larger) and what its start cost in CPU, where the backend measures them: read as it becomes warm
+   * (a caller who takes it at once adds no more than its code's first milliseconds).
+   */
+  private async measureWarm(environment: PoolEnvironment, session: Session, light: boolean): Promise<void> {
+    const usage: { memoryBytes?: number; cpuSeconds?: number } = await session.usage().catch(() => ({}));
+    if (!light && typeof usage.memoryBytes === 'number' && usage.memoryBytes > 0)
       environment.recordWarmFootprint(usage.memoryBytes);
+    if (typeof usage.cpuSeconds === 'number' && usage.cpuSeconds > 0)
+      environment.recordStartCpu(light, usage.cpuSeconds);
   }
 
   /** On the sizing clock: fill up to the targets, close warm sessions above them, forget unused environments. */

@@ -20,6 +20,7 @@ import { certificateBundle } from '../../network/certificate-bundle.js';
 import { CERTIFICATE_BUNDLE, forwarderOptions, proxyEnvironment } from '../../network/sandbox-proxy.js';
 import { sharedDataBudget } from '../data-budget.js';
 import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
+import { processesCpuSeconds } from '../process-cpu.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
 import type {
   CreateVolumeOptions,
@@ -418,9 +419,11 @@ class BubblewrapSandbox implements Sandbox {
   }
 
   async usage(): Promise<SandboxUsage> {
+    const processIds = this.cgroup ? await this.cgroup.processIds() : undefined;
     return {
       memoryBytes: await this.cgroup?.memoryBytes(),
-      processIds: this.cgroup ? await this.cgroup.processIds() : undefined,
+      processIds,
+      cpuSeconds: processIds ? await processesCpuSeconds(processIds) : undefined,
     };
   }
 }

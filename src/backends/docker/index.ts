@@ -615,7 +615,13 @@ class DockerSandbox implements Sandbox {
     ]);
     const rows = (top as { Processes?: string[][] } | undefined)?.Processes ?? [];
     const processIds = rows.map((row) => Number(row[0])).filter((pid) => Number.isInteger(pid));
-    return { memoryBytes: stats?.memory_stats?.usage, processIds };
+    // The container's cgroup counts every process it ever ran, in nanoseconds.
+    const cpuNanoseconds = stats?.cpu_stats?.cpu_usage?.total_usage;
+    return {
+      memoryBytes: stats?.memory_stats?.usage,
+      processIds,
+      cpuSeconds: typeof cpuNanoseconds === 'number' ? cpuNanoseconds / 1e9 : undefined,
+    };
   }
 }
 

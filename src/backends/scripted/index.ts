@@ -31,6 +31,11 @@ export interface ScriptedBackendOptions {
    * that start fail, as on a broken host. @default every start succeeds
    */
   onStart?: (context: { attempt: number; options: StartSandboxOptions }) => void | Promise<void>;
+  /**
+   * The CPU-seconds each sandbox says it has used (`usage().cpuSeconds`), from what it was started
+   * with: a test's stand-in for what a start costs. @default not measured
+   */
+  cpuSeconds?: (options: StartSandboxOptions) => number;
   /** When set, `ensureAvailable()` rejects with a BackendUnavailableError saying this. @default available */
   unavailableReason?: string;
   /** The protocol version the kernels announce. @default this sandcell's */
@@ -103,6 +108,7 @@ export class ScriptedBackend implements SandboxBackend {
       kernelStartMs: this.options.kernelStartMs ?? 0,
       protocolVersion: this.options.protocolVersion ?? KERNEL_PROTOCOL_VERSION,
       sendReady: this.options.sendReady ?? true,
+      cpuSeconds: this.options.cpuSeconds?.(options),
     });
     this.sandboxes.push(sandbox);
     return sandbox;

@@ -5,7 +5,7 @@
  * `die()`.
  */
 import { PassThrough, Writable } from 'node:stream';
-import type { Sandbox, SandboxExit } from '../spec.js';
+import type { Sandbox, SandboxExit, SandboxUsage } from '../spec.js';
 import type { ScriptedFileStore } from './file-store.js';
 import type { CommandScript, ScriptedRun } from './script.js';
 import { ScriptedSupervisor } from './scripted-supervisor.js';
@@ -21,6 +21,8 @@ export interface ScriptedSandboxOptions {
   protocolVersion: number;
   /** Whether the kernel says it is ready at all. */
   sendReady: boolean;
+  /** What `usage()` reports as the CPU used (none: not measured). */
+  cpuSeconds?: number;
 }
 
 export class ScriptedSandbox implements Sandbox {
@@ -35,8 +37,10 @@ export class ScriptedSandbox implements Sandbox {
   /** The supervisor inside: a test can read its contexts and commands. */
   readonly supervisor: ScriptedSupervisor;
   private oomKillCount = 0;
+  private readonly cpuSeconds?: number;
 
   constructor(options: ScriptedSandboxOptions) {
+    this.cpuSeconds = options.cpuSeconds;
     this.exited = new Promise((resolve) => {
       this.exitWith = resolve;
     });
@@ -124,6 +128,11 @@ export class ScriptedSandbox implements Sandbox {
   /** Kernels killed for memory while the sandbox lived on (`kernel-exit` steps with `outOfMemory`). */
   async oomKills(): Promise<number> {
     return this.oomKillCount;
+  }
+
+  /** Only the CPU a test said this sandbox used: it has no processes to measure. */
+  async usage(): Promise<SandboxUsage> {
+    return this.cpuSeconds === undefined ? {} : { cpuSeconds: this.cpuSeconds };
   }
 
   async kill(): Promise<SandboxExit> {

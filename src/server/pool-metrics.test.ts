@@ -1,0 +1,34 @@
+/**
+ * The pool's light warming in the server's metrics, on the scripted backend over real HTTP: whether
+ * warm sessions start without the preload, and the start CPU demand that decides it.
+ */
+import { Writable } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createScriptedBackend } from '../backends/scripted/index.js';
+import { createServer, type SandcellServer } from './server.js';
+
+let server: SandcellServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+describe('pool metrics', () => {
+  it('says whether warm sessions start light, and the start CPU demand behind it', async () => {
+    server = await createServer({
+      host: '127.0.0.1',
+      port: 0,
+      poolSize: 1,
+      webRoot: false,
+      logDestination: new Writable({ write: (_chunk, _encoding, callback) => callback() }),
+      backend: createScriptedBackend({ cpuSeconds: () => 1.1 }),
+    });
+    // One new session: 1/10 a second (the recent rate) × 1.1 CPU-s, far below the share of the cores.
+    const created = await fetch(`${server.url}/v1/sessions`, { method: 'POST' });
+    expect(created.status).toBe(201);
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).toMatch(/^sandcell_pool_warm_light 0$/m);
+    const demand = /^sandcell_pool_start_cpu_demand_cores (\S+)$/m.exec(metrics);
+    expect(Number(demand?.[1])).toBeCloseTo(1.1 / 10, 3);
+  });
+});
