@@ -444,6 +444,20 @@ print("data owner is me", os.stat("/mnt/data").st_uid == os.getuid())`,
       });
     });
 
+    it('reports the CPU its processes have used, which grows with the work its code does', async () => {
+      await withSession(backend, {}, async (fresh) => {
+        const before = (await fresh.usage()).cpuSeconds;
+        // The kernel's start used some: the pool weighs warm starts by it.
+        expect(before).toBeGreaterThan(0);
+        const spin = await fresh.run(
+          'import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass\n"spun"',
+        );
+        expect(spin.results[0]?.data['text/plain']).toBe("'spun'");
+        const after = (await fresh.usage()).cpuSeconds ?? 0;
+        expect(after - (before ?? 0)).toBeGreaterThan(0.4);
+      });
+    });
+
     it('after close, no process of the session remains and it refuses work', async () => {
       const fresh = await Session.create({ backend });
       await fresh.run('import subprocess\nsubprocess.Popen(["sleep", "600"])');
