@@ -23,12 +23,12 @@ describe('pool metrics', () => {
       logDestination: new Writable({ write: (_chunk, _encoding, callback) => callback() }),
       backend: createScriptedBackend({ cpuSeconds: () => 1.1 }),
     });
-    // One new session: 1/10 a second (the recent rate) × 1.1 CPU-s, far below the share of the cores.
+    // One new session: 1/3 a second (the 3 s rate) × 1.1 CPU-s, 0.37 cores, below the share of the cores.
     const created = await fetch(`${server.url}/v1/sessions`, { method: 'POST' });
     expect(created.status).toBe(201);
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     expect(metrics).toMatch(/^sandcell_pool_warm_light 0$/m);
     const demand = /^sandcell_pool_start_cpu_demand_cores (\S+)$/m.exec(metrics);
-    expect(Number(demand?.[1])).toBeCloseTo(1.1 / 10, 3);
+    expect(Number(demand?.[1])).toBeCloseTo(1.1 / 3, 2);
   });
 });

@@ -19,8 +19,12 @@ export const INITIAL_WARM_SESSION_BYTES = 192 * 2 ** 20;
 /** Weight of the newest measurement in the running averages of cold start and footprint. */
 const MEASUREMENT_WEIGHT = 0.3;
 
-/** How much shorter the window of `recentArrivals` is than the sizing rate's. */
-const RECENT_WINDOW_DIVISOR = 3;
+/**
+ * How much shorter the window of `recentArrivals` is than the sizing rate's: 3 s for the default 30 s, so a
+ * steady stream that preloaded starts cannot keep up with turns warming light within about 2 s, before
+ * its backlog empties the warm list (with 10 s that took 7 s, and a few seconds of callers waiting).
+ */
+const RECENT_WINDOW_DIVISOR = 10;
 
 /** A caller waiting for a session; a failed start fails the first one with its error. */
 export interface Waiter {

@@ -80,7 +80,9 @@ describe('SessionPool behind demand', () => {
   });
 
   it('never keeps a session without the preload warm', async () => {
-    const { pool, preloadOf } = recordingPool({ size: 3, maxWarm: 3, maxSessions: 20 });
+    // A burst of 8 at once is, by its rate, demand that warms light for a few seconds (pool-warm-light.test.ts);
+    // with the share out of reach only the light starts for waiting callers are in play here.
+    const { pool, preloadOf } = recordingPool({ size: 3, maxWarm: 3, maxSessions: 20, warmLightCpuShare: 100 });
     await pool.start();
     // A burst well past the warm set: some callers get light sessions, the refills must not.
     const burst = await Promise.all(Array.from({ length: 8 }, () => pool.acquire()));

@@ -20,7 +20,8 @@ afterEach(async () => {
 
 /**
  * A pool of 2 on 2 cores (the share, 0.6, is 1.2 cores) whose starts take a real 30 ms and report
- * `preloadedCpuSeconds` (`lightCpuSeconds` without the preload); arrival rates follow a 10 s window of `clock.now`.
+ * `preloadedCpuSeconds` (`lightCpuSeconds` without the preload); arrival rates follow `clock.now` with the
+ * default windows (30 s, and 3 s for warming light).
  */
 function cpuPool(
   options: SessionPoolOptions = {},
@@ -42,7 +43,6 @@ function cpuPool(
     maxSessions: 40,
     cpuCores: 2,
     sizingIntervalMs: 10,
-    rateWindowMs: 10_000,
     now: () => clock.now,
     resolveEnvironment: (name) => {
       if (!['default', 'ml'].includes(name)) throw new InvalidInputError(`no environment ${name}`);
@@ -92,7 +92,7 @@ describe('SessionPool warming light when starts would take too much of the host'
     const setup = cpuPool();
     const { pool, preloadOf } = setup;
     await pool.start();
-    // 2 a second for 20 s: 1.8 a second × 1.1 CPU-s is 1.9 cores, over 60% of 2.
+    // 2 a second for 20 s: the 3 s rate says 2.2 a second; × 1.1 CPU-s is 2.4 cores, over 60% of 2.
     await arrivals(setup, 40, 500);
     const busy = pool.stats();
     expect(busy.environments.default).toMatchObject({ warmLight: true, startCpuSeconds: 1.1 });
@@ -113,7 +113,7 @@ describe('SessionPool warming light when starts would take too much of the host'
   });
 
   it('decides by the CPU a start was measured to cost, not a guess', async () => {
-    // The same arrivals, but a preloaded start costs 0.3 CPU-s here: 0.5 cores, well within the share.
+    // The same arrivals, but a preloaded start costs 0.3 CPU-s here: 0.65 cores, well within the share.
     const setup = cpuPool({}, { preloadedCpuSeconds: 0.3 });
     const { pool, preloadOf } = setup;
     await pool.start();
@@ -126,10 +126,10 @@ describe('SessionPool warming light when starts would take too much of the host'
   });
 
   it('starts warming light within seconds of a burst, not once the 30 s rate has caught up', async () => {
-    const setup = cpuPool({ rateWindowMs: 30_000 });
+    const setup = cpuPool();
     const { pool, preloadOf } = setup;
     await pool.start();
-    // 2 a second for 10 s: the 30 s rate says 0.57 a second (0.6 cores); the 10 s one 1.3 (1.4 cores).
+    // 2 a second for 10 s: the 30 s rate says 0.57 a second (0.6 cores); the 3 s one 2.2 (2.4 cores).
     await arrivals(setup, 20, 500);
     expect(pool.stats().environments.default?.ratePerSecond).toBeLessThan(0.7);
     expect(pool.stats().warmLight).toBe(true);
@@ -142,7 +142,8 @@ describe('SessionPool warming light when starts would take too much of the host'
     const setup = cpuPool({}, { preloadedCpuSeconds: 1.2 });
     const { pool, preloadOf } = setup;
     await pool.start();
-    // One every 2 s to each of two environments: at most 0.8 cores each, within the share alone; 1.4 together.
+    // One every 2 s to each of two environments (the 3 s rate 0.69 a second just after one's arrival, 0.49
+    // for the other): at most 0.8 cores each, within the share alone; 1.4 together.
     await arrivals(setup, 40, 1_000, ['default', 'ml']);
     const stats = pool.stats();
     expect(stats.environments.default?.warmLight).toBe(true);
@@ -157,8 +158,9 @@ describe('SessionPool warming light when starts would take too much of the host'
     await pool.start();
     await arrivals(setup, 40, 500);
     expect(pool.stats().environments.default?.warmLight).toBe(true);
-    // 7 s later, and one more arrival: 0.98 a second × 1.1 is 1.08 cores, under the share (1.2), over 0.96.
-    await arrivals(setup, 1, 7_000);
+    // 3.5 s later, and one more arrival: the 3 s rate is 1.01 a second (the 30 s one 0.91); × 1.1 is 1.11
+    // cores, under the share (1.2), over four fifths of it (0.96).
+    await arrivals(setup, 1, 3_500);
     expect(pool.stats().startCpuDemand).toBeLessThan(pool.stats().startCpuBudget);
     const between = pool.stats();
     expect(between.warmLight).toBe(true);
