@@ -370,16 +370,21 @@ describe('smuggling and pipelining', () => {
 });
 
 describe('destination-bound secrets', () => {
-  it('adds the header for its host only, replacing one the sandbox sent', async () => {
-    const { gate } = await gateFor([...standardAllow(), `other.test:${web.port}`], {
+  it('refuses plain HTTP to a host with a secret (the key would cross the network in clear), and carries it to others', async () => {
+    const { gate, logs } = await gateFor([...standardAllow(), `other.test:${web.port}`], {
       secrets: [{ host: 'allowed.test', header: 'Authorization', value: 'Bearer real-key' }],
     });
-    const withSecret = await getThroughGate(gate.address, `http://allowed.test:${web.port}/`, {
-      Authorization: 'Bearer forged',
-    });
-    expect(JSON.parse(withSecret.body).headers.authorization).toBe('Bearer real-key');
+    // The canary: plain HTTP to an allowed host without a secret is carried, and gets no header.
     const elsewhere = await getThroughGate(gate.address, `http://other.test:${web.port}/`);
+    expect(elsewhere.status).toBe(200);
     expect(JSON.parse(elsewhere.body).headers.authorization).toBeUndefined();
+    const before = web.received.length;
+    const refused = await getThroughGate(gate.address, `http://allowed.test:${web.port}/`);
+    expect(refused.status).toBe(403);
+    expect(refused.headers['x-sandcell-gate-rule']).toBe('secret-needs-https');
+    expect(refused.body).toContain('https://');
+    expect(web.received.length).toBe(before);
+    expect(JSON.stringify(logs)).not.toContain('real-key');
   });
 
   it('refuses a secret whose header could frame the request', async () => {

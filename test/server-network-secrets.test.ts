@@ -2,23 +2,31 @@
  * Secrets through the server, on real bubblewrap sandboxes: the operator's secret (`serve
  * --secret-header`) reaches every session whose allow-list covers its host, a key may add its own on
  * POST /v1/sessions for hosts it asked for, and neither value appears in an answer, a listing or
- * the log. The stand-in host is `localhost` (127.0.0.1, allowed by a CIDR rule beside its name).
+ * the log. The stand-in host is `localhost` (127.0.0.1, allowed by a CIDR rule beside its name), over
+ * HTTPS with a test CA the session trusts: secrets are added to HTTPS requests only.
  */
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer } from '../src/server/index.js';
 import { client, type LogCapture, startTestServer } from './server-helpers.js';
 import { type StandInServer, startStandInServer } from './support/stand-in-internet.js';
+import { createTestCertificates, type TestCertificates } from './support/test-ca.js';
 
 const OPERATOR_KEY = 'Bearer operator-key-kept-by-the-server';
 const OWN_KEY = 'own-key-sent-by-a-client';
 
 describe('network secrets through the server', () => {
   let web: StandInServer;
+  let certificates: TestCertificates;
   let server: SandcellServer & { logs: LogCapture };
   const allow = () => [`localhost:${web.port}`, `127.0.0.1/32:${web.port}`];
 
   beforeAll(async () => {
-    web = await startStandInServer({ label: 'api' });
+    certificates = createTestCertificates(['localhost']);
+    web = await startStandInServer({
+      label: 'api',
+      tls: { key: certificates.serverKey, cert: certificates.serverCertificate },
+    });
     server = await startTestServer({
       poolSize: 0,
       networkPermission: allow(),
@@ -28,13 +36,20 @@ describe('network secrets through the server', () => {
   afterAll(async () => {
     await server?.close();
     await web?.close();
+    if (certificates) rmSync(certificates.directory, { recursive: true, force: true });
   });
 
   it("adds the operator's and the key's own secrets, and never answers or logs either", async () => {
     const api = client(server);
     const created = await api('/v1/sessions', {
       method: 'POST',
-      json: { network: { allow: allow(), secrets: [{ host: 'localhost', header: 'X-Api-Key', value: OWN_KEY }] } },
+      json: {
+        network: {
+          allow: allow(),
+          trustedCertificates: certificates.caCertificate,
+          secrets: [{ host: 'localhost', header: 'X-Api-Key', value: OWN_KEY }],
+        },
+      },
     });
     expect(created.status).toBe(201);
     const answer = await created.text();
@@ -43,7 +58,7 @@ describe('network secrets through the server', () => {
       `/v1/sessions/${session.id}/commands`,
       {
         method: 'POST',
-        json: { command: `curl -sS --noproxy '' --max-time 20 http://localhost:${web.port}/keys; env` },
+        json: { command: `curl -sS --noproxy '' --max-time 20 https://localhost:${web.port}/keys; env` },
       },
     );
     expect(run.stderr).toBe('');

@@ -1,8 +1,9 @@
 /**
  * A plain-HTTP request in absolute form (`GET http://host/path HTTP/1.1`): checked, rewritten to
  * origin form and sent to the checked address with one request per connection. The rewrite drops
- * what belongs to the hop to the gate (Proxy-Authorization above all: it is never forwarded) and
- * adds a destination-bound secret when the session has one for this host.
+ * what belongs to the hop to the gate (Proxy-Authorization above all: it is never forwarded); the
+ * same rewrite adds a destination-bound secret to the requests HTTPS interception reads. A plain
+ * request to a host with a secret is refused: the key is never sent in clear.
  */
 import type { Socket } from 'node:net';
 import { checkDestination } from './destination-check.js';
@@ -33,6 +34,15 @@ export async function handleForward(
   rest: Buffer,
 ): Promise<void> {
   const { destination, originForm } = parseAbsoluteTarget(head.target);
+  // A secret would cross the network in clear: it is added over HTTPS only (intercept.ts), and a plain
+  // request to its host is refused rather than carried without it (an unexplained 401 from the host).
+  if (context.secrets.has(destination.host)) {
+    throw new GateRefusal(
+      403,
+      'secret-needs-https',
+      `a key for ${destination.host} is added to HTTPS requests only, so that it never crosses the network in clear; use https://`,
+    );
+  }
   const bodyBytes = bodyLength(head);
   if (rest.length > bodyBytes) {
     throw new GateRefusal(

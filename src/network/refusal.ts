@@ -22,7 +22,8 @@ export type RefusalRule =
   | 'upstream-unreachable'
   | 'connect-timeout'
   | 'upstream-certificate'
-  | 'misdirected-request';
+  | 'misdirected-request'
+  | 'secret-needs-https';
 
 const REASONS: Record<number, string> = {
   400: 'Bad Request',
