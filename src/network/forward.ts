@@ -6,13 +6,12 @@
  * request to a host with a secret is refused: the key is never sent in clear.
  */
 import type { Socket } from 'node:net';
-import { checkDestination } from './destination-check.js';
 import { type GateContext, trackSocket } from './gate-connection.js';
 import { GateRefusal } from './refusal.js';
 import { relay } from './relay.js';
 import { headerValues, type RequestHead } from './request-head.js';
 import { parseAbsoluteTarget } from './request-target.js';
-import { connectUpstream } from './upstream-connect.js';
+import { connectChecked } from './upstream-connect.js';
 
 /** Headers for the hop from the sandbox to the gate; the destination never sees them. */
 const HOP_HEADERS = new Set([
@@ -57,17 +56,7 @@ export async function handleForward(
     throw new GateRefusal(429, 'byte-limit', "this session's outgoing byte limit is used up");
   }
   const started = Date.now();
-  const addresses = await checkDestination(
-    context.policy,
-    destination,
-    context.resolve,
-    context.limits.connectTimeoutMs,
-  );
-  const { socket: upstream, address } = await connectUpstream(
-    addresses,
-    destination.port,
-    context.limits.connectTimeoutMs,
-  );
+  const { socket: upstream, address } = await connectChecked(context, destination);
   if (client.destroyed) {
     upstream.destroy();
     return;

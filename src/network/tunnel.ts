@@ -6,14 +6,13 @@
  * tunnelled blind: intercept.ts takes over once the destination is checked and connected.
  */
 import type { Socket } from 'node:net';
-import { checkDestination } from './destination-check.js';
 import { type GateContext, trackSocket } from './gate-connection.js';
 import { handleIntercept } from './intercept.js';
 import { GateRefusal } from './refusal.js';
 import { relay } from './relay.js';
 import { headerValues, type RequestHead } from './request-head.js';
 import { parseAuthority } from './request-target.js';
-import { connectUpstream } from './upstream-connect.js';
+import { connectChecked } from './upstream-connect.js';
 
 export async function handleConnect(
   context: GateContext,
@@ -42,17 +41,7 @@ export async function handleConnect(
   client.on('data', onEarly);
   client.resume();
   const started = Date.now();
-  const addresses = await checkDestination(
-    context.policy,
-    destination,
-    context.resolve,
-    context.limits.connectTimeoutMs,
-  );
-  const { socket: upstream, address } = await connectUpstream(
-    addresses,
-    destination.port,
-    context.limits.connectTimeoutMs,
-  );
+  const { socket: upstream, address } = await connectChecked(context, destination);
   client.off('data', onEarly);
   client.pause();
   if (client.destroyed) {

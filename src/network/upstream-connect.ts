@@ -4,10 +4,23 @@
  * when one does not answer (an IPv6 address on a host without IPv6) the next is tried.
  */
 import { connect, isIP, type Socket } from 'node:net';
+import { checkDestination } from './destination-check.js';
+import type { GateContext } from './gate-connection.js';
 import { GateRefusal } from './refusal.js';
+import type { Destination } from './request-target.js';
 
 /** The shortest attempt at one address when several share the connect timeout. */
 const MINIMUM_ATTEMPT_MS = 250;
+
+/** The session's policy decides on the destination (destination-check.ts); then the connection to what it checked. */
+export async function connectChecked(
+  context: GateContext,
+  destination: Destination,
+): Promise<{ socket: Socket; address: string }> {
+  const timeoutMs = context.limits.connectTimeoutMs;
+  const addresses = await checkDestination(context.policy, destination, context.resolve, timeoutMs);
+  return connectUpstream(addresses, destination.port, timeoutMs);
+}
 
 export async function connectUpstream(
   addresses: readonly string[],
