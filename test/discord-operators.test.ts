@@ -5,43 +5,27 @@
  * a note in its thread. The built CLI against the fake Discord, bubblewrap.
  */
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type FakeDiscord, startFakeDiscord } from './support/fake-discord/index.js';
-import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
 import { startProcessGroup } from './support/process.js';
 import { root } from './support/readme.js';
-import { type RunningBot, readableText, startSandcellDiscord } from './support/sandcell-discord.js';
-
-const CONVERSATION_MS = 180_000;
+import { CONVERSATION_MS, readableText, withSandcellDiscord } from './support/sandcell-discord.js';
 
 describe('sandcell discord --allow-role --questions-per-minute --idle-timeout', () => {
-  let discord: FakeDiscord;
-  let provider: FakeProvider;
-  let bot: RunningBot;
-
-  beforeAll(async () => {
-    discord = await startFakeDiscord({ interactionDeadlineMs: 15_000 });
-    provider = await startFakeOpenAI([]);
-    bot = await startSandcellDiscord(discord, provider, [
-      '--allow-role',
-      discord.roles.analysts.name,
-      '--questions-per-minute',
-      '1',
-      // Three seconds, so the test sees a conversation close without waiting half an hour.
-      '--idle-timeout',
-      '0.05',
-    ]);
-  }, CONVERSATION_MS);
-
-  afterAll(async () => {
-    await bot?.stop();
-    await provider?.close();
-    await discord?.close();
-  }, CONVERSATION_MS);
+  const setup = withSandcellDiscord((discord) => [
+    '--allow-role',
+    discord.roles.analysts.name,
+    '--questions-per-minute',
+    '1',
+    // Three seconds, so the test sees a conversation close without waiting half an hour.
+    '--idle-timeout',
+    '0.05',
+  ]);
 
   it(
     'ignores someone without the role, tells a person over the limit once, and closes an idle conversation',
     async () => {
+      const { discord, provider } = setup;
       provider.enqueue({ text: 'Hello, analyst.' });
       const ignored = discord.userSays({
         author: discord.users.bob,
@@ -89,34 +73,20 @@ describe('sandcell discord --allow-role --questions-per-minute --idle-timeout', 
 });
 
 describe('sandcell discord --approve --approver-role --approval-timeout', () => {
-  let discord: FakeDiscord;
-  let provider: FakeProvider;
-  let bot: RunningBot;
+  const setup = withSandcellDiscord((discord) => [
+    '--approve',
+    '--approver-role',
+    discord.roles.operators.name,
+    '--approval-timeout',
+    '2',
+  ]);
   const run = (code: string) => ({ name: 'execute_python_code', arguments: { code } });
 
-  beforeAll(async () => {
-    discord = await startFakeDiscord({ interactionDeadlineMs: 15_000 });
-    provider = await startFakeOpenAI([]);
-    bot = await startSandcellDiscord(discord, provider, [
-      '--approve',
-      '--approver-role',
-      discord.roles.operators.name,
-      '--approval-timeout',
-      '2',
-    ]);
-  }, CONVERSATION_MS);
-
-  afterAll(async () => {
-    await bot?.stop();
-    await provider?.close();
-    await discord?.close();
-  }, CONVERSATION_MS);
-
   const promptIn = (channelIds: string[], after = 0) =>
-    discord.waitFor(
+    setup.discord.waitFor(
       () =>
         channelIds
-          .flatMap((id) => discord.messagesIn(id))
+          .flatMap((id) => setup.discord.messagesIn(id))
           .filter((message) => JSON.stringify(message.components).includes('"sandcell-run:'))
           .at(after),
       { timeoutMs: CONVERSATION_MS },
@@ -125,6 +95,7 @@ describe('sandcell discord --approve --approver-role --approval-timeout', () => 
   it(
     'lets a member with the approver role press Run on code someone else asked for',
     async () => {
+      const { discord, provider } = setup;
       provider.enqueue({ toolCalls: [run('print("approved", 2 + 3)')] }, { text: 'Five.' });
       const question = discord.userSays({
         author: discord.users.alice,
@@ -147,6 +118,7 @@ describe('sandcell discord --approve --approver-role --approval-timeout', () => 
   it(
     'skips code nobody approves in time, and the model is told',
     async () => {
+      const { discord, provider } = setup;
       const before = provider.requests.length;
       provider.enqueue({ toolCalls: [run('print("never", 6 * 7)')] }, { text: 'Nobody let me run it.' });
       const question = discord.userSays({

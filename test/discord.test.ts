@@ -3,44 +3,26 @@
  * fake Discord of test/support/fake-discord, the model played by the fake OpenAI provider, code run
  * in real bubblewrap sandboxes. Each test is a conversation people would have in a channel.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeDiscord, startFakeDiscord } from './support/fake-discord/index.js';
-import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
-import { type RunningBot, readableText, startSandcellDiscord } from './support/sandcell-discord.js';
+import { describe, expect, it } from 'vitest';
+import type { FakeProvider } from './support/fake-providers.js';
+import { CONVERSATION_MS, readableText, withSandcellDiscord } from './support/sandcell-discord.js';
 
-const CONVERSATION_MS = 180_000;
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
 const run = (code: string) => ({ name: 'execute_python_code', arguments: { code } });
 const salesCsv = 'month,sales\n2024-01,3\n2024-02,5\n2024-03,9\n';
-
-// A click must be answered quickly on Discord (3 s); the margin is for a loaded 2-core test machine.
-const INTERACTION_DEADLINE_MS = 15_000;
 
 function modelSaw(provider: FakeProvider, text: string): boolean {
   return provider.requests.some((request) => request.raw.includes(text));
 }
 
 describe('sandcell discord', () => {
-  let discord: FakeDiscord;
-  let provider: FakeProvider;
-  let bot: RunningBot;
+  const setup = withSandcellDiscord(() => ['--max-attachment', '64K']);
   let firstThreadId: string;
-
-  beforeAll(async () => {
-    discord = await startFakeDiscord({ interactionDeadlineMs: INTERACTION_DEADLINE_MS });
-    provider = await startFakeOpenAI([]);
-    bot = await startSandcellDiscord(discord, provider, ['--max-attachment', '64K']);
-  }, CONVERSATION_MS);
-
-  afterAll(async () => {
-    await bot?.stop();
-    await provider?.close();
-    await discord?.close();
-  }, CONVERSATION_MS);
 
   it(
     'answers a question about an attached CSV with a chart attached, in a thread on the question',
     async () => {
+      const { discord, provider } = setup;
       provider.enqueue(
         {
           toolCalls: [
@@ -92,6 +74,7 @@ describe('sandcell discord', () => {
   it(
     'keeps the state for a follow-up in the thread, without a mention',
     async () => {
+      const { discord, provider } = setup;
       const requestsBefore = provider.requests.length;
       provider.enqueue(
         { toolCalls: [run('print(f"rows={len(df)} total={df.sales.sum()}")')] },
@@ -119,6 +102,7 @@ describe('sandcell discord', () => {
   it(
     'reports a model failure in the channel and keeps answering',
     async () => {
+      const { discord, provider, bot } = setup;
       provider.enqueue({ status: 400, message: 'upstream model exploded' });
       const question = discord.userSays({
         author: discord.users.bob,
@@ -157,6 +141,7 @@ describe('sandcell discord', () => {
   it(
     'resumes after a gateway disconnect and answers what was said meanwhile',
     async () => {
+      const { discord, provider } = setup;
       await discord.dropGateway();
       provider.enqueue({ text: 'Still here after the reconnect.' });
       discord.userSays({ author: discord.users.alice, channelId: firstThreadId, content: 'Are you still there?' });
@@ -174,6 +159,7 @@ describe('sandcell discord', () => {
   it(
     'refuses an oversized attachment politely, naming the file and the limit',
     async () => {
+      const { discord, provider } = setup;
       const dm = discord.directMessageChannel(discord.users.bob);
       discord.userSays({
         author: discord.users.bob,
@@ -197,25 +183,12 @@ describe('sandcell discord', () => {
 });
 
 describe('sandcell discord --approve', () => {
-  let discord: FakeDiscord;
-  let provider: FakeProvider;
-  let bot: RunningBot;
-
-  beforeAll(async () => {
-    discord = await startFakeDiscord({ interactionDeadlineMs: INTERACTION_DEADLINE_MS });
-    provider = await startFakeOpenAI([]);
-    bot = await startSandcellDiscord(discord, provider, ['--approve', '--approver-role', 'operators']);
-  }, CONVERSATION_MS);
-
-  afterAll(async () => {
-    await bot?.stop();
-    await provider?.close();
-    await discord?.close();
-  }, CONVERSATION_MS);
+  const setup = withSandcellDiscord(() => ['--approve', '--approver-role', 'operators']);
 
   it(
     'runs the code only when the asker presses Run; someone else is refused',
     async () => {
+      const { discord, provider } = setup;
       provider.enqueue({ toolCalls: [run('print("answer", 6 * 7)')] }, { text: 'It is 42.' });
       const question = discord.userSays({
         author: discord.users.alice,
@@ -255,6 +228,7 @@ describe('sandcell discord --approve', () => {
   it(
     'lets a member of the approver role skip the code for the asker',
     async () => {
+      const { discord, provider } = setup;
       provider.enqueue({ toolCalls: [run('print("never", 40 + 2)')] }, { text: 'Not run, as the operator chose.' });
       const question = discord.userSays({
         author: discord.users.alice,

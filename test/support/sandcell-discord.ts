@@ -5,8 +5,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { FakeDiscord, MessageView } from './fake-discord/index.js';
-import type { FakeProvider } from './fake-providers.js';
+import { afterAll, beforeAll } from 'vitest';
+import { type FakeDiscord, type MessageView, startFakeDiscord } from './fake-discord/index.js';
+import { type FakeProvider, startFakeOpenAI } from './fake-providers.js';
 import { type GroupLeader, startProcessGroup } from './process.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
@@ -51,6 +52,36 @@ export async function startSandcellDiscord(
       rmSync(home, { recursive: true, force: true });
     },
   };
+}
+
+/** A click must be answered quickly on Discord (3 s); the fake's margin is for a loaded 2-core test machine. */
+export const INTERACTION_DEADLINE_MS = 15_000;
+/** Set-up, a whole conversation, tear-down: each may wait for real sandboxes and a model's turns. */
+export const CONVERSATION_MS = 180_000;
+
+export interface DiscordBotSetup {
+  discord: FakeDiscord;
+  provider: FakeProvider;
+  bot: RunningBot;
+}
+
+/**
+ * In the calling `describe`: a fake Discord, a fake OpenAI provider and `sandcell discord` run with
+ * `args(discord)` before its tests, all stopped after them. The fields are set once the set-up ran.
+ */
+export function withSandcellDiscord(args: (discord: FakeDiscord) => string[] = () => []): DiscordBotSetup {
+  const setup = {} as DiscordBotSetup;
+  beforeAll(async () => {
+    setup.discord = await startFakeDiscord({ interactionDeadlineMs: INTERACTION_DEADLINE_MS });
+    setup.provider = await startFakeOpenAI([]);
+    setup.bot = await startSandcellDiscord(setup.discord, setup.provider, args(setup.discord));
+  }, CONVERSATION_MS);
+  afterAll(async () => {
+    await setup.bot?.stop();
+    await setup.provider?.close();
+    await setup.discord?.close();
+  }, CONVERSATION_MS);
+  return setup;
 }
 
 const TEXT_FILE = /\.(txt|md|py|log|out)$/i;
