@@ -117,6 +117,14 @@ function webhookMessageId(interaction: PendingInteraction, messageId: string | u
   return messageId === '@original' ? interaction.originalMessageId! : (messageId ?? '');
 }
 
+/** The message a webhook route names (`@original` or an id), as long as it was not deleted. */
+function webhookMessage(state: DiscordState, params: RouteContext['params']) {
+  const interaction = interactionByToken(state, params.applicationId, params.token);
+  const message = state.store.byId(webhookMessageId(interaction, params.messageId));
+  if (!message || message.deleted) throw unknownMessage();
+  return message;
+}
+
 export const interactionRoutes: Route[] = [
   { method: 'POST', template: '/interactions/:interactionId/:token/callback', auth: false, handle: callback },
   {
@@ -135,12 +143,7 @@ export const interactionRoutes: Route[] = [
     method: 'GET',
     template: '/webhooks/:applicationId/:token/messages/:messageId',
     auth: false,
-    handle: ({ state, params }) => {
-      const interaction = interactionByToken(state, params.applicationId, params.token);
-      const message = state.store.byId(webhookMessageId(interaction, params.messageId));
-      if (!message || message.deleted) throw unknownMessage();
-      return ok(state.store.toPayload(message));
-    },
+    handle: ({ state, params }) => ok(state.store.toPayload(webhookMessage(state, params))),
   },
   {
     method: 'PATCH',
@@ -157,9 +160,7 @@ export const interactionRoutes: Route[] = [
     template: '/webhooks/:applicationId/:token/messages/:messageId',
     auth: false,
     handle: ({ state, params }) => {
-      const interaction = interactionByToken(state, params.applicationId, params.token);
-      const message = state.store.byId(webhookMessageId(interaction, params.messageId));
-      if (!message || message.deleted) throw unknownMessage();
+      const message = webhookMessage(state, params);
       message.deleted = true;
       state.changed();
       return noContent;
