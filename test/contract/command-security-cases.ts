@@ -79,10 +79,20 @@ export function commandSecurityCases(backend: SandboxBackend): void {
   it('a fork bomb from a command stops at the process limit; the session goes on', async () => {
     await withSession(backend, { limits: { processes: 64 } }, async (session) => {
       await canaryCommand(session);
-      const result = await session.commands.run('for i in $(seq 1 200); do sleep 30 & done; echo spawned', {
-        timeoutMs: 10_000,
-      });
-      expect(result.stderr).toMatch(/Resource temporarily unavailable/);
+      // Python rather than a shell loop: bash retries a refused fork for up to 15 s, so the command
+      // would only end at its timeout. This one spawns until refused, says so, and ends its children.
+      const bomb = [
+        'import subprocess',
+        'children = []',
+        'try:',
+        '    for _ in range(200): children.append(subprocess.Popen(["sleep", "30"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))',
+        'except OSError as error: print("refused after", len(children), "-", error.strerror)',
+        'for child in children: child.kill()',
+      ].join('\n');
+      const result = await session.commands.run(`python3 -c '${bomb}'`, { timeoutMs: 30_000 });
+      expect(result.timedOut).toBe(false);
+      expect(result.stdout).toMatch(/^refused after \d+ - Resource temporarily unavailable/);
+      expect(Number(/refused after (\d+)/.exec(result.stdout)?.[1])).toBeLessThan(64);
       await canaryCommand(session);
       expect((await session.run('1 + 1')).results[0]?.data['text/plain']).toBe('2');
     });
