@@ -7,8 +7,8 @@
 // minute) for the machine to be quiet, the cores busy under 20% over a second, since in `npm run bench`
 // it follows the 200-session load test whose sandboxes are still closing; the busy share it started at
 // and the load average are reported beside it: on a shared machine the numbers say as much about the
-// neighbours. No pool
-// keeps up if the machine cannot start 2 sandboxes a second: then every policy builds a backlog.
+// neighbours. No pool keeps up if the machine cannot start 2 sandboxes a second: then every policy
+// builds a backlog.
 // Alone, `--preload none` (or any modules) and `--preload-when-behind` are passed to both servers:
 // starts without the data modules cost a fraction of the CPU, which is why, by default, a session a
 // caller waits for (nothing warm) starts without them, and so do warm ones while the arrivals'

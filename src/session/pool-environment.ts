@@ -39,7 +39,7 @@ export class PoolEnvironment {
   readonly waiters: Waiter[] = [];
   readonly arrivals: ArrivalRate;
   /**
-   * The same arrivals over a third of the window (10 s by default): warming light follows the larger
+   * The same arrivals over a tenth of the window (3 s by default): warming light follows the larger
    * of the two, so it starts within seconds of a sustained burst (the 30 s rate reaches half of a new
    * steady rate only after 21 s, by when a backlog has built) and stops as slowly as the 30 s rate falls.
    */

@@ -49,18 +49,19 @@ export interface SessionPoolOptions {
    * When a caller finds nothing warm and no start under way is left for it, the session started for
    * it skips `preloadModules` (the environment's own warm imports still run): it is ready in a
    * fraction of the CPU, and the user's first `import pandas` costs what it costs. Starts for the
-   * warm list preload (unless the pool warms light: `warmLightCpuShare`), and none is made while a caller waits (it would end in a caller's
-   * hands, later). The pool falls behind only when the host cannot start sessions as
-   * fast as they arrive, and then a preloaded start is what it cannot afford (docs/architecture.md,
-   * Pool). `false`: every start preloads, warm ones too. @default true
+   * warm list preload (unless the pool warms light: `warmLightCpuShare`), and none is made while a
+   * caller waits (it would end in a caller's hands, later). The pool falls behind only when the host
+   * cannot start sessions as fast as they arrive, and then a preloaded start is what it cannot
+   * afford (docs/architecture.md, Pool). `false`: every start preloads, warm ones too. @default true
    */
   lightStartsWhenBehind?: boolean;
   /**
    * The share of the host's cores that preloaded warm starts may keep busy: when the recent arrival
-   * rates (the larger of the `rateWindowMs` rate and a third of it, so it follows a burst within
-   * seconds) × the measured CPU of a preloaded start, all environments together, would exceed it, warm
-   * sessions start without `preloadModules` (the modules import on first use), and preload again once
-   * that demand is below four fifths of it. Off with `lightStartsWhenBehind: false`. @default 0.6
+   * rates (the larger of the `rateWindowMs` rate and the same over a tenth of it, so it follows a
+   * burst within seconds) × the measured CPU of a preloaded start, all environments together, would
+   * exceed it, warm sessions start without `preloadModules` (the modules import on first use), and
+   * preload again once that demand is below four fifths of it. Off with `lightStartsWhenBehind:
+   * false`. @default 0.6
    */
   warmLightCpuShare?: number;
   /** The host's cores, which `warmLightCpuShare` is a share of. @default os.availableParallelism() */
