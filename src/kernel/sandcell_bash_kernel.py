@@ -7,14 +7,17 @@ SIGINT and keeps running: a non-interactive one either dies or, with a trap,
 goes on with the next command, so a loop could never be interrupted. It
 writes straight to fds 1 and 2 (the supervisor's pipes) and reads its command
 lines from a pipe of ours. Each cell is sent as one line,
-`trap - INT; echo s >&63; __sandcell_restore; eval $'CODE' </dev/null`, so
+`echo s >&63; trap - INT; __sandcell_restore; eval $'CODE' </dev/null`, so
 its stdin is /dev/null (reading gets EOF) and state (cwd, variables,
 functions, aliases) stays in the shell. The shell's PROMPT_COMMAND writes the
 cell's exit status to fd 63, a pipe back to us: every status line ends the
 running cell. Between cells the shell ignores SIGINT, so a late interrupt
 never aborts the next line while it is still being read; the `s` line says
-SIGINT stops the cell again, and an interrupt that came before it is
-delivered once more then.
+SIGINT is about to stop the cell again, and an interrupt that came before it
+is delivered again from then on (see arm). The `s` is written while SIGINT is
+still ignored: bash's echo checks for an interrupt between its word and the
+line break, and one taken there left the `s` in bash's stdio buffer, flushed
+later into the cell's stdout.
 """
 
 import json
@@ -302,7 +305,7 @@ class Kernel:
         if "\x00" in code:
             self.end_execution(error=("SyntaxError", "bash code cannot contain NUL bytes"))
             return
-        self.shell.send(b"trap - INT; echo s >&63; __sandcell_restore; eval " + quote_for_bash(code) + b" </dev/null\n")
+        self.shell.send(b"echo s >&63; trap - INT; __sandcell_restore; eval " + quote_for_bash(code) + b" </dev/null\n")
 
     def end_execution(self, error=None):
         if "assist" in self.current:
@@ -335,11 +338,15 @@ class Kernel:
         self.run_queue()
 
     def arm(self):
-        """The shell now stops the cell on SIGINT. One that came before (while
-        the shell still ignored it, reading the line) is delivered again, and
-        again every RESEND_INTERVAL_S while the cell runs: one sent while bash
-        forks reaches neither bash's child (not yet in the group) nor stops
-        bash (which then waits for that child to end by itself)."""
+        """The shell is about to stop the cell on SIGINT (`trap - INT` follows
+        the `s`). One that came before (while the shell still ignored it,
+        reading the line) is delivered again, and again every
+        RESEND_INTERVAL_S while the cell runs: the first may still find the
+        shell ignoring it, and one sent while bash forks reaches neither
+        bash's child (not yet in the group) nor stops bash (which then waits
+        for that child to end by itself). One that comes between the `s` and
+        the trap is the supervisor's to repeat, as it does for every
+        interrupt."""
         if self.current["interrupted"]:
             self.resends_left = RESENDS
             self.resend_interrupt()
