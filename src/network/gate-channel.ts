@@ -14,7 +14,8 @@ export interface NetworkGate {
     trustedCertificates?: string;
     /**
      * The host uid and gid the session's sandboxes run as: the socket is theirs alone (mode 0600).
-     * Absent: they run as this process's uid, which then owns the socket.
+     * Absent: they run as this process's uid, which then owns the socket. A process that may not
+     * give a file away (not root) opens it to its own group instead: see `socketGroup`.
      */
     owner?: { uid: number; gid: number };
   }): Promise<NetworkChannel>;
@@ -25,6 +26,11 @@ export interface NetworkChannel {
   readonly socketPath: string;
   /** PEM of the session's own authority when it has secrets; the sandbox must trust it. */
   readonly certificateAuthority?: string;
+  /**
+   * Set when the socket could not be given to the owner: it is this process's, mode 0660, of this
+   * gid, and the sandboxes must hold the gid as a supplementary group to connect.
+   */
+  readonly socketGroup?: number;
   /** Stops serving the session (its open connections end). Idempotent. */
   close(): Promise<void>;
 }
@@ -33,6 +39,8 @@ export interface NetworkChannel {
 export interface SandboxNetwork {
   /** The host path of the session's gate socket. */
   socketPath: string;
+  /** A supplementary gid the sandbox's processes need to connect to the socket (NetworkChannel). */
+  socketGroup?: number;
   /** PEM certificates the sandbox trusts beside the system's. */
   trustedCertificates?: string;
 }

@@ -2,7 +2,8 @@
  * Gates for many sessions on one host: `openChannel` starts a session's own gate on a unix socket
  * of its own, which the backend binds into that session's sandboxes. The socket belongs to the uid
  * the session's sandboxes run as, mode 0600, in a directory others may cross but not list: no other
- * local user (another session's sandbox included) can connect to it.
+ * local user (another session's sandbox included) can connect to it. A sandcell that is not root
+ * cannot give it away: it stays ours, 0660, of our own gid, which the sandboxes are given.
  */
 import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -50,8 +51,9 @@ export function createGateHost(options: GateHostOptions = {}): NetworkGate {
           ...(secrets.length > 0 ? { secrets } : {}),
           ...(request.trustedCertificates !== undefined ? { trustedCertificates: request.trustedCertificates } : {}),
         });
+        let socketGroup: number | undefined;
         try {
-          await restrictToOwner(socketPath, request.owner);
+          socketGroup = await restrictToOwner(socketPath, request.owner);
         } catch (error) {
           await gate.close();
           throw error;
@@ -60,6 +62,7 @@ export function createGateHost(options: GateHostOptions = {}): NetworkGate {
         return {
           socketPath,
           ...(gate.certificateAuthority !== undefined ? { certificateAuthority: gate.certificateAuthority } : {}),
+          ...(socketGroup !== undefined ? { socketGroup } : {}),
           close: () => {
             closing ??= gate.close().then(() => rm(directory, { recursive: true, force: true }));
             return closing;
@@ -77,10 +80,14 @@ export function createGateHost(options: GateHostOptions = {}): NetworkGate {
  * Connecting to a unix socket needs write permission on it: 0600 and owned by the sandbox's uid
  * lets that uid in and no other (root aside). Without an owner the sandbox runs as this process's
  * uid, which already owns the socket. Handing a socket to another uid needs root; a sandcell that
- * is not root (Docker without root) can do no better than the socket open to every local uid,
- * which is how it was before sockets had owners.
+ * is not root (Docker without root) keeps it, 0660, of its own effective gid (a process may always
+ * give its files its own group), and returns that gid: the backend adds it to the sandbox's
+ * groups. Other local users are not in that group (Debian gives each user a group of their own).
  */
-async function restrictToOwner(socketPath: string, owner: { uid: number; gid: number } | undefined): Promise<void> {
+async function restrictToOwner(
+  socketPath: string,
+  owner: { uid: number; gid: number } | undefined,
+): Promise<number | undefined> {
   if (owner && owner.uid !== process.getuid?.()) {
     const given = await chown(socketPath, owner.uid, owner.gid).then(
       () => true,
@@ -90,9 +97,12 @@ async function restrictToOwner(socketPath: string, owner: { uid: number; gid: nu
       },
     );
     if (!given) {
-      await chmod(socketPath, 0o666);
-      return;
+      const group = process.getegid?.() ?? owner.gid;
+      await chown(socketPath, -1, group);
+      await chmod(socketPath, 0o660);
+      return group;
     }
   }
   await chmod(socketPath, 0o600);
+  return undefined;
 }

@@ -97,6 +97,7 @@ export class Session {
         ? {
             network: {
               socketPath: networkChannel.socketPath,
+              ...(networkChannel.socketGroup !== undefined ? { socketGroup: networkChannel.socketGroup } : {}),
               ...sandboxCertificates(options.network?.trustedCertificates, networkChannel.certificateAuthority),
             },
           }

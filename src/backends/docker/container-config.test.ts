@@ -98,6 +98,23 @@ describe('the kernel container of a session with internet access', () => {
       { Type: 'bind', Source: '/tmp/sandcell-gate-x/gate.sock', Target: '/run/sandcell/gate.sock', ReadOnly: false },
       { Type: 'bind', Source: '/tmp/bundles/abc.pem', Target: '/run/sandcell/ca-certificates.crt', ReadOnly: true },
     ]);
+    expect(host.GroupAdd).toBeUndefined();
+  });
+
+  it("adds the socket's group to the kernel's when the socket could not be given to its uid", () => {
+    const grouped = kernelContainerOptions({
+      image: 'sandcell-runtime:test',
+      name: 'sandcell-kernel-3',
+      volumeName: 'sandcell-data-3',
+      limits: DEFAULT_LIMITS,
+      environment: {},
+      labels,
+      maskedPaths: [],
+      owner,
+      network: { socketPath: '/tmp/sandcell-gate-y/gate.sock', bundlePath: '/tmp/bundles/abc.pem', socketGroup: 1000 },
+    });
+    expect(grouped.HostConfig?.GroupAdd).toEqual(['1000']);
+    expect(grouped.User).toBe(`${owner.uid}:${owner.gid}`);
   });
 });
 

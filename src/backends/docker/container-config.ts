@@ -98,8 +98,11 @@ export interface KernelContainerInput {
   owner: SessionOwner;
   /** The session's memory budget (a cgroup sandcell limits), when the engine can use one. */
   cgroupParent?: string;
-  /** Internet access: the host paths of the session's gate socket and of its certificate bundle. */
-  network?: { socketPath: string; bundlePath: string };
+  /**
+   * Internet access: the host paths of the session's gate socket and of its certificate bundle, and
+   * the gid the kernel must hold to connect when the socket could not be given to its uid.
+   */
+  network?: { socketPath: string; bundlePath: string; socketGroup?: number };
   /** An image without sandcell's kernel: the host directory of kernel files bound in, and the image's python. */
   mountedKernel?: { directory: string; python: string };
 }
@@ -142,6 +145,7 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
       ],
       MaskedPaths: input.maskedPaths,
       Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
+      ...(input.network?.socketGroup !== undefined ? { GroupAdd: [String(input.network.socketGroup)] } : {}),
       ...(input.cgroupParent ? { CgroupParent: input.cgroupParent } : {}),
     },
   };

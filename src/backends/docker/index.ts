@@ -12,6 +12,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { type Duplex, PassThrough } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
@@ -19,6 +20,7 @@ import { ENVIRONMENT_IMAGE_REPOSITORY_PREFIX, runtimeImageTag } from '../../imag
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
 import { writeCertificateBundle } from '../../network/certificate-bundle.js';
 import { forwarderOptions, proxyEnvironment } from '../../network/sandbox-proxy.js';
+import { defaultCacheDirectory } from '../bubblewrap/host-setup.js';
 import { type DataBudgetMember, sharedDataBudget } from '../data-budget.js';
 import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
 import { sandboxEnvironment } from '../sandbox-environment.js';
@@ -420,7 +422,12 @@ export class DockerBackend implements SandboxBackend {
       ...(network ? proxyEnvironment() : {}),
     };
     const environment = sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra });
-    const bundlePath = network ? await writeCertificateBundle(network.trustedCertificates) : undefined;
+    const bundlePath = network
+      ? await writeCertificateBundle(
+          network.trustedCertificates,
+          path.join(defaultCacheDirectory(), 'certificate-bundles'),
+        )
+      : undefined;
     const mountedKernel = mounted ? { directory: await stagedKernelDirectory(), python: mounted.python } : undefined;
     try {
       return await retryTransient(
@@ -435,7 +442,15 @@ export class DockerBackend implements SandboxBackend {
             maskedPaths,
             owner: volume.owner,
             cgroupParent: volume.memoryBudget?.parent,
-            ...(network && bundlePath ? { network: { socketPath: network.socketPath, bundlePath } } : {}),
+            ...(network && bundlePath
+              ? {
+                  network: {
+                    socketPath: network.socketPath,
+                    bundlePath,
+                    ...(network.socketGroup !== undefined ? { socketGroup: network.socketGroup } : {}),
+                  },
+                }
+              : {}),
             ...(mountedKernel ? { mountedKernel } : {}),
           });
           let container: Dockerode.Container | undefined;

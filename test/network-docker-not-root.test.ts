@@ -1,0 +1,115 @@
+/**
+ * Internet access on Docker from a sandcell that is not root (an account in the docker group): it
+ * cannot give the gate's socket to the container's uid, so the socket stays its own, 0660, of its
+ * group, and the container is given that group. The built library runs under setpriv as a uid of
+ * its own whose only group is the engine socket's, as such an account would. Skipped (with the
+ * reason) where that uid cannot read the checkout.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, expect, it } from 'vitest';
+import { createDockerBackend } from '../src/backends/docker/index.js';
+import { describeWhenAvailable, unavailableReason } from './support/backends.js';
+
+const ACCOUNT_UID = 61_005;
+const DIST = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'dist');
+const ENGINE_SOCKET = '/var/run/docker.sock';
+
+const dockerReason = await unavailableReason(createDockerBackend());
+// Not a backend's absence (SANDCELL_REQUIRE_BACKENDS does not apply): what this machine's accounts allow.
+const accountReason = process.getuid?.() !== 0 ? 'running as another uid needs root' : notReadableByOthers();
+
+/** The account must read the built library and its node_modules: a checkout under a private home cannot be run. */
+function notReadableByOthers(): string | undefined {
+  const check = `require('node:fs').accessSync(${JSON.stringify(path.join(DIST, 'index.js'))}, 4)`;
+  try {
+    execFileSync(
+      'setpriv',
+      [`--reuid=${ACCOUNT_UID}`, `--regid=${ACCOUNT_UID}`, '--clear-groups', '--', process.execPath, '-e', check],
+      { cwd: '/', stdio: 'ignore' },
+    );
+    return undefined;
+  } catch {
+    return `the checkout (${DIST}) is not readable by another account`;
+  }
+}
+
+const home = mkdtempSync(path.join(os.tmpdir(), 'sandcell-not-root-'));
+afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+if (dockerReason === undefined && accountReason !== undefined) {
+  process.stderr.write(`[skipped] docker network, sandcell not root: ${accountReason}\n`);
+}
+
+describeWhenAvailable('docker network, sandcell not root', 'docker', dockerReason, () => {
+  it.skipIf(accountReason !== undefined)(
+    "serves the session's allow-list through a socket of the account's group, which the container is given",
+    async () => {
+      const engineGroup = statSync(ENGINE_SOCKET).gid;
+      execFileSync('chown', [`${ACCOUNT_UID}:${engineGroup}`, home]);
+      const script = path.join(home, 'session.mjs');
+      writeFileSync(
+        script,
+        `import http from 'node:http';
+import { statSync } from 'node:fs';
+const { createSession } = await import(${JSON.stringify(path.join(DIST, 'index.js'))});
+const { createGateHost } = await import(${JSON.stringify(path.join(DIST, 'network', 'gate-host.js'))});
+const server = http.createServer((request, response) => response.end('hello ' + request.url));
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const port = server.address().port;
+// A name (not in NO_PROXY) that the gate resolves to this host's loopback, which a CIDR rule allows.
+const networkGate = createGateHost({ resolve: async () => ['127.0.0.1'] });
+const session = await createSession({
+  backend: 'docker',
+  network: { allow: ['grouped.test:' + port, '127.0.0.1/32:' + port] },
+  networkGate,
+});
+const out = { uid: process.getuid(), groups: process.getgroups() };
+try {
+  out.canary = (await session.run('print("canary")')).stdout;
+  const socket = await session.run('import json, os; s = os.stat("/run/sandcell/gate.sock"); print(json.dumps({"uid": os.getuid(), "groups": os.getgroups(), "socketGroup": s.st_gid, "mode": s.st_mode & 0o777}))');
+  out.inside = JSON.parse(socket.stdout);
+  const fetched = await session.run('import urllib.request; print(urllib.request.urlopen("http://grouped.test:' + port + '/through-the-gate").read().decode())');
+  out.fetched = fetched.stdout;
+  out.error = fetched.error?.value;
+} finally {
+  await session.close();
+  server.close();
+}
+process.stdout.write(JSON.stringify(out));
+`,
+      );
+      const { stdout } = await promisify(execFile)(
+        'setpriv',
+        [
+          `--reuid=${ACCOUNT_UID}`,
+          `--regid=${engineGroup}`,
+          '--clear-groups',
+          '--inh-caps=-all',
+          '--',
+          '/usr/bin/env',
+          '-i',
+          'PATH=/usr/bin:/bin',
+          `HOME=${home}`,
+          `XDG_RUNTIME_DIR=${home}`,
+          process.execPath,
+          script,
+        ],
+        { cwd: home, encoding: 'utf8', timeout: 120_000 },
+      );
+      const result = JSON.parse(stdout) as Record<string, unknown>;
+      expect(result).toMatchObject({ uid: ACCOUNT_UID, groups: [engineGroup], canary: 'canary\n' });
+      // The container's uid is a leased one, not the account's: it holds the account's group, which owns the socket.
+      const inside = result.inside as { uid: number; groups: number[]; socketGroup: number; mode: number };
+      expect(inside.uid).not.toBe(ACCOUNT_UID);
+      expect(inside.groups).toContain(engineGroup);
+      expect([inside.socketGroup, inside.mode]).toEqual([engineGroup, 0o660]);
+      expect(result.fetched).toBe('hello /through-the-gate\n');
+    },
+    180_000,
+  );
+});
