@@ -14,10 +14,12 @@ import { promisify } from 'node:util';
 import { afterAll, expect, it } from 'vitest';
 import { createDockerBackend } from '../src/backends/docker/index.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
+import { asAccount } from './support/host-uids.js';
 
 const ACCOUNT_UID = 61_005;
 const DIST = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'dist');
-const ENGINE_SOCKET = '/var/run/docker.sock';
+const ENGINE_HOST = process.env.DOCKER_HOST;
+const ENGINE_SOCKET = ENGINE_HOST?.startsWith('unix://') ? ENGINE_HOST.slice('unix://'.length) : '/var/run/docker.sock';
 
 const dockerReason = await unavailableReason(createDockerBackend());
 // Not a backend's absence (SANDCELL_REQUIRE_BACKENDS does not apply): what this machine's accounts allow.
@@ -27,11 +29,10 @@ const accountReason = process.getuid?.() !== 0 ? 'running as another uid needs r
 function notReadableByOthers(): string | undefined {
   const check = `require('node:fs').accessSync(${JSON.stringify(path.join(DIST, 'index.js'))}, 4)`;
   try {
-    execFileSync(
-      'setpriv',
-      [`--reuid=${ACCOUNT_UID}`, `--regid=${ACCOUNT_UID}`, '--clear-groups', '--', process.execPath, '-e', check],
-      { cwd: '/', stdio: 'ignore' },
-    );
+    execFileSync('setpriv', [...asAccount({ uid: ACCOUNT_UID }), process.execPath, '-e', check], {
+      cwd: '/',
+      stdio: 'ignore',
+    });
     return undefined;
   } catch {
     return `the checkout (${DIST}) is not readable by another account`;
@@ -86,16 +87,13 @@ process.stdout.write(JSON.stringify(out));
       const { stdout } = await promisify(execFile)(
         'setpriv',
         [
-          `--reuid=${ACCOUNT_UID}`,
-          `--regid=${engineGroup}`,
-          '--clear-groups',
-          '--inh-caps=-all',
-          '--',
+          ...asAccount({ uid: ACCOUNT_UID, gid: engineGroup }),
           '/usr/bin/env',
           '-i',
           'PATH=/usr/bin:/bin',
           `HOME=${home}`,
           `XDG_RUNTIME_DIR=${home}`,
+          ...(ENGINE_HOST ? [`DOCKER_HOST=${ENGINE_HOST}`] : []),
           process.execPath,
           script,
         ],

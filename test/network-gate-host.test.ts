@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGateHost } from '../src/network/gate-host.js';
 import { NetworkPolicyError } from '../src/network/policy.js';
 import { getThroughGate } from './support/gate-client.js';
+import { asAccount } from './support/host-uids.js';
 import { type StandInServer, startStandInServer } from './support/stand-in-internet.js';
 
 let web: StandInServer;
@@ -121,16 +122,7 @@ socket.on('error', (error) => process.stdout.write(error.code));`;
   // Not execFileSync: the gate runs in this process and must go on answering.
   const { stdout } = await promisify(execFile)(
     'setpriv',
-    [
-      `--reuid=${uid}`,
-      `--regid=${uid}`,
-      ...(groups.length > 0 ? [`--groups=${groups.join(',')}`] : ['--clear-groups']),
-      '--inh-caps=-all',
-      '--',
-      process.execPath,
-      '-e',
-      client,
-    ],
+    [...asAccount({ uid, groups }), process.execPath, '-e', client],
     { encoding: 'utf8', cwd: '/', timeout: 30_000 },
   );
   return stdout;
@@ -161,19 +153,10 @@ process.stdin.on('end', () => channel.close().then(() => process.exit(0)));
 process.stdin.resume();
 `,
   );
-  const child = spawn(
-    'setpriv',
-    [
-      `--reuid=${uid}`,
-      `--regid=${uid}`,
-      '--clear-groups',
-      '--inh-caps=-all',
-      '--',
-      process.execPath,
-      path.join(directory, 'open-channel.mjs'),
-    ],
-    { cwd: '/', stdio: ['pipe', 'pipe', 'inherit'] },
-  );
+  const child = spawn('setpriv', [...asAccount({ uid }), process.execPath, path.join(directory, 'open-channel.mjs')], {
+    cwd: '/',
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   const lines = createInterface({ input: child.stdout });
   const channel = Promise.race([

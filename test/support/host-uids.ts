@@ -52,3 +52,18 @@ export function inotifyInstancesPerUser(): number {
 export function leasesOf(directory: string, uid: number): string[] {
   return readdirSync(directory).filter((name) => name.startsWith(`${uid}.`));
 }
+
+/**
+ * The `setpriv` arguments that run what follows as another host account, with every privilege
+ * dropped: `uid`, primary group `gid` (the uid's own by default) and only the supplementary `groups`.
+ */
+export function asAccount(account: { uid: number; gid?: number; groups?: number[] }): string[] {
+  const groups = account.groups ?? [];
+  return [
+    `--reuid=${account.uid}`,
+    `--regid=${account.gid ?? account.uid}`,
+    ...(groups.length > 0 ? [`--groups=${groups.join(',')}`] : ['--clear-groups']),
+    '--inh-caps=-all',
+    '--',
+  ];
+}

@@ -4,6 +4,7 @@ import {
   EXTRA_MASKED_PATHS,
   holderContainerOptions,
   KERNEL_COMMAND,
+  type KernelContainerInput,
   kernelContainerOptions,
   MANAGED_LABEL,
   volumeOptions,
@@ -13,6 +14,21 @@ import { ownerIsGone, ownerLabels } from './owner.js';
 const labels = { [MANAGED_LABEL]: '1', ...ownerLabels() };
 /** A session's leased host uid (from the default range). */
 const owner = { uid: 1974206500, gid: 1974206500 };
+
+/** A kernel container's options: the second of a session (default limits, nothing masked), with `extra`. */
+function secondKernel(extra: Partial<KernelContainerInput>) {
+  return kernelContainerOptions({
+    image: 'sandcell-runtime:test',
+    name: 'sandcell-kernel-2',
+    volumeName: 'sandcell-data-2',
+    limits: DEFAULT_LIMITS,
+    environment: {},
+    labels,
+    maskedPaths: [],
+    owner,
+    ...extra,
+  });
+}
 
 describe('the kernel container', () => {
   const options = kernelContainerOptions({
@@ -77,15 +93,7 @@ describe('the kernel container', () => {
 });
 
 describe('the kernel container of a session with internet access', () => {
-  const options = kernelContainerOptions({
-    image: 'sandcell-runtime:test',
-    name: 'sandcell-kernel-2',
-    volumeName: 'sandcell-data-2',
-    limits: DEFAULT_LIMITS,
-    environment: {},
-    labels,
-    maskedPaths: [],
-    owner,
+  const options = secondKernel({
     network: { socketPath: '/tmp/sandcell-gate-x/gate.sock', bundlePath: '/tmp/bundles/abc.pem' },
   });
   const host = options.HostConfig ?? {};
@@ -102,15 +110,7 @@ describe('the kernel container of a session with internet access', () => {
   });
 
   it("adds the socket's group to the kernel's when the socket could not be given to its uid", () => {
-    const grouped = kernelContainerOptions({
-      image: 'sandcell-runtime:test',
-      name: 'sandcell-kernel-3',
-      volumeName: 'sandcell-data-3',
-      limits: DEFAULT_LIMITS,
-      environment: {},
-      labels,
-      maskedPaths: [],
-      owner,
+    const grouped = secondKernel({
       network: { socketPath: '/tmp/sandcell-gate-y/gate.sock', bundlePath: '/tmp/bundles/abc.pem', socketGroup: 1000 },
     });
     expect(grouped.HostConfig?.GroupAdd).toEqual(['1000']);
@@ -149,15 +149,8 @@ describe('owners of Docker objects', () => {
 });
 
 describe('the kernel container of an image sandcell did not build', () => {
-  const options = kernelContainerOptions({
+  const options = secondKernel({
     image: 'sandcell-env-mine:0123456789ab',
-    name: 'sandcell-kernel-3',
-    volumeName: 'sandcell-data-3',
-    limits: DEFAULT_LIMITS,
-    environment: {},
-    labels,
-    maskedPaths: [],
-    owner,
     mountedKernel: { directory: '/root/.cache/sandcell/docker-kernel-x', python: '/usr/local/bin/python3' },
   });
 
