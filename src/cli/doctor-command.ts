@@ -7,9 +7,10 @@ import { promisify } from 'node:util';
 import { isRoot, which } from '../backends/bubblewrap/host-setup.js';
 import { createBubblewrapBackend } from '../backends/bubblewrap/index.js';
 import { sharedDataBudget } from '../backends/data-budget.js';
-import { createDockerBackend, type DockerEngineReport } from '../backends/docker/index.js';
+import { connectDocker, createDockerBackend, type DockerEngineReport } from '../backends/docker/index.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { formatUidRange } from '../backends/uid-leases.js';
+import { olderRootfsVersions, olderRuntimeTags } from '../image/prune.js';
 import { createSession } from '../session/session.js';
 import { checkEnvironments } from './doctor-environments.js';
 import { checkLanguages } from './doctor-languages.js';
@@ -63,6 +64,7 @@ export async function doctorCommand(options: { json?: boolean; backend?: string;
   if (options.backend !== 'bubblewrap') await checkDocker(add, options.backend === 'docker');
 
   await checkEnvironments(add);
+  await checkOlderBuilds(add, options.backend);
 
   checkAllowHost(add);
   await checkGateChannel(add);
@@ -75,6 +77,28 @@ export async function doctorCommand(options: { json?: boolean; backend?: string;
 }
 
 type Add = (level: Level, title: string, detail?: string) => void;
+
+/** Runtime builds of earlier versions (~2 GB each) that `sandcell image prune` would look at. */
+async function checkOlderBuilds(add: Add, backend: string | undefined): Promise<void> {
+  const counts: string[] = [];
+  if (backend !== 'docker') {
+    const rootfs = await olderRootfsVersions();
+    if (rootfs.length > 0) counts.push(`${rootfs.length} root filesystem(s)`);
+  }
+  if (backend !== 'bubblewrap') {
+    // An unreachable engine was said above.
+    const tags = await connectDocker()
+      .then(olderRuntimeTags)
+      .catch(() => []);
+    if (tags.length > 0) counts.push(`${tags.length} Docker image(s)`);
+  }
+  if (counts.length === 0) return;
+  add(
+    'warn',
+    `runtime builds of earlier sandcell versions are kept: ${counts.join(' and ')}`,
+    '`sandcell image prune` removes those no sandbox or container uses (`--dry-run` lists them first).',
+  );
+}
 
 /** A real session on `backend`: the Python packages are there and the network is not. */
 async function trialSession(backend: SandboxBackend, add: Add, label: string): Promise<void> {

@@ -1,14 +1,16 @@
 /**
  * `sandcell image build`: builds the runtime (Python, IPython, the data
  * packages, the kernel) as a Docker image or as a root filesystem for
- * bubblewrap, with progress. `sandcell image status` says what is built.
+ * bubblewrap, with progress. `sandcell image status` says what is built;
+ * `sandcell image prune` removes the builds of other versions.
  */
 import { engineErrorText } from '../backends/docker/engine-errors.js';
 import { connectDocker } from '../backends/docker/index.js';
 import { buildRuntimeImage, type ImageRoute, runtimeImagePresent } from '../image/docker-image.js';
+import { type PrunedBuild, pruneRootfsBuilds, pruneRuntimeImages } from '../image/prune.js';
 import { runtimeImageTag, runtimeRootfsDirectory, runtimeVersion } from '../image/recipe.js';
 import { type BuildProgress, buildRuntimeRootfs, rootfsIsBuilt } from '../image/rootfs.js';
-import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
+import { CliExit, EXIT_OK, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { dim } from './render.js';
 import { startStatus } from './status.js';
 
@@ -128,6 +130,57 @@ export async function imageStatusCommand(options: { json?: boolean }): Promise<n
   );
   process.stdout.write(
     `  bubblewrap: ${status.bubblewrap.directory} ${rootfs ? 'present' : dim('not built — sandcell image build --backend bubblewrap')}\n`,
+  );
+  return EXIT_OK;
+}
+
+export async function imagePruneCommand(options: {
+  backend?: string;
+  dryRun?: boolean;
+  json?: boolean;
+}): Promise<number> {
+  const backends = options.backend === undefined ? ['bubblewrap', 'docker'] : [options.backend];
+  const pruned: PrunedBuild[] = [];
+  let unreachable: string | undefined;
+  if (backends.includes('bubblewrap')) pruned.push(...(await pruneRootfsBuilds({ dryRun: options.dryRun })));
+  if (backends.includes('docker')) {
+    try {
+      pruned.push(...(await pruneRuntimeImages(await connectDocker(), { dryRun: options.dryRun })));
+    } catch (error) {
+      unreachable = engineErrorText(error);
+      // Asked for Docker alone, an unreachable engine is the answer; otherwise it is said beside the rest.
+      if (options.backend === 'docker') {
+        throw new CliExit(
+          EXIT_SANDBOX_FAILURE,
+          `The Docker Engine is unreachable (${unreachable}); start dockerd or set DOCKER_HOST.`,
+        );
+      }
+    }
+  }
+  if (options.json) {
+    const engine = unreachable === undefined ? {} : { dockerUnreachable: unreachable };
+    process.stdout.write(
+      `${JSON.stringify({ version: runtimeVersion(), dryRun: options.dryRun === true, pruned, ...engine })}\n`,
+    );
+    return EXIT_OK;
+  }
+  const verb = options.dryRun ? 'would remove' : 'removed';
+  for (const build of pruned) {
+    const size = build.bytes === undefined ? '' : ` (${(build.bytes / 2 ** 30).toFixed(1)} GiB)`;
+    process.stdout.write(
+      build.removed
+        ? `${verb} ${build.backend} ${build.name}${size}\n`
+        : `kept ${build.backend} ${build.name}: ${build.kept}\n`,
+    );
+  }
+  if (unreachable !== undefined) {
+    process.stdout.write(dim(`docker: not looked at: the Docker Engine is unreachable (${unreachable})\n`));
+  }
+  const freed = pruned.filter((build) => build.removed).reduce((sum, build) => sum + (build.bytes ?? 0), 0);
+  process.stdout.write(
+    pruned.some((build) => build.removed)
+      ? `${options.dryRun ? 'Would free' : 'Freed'} up to ${(freed / 2 ** 30).toFixed(1)} GiB; runtime ${runtimeVersion()} is kept.\n`
+      : `Nothing to remove: only runtime ${runtimeVersion()} (this version) is built${pruned.length > 0 ? ', besides builds in use' : ''}.\n`,
   );
   return EXIT_OK;
 }

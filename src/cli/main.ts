@@ -8,7 +8,7 @@ import { addBackendOptions } from './backend-option.js';
 import { addDiscordOptions } from './discord-flags.js';
 import { doctorCommand } from './doctor-command.js';
 import { CliExit, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
-import { imageBuildCommand, imageStatusCommand } from './image-command.js';
+import { imageBuildCommand, imagePruneCommand, imageStatusCommand } from './image-command.js';
 import { addLimitOptions } from './limit-options.js';
 import { LOG_FORMATS } from './log-lines.js';
 import { addNetworkOption, collectHosts } from './network-options.js';
@@ -261,6 +261,13 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .description('say which runtime builds are present for this version of sandcell')
     .option('--json', 'print the status as JSON')
     .action(async (options) => setExitCode(await imageStatusCommand(options)));
+  image
+    .command('prune')
+    .description('remove runtime builds of other sandcell versions that no sandbox or container uses')
+    .addOption(new Option('--backend <name>', 'only this backend (default: both)').choices(['docker', 'bubblewrap']))
+    .option('--dry-run', 'say what would be removed, remove nothing')
+    .option('--json', 'print the result as JSON')
+    .action(async (options) => setExitCode(await imagePruneCommand(options)));
 
   const environments = program
     .command('env')
