@@ -138,12 +138,21 @@ describe('sandcell image prune, bubblewrap', { timeout: 60_000 }, () => {
     expect(await olderBuildsLine()).toBeUndefined();
   });
 
-  it('says what it did in words, and that nothing is left to remove', async () => {
-    const result = await runProcess(process.execPath, [bin, 'image', 'prune', '--backend', 'bubblewrap'], {
-      env: { SANDCELL_IMAGE_DIR: store },
-    });
-    expect(result.code).toBe(0);
-    expect(result.stdout).toBe(`Nothing to remove: only runtime ${current} (this version) is built.\n`);
+  it('says what it removes in words as it goes, then that nothing is left to remove', async () => {
+    const old = path.join(store, 'rootfs', 'eeeeeeeeeeee');
+    mkdirSync(path.join(old, 'usr'), { recursive: true });
+    const words = async () => {
+      const result = await runProcess(process.execPath, [bin, 'image', 'prune', '--backend', 'bubblewrap'], {
+        env: { SANDCELL_IMAGE_DIR: store },
+      });
+      expect(result.code).toBe(0);
+      return result.stdout;
+    };
+    expect(await words()).toBe(
+      `removed bubblewrap ${old} (0.0 GiB)\nFreed up to 0.0 GiB; runtime ${current} is kept.\n`,
+    );
+    expect(existsSync(old)).toBe(false);
+    expect(await words()).toBe(`Nothing to remove: only runtime ${current} (this version) is built.\n`);
   });
 });
 

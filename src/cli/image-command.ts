@@ -140,12 +140,26 @@ export async function imagePruneCommand(options: {
   json?: boolean;
 }): Promise<number> {
   const backends = options.backend === undefined ? ['bubblewrap', 'docker'] : [options.backend];
+  const verb = options.dryRun ? 'would remove' : 'removed';
+  // Each line as it happens: removing a root filesystem takes seconds.
+  const prune = {
+    dryRun: options.dryRun,
+    onPruned: (build: PrunedBuild) => {
+      if (options.json) return;
+      const size = build.bytes === undefined ? '' : ` (${(build.bytes / 2 ** 30).toFixed(1)} GiB)`;
+      process.stdout.write(
+        build.removed
+          ? `${verb} ${build.backend} ${build.name}${size}\n`
+          : `kept ${build.backend} ${build.name}: ${build.kept}\n`,
+      );
+    },
+  };
   const pruned: PrunedBuild[] = [];
   let unreachable: string | undefined;
-  if (backends.includes('bubblewrap')) pruned.push(...(await pruneRootfsBuilds({ dryRun: options.dryRun })));
+  if (backends.includes('bubblewrap')) pruned.push(...(await pruneRootfsBuilds(prune)));
   if (backends.includes('docker')) {
     try {
-      pruned.push(...(await pruneRuntimeImages(await connectDocker(), { dryRun: options.dryRun })));
+      pruned.push(...(await pruneRuntimeImages(await connectDocker(), prune)));
     } catch (error) {
       unreachable = engineErrorText(error);
       // Asked for Docker alone, an unreachable engine is the answer; otherwise it is said beside the rest.
@@ -163,15 +177,6 @@ export async function imagePruneCommand(options: {
       `${JSON.stringify({ version: runtimeVersion(), dryRun: options.dryRun === true, pruned, ...engine })}\n`,
     );
     return EXIT_OK;
-  }
-  const verb = options.dryRun ? 'would remove' : 'removed';
-  for (const build of pruned) {
-    const size = build.bytes === undefined ? '' : ` (${(build.bytes / 2 ** 30).toFixed(1)} GiB)`;
-    process.stdout.write(
-      build.removed
-        ? `${verb} ${build.backend} ${build.name}${size}\n`
-        : `kept ${build.backend} ${build.name}: ${build.kept}\n`,
-    );
   }
   if (unreachable !== undefined) {
     process.stdout.write(dim(`docker: not looked at: the Docker Engine is unreachable (${unreachable})\n`));

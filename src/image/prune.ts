@@ -26,6 +26,13 @@ export interface PrunedBuild {
   kept?: string;
 }
 
+export interface PruneOptions {
+  /** Say what would be removed, remove nothing. */
+  dryRun?: boolean;
+  /** Told of each build as it is removed or kept (a removal takes seconds). */
+  onPruned?: (build: PrunedBuild) => void;
+}
+
 const VERSION_NAME = /^[0-9a-f]{12}$/;
 const PARTIAL_NAME = /^[0-9a-f]{12}\.partial-(\d+)$/;
 
@@ -51,10 +58,11 @@ export async function olderRuntimeTags(docker: Dockerode): Promise<string[]> {
 }
 
 /** Root filesystems of other runtime versions, and partial builds of processes that died. */
-export async function pruneRootfsBuilds(options: { dryRun?: boolean; store?: string } = {}): Promise<PrunedBuild[]> {
+export async function pruneRootfsBuilds(options: PruneOptions & { store?: string } = {}): Promise<PrunedBuild[]> {
   const directory = path.join(options.store ?? runtimeStoreDirectory(), 'rootfs');
   const current = runtimeVersion();
   const pruned: PrunedBuild[] = [];
+  const record = recorder(pruned, options);
   for (const entry of (await readdir(directory).catch(() => [] as string[])).sort()) {
     const partial = PARTIAL_NAME.exec(entry);
     const abandoned = partial !== null && !isProcessAlive(Number(partial[1]));
@@ -69,7 +77,7 @@ export async function pruneRootfsBuilds(options: { dryRun?: boolean; store?: str
     };
     const users = abandoned ? [] : await processesOnRootfs(build);
     if (users.length > 0) {
-      pruned.push({ ...result, removed: false, kept: `in use by ${users.length} process(es), e.g. pid ${users[0]}` });
+      record({ ...result, removed: false, kept: `in use by ${users.length} process(es), e.g. pid ${users[0]}` });
       continue;
     }
     if (!options.dryRun) {
@@ -79,7 +87,7 @@ export async function pruneRootfsBuilds(options: { dryRun?: boolean; store?: str
       if (!taken) continue;
       await rm(removing, { recursive: true, force: true });
     }
-    pruned.push({ ...result, removed: true });
+    record({ ...result, removed: true });
   }
   return pruned;
 }
@@ -87,12 +95,13 @@ export async function pruneRootfsBuilds(options: { dryRun?: boolean; store?: str
 /** `sandcell-runtime` images (or `repository`'s) of other versions that no container uses. */
 export async function pruneRuntimeImages(
   docker: Dockerode,
-  options: { dryRun?: boolean; repository?: string } = {},
+  options: PruneOptions & { repository?: string } = {},
 ): Promise<PrunedBuild[]> {
   const repository = options.repository ?? RUNTIME_IMAGE_REPOSITORY;
   const current = `${repository}:${runtimeVersion()}`;
   const images = await docker.listImages({ filters: JSON.stringify({ reference: [repository] }) });
   const pruned: PrunedBuild[] = [];
+  const record = recorder(pruned, options);
   for (const image of images) {
     const tags = (image.RepoTags ?? []).filter((tag) => tag.startsWith(`${repository}:`) && tag !== current);
     for (const tag of tags.sort()) {
@@ -100,7 +109,7 @@ export async function pruneRuntimeImages(
       if (options.dryRun) {
         const users = await docker.listContainers({ all: true, filters: JSON.stringify({ ancestor: [image.Id] }) });
         const lastTag = (image.RepoTags ?? []).length === 1;
-        pruned.push(
+        record(
           users.length > 0 && lastTag
             ? { ...result, removed: false, kept: `in use by ${users.length} container(s)` }
             : { ...result, removed: true },
@@ -109,11 +118,11 @@ export async function pruneRuntimeImages(
       }
       try {
         await docker.getImage(tag).remove();
-        pruned.push({ ...result, removed: true });
+        record({ ...result, removed: true });
       } catch (error) {
         // 409: a container uses the image (the engine removes a tag only when other tags keep the image).
         if ((error as { statusCode?: number }).statusCode !== 409) throw error;
-        pruned.push({ ...result, removed: false, kept: 'in use by a container' });
+        record({ ...result, removed: false, kept: 'in use by a container' });
       }
     }
   }
@@ -123,4 +132,11 @@ export async function pruneRuntimeImages(
 function ignoreGone(error: NodeJS.ErrnoException): false {
   if (error.code === 'ENOENT') return false;
   throw error;
+}
+
+function recorder(pruned: PrunedBuild[], options: PruneOptions): (build: PrunedBuild) => void {
+  return (build) => {
+    pruned.push(build);
+    options.onPruned?.(build);
+  };
 }
