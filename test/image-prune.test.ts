@@ -42,8 +42,9 @@ async function deadPid(): Promise<number> {
 
 /** A bwrap process whose /usr is `usr` (with the host's bin and lib bound inside, so sleep runs), as a sandbox's is. */
 function standOn(usr: string): { stop(): void } {
-  for (const inside of ['bin', 'lib', 'lib64']) mkdirSync(path.join(usr, inside), { recursive: true });
-  const binds = ['bin', 'lib', 'lib64'].flatMap((inside) => ['--ro-bind', `/usr/${inside}`, `/usr/${inside}`]);
+  const inside = ['bin', 'lib', 'lib64'].filter((name) => existsSync(`/usr/${name}`));
+  for (const name of inside) mkdirSync(path.join(usr, name), { recursive: true });
+  const binds = inside.flatMap((name) => ['--ro-bind', `/usr/${name}`, `/usr/${name}`]);
   const child = spawn(
     'bwrap',
     ['--die-with-parent', '--ro-bind', '/', '/', '--ro-bind', usr, '/usr', ...binds, '--', 'sleep', '120'],
@@ -188,6 +189,10 @@ describeWhenAvailable('sandcell image prune, docker', 'docker', dockerReason, ()
         [`${repository}:${STOOD_ON}`, false, 'in use by a container'],
         [`${repository}:cccccccccccc`, true, undefined],
       ]);
+      // The old tag named the runtime's image, which stays: nothing freed; the committed image is gone whole.
+      const freed = Object.fromEntries(pruned.map((entry) => [entry.name, entry.bytes]));
+      expect(freed[`${repository}:${OLD}`]).toBe(0);
+      expect(freed[`${repository}:cccccccccccc`]).toBeGreaterThan(0);
       const left = (await docker.listImages({ filters: JSON.stringify({ reference: [repository] }) }))
         .flatMap((image) => image.RepoTags ?? [])
         .sort();

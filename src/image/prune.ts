@@ -49,12 +49,22 @@ export async function olderRootfsVersions(store = runtimeStoreDirectory()): Prom
 
 /** `sandcell-runtime` tags of other versions in the engine: for doctor. */
 export async function olderRuntimeTags(docker: Dockerode): Promise<string[]> {
-  const current = `${RUNTIME_IMAGE_REPOSITORY}:${runtimeVersion()}`;
-  const images = await docker.listImages({ filters: JSON.stringify({ reference: [RUNTIME_IMAGE_REPOSITORY] }) });
+  return (await olderImages(docker, RUNTIME_IMAGE_REPOSITORY)).flatMap(({ tags }) => tags).sort();
+}
+
+/** The repository's images that have tags of other versions than this one, with those tags. */
+async function olderImages(
+  docker: Dockerode,
+  repository: string,
+): Promise<{ image: Dockerode.ImageInfo; tags: string[] }[]> {
+  const current = `${repository}:${runtimeVersion()}`;
+  const images = await docker.listImages({ filters: JSON.stringify({ reference: [repository] }) });
   return images
-    .flatMap((image) => image.RepoTags ?? [])
-    .filter((tag) => tag.startsWith(`${RUNTIME_IMAGE_REPOSITORY}:`) && tag !== current)
-    .sort();
+    .map((image) => ({
+      image,
+      tags: (image.RepoTags ?? []).filter((tag) => tag.startsWith(`${repository}:`) && tag !== current).sort(),
+    }))
+    .filter(({ tags }) => tags.length > 0);
 }
 
 /** Root filesystems of other runtime versions, and partial builds of processes that died. */
@@ -97,27 +107,30 @@ export async function pruneRuntimeImages(
   docker: Dockerode,
   options: PruneOptions & { repository?: string } = {},
 ): Promise<PrunedBuild[]> {
-  const repository = options.repository ?? RUNTIME_IMAGE_REPOSITORY;
-  const current = `${repository}:${runtimeVersion()}`;
-  const images = await docker.listImages({ filters: JSON.stringify({ reference: [repository] }) });
   const pruned: PrunedBuild[] = [];
   const record = recorder(pruned, options);
-  for (const image of images) {
-    const tags = (image.RepoTags ?? []).filter((tag) => tag.startsWith(`${repository}:`) && tag !== current);
-    for (const tag of tags.sort()) {
-      const result: Omit<PrunedBuild, 'removed'> = { backend: 'docker', name: tag, bytes: image.Size };
+  for (const { image, tags } of await olderImages(docker, options.repository ?? RUNTIME_IMAGE_REPOSITORY)) {
+    // Removing a tag that is not the image's last only untags it: nothing is freed.
+    let tagsLeft = (image.RepoTags ?? []).length;
+    for (const tag of tags) {
+      const result: Omit<PrunedBuild, 'removed'> = {
+        backend: 'docker',
+        name: tag,
+        bytes: tagsLeft > 1 ? 0 : image.Size,
+      };
       if (options.dryRun) {
         const users = await docker.listContainers({ all: true, filters: JSON.stringify({ ancestor: [image.Id] }) });
-        const lastTag = (image.RepoTags ?? []).length === 1;
         record(
-          users.length > 0 && lastTag
+          users.length > 0 && tagsLeft === 1
             ? { ...result, removed: false, kept: `in use by ${users.length} container(s)` }
             : { ...result, removed: true },
         );
+        tagsLeft -= 1;
         continue;
       }
       try {
         await docker.getImage(tag).remove();
+        tagsLeft -= 1;
         record({ ...result, removed: true });
       } catch (error) {
         // 409: a container uses the image (the engine removes a tag only when other tags keep the image).
