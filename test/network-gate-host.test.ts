@@ -143,6 +143,7 @@ function openChannelAs(
   chmodSync(directory, 0o755);
   cpSync(path.join(dist, 'network'), path.join(directory, 'network'), { recursive: true });
   cpSync(path.join(dist, 'errors.js'), path.join(directory, 'errors.js'));
+  writeFileSync(path.join(directory, 'package.json'), '{ "type": "module" }\n');
   writeFileSync(
     path.join(directory, 'open-channel.mjs'),
     `import { createGateHost } from './network/gate-host.js';
