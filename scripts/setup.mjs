@@ -64,7 +64,10 @@ if (!existsSync('/usr/bin/dpkg-query')) {
   }
 }
 
-run('npm', ['install', '--no-audit', '--no-fund']);
+// The lock file pins every dependency (and every platform's optional binaries, so npm 10 and 11 both
+// take it as it is): `npm ci` installs exactly that and never rewrites a tracked file.
+if (existsSync(path.join(root, 'package-lock.json'))) run('npm', ['ci', '--no-audit', '--no-fund']);
+else run('npm', ['install', '--no-audit', '--no-fund']);
 run('npm', ['run', 'build']);
 
 if (pending) {
