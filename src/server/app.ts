@@ -14,6 +14,7 @@ import { KernelStore } from './jupyter/kernel-store.js';
 import { jupyterRoutes } from './jupyter/routes.js';
 import { McpHttpEndpoint } from './mcp/http.js';
 import { buildOpenApiDocument } from './openapi.js';
+import { currentRequestId, internalError } from './request-listener.js';
 import { registerRoutes } from './route.js';
 import { systemRoutes } from './system-routes.js';
 import { commandRoutes } from './v1/command-routes.js';
@@ -75,7 +76,9 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
         ? new HttpError(error.status, error.status === 413 ? 'body-too-large' : 'http-error', error.message)
         : toHttpError(error);
     if (mapped.status >= 500 && mapped.code === 'internal-error') {
-      logger.error({ err: error, path: c.req.path }, 'unexpected error');
+      const requestId = currentRequestId();
+      logger.error({ err: error, path: c.req.path, requestId }, 'unexpected error');
+      return c.json(errorBody(internalError(requestId)), 500);
     }
     return c.json(errorBody(mapped), mapped.status as 400, mapped.headers);
   });

@@ -3,15 +3,15 @@
  * warmed before it accepts connections, and a graceful close: stop accepting,
  * let running executions finish (bounded), close every sandbox.
  */
-import type { Server } from 'node:http';
+import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { createApp } from './app.js';
 import { ConnectionLimiter } from './connection-limiter.js';
 import type { ServerContext } from './context.js';
-import { attachJupyterChannels } from './jupyter/channels-socket.js';
+import { jupyterChannels } from './jupyter/channels-socket.js';
 import { isLoopback, resolveServerOptions, type ServerOptions } from './options.js';
+import { answerUpgradeAsHttp, createRequestListener } from './request-listener.js';
 import { createRuntime } from './runtime.js';
 
 const CONNECTIONS_DRAIN_MS = 2_000;
@@ -68,21 +68,25 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     await context.pool.close();
     throw error;
   }
-  const httpServer = createAdaptorServer({
-    fetch: app.fetch,
-    serverOptions: {
+  // Node would announce the keep-alive timeout it enforces; every answer announces the shorter one.
+  const listener = createRequestListener(app, { logger, keepAliveHint: `timeout=${KEEP_ALIVE_TIMEOUT_MS / 1000}` });
+  const httpServer = createHttpServer(
+    {
       // A connection that never completes its request header is closed (slow-header floods).
       headersTimeout: resolved.headersTimeoutMs,
       requestTimeout: Math.max(REQUEST_TIMEOUT_MS, resolved.headersTimeoutMs),
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS + KEEP_ALIVE_GRACE_MS,
       connectionsCheckingInterval: Math.min(MAX_CONNECTIONS_CHECKING_INTERVAL_MS, resolved.headersTimeoutMs),
     },
-  }) as Server;
+    listener,
+  );
   connections.attach(httpServer);
-  const jupyterChannels = attachJupyterChannels(httpServer, context, jupyter, connections);
-  // Node would announce the timeout it enforces; announce the shorter one (headers given later take precedence).
-  const keepAliveHint = `timeout=${KEEP_ALIVE_TIMEOUT_MS / 1000}`;
-  httpServer.on('request', (_request, response) => response.setHeader('Keep-Alive', keepAliveHint));
+  const channels = jupyterChannels(context, jupyter, connections);
+  // Hono does not see upgrades: Jupyter's websocket is the one front door that takes them.
+  httpServer.on('upgrade', (request, socket, head) => {
+    if (channels.matches(request)) channels.upgrade(request, socket, head);
+    else answerUpgradeAsHttp(request, socket, listener);
+  });
   try {
     await new Promise<void>((resolve, reject) => {
       httpServer.once('error', reject);
@@ -121,7 +125,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       context.conversations.shutdown();
       await context.conversations.flushed();
       await mcp.close();
-      jupyterChannels.close();
+      channels.close();
       // Answers of the executions that finished are on their way: give them a moment, then cut.
       const idle = setInterval(() => httpServer.closeIdleConnections(), 50);
       await Promise.race([connectionsClosed, new Promise((resolve) => setTimeout(resolve, CONNECTIONS_DRAIN_MS))]);

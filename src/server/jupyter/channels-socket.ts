@@ -1,13 +1,13 @@
 /**
  * The channels websocket, `GET /jupyter/api/kernels/{id}/channels`. Hono does
- * not see upgrades, so this listens on the Node server's `upgrade` event and
- * applies what every HTTP request gets first: the connection caps (an upgrade
+ * not see upgrades, so the Node server hands this the upgrades it `matches`,
+ * and it applies what every HTTP request gets first: the connection caps (an upgrade
  * is a connection the limiter already counts), the browser guard (Host and
  * Origin), then the token and the kernel's owner. The subprotocol
  * `v1.kernel.websocket.jupyter.org` is chosen whenever it is offered (declining
  * it breaks `ws`, `websocket-client` and browsers); otherwise frames are JSON.
  */
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Hono } from 'hono';
 import { type WebSocket, WebSocketServer } from 'ws';
@@ -26,6 +26,10 @@ const CHANNELS_PATH = /^\/jupyter\/api\/kernels\/([^/]+)\/channels\/?$/;
 const MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 
 export interface JupyterChannels {
+  /** Whether an upgrade request is for a kernel's channels websocket (the server sends it to `upgrade`). */
+  matches(request: IncomingMessage): boolean;
+  /** Answers the upgrade: refused with a status, or a websocket attached to the kernel. */
+  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Closes every channels socket (the server is shutting down). */
   close(): void;
 }
@@ -38,8 +42,7 @@ function refuse(socket: Duplex, status: number, body: Record<string, unknown>): 
   );
 }
 
-export function attachJupyterChannels(
-  httpServer: Server,
+export function jupyterChannels(
   server: ServerContext,
   kernels: KernelStore,
   connections?: ConnectionLimiter,
@@ -68,8 +71,7 @@ export function attachJupyterChannels(
     const url = new URL(request.url ?? '/', 'http://upgrade.invalid');
     const match = CHANNELS_PATH.exec(url.pathname);
     if (!match) {
-      // Another front door may serve its own websockets; with none, the socket would hang.
-      if (httpServer.listenerCount('upgrade') === 1) refuse(socket, 404, { message: 'Not Found', reason: null });
+      refuse(socket, 404, { message: 'Not Found', reason: null });
       return;
     }
     const headers = new Headers();
@@ -105,8 +107,13 @@ export function attachJupyterChannels(
         try {
           kernel.receive(client, decodeFrame(isBinary ? bytes : bytes.toString('utf8'), format));
         } catch (error) {
-          if (!(error instanceof FrameError)) throw error;
-          logger.debug({ kernel: kernel.id, reason: error.message }, 'jupyter frame dropped');
+          if (error instanceof FrameError) {
+            logger.debug({ kernel: kernel.id, reason: error.message }, 'jupyter frame dropped');
+            return;
+          }
+          // Thrown here it would leave the process (an event handler); it ends this socket alone.
+          logger.error({ err: error, kernel: kernel.id }, 'unexpected error on a jupyter channels socket');
+          webSocket.close(1011, 'internal error; see the server log');
         }
       });
       webSocket.on('close', () => kernel.detach(client));
@@ -114,16 +121,22 @@ export function attachJupyterChannels(
     });
   };
 
-  const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    upgrade(request, socket, head).catch((error) => {
-      logger.warn({ err: error }, 'jupyter channels upgrade failed');
-      socket.destroy();
-    });
-  };
-  httpServer.on('upgrade', onUpgrade);
   return {
+    matches(request) {
+      if (request.headers.upgrade?.toLowerCase() !== 'websocket') return false;
+      try {
+        return CHANNELS_PATH.test(new URL(request.url ?? '/', 'http://upgrade.invalid').pathname);
+      } catch {
+        return false;
+      }
+    },
+    upgrade(request, socket, head) {
+      upgrade(request, socket, head).catch((error) => {
+        logger.warn({ err: error }, 'jupyter channels upgrade failed');
+        socket.destroy();
+      });
+    },
     close() {
-      httpServer.off('upgrade', onUpgrade);
       for (const client of sockets.clients) client.terminate();
       sockets.close();
     },

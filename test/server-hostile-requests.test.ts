@@ -1,0 +1,402 @@
+/**
+ * Requests an attacker sends, as raw bytes on a socket (an HTTP client would
+ * normalise them), to every front door of a real `sandcell serve` process,
+ * with a key, without one, and on a server that has none. After each, the
+ * same process still answers /healthz and a live session still has its
+ * variable: no request, however malformed, ends the server or its sessions.
+ * (A backslash in the path used to end the process with ERR_HTTP_HEADERS_SENT.)
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runProcess } from './support/process.js';
+
+const bin = path.resolve(import.meta.dirname, '..', 'bin', 'sandcell.js');
+const KEY = 'hostile-test-key-000000000001';
+
+interface Serve {
+  child: ChildProcess;
+  port: number;
+  exited: () => string | undefined;
+  logs: Record<string, unknown>[];
+}
+
+async function startServe(keys: string): Promise<Serve> {
+  const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--pool-size', '1', '--preload', 'none'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, SANDCELL_API_KEYS: keys },
+  });
+  let exit: string | undefined;
+  let stderr = '';
+  child.stderr?.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  child.once('exit', (code, signal) => {
+    exit = `serve exited (${code ?? signal}): ${stderr.slice(-2000)}`;
+  });
+  const logs: Record<string, unknown>[] = [];
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      logs.push(entry);
+      if (typeof entry.url === 'string') resolve(entry.url);
+    });
+    child.once('exit', () => reject(new Error(exit)));
+  });
+  return { child, port: Number(new URL(url).port), exited: () => exit, logs };
+}
+
+interface RawAnswer {
+  /** The status of the first answer, or undefined when the server closed without one. */
+  status?: number;
+  text: string;
+}
+
+/** Writes `bytes` on a fresh connection and reads what comes back until the server closes or `waitMs` passes. */
+function sendRaw(
+  port: number,
+  bytes: Buffer | string,
+  options: { halfClose?: boolean; waitMs?: number; untilClose?: boolean } = {},
+) {
+  return new Promise<RawAnswer>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    const finish = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      const text = Buffer.concat(chunks).toString('latin1');
+      const match = /^HTTP\/1\.[01] (\d{3})/.exec(text);
+      resolve({ status: match ? Number(match[1]) : undefined, text });
+    };
+    const timer = setTimeout(finish, options.waitMs ?? 1_500);
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      // A whole answer read: the connection may stay open (keep-alive) without anything more to come.
+      if (!options.untilClose && answerComplete(Buffer.concat(chunks).toString('latin1'))) finish();
+    });
+    socket.on('error', finish);
+    socket.on('close', finish);
+    socket.write(bytes, () => {
+      if (options.halfClose) socket.end();
+    });
+  });
+}
+
+/** Whether `text` holds a whole HTTP answer (its head, and its body by length or by the last chunk). */
+function answerComplete(text: string): boolean {
+  const end = text.indexOf('\r\n\r\n');
+  if (end === -1) return false;
+  const headText = text.slice(0, end).toLowerCase();
+  if (/^http\/1\.[01] (1\d\d|204|304)/.test(headText)) return true;
+  const length = /\r\ncontent-length: *(\d+)/.exec(headText);
+  if (length) return Buffer.byteLength(text.slice(end + 4), 'latin1') >= Number(length[1]);
+  if (/\r\ntransfer-encoding: *chunked/.test(headText)) return text.endsWith('\r\n0\r\n\r\n');
+  return false;
+}
+
+/** One hostile request: its bytes for a front door's path, and how to send them. */
+interface HostileCase {
+  name: string;
+  bytes(target: string, auth: string, port: number): string | Buffer;
+  halfClose?: boolean;
+  waitMs?: number;
+  /** Read until the server closes (more than one answer may come). */
+  untilClose?: boolean;
+}
+
+const CRLF = '\r\n';
+const head = (lines: string[]) => `${lines.join(CRLF)}${CRLF}${CRLF}`;
+const host = (port: number) => `Host: 127.0.0.1:${port}`;
+
+const CASES: HostileCase[] = [
+  {
+    name: 'backslashes climbing out of the path',
+    bytes: (target, auth, port) => head([`GET ${target}/..\\..\\package.json HTTP/1.1`, host(port), auth]),
+  },
+  { name: 'a lone backslash', bytes: (target, auth, port) => head([`GET ${target}\\ HTTP/1.1`, host(port), auth]) },
+  {
+    name: 'invalid percent-encoding',
+    bytes: (target, auth, port) => head([`GET ${target}/%zz%/%E0%A4%A HTTP/1.1`, host(port), auth]),
+  },
+  {
+    name: 'overlong UTF-8 percent-encoding of dots and a slash',
+    bytes: (target, auth, port) => head([`GET ${target}/%C0%AE%C0%AE%C0%AF%e0%80%af HTTP/1.1`, host(port), auth]),
+  },
+  {
+    name: 'an encoded NUL, CR and LF',
+    bytes: (target, auth, port) => head([`GET ${target}/%00%0d%0aX-Injected:%20yes HTTP/1.1`, host(port), auth]),
+  },
+  {
+    name: 'a raw NUL and control bytes in the target',
+    bytes: (target, auth, port) => head([`GET ${target}/\x00\x01\x7f HTTP/1.1`, host(port), auth]),
+  },
+  {
+    name: 'a control byte in a header value',
+    bytes: (target, auth, port) => head([`GET ${target} HTTP/1.1`, host(port), auth, 'X-Note: a\x01b']),
+  },
+  {
+    name: 'an absolute-form target for this server',
+    bytes: (target, auth, port) => head([`GET http://127.0.0.1:${port}${target} HTTP/1.1`, host(port), auth]),
+  },
+  {
+    name: 'an absolute-form target for another host',
+    bytes: (target, auth, port) => head([`GET http://evil.example${target} HTTP/1.1`, host(port), auth]),
+  },
+  {
+    name: 'an absolute-form target that is not a URL',
+    bytes: (target, auth, port) => head([`GET http://[::1${target}\\x HTTP/1.1`, host(port), auth]),
+  },
+  { name: 'an asterisk-form OPTIONS', bytes: (_target, auth, port) => head(['OPTIONS * HTTP/1.1', host(port), auth]) },
+  { name: 'an asterisk-form GET', bytes: (_target, auth, port) => head(['GET * HTTP/1.1', host(port), auth]) },
+  {
+    name: 'a target without a slash',
+    bytes: (target, auth, port) => head([`GET x${target} HTTP/1.1`, host(port), auth]),
+  },
+  {
+    name: 'CONNECT',
+    bytes: (_target, auth, port) => head([`CONNECT 127.0.0.1:${port} HTTP/1.1`, host(port), auth]),
+  },
+  { name: 'TRACE', bytes: (target, auth, port) => head([`TRACE ${target} HTTP/1.1`, host(port), auth]) },
+  { name: 'an unknown method', bytes: (target, auth, port) => head([`BREW ${target} HTTP/1.1`, host(port), auth]) },
+  { name: 'PROPFIND', bytes: (target, auth, port) => head([`PROPFIND ${target} HTTP/1.1`, host(port), auth]) },
+  { name: 'no Host in HTTP/1.1', bytes: (target, auth) => head([`GET ${target} HTTP/1.1`, auth]) },
+  { name: 'no Host in HTTP/1.0', bytes: (target, auth) => head([`GET ${target} HTTP/1.0`, auth]) },
+  {
+    name: 'two conflicting Host headers',
+    bytes: (target, auth, port) => head([`GET ${target} HTTP/1.1`, host(port), 'Host: evil.example', auth]),
+  },
+  {
+    name: 'a Host that is not a host',
+    bytes: (target, auth) => head([`GET ${target} HTTP/1.1`, 'Host: [::1', auth]),
+  },
+  {
+    name: 'a Host with a path and a backslash',
+    bytes: (target, auth) => head([`GET ${target} HTTP/1.1`, 'Host: 127.0.0.1\\@evil/x', auth]),
+  },
+  {
+    name: 'two conflicting Content-Length headers',
+    bytes: (target, auth, port) =>
+      `${head([`POST ${target} HTTP/1.1`, host(port), auth, 'Content-Length: 2', 'Content-Length: 9'])}{}`,
+  },
+  {
+    name: 'Content-Length beside Transfer-Encoding',
+    bytes: (target, auth, port) =>
+      `${head([`POST ${target} HTTP/1.1`, host(port), auth, 'Content-Type: application/json', 'Content-Length: 4', 'Transfer-Encoding: chunked'])}2${CRLF}{}${CRLF}0${CRLF}${CRLF}`,
+  },
+  {
+    name: 'two Authorization headers, one of them wrong',
+    bytes: (target, auth, port) =>
+      head([`GET ${target} HTTP/1.1`, host(port), auth, 'Authorization: Bearer wrong-key-000000000000']),
+  },
+  {
+    name: 'two conflicting Content-Type headers',
+    bytes: (target, auth, port) =>
+      `${head([`POST ${target} HTTP/1.1`, host(port), auth, 'Content-Type: application/json', 'Content-Type: text/plain', 'Content-Length: 2'])}{}`,
+  },
+  {
+    name: 'a body on GET',
+    bytes: (target, auth, port) =>
+      `${head([`GET ${target} HTTP/1.1`, host(port), auth, 'Content-Type: application/json', 'Content-Length: 11'])}{"code":"1"}`,
+  },
+  {
+    name: 'a body that is not JSON',
+    bytes: (target, auth, port) =>
+      `${head([`POST ${target} HTTP/1.1`, host(port), auth, 'Content-Type: application/json', 'Content-Length: 6'])}{"a":\x00`,
+  },
+  {
+    name: 'a truncated chunked body',
+    bytes: (target, auth, port) =>
+      `${head([`POST ${target} HTTP/1.1`, host(port), auth, 'Content-Type: application/json', 'Transfer-Encoding: chunked'])}ff${CRLF}{"code":`,
+    halfClose: true,
+  },
+  {
+    name: 'a chunked body cut off mid-request, the connection left open',
+    bytes: (target, auth, port) =>
+      `${head([`POST ${target} HTTP/1.1`, host(port), auth, 'Content-Type: application/json', 'Transfer-Encoding: chunked'])}5${CRLF}{"cod`,
+    waitMs: 300,
+  },
+  {
+    name: 'an invalid chunk size',
+    bytes: (target, auth, port) =>
+      `${head([`POST ${target} HTTP/1.1`, host(port), auth, 'Transfer-Encoding: chunked'])}zz${CRLF}{}${CRLF}0${CRLF}${CRLF}`,
+  },
+  {
+    name: 'a Content-Length longer than the body, then a half-close',
+    bytes: (target, auth, port) =>
+      `${head([`POST ${target} HTTP/1.1`, host(port), auth, 'Content-Type: application/json', 'Content-Length: 100'])}{"co`,
+    halfClose: true,
+  },
+  {
+    name: 'an upgrade to an unknown protocol',
+    bytes: (target, auth, port) =>
+      head([`GET ${target} HTTP/1.1`, host(port), auth, 'Connection: Upgrade', 'Upgrade: brew/1.0']),
+  },
+  {
+    name: 'an upgrade to h2c, as curl --http2 asks',
+    bytes: (target, auth, port) =>
+      head([
+        `GET ${target} HTTP/1.1`,
+        host(port),
+        auth,
+        'Connection: Upgrade, HTTP2-Settings',
+        'Upgrade: h2c',
+        'HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA',
+      ]),
+  },
+  {
+    name: 'a websocket upgrade without its key',
+    bytes: (target, auth, port) =>
+      head([`GET ${target} HTTP/1.1`, host(port), auth, 'Connection: Upgrade', 'Upgrade: websocket']),
+  },
+  {
+    name: 'a websocket upgrade with a backslash and bad encoding',
+    bytes: (target, auth, port) =>
+      head([
+        `GET ${target}/%zz\\..\\ HTTP/1.1`,
+        host(port),
+        auth,
+        'Connection: Upgrade',
+        'Upgrade: websocket',
+        'Sec-WebSocket-Version: 13',
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+      ]),
+  },
+  {
+    name: 'a 20 KiB target',
+    bytes: (target, auth, port) => head([`GET ${target}/${'a'.repeat(20 * 1024)} HTTP/1.1`, host(port), auth]),
+  },
+  {
+    name: 'a header line of 40 KiB',
+    bytes: (target, auth, port) =>
+      head([`GET ${target} HTTP/1.1`, host(port), auth, `X-Big: ${'b'.repeat(40 * 1024)}`]),
+  },
+  {
+    name: 'a bare LF request with an obsolete folded header',
+    bytes: (target, auth, port) => `GET ${target} HTTP/1.1\n${host(port)}\n${auth}\nX-Fold: a\n b\n\n`,
+  },
+  {
+    name: 'an HTTP/2 preface',
+    bytes: () => 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n',
+  },
+  {
+    name: 'HTTP/9.9',
+    bytes: (target, auth, port) => head([`GET ${target} HTTP/9.9`, host(port), auth]),
+  },
+  {
+    name: 'two pipelined requests, the second malformed',
+    bytes: (target, auth, port) =>
+      head([`GET /healthz HTTP/1.1`, host(port)]) + head([`GET ${target}\\x HTTP/1.1`, host(port), auth]),
+    untilClose: true,
+  },
+];
+
+/** Every front door's path, as a request to it starts (each case adds its own twist). */
+const DOORS = [
+  '/',
+  '/assets/index.js',
+  '/v1/sessions',
+  '/azure/code/execute?identifier=hostile&api-version=2024-02-02-preview',
+  '/e2b/sandboxes',
+  '/jupyter/api/kernels',
+  '/jupyter/api/kernels/00000000-0000-0000-0000-000000000000/channels',
+  '/mcp',
+  '/metrics',
+];
+
+describe.each([
+  { label: 'a server with keys', keys: KEY, modes: ['with its key', 'without a key'] },
+  { label: 'a server without keys', keys: '', modes: ['without a key'] },
+])('hostile requests to $label', ({ keys, modes }) => {
+  let serve: Serve;
+  let sessionId: string;
+  const authHeader: Record<string, string> = keys ? { authorization: `Bearer ${KEY}` } : {};
+
+  const call = async (target: string, body?: unknown) => {
+    const response = await fetch(`http://127.0.0.1:${serve.port}${target}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { ...authHeader, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+  };
+
+  beforeAll(async () => {
+    serve = await startServe(keys);
+    const created = await call('/v1/sessions', {});
+    expect(created.status).toBe(201);
+    sessionId = String(created.json.id);
+    const set = await call(`/v1/sessions/${sessionId}/executions`, { code: 'x = 41' });
+    expect(set.status).toBe(200);
+  });
+  afterAll(async () => {
+    if (serve.child.exitCode === null && serve.child.signalCode === null) {
+      const exited = new Promise((resolve) => serve.child.once('exit', resolve));
+      serve.child.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  /** The server still serves, and the session still holds what it was given. */
+  const expectStillServing = async (what: string) => {
+    expect(serve.exited(), what).toBeUndefined();
+    const health = await fetch(`http://127.0.0.1:${serve.port}/healthz`);
+    expect(health.status, what).toBe(200);
+    const run = await call(`/v1/sessions/${sessionId}/executions`, { code: 'x + 1' });
+    expect(run.status, what).toBe(200);
+    expect(JSON.stringify(run.json.results), what).toContain('42');
+  };
+
+  for (const mode of modes) {
+    it.each(DOORS)(
+      `%s: every hostile request ${mode} is answered or closed, and nothing else is touched`,
+      async (door) => {
+        const auth = mode === 'with its key' ? `Authorization: Bearer ${KEY}` : 'X-Nothing: 1';
+        const seen: string[] = [];
+        for (const hostile of CASES) {
+          const what = `${hostile.name} to ${door} ${mode}`;
+          const answer = await sendRaw(serve.port, hostile.bytes(door, auth, serve.port), hostile);
+          // Malformed input is the client's fault: never a 5xx, which would mean the server tripped on it.
+          if (answer.status !== undefined)
+            expect(answer.status, `${what}: ${answer.text.slice(0, 300)}`).toBeLessThan(500);
+          seen.push(`${hostile.name}: ${answer.status ?? 'closed'}`);
+          await expectStillServing(what);
+        }
+        // Most cases are answered with a status (a closed connection alone would also pass the loop above).
+        expect(seen.filter((line) => /: [1-4]\d\d$/.test(line)).length).toBeGreaterThan(CASES.length / 2);
+      },
+    );
+  }
+
+  it('answers a path with a backslash with a clear 400, and the server logs it as refused, not as a failure', async () => {
+    const answer = await sendRaw(
+      serve.port,
+      head([`GET /assets/..\\..\\package.json HTTP/1.1`, host(serve.port), `Authorization: Bearer ${KEY}`]),
+    );
+    expect(answer.status).toBe(400);
+    expect(answer.text).toMatch(/x-request-id: [0-9a-f-]{36}/i);
+    expect(answer.text).toContain('"malformed-request"');
+    expect(answer.text).not.toContain('"name"');
+    await expectStillServing('after the backslash');
+  });
+
+  it('serves a request that asks to upgrade to a protocol no door speaks as the plain HTTP request it also is', async () => {
+    // curl --http2 on http:// asks for h2c; a server that does not speak it answers in HTTP/1.1.
+    const curl = await runProcess('curl', [
+      '-sS',
+      '--http2',
+      ...(keys ? ['-H', `Authorization: Bearer ${KEY}`] : []),
+      `http://127.0.0.1:${serve.port}/v1/sessions/${sessionId}`,
+    ]);
+    expect(curl.code, curl.stderr).toBe(0);
+    expect(JSON.parse(curl.stdout).id).toBe(sessionId);
+    const withBody = await sendRaw(
+      serve.port,
+      `${head([`POST /v1/sessions HTTP/1.1`, host(serve.port), 'Connection: Upgrade', 'Upgrade: brew/1.0', 'Content-Length: 2'])}{}`,
+    );
+    expect(withBody.status).toBe(400);
+    expect(withBody.text).toContain('without the Upgrade header');
+    await expectStillServing('after the upgrades');
+  });
+});
