@@ -50,7 +50,9 @@ class EventLoop:
         self.wake_read = wake_read
         # A Python-level handler makes the C handler write to the wakeup pipe,
         # which wakes epoll; the children are reaped in the loop, not in it.
-        signal.set_wakeup_fd(wake_write)
+        # SIGCHLD is the supervisor's one handled signal, so the code can send
+        # it to PID 1 at will: a full pipe already wakes the loop, quietly.
+        signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, _ignore_signal)
         self.register(wake_read, select.EPOLLIN, self._reap_children)
 

@@ -7,6 +7,14 @@ and starts everything else as its children: contexts (one kernel each; the
 `python` one at once) and commands. It answers file requests itself, so files
 work whatever a kernel is doing.
 
+It is PID 1 of the sandbox's PID namespace (bwrap --as-pid-1; a container
+without docker-init), so the code it runs, under the same uid, cannot end
+it: the kernel delivers to a namespace's init only the signals it has a
+handler for (SIGKILL and SIGSTOP never; kill(-1) passes it by), it ignores
+SIGINT, its only handled signal is SIGCHLD (it reaps every orphan), it is not
+dumpable (no /proc/1/mem, fd or environ for the code), and the seccomp filter
+refuses setting another process's limits (a CPU-time limit would SIGKILL it).
+
 One thread, one epoll loop: the warm round trip of an execution crosses it
 twice, so it stays a read, a small parse and a write each way. Python's
 subprocess is not used: its imports would cost every cold start.
@@ -108,6 +116,25 @@ def start_network_forwarder(network):
         sys.exit(1)
 
 
+def keep_out_of_reach():
+    """Shields the supervisor from the code it runs (see the module's header):
+    Python's SIGINT handler would let any process raise KeyboardInterrupt in it
+    (children get SIGINT's default back, sandcell_process.RESET_SIGNALS), and a
+    dumpable supervisor's memory and descriptors are open to every process of
+    its uid through /proc. Called before the host can start any code."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        PR_SET_DUMPABLE = 4
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    except (ImportError, OSError) as error:  # an environment image's python without ctypes, say
+        os.write(2, ("supervisor: could not make itself non-dumpable: %s\n" % error).encode("utf-8", "replace"))
+
+
 def main():
     # Descriptors the host process leaked (anything beyond stdio) must not
     # reach any process of the sandbox.
@@ -133,6 +160,8 @@ def main():
     except sandcell_process.SpawnError as error:
         os.write(2, ("the python kernel could not start: %s\n" % error).encode("utf-8", "replace"))
         sys.exit(1)
+    # While the kernel boots (ctypes costs milliseconds), and before the loop passes on any request.
+    keep_out_of_reach()
     from sandcell_routes import Supervisor
 
     supervisor = Supervisor(options, KERNEL_DIRECTORY)

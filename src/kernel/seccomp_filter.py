@@ -9,7 +9,7 @@ Usage:
       is allowed only when every filter allows it.
 
 Everything is allowed except what a sandboxed interpreter has no business
-doing: debugging other processes, mounting, new namespaces, kernel keyrings,
+doing: debugging other processes or setting their limits, mounting, new namespaces, kernel keyrings,
 BPF, perf, io_uring, module and kexec loading, userfaultfd, personality
 changes, terminal input injection, and sockets other than unix/inet/inet6.
 Denied calls fail with EPERM (clone3 with ENOSYS, so that libc falls back to
@@ -68,6 +68,9 @@ def build():
         except (RuntimeError, ValueError):
             pass  # unknown on this architecture
     sandbox.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    # Setting another process's limits (reading them is harmless): a CPU-time limit set on the
+    # supervisor would have the kernel SIGKILL it, which no PID-namespace init is shielded from.
+    sandbox.add_rule(deny, "prlimit64", seccomp.Arg(0, seccomp.NE, 0), seccomp.Arg(2, seccomp.NE, 0))
     for flag in CLONE_NAMESPACE_FLAGS:
         sandbox.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     # The kernel compares only the low 32 bits of an ioctl request.

@@ -264,12 +264,55 @@ describe('contexts on the scripted backend', () => {
     backend.sandboxes[0]?.die({ signal: 'SIGKILL' });
     await backend.sandboxes[0]?.exited;
     const next = await session.run('lost', { context: other.id });
-    expect(next.stateLostReason).toMatch(/stopped between runs \(killed by SIGKILL\)/);
+    expect(next.stateLostReason).toMatch(
+      /^Between runs, the sandbox ended \(killed by SIGKILL\), and every kernel and command in it with it; a new sandbox replaced it, so the state of context/,
+    );
     expect(backend.sandboxes[1]?.requests).toContainEqual(
       expect.objectContaining({ type: 'context-create', context: other.id, cwd: '/tmp' }),
     );
     expect((await session.run('1')).stateLost).toBe(true);
     expect(session.listContexts().map((context) => context.id)).toEqual(['python', other.id]);
+  });
+
+  it('a sandbox that ends under runs: each keeps its output and says once what ended and what was lost', async () => {
+    const { backend, session } = await scriptedSession(
+      {},
+      {
+        execute: (context) =>
+          context.code === 'crash'
+            ? [
+                { type: 'stdout', text: 'before\n' },
+                { type: 'sleep', ms: 50 },
+                { type: 'exit', reason: 'killed', code: 137 },
+              ]
+            : context.code === 'busy'
+              ? [{ type: 'stdout', text: 'busy\n' }, { type: 'hang' }]
+              : toyKernel(context),
+      },
+    );
+    const other = await session.createContext({ language: 'bash' });
+    const idle = await session.createContext({ language: 'r' });
+    await session.run('lost = yes', { context: idle.id });
+    const [crashed, busy] = await Promise.all([session.run('crash'), session.run('busy', { context: other.id })]);
+    for (const [execution, output] of [
+      [crashed, 'before\n'],
+      [busy, 'busy\n'],
+    ] as const) {
+      expect(execution).toMatchObject({
+        status: 'error',
+        stateLost: true,
+        stdout: output,
+        error: { name: 'KernelDied' },
+      });
+      expect(execution.error?.value).toBe(
+        'The sandbox ended (killed), and every kernel and command in it with it. A new sandbox replaces it: the state of every context (variables, imports) was lost. Files in /mnt/data were kept.',
+      );
+      expect(execution.stateLostReason).toBe(execution.error?.value);
+    }
+    const next = await session.run('lost', { context: idle.id });
+    expect(next.stateLostReason).toMatch(/^Between runs, the sandbox ended \(killed\)/);
+    expect((await session.run('1', { context: idle.id })).stateLost).toBeUndefined();
+    expect(backend.sandboxes).toHaveLength(2);
   });
 
   it('session.restart() leaves a fresh python alone; reset() removes the other contexts and clears python', async () => {

@@ -5,9 +5,10 @@
  * plain exit.
  */
 import type { SandboxExit, SandboxVolume } from '../backends/spec.js';
+import { formatBytes } from '../protocol/format-bytes.js';
 import type { KernelConnection } from './kernel-connection.js';
 import type { LimitNames } from './limit-names.js';
-import { describeExit, formatBytes } from './state-loss.js';
+import { describeExit, SANDBOX_CONTENTS_ENDED } from './state-loss.js';
 
 /** An out-of-memory death names the files when they hold at least this share of the memory budget. */
 const DATA_SHARE_WORTH_NOTING = 0.25;
@@ -19,12 +20,19 @@ export class SessionDeaths {
     private readonly names: LimitNames,
   ) {}
 
-  /** Why the whole sandbox died. */
+  /**
+   * Why the whole sandbox died, and that nothing in it lived on: its end is its
+   * supervisor's, which takes every context's kernel and every command along.
+   */
   async sandboxDeathCause(connection: KernelConnection, exit: SandboxExit): Promise<string> {
     if (connection.violationReason) {
-      return `The sandbox broke the wire protocol (${connection.violationReason}; user code may have written to its private channel), so it was killed.`;
+      return `The sandbox broke the wire protocol (${connection.violationReason}; user code may have written to its private channel), so it was killed, ${SANDBOX_CONTENTS_ENDED}.`;
     }
-    return this.kernelDeathCause(describeExit(exit), exit.reason === 'out-of-memory');
+    if (exit.reason === 'out-of-memory') {
+      const dataNote = await this.dataShareNote(DATA_SHARE_WORTH_NOTING);
+      return `The sandbox ended, ${SANDBOX_CONTENTS_ENDED}: it was ${describeExit(exit)} (${formatBytes(this.memoryBytes)}); ${dataNote || `use less memory, or ${this.names.memoryBytes}.`}`;
+    }
+    return `The sandbox ended (${describeExit(exit)}), ${SANDBOX_CONTENTS_ENDED}.`;
   }
 
   /** Why a kernel died, `description` saying how it ended. */

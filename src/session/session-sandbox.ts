@@ -17,7 +17,14 @@ import { messageLimits } from './output-limits.js';
 import type { SessionContext } from './session-context.js';
 import type { SessionContexts } from './session-contexts.js';
 import type { SessionDeaths } from './session-deaths.js';
-import { capitalize, describeContextExit, describeExit, stateLostIn } from './state-loss.js';
+import {
+  capitalize,
+  describeContextExit,
+  describeExit,
+  EVERY_CONTEXT_LOST,
+  SANDBOX_CONTENTS_ENDED,
+  stateLostIn,
+} from './state-loss.js';
 
 /** Why sandcell ended a sandbox, which decides what its end means for what ran in it. */
 export type Retirement = { kind: 'restart' } | { kind: 'close' } | { kind: 'stuck'; context: string };
@@ -174,12 +181,13 @@ export class SessionSandbox {
         ? `code in context ${JSON.stringify(retirement.context)} did not stop when interrupted and its kernel could not be restarted alone, so the whole sandbox was killed`
         : `the sandbox ended (${describeExit(exit)})`;
     this.host.commands.sandboxEnded(connection, new SandboxCrashedError(`The command was killed: ${why}.`));
+    // Each context says it once: a run in it ends saying so, an idle one's next run does.
     for (const context of affected) {
       if (context.running) continue;
       context.stateLossNote =
         retirement?.kind === 'stuck'
           ? `Between runs, ${why} and restarted, so ${stateLostIn(context.id)}`
-          : `The kernel stopped between runs (${describeExit(exit)}), so it was restarted and ${stateLostIn(context.id)}`;
+          : `Between runs, the sandbox ended (${describeExit(exit)}), ${SANDBOX_CONTENTS_ENDED}; a new sandbox replaced it, so ${stateLostIn(context.id)}`;
     }
     const running = affected.filter((context) => context.running);
     if (running.length === 0) return;
@@ -187,10 +195,14 @@ export class SessionSandbox {
       retirement?.kind === 'stuck'
         ? `The whole sandbox was killed and restarted: ${why}.`
         : await this.host.deaths.sandboxDeathCause(connection, exit);
+    const lost = (context: SessionContext) => (affected.length > 1 ? EVERY_CONTEXT_LOST : stateLostIn(context.id));
     for (const context of running) {
       context.running?.lose({
         name: 'KernelDied',
-        reason: `${cause} The kernel was restarted: ${stateLostIn(context.id)}`,
+        reason:
+          retirement?.kind === 'stuck'
+            ? `${cause} The kernel was restarted: ${stateLostIn(context.id)}`
+            : `${cause} A new sandbox replaces it: ${lost(context)}`,
       });
     }
     // Have a fresh sandbox ready for the next run.

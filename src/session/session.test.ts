@@ -228,14 +228,14 @@ describe('Session on the scripted backend', () => {
     expect(backend.sandboxes).toHaveLength(2);
   });
 
-  it('a kernel that dies between runs is restarted, and the next run says the state was lost', async () => {
+  it('a sandbox that ends between runs is replaced, and the next run says the state was lost', async () => {
     const { backend, session } = await scriptedSession(toyPython);
     await session.run('value = 1');
     backend.sandboxes[0]?.die({ signal: 'SIGSEGV' });
     await backend.sandboxes[0]?.exited;
     const next = await session.run('value');
     expect(next.stateLost).toBe(true);
-    expect(next.stateLostReason).toMatch(/stopped between runs \(killed by SIGSEGV\)/);
+    expect(next.stateLostReason).toMatch(/^Between runs, the sandbox ended \(killed by SIGSEGV\)/);
     expect(next.error?.name).toBe('NameError');
     const later = await session.run('value = 2');
     expect(later.stateLost).toBeUndefined();

@@ -213,15 +213,70 @@ except OSError as error:
       expect(execution.stdout).not.toMatch(/node|vitest|systemd|dockerd/);
     });
 
-    it('killing every process it can see ends only the sandbox', async () => {
+    it('cannot end its sandbox: the supervisor (PID 1, its parent) shrugs off signals, limits and /proc', async () => {
       await withSession(backend, {}, async (session) => {
         await canary(session);
+        await session.run('kept = 42');
         const execution = await session.run(
-          'import os, signal\nos.kill(-1, signal.SIGKILL)\nos.kill(1, signal.SIGKILL)',
-          { timeoutMs: 10_000 },
+          `import os, resource, signal, time
+print("before", flush=True)
+supervisor = os.getppid()
+print("parent", supervisor)
+for number in (signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
+    os.kill(supervisor, number)
+try:
+    resource.prlimit(supervisor, resource.RLIMIT_CPU, (0, 0))  # the kernel would SIGKILL it
+    print("prlimit ALLOWED")
+except OSError as error:
+    print("prlimit", type(error).__name__)
+for name in ("mem", "fd/1", "environ"):
+    try:
+        open(f"/proc/{supervisor}/{name}", "r+b" if name == "mem" else "rb").close()
+        print(name, "OPENED")
+    except OSError as error:
+        print(name, type(error).__name__)
+time.sleep(0.5)
+print("after", kept)`,
+          { timeoutMs: 20_000 },
         );
-        expect(['error', 'ok']).toContain(execution.status);
-        // The host process is alive (this test runs), and the session comes back.
+        expect(execution.status).toBe('ok');
+        expect(execution.stdout).toBe(
+          'before\nparent 1\nprlimit PermissionError\nmem PermissionError\nfd/1 PermissionError\nenviron PermissionError\nafter 42\n',
+        );
+        expect(execution.stateLost).toBeUndefined();
+        await canary(session);
+      });
+    });
+
+    it('killing every process it can see spares the sandbox: the code goes on, each context it ended says so once', async () => {
+      await withSession(backend, {}, async (session) => {
+        await canary(session);
+        const other = await session.createContext({ language: 'python' });
+        await session.run('kept = "python"');
+        await session.run('mine = "other"', { context: other.id });
+        const sleeper = await session.commands.run('sleep 600', { background: true });
+        const execution = await session.run(
+          `import os, signal, time
+print("before", flush=True)
+os.kill(-1, signal.SIGKILL)
+os.kill(1, signal.SIGKILL)
+# Until the supervisor has reaped the rest: then it has told the host which context ended.
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline and [pid for pid in os.listdir("/proc") if pid.isdigit() and int(pid) not in (1, os.getpid())]:
+    time.sleep(0.05)
+print("after", kept)`,
+          { timeoutMs: 20_000 },
+        );
+        expect(execution).toMatchObject({ status: 'ok', stdout: 'before\nafter python\n' });
+        expect(execution.stateLost).toBeUndefined();
+        expect(await sleeper.wait()).toMatchObject({ exitCode: 128 + 9, signal: 'SIGKILL' });
+        const lost = await session.run('mine', { context: other.id });
+        expect(lost.error?.name).toBe('NameError');
+        expect(lost.stateLostReason).toBe(
+          `The kernel stopped between runs (killed by SIGKILL), so it was restarted and the state of context "${other.id}" (variables, functions) was lost. Files in /mnt/data were kept.`,
+        );
+        expect((await session.run('mine = 1', { context: other.id })).stateLost).toBeUndefined();
+        expect((await session.run('kept')).results[0]?.data['text/plain']).toBe("'python'");
         await canary(session);
       });
     });

@@ -28,6 +28,7 @@ describe('buildBubblewrapArguments', () => {
     for (const flag of [
       '--unshare-user',
       '--unshare-pid',
+      '--as-pid-1',
       '--unshare-net',
       '--unshare-ipc',
       '--unshare-uts',

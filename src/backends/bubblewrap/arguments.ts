@@ -90,6 +90,9 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): Bubbl
     '--unshare-user',
     '--unshare-ipc',
     '--unshare-pid',
+    // The supervisor is the PID namespace's init, not bwrap's reaper: the kernel delivers to an init only the
+    // signals it handles, so the code it runs cannot kill it (SIGKILL, SIGSTOP, kill(-1) pass it by).
+    '--as-pid-1',
     '--unshare-net',
     '--unshare-uts',
     '--unshare-cgroup',

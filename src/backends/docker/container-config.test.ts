@@ -47,6 +47,10 @@ describe('the kernel container', () => {
     expect(host.OomScoreAdj).toBe(1000);
   });
 
+  it('runs its entrypoint (the supervisor) as the PID namespace’s init, never behind docker-init', () => {
+    expect(host.Init).toBe(false);
+  });
+
   it("masks the paths it is given, the host's boot arguments among sandcell's own", () => {
     expect(host.MaskedPaths).toEqual(['/proc/kcore', '/proc/cmdline']);
     expect(EXTRA_MASKED_PATHS).toContain('/proc/cmdline');

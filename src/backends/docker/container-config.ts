@@ -59,8 +59,10 @@ function lockedDown(limits: Pick<SandboxLimits, 'tmpBytes'>): Dockerode.HostConf
     ShmSize: 64 * MiB,
     // A protocol stream is not a log: keep nothing on the engine's disk.
     LogConfig: { Type: 'none', Config: {} },
-    // docker-init as PID 1 reaps orphans and forwards signals.
-    Init: true,
+    // No docker-init, even where the engine adds one by default: the entrypoint (the supervisor) is the PID
+    // namespace's init, to which the kernel delivers only the signals it handles, so the code it runs cannot kill
+    // it. It reaps orphans itself.
+    Init: false,
     // A host OOM takes sandboxes before anything else (set by the engine as root, so the code cannot lower it).
     OomScoreAdj: SANDBOX_OOM_SCORE_ADJ,
   };

@@ -643,7 +643,7 @@ class DockerSandbox implements Sandbox {
 function exitReason(code: number | null, outOfMemory: boolean, killedByUs: boolean): SandboxExit['reason'] {
   if (outOfMemory) return 'out-of-memory';
   if (killedByUs) return 'killed';
-  // docker-init reports a child killed by a signal as 128 + signal: SIGXCPU is the CPU-time limit.
+  // The engine reports a first process killed by a signal as 128 + signal: SIGXCPU is the CPU-time limit.
   if (code === 128 + 24) return 'cpu-limit';
   if (code === 128 + 9) return 'killed';
   return 'exited';
