@@ -24,6 +24,8 @@ const TEST_PACKAGES = [
   'python3-websockets',
   'python3-ipykernel',
   'python3-requests',
+  // `npm run lint` checks the kernels' Python with pyflakes (pyflakes3).
+  'python3-pyflakes',
 ];
 const { say, run, aptInstall } = setupSteps('setup');
 

@@ -58,6 +58,28 @@ describe('sandcell run picks the language from the extension', () => {
     expect(override.stdout).toContain('42');
   });
 
+  it('ends a .js or .ts script when its event loop is empty, as node does, within --timeout', async () => {
+    const js = await sandcell([
+      'run',
+      script('later.js', 'setTimeout(() => console.log("later"), 500);\nconsole.log("now");'),
+    ]);
+    expect(js.stderr).toBe('');
+    expect(js.code).toBe(0);
+    expect(js.stdout).toBe('now\nlater\n');
+    const ts = await sandcell([
+      'run',
+      script(
+        'later.ts',
+        'const delay: number = 300;\nsetTimeout(() => console.log("ts later"), delay);\nconsole.log("ts now");',
+      ),
+    ]);
+    expect(ts.code).toBe(0);
+    expect(ts.stdout).toBe('ts now\nts later\n');
+    const forever = await sandcell(['run', '--timeout', '2', script('forever.js', 'setInterval(() => {}, 100);')]);
+    expect(forever.code).toBe(124);
+    expect(forever.stderr).toContain('time limit');
+  });
+
   it('runs a .sh file in the bash kernel; a failing command is an error in the code (exit 1)', async () => {
     const bash = await sandcell(['run', script('hello.sh', 'cd /tmp\necho "in $(pwd) with bash $BASH_VERSINFO"')]);
     expect(bash.code).toBe(0);

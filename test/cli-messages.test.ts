@@ -5,7 +5,7 @@
  * flags with sizes in MiB, and the server's log is readable on a terminal.
  * Timeouts are generous: several real sandboxes start in a test, on a busy machine.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -55,6 +55,64 @@ describe('sandcell run says each failure once', { timeout: 180_000 }, () => {
     expect(result.code).toBe(1);
     expect(result.stderr.match(/The kernel died/g)).toHaveLength(1);
     expect(result.stderr).toContain('KernelDied: The kernel died (killed by SIGKILL)');
+  });
+});
+
+/** The host pid of the process whose command line is `words`, once it runs (undefined after `waitMs`). */
+async function hostProcess(words: string[], waitMs: number): Promise<number | undefined> {
+  const wanted = `${words.join('\0')}\0`;
+  for (const deadline = Date.now() + waitMs; Date.now() < deadline; ) {
+    for (const name of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+      // A process may end between the listing and the read.
+      const commandLine = (() => {
+        try {
+          return readFileSync(`/proc/${name}/cmdline`, 'utf8');
+        } catch {
+          return '';
+        }
+      })();
+      if (commandLine === wanted) return Number(name);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return undefined;
+}
+
+/** The host pid of the first process of `pid`'s PID namespace (its init): `pid` itself or an ancestor. */
+function namespaceInit(pid: number): number {
+  for (let current = pid; current > 1; ) {
+    const status = readFileSync(`/proc/${current}/status`, 'utf8');
+    if (/^NSpid:.*\t1$/m.test(status)) return current;
+    current = Number(/^PPid:\t(\d+)$/m.exec(status)?.[1]);
+  }
+  throw new Error(`no PID namespace init above ${pid}`);
+}
+
+describe('sandcell run when the code goes for its sandbox', { timeout: 180_000 }, () => {
+  it('killing its parent (the supervisor) ends nothing: the code goes on', async () => {
+    const result = await sandcell(
+      ['run', '-'],
+      'print("before", flush=True)\nimport os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint("after")\n',
+    );
+    expect(result).toEqual({ code: 0, stdout: 'before\nafter\n', stderr: '' });
+  });
+
+  it('a sandbox ended from outside: the output before it, and one message saying what ended and what was lost', async () => {
+    // A process of the code's that the host can find; its namespace's init is the sandbox's supervisor.
+    const marker = ['sleep', `3599.${Date.now() % 1_000_000}`];
+    const running = sandcell(
+      ['run', '-'],
+      `import subprocess, time\nprint("before", flush=True)\nsubprocess.Popen(${JSON.stringify(marker)})\ntime.sleep(120)\nprint("after")\n`,
+    );
+    const pid = await hostProcess(marker, 60_000);
+    expect(pid).toBeDefined();
+    process.kill(namespaceInit(pid as number), 'SIGKILL');
+    const result = await running;
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('before\n');
+    expect(result.stderr).toBe(
+      "KernelDied: The sandbox ended (killed), and every kernel and command in it with it. A new sandbox replaces it: the session's state (variables, imports) was lost. Files in /mnt/data were kept.\n",
+    );
   });
 });
 

@@ -3,9 +3,18 @@
  * fake Discord of test/support/fake-discord, the model played by the fake OpenAI provider, code run
  * in real bubblewrap sandboxes. Each test is a conversation people would have in a channel.
  */
+import { existsSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { FakeProvider } from './support/fake-providers.js';
-import { CONVERSATION_MS, readableText, withSandcellDiscord } from './support/sandcell-discord.js';
+import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
+import { Permission, startFakeDiscord } from './support/fake-discord/index.js';
+import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
+import {
+  CONVERSATION_MS,
+  INTERACTION_DEADLINE_MS,
+  readableText,
+  startSandcellDiscord,
+  withSandcellDiscord,
+} from './support/sandcell-discord.js';
 
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
 const run = (code: string) => ({ name: 'execute_python_code', arguments: { code } });
@@ -177,6 +186,86 @@ describe('sandcell discord', () => {
       expect(refusal).toContain('64 KiB');
       expect(refusal).not.toMatch(/Traceback|\n\s+at |\/work\//);
       expect(modelSaw(provider, '1,2\\n1,2\\n1,2')).toBe(false);
+    },
+    CONVERSATION_MS,
+  );
+
+  it(
+    'answers in the channel itself where it may not make threads, without trying one',
+    async () => {
+      const { discord, provider, bot } = setup;
+      const channel = discord.randomChannel;
+      // The server's @everyone may not create public threads in #random; everything else as before.
+      discord.setPermissionOverwrite(channel.id, {
+        id: discord.guild.id,
+        type: 0,
+        allow: 0n,
+        deny: Permission.createPublicThreads,
+      });
+      provider.enqueue({ text: 'Answered right here, in the channel.' });
+      discord.userSays({
+        author: discord.users.alice,
+        channelId: channel.id,
+        content: 'Can you answer without a thread?',
+        mentionBot: true,
+      });
+      await discord.waitFor(
+        () => readableText(discord.messagesIn(channel.id)).includes('Answered right here, in the channel.'),
+        { timeoutMs: CONVERSATION_MS },
+      );
+      expect(discord.threadsOf(channel.id)).toEqual([]);
+      // No thread was asked for (Discord would have refused it with 403 Missing Permissions).
+      const threadRequests = discord.requests.filter((request) => request.endsWith('/threads'));
+      expect(threadRequests.filter((request) => request.includes(channel.id))).toEqual([]);
+      expect(bot.process.output.stderr).not.toMatch(/Missing Permissions|\n\s+at /);
+    },
+    CONVERSATION_MS,
+  );
+});
+
+/** The bubblewrap volumes a process holds: one per open sandbox, named after its pid. */
+async function sandboxVolumesOf(pid: number): Promise<string[]> {
+  const sessions = (await createBubblewrapBackend().report()).runtime.sessionsDirectory;
+  return existsSync(sessions) ? readdirSync(sessions).filter((name) => name.startsWith(`${pid}-`)) : [];
+}
+
+/** discord.js waits this long for the close handshake of a logout before it gives up on it (ws's closeTimeout). */
+const WEBSOCKET_CLOSE_TIMEOUT_MS = 30_000;
+
+describe('sandcell discord stopped while Discord is unreachable', () => {
+  it(
+    'closes its sandboxes on SIGTERM and exits without waiting for Discord',
+    async () => {
+      const discord = await startFakeDiscord({ interactionDeadlineMs: INTERACTION_DEADLINE_MS });
+      const provider = await startFakeOpenAI([]);
+      const bot = await startSandcellDiscord(discord, provider);
+      try {
+        provider.enqueue({ toolCalls: [run('print("sandbox", 6 * 7)')] }, { text: 'The sandbox says 42.' });
+        const dm = discord.directMessageChannel(discord.users.bob);
+        discord.userSays({ author: discord.users.bob, channelId: dm.id, content: 'What is 6 times 7, in Python?' });
+        await discord.waitFor(() => readableText(discord.messagesIn(dm.id)).includes('The sandbox says 42.'), {
+          timeoutMs: CONVERSATION_MS,
+        });
+        const pid = bot.process.child.pid as number;
+        expect(await sandboxVolumesOf(pid)).not.toEqual([]);
+
+        discord.stopAnswering();
+        process.kill(pid, 'SIGTERM');
+        // Before, the logout waited on the close handshake (and retried requests) for a minute or more.
+        const exited = await Promise.race([
+          bot.process.exited,
+          new Promise<'still running'>((resolve) =>
+            setTimeout(() => resolve('still running'), WEBSOCKET_CLOSE_TIMEOUT_MS),
+          ),
+        ]);
+        expect(exited, bot.process.output.stderr).toEqual({ code: 0, signal: null });
+        expect(await sandboxVolumesOf(pid)).toEqual([]);
+        expect(bot.process.output.stderr).toContain('Discord did not answer the logout');
+      } finally {
+        await bot.stop();
+        await provider.close();
+        await discord.close();
+      }
     },
     CONVERSATION_MS,
   );

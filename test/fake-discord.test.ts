@@ -18,10 +18,16 @@ import {
   type Message,
   MessageFlags,
   Partials,
+  PermissionFlagsBits,
   Routes,
 } from 'discord.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type FakeDiscord, type FakeDiscordOptions, startFakeDiscord } from './support/fake-discord/index.js';
+import {
+  type FakeDiscord,
+  type FakeDiscordOptions,
+  Permission,
+  startFakeDiscord,
+} from './support/fake-discord/index.js';
 
 const ALL_NEEDED_INTENTS = [
   GatewayIntentBits.Guilds,
@@ -263,5 +269,65 @@ describe('fake Discord with the real discord.js client', () => {
     const after = nextEvent<Message>(client, Events.MessageCreate);
     discord.userSays({ author: discord.users.alice, channelId: discord.channel.id, content: 'and after' });
     expect((await after).content).toBe('and after');
+  });
+
+  it('keeps channel overwrites as discord.js reads them, and refuses a thread the bot may not make (403, 50013)', async () => {
+    const discord = await fakeDiscord();
+    const client = await loggedInClient(discord);
+    const updated = nextEvent(client, Events.ChannelUpdate);
+    discord.setPermissionOverwrite(discord.channel.id, {
+      id: discord.guild.id,
+      type: 0,
+      allow: 0n,
+      deny: Permission.createPublicThreads,
+    });
+    await updated;
+    const channel = client.channels.cache.get(discord.channel.id);
+    if (channel?.type !== ChannelType.GuildText) throw new Error('general should be a text channel');
+    const permissions = channel.permissionsFor(client.user!);
+    expect(permissions?.has(PermissionFlagsBits.CreatePublicThreads)).toBe(false);
+    expect(permissions?.has(PermissionFlagsBits.SendMessagesInThreads)).toBe(true);
+    const seen = nextEvent<Message>(client, Events.MessageCreate, (message) => !message.author.bot);
+    discord.userSays({ author: discord.users.alice, channelId: channel.id, content: 'a thread?', mentionBot: true });
+    const message = await seen;
+    await expect(message.startThread({ name: 'no' })).rejects.toSatisfy(
+      (error) => error instanceof DiscordAPIError && error.status === 403 && error.code === 50013,
+    );
+    expect(discord.threadsOf(channel.id)).toEqual([]);
+    await channel.send('the channel itself still takes messages');
+
+    // A member overwrite for the bot gives it back; discord.js and the fake agree.
+    const again = nextEvent(client, Events.ChannelUpdate);
+    discord.setPermissionOverwrite(channel.id, {
+      id: discord.botUser.id,
+      type: 1,
+      allow: Permission.createPublicThreads,
+      deny: 0n,
+    });
+    await again;
+    expect(channel.permissionsFor(client.user!)?.has(PermissionFlagsBits.CreatePublicThreads)).toBe(true);
+    expect((await message.startThread({ name: 'yes' })).id).toBe(message.id);
+    expect(discord.requests.filter((request) => request.endsWith('/threads'))).toHaveLength(2);
+  });
+
+  it('stops answering as an unreachable Discord would: requests and the logout hang until it closes', async () => {
+    const discord = await fakeDiscord();
+    const client = await loggedInClient(discord);
+    discord.stopAnswering();
+    const settled = (promise: Promise<unknown>) =>
+      Promise.race([
+        promise.then(
+          () => true,
+          () => true,
+        ),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1500)),
+      ]);
+    const fetching = client.channels.fetch(discord.channel.id, { force: true });
+    const destroying = client.destroy();
+    expect(await settled(fetching)).toBe(false);
+    expect(await settled(destroying)).toBe(false);
+    await discord.close();
+    // Its connections ended, the close handshake ends too.
+    await destroying;
   });
 });

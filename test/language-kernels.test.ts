@@ -1,5 +1,5 @@
 /**
- * The bash and R kernels inside real sandboxes, spoken to at the wire
+ * The bash, R and JavaScript kernels inside real sandboxes, spoken to at the wire
  * (docs/kernel-protocol.md): started by the supervisor as contexts, sharing
  * /mnt/data with Python, interrupted through the supervisor.
  */
@@ -56,7 +56,7 @@ const backends: { name: string; backendName: string; backend: SandboxBackend }[]
 
 for (const { name, backendName, backend } of backends) {
   const reason = await unavailableReason(backend);
-  describeWhenAvailable(`bash and R kernels on ${name}`, backendName, reason, () => {
+  describeWhenAvailable(`bash, R and JavaScript kernels on ${name}`, backendName, reason, () => {
     it('ready names bash and R among the languages', async () => {
       await withRawSandbox(backend, async (raw) => {
         const ready = await raw.ready();
@@ -98,6 +98,20 @@ for (const { name, backendName, backend } of backends) {
         expect(ofType(interrupted, 'error')[0]).toMatchObject({ name: 'Interrupted' });
         expect(ofType(await raw.execute('kept', 'r'), 'result')[0]?.data).toEqual({ 'text/plain': '[1] "from bash"' });
         expect(stdoutOf(await raw.execute('print(open("shared.txt").read().strip())'))).toBe('from bash\n');
+      });
+    });
+
+    it('JavaScript: what a callback prints after its cell ended comes as the next execution’s output', async () => {
+      await withRawSandbox(backend, async (raw) => {
+        const created = await raw.request({ type: 'context-create', context: 'javascript', language: 'javascript' });
+        expect(created).toMatchObject({ ok: true, language: 'javascript' });
+        const first = await raw.execute(
+          "setTimeout(() => console.log('later'), 100); console.log('now')",
+          'javascript',
+        );
+        expect(stdoutOf(first)).toBe('now\n');
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        expect(stdoutOf(await raw.execute("console.log('next')", 'javascript'))).toBe('later\nnext\n');
       });
     });
   });

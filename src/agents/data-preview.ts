@@ -11,10 +11,10 @@
  * loop. The file is never held as one string.
  */
 import path from 'node:path';
+import { formatBytes } from '../protocol/format-bytes.js';
 import { countDelimitedRecords, countLines, countNonBlankLines, SCAN_CHUNK_BYTES, scanJsonArray } from './data-scan.js';
 import { delimitedTable, jsonValueTable, parseDelimited, type Table } from './data-table.js';
 import type { LoadedFileSummary } from './events.js';
-import { formatBytes } from './execution-report.js';
 
 export { inferDtype, parseDelimited, type Table } from './data-table.js';
 

@@ -10,7 +10,7 @@ import { constants } from 'node:fs';
 import { lstat, open, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidInputError, InvalidPathError } from '../errors.js';
-import { formatBytes } from './execution-report.js';
+import { formatBytes } from '../protocol/format-bytes.js';
 
 export const DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024;
 

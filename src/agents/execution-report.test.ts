@@ -31,7 +31,7 @@ describe('execution report', () => {
       files: [{ path: 'figure-1.png', size: 2048, kind: 'figure' }],
       figureNotes: new Map([['figure-1.png', 'PNG, 640×480 px']]),
     });
-    expect(report).toContain('saved as /mnt/data/figure-1.png (PNG, 640×480 px, 2.0 KiB)');
+    expect(report).toContain('saved as /mnt/data/figure-1.png (PNG, 640×480 px, 2 KiB)');
     expect(report).not.toContain('iVBOR');
     expect(report).not.toContain('<Figure>');
   });

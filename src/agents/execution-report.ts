@@ -3,6 +3,7 @@
  * long output, with a note of what was cut), images and files by name and
  * size, never as base64.
  */
+import { formatBytes } from '../protocol/format-bytes.js';
 import { findImage } from '../protocol/images.js';
 import { type Execution, formatTraceback } from '../session/execution.js';
 import type { SessionFile } from './events.js';
@@ -20,12 +21,6 @@ export function boundText(text: string, maxChars: number): string {
   const head = Math.ceil(room * 0.6);
   const tail = room - head;
   return `${text.slice(0, head)}${note(text.length - head - tail)}${tail > 0 ? text.slice(-tail) : ''}`;
-}
-
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 /** Width × height of a PNG, read from its IHDR chunk. */

@@ -1,10 +1,12 @@
 /**
  * `sandcell discord`: the data chat as a Discord bot. Reads the token from
  * DISCORD_BOT_TOKEN, checks every flag before logging in, runs until SIGINT or
- * SIGTERM, then closes every conversation's sandbox and logs out.
+ * SIGTERM, then closes every conversation's sandbox and logs out (within a
+ * bound: an unreachable Discord does not keep the process alive).
  */
 
 import { DiscordBot } from '../discord/discord-bot.js';
+import { DEFAULT_REPLY_FILE_LIMITS } from '../discord/reply-files.js';
 import { DEFAULT_FILE_TRANSFER_BYTES } from '../session/options.js';
 import { createModel, openDataChat, toCliExit } from './agent-options.js';
 import { backendFromOptions } from './backend-option.js';
@@ -16,7 +18,6 @@ import { limitSessionOptions, parseSize } from './limit-options.js';
 import { networkSessionOptions } from './network-options.js';
 
 const SECRET_VARIABLES = ['DISCORD_BOT_TOKEN', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'AZURE_OPENAI_API_KEY'];
-const MIB = 1024 * 1024;
 
 function count(flag: string, value: string, minimum: number): number {
   const number = Number(value);
@@ -89,8 +90,8 @@ export async function discordCommand(options: DiscordCliOptions, io: CommandIo =
       conversationBytes: parseSize('--max-conversation-data', options.maxConversationData),
     },
     replyFileLimits: {
-      maxFiles: Math.min(10, count('--max-reply-files', options.maxReplyFiles, 0)),
-      maxBytes: 10 * MIB,
+      maxFiles: Math.min(DEFAULT_REPLY_FILE_LIMITS.maxFiles, count('--max-reply-files', options.maxReplyFiles, 0)),
+      maxBytes: DEFAULT_REPLY_FILE_LIMITS.maxBytes,
     },
     ...(options.approve
       ? { approval: { approverRoles: options.approverRole, timeoutMs: approvalSeconds * 1000 } }
@@ -127,6 +128,10 @@ export async function discordCommand(options: DiscordCliOptions, io: CommandIo =
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
-    await bot.stop();
+    const { loggedOut } = await bot.stop();
+    // The sandboxes are closed; what discord.js still waits on (a close handshake, requests retried
+    // for a minute) needs nothing from us. The timer fires once main() has returned and the exit
+    // code is set (promise continuations all run before a timer), and the process ends with it.
+    if (!loggedOut) setTimeout(() => process.exit(), 0).unref();
   }
 }

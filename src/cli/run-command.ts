@@ -106,6 +106,8 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
       .run(code, {
         language,
         signal: interrupt.signal,
+        // A script ends as its interpreter would run it: a JavaScript one once its timers and sockets are done.
+        waitForEventLoop: true,
         onStdout: live ? (text) => process.stdout.write(text) : undefined,
         onStderr: live ? (text) => process.stderr.write(text) : undefined,
       })

@@ -4,7 +4,7 @@
  * first; the download then refuses a larger Content-Length and stops counting
  * bytes at the limit, so no more than the limit is ever read.
  */
-import { formatBytes } from '../session/state-loss.js';
+import { formatBytes } from '../protocol/format-bytes.js';
 
 /** An attachment the bot will not take, with the words to tell its sender. */
 export class AttachmentRefusedError extends Error {

@@ -1,8 +1,8 @@
 /**
  * The bot: a discord.js client that answers when mentioned in a guild channel
- * (starting a thread on the message, when it may) or in a direct message.
- * Each thread or DM channel is one DiscordConversation from the pool;
- * follow-ups in the bot's own threads need no mention.
+ * (starting a thread on the message, when its permissions there allow) or in a
+ * direct message. Each thread or DM channel is one DiscordConversation from the
+ * pool; follow-ups in the bot's own threads need no mention.
  */
 import { once } from 'node:events';
 import {
@@ -17,6 +17,7 @@ import {
   type Message,
   MessageFlags,
   Partials,
+  PermissionFlagsBits,
   type SendableChannels,
   ThreadAutoArchiveDuration,
 } from 'discord.js';
@@ -50,6 +51,16 @@ export interface DiscordBotOptions {
 }
 
 type Roles = { id: string; name: string }[];
+
+/**
+ * How long logging out may take. With Discord unreachable, discord.js waits for a close
+ * handshake that never comes (and its requests retry for a minute): the sandboxes are closed by
+ * then, so the bot stops waiting.
+ */
+export const LOGOUT_TIMEOUT_MS = 5_000;
+
+/** A thread on the question needs both: making it, and answering in it. */
+const THREAD_PERMISSIONS = [PermissionFlagsBits.CreatePublicThreads, PermissionFlagsBits.SendMessagesInThreads];
 
 function memberRoles(member: GuildMember | APIInteractionGuildMember | null | undefined, guild: Guild | null): Roles {
   if (!member) return [];
@@ -121,11 +132,14 @@ export class DiscordBot {
   }
 
   private readonly logError = (error: unknown): void => {
-    const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
-    let text = detail;
-    for (const secret of this.options.secrets) if (secret.length >= 4) text = text.split(secret).join('[redacted]');
-    this.options.log(`sandcell discord: ${text}`);
+    this.log(error instanceof Error ? (error.stack ?? error.message) : String(error));
   };
+
+  private log(text: string): void {
+    let line = text;
+    for (const secret of this.options.secrets) if (secret.length >= 4) line = line.split(secret).join('[redacted]');
+    this.options.log(`sandcell discord: ${line}`);
+  }
 
   private async onMessage(message: Message): Promise<void> {
     const me = this.client.user;
@@ -169,14 +183,18 @@ export class DiscordBot {
     const channel = message.channel as SendableChannels;
     if (channel.isDMBased() || channel.isThread()) return channel;
     if (channel.type !== ChannelType.GuildText && channel.type !== ChannelType.GuildAnnouncement) return channel;
+    // Where the bot may not make threads (or not speak in them), the channel itself is the conversation.
+    const permissions = this.client.user ? channel.permissionsFor(this.client.user) : null;
+    if (permissions && !permissions.has(THREAD_PERMISSIONS)) return channel;
     try {
       return await message.startThread({
         name: threadName(text, message.author.username),
         autoArchiveDuration: ThreadAutoArchiveDuration.OneDay,
       });
     } catch (error) {
-      // Without the permission to make threads, the channel itself is the conversation.
-      this.logError(error);
+      // Permissions not known yet, or changed meanwhile: the channel is the conversation all the same.
+      const reason = error instanceof Error ? error.message : String(error);
+      this.log(`could not start a thread in #${channel.name} (${reason}); answering in the channel.`);
       return channel;
     }
   }
@@ -201,12 +219,32 @@ export class DiscordBot {
     await this.approvals.press(interaction, memberRoles(interaction.member, interaction.guild));
   }
 
-  /** Stops answering, closes every conversation's sandbox and logs out. */
-  async stop(): Promise<void> {
+  /**
+   * Stops answering, closes every conversation's sandbox and logs out, waiting for Discord at most
+   * LOGOUT_TIMEOUT_MS. `loggedOut` false: Discord did not answer, and discord.js may still hold
+   * connections open (for up to a minute) that nothing of the bot needs any more.
+   */
+  async stop(): Promise<{ loggedOut: boolean }> {
     this.stopping = true;
     if (this.sweeper) clearInterval(this.sweeper);
     this.approvals?.skipAll();
     await this.pool.closeAll();
-    await this.client.destroy();
+    let timer: NodeJS.Timeout | undefined;
+    const loggedOut = await Promise.race([
+      this.client.destroy().then(
+        () => true,
+        (error: unknown) => {
+          this.logError(error);
+          return true;
+        },
+      ),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), LOGOUT_TIMEOUT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!loggedOut)
+      this.log(`Discord did not answer the logout within ${LOGOUT_TIMEOUT_MS / 1000} s; stopping without it.`);
+    return { loggedOut };
   }
 }

@@ -5,8 +5,8 @@
  */
 import { AttachmentBuilder } from 'discord.js';
 import type { SessionFile } from '../agents/index.js';
+import { formatBytes } from '../protocol/format-bytes.js';
 import type { Session } from '../session/session.js';
-import { formatBytes } from '../session/state-loss.js';
 import type { ViewFile } from './answer-view.js';
 
 export interface ReplyFileLimits {

@@ -40,21 +40,17 @@ export interface Environment {
   rootOptions?: RootOptions;
 }
 
+/**
+ * How a name is resolved (`resolveEnvironment`, which throws EnvironmentNotFoundError naming the
+ * build command). The name comes from the library's `SessionOptions.environmentName` (its
+ * `environment` already means environment variables and is public), the CLI's `--env`, `/v1`
+ * sessions' `environment`, E2B's `templateID`, the Jupyter kernelspec `python3-<name>`, `serve
+ * --env` for the default. `Session.create` resolves the name (src/environments/select.ts) and the
+ * session reports it as `session.environment`.
+ */
 export interface ResolveEnvironmentOptions {
   /** Which backend's build: an environment built only for Docker is not found for bubblewrap. */
   backend: EnvironmentBackendName;
   /** Where environments are stored. @default `<image store>/environments` (env SANDCELL_IMAGE_DIR) */
   storeDirectory?: string;
 }
-
-/**
- * Choosing one: the library's `SessionOptions.environmentName` (its
- * `environment` already means environment variables and is public), the
- * CLI's `--env`, `/v1` sessions' `environment`, E2B's `templateID`, the
- * Jupyter kernelspec `python3-<name>`, `serve --env` for the default.
- * `Session.create` resolves the name (src/environments/select.ts) and the
- * session reports it as `session.environment`.
- */
-
-/** How a name becomes an Environment; throws EnvironmentNotFoundError naming the build command. */
-export type EnvironmentResolver = (name: string, options: ResolveEnvironmentOptions) => Promise<Environment>;

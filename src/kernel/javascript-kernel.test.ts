@@ -91,8 +91,8 @@ class KernelUnderTest {
     return done.then((event) => ({ ...event, all: this.collected.get(id) }));
   }
 
-  async execute(code: string): Promise<ExecutionOutcome> {
-    const end = (await this.send({ type: 'execute', code })) as KernelEvent & { all: KernelEvent[] };
+  async execute(code: string, fields: Record<string, unknown> = {}): Promise<ExecutionOutcome> {
+    const end = (await this.send({ type: 'execute', code, ...fields })) as KernelEvent & { all: KernelEvent[] };
     const events = end.all;
     const result = events.find((event) => event.type === 'result');
     const error = events.find((event) => event.type === 'error');
@@ -332,13 +332,74 @@ describe('JavaScript kernel', () => {
     expect((await kernel.execute('"alive"')).result).toBe("'alive'");
   });
 
-  it('prints an error thrown after its execution ended to stderr, and lives on', async () => {
+  it('gives an error thrown after its execution ended to the next execution’s stderr, and lives on', async () => {
     const kernel = await startKernel();
     expect((await kernel.execute("setTimeout(() => { throw new Error('too late') }, 20); 'ended'")).result).toBe(
       "'ended'",
     );
-    await vi.waitFor(() => expect(kernel.stderr).toContain('Error: too late'));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(kernel.stderr).not.toContain('too late'); // the supervisor would drop it: no execution runs
     expect((await kernel.execute('"alive"')).result).toBe("'alive'");
+    await vi.waitFor(() => expect(kernel.stderr).toContain('Uncaught Error: too late'));
+  });
+
+  it('holds what callbacks print and display after their cell ended, and gives it to the next execution', async () => {
+    const kernel = await startKernel();
+    const cell =
+      "setTimeout(() => { console.log('late line'); display.html('<b>late</b>'); console.error('late error') }, 20)";
+    expect((await kernel.execute(cell)).end.status).toBe('ok');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(kernel.stdout).not.toContain('late line');
+    const next = await kernel.execute("console.log('next line'); display.html('<i>next</i>')");
+    expect(next.displays).toEqual([{ 'text/html': '<b>late</b>' }, { 'text/html': '<i>next</i>' }]);
+    expect(next.end.outputTruncated).toBe(false);
+    await vi.waitFor(() => expect(kernel.stdout).toContain('late line\nnext line\n'));
+    expect(kernel.stderr).toContain('late error');
+  });
+
+  it('bounds what it holds between executions by outputBytes, and marks the next execution truncated', async () => {
+    const kernel = await startKernel('javascript', { outputBytes: 1000 });
+    await kernel.execute("setTimeout(() => { for (let i = 0; i < 100; i++) console.log('x'.repeat(99)) }, 20)");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const next = await kernel.execute('1');
+    expect(next.end.outputTruncated).toBe(true);
+    await vi.waitFor(() => expect(kernel.stdout.length).toBe(1000));
+  });
+
+  it('with waitForEventLoop, ends an execution once the work it left is done, as `node script.js` does', async () => {
+    const kernel = await startKernel();
+    const cell = "setTimeout(() => console.log('later'), 300); console.log('now'); 'value'";
+    const started = Date.now();
+    const outcome = await kernel.execute(cell, { waitForEventLoop: true });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    expect(outcome.result).toBe("'value'");
+    await vi.waitFor(() => expect(kernel.stdout).toBe('now\nlater\n'));
+    // A socket and a chain of timers keep it going; a top-level await on what nothing settles ends it.
+    const server = await kernel.execute(
+      "const net = require('node:net'); const server = net.createServer((socket) => socket.end('hi')).listen(0);\n" +
+        "const socket = net.connect(server.address().port); socket.on('data', (data) => { console.log('got', String(data)); setTimeout(() => server.close(), 100) })",
+      { waitForEventLoop: true },
+    );
+    expect(server.end.status).toBe('ok');
+    await vi.waitFor(() => expect(kernel.stdout).toContain('got hi\n'));
+    const stuck = await kernel.execute('await new Promise(() => {})', { waitForEventLoop: true });
+    expect(stuck.error).toMatchObject({ name: 'UnsettledTopLevelAwait' });
+    // The kernel waits for requests again (its channel keeps it alive), and a cell without the option ends at once.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await kernel.request('ping')).ok).toBe(true);
+    const plain = await kernel.execute("setTimeout(() => {}, 5000); 'at once'");
+    expect(plain.result).toBe("'at once'");
+  });
+
+  it('with waitForEventLoop, a SIGINT ends the wait with Interrupted and the state is kept', async () => {
+    const kernel = await startKernel();
+    const running = kernel.execute("let ticks = 0; setInterval(() => { ticks += 1 }, 10); 'started'", {
+      waitForEventLoop: true,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    kernel.interrupt();
+    expect((await running).error).toMatchObject({ name: 'Interrupted' });
+    expect(Number((await kernel.execute('ticks')).result)).toBeGreaterThan(0);
   });
 
   it('reset clears the cells’ names, restores the built-ins they replaced and restarts the count', async () => {

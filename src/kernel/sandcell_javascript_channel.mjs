@@ -24,7 +24,10 @@ function openRequests() {
   }
 }
 
-/** Opens the channel: `send(event)` writes one event; `onRequest(request)` hears each request, `onClose()` the end. */
+/**
+ * Opens the channel: `send(event)` writes one event; `onRequest(request)` hears each request, `onClose()` the end.
+ * `unref()` lets the event loop empty while requests are still read (Node then emits 'beforeExit'), `ref()` undoes it.
+ */
 export function openChannel({ onRequest, onClose }) {
   const wait = new Int32Array(new SharedArrayBuffer(4));
 
@@ -78,5 +81,6 @@ export function openChannel({ onRequest, onClose }) {
     onRequest(request);
   };
 
-  return { send };
+  // A file (a test's) has no handle to unref: its end closes the channel anyway.
+  return { send, ref: () => input.ref?.(), unref: () => input.unref?.() };
 }

@@ -8,13 +8,19 @@
 // ends a synchronous loop; a pending `await` is ended by the SIGINT listener instead. A loop in an
 // async function, after that function's own `await`, cannot be stopped from inside Node (only the
 // cell's top level is stepped): the host restarts such a kernel.
-import { writeSync } from 'node:fs';
+//
+// An execution ends when its top level returns, as a Jupyter cell does; what its callbacks print
+// later is held for the next execution (sandcell_javascript_late_output.mjs). One asked to
+// `waitForEventLoop` (`sandcell run script.js`) ends when the event loop is empty instead, as
+// `node script.js` does: the channel stops keeping the loop alive, and 'beforeExit' says when
+// the cell's timers, sockets and other work are done.
 import process from 'node:process';
 import vm from 'node:vm';
 import { complete, inspect } from './sandcell_javascript_assist.mjs';
 import { PARSE_OPTIONS, rewriteCell } from './sandcell_javascript_cell.mjs';
 import { openChannel } from './sandcell_javascript_channel.mjs';
 import { installGlobals } from './sandcell_javascript_globals.mjs';
+import { holdLateOutput } from './sandcell_javascript_late_output.mjs';
 import { boundedMetadata, displayBundle, errorFields, plainText, syntaxError } from './sandcell_javascript_output.mjs';
 import { loadParser } from './sandcell_javascript_parser.mjs';
 import { driveCell } from './sandcell_javascript_stepper.mjs';
@@ -51,15 +57,31 @@ class Interrupted extends Error {
   }
 }
 
+/** What Node reports (exit code 13) when a script's top level awaits what nothing is left to settle. */
+class UnsettledTopLevelAwait extends Error {
+  constructor() {
+    super('the top level awaits a promise that nothing is left to settle: the event loop is empty');
+    this.name = 'UnsettledTopLevelAwait';
+    this.sandcellTraceback = [`UnsettledTopLevelAwait: ${this.message}`];
+  }
+}
+
 let executionCount = 0;
 /** The running execution: `{ id, count, done, failed, truncated, resultBytes, resolve }`. */
 let current = null;
+/** The execution that ends once the event loop is empty (`waitForEventLoop`), not when its top level returns. */
+let endsWithLoop = null;
 const cells = new Map();
 const queue = [];
 let draining = false;
 
 const channel = openChannel({ onRequest: receive, onClose: () => process.exit(0) });
 const resetGlobals = installGlobals(display);
+const lateOutput = holdLateOutput({
+  isRunning: () => current !== null,
+  outputBytes: OUTPUT_LIMIT,
+  resultBytes: RESULT_LIMIT,
+});
 // They load while `ready` goes out (the first execution waits for them): a cold start is not held
 // up by them, and a pool's warm context has them before its first cell.
 const parserReady = loadParser();
@@ -71,6 +93,14 @@ process.on('SIGINT', () => {
 });
 process.on('uncaughtException', reportUncaught);
 process.on('unhandledRejection', reportUncaught);
+// Only while the channel lets the loop empty (an execution waits for it): that execution's work is done.
+process.on('beforeExit', () => {
+  channel.ref();
+  const execution = endsWithLoop;
+  if (execution === null) return;
+  if (execution.returned) finish(execution, { box: execution.box });
+  else finish(execution, { error: new UnsettledTopLevelAwait() });
+});
 
 channel.send({
   type: 'ready',
@@ -153,15 +183,22 @@ async function execute(request) {
     execution.resolve = resolve;
   });
   current = execution;
+  // What the earlier cells' callbacks wrote since the last execution ended comes first.
+  const lateCut = lateOutput.release((bundle, metadata) => emit(execution, 'display', bundle, metadata));
+  if (lateCut) execution.truncated = true;
   try {
     const parser = await parserReady;
     const typescript = await typescriptReady;
     const run = prepare(parser, typescript, typeof request.code === 'string' ? request.code : '', execution.count);
     if (!execution.done) {
+      if (request.waitForEventLoop === true) {
+        endsWithLoop = execution;
+        channel.unref();
+      }
       const outcome = run(() => execution.done);
       promiseThen.call(
         outcome,
-        (box) => finish(execution, { box }),
+        (box) => returned(execution, box),
         (error) => finish(execution, { error }),
       );
     }
@@ -239,10 +276,24 @@ function remember(count, source, mapPosition, lineCount) {
   if (cells.size > KEPT_CELLS) cells.delete(cells.keys().next().value);
 }
 
+/** The cell's top level returned: the execution ends now, or once the event loop is empty when it waits for that. */
+function returned(execution, box) {
+  if (endsWithLoop !== execution) {
+    finish(execution, { box });
+    return;
+  }
+  execution.returned = true;
+  execution.box = box;
+}
+
 /** Ends an execution once: its result or error, then execution-end. Later outcomes of the same cell are ignored. */
 function finish(execution, outcome) {
   if (execution.done) return;
   execution.done = true;
+  if (endsWithLoop === execution) {
+    endsWithLoop = null;
+    channel.ref();
+  }
   if ('error' in outcome) emitError(execution, isInterruption(outcome.error) ? new Interrupted() : outcome.error);
   else if (Array.isArray(outcome.box) && outcome.box[0] !== undefined) {
     emit(execution, 'result', { 'text/plain': plainText(outcome.box[0]) }, {});
@@ -307,8 +358,12 @@ function emitError(execution, error) {
 
 /** `display(value, metadata?)`, a global of every cell: a MIME bundle (`{ 'text/html': … }`) or any value. */
 function display(value, metadata) {
-  if (current === null || current.done) return;
   const { metadata: kept, cut } = boundedMetadata(metadata);
+  if (current === null) {
+    lateOutput.holdDisplay(displayBundle(value), kept, cut);
+    return;
+  }
+  if (current.done) return;
   if (cut) current.truncated = true;
   emit(current, 'display', displayBundle(value), kept);
 }
@@ -320,18 +375,19 @@ display.png = (image) => display({ 'image/png': image });
 display.jpeg = (image) => display({ 'image/jpeg': image });
 display.json = (value) => display({ 'application/json': value });
 
-/** An error the cell's own async work threw (a timer, an unawaited promise): the execution's error, or stderr between executions. */
+/** An error the cell's own async work threw (a timer, an unawaited promise): the execution's error, or the next one's stderr. */
 function reportUncaught(error) {
   if (current !== null) {
     finish(current, { error });
     return;
   }
-  const fields = errorFields(error, cells, OUTPUT_LIMIT);
+  let traceback;
   try {
-    writeSync(2, `Uncaught ${fields.traceback.join('\n')}\n`);
+    traceback = errorFields(error, cells, OUTPUT_LIMIT).traceback.join('\n');
   } catch {
-    // stderr closed by the code: nowhere left to say it.
+    traceback = 'a value that could not be read was thrown';
   }
+  lateOutput.holdError(`Uncaught ${traceback}\n`);
 }
 
 async function isComplete(code) {

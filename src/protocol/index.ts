@@ -5,6 +5,7 @@
  */
 export { applyConversationEvent } from './apply-conversation-event.js';
 export type { ConversationEvent, Presentation, WirePresentation, WorkEvent } from './events.js';
+export { formatBytes } from './format-bytes.js';
 export { bufferEncoding, findImage, IMAGE_TYPES, type ImageType, imageType, isRasterImage } from './images.js';
 export type {
   CommandOutcome,

@@ -6,7 +6,7 @@
 
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { ZodType, z } from 'zod';
-import { formatBytes } from '../session/state-loss.js';
+import { formatBytes } from '../protocol/format-bytes.js';
 import type { Owner } from './auth.js';
 import { limitBody } from './body-limit.js';
 import { HttpError } from './errors.js';

@@ -186,6 +186,7 @@ export function runExecution(
     };
 
     const stdin = typeof options.onInput === 'function' ? { stdin: true } : {};
-    connection.send({ type: 'execute', id, code, context: context.id, ...stdin });
+    const waitForEventLoop = options.waitForEventLoop === true ? { waitForEventLoop: true } : {};
+    connection.send({ type: 'execute', id, code, context: context.id, ...stdin, ...waitForEventLoop });
   });
 }

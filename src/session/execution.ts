@@ -62,6 +62,14 @@ export interface RunOptions {
    * it, input() raises EOFError at once, as reading an empty stdin does.
    */
   onInput?: (request: InputRequest) => Promise<string>;
+  /**
+   * JavaScript and TypeScript: the run ends when the event loop is empty (the timers, sockets and
+   * other work the code left pending are done), as `node script.js` ends, rather than when the
+   * code's top level returns; still within `timeoutMs`. Work left by earlier runs in the context
+   * counts too. `sandcell run` sets it. The other languages' code has nothing left pending once it
+   * returns, and their kernels ignore it. @default false
+   */
+  waitForEventLoop?: boolean;
 }
 
 /** What running code asks its user for. */

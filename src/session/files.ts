@@ -9,9 +9,9 @@ import hostPath from 'node:path';
 import { FileOperationError, InvalidInputError } from '../errors.js';
 import { normalizeDataPath } from '../internal/data-path.js';
 import { writeNewFile } from '../internal/new-file.js';
+import { formatBytes } from '../protocol/format-bytes.js';
 import type { FileRequest, KernelFileEntry, ReplyTo } from './kernel-protocol.js';
 import type { LimitNames } from './limit-names.js';
-import { formatBytes } from './state-loss.js';
 
 export type FileEntry = KernelFileEntry;
 

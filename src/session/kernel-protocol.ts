@@ -47,8 +47,11 @@ export type CommandSignal = 'SIGINT' | 'SIGTERM' | 'SIGKILL' | 'SIGHUP' | 'SIGQU
  * events, the others by nothing (their effect shows in those events).
  */
 export type KernelInstruction =
-  /** `stdin`: the host answers input-request (the code's input() asks it), else input() reads nothing. */
-  | { type: 'execute'; id: string; code: string; context?: string; stdin?: boolean }
+  /**
+   * `stdin`: the host answers input-request (the code's input() asks it), else input() reads nothing.
+   * `waitForEventLoop`: the JavaScript kernel ends the execution once its event loop is empty (RunOptions).
+   */
+  | { type: 'execute'; id: string; code: string; context?: string; stdin?: boolean; waitForEventLoop?: boolean }
   /** The answer to an execution's input-request: a line, or `cancelled` (input() raises EOFError). */
   | { type: 'input-reply'; id: string; value?: string; cancelled?: boolean; context?: string }
   | { type: 'interrupt'; id: string; context?: string }

@@ -13,6 +13,9 @@ const PYTHON_STATE_LOST = "the session's state (variables, imports) was lost. Fi
 export const EVERY_CONTEXT_LOST =
   'the state of every context (variables, imports) was lost. Files in /mnt/data were kept.';
 
+/** What a sandbox's end takes with it, said after what ended it. */
+export const SANDBOX_CONTENTS_ENDED = 'and every kernel and command in it with it';
+
 /** "the state … was lost", for one context. */
 export function stateLostIn(context: string): string {
   if (context === DEFAULT_CONTEXT) return PYTHON_STATE_LOST;
@@ -41,15 +44,4 @@ export function describeContextExit(event: ContextExitEvent, outOfMemory: boolea
 
 export function capitalize(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
-}
-
-export function formatBytes(bytes: number): string {
-  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
 }

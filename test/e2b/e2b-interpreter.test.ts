@@ -123,18 +123,20 @@ describe('languages and environment variables', () => {
   it('runs python, javascript, typescript, bash and r, each seeing `envs` for that run only', async () => {
     const sandbox = await newSandbox();
     const envs = { GREETING: "it's here" };
+    // A repr in double quotes keeps them, as on E2B, which takes single quotes off only.
+    const quoted = `"it's here"`;
     const cases = [
       {
         language: 'python',
         read: 'import os\nos.environ.get("GREETING", "unset")',
-        value: "it's here",
+        value: quoted,
         after: 'unset',
       },
-      { language: 'javascript', read: 'process.env.GREETING ?? "unset"', value: "it's here", after: 'unset' },
+      { language: 'javascript', read: 'process.env.GREETING ?? "unset"', value: quoted, after: 'unset' },
       {
         language: 'typescript',
         read: 'const value: string = process.env.GREETING ?? "unset"; value',
-        value: "it's here",
+        value: quoted,
         after: 'unset',
       },
       {
@@ -161,7 +163,7 @@ describe('languages and environment variables', () => {
       'import subprocess\nsubprocess.run(["printenv", "GREETING"], capture_output=True, text=True).stdout',
       { envs },
     );
-    expect(child.text).toBe("it's here\\n");
+    expect(child.text).toBe(`"it's here\\n"`);
   });
 
   it("gives every execution the sandbox's envVars, under each run's own", async () => {

@@ -11,6 +11,7 @@ import {
   type Conversation,
   type ConversationEvent,
   type ConversationSummary,
+  formatBytes,
   type Turn,
 } from '../../src/protocol/index';
 import { ApiError, api, clearKey, download, onUnauthorized, type ServerConfig, storedKey, storeKey } from './api';
@@ -20,7 +21,6 @@ import { FilesPanel } from './components/FilesPanel';
 import { CloseIcon } from './components/Icons';
 import { LoginDialog } from './components/LoginDialog';
 import { Sidebar } from './components/Sidebar';
-import { formatBytes } from './format';
 import type { CellLanguage } from './languages';
 
 interface Notice {

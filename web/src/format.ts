@@ -1,16 +1,4 @@
-/** Small display helpers. */
-export function formatBytes(bytes: number): string {
-  if (!Number.isFinite(bytes)) return '';
-  if (bytes < 1024) return `${bytes} B`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
-  let value = bytes / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${value >= 10 ? value.toFixed(0) : value.toFixed(1)} ${units[unit]}`;
-}
+/** Small display helpers (sizes: `formatBytes` of src/protocol, shared with the server's messages). */
 
 export function formatTime(iso: string | undefined): string {
   if (!iso) return '';

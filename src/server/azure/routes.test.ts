@@ -357,6 +357,27 @@ describe('Azure routes refuse bad input with a JSON error', () => {
     expect(upload.status).toBe(400);
   });
 
+  it("refuses a session past the key's limit in Azure's words: DELETE session frees one, /v1 is not named", async () => {
+    const limited = await startScriptedServer(kernel, { apiKeys: [KEY], limits: { maxSessions: 1 } });
+    try {
+      const run = (identifier: string) =>
+        fetch(`${limited.url}/azure/code/execute?identifier=${identifier}&api-version=${OLD}`, {
+          method: 'POST',
+          headers,
+          body,
+        });
+      expect((await run('first')).status).toBe(200);
+      const refused = await run('second');
+      expect(refused.status).toBe(429);
+      const { error } = (await refused.json()) as Json;
+      expect(error.code).toBe('too-many-sessions');
+      expect(error.message).toContain('DELETE /azure/session?identifier=');
+      expect(error.message).not.toContain('/v1');
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('needs the key', async () => {
     const response = await fetch(url('code/execute', 'no-key-here'), {
       method: 'POST',

@@ -27,6 +27,7 @@ import { HttpError, notFound } from '../errors.js';
 import { readUploadForm } from '../multipart.js';
 import type { ManagedSession } from '../registry.js';
 import { defineRoute, type RouteSpec } from '../route.js';
+import { withAzureErrors } from './azure-errors.js';
 import { azureCommandStatus, azureCommandStderr, azureResult, azureStatus, azureStderr } from './present.js';
 import {
   AzureCodeExecuteBody,
@@ -381,5 +382,5 @@ export function azureRoutes(server: ServerContext): RouteSpec<never, never, neve
       },
     }),
   ];
-  return routes as unknown as RouteSpec<never, never, never>[];
+  return routes.map((route) => withAzureErrors(route as unknown as RouteSpec<never, never, never>));
 }

@@ -12,7 +12,6 @@ import type { AgentEvent, SessionFile } from '../../agents/events.js';
 import { FileAccessAgent } from '../../agents/file-access-agent.js';
 import type { ChatModel } from '../../agents/model.js';
 import type { ApprovalDecision, ApprovalRequest } from '../../agents/python-exec-agent.js';
-import { SandcellError, SessionClosedError } from '../../errors.js';
 import {
   type ApprovalMode,
   applyConversationEvent,
@@ -55,6 +54,7 @@ import { type HeaderRecord, HISTORY_FORMAT_VERSION } from './history-records.js'
 import { errorWithin, jsonBytes, OutputBudget } from './output-budget.js';
 import type { StoredHistory } from './state-directory.js';
 import { titleFrom, titleFromCell, titleFromFiles, UNTITLED } from './title.js';
+import { describeTurnError } from './turn-errors.js';
 
 /** Images kept per conversation (for its history and its notebook export); the oldest go first. */
 const MAX_CONVERSATION_IMAGES = 256;
@@ -481,7 +481,7 @@ export class ServerConversation {
           status = 'cancelled';
         } else {
           status = 'error';
-          this.emit({ type: 'error', error: describeError(error, this.settings.logger) });
+          this.emit({ type: 'error', error: describeTurnError(error, this.settings.logger) });
         }
       }
       this.finishOpenSteps(running);
@@ -760,14 +760,4 @@ function describeExpiry(reason: string): string {
 
 function imageName(url: string): string {
   return url.slice(url.lastIndexOf('/') + 1);
-}
-
-function describeError(error: unknown, logger: Logger): { code: string; message: string } {
-  // The session's own message names the library's createSession(); here a new conversation is the way on.
-  if (error instanceof SessionClosedError) {
-    return { code: error.code, message: 'The session was closed; start a new conversation.' };
-  }
-  if (error instanceof SandcellError) return { code: error.code, message: error.message };
-  logger.error({ err: error }, 'a conversation turn failed');
-  return { code: 'internal-error', message: 'The turn failed unexpectedly; see the server log.' };
 }

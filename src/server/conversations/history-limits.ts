@@ -11,7 +11,7 @@
  * run again to get its outputs back. Only when outputs are gone and it is
  * still over do the oldest turns go whole (the conversation counts them).
  */
-import { formatBytes } from '../../agents/execution-report.js';
+import { formatBytes } from '../../protocol/format-bytes.js';
 import type { CodeStep, Turn } from '../../protocol/index.js';
 
 export const DEFAULT_CONVERSATION_OUTPUT_BYTES = 1024 * 1024;

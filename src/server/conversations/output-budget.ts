@@ -7,7 +7,7 @@
  * hides why the code failed. Sizes are UTF-8 bytes as the history's JSON holds
  * them. The session's own caps are not relied on: the kernel is untrusted.
  */
-import { formatBytes } from '../../agents/execution-report.js';
+import { formatBytes } from '../../protocol/format-bytes.js';
 import type { PresentedResult, TracebackError } from '../../protocol/index.js';
 
 /** Bytes `value` takes in the history's JSON. */

@@ -68,7 +68,7 @@ describe("a conversation's shell commands go through the registry", () => {
     expect(await metrics()).toContain('sandcell_commands_total{kind="foreground",status="timeout"} 1');
   });
 
-  it("is refused past the key's rate limit: the turn ends with the limit's error", async () => {
+  it("is refused past the key's rate limit: the turn ends with HTTP's code for it, and a hint", async () => {
     const base = await start({ limits: { executionsPerMinute: 2 } });
     provider.enqueue(
       { toolCalls: [shell('call_1', 'echo one'), shell('call_2', 'echo two'), shell('call_3', 'echo three')] },
@@ -76,7 +76,12 @@ describe("a conversation's shell commands go through the registry", () => {
     );
     const turn = lastTurn(await readEvents(await sse(api, `${base}/messages`, { content: 'three commands' })));
     expect(turn.status).toBe('error');
-    expect(turn.error).toMatchObject({ code: 'limit-exceeded', message: expect.stringMatching(/per minute/) });
+    // The same refusal over HTTP is 429 `rate-limited`; the stream has no Retry-After, the message says when.
+    expect(turn.error).toMatchObject({
+      code: 'rate-limited',
+      message: expect.stringMatching(/per minute.*retry in \d+ s/),
+    });
+    expect(turn.error?.message).toContain('--executions-per-minute');
     const ran = turn.steps.filter((step) => step.type === 'code' && step.status === 'ok');
     expect(ran).toHaveLength(2);
     expect(await metrics()).toContain('sandcell_requests_rejected_total{reason="executions-per-minute"} 1');

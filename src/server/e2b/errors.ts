@@ -3,12 +3,14 @@
  * control plane and envd's plain HTTP routes answer `{"code": <status>,
  * "message"}`; Connect-RPC answers `{"code": "not_found", "message"}` with the
  * status that Connect pairs with the code (a 404 that is not Connect JSON reads
- * as Unimplemented in the SDK). Sandcell's own errors are mapped once, here,
- * through the server's mapping (`toHttpError`), so limits and files answer the
- * same statuses as under /v1.
+ * as Unimplemented in the SDK). Sandcell's own errors are mapped once, here:
+ * their statuses through the server's mapping (`toHttpError`), so limits and
+ * files answer the same statuses as under /v1, and the limits' hints in E2B's
+ * terms (an E2B user has the SDK's calls, not /v1's routes).
  */
 import type { Context } from 'hono';
 import type { z } from 'zod';
+import { LimitExceededError, type LimitName } from '../core-errors.js';
 import { type HttpError, toHttpError } from '../errors.js';
 
 /** An error raised by the E2B front door with a definite status. */
@@ -72,12 +74,32 @@ export class ConnectError extends Error {
   }
 }
 
+/**
+ * What lifts each of the server's limits, said to an E2B SDK user: the SDK's own calls (the same
+ * names in JavaScript and Python), and what the operator of `sandcell serve` can raise.
+ */
+const LIMIT_HINTS: Record<LimitName, string> = {
+  'sessions-per-key':
+    "Kill a sandbox you no longer need (sandbox.kill()); the server's operator can raise `sandcell serve --sessions-per-key`.",
+  'server-sessions': "Try again later; the server's operator can raise `sandcell serve --max-sessions`.",
+  'queued-executions':
+    "Wait for the code already running in this sandbox to finish; the server's operator can raise `sandcell serve --max-queued-executions`.",
+  'executions-per-minute': "Wait; the server's operator can raise `sandcell serve --executions-per-minute`.",
+  'code-bytes': 'Write large data into the sandbox as a file (sandbox.files.write()) and have the code read it.',
+};
+
 /** Any error as a status, message and headers: ours as raised, sandcell's through the server's mapping. */
 export function toE2bError(error: unknown): E2bError {
   if (error instanceof E2bError) return error;
   if (error instanceof ConnectError) return new E2bError(error.status, error.message);
   const mapped: HttpError = toHttpError(error);
-  return new E2bError(mapped.status, mapped.message, mapped.headers);
+  const message = error instanceof LimitExceededError ? `${error.message} ${LIMIT_HINTS[error.limit]}` : mapped.message;
+  return new E2bError(mapped.status, message, mapped.headers);
+}
+
+/** An execution that could not run, as the interpreter's error line: sandcell's code names it, in E2B's words. */
+export function toE2bExecutionError(error: unknown): { name: string; value: string } {
+  return { name: toHttpError(error).code, value: toE2bError(error).message };
 }
 
 /** The control plane's and envd's plain HTTP error: `{"code": 404, "message": "…"}`. */

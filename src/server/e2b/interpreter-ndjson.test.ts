@@ -28,6 +28,19 @@ describe("E2B's execution lines", () => {
     expect(figure).toEqual({ type: 'result', png: 'AAAA', is_main_result: false });
   });
 
+  it('takes single quotes off a text, as E2B does, and leaves double quotes and inner quotes', () => {
+    const text = (plain: string) => {
+      const line = resultLine({ type: 'execute_result', data: { 'text/plain': plain }, metadata: {} });
+      return line.type === 'result' ? line.text : undefined;
+    };
+    expect(text("'abc'")).toBe('abc');
+    expect(text('"it\'s"')).toBe('"it\'s"');
+    expect(text('"abc"')).toBe('"abc"');
+    expect(text("'it\\'s'")).toBe("it\\'s");
+    expect(text("[1] 'a'")).toBe("[1] 'a'");
+    expect(text("'")).toBe('');
+  });
+
   it('stamps output lines with an ISO time, which the Python SDK requires', () => {
     const line = outputLine('stdout', 'hi\n', new Date('2026-01-02T03:04:05.678Z'));
     expect(line).toEqual({ type: 'stdout', text: 'hi\n', timestamp: '2026-01-02T03:04:05.678Z' });

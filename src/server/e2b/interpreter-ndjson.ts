@@ -40,8 +40,8 @@ export function outputLine(stream: 'stdout' | 'stderr', text: string, now = new 
 }
 
 /**
- * A result as E2B presents it. A quoted `text` loses its quotes (`'abc'` reads `abc`), as E2B's
- * server does, so `execution.text` of a string is the string.
+ * A result as E2B presents it. A `text` in single quotes loses them (`'abc'` reads `abc`), as E2B's
+ * server does, so `execution.text` of most strings is the string; double quotes stay (`"it's"`).
  */
 export function resultLine(result: ExecutionResult): InterpreterLine {
   const fields: Record<string, unknown> = {};
@@ -74,10 +74,9 @@ export function closingLines(execution: Execution): InterpreterLine[] {
   ];
 }
 
+/** E2B's own rule (its server's Result model): a text that starts and ends with `'` loses its first and last character. */
 function unquote(text: string): string {
-  const quote = text[0];
-  if (text.length >= 2 && (quote === "'" || quote === '"') && text.endsWith(quote)) return text.slice(1, -1);
-  return text;
+  return text.startsWith("'") && text.endsWith("'") ? text.slice(1, -1) : text;
 }
 
 /**

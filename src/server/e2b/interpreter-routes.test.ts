@@ -112,7 +112,7 @@ it('refuses before streaming: too much code, bad variables, context and language
   ran.length = 0;
   const tooLarge = await execute(sandbox, { code: 'x'.repeat(2048) });
   expect(tooLarge.status).toBe(413);
-  expect(await tooLarge.json()).toMatchObject({ code: 413 });
+  expect(await tooLarge.json()).toMatchObject({ code: 413, message: expect.stringContaining('sandbox.files.write()') });
   expect((await execute(sandbox, { code: '1', env_vars: { 'NOT A NAME': 'x' } })).status).toBe(400);
   expect((await execute(sandbox, { code: '1', env_vars: ['x'] })).status).toBe(400);
   expect((await execute(sandbox, { code: '1', context_id: 'python', language: 'python' })).status).toBe(400);

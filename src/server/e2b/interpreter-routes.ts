@@ -10,8 +10,7 @@ import type { Context } from 'hono';
 import { InvalidInputError } from '../../errors.js';
 import type { Execution } from '../../session/execution.js';
 import type { ServerContext } from '../context.js';
-import { toHttpError } from '../errors.js';
-import { E2bError } from './errors.js';
+import { E2bError, toE2bExecutionError } from './errors.js';
 import {
   contextDirectory,
   DefaultContextHomes,
@@ -108,8 +107,8 @@ async function execute(c: Context, sandbox: E2bSandbox, server: ServerContext): 
 
 /** An execution that could not run (its session closed, the server shutting down): E2B's error, then the end. */
 function failureLines(error: unknown): InterpreterLine[] {
-  const mapped = toHttpError(error);
-  return [{ type: 'error', name: mapped.code, value: mapped.message, traceback: '' }, { type: 'end_of_execution' }];
+  const { name, value } = toE2bExecutionError(error);
+  return [{ type: 'error', name, value, traceback: '' }, { type: 'end_of_execution' }];
 }
 
 /** The JSON object a request carries (the dispatcher holds its size to the server's request limit). */

@@ -139,10 +139,6 @@ export function encodeV1Frame(message: JupyterMessage): Uint8Array {
   return frame;
 }
 
-export function encodeFrame(message: JupyterMessage, format: FrameFormat): string | Uint8Array {
-  return format === 'v1' ? encodeV1Frame(message) : encodeJsonFrame(message);
-}
-
 export function decodeFrame(data: Uint8Array | string, format: FrameFormat): JupyterMessage {
   if (typeof data === 'string') return decodeJsonFrame(data);
   if (format === 'v1') return decodeV1Frame(data);

@@ -1,10 +1,12 @@
 /**
  * Errors in the shape Jupyter Server answers them (`{"message", "reason"}`),
  * which its clients show to users: sandcell's own errors keep their status
- * (a key's session limit is 429, the server's capacity 503) and message.
+ * (a key's session limit is 429, the server's capacity 503) and message, and
+ * a limit's hint is in a Jupyter user's terms (kernels and cells), here for
+ * both the REST routes and a cell the kernel refuses.
  */
 import type { Context } from 'hono';
-import { LimitExceededError } from '../core-errors.js';
+import { LimitExceededError, type LimitName } from '../core-errors.js';
 import { toHttpError } from '../errors.js';
 
 export class JupyterHttpError extends Error {
@@ -17,15 +19,26 @@ export class JupyterHttpError extends Error {
   }
 }
 
+/** What lifts each of the server's limits, said to a Jupyter user (a kernel is a session). */
+const LIMIT_HINTS: Record<LimitName, string> = {
+  'sessions-per-key': 'Shut a kernel down (DELETE /api/kernels/{id}) or raise --sessions-per-key.',
+  'server-sessions': 'Try again later, or raise --max-sessions.',
+  'queued-executions':
+    'Run the cell again once those queued on this kernel have run, or raise --max-queued-executions.',
+  'executions-per-minute': 'Run the cell again then; the server option --executions-per-minute sets the limit.',
+  'code-bytes': 'Split the cell, or write large data into a file in /mnt/data and read it from there.',
+};
+
+/** A limit's message with Jupyter's hint; undefined for any other error. */
+export function jupyterLimitText(error: unknown): string | undefined {
+  return error instanceof LimitExceededError ? `${error.message} ${LIMIT_HINTS[error.limit]}` : undefined;
+}
+
 export function jupyterErrorResponse(context: Context, error: unknown): Response {
   if (error instanceof JupyterHttpError) {
     return context.json({ message: error.message, reason: error.reason }, error.status as 400);
   }
   const mapped = toHttpError(error);
-  // The generic hint names /v1 routes; a Jupyter user frees a session by shutting a kernel down.
-  const message =
-    error instanceof LimitExceededError && error.limit === 'sessions-per-key'
-      ? `${error.message} Shut a kernel down (DELETE /api/kernels/{id}) or raise --sessions-per-key.`
-      : mapped.message;
+  const message = jupyterLimitText(error) ?? mapped.message;
   return context.json({ message, reason: mapped.code }, mapped.status as 400, mapped.headers);
 }

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ExecutionResult, InputRequest } from '../../session/execution.js';
 import type { ManagedSession, SessionRegistry } from '../registry.js';
+import { jupyterLimitText } from './jupyter-errors.js';
 import { KernelHistory } from './kernel-history.js';
 import { answerShellRequest } from './kernel-requests.js';
 import type { KernelSpecDefinition } from './kernel-specs.js';
@@ -229,7 +230,7 @@ export class JupyterKernel {
       answer({ status: 'ok', execution_count: count, user_expressions: {}, payload: [] }, { status: 'ok' });
     } catch (error) {
       // Refused by a limit, or the session went away: the client still gets its error and reply.
-      const failure = errorContent(errorName(error), (error as Error).message);
+      const failure = errorContent(errorName(error), jupyterLimitText(error) ?? (error as Error).message);
       emit('error', failure);
       answer({ ...failure, execution_count: count }, { status: 'error' });
       if (stopOnError) this.abortThrough = Math.max(this.abortThrough, this.received);

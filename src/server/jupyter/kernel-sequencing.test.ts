@@ -160,6 +160,26 @@ describe('the channels socket', () => {
     client.socket.close();
   });
 
+  it("refuses a cell past the key's rate limit with an error saying what lifts it, in a kernel's terms", async () => {
+    const client = await Client.open(await startKernel({ limits: { executionsPerMinute: 1 } }));
+    await client.until(client.send('execute_request', { code: '1+1' }));
+    const refused = await client.until(client.send('execute_request', { code: '1+1' }));
+    const error = refused.find((frame) => frame.msg_type === 'error')?.content;
+    expect(error?.evalue).toMatch(/per minute; retry in \d+ s\. Run the cell again then/);
+    expect(error?.evalue).toContain('--executions-per-minute');
+    client.socket.close();
+  });
+
+  it("refuses a kernel past the key's session limit, naming the kernel route that frees one", async () => {
+    await startKernel({ limits: { maxSessions: 1 } });
+    const refused = await fetch(`${server?.url}/jupyter/api/kernels`, { method: 'POST' });
+    expect(refused.status).toBe(429);
+    const body = (await refused.json()) as { message: string; reason: string };
+    expect(body.reason).toBe('too-many-sessions');
+    expect(body.message).toContain('DELETE /api/kernels/{id}');
+    expect(body.message).not.toContain('/v1');
+  });
+
   it('culls a kernel whose session idled out: its socket closes and listings drop it', async () => {
     const kernelId = await startKernel({ idleTimeoutMs: 300 });
     const client = await Client.open(kernelId);

@@ -1,14 +1,25 @@
 /**
  * Channel routes: get a channel, post / get / list / edit / delete messages (JSON or multipart with
- * files), the typing indicator, and threads (from a message, or standalone).
+ * files), the typing indicator, and threads (from a message, or standalone). Posting and making
+ * threads need the bot's permission in the channel (world.ts computes it as Discord does); without
+ * it Discord's 403 "Missing Permissions" (50013) answers.
  */
-import { DiscordApiError, invalidFormBody, unknownChannel, unknownMessage } from './discord-errors.js';
+import {
+  DiscordApiError,
+  invalidFormBody,
+  missingPermissions,
+  unknownChannel,
+  unknownMessage,
+} from './discord-errors.js';
 import type { DiscordState } from './discord-state.js';
 import { Intent } from './gateway.js';
 import { versionFromBody } from './message-content.js';
 import { channelPayload } from './payloads.js';
 import { noContent, ok, type Route, type RouteContext } from './route.js';
-import { ChannelKind, type FakeChannel } from './world.js';
+import { ChannelKind, type FakeChannel, Permission } from './world.js';
+
+const isThread = (channel: FakeChannel) =>
+  channel.type === ChannelKind.publicThread || channel.type === ChannelKind.privateThread;
 
 function channelOf(state: DiscordState, channelId: string | undefined): FakeChannel {
   const channel = state.world.channels.get(channelId ?? '');
@@ -27,13 +38,16 @@ function createThread(state: DiscordState, parent: FakeChannel, payload: Record<
   if (parent.type !== ChannelKind.guildText) {
     throw new DiscordApiError(400, 50024, 'Cannot execute action on this channel type');
   }
+  const type = id ? ChannelKind.publicThread : Number(payload.type);
+  const needed = type === ChannelKind.privateThread ? Permission.createPrivateThreads : Permission.createPublicThreads;
+  if (!state.world.botMay(parent, needed)) throw missingPermissions();
   const name = payload.name;
   if (typeof name !== 'string' || name.length < 1 || name.length > 100) {
     throw invalidFormBody('name', 'BASE_TYPE_BAD_LENGTH', 'Must be between 1 and 100 in length.');
   }
   const thread = state.world.addChannel({
     ...(id ? { id } : {}),
-    type: id ? ChannelKind.publicThread : Number(payload.type),
+    type,
     name,
     guildId: parent.guildId,
     parentId: parent.id,
@@ -85,6 +99,11 @@ export const channelRoutes: Route[] = [
     auth: true,
     handle: async ({ state, params, body }) => {
       const channel = channelOf(state, params.channelId);
+      if (
+        !state.world.botMay(channel, isThread(channel) ? Permission.sendMessagesInThreads : Permission.sendMessages)
+      ) {
+        throw missingPermissions();
+      }
       const request = await body();
       const version = versionFromBody(request, {
         store: state.store,

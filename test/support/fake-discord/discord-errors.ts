@@ -25,6 +25,7 @@ export const unknownMessage = () => new DiscordApiError(404, 10008, 'Unknown Mes
 export const unknownInteraction = () => new DiscordApiError(404, 10062, 'Unknown interaction');
 export const unknownWebhook = () => new DiscordApiError(404, 10015, 'Unknown Webhook');
 export const unauthorized = () => new DiscordApiError(401, 0, '401: Unauthorized');
+export const missingPermissions = () => new DiscordApiError(403, 50013, 'Missing Permissions');
 
 /** Discord's "Invalid Form Body" (50035) naming the offending field, as its validator does. */
 export function invalidFormBody(field: string, errorCode: string, message: string): DiscordApiError {

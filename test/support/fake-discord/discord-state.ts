@@ -42,6 +42,10 @@ export class DiscordState {
   readonly typing = new Map<string, number>();
   readonly interactions = new Map<string, PendingInteraction>();
   readonly unknownRequests: string[] = [];
+  /** Every REST request as `METHOD /path` (under /api/v10), in order: what the bot asked Discord to do. */
+  readonly requests: string[] = [];
+  /** Set by stopAnswering(): requests and gateway frames go unanswered, as when Discord cannot be reached. */
+  silent = false;
   private readonly listeners = new Set<() => void>();
 
   constructor(

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
+import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { guildCreatePayload, userPayload } from './payloads.js';
 import type { FakeWorld } from './world.js';
@@ -77,12 +78,27 @@ export interface GatewayOptions {
 export class FakeGateway {
   private readonly server = new WebSocketServer({ noServer: true });
   private session: GatewaySession | undefined;
+  /** The TCP connections under the websockets (and upgrades held while silent), to pause and to end. */
+  private readonly connections = new Set<Duplex>();
+  private silent = false;
   readonly stats = { connections: 0, identifies: 0, resumes: 0, heartbeats: 0 };
 
   constructor(private readonly options: GatewayOptions) {}
 
-  handleUpgrade(request: http.IncomingMessage, socket: import('node:stream').Duplex, head: Buffer): void {
+  handleUpgrade(request: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.connections.add(socket);
+    socket.once('close', () => this.connections.delete(socket));
+    if (this.silent) return; // taken, never answered
     this.server.handleUpgrade(request, socket, head, (websocket) => this.accept(websocket, request));
+  }
+
+  /**
+   * As when the network to Discord goes down: nothing more is read from the bot's connections (its
+   * heartbeats and its close frame go unanswered), nothing is sent, and new connections hang.
+   */
+  silence(): void {
+    this.silent = true;
+    for (const connection of this.connections) connection.pause();
   }
 
   get identified(): boolean {
@@ -102,7 +118,7 @@ export class FakeGateway {
     if (shaped === undefined) return;
     const event = { s: ++session.sequence, t: type, d: shaped };
     session.events.push(event);
-    session.socket?.send(JSON.stringify({ op: Opcode.dispatch, ...event }));
+    if (!this.silent) session.socket?.send(JSON.stringify({ op: Opcode.dispatch, ...event }));
     this.options.onChange();
   }
 
@@ -119,6 +135,7 @@ export class FakeGateway {
 
   close(): void {
     for (const client of this.server.clients) client.terminate();
+    for (const connection of this.connections) connection.destroy();
     this.server.close();
   }
 

@@ -1,7 +1,8 @@
 /**
  * The one HTTP server behind the fake: REST under /api/v10 (bot-token auth, Discord's rate-limit
  * headers, JSON errors, unknown routes logged loudly and answered 404 like Discord), the CDN route
- * /attachments/... serving attachment bytes, and the websocket upgrade at /gateway.
+ * /attachments/... serving attachment bytes, and the websocket upgrade at /gateway. Once the fake
+ * is silent, requests and upgrades are taken and never answered (close() ends their connections).
  */
 import http from 'node:http';
 import { DiscordApiError, rateLimitHeaders, unauthorized } from './discord-errors.js';
@@ -13,6 +14,7 @@ const API_PREFIX = '/api/v10';
 
 export function createDiscordServer(state: DiscordState, routes: Route[]): http.Server {
   const server = http.createServer((request, response) => {
+    if (state.silent) return;
     void answer(state, routes, request)
       .then(({ status, headers, body }) => {
         response.writeHead(status, headers);
@@ -45,6 +47,7 @@ async function answer(state: DiscordState, routes: Route[], request: http.Incomi
   const method = request.method ?? 'GET';
   if (method === 'GET' && url.pathname.startsWith('/attachments/')) return attachment(state, url.pathname);
   const path = url.pathname.startsWith(API_PREFIX) ? url.pathname.slice(API_PREFIX.length) : undefined;
+  if (path !== undefined) state.requests.push(`${method} ${path}`);
   for (const route of routes) {
     const params = path === undefined || route.method !== method ? undefined : matchTemplate(route.template, path);
     if (!params) continue;

@@ -21,7 +21,10 @@
  * Faithful details a bot will meet: messages in guild channels arrive with empty content unless the
  * bot asked for MessageContent or is mentioned; the bot's own messages come back as MESSAGE_CREATE;
  * an interaction must be answered within `interactionDeadlineMs` (Discord: 3 s) and only once;
- * files over `uploadLimitBytes` (Discord's default 10 MiB) are refused with 413 / code 40005.
+ * files over `uploadLimitBytes` (Discord's default 10 MiB) are refused with 413 / code 40005; a
+ * thread or message the bot's channel permissions (roles, then the channel's overwrites, which
+ * `setPermissionOverwrite` changes) do not allow is refused with 403 / code 50013. `requests`
+ * records what the bot asked; `stopAnswering()` makes Discord unreachable without closing anything.
  */
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
@@ -32,11 +35,13 @@ import { FakeGateway, Intent } from './gateway.js';
 import { createDiscordServer } from './http-server.js';
 import { interactionRoutes } from './interaction-routes.js';
 import { MessageStore, type MessageVersion } from './message-store.js';
+import { channelPayload } from './payloads.js';
 import { type ClickButtonOptions, clickButton, type PostedMessage, type UserSaysOptions, userSays } from './people.js';
 import { createSnowflakes } from './snowflakes.js';
-import { type FakeChannel, FakeWorld } from './world.js';
+import { type FakeChannel, FakeWorld, type PermissionOverwrite } from './world.js';
 
-export type { FakeChannel, FakeGuild, FakeRole, FakeUser } from './world.js';
+export type { FakeChannel, FakeGuild, FakeRole, FakeUser, PermissionOverwrite } from './world.js';
+export { Permission } from './world.js';
 export type { ClickButtonOptions, InteractionAnswer, PostedMessage, UserSaysOptions };
 
 export interface FakeDiscordOptions {
@@ -145,11 +150,14 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
     guild: world.guild,
     otherGuild: world.otherGuild,
     channel: world.channel,
+    randomChannel: world.randomChannel,
     otherChannel: world.otherChannel,
     users: world.users,
     roles: world.roles,
     /** Requests to routes the fake does not know (each also logged): a test can assert there are none. */
     unknownRequests: discordState.unknownRequests,
+    /** Every REST request the bot made, as `METHOD /path` under /api/v10 (`POST /channels/1/messages/2/threads`). */
+    requests: discordState.requests,
     gatewayStats: () => ({ ...gateway.stats, connected: gateway.connected }),
     userSays: (says: UserSaysOptions) => userSays(discordState, says),
     clickButton: (click: ClickButtonOptions) => clickButton(discordState, nextId, click),
@@ -172,6 +180,27 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}) {
       waitFor(discordState, predicate, waitOptions.timeoutMs ?? 30_000),
     /** Closes the bot's websocket with a resumable code (4000); events dispatched meanwhile are replayed on RESUME. */
     dropGateway: () => gateway.drop(),
+    /**
+     * Discord becomes unreachable, as when the network to it goes down, until close(): connections
+     * stay open but nothing on them is answered — REST requests, gateway heartbeats, the close
+     * handshake of a logout — and new connections hang the same way.
+     */
+    stopAnswering: () => {
+      discordState.silent = true;
+      gateway.silence();
+    },
+    /**
+     * Sets a channel's permission overwrite for a role (the guild's id for @everyone) or a member, as
+     * `PUT /channels/{id}/permissions/{overwrite}` does, and tells the bot (CHANNEL_UPDATE).
+     */
+    setPermissionOverwrite: (channelId: string, overwrite: PermissionOverwrite) => {
+      const channel = world.channels.get(channelId);
+      if (!channel?.guildId || channel.parentId) throw new Error(`fake-discord: ${channelId} is no guild channel`);
+      const others = channel.permissionOverwrites.filter((existing) => existing.id !== overwrite.id);
+      channel.permissionOverwrites = [...others, overwrite];
+      gateway.dispatch('CHANNEL_UPDATE', channelPayload(world, channel), Intent.guilds);
+      discordState.changed();
+    },
     async close() {
       gateway.close();
       server.closeAllConnections();

@@ -93,7 +93,19 @@ export function channelPayload(world: FakeWorld, channel: FakeChannel): Record<s
       },
     };
   }
-  return { ...common, position: 0, parent_id: null, topic: null, nsfw: false, permission_overwrites: [] };
+  return {
+    ...common,
+    position: 0,
+    parent_id: null,
+    topic: null,
+    nsfw: false,
+    permission_overwrites: channel.permissionOverwrites.map(({ id, type, allow, deny }) => ({
+      id,
+      type,
+      allow: allow.toString(),
+      deny: deny.toString(),
+    })),
+  };
 }
 
 export function guildCreatePayload(world: FakeWorld, guild: FakeGuild): Record<string, unknown> {

@@ -20,6 +20,26 @@ export interface FakeRole {
 
 export const ChannelKind = { guildText: 0, directMessage: 1, publicThread: 11, privateThread: 12 } as const;
 
+/** The permission bits the fake checks (Discord's PermissionFlagsBits). */
+export const Permission = {
+  administrator: 1n << 3n,
+  viewChannel: 1n << 10n,
+  sendMessages: 1n << 11n,
+  createPublicThreads: 1n << 35n,
+  createPrivateThreads: 1n << 36n,
+  sendMessagesInThreads: 1n << 38n,
+} as const;
+
+const ALL_PERMISSIONS = (1n << 53n) - 1n;
+
+/** A channel's permission overwrite for a role (type 0; the guild's id is @everyone) or a member (type 1). */
+export interface PermissionOverwrite {
+  id: string;
+  type: 0 | 1;
+  allow: bigint;
+  deny: bigint;
+}
+
 export interface FakeChannel {
   id: string;
   type: number;
@@ -32,6 +52,8 @@ export interface FakeChannel {
   ownerId: string | null;
   createdAt: string;
   lastMessageId: string | null;
+  /** Guild text channels only; threads take their parent's. */
+  permissionOverwrites: PermissionOverwrite[];
 }
 
 export interface FakeGuild {
@@ -64,6 +86,8 @@ export class FakeWorld {
   readonly otherGuild: FakeGuild;
   readonly roles: { everyone: FakeRole; analysts: FakeRole; operators: FakeRole };
   readonly channel: FakeChannel;
+  /** A second text channel of the test guild, for tests that change a channel's permissions. */
+  readonly randomChannel: FakeChannel;
   readonly otherChannel: FakeChannel;
   readonly channels = new Map<string, FakeChannel>();
   private readonly usersById = new Map<string, FakeUser>();
@@ -110,7 +134,7 @@ export class FakeWorld {
       joinedAt: new Date().toISOString(),
     };
     this.channel = this.addChannel({ type: ChannelKind.guildText, name: 'general', guildId });
-    this.addChannel({ type: ChannelKind.guildText, name: 'random', guildId });
+    this.randomChannel = this.addChannel({ type: ChannelKind.guildText, name: 'random', guildId });
     this.otherChannel = this.addChannel({ type: ChannelKind.guildText, name: 'lobby', guildId: otherGuildId });
   }
 
@@ -130,6 +154,7 @@ export class FakeWorld {
       ownerId: null,
       createdAt: new Date().toISOString(),
       lastMessageId: null,
+      permissionOverwrites: [],
       ...fields,
     };
     this.channels.set(channel.id, channel);
@@ -161,5 +186,38 @@ export class FakeWorld {
     let permissions = guild.everyone.permissions;
     for (const role of guild.roles) if (roleIds.includes(role.id)) permissions |= role.permissions;
     return permissions;
+  }
+
+  /**
+   * What a member may do in a guild channel (a thread: in its parent), computed as Discord does:
+   * the owner and administrators may do anything; otherwise the roles' permissions, then the
+   * channel's @everyone overwrite, its role overwrites together, then the member's own.
+   */
+  channelPermissions(channel: FakeChannel, userId: string): bigint {
+    const parent = channel.parentId ? this.channels.get(channel.parentId) : undefined;
+    const place = parent ?? channel;
+    const guild = this.guildOf(place);
+    if (!guild) return ALL_PERMISSIONS;
+    if (guild.ownerId === userId) return ALL_PERMISSIONS;
+    let permissions = this.memberPermissions(guild, userId);
+    if ((permissions & Permission.administrator) !== 0n) return ALL_PERMISSIONS;
+    const apply = (overwrite: { allow: bigint; deny: bigint } | undefined) => {
+      if (overwrite) permissions = (permissions & ~overwrite.deny) | overwrite.allow;
+    };
+    const overwrites = place.permissionOverwrites;
+    apply(overwrites.find((overwrite) => overwrite.type === 0 && overwrite.id === guild.id));
+    const roleIds = guild.members.get(userId) ?? [];
+    const roles = overwrites.filter((overwrite) => overwrite.type === 0 && roleIds.includes(overwrite.id));
+    apply({
+      allow: roles.reduce((bits, overwrite) => bits | overwrite.allow, 0n),
+      deny: roles.reduce((bits, overwrite) => bits | overwrite.deny, 0n),
+    });
+    apply(overwrites.find((overwrite) => overwrite.type === 1 && overwrite.id === userId));
+    return permissions;
+  }
+
+  /** Whether the bot may do all of `needed` in the channel. */
+  botMay(channel: FakeChannel, needed: bigint): boolean {
+    return (this.channelPermissions(channel, this.botUser.id) & needed) === needed;
   }
 }

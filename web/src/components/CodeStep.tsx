@@ -4,9 +4,9 @@
  * (tables, charts, text), the error with its traceback, and the files it wrote.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { CodeFile, CodeStep, PresentedResult } from '../../../src/protocol/index';
+import { type CodeFile, type CodeStep, formatBytes, type PresentedResult } from '../../../src/protocol/index';
 import { ApiError, download } from '../api';
-import { baseName, formatBytes, formatDuration } from '../format';
+import { baseName, formatDuration } from '../format';
 import { type CellLanguage, languageLabel } from '../languages';
 import { stripAnsi } from '../render/ansi';
 import { AnsiText } from './Ansi';

@@ -1,8 +1,8 @@
 /** The session's /mnt/data: list, download, delete, upload. */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { FileInfo } from '../../../src/protocol/index';
+import { type FileInfo, formatBytes } from '../../../src/protocol/index';
 import { type ApiError, api, download } from '../api';
-import { baseName, formatBytes, formatTime } from '../format';
+import { baseName, formatTime } from '../format';
 import { CloseIcon, DownloadIcon, RefreshIcon, TrashIcon } from './Icons';
 
 export interface FilesPanelProps {

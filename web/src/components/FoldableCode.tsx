@@ -6,9 +6,7 @@ import { useState } from 'preact/hooks';
 import type { CodeStep } from '../../../src/protocol/index';
 import { HighlightedCode } from './HighlightedCode';
 
-/** Lines shown while folded. */
-export const FOLDED_LINES = 15;
-/** Folding five lines away saves nothing: fold only code longer than this. */
+/** Folded, 15 lines show (`.foldable-code.is-folded` in styles.css); folding five away saves nothing: fold only code longer than this. */
 const FOLD_AFTER_LINES = 20;
 
 export function FoldableCode({ code, language }: { code: string; language?: CodeStep['language'] }) {

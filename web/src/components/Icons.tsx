@@ -74,12 +74,6 @@ export const FilesIcon = () => (
   </Icon>
 );
 
-export const ExpandIcon = () => (
-  <Icon size={16}>
-    <path d="M14 4h6v6M10 20H4v-6M20 4l-7 7M4 20l7-7" />
-  </Icon>
-);
-
 /** The brand mark: a cell (a rounded square) holding a spark of code. */
 export const BrandMark = ({ size = 20 }: { size?: number }) => (
   <svg class="brand-mark" viewBox="0 0 24 24" width={size} height={size} aria-hidden="true" focusable="false">

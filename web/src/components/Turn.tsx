@@ -1,7 +1,7 @@
 /** One turn of a conversation: a question and its answer, a notebook cell, or an upload. */
 
-import type { FilePreview, Turn } from '../../../src/protocol/index';
-import { formatBytes, formatCount, formatTime } from '../format';
+import { type FilePreview, formatBytes, type Turn } from '../../../src/protocol/index';
+import { formatCount, formatTime } from '../format';
 import type { CellLanguage } from '../languages';
 import { CodeStepView, type Decision } from './CodeStep';
 import { Markdown } from './Html';
