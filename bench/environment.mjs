@@ -6,10 +6,16 @@
 // if it is not (once: builds are content-addressed, so later runs reuse it), in a store of the bench's own
 // beside the machine's (`<image store>/bench-environments`, or SANDCELL_ENVIRONMENT_DIR when set), so that
 // the machine's `env list`, kernelspecs and doctor never show it; without root it cannot be built, and the
-// row says skipped and why.
+// row says skipped and why. Then the cost of a small layer: a one-file environment built anew (its file's
+// bytes are new each run, so nothing is reused), its build time and the disk it adds (what it does not
+// share with the runtime's root filesystem), removed after.
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildEnvironment } from '../dist/environments/build.js';
+import { readRecord, removeEnvironmentFromStore } from '../dist/environments/store.js';
 import { runtimeStoreDirectory } from '../dist/image/recipe.js';
 import { SessionPool } from '../dist/index.js';
 import { percentile } from './server.mjs';
@@ -17,6 +23,8 @@ import { percentile } from './server.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const DESCRIPTION = path.join(here, '..', 'examples', 'environment', 'sandcell.env.json');
 const MEASURE = 'session from a warm pool of a custom environment → first result';
+const LAYER_MEASURE = 'build of a one-file environment layer (bubblewrap)';
+const LAYER_NAME = 'bench-one-file';
 const now = () => performance.now();
 const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 
@@ -30,6 +38,33 @@ async function ensureBuilt(log) {
       : `environment bench: built ${built.name} (${built.hash}) in ${Math.round((now() - started) / 1000)} s (once; reused from now on)`,
   );
   return built.name;
+}
+
+/** Builds a one-file layer anew and removes it: seconds, and the bytes it adds beside the runtime. */
+async function measureLayerBuild() {
+  const directory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-bench-layer-'));
+  chmodSync(directory, 0o755);
+  const store = process.env.SANDCELL_ENVIRONMENT_DIR;
+  try {
+    writeFileSync(path.join(directory, 'one.txt'), `${randomBytes(16).toString('hex')}\n`);
+    const file = path.join(directory, 'sandcell.env.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        name: LAYER_NAME,
+        network: 'none',
+        files: [{ source: 'one.txt', target: `/usr/share/${LAYER_NAME}/one.txt` }],
+      }),
+    );
+    const started = now();
+    const built = await buildEnvironment({ file, backend: 'bubblewrap' });
+    const seconds = (now() - started) / 1000;
+    const record = await readRecord(store, LAYER_NAME, built.hash);
+    return { seconds, addedBytes: record?.builds.bubblewrap?.sizeBytes };
+  } finally {
+    await removeEnvironmentFromStore(store, LAYER_NAME).catch(() => undefined);
+    rmSync(directory, { recursive: true, force: true });
+  }
 }
 
 async function startPool(environmentName) {
@@ -99,11 +134,21 @@ async function measure({ quick, log = console.error }) {
     await Promise.all(Object.values(pools).map((pool) => pool.close()));
   }
   const p = (kind, fraction) => (times[kind].length ? round(percentile(times[kind], fraction)) : '');
+  const layer = await measureLayerBuild();
   const rows = [
     [`${MEASURE} (${name}, bubblewrap)`, 'p50', p('custom', 0.5), 'ms', '', null],
     ['', 'p95', p('custom', 0.95), 'ms', '', null],
     ['', 'default environment, same run, p50', p('default', 0.5), 'ms', '', null],
     ['', 'failed samples', failures, '', '0', failures === 0],
+    [LAYER_MEASURE, 'build time', round(layer.seconds, 1), 's', '', null],
+    [
+      '',
+      'disk it adds (beside the runtime)',
+      layer.addedBytes === undefined ? '' : round(layer.addedBytes / 2 ** 20, 0),
+      'MiB',
+      '',
+      null,
+    ],
   ];
   const summary = (values) => ({ p50: percentile(values, 0.5), p95: percentile(values, 0.95), samples: values.length });
   const result = {
@@ -112,6 +157,7 @@ async function measure({ quick, log = console.error }) {
     defaultMs: summary(times.default),
     failedSamples: failures,
     ...(firstFailure ? { firstFailure } : {}),
+    oneFileLayer: layer,
   };
   return { rows, result };
 }

@@ -58,13 +58,11 @@ function hostClient() {
  */
 export async function measureSandboxPath({ port, ca, caPath, quick }) {
   const runs = quick ? 100 : 500;
-  const policy = [`bench.test:${port}`, `127.0.0.1/32:${port}`];
-  const resolve = async () => ['127.0.0.1'];
-  const gate = createGateHost({ resolve, limits: { maxConnections: 4 } });
+  const policy = [`host.sandcell.internal:${port}`];
+  const gate = createGateHost({ limits: { maxConnections: 4 } });
   const tcpGate = await startGate({
     sessionId: 'bench-host',
     policy: parseNetworkPolicy(policy),
-    resolve,
     limits: { maxConnections: 4 },
     listen: { host: '127.0.0.1', port: 0 },
   });

@@ -24,6 +24,9 @@ const TEST_PACKAGES = [
   'python3-websockets',
   'python3-ipykernel',
   'python3-requests',
+  // httpx, the transport of the OpenAI and Anthropic Python SDKs, reaches host.sandcell.internal
+  // through a gate with a sandbox's proxy variables (test/network-host-loopback.test.ts).
+  'python3-httpx',
   // `npm run lint` checks the kernels' Python with pyflakes (pyflakes3).
   'python3-pyflakes',
 ];

@@ -27,11 +27,15 @@ function script(name: string, text: string): string {
 }
 
 describe('sandcell run picks the language from the extension', () => {
-  it('runs a .py file as Python, and a file of another extension as Python unless --language says otherwise', async () => {
+  it('runs a .py file as Python; a file of an unknown extension only with --language', async () => {
     const python = await sandcell(['run', script('sum.py', 'import sys\nprint(sys.version_info[0], sum(range(5)))')]);
     expect(python.code).toBe(0);
     expect(python.stdout).toContain('3 10');
-    const text = await sandcell(['run', script('notes.txt', 'print("from a txt", 6 * 7)')]);
+    const notes = script('notes.txt', 'print("from a txt", 6 * 7)');
+    const unknown = await sandcell(['run', notes]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('unknown extension .txt; pass --language python|javascript|typescript|bash|r');
+    const text = await sandcell(['run', '--language', 'python', notes]);
     expect(text.stdout).toContain('from a txt 42');
     const refused = await sandcell(['run', '--language', 'cobol', '-'], '1');
     expect(refused.code).toBe(2);
@@ -80,13 +84,18 @@ describe('sandcell run picks the language from the extension', () => {
     expect(forever.stderr).toContain('time limit');
   });
 
-  it('runs a .sh file in the bash kernel; a failing command is an error in the code (exit 1)', async () => {
+  it("runs a .sh file in the bash kernel; a failing command exits 1, the script's own `exit n` with n", async () => {
     const bash = await sandcell(['run', script('hello.sh', 'cd /tmp\necho "in $(pwd) with bash $BASH_VERSINFO"')]);
     expect(bash.code).toBe(0);
     expect(bash.stdout).toMatch(/in \/tmp with bash \d/);
     const failing = await sandcell(['run', script('fail.sh', 'echo before\nfalse')]);
     expect(failing.stdout).toContain('before');
     expect(failing.code).toBe(1);
+    // The script's own exit is its status, as `bash script.sh` gives it.
+    const exited = await sandcell(['run', script('exit.sh', 'echo before\nexit 5\necho after')]);
+    expect(exited.stdout).toBe('before\n');
+    expect(exited.stderr).not.toContain('ShellExited');
+    expect(exited.code).toBe(5);
   });
 
   it('runs a .R file in the R kernel, and saves its chart', async () => {
@@ -160,16 +169,33 @@ describe('sandcell exec', () => {
 });
 
 describe('sandcell repl --language', () => {
-  it('bash: the prompt names the language, cd and variables carry over, open blocks continue', async () => {
+  it('bash, piped: cd and variables carry over, open blocks continue, and stdout holds the output alone', async () => {
     const result = await sandcell(
       ['repl', '--language', 'bash'],
       'cd /tmp\nname=world\nfor i in 1 2; do\necho "line $i"\ndone\necho "$(pwd) $name"\n',
     );
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain('bash> ');
-    expect(result.stdout).toContain('....> ');
-    expect(result.stdout).toContain('line 1\nline 2\n');
-    expect(result.stdout).toContain('/tmp world');
+    expect(result.stdout).toBe('line 1\nline 2\n/tmp world\n');
+    expect(result.stderr).toContain('bash in a sandbox');
+  });
+
+  it('bash, at a terminal: the prompt names the language, an open block continues, and exit ends it', async () => {
+    const steps = [
+      { expect: 'bash> ', send: 'for i in 1 2; do\r' },
+      { expect: '....> ', send: 'echo "line $i"\r' },
+      { expect: '....> ', send: 'done\r' },
+      { expect: 'line 2', send: '' },
+      { expect: 'bash> ', send: 'exit\r' },
+    ];
+    const driver = path.join(root, 'test', 'fixtures', 'pty_steps.py');
+    const result = await runProcess(
+      '/usr/bin/python3',
+      [driver, JSON.stringify(steps), process.execPath, bin, 'repl', '--language', 'bash'],
+      { cwd: workspace, env: { XDG_STATE_HOME: path.join(workspace, 'state') } },
+    );
+    expect(result.stdout, result.stdout).toContain('line 1\r\nline 2\r\n');
+    expect(result.stdout).not.toContain('ShellExited');
+    expect(result.stdout).toContain('exit=0');
   });
 
   it('refuses an unknown language as a usage error', async () => {

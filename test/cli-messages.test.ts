@@ -5,7 +5,7 @@
  * flags with sizes in MiB, and the server's log is readable on a terminal.
  * Timeouts are generous: several real sandboxes start in a test, on a busy machine.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -31,6 +31,8 @@ describe('sandcell run saves what the code made, once, and never over an existin
     // The figure shown at the end is the chart the code saved as daily.png: one file, named by the code.
     expect(existsSync(path.join(workspace, 'out', 'figure-1.png'))).toBe(false);
     expect(first.stdout).toContain('[image saved to out/daily.png]');
+    // Said once: the image line names the file; no file line repeats it.
+    expect(first.stdout.match(/daily\.png/g)).toHaveLength(1);
     const original = readFileSync(path.join(workspace, 'out', 'daily.csv'));
 
     const second = await sandcell(['run', hello, '-o', 'out']);
@@ -38,7 +40,8 @@ describe('sandcell run saves what the code made, once, and never over an existin
     expect(readFileSync(path.join(workspace, 'out', 'daily.csv'))).toEqual(original);
     expect(existsSync(path.join(workspace, 'out', 'daily-2.csv'))).toBe(true);
     expect(second.stdout).toContain('[file saved to out/daily-2.csv: out/daily.csv already existed and was kept]');
-    expect(second.stdout).toContain('[image saved to out/daily-2.png]');
+    expect(second.stdout).toContain('[image saved to out/daily-2.png: out/daily.png already existed and was kept]');
+    expect(second.stdout.match(/daily-2\.png/g)).toHaveLength(1);
     expect(existsSync(path.join(workspace, 'out', 'figure-1.png'))).toBe(false);
   });
 
@@ -55,6 +58,94 @@ describe('sandcell run says each failure once', { timeout: 180_000 }, () => {
     expect(result.code).toBe(1);
     expect(result.stderr.match(/The kernel died/g)).toHaveLength(1);
     expect(result.stderr).toContain('KernelDied: The kernel died (killed by SIGKILL)');
+  });
+
+  it('a JavaScript error: its stack, naming the error once', async () => {
+    const result = await sandcell(['run', '--language', 'javascript', '-'], 'throw new Error("boom");\n');
+    expect(result.code).toBe(1);
+    expect(result.stderr.match(/Error: boom/g)).toHaveLength(1);
+    expect(result.stderr).toContain('throw new Error("boom")');
+  });
+});
+
+describe('sandcell run and exec say which limit cut the output and which flag raises it', { timeout: 180_000 }, () => {
+  it('run: printed output past --max-output; a --max-data that --memory cannot hold is said, with what it became', async () => {
+    const result = await sandcell(['run', '-', '--max-output', '1K', '--max-data', '4G'], 'print("x" * 5000)\n');
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout.length).toBeLessThanOrEqual(1024);
+    expect(result.stderr).toContain(
+      '[output was cut at 1 KiB, what an execution keeps of stdout and stderr; raise it with --max-output (e.g. --max-output 4K)]',
+    );
+    expect(result.stderr).toContain(
+      'note: /mnt/data will hold at most 1.9 GiB, not the 4 GiB of --max-data: its files are RAM within --memory (2 GiB, the default), which keeps 128 MiB for the kernel; raise --memory to hold more (e.g. --memory 5G).',
+    );
+  });
+
+  it("exec: a command's stdout past --max-output", async () => {
+    const result = await sandcell(['exec', '--max-output', '2K', '--', 'sh', '-c', 'yes | head -c 10000']);
+    expect(result.code).toBe(0);
+    expect(result.stdout.length).toBe(2048);
+    expect(result.stderr).toContain(
+      '[output was cut at 2 KiB, what a command keeps of its stdout and of its stderr; raise it with --max-output (e.g. --max-output 8K)]',
+    );
+  });
+});
+
+describe('sandcell run when the script reads a file from its own folder', { timeout: 180_000 }, () => {
+  it('FileNotFoundError, then a hint naming the --upload that brings the file in', async () => {
+    const folder = path.join(workspace, 'project');
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(path.join(folder, 'data.csv'), 'a,b\n1,2\n');
+    writeFileSync(path.join(folder, 'read.py'), 'import pandas as pd\nprint(pd.read_csv("data.csv").a.sum())\n');
+    const missing = await sandcell(['run', 'project/read.py']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'");
+    expect(missing.stderr).toContain(
+      'hint: data.csv is beside the script on this machine, not in the sandbox; add --upload project/data.csv',
+    );
+    const uploaded = await sandcell(['run', 'project/read.py', '--upload', 'project/data.csv']);
+    expect(uploaded.code, uploaded.stderr).toBe(0);
+    expect(uploaded.stdout).toBe('1\n');
+    expect(uploaded.stderr).not.toContain('hint:');
+  });
+});
+
+describe('usage, before any sandbox starts', () => {
+  it('exec ls -la: -la is not an exec option; the error shows the command after --', async () => {
+    const result = await sandcell(['exec', '--timeout', '5', 'ls', '-la']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      "error: unknown option '-la'\nThe command's own options go after --: sandcell exec --timeout 5 -- ls -la\n",
+    );
+  });
+
+  it('run hello.rb: the extension is unknown, and --language says which language it is', async () => {
+    writeFileSync(path.join(workspace, 'hello.rb'), 'puts "hello"\n');
+    const result = await sandcell(['run', 'hello.rb']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      'Cannot run hello.rb: unknown extension .rb; pass --language python|javascript|typescript|bash|r to say which language it is.\n',
+    );
+  });
+
+  it('run --help and exec --help list every exit status, Ctrl-C (130) included, and the units', async () => {
+    for (const command of ['run', 'exec']) {
+      const help = await sandcell([command, '--help']);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toContain('124 timeout, 130 interrupted (Ctrl-C)');
+      expect(help.stdout).toContain('Durations: 250ms, 30s, 5m, 1h (a bare number is seconds)');
+      expect(help.stdout).toMatch(/-t, --timeout <duration>/);
+    }
+  });
+
+  it('discord: defaults with their units; an --idle-timeout without a unit (it took minutes) is refused', async () => {
+    const help = await sandcell(['discord', '--help']);
+    expect(help.stdout).toMatch(/--idle-timeout <duration>[\s\S]*\(default: 30m\)/);
+    expect(help.stdout).toMatch(/--approval-timeout <duration>[\s\S]*\(default: 5m\)/);
+    expect(help.stdout).not.toMatch(/default: "/);
+    const bare = await sandcell(['discord', '--idle-timeout', '30'], undefined, { DISCORD_BOT_TOKEN: 'not-a-token' });
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain('--idle-timeout takes a duration with its unit, e.g. 30m for 30 minutes; got "30".');
   });
 });
 
@@ -151,6 +242,30 @@ describe('sandcell chat --approve at a terminal', { timeout: 180_000 }, () => {
       expect(result.stdout).toContain('typed 42');
       expect(result.stdout).not.toContain('as the model wrote it\r\n');
       expect(result.stdout).toContain('exit=0');
+    } finally {
+      await provider.close();
+    }
+  });
+});
+
+describe('sandcell chat at a terminal', { timeout: 180_000 }, () => {
+  it("Ctrl-C at an empty prompt quits, leaving the shell's prompt a line of its own", async () => {
+    const provider = await startFakeOpenAI([]);
+    try {
+      const steps = [
+        { expect: 'Ask about the data', send: '' },
+        { expect: '> ', send: '\u0003' },
+      ];
+      const chat = [bin, 'chat', '--data', csv, '--base-url', provider.baseURL, '--model', 'local'];
+      const result = await runProcess(
+        '/usr/bin/python3',
+        [path.join(root, 'test', 'fixtures', 'pty_steps.py'), JSON.stringify(steps), process.execPath, ...chat],
+        { cwd: workspace, env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } },
+      );
+      // After the prompt (and readline's cursor move), a line break; then the fixture's own line.
+      const afterPrompt = result.stdout.slice(result.stdout.lastIndexOf('> ') + 2);
+      expect(afterPrompt).toMatch(/^[^\n]*\r?\n\nexit=0\n$/);
+      expect(provider.requests).toHaveLength(0);
     } finally {
       await provider.close();
     }
@@ -254,8 +369,8 @@ describe('session limits: flags on the CLI, named as flags, with sizes in MiB', 
     expect(ask.stderr).toContain('--max-data takes a size');
   });
 
-  it("the server's upload limit is worded as its operator's setting, in KiB", async () => {
-    const server = await startServeLine(`node ${bin} serve --pool-size 0 --max-upload-bytes 1024`, { cwd: workspace });
+  it("the server's upload limit, a size as run's --max-upload takes it, is worded as its operator's setting, in KiB", async () => {
+    const server = await startServeLine(`node ${bin} serve --pool-size 0 --max-upload-bytes 1K`, { cwd: workspace });
     try {
       const created = await fetch(`http://localhost:${server.port}/v1/sessions`, { method: 'POST' });
       const { id } = (await created.json()) as { id: string };

@@ -28,7 +28,9 @@ describe('sandcell run', () => {
     expect(readFileSync(path.join(outputDir, 'daily.csv'), 'utf8').split('\n')[0]).toBe(
       'day,visitors,orders,conversion',
     );
-    expect(result.stdout).toContain(`[file saved to ${path.relative(workspace, path.join(outputDir, 'daily.png'))}]`);
+    // The chart the code saved and showed is said once, where it showed.
+    expect(result.stdout).toContain(`[image saved to ${path.relative(workspace, path.join(outputDir, 'daily.png'))}]`);
+    expect(result.stdout).not.toContain('[file saved to hello-out/daily.png]');
   });
 
   it('uploads the traffic accidents CSV and finds the strongest factor', async () => {
@@ -62,6 +64,21 @@ describe('sandcell run', () => {
     const result = await sandcell(['run', '-'], 'raise ValueError("bad value")');
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('ValueError: bad value');
+  });
+
+  it("exits with the script's own exit status, as python3 would: sys.exit(0) and exit() are a success", async () => {
+    const done = await sandcell(['run', '-', '--json'], 'import sys\nprint("done")\nsys.exit(0)\nprint("never")');
+    expect(done.code).toBe(0);
+    expect(JSON.parse(done.stdout)).toMatchObject({ status: 'ok', stdout: 'done\n', exitStatus: 0 });
+    expect(await sandcell(['run', '-'], 'import sys\nsys.exit(3)')).toEqual({ code: 3, stdout: '', stderr: '' });
+    // A message instead of a status is printed, and the status is 1.
+    expect(await sandcell(['run', '-'], 'raise SystemExit("no input file")')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'no input file\n',
+    });
+    expect(await sandcell(['run', '-'], 'print(1)\nexit()\nprint(2)')).toEqual({ code: 0, stdout: '1\n', stderr: '' });
+    expect((await sandcell(['exec', '--', 'python3', '-c', 'import sys; sys.exit(3)'])).code).toBe(3);
   });
 
   it('exits 124 on a timeout', async () => {
@@ -128,6 +145,28 @@ describe('sandcell repl', () => {
   });
 });
 
+describe('sandcell repl with piped input', () => {
+  it('takes --upload, gives input() the next line, prints no prompts, and ends at sys.exit with its status', async () => {
+    const upload = path.join(workspace, 'greeting.txt');
+    writeFileSync(upload, 'hello from the host\n');
+    const result = await sandcell(
+      ['repl', '--upload', upload],
+      'print(open("greeting.txt").read().strip())\nname = input("Name? ")\nAda\nprint("hi", name)\nimport sys\nsys.exit(4)\nprint("never")\n',
+    );
+    expect(result.stdout, result.stderr).toBe('hello from the host\nName? hi Ada\n');
+    expect(result.stderr).toContain('uploaded greeting.txt → /mnt/data/greeting.txt');
+    expect(result.stderr).not.toContain('SystemExit');
+    expect(result.code).toBe(4);
+  });
+
+  it('ends a bash prompt at exit, with its status, instead of starting a new shell', async () => {
+    const result = await sandcell(['repl', '--language', 'bash'], 'echo hi\nexit 3\necho never\n');
+    expect(result.stdout).toBe('hi\n');
+    expect(result.stderr).not.toContain('ShellExited');
+    expect(result.code).toBe(3);
+  });
+});
+
 describe('sandcell doctor', () => {
   it('checks the machine and reports it ready', async () => {
     const result = await sandcell(['doctor', '--json']);
@@ -181,6 +220,43 @@ describe('sandcell repl in a terminal', () => {
     expect(result.stdout).not.toContain('abc2');
     expect(result.stdout).toContain('exit=0');
     expect(result.code).toBe(0);
+  });
+});
+
+describe('sandcell repl in a terminal: completion, input and exit', () => {
+  it('completes with Tab from the kernel, reads input() and getpass() from the terminal, and ends at exit(n)', async () => {
+    const steps = [
+      { expect: '>>> ', send: 'import os\r' },
+      { expect: '>>> ', send: 'os.getcw\t' },
+      { expect: 'getcwd', send: '()\r' },
+      { expect: "Out[2]: '/mnt/data'" },
+      // The prompts are built at run time, so what is typed does not already show them.
+      { expect: '>>> ', send: 'name = input("Na" + "me? ")\r' },
+      { expect: 'Name? ', send: 'Ada\r' },
+      { expect: '>>> ', send: 'import getpass; secret = getpass.getpass("Pass" + "word? ")\r' },
+      { expect: 'Password? ', send: 'hunter2\r' },
+      { expect: '>>> ', send: 'name, len(secret)\r' },
+      { expect: "Out[5]: ('Ada', 7)" },
+      { expect: '>>> ', send: 'exit(5)\r' },
+    ];
+    const state = path.join(workspace, 'repl-state');
+    const driver = path.join(root, 'test', 'fixtures', 'pty_steps.py');
+    const result = await runProcess(
+      '/usr/bin/python3',
+      [driver, JSON.stringify(steps), process.execPath, bin, 'repl'],
+      {
+        cwd: workspace,
+        env: { XDG_STATE_HOME: state },
+      },
+    );
+    expect(result.stdout).toContain('os.getcwd()');
+    expect(result.stdout).toContain("Out[5]: ('Ada', 7)");
+    // The password is neither shown nor kept in the history.
+    expect(result.stdout).not.toContain('hunter2');
+    const history = readFileSync(path.join(state, 'sandcell', 'repl_history'), 'utf8');
+    expect(history).toContain('exit(5)');
+    expect(history).not.toContain('hunter2');
+    expect(result.stdout).toContain('exit=5');
   });
 });
 

@@ -19,7 +19,7 @@ describe('sandcell discord --allow-role --questions-per-minute --idle-timeout', 
     '1',
     // Three seconds, so the test sees a conversation close without waiting half an hour.
     '--idle-timeout',
-    '0.05',
+    '3s',
   ]);
 
   it(

@@ -1,10 +1,12 @@
 /**
  * A custom environment on bubblewrap, built for real: the runtime root
  * filesystem plus a Debian package the runtime does not have (python3-toolz),
- * a wheel built here, a copied file, a warm import and a variable. Builds are
- * slow (a copy of the runtime, apt), so one build serves every check.
+ * a wheel built here, a copied file, a warm import, a variable and a setup
+ * command that appends to one of the runtime's files. Builds are slow (apt),
+ * so one build serves every check; a second, offline one fails in its setup.
  */
-import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -13,8 +15,10 @@ import { buildEnvironment, type EnvironmentBuildResult } from '../src/environmen
 import { loadDescription } from '../src/environments/description.js';
 import { environmentHash } from '../src/environments/environment-version.js';
 import { collectInputs } from '../src/environments/inputs.js';
-import { buildDirectory } from '../src/environments/store.js';
+import { buildDirectory, readRecord } from '../src/environments/store.js';
 import { ImageBuildError } from '../src/errors.js';
+import { runtimeRootfsDirectory } from '../src/image/recipe.js';
+import { buildRuntimeRootfs } from '../src/image/rootfs.js';
 import { createSession } from '../src/session/session.js';
 import { withSession } from './contract/backend-contract.js';
 import { runSecurityContract } from './contract/security-contract.js';
@@ -42,6 +46,8 @@ await writeFile(
     files: [{ source: 'hello.txt', target: '/usr/share/tinytest/hello.txt' }],
     warmImports: ['sandcell_tiny'],
     env: { TINYTEST_MODE: 'on' },
+    // Written in place: through a hard link this would change the runtime's own file.
+    setup: [`echo 'SANDCELL_TINYTEST=appended' >> /usr/lib/os-release`],
   }),
 );
 const loaded = await loadDescription(descriptionFile);
@@ -50,7 +56,7 @@ const rootfs = path.join(buildDirectory(store, 'tinytest', hash), 'rootfs');
 const environmentBackend = createBubblewrapBackend({ rootfs });
 
 const PROBE = `import os, sys
-print('sandcell_tiny' in sys.modules)
+print('sandcell_tiny' in sys.modules, 'sandcell_tiny' in globals())
 try:
     import sandcell_tiny, toolz
     print(sandcell_tiny.VALUE, toolz.__name__)
@@ -63,9 +69,22 @@ describeWhenAvailable('a custom environment on bubblewrap', 'bubblewrap-rootfs',
   let built: EnvironmentBuildResult;
   const progress: string[] = [];
   const previousStore = process.env.SANDCELL_ENVIRONMENT_DIR;
+  /** Files of the runtime the layer writes to, in place or by apt, and their bytes before the build. */
+  const RUNTIME_FILES = ['usr/lib/os-release', 'var/lib/dpkg/status', 'var/log/dpkg.log'];
+  const runtimeBefore = new Map<string, string>();
+  const digest = async (file: string) =>
+    createHash('sha256')
+      .update(await readFile(file))
+      .digest('hex');
 
   beforeAll(async () => {
     process.env.SANDCELL_ENVIRONMENT_DIR = store;
+    if (!reason) {
+      // The runtime first (built if missing, as the build would), to know its files before the layer runs.
+      await buildRuntimeRootfs({});
+      for (const file of RUNTIME_FILES)
+        runtimeBefore.set(file, await digest(path.join(runtimeRootfsDirectory(), file)));
+    }
     built = await buildEnvironment({
       file: descriptionFile,
       backend: 'bubblewrap',
@@ -93,7 +112,7 @@ describeWhenAvailable('a custom environment on bubblewrap', 'bubblewrap-rootfs',
       expect(session.environment).toMatchObject({ name: 'tinytest', hash, backendRef: rootfs });
       const execution = await session.run(PROBE);
       expect(execution.error).toBeUndefined();
-      expect(execution.stdout).toBe('True\n42 toolz\nhello from the environment\non\n');
+      expect(execution.stdout).toBe('True True\n42 toolz\nhello from the environment\non\n');
     } finally {
       await session.close();
     }
@@ -102,8 +121,22 @@ describeWhenAvailable('a custom environment on bubblewrap', 'bubblewrap-rootfs',
   it('a session in the default environment has none of it', async () => {
     await withSession(runtime, { preloadModules: [] }, async (session) => {
       const execution = await session.run(PROBE);
-      expect(execution.stdout).toBe('False\nmissing sandcell_tiny\nno file\nNone\n');
+      expect(execution.stdout).toBe('False False\nmissing sandcell_tiny\nno file\nNone\n');
     });
+  });
+
+  it("shares the runtime's unchanged files, never writes to them, and costs about its own size", async () => {
+    const runtime = runtimeRootfsDirectory();
+    // The runtime's files are as they were, though the layer appended to one and apt rewrote two.
+    for (const file of RUNTIME_FILES)
+      expect(await digest(path.join(runtime, file)), file).toBe(runtimeBefore.get(file));
+    expect(await readFile(path.join(rootfs, 'usr/lib/os-release'), 'utf8')).toMatch(/SANDCELL_TINYTEST=appended\n$/);
+    expect(await readFile(path.join(rootfs, 'var/lib/dpkg/status'), 'utf8')).toContain('Package: python3-toolz');
+    // An unchanged file is the runtime's own, not a copy.
+    const numpy = 'usr/lib/python3/dist-packages/numpy/__init__.py';
+    expect((await stat(path.join(rootfs, numpy))).ino).toBe((await stat(path.join(runtime, numpy))).ino);
+    const record = await readRecord(store, 'tinytest', hash);
+    expect(record?.builds.bubblewrap?.sizeBytes).toBeLessThan(200 * 2 ** 20);
   });
 
   it('building the unchanged description again is a no-op', async () => {
@@ -120,6 +153,41 @@ describeWhenAvailable('a custom environment on bubblewrap', 'bubblewrap-rootfs',
       await expect(attempt).rejects.toThrow(ImageBuildError);
       await expect(attempt).rejects.toThrow(/Unable to locate package sandcell-no-such-package/);
       expect(await readdir(path.join(store, 'brokentest')).catch(() => [])).toEqual([]);
+    },
+    BUILD_TIMEOUT_MS,
+  );
+
+  it(
+    'a failing setup command fails the build naming it, its exit status and its last lines, shown as they came',
+    async () => {
+      const file = path.join(directory, 'failing.env.json');
+      const lines = Array.from({ length: 30 }, (_, index) => `line ${index + 1}`);
+      await writeFile(
+        file,
+        JSON.stringify({
+          name: 'failingsetup',
+          network: 'none',
+          setup: ['echo first', `printf '%s\\n' ${lines.map((line) => `'${line}'`).join(' ')}; exit 7`],
+        }),
+      );
+      const shown: string[] = [];
+      const attempt = buildEnvironment({
+        file,
+        backend: 'bubblewrap',
+        onProgress: (entry) => {
+          if (entry.output !== undefined) shown.push(entry.output);
+        },
+      });
+      await expect(attempt).rejects.toThrow(ImageBuildError);
+      const message = await attempt.catch((error: Error) => error.message);
+      expect(message).toMatch(
+        /^The environment build failed: setup command 2 of 2 exited with status 7:\n {2}printf '%s\\n' 'line 1' 'line 2'/,
+      );
+      expect(message).toContain('Its last lines of output:\n  line 11\n');
+      expect(message).toMatch(/line 30$/);
+      expect(message).not.toContain('line 10\n');
+      expect(shown).toEqual(['first', ...lines]);
+      expect(await readdir(path.join(store, 'failingsetup')).catch(() => [])).toEqual([]);
     },
     BUILD_TIMEOUT_MS,
   );

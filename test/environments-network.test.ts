@@ -1,9 +1,10 @@
 /**
  * An environment's build reaches only what its allow-list names, for real:
  * bwrap with its own network namespace, the gate on the host, the forwarder
- * inside. A local HTTP server on 127.0.0.1 stands in for the internet (allowed
- * by a CIDR rule in the description). One build that may fetch, one that asks
- * for a host not on the list; each copies the runtime, so there are only two.
+ * inside. A local HTTP server on 127.0.0.1 stands in for the internet, reached
+ * as `host.sandcell.internal` on its port (allowed in the description). One
+ * build that may fetch, one that asks for a host not on the list; builds are
+ * slow, so there are only two.
  */
 import { lookup } from 'node:dns/promises';
 import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -88,10 +89,10 @@ describeWhenAvailable("an environment build's network", 'bubblewrap-rootfs', rea
       path.join(directory, 'fetch.env.json'),
       JSON.stringify({
         name: 'netfetch',
-        network: { allow: [`127.0.0.1/32:${port}`] },
+        network: { allow: [`host.sandcell.internal:${port}`] },
         files: [{ source: 'probe.py', target: '/usr/share/netfetch/probe.py' }],
         setup: [
-          `curl -fsS http://127.0.0.1:${port}/payload.txt -o /usr/share/netfetch/payload.txt`,
+          `curl -fsS http://host.sandcell.internal:${port}/payload.txt -o /usr/share/netfetch/payload.txt`,
           'python3 /usr/share/netfetch/probe.py > /usr/share/netfetch/raw.txt',
         ],
       }),
@@ -122,9 +123,13 @@ describeWhenAvailable("an environment build's network", 'bubblewrap-rootfs', rea
   });
 
   it("prints the build's allow-list and each connection the gate made", () => {
-    expect(progress).toContainEqual(expect.stringMatching(new RegExp(`^network gate — .*127\\.0\\.0\\.1/32:${port}`)));
     expect(progress).toContainEqual(
-      expect.stringMatching(new RegExp(`^network gate: request to 127\\.0\\.0\\.1:${port} \\(127\\.0\\.0\\.1\\)`)),
+      expect.stringMatching(new RegExp(`^network gate — .*host\\.sandcell\\.internal:${port}`)),
+    );
+    expect(progress).toContainEqual(
+      expect.stringMatching(
+        new RegExp(`^network gate: request to host\\.sandcell\\.internal:${port} \\(127\\.0\\.0\\.1\\)`),
+      ),
     );
   });
 

@@ -175,6 +175,26 @@ describe('JupyterLab client', () => {
     await kernel.shutdown();
   });
 
+  it('shows sys.exit(n) as an error, as Jupyter does, and runs on: exit() and quit() end the cell, not the kernel', async () => {
+    const kernel = await kernels.startNew({ name: 'python3' });
+    await execute(kernel, 'import sys\nx = 1');
+    const exited = await execute(kernel, 'sys.exit(3)');
+    expect(exited.reply.content).toMatchObject({ status: 'error', ename: 'SystemExit', evalue: '3' });
+    // Without IPython's advice, meant for its terminal, to exit with Ctrl-D.
+    expect(types(exited)).toEqual(['status', 'execute_input', 'error', 'status']);
+    for (const code of ['exit()', 'quit()']) {
+      const ended = await execute(kernel, `x += 1\n${code}\nx = 100`);
+      expect(ended.reply.content.status).toBe('ok');
+      expect(types(ended)).toEqual(['status', 'execute_input', 'status']);
+    }
+    const kept = await execute(kernel, 'x');
+    expect(
+      (kept.iopub.find((message) => message.header.msg_type === 'execute_result') as KernelMessage.IExecuteResultMsg)
+        .content.data['text/plain'],
+    ).toBe('3');
+    await kernel.shutdown();
+  });
+
   it('runs JavaScript and bash kernels', async () => {
     for (const [name, code, expected] of [
       ['javascript', 'const n = 20; console.log(n + 22)', '42\n'],

@@ -62,11 +62,11 @@ const { createGateHost } = await import(${JSON.stringify(path.join(DIST, 'networ
 const server = http.createServer((request, response) => response.end('hello ' + request.url));
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
 const port = server.address().port;
-// A name (not in NO_PROXY) that the gate resolves to this host's loopback, which a CIDR rule allows.
-const networkGate = createGateHost({ resolve: async () => ['127.0.0.1'] });
+// The name that reaches this host's loopback through the gate (127.0.0.1 is the sandbox's own).
+const networkGate = createGateHost();
 const session = await createSession({
   backend: 'docker',
-  network: { allow: ['grouped.test:' + port, '127.0.0.1/32:' + port] },
+  network: { allow: ['host.sandcell.internal:' + port] },
   networkGate,
 });
 const out = { uid: process.getuid(), groups: process.getgroups() };
@@ -74,7 +74,7 @@ try {
   out.canary = (await session.run('print("canary")')).stdout;
   const socket = await session.run('import json, os; s = os.stat("/run/sandcell/gate.sock"); print(json.dumps({"uid": os.getuid(), "groups": os.getgroups(), "socketGroup": s.st_gid, "mode": s.st_mode & 0o777}))');
   out.inside = JSON.parse(socket.stdout);
-  const fetched = await session.run('import urllib.request; print(urllib.request.urlopen("http://grouped.test:' + port + '/through-the-gate").read().decode())');
+  const fetched = await session.run('import urllib.request; print(urllib.request.urlopen("http://host.sandcell.internal:' + port + '/through-the-gate").read().decode())');
   out.fetched = fetched.stdout;
   out.error = fetched.error?.value;
 } finally {

@@ -1,9 +1,9 @@
 /**
  * What a user does with internet access, end to end on real bubblewrap through the real gate:
  * `pip install` from a cell, then `import` in the same live kernel, without a restart and without
- * a file landing in the session's data; and `git clone` over HTTPS into /mnt/data. Servers on
- * 127.0.0.1 stand in for the internet (a tiny package index, a git repository served as static
- * files), with a test CA the session trusts.
+ * a file landing in the session's data; and `git clone` over HTTPS into /mnt/data. Servers on this
+ * machine's 127.0.0.1 stand in for the internet (a tiny package index, a git repository served as
+ * static files), reached as `host.sandcell.internal` on their ports, with a test CA the session trusts.
  */
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -20,14 +20,15 @@ import { startTinyIndex, type TinyIndex } from './support/tiny-index.js';
 describe('internet access for packages and repositories: bubblewrap', () => {
   const backend = createBubblewrapBackend();
   const token = randomBytes(6).toString('hex');
-  const gate = createGateHost({ resolve: async (host) => (host.endsWith('.test') ? ['127.0.0.1'] : []) });
+  const HOST = 'host.sandcell.internal';
+  const gate = createGateHost();
   let certificates: TestCertificates;
   let index: TinyIndex;
   let repository: StaticGitServer;
   let files: StandInServer;
 
   beforeAll(async () => {
-    certificates = createTestCertificates(['index.test', 'git.test', 'files.test']);
+    certificates = createTestCertificates([HOST]);
     const tls = { key: certificates.serverKey, cert: certificates.serverCertificate };
     index = await startTinyIndex(tls, token);
     repository = await startStaticGitServer(tls, 'probe', `probe ${token}\n`);
@@ -43,21 +44,14 @@ describe('internet access for packages and repositories: bubblewrap', () => {
       backend,
       {
         network: {
-          allow: [
-            `index.test:${index.port}`,
-            `127.0.0.1/32:${index.port}`,
-            `git.test:${repository.port}`,
-            `127.0.0.1/32:${repository.port}`,
-            `files.test:${files.port}`,
-            `127.0.0.1/32:${files.port}`,
-          ],
+          allow: [`${HOST}:${index.port}`, `${HOST}:${repository.port}`, `${HOST}:${files.port}`],
           trustedCertificates: certificates.caCertificate,
         },
         networkGate: gate,
       },
       body,
     );
-  const indexUrl = () => `https://index.test:${index.port}/simple`;
+  const indexUrl = () => `https://${HOST}:${index.port}/simple`;
   const dataFiles = async (session: Session) => (await session.commands.run('ls -A /mnt/data')).stdout;
 
   it('`!pip install` in a cell, then `import` in the next cell of the same kernel; nothing lands in /mnt/data', async () => {
@@ -114,7 +108,7 @@ describe('internet access for packages and repositories: bubblewrap', () => {
   it('git clones a repository over HTTPS into /mnt/data', async () => {
     await withNetwork(async (session) => {
       const clone = await session.commands.run(
-        `git clone -q https://git.test:${repository.port}/${repository.repositoryPath} /mnt/data/probe && git -C /mnt/data/probe log --format=%s`,
+        `git clone -q https://${HOST}:${repository.port}/${repository.repositoryPath} /mnt/data/probe && git -C /mnt/data/probe log --format=%s`,
         { timeoutMs: 120_000 },
       );
       expect(clone.exitCode, clone.stderr).toBe(0);
@@ -126,7 +120,7 @@ describe('internet access for packages and repositories: bubblewrap', () => {
 
   it('large transfers both ways, several at once, pass through the forwarder intact', async () => {
     await withNetwork(async (session) => {
-      const url = `https://files.test:${files.port}`;
+      const url = `https://${HOST}:${files.port}`;
       const transfers = await session.commands.run(
         [
           'set -e',

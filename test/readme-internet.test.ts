@@ -6,6 +6,7 @@
  * gate adds the key over HTTPS is test/network-bubblewrap.test.ts's (a stand-in host on 127.0.0.1).
  */
 import { rmSync } from 'node:fs';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commandsOf, readmeBlocks, runShell, scratchClone } from './support/readme.js';
 
@@ -28,6 +29,34 @@ describe('README: Internet access', () => {
       expect(result.code, result.stderr).toBe(exitCode);
       expect(result.stderr).toContain(said);
     }
+  });
+});
+
+describe('README: A service on this machine', () => {
+  it('host.sandcell.internal reaches it, and a rule on 127.0.0.1 is refused naming that rule', async () => {
+    const block = readmeBlocks().find((candidate) => candidate.id === 'internet-host');
+    if (!block) throw new Error('README.md has no block marked readme-test: internet-host');
+    const [reach, refused] = commandsOf(block.code);
+    // Ollama's port, on this machine's loopback: a stand-in answering as it does (or Ollama itself).
+    const ollama = http.createServer((request, response) => {
+      response.writeHead(request.url === '/api/version' ? 200 : 404, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ version: '0.0.0-stand-in' }));
+    });
+    const listening = await new Promise<boolean>((resolve) => {
+      ollama.once('error', () => resolve(false));
+      ollama.listen(11434, '127.0.0.1', () => resolve(true));
+    });
+    try {
+      const result = await runShell(reach as string, { cwd: clone });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toMatch(/^\{"version":"/);
+    } finally {
+      if (listening) ollama.close();
+    }
+    const said = (refused as string).slice((refused as string).indexOf('#') + 1).trim();
+    const result = await runShell(refused as string, { cwd: clone });
+    expect(result.code).toBe(2);
+    expect(result.stderr.replace(/\s+/g, ' ')).toContain(said);
   });
 });
 

@@ -55,6 +55,7 @@ const RUN_ELSEWHERE: Record<string, string> = {
   'e2b-sdk': 'test/readme-e2b.test.ts',
   'jupyter-gateway': 'test/jupyter-gateway-notebook.test.ts',
   'internet-access': 'test/readme-internet.test.ts',
+  'internet-host': 'test/readme-internet.test.ts',
   'discord-invite': 'test/readme-discord.test.ts',
   'discord-run': 'test/readme-discord.test.ts',
   'discord-transcript': 'test/readme-discord.test.ts',
@@ -98,7 +99,9 @@ const RUNNERS: Record<string, () => Promise<void>> = {
     expect(json!.code, json!.stderr).toBe(0);
     expect(JSON.parse(json!.stdout)).toMatchObject({ status: 'ok', stdout: expect.stringContaining('Busiest days:') });
     expect(repl!.code, repl!.stderr).toBe(0);
-    expect(repl!.stdout).toContain('>>> ');
+    // Its input is not a terminal here: no prompts, and the greeting goes to stderr.
+    expect(repl!.stderr).toContain('Python in a sandbox');
+    expect(repl!.stdout).toBe('');
     expect(doctor!.code, doctor!.stdout + doctor!.stderr).toBe(0);
   },
   languages: async () => {

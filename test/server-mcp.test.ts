@@ -83,6 +83,22 @@ describe('sandcell mcp over stdio', () => {
     expect(textOf(await call(client, 'run_python', { code: 'x' }))).toContain('NameError');
   });
 
+  it('ends the code at sys.exit or exit(), never the session, and says so', async () => {
+    const session = 'exits';
+    await call(client, 'run_python', { code: 'import sys\nx = 1', session });
+    const failed = await call(client, 'run_python', { code: 'sys.exit(3)', session });
+    expect(failed.isError).toBe(true);
+    expect(textOf(failed)).toContain('SystemExit: 3');
+    expect(textOf(failed)).toContain('exited with status 3');
+    expect(textOf(failed)).not.toContain('Ctrl-D');
+    const ended = await call(client, 'run_python', { code: 'print("bye")\nx += 1\nexit()\nx = 100', session });
+    expect(ended.isError).toBeFalsy();
+    expect(textOf(ended)).toBe(
+      'bye\n\n[note] the code exited with status 0 and stopped there; the session goes on with its variables.',
+    );
+    expect(textOf(await call(client, 'run_python', { code: 'x', session }))).toBe('2');
+  });
+
   it('returns figures as image content', async () => {
     const result = await call(client, 'run_python', {
       code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()',

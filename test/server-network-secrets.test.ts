@@ -2,8 +2,9 @@
  * Secrets through the server, on real bubblewrap sandboxes: the operator's secret (`serve
  * --secret-header`) reaches every session whose allow-list covers its host, a key may add its own on
  * POST /v1/sessions for hosts it asked for, and neither value appears in an answer, a listing or
- * the log. The stand-in host is `localhost` (127.0.0.1, allowed by a CIDR rule beside its name), over
- * HTTPS with a test CA the session trusts: secrets are added to HTTPS requests only.
+ * the log. The stand-in host is a service on this machine's 127.0.0.1, reached as
+ * `host.sandcell.internal`, over HTTPS with a test CA the session trusts: secrets are added to HTTPS
+ * requests only.
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,10 +20,11 @@ describe('network secrets through the server', () => {
   let web: StandInServer;
   let certificates: TestCertificates;
   let server: SandcellServer & { logs: LogCapture };
-  const allow = () => [`localhost:${web.port}`, `127.0.0.1/32:${web.port}`];
+  const HOST = 'host.sandcell.internal';
+  const allow = () => [`${HOST}:${web.port}`];
 
   beforeAll(async () => {
-    certificates = createTestCertificates(['localhost']);
+    certificates = createTestCertificates([HOST]);
     web = await startStandInServer({
       label: 'api',
       tls: { key: certificates.serverKey, cert: certificates.serverCertificate },
@@ -30,7 +32,7 @@ describe('network secrets through the server', () => {
     server = await startTestServer({
       poolSize: 0,
       networkPermission: allow(),
-      networkSecrets: [{ host: 'localhost', header: 'Authorization', value: OPERATOR_KEY }],
+      networkSecrets: [{ host: HOST, header: 'Authorization', value: OPERATOR_KEY }],
     });
   });
   afterAll(async () => {
@@ -47,7 +49,7 @@ describe('network secrets through the server', () => {
         network: {
           allow: allow(),
           trustedCertificates: certificates.caCertificate,
-          secrets: [{ host: 'localhost', header: 'X-Api-Key', value: OWN_KEY }],
+          secrets: [{ host: HOST, header: 'X-Api-Key', value: OWN_KEY }],
         },
       },
     });
@@ -58,7 +60,7 @@ describe('network secrets through the server', () => {
       `/v1/sessions/${session.id}/commands`,
       {
         method: 'POST',
-        json: { command: `curl -sS --noproxy '' --max-time 20 https://localhost:${web.port}/keys; env` },
+        json: { command: `curl -sS --max-time 20 https://${HOST}:${web.port}/keys; env` },
       },
     );
     expect(run.stderr).toBe('');

@@ -1,8 +1,8 @@
 /**
  * Internet access through the server, on real bubblewrap sandboxes and the server's own gate: a key
  * asks for a host the operator permits and reaches it, every allowed and refused connection is a log
- * line naming the session (no bodies), and asking beyond the bound starts nothing. The stand-in host
- * is 127.0.0.1 itself, named by a CIDR rule (loopback is refused without one).
+ * line naming the session (no bodies), and asking beyond the bound starts nothing. The stand-in hosts
+ * are services on this machine's 127.0.0.1, reached as `host.sandcell.internal` on their ports.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer } from '../src/server/index.js';
@@ -17,7 +17,7 @@ describe('internet access through the server', () => {
   beforeAll(async () => {
     web = await startStandInServer({ label: 'permitted' });
     other = await startStandInServer({ label: 'not-permitted' });
-    server = await startTestServer({ poolSize: 0, networkPermission: [`127.0.0.1/32:${web.port}`] });
+    server = await startTestServer({ poolSize: 0, networkPermission: [`host.sandcell.internal:${web.port}`] });
   });
   afterAll(async () => {
     await server?.close();
@@ -28,18 +28,17 @@ describe('internet access through the server', () => {
     const api = client(server);
     const session = await api.json<{ id: string }>('/v1/sessions', {
       method: 'POST',
-      json: { network: { allow: [`127.0.0.1/32:${web.port}`] } },
+      json: { network: { allow: [`host.sandcell.internal:${web.port}`] } },
     });
-    // `--noproxy ''`: the sandbox's NO_PROXY keeps its own 127.0.0.1 direct; this address is the host's.
     const run = (url: string) =>
       api.json<{ exitCode: number; stdout: string; stderr: string }>(`/v1/sessions/${session.id}/commands`, {
         method: 'POST',
-        json: { command: `curl -sS --noproxy '' --max-time 20 -o /dev/null -w '%{http_code}' ${url}` },
+        json: { command: `curl -sS --max-time 20 -o /dev/null -w '%{http_code}' ${url}` },
       });
-    const allowed = await run(`http://127.0.0.1:${web.port}/hello`);
+    const allowed = await run(`http://host.sandcell.internal:${web.port}/hello`);
     expect(allowed.stdout, allowed.stderr).toBe('200');
     expect(web.received.map((request) => request.url)).toContain('/hello');
-    const refused = await run(`http://127.0.0.1:${other.port}/`);
+    const refused = await run(`http://host.sandcell.internal:${other.port}/`);
     expect(refused.stdout).toBe('403');
     expect(other.received).toEqual([]);
     // The gate writes a connection's line when it sees the connection end, which may be just after curl exits.
@@ -61,7 +60,7 @@ describe('internet access through the server', () => {
     const before = (await api.json<{ sessions: unknown[] }>('/v1/sessions')).sessions.length;
     const refused = await api('/v1/sessions', {
       method: 'POST',
-      json: { network: { allow: [`127.0.0.1/32:${other.port}`] } },
+      json: { network: { allow: [`host.sandcell.internal:${other.port}`] } },
     });
     expect(refused.status).toBe(403);
     expect((await api.json<{ sessions: unknown[] }>('/v1/sessions')).sessions.length).toBe(before);

@@ -114,3 +114,26 @@ describe('commands and languages', () => {
     await api(base, { method: 'DELETE' });
   });
 });
+
+describe("the code's own exit", () => {
+  it('sys.exit(n), exit() and quit() end the code, never the session: the state is kept, the status told', async () => {
+    const session = await api.json<Json>('/v1/sessions', { method: 'POST', json: {} });
+    const base = `/v1/sessions/${session.id}`;
+    const execute = (code: string) => api.json<Json>(`${base}/executions`, { method: 'POST', json: { code } });
+    await execute('import sys\nx = 1');
+    // As Jupyter shows it, without IPython's advice to use Ctrl-D.
+    const failed = await execute('print("before")\nsys.exit(3)\nprint("after")');
+    expect(failed).toMatchObject({ status: 'error', stdout: 'before\n', stderr: '', exitStatus: 3 });
+    expect(failed.error).toMatchObject({ name: 'SystemExit', value: '3' });
+    // Status 0 is a success: no error, the rest of the code skipped.
+    expect(await execute('x += 1\nexit()\nx = 100')).toMatchObject({ status: 'ok', stderr: '', exitStatus: 0 });
+    const quitted = await execute('quit()');
+    expect(quitted).toMatchObject({ status: 'ok', exitStatus: 0 });
+    expect(quitted.error).toBeUndefined();
+    const after = await execute('x');
+    expect(after).toMatchObject({ status: 'ok', executionCount: 5 });
+    expect(after.results[0].data['text/plain']).toBe('2');
+    expect(after).not.toHaveProperty('exitStatus');
+    await api(base, { method: 'DELETE' });
+  });
+});

@@ -10,12 +10,13 @@
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createChatModel } from '../src/agents/index.js';
-import type { ScriptedRun } from '../src/backends/scripted/index.js';
+import type { ScriptedRun, ScriptedStep } from '../src/backends/scripted/index.js';
 import type { Conversation } from '../src/protocol/index.js';
 import { client, startScriptedServer } from './server-helpers.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
 import { type Answer, figure, pngImage, printed } from './support/kernel-script.js';
 import {
+  inTranscriptView,
   launchBrowser,
   openTab as openBrowserTab,
   PHONE,
@@ -42,9 +43,28 @@ const HOSTILE_SVG =
   '<script>window.top.__xss=2;alert(2)</script>' +
   '<rect width="240" height="120" fill="#4f46e5"/><text x="20" y="70" fill="#fff" font-size="28">SVG chart</text></svg>';
 
+/** A chart taller than the space kept for it while its image loads. */
+const TALL_CHART: ScriptedStep = {
+  type: 'display',
+  data: { 'image/png': pngImage(480, 600).toString('base64'), 'text/plain': '<Figure size 480x600 with 1 Axes>' },
+};
+
+/** How far the streaming cell may go: the test lets it on a step at a time. */
+const streaming = { released: 0 };
+const STREAMED_LINES = Array.from({ length: 40 }, (_, index) => `line ${index + 1}\n`).join('');
+
 /** What each cell's code does; code the table does not know runs silently (a model's code in chat). */
 const CELLS: Record<string, Answer> = {
   'print(wide)': [printed(`${WIDE_TABLE}\n`)],
+  // A tall chart (its image loads after the cell's events), then output that keeps coming.
+  'plot_and_stream()': [
+    TALL_CHART,
+    printed('started\n'),
+    { type: 'wait', until: () => streaming.released >= 1 },
+    printed(STREAMED_LINES),
+    { type: 'wait', until: () => streaming.released >= 2 },
+    printed('the last line\n'),
+  ],
   'import time\ntime.sleep(600)': [printed('working…\n'), { type: 'hang' }],
   "plt.savefig('/mnt/data/chart.png'); open('/mnt/data/badge.svg','w').write(svg)": ({ files }) => {
     files.write('chart.png', pngImage(480, 300));
@@ -52,6 +72,7 @@ const CELLS: Record<string, Answer> = {
     return [printed('saved\n')];
   },
   'plt.show()': [figure()],
+  'plt.show(tall=True)': [TALL_CHART],
   [LONG_CODE]: [printed('done\n')],
   'print(1)': [printed('1\n')],
 };
@@ -65,6 +86,8 @@ interface PageElement {
   scrollWidth: number;
   clientWidth: number;
   clientHeight: number;
+  scrollHeight: number;
+  scrollTop: number;
   placeholder: string;
   src: string;
   naturalWidth: number;
@@ -77,6 +100,7 @@ interface PageStyle {
   fontFamily: string;
   paddingLeft: string;
   paddingRight: string;
+  textUnderlinePosition: string;
 }
 declare const document: {
   contentType: string;
@@ -150,6 +174,13 @@ async function box(locator: Locator) {
   return found;
 }
 
+/** How far a scroller is from its end (0: its last line is in view). */
+const distanceFromEnd = (locator: Locator) =>
+  locator.evaluate((node) => {
+    const element = node as unknown as PageElement;
+    return element.scrollHeight - element.scrollTop - element.clientHeight;
+  });
+
 const conversationId = (page: Page) => decodeURIComponent(new URL(page.url()).hash.replace('#/c/', ''));
 
 describe('the web UI on a phone (390×844)', { timeout: 120_000 }, () => {
@@ -206,7 +237,7 @@ describe('the web UI on a phone (390×844)', { timeout: 120_000 }, () => {
     ).toBe(true);
   });
 
-  it('printed tables keep their lines and scroll sideways; the composer stays in view under a long history', async () => {
+  it('printed tables keep their lines and scroll sideways; the composer stays in view under a long history; the view follows new output until the user scrolls up', async () => {
     const { page } = await openTab(server.url, PHONE);
     await switchTo(page, 'Notebook');
     let cell: Locator | undefined;
@@ -230,21 +261,77 @@ describe('the web UI on a phone (390×844)', { timeout: 120_000 }, () => {
     const editor = await box(page.getByLabel('Python cell (Ctrl+Enter runs it)'));
     expect(editor.y + editor.height).toBeLessThanOrEqual(PHONE.height);
     await screenshot(page, 'phone-wide-output');
+
+    // A running cell: the view follows its output, its chart loading late included…
+    const transcript = page.locator('.transcript');
+    const jump = page.getByRole('button', { name: 'Jump to latest' });
+    await page.getByLabel('Python cell (Ctrl+Enter runs it)').fill('plot_and_stream()');
+    await page.getByLabel('Python cell (Ctrl+Enter runs it)').press('Control+Enter');
+    const running = page.locator('.turn-cell').nth(3);
+    const chart = running.locator('img.output-image');
+    await expect.poll(() => chart.evaluate((element) => (element as unknown as PageElement).naturalWidth)).toBe(480);
+    await expect.poll(() => distanceFromEnd(transcript)).toBeLessThan(2);
+    expect(await jump.count()).toBe(0);
+
+    // …until the user scrolls up to read: then what they read stays put while output arrives.
+    const view = await box(transcript);
+    await page.mouse.move(view.x + view.width / 2, view.y + view.height / 2);
+    await page.mouse.wheel(0, -250);
+    await jump.waitFor();
+    const scrollTop = () => transcript.evaluate((element) => (element as unknown as PageElement).scrollTop);
+    const readingAt = await scrollTop();
+    const behind = await distanceFromEnd(transcript);
+    streaming.released = 1;
+    await running.locator('.stdout', { hasText: 'line 40' }).waitFor();
+    await page.waitForTimeout(200); // a frame or two for any follow to happen
+    expect(await scrollTop()).toBe(readingAt);
+    expect(await distanceFromEnd(transcript)).toBeGreaterThan(behind + 100); // the output grew below
+    const jumpBox = await box(jump);
+    expect(jumpBox.x).toBeGreaterThanOrEqual(0);
+    expect(jumpBox.x + jumpBox.width).toBeLessThanOrEqual(PHONE.width);
+    expect(jumpBox.y + jumpBox.height).toBeLessThanOrEqual(view.y + view.height);
+    await screenshot(page, 'phone-jump-to-latest');
+
+    // "Jump to latest" goes to the end and follows again; the printed output's own box shows its newest line.
+    await jump.click();
+    await expect.poll(() => distanceFromEnd(transcript)).toBeLessThan(2);
+    await jump.waitFor({ state: 'detached' });
+    streaming.released = 2;
+    await expect.poll(() => running.locator('.code-step').getAttribute('aria-busy')).toBe('false');
+    expect(await running.locator('.stdout').textContent()).toContain('the last line');
+    await expect.poll(() => distanceFromEnd(transcript)).toBeLessThan(2);
+    expect(await distanceFromEnd(running.locator('.stdout'))).toBeLessThan(2);
+
+    // Running something new while scrolled up (by the scrollbar or keys this time) goes to the end, to show it.
+    await transcript.evaluate((element) =>
+      (element as unknown as { scrollBy(x: number, y: number): void }).scrollBy(0, -400),
+    );
+    await jump.waitFor();
+    await runCell(page, 'print(1)');
+    await expect.poll(() => distanceFromEnd(transcript)).toBeLessThan(2);
+    expect(await jump.count()).toBe(0);
   });
 
-  it('a chat answer with its code and chart reads well and stays within the screen', async () => {
+  it('a chat answer with its code and chart reads well and stays within the screen; the answer under a tall chart is in view, reopened too', async () => {
     const { page } = await openTab(server.url, PHONE);
     provider.enqueue(
       {
         text: 'Let me chart the accidents by region.',
-        toolCalls: [{ name: 'execute_python_code', arguments: { code: 'plt.show()' } }],
+        toolCalls: [{ name: 'execute_python_code', arguments: { code: 'plt.show(tall=True)' } }],
       },
       { text: 'Accidents are **highest in the north** (3 a day), and lowest in the south.' },
     );
     await page.getByLabel('Your question').fill('Where do most accidents happen?');
     await page.getByLabel('Your question').press('Enter');
-    await page.locator('.final-answer').waitFor();
-    await page.locator('.turn-message img.output-image').waitFor();
+    const answer = page.locator('.final-answer');
+    const chart = page.locator('.turn-message img.output-image');
+    for (const reopened of [false, true]) {
+      if (reopened) await page.reload();
+      await answer.waitFor();
+      await expect.poll(() => chart.evaluate((element) => (element as unknown as PageElement).naturalWidth)).toBe(480);
+      // The chart's image came after the answer and pushed it down: the view followed.
+      await expect.poll(() => inTranscriptView(page, answer), { timeout: 2000 }).toBe(true);
+    }
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
     const composer = await box(page.getByLabel('Your question'));
     expect(composer.y + composer.height).toBeLessThanOrEqual(PHONE.height);
@@ -412,8 +499,12 @@ describe('cells, modes, images and long code', { timeout: 120_000 }, () => {
       await opened.close();
     }
     tab.popups.splice(0); // the pages this test opened itself
-    // The files stay downloadable as links too.
+    // The files stay downloadable as links too, underlined below the descenders: an underscore in a name stays visible.
     expect(await cell.locator('.file-links').textContent()).toContain('badge.svg');
+    const link = cell.getByRole('button', { name: 'Download chart.png' });
+    expect(
+      await link.evaluate((element) => getComputedStyle(element as unknown as PageElement).textUnderlinePosition),
+    ).toBe('under');
     await screenshot(page, 'phone-saved-images');
 
     await cell.getByRole('button', { name: 'Open chart.png full size' }).click();

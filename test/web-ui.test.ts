@@ -14,6 +14,7 @@ import { createChatModel } from '../src/agents/index.js';
 import type { Conversation } from '../src/protocol/index.js';
 import { client, startTestServer } from './server-helpers.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
+import { inTranscriptView } from './support/web-browser.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const CHROMIUM = process.env.SANDCELL_CHROMIUM ?? '/usr/bin/chromium';
@@ -140,6 +141,27 @@ async function downloadText(download: Download): Promise<string> {
   return readFile(file, 'utf8');
 }
 
+/** An exported .ipynb, typed just enough for what the tests read. */
+interface ExportedNotebook {
+  nbformat: number;
+  cells: {
+    cell_type: string;
+    source: string | string[];
+    outputs?: { output_type: string; data?: Record<string, unknown>; text?: string | string[] }[];
+  }[];
+}
+
+async function exportNotebook(page: Page): Promise<{ download: Download; notebook: ExportedNotebook }> {
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('button', { name: 'Export .ipynb' }).click(),
+  ]);
+  return { download, notebook: JSON.parse(await downloadText(download)) as ExportedNotebook };
+}
+
+const cellSource = (cell: { source: string | string[] }) =>
+  Array.isArray(cell.source) ? cell.source.join('') : cell.source;
+
 describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
   let server: Server;
   let provider: FakeProvider;
@@ -248,6 +270,8 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
       )
       .toBeGreaterThan(100);
     expect(await image.evaluate((element) => (element as unknown as PageImage).naturalHeight)).toBeGreaterThan(100);
+    // The view followed the answer down, past the chart that loaded after it.
+    await expect.poll(() => inTranscriptView(page, finalAnswer)).toBe(true);
 
     // The conversation is in the sidebar and the header under the question's title.
     await expect
@@ -268,22 +292,10 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
   it('exports the analysis as a notebook with the question, code, outputs and the chart', async () => {
     if (!analysis) throw new Error('the analysis test did not run');
     const { page } = analysis;
-    const [download] = await Promise.all([
-      page.waitForEvent('download'),
-      page.getByRole('button', { name: 'Export .ipynb' }).click(),
-    ]);
+    const { download, notebook } = await exportNotebook(page);
     expect(download.suggestedFilename()).toMatch(/\.ipynb$/);
-    const notebook = JSON.parse(await downloadText(download)) as {
-      nbformat: number;
-      cells: {
-        cell_type: string;
-        source: string | string[];
-        outputs?: { output_type: string; data?: Record<string, unknown>; text?: string | string[] }[];
-      }[];
-    };
     expect(notebook.nbformat).toBe(4);
-    const source = (cell: { source: string | string[] }) =>
-      Array.isArray(cell.source) ? cell.source.join('') : cell.source;
+    const source = cellSource;
     const markdown = notebook.cells.filter((cell) => cell.cell_type === 'markdown').map(source);
     expect(markdown.some((text) => text.includes('What drives the number of accidents?'))).toBe(true);
     expect(markdown.some((text) => text.includes('Higher fines go with'))).toBe(true);
@@ -400,6 +412,8 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
     await expect
       .poll(() => image.evaluate((element) => (element as unknown as PageImage).naturalWidth))
       .toBeGreaterThan(100);
+    // …and opens at its latest message, below the chart.
+    await expect.poll(() => inTranscriptView(page, page.locator('.final-answer'))).toBe(true);
   });
 
   it("XSS: the model's markdown and HTML its code displays cannot run script in the page", async () => {
@@ -444,6 +458,20 @@ describe('web UI without a model (notebook)', { timeout: TEST_TIMEOUT }, () => {
     await banner.getByText('How to configure a model').click();
     await banner.locator('code', { hasText: 'sandcell serve --provider openai --model' }).first().waitFor();
     expect(await page.getByRole('tab', { name: 'Notebook' }).getAttribute('aria-selected')).toBe('true');
+    const empty = page.locator('.empty-state');
+    expect(await empty.textContent()).toContain('Ctrl+Enter');
+
+    // The chat tab says what works without a model (not how to run a cell it does not have), and leads there.
+    await page.getByRole('tab', { name: 'Chat' }).click();
+    expect(await page.getByLabel('Your question').isDisabled()).toBe(true);
+    expect(await empty.textContent()).toContain('No model to chat with');
+    expect(await empty.textContent()).not.toMatch(/Ctrl|cell below/);
+    expect(await banner.textContent()).not.toMatch(/below/);
+    await mkdir(SCREENSHOT_DIR, { recursive: true });
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'no-model-chat.png') });
+    await empty.getByRole('button', { name: 'Run code in the notebook' }).click();
+    expect(await page.getByRole('tab', { name: 'Notebook' }).getAttribute('aria-selected')).toBe('true');
+    expect(await empty.textContent()).toContain('Ctrl+Enter');
 
     const first = await runCell(page, 'x = 21\nprint("set x")');
     expect(await first.locator('.stdout').textContent()).toBe('set x\n');
@@ -570,6 +598,17 @@ describe('web UI without a model (notebook)', { timeout: TEST_TIMEOUT }, () => {
     await images.first().scrollIntoViewIfNeeded();
     await mkdir(SCREENSHOT_DIR, { recursive: true });
     await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'phone-real-sandbox.png') });
+
+    // The export has what the cell showed: the printed table and both charts it saved (then closed).
+    const { notebook } = await exportNotebook(page);
+    const exported = notebook.cells.find((each) => each.cell_type === 'code' && cellSource(each).includes('savefig'));
+    const outputs = exported?.outputs ?? [];
+    expect([outputs.find((output) => output.output_type === 'stream')?.text].flat().join('')).toContain('column_11');
+    const saved = outputs.filter((output) => output.output_type === 'display_data');
+    expect(String(saved.find((output) => output.data?.['image/png'])?.data?.['image/png'])).toMatch(/^iVBOR/);
+    expect([saved.find((output) => output.data?.['image/svg+xml'])?.data?.['image/svg+xml']].flat().join('')).toContain(
+      '<svg',
+    );
     await cell.getByRole('button', { name: 'Open bars.svg full size' }).click();
     const viewer = page.getByRole('dialog', { name: 'bars.svg' });
     await viewer.locator('img').waitFor();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ResourceExhaustedError } from '../errors.js';
-import { DataBudget, type DataBudgetMember, type DataLease } from './data-budget.js';
+import { DataBudget, type DataBudgetMember, type DataLease, defaultDataBudgetBytes } from './data-budget.js';
 import { planDataSizes } from './data-plan.js';
 
 const MiB = 1024 * 1024;
@@ -107,5 +107,15 @@ describe('DataBudget', () => {
     );
     expect(writer.size).toBe(due[0]);
     expect(volumes.reduce((total, volume) => total + volume.size, 0)).toBeLessThanOrEqual(100 * MiB);
+  });
+});
+
+describe('SANDCELL_DATA_BUDGET_BYTES', () => {
+  it('takes a size as the flags do (8G, 512M), or bytes', () => {
+    expect(defaultDataBudgetBytes({ SANDCELL_DATA_BUDGET_BYTES: '512M' })).toBe(512 * MiB);
+    expect(defaultDataBudgetBytes({ SANDCELL_DATA_BUDGET_BYTES: String(64 * MiB) })).toBe(64 * MiB);
+    expect(() => defaultDataBudgetBytes({ SANDCELL_DATA_BUDGET_BYTES: 'lots' })).toThrow(
+      'SANDCELL_DATA_BUDGET_BYTES takes a size such as 8G or 512M (a bare number is bytes); got "lots".',
+    );
   });
 });

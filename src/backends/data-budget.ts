@@ -14,6 +14,7 @@
  */
 import os from 'node:os';
 import { InvalidInputError, ResourceExhaustedError } from '../errors.js';
+import { parseSize } from '../internal/units.js';
 import { growthWanted, planDataSizes, plannedWithReserve, sum, type VolumeDemand } from './data-plan.js';
 import { type DataBudgetMember, growVolumes, measureVolumes, shrinkVolumes } from './data-resize.js';
 import { floorToPage } from './tmpfs.js';
@@ -309,10 +310,18 @@ function validateBudget(budgetBytes: number): number {
   return floorToPage(budgetBytes);
 }
 
-/** SANDCELL_DATA_BUDGET_BYTES, else half of the host's memory. */
+/** SANDCELL_DATA_BUDGET_BYTES (a size: `8G`, or bytes), else half of the host's memory. */
 export function defaultDataBudgetBytes(environment: Record<string, string | undefined> = process.env): number {
   const raw = environment.SANDCELL_DATA_BUDGET_BYTES;
-  if (raw !== undefined && raw.trim() !== '') return validateBudget(Number(raw));
+  if (raw !== undefined && raw.trim() !== '') {
+    const bytes = parseSize(raw);
+    if (bytes === undefined) {
+      throw new InvalidInputError(
+        `SANDCELL_DATA_BUDGET_BYTES takes a size such as 8G or 512M (a bare number is bytes); got ${JSON.stringify(raw)}.`,
+      );
+    }
+    return validateBudget(bytes);
+  }
   return floorToPage(os.totalmem() * DEFAULT_DATA_BUDGET_SHARE);
 }
 

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { addBackendOptions, type BackendCliOptions } from './backend-option.js';
 import { addLimitOptions, type LimitCliOptions } from './limit-options.js';
 import { addNetworkOption, type NetworkCliOptions } from './network-options.js';
+import { UNITS_HELP } from './unit-flags.js';
 
 export const DEFAULT_OUTPUT_DIR = 'sandcell-output';
 
@@ -57,9 +58,9 @@ export function addAgentOptions(command: Command): Command {
   )
     .option('--approve', 'show each piece of code and ask to run, skip or edit it first')
     .option('-o, --output-dir <dir>', 'where to save charts and files the code writes', DEFAULT_OUTPUT_DIR)
-    .option('-t, --timeout <seconds>', 'wall-clock limit of each execution')
+    .option('-t, --timeout <duration>', 'wall-clock limit of each execution, e.g. 90s or 5m (default: 1m)')
     .option('--max-steps <n>', 'model calls with tools per question before it must answer', undefined)
     .option('--max-attempts <n>', 'failed executions in a row before the model must stop and explain', undefined)
-    .addHelpText('after', KEYS_HELP);
+    .addHelpText('after', `${UNITS_HELP}${KEYS_HELP}`);
   return addNetworkOption(addLimitOptions(command));
 }

@@ -20,7 +20,7 @@ import { backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_MODEL_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { limitSessionOptions } from './limit-options.js';
 import { networkSessionOptions } from './network-options.js';
-import { parseTimeout } from './run-command.js';
+import { optionalDurationFlag } from './unit-flags.js';
 
 const MAX_CONTEXT_BYTES = 64 * 1024;
 
@@ -72,7 +72,7 @@ export async function openDataChat(
   },
 ): Promise<DataChat> {
   const model = createModel(options);
-  const timeoutMs = parseTimeout(options.timeout);
+  const timeoutMs = optionalDurationFlag('--timeout', options.timeout);
   const context = await readContext(options.context);
   const maxSteps = positiveInteger('--max-steps', options.maxSteps);
   const maxAttempts = positiveInteger('--max-attempts', options.maxAttempts);

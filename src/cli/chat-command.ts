@@ -45,7 +45,11 @@ export async function chatCommand(options: AgentCommandOptions, io: CommandIo = 
     io.stdout.write(`${dim(`${describeChat(chat)}. Ask about the data; "exit" quits.`, io.stdout)}\n`);
     for (;;) {
       const line = await reader.question('> ');
-      if (line === undefined) break;
+      if (line === undefined) {
+        // Ctrl-C or Ctrl-D at the prompt: end the prompt's line, so the shell's prompt starts on a line of its own.
+        if (reader.terminal) io.stdout.write('\n');
+        break;
+      }
       const question = line.trim();
       if (!question) continue;
       if (QUIT.has(question.toLowerCase())) break;

@@ -14,8 +14,9 @@ import type { CommandIo } from './command-io.js';
 import { processIo } from './command-io.js';
 import type { DiscordCliOptions } from './discord-flags.js';
 import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
-import { limitSessionOptions, parseSize } from './limit-options.js';
+import { limitSessionOptions } from './limit-options.js';
 import { networkSessionOptions } from './network-options.js';
+import { durationFlag, sizeFlag } from './unit-flags.js';
 
 const SECRET_VARIABLES = ['DISCORD_BOT_TOKEN', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'AZURE_OPENAI_API_KEY'];
 
@@ -34,6 +35,21 @@ function apiUrl(value: string | undefined): string | undefined {
     if (url.protocol === 'http:' || url.protocol === 'https:') return value.replace(/\/+$/, '');
   } catch {}
   throw new CliExit(EXIT_USAGE, `--discord-api (DISCORD_API_URL) takes an http(s) URL; got ${JSON.stringify(value)}.`);
+}
+
+/**
+ * `--idle-timeout` took minutes before every duration flag took units (a bare number being seconds):
+ * a bare number here is refused rather than read as seconds, so a configuration written for minutes
+ * (`--idle-timeout 30`) fails at start instead of closing conversations after 30 seconds.
+ */
+function idleTimeout(value: string): number {
+  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) {
+    throw new CliExit(
+      EXIT_USAGE,
+      `--idle-timeout takes a duration with its unit, e.g. ${value.trim()}m for ${value.trim()} minutes; got ${JSON.stringify(value)}. (It took minutes before; a bare number would now mean seconds, as on every other flag.)`,
+    );
+  }
+  return durationFlag('--idle-timeout', value, 1000);
 }
 
 /** A refused token or intent becomes a message saying what to fix. */
@@ -66,15 +82,9 @@ export async function discordCommand(options: DiscordCliOptions, io: CommandIo =
   const limits = limitSessionOptions(options);
   networkSessionOptions(options); // a bad --allow-host fails now
   const transferBytes = limits.fileTransferBytes ?? DEFAULT_FILE_TRANSFER_BYTES;
-  const fileBytes = Math.min(parseSize('--max-attachment', options.maxAttachment), transferBytes);
-  const idleMinutes = Number(options.idleTimeout);
-  if (!(idleMinutes > 0)) {
-    throw new CliExit(
-      EXIT_USAGE,
-      `--idle-timeout takes minutes (e.g. 30); got ${JSON.stringify(options.idleTimeout)}.`,
-    );
-  }
-  const approvalSeconds = count('--approval-timeout', options.approvalTimeout, 1);
+  const fileBytes = Math.min(sizeFlag('--max-attachment', options.maxAttachment), transferBytes);
+  const idleTimeoutMs = idleTimeout(options.idleTimeout);
+  const approvalTimeoutMs = durationFlag('--approval-timeout', options.approvalTimeout, 1000);
   const backend = io.backend ?? (await backendFromOptions(options));
   const secrets = SECRET_VARIABLES.map((name) => process.env[name] ?? '').filter((value) => value.length >= 4);
   const log = (line: string) => io.stderr.write(`${line}\n`);
@@ -83,19 +93,17 @@ export async function discordCommand(options: DiscordCliOptions, io: CommandIo =
     apiUrl: apiUrl(options.discordApi),
     rules: { guilds: options.allowGuild, channels: options.allowChannel, roles: options.allowRole },
     questionsPerMinute: count('--questions-per-minute', options.questionsPerMinute, 0),
-    idleTimeoutMs: Math.round(idleMinutes * 60_000),
+    idleTimeoutMs,
     maxConversations: count('--max-conversations', options.maxConversations, 1),
     attachmentLimits: {
       fileBytes,
-      conversationBytes: parseSize('--max-conversation-data', options.maxConversationData),
+      conversationBytes: sizeFlag('--max-conversation-data', options.maxConversationData),
     },
     replyFileLimits: {
       maxFiles: Math.min(DEFAULT_REPLY_FILE_LIMITS.maxFiles, count('--max-reply-files', options.maxReplyFiles, 0)),
       maxBytes: DEFAULT_REPLY_FILE_LIMITS.maxBytes,
     },
-    ...(options.approve
-      ? { approval: { approverRoles: options.approverRole, timeoutMs: approvalSeconds * 1000 } }
-      : {}),
+    ...(options.approve ? { approval: { approverRoles: options.approverRole, timeoutMs: approvalTimeoutMs } } : {}),
     // Each conversation gets its own session; files go back to Discord, none are saved on the host.
     openChat: (hooks) =>
       openDataChat(

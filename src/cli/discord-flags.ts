@@ -4,6 +4,7 @@ import { type AgentCommandOptions, addModelOptions, KEYS_HELP } from './agent-fl
 import { addBackendOptions } from './backend-option.js';
 import { addLimitOptions } from './limit-options.js';
 import { addNetworkOption } from './network-options.js';
+import { UNITS_HELP } from './unit-flags.js';
 
 export interface DiscordCliOptions extends AgentCommandOptions {
   discordApi?: string;
@@ -27,6 +28,11 @@ function collect(value: string, previous: string[]): string[] {
 export const DISCORD_HELP =
   '\nThe bot token comes from DISCORD_BOT_TOKEN (never a flag: flags show in `ps`). The bot answers when\nmentioned in a channel (in a thread it starts on the message) and in direct messages; each thread or DM\nis one conversation with its own sandbox. It needs the Message Content intent (see the README).';
 
+/** A flag with a default, shown as the flag takes it: `(default: 30m)`, not `(default: "30m")`. */
+function withDefault(flags: string, description: string, value: string): Option {
+  return new Option(flags, description).default(value, value);
+}
+
 export function addDiscordOptions(command: Command): Command {
   addModelOptions(
     addBackendOptions(command)
@@ -40,8 +46,8 @@ export function addDiscordOptions(command: Command): Command {
       collect,
       [],
     )
-    .option('--approval-timeout <seconds>', 'unanswered code is skipped after this long', '300')
-    .option('-t, --timeout <seconds>', 'wall-clock limit of each execution')
+    .addOption(withDefault('--approval-timeout <duration>', 'unanswered code is skipped after this long', '5m'))
+    .option('-t, --timeout <duration>', 'wall-clock limit of each execution, e.g. 90s or 5m (default: 1m)')
     .option('--max-steps <n>', 'model calls with tools per question before it must answer')
     .option('--max-attempts <n>', 'failed executions in a row before the model must stop and explain')
     .option(
@@ -52,17 +58,31 @@ export function addDiscordOptions(command: Command): Command {
     )
     .option('--allow-channel <id>', 'answer only in this channel and its threads (repeatable)', collect, [])
     .option('--allow-role <role>', 'answer only members with this role, by name or id (repeatable)', collect, [])
-    .option('--questions-per-minute <n>', 'questions one person may ask per minute (0: no limit)', '6')
-    .option('--idle-timeout <minutes>', 'a conversation idle this long closes (its sandbox and state go)', '30')
-    .option('--max-conversations <n>', 'conversations (sandboxes) open at once; the longest idle closes first', '20')
-    .option('--max-attachment <size>', 'the largest attached file taken (e.g. 25M); at most --max-upload', '25M')
-    .option('--max-conversation-data <size>', "what one conversation's attachments may add up to", '100M')
-    .option('--max-reply-files <n>', 'files sent back with one answer at most (Discord takes 10)', '10')
+    .addOption(withDefault('--questions-per-minute <n>', 'questions one person may ask per minute (0: no limit)', '6'))
+    .addOption(
+      withDefault(
+        '--idle-timeout <duration>',
+        'a conversation idle this long closes (its sandbox and state go), e.g. 30m or 2h; give the unit',
+        '30m',
+      ),
+    )
+    .addOption(
+      withDefault(
+        '--max-conversations <n>',
+        'conversations (sandboxes) open at once; the longest idle closes first',
+        '20',
+      ),
+    )
+    .addOption(withDefault('--max-attachment <size>', 'the largest attached file taken; at most --max-upload', '25M'))
+    .addOption(
+      withDefault('--max-conversation-data <size>', "what one conversation's attachments may add up to", '100M'),
+    )
+    .addOption(withDefault('--max-reply-files <n>', 'files sent back with one answer at most (Discord takes 10)', '10'))
     .addOption(
       new Option('--discord-api <url>', "Discord's REST API base, for a stand-in Discord in tests")
         .env('DISCORD_API_URL')
         .hideHelp(),
     )
-    .addHelpText('after', `${DISCORD_HELP}${KEYS_HELP}`);
+    .addHelpText('after', `${DISCORD_HELP}${UNITS_HELP}${KEYS_HELP}`);
   return addNetworkOption(addLimitOptions(command));
 }

@@ -1,11 +1,13 @@
+/** `sandcell exec`: one shell command in a fresh sandbox, its output as it comes and its exit code passed on. */
 import { InvalidInputError } from '../errors.js';
 import type { BackendCliOptions } from './backend-option.js';
 import { CliExit, EXIT_INTERRUPTED, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
 import type { LimitCliOptions } from './limit-options.js';
 import type { NetworkCliOptions } from './network-options.js';
-import { copyOutputFiles, dim, printRefused, savedFileLine } from './render.js';
-import { parseTimeout } from './run-command.js';
+import { commandCutNote, copyOutputFiles, dim, printRefused, savedFileLine } from './render.js';
+import { shellQuote } from './shell-quote.js';
 import { startSessionWithUploads } from './start-session.js';
+import { optionalDurationFlag, optionalSizeFlag } from './unit-flags.js';
 
 export interface ExecCommandOptions extends BackendCliOptions, LimitCliOptions, NetworkCliOptions {
   upload: string[];
@@ -13,17 +15,11 @@ export interface ExecCommandOptions extends BackendCliOptions, LimitCliOptions, 
   timeout?: string;
 }
 
-/** One argument as a bash word: single-quoted, so no character in it is special to the shell. */
-export function shellQuote(argument: string): string {
-  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(argument)) return argument;
-  return `'${argument.replaceAll("'", `'\\''`)}'`;
-}
-
 export async function execCommand(words: string[], options: ExecCommandOptions): Promise<number> {
   if (words.length === 0) {
     throw new CliExit(EXIT_USAGE, 'Give the command after --: `sandcell exec -- ls -la /mnt/data`.');
   }
-  const timeoutMs = parseTimeout(options.timeout);
+  const timeoutMs = optionalDurationFlag('--timeout', options.timeout);
   const command = words.map(shellQuote).join(' ');
   const { session, uploaded } = await startSessionWithUploads(options, { timeoutMs });
   try {
@@ -49,7 +45,10 @@ export async function execCommand(words: string[], options: ExecCommandOptions):
         process.off('SIGTERM', onSignal);
       });
     // The command's stdout is the user's data: sandcell's own notes go to stderr.
-    if (result.outputTruncated) process.stderr.write(dim('[output was cut at the per-stream limit]\n', process.stderr));
+    if (result.outputTruncated) {
+      const outputBytes = optionalSizeFlag('--max-output', options.maxOutput);
+      process.stderr.write(dim(`${commandCutNote(outputBytes)}\n`, process.stderr));
+    }
     if (result.timedOut) process.stderr.write(`The command ran past its time limit and was killed.\n`);
     const files = await copyOutputFiles(session, options.outputDir, uploaded, printRefused);
     for (const copied of files) process.stderr.write(dim(`${savedFileLine(copied)}\n`, process.stderr));

@@ -80,6 +80,8 @@ export function progressReporter(
     let routeShown = false;
     return {
       report: (progress) => {
+        // A setup command's own output scrolls above the spinner, as it would in a terminal.
+        if (progress.output !== undefined) process.stderr.write(`\r\x1b[2K  ${progress.output}\n`);
         // The route once, and every line of an environment build's network gate: what the build reached stays on screen.
         const keep = progress.stage.startsWith('network gate') || (progress.stage.startsWith('route: ') && !routeShown);
         if (keep) {
@@ -94,6 +96,10 @@ export function progressReporter(
   let lastStage = '';
   return {
     report: (progress) => {
+      if (progress.output !== undefined) {
+        process.stderr.write(`${what.prefix}:   ${progress.output}\n`);
+        return;
+      }
       const stage = progress.stage.replace(/ \(\d+\)$/, '');
       if (stage === lastStage) return;
       lastStage = stage;

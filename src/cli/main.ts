@@ -7,6 +7,7 @@ import { addAgentOptions, addModelOptions, KEYS_HELP } from './agent-flags.js';
 import { addBackendOptions } from './backend-option.js';
 import { addDiscordOptions } from './discord-flags.js';
 import { doctorCommand } from './doctor-command.js';
+import { execErrorText } from './exec-usage.js';
 import { CliExit, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { imageBuildCommand, imagePruneCommand, imageStatusCommand } from './image-command.js';
 import { addLimitOptions } from './limit-options.js';
@@ -16,8 +17,11 @@ import { red } from './render.js';
 import { replCommand } from './repl-command.js';
 import { runCommand } from './run-command.js';
 import { collectSecretHeaders } from './secret-header.js';
+import { UNITS_HELP } from './unit-flags.js';
 
 const DEFAULT_OUTPUT_DIR = 'sandcell-output';
+/** The session's default time limit (DEFAULT_TIMEOUT_MS), as the flags write it. */
+const DEFAULT_TIMEOUT = '1m';
 
 function packageVersion(): string {
   const manifest = new URL('../../package.json', import.meta.url);
@@ -45,11 +49,11 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
       )
       .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
       .option('-o, --output-dir <dir>', 'where to save charts and files the code wrote', DEFAULT_OUTPUT_DIR)
-      .option('-t, --timeout <seconds>', 'wall-clock limit for the code')
+      .option('-t, --timeout <duration>', `wall-clock limit for the code, e.g. 30s or 5m (default: ${DEFAULT_TIMEOUT})`)
       .option('--json', 'print the whole execution as one JSON object')
       .addHelpText(
         'after',
-        '\nExit codes: 0 ok, 1 error in the code (any language), 2 usage, 3 sandbox failure, 124 timeout.',
+        `${UNITS_HELP}\nExit codes: 0 ok, 1 error in the code (any language), 2 usage, 3 sandbox failure, 124 timeout, 130 interrupted (Ctrl-C); code that exits itself (sys.exit(n), exit n in bash): its status.`,
       ),
   ).action(async (file: string | undefined, options) => setExitCode(await runCommand(file, options)));
 
@@ -57,22 +61,32 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     addNetworkOption(addLimitOptions(program.command('repl')))
       .description('an interactive prompt in a sandboxed session (Python unless --language)')
       .option('-l, --language <language>', `the prompt's language (${LANGUAGES.join(', ')})`, 'python')
+      .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
       .option('-o, --output-dir <dir>', 'where to save charts', DEFAULT_OUTPUT_DIR)
-      .addOption(new Option('-t, --timeout <seconds>', 'wall-clock limit per input')),
+      .addOption(new Option('-t, --timeout <duration>', 'wall-clock limit per input, e.g. 30s or 5m (default: none)'))
+      .addHelpText('after', UNITS_HELP),
   ).action(async (options) => setExitCode(await replCommand(options)));
 
-  addBackendOptions(
+  const execCommandLine = addBackendOptions(
     addNetworkOption(addLimitOptions(program.command('exec')))
       .description("run one shell command in a fresh sandbox; its exit code is sandcell's")
       .argument('<command...>', 'the command and its arguments, after --: `sandcell exec -- ls -la`')
       .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
       .option('-o, --output-dir <dir>', 'where to save the files the command wrote', DEFAULT_OUTPUT_DIR)
-      .option('-t, --timeout <seconds>', 'wall-clock limit for the command')
+      .option(
+        '-t, --timeout <duration>',
+        `wall-clock limit for the command, e.g. 30s or 5m (default: ${DEFAULT_TIMEOUT})`,
+      )
       .addHelpText(
         'after',
-        "\nThe command runs with bash -c in /mnt/data; each argument is quoted, so it reaches the program as given.\nExit codes: the command's (128+N when signal N ended it), 2 usage, 3 sandbox failure, 124 timeout.",
+        `\nThe command runs with bash -c in /mnt/data; each argument is quoted, so it reaches the program as given.${UNITS_HELP}\nExit codes: the command's (128+N when signal N ended it), 2 usage, 3 sandbox failure, 124 timeout, 130 interrupted (Ctrl-C).`,
       ),
-  ).action(async (words: string[], options) => {
+  );
+  // `sandcell exec ls -la`: -la is the command's, not exec's; the error says to put the command after --.
+  execCommandLine.configureOutput({
+    outputError: (text, write) => write(red(execErrorText(text, program.args, execCommandLine.args))),
+  });
+  execCommandLine.action(async (words: string[], options) => {
     const { execCommand } = await import('./exec-command.js');
     setExitCode(await execCommand(words, options));
   });
@@ -128,7 +142,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         .command('serve')
         .description('serve sessions over HTTP: the web UI at /, REST /v1, Azure dynamic sessions /azure, MCP /mcp')
         .option('--host <address>', 'address to listen on; without API keys only loopback (env SANDCELL_HOST)')
-        .option('-p, --port <port>', 'port, 0 for any free one; default 8080 (env SANDCELL_PORT)')
+        .option('-p, --port <port>', 'port, 0 for any free one (default: 8080, env SANDCELL_PORT)')
         .option(
           '--api-key <key>',
           'accept this Bearer key, as key or name:key (repeatable; env SANDCELL_API_KEYS)',
@@ -141,53 +155,65 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           collect,
           [],
         )
-        .option('--pool-size <n>', 'sessions kept warm whatever the demand; default 2 (env SANDCELL_POOL_SIZE)')
+        .option('--pool-size <n>', 'sessions kept warm whatever the demand (default: 2, env SANDCELL_POOL_SIZE)')
         .option(
           '--pool-max <n>',
-          'most sessions kept warm as new ones arrive faster (per environment, by the recent rate); equal to --pool-size keeps exactly that many; default 8, or 0 with --pool-size 0 (env SANDCELL_POOL_MAX)',
+          'most sessions kept warm as new ones arrive faster (per environment, by the recent rate); equal to --pool-size keeps exactly that many (default: 8, or 0 with --pool-size 0; env SANDCELL_POOL_MAX)',
         )
-        .option('--max-sessions <n>', 'live sessions on the server; default 64 (env SANDCELL_MAX_SESSIONS)')
+        .option('--max-sessions <n>', 'live sessions on the server (default: 64, env SANDCELL_MAX_SESSIONS)')
         .option(
-          '--data-budget-bytes <n>',
-          "RAM all sessions' files (/mnt/data) may hold together; default half the host's memory (env SANDCELL_DATA_BUDGET_BYTES)",
+          '--data-budget-bytes <size>',
+          "RAM all sessions' files (/mnt/data) may hold together, e.g. 8G (default: half the host's memory, env SANDCELL_DATA_BUDGET_BYTES)",
         )
-        .option('--sessions-per-key <n>', 'live sessions per key; default 32 (env SANDCELL_SESSIONS_PER_KEY)')
+        .option('--sessions-per-key <n>', 'live sessions per key (default: 32, env SANDCELL_SESSIONS_PER_KEY)')
         .option(
           '--executions-per-minute <n>',
-          'per key, conversation uploads included; 0 for no limit; default 600 (env SANDCELL_EXECUTIONS_PER_MINUTE)',
+          'per key, conversation uploads included; 0 for no limit (default: 600, env SANDCELL_EXECUTIONS_PER_MINUTE)',
         )
         .option(
-          '--max-request-bytes <n>',
-          'largest JSON body (code); default 2 MiB + 64 KiB (env SANDCELL_MAX_REQUEST_BYTES)',
+          '--max-request-bytes <size>',
+          'largest JSON body (code), e.g. 4M (default: 2112K, env SANDCELL_MAX_REQUEST_BYTES)',
         )
-        .option('--max-upload-bytes <n>', 'largest uploaded file; default 64 MiB (env SANDCELL_MAX_UPLOAD_BYTES)')
-        .option('--max-execution-time <seconds>', 'longest an execution may ask for; default 300')
+        .option(
+          '--max-upload-bytes <size>',
+          'largest uploaded file, e.g. 256M (default: 64M, env SANDCELL_MAX_UPLOAD_BYTES)',
+        )
+        .option(
+          '--max-execution-time <duration>',
+          'longest an execution may ask for, e.g. 15m (default: 5m, env SANDCELL_MAX_EXECUTION_TIME)',
+        )
         .option(
           '--max-queued-executions <n>',
-          'executions that may wait in a session behind the running one; default 16 (env SANDCELL_MAX_QUEUED_EXECUTIONS)',
+          'executions that may wait in a session behind the running one (default: 16, env SANDCELL_MAX_QUEUED_EXECUTIONS)',
         )
         .option(
           '--mcp-sessions-per-key <n>',
-          'MCP sessions open at /mcp per key; default 16 (env SANDCELL_MCP_SESSIONS_PER_KEY)',
+          'MCP sessions open at /mcp per key (default: 16, env SANDCELL_MCP_SESSIONS_PER_KEY)',
         )
-        .option('--max-connections <n>', 'open TCP connections; default 1024 (env SANDCELL_MAX_CONNECTIONS)')
+        .option('--max-connections <n>', 'open TCP connections (default: 1024, env SANDCELL_MAX_CONNECTIONS)')
         .option(
           '--max-connections-per-address <n>',
-          'open TCP connections from one client address; default 256 (env SANDCELL_MAX_CONNECTIONS_PER_ADDRESS)',
+          'open TCP connections from one client address (default: 256, env SANDCELL_MAX_CONNECTIONS_PER_ADDRESS)',
         )
         .option(
-          '--headers-timeout <seconds>',
-          'close a connection that sends no complete request header this long; default 10 (env SANDCELL_HEADERS_TIMEOUT_MS, in ms)',
+          '--headers-timeout <duration>',
+          'close a connection that sends no complete request header this long (default: 10s, env SANDCELL_HEADERS_TIMEOUT)',
         )
-        .option('-t, --timeout <seconds>', 'time limit of an execution that asks for none; default 60')
-        .option('--idle-timeout <seconds>', 'close sessions unused this long; default 1200')
+        .option(
+          '-t, --timeout <duration>',
+          'time limit of an execution that asks for none (default: 1m, env SANDCELL_EXECUTION_TIMEOUT)',
+        )
+        .option(
+          '--idle-timeout <duration>',
+          'close sessions unused this long (default: 20m, env SANDCELL_IDLE_TIMEOUT)',
+        )
         .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')
         .option(
           '--preload-when-behind',
           'preload every session, even those started for callers who find nothing warm and warm ones while starts would take over 60% of the CPUs (by default they skip it: a cheaper start)',
         )
-        .option('--shutdown-grace <seconds>', 'on SIGTERM, how long running executions may finish; default 30')
-        .option('--log-level <level>', 'pino log level (env SANDCELL_LOG_LEVEL); default info')
+        .option('--shutdown-grace <duration>', 'on SIGTERM, how long running executions may finish (default: 30s)')
+        .option('--log-level <level>', 'pino log level (default: info, env SANDCELL_LOG_LEVEL)')
         .addOption(
           new Option(
             '--log-format <format>',
@@ -221,7 +247,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           'keep conversation histories here, so they survive a restart; default $XDG_DATA_HOME/sandcell or ~/.local/share/sandcell (env SANDCELL_STATE_DIR; "none": in memory only)',
         )
         .option('--no-state-dir', 'keep conversation histories in memory only (lost when the server stops)'),
-    ).addHelpText('after', `${KEYS_HELP}\nWithout a model the web UI still runs notebook cells.`),
+    ).addHelpText('after', `${UNITS_HELP}${KEYS_HELP}\nWithout a model the web UI still runs notebook cells.`),
   ).action(async (options) => {
     const { serveCommand } = await import('./serve-command.js');
     setExitCode(await serveCommand(options));
@@ -231,12 +257,16 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     program
       .command('mcp')
       .description('an MCP server on stdio (for desktop clients and coding agents)')
-      .option('--pool-size <n>', 'sessions kept warm; default 1')
-      .option('--max-sessions <n>', 'live sessions; default 64')
-      .option('-t, --timeout <seconds>', 'time limit of a run that asks for none; default 60')
-      .option('--idle-timeout <seconds>', 'close sessions unused this long; default 1200')
+      .option('--pool-size <n>', 'sessions kept warm (default: 1)')
+      .option('--max-sessions <n>', 'live sessions (default: 64)')
+      .option(
+        '-t, --timeout <duration>',
+        'time limit of a run that asks for none (default: 1m, env SANDCELL_EXECUTION_TIMEOUT)',
+      )
+      .option('--idle-timeout <duration>', 'close sessions unused this long (default: 20m, env SANDCELL_IDLE_TIMEOUT)')
       .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')
-      .option('--log-level <level>', 'pino log level, to stderr; default warn'),
+      .option('--log-level <level>', 'pino log level, to stderr (default: warn)')
+      .addHelpText('after', UNITS_HELP),
   ).action(async (options) => {
     const { mcpCommand } = await import('./mcp-command.js');
     setExitCode(await mcpCommand(options));

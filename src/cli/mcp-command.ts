@@ -4,6 +4,7 @@ import { runMcpStdio } from '../server/index.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { numberOption } from './serve-command.js';
+import { optionalDurationFlag } from './unit-flags.js';
 
 export interface McpCommandOptions extends BackendCliOptions {
   poolSize?: string;
@@ -15,13 +16,17 @@ export interface McpCommandOptions extends BackendCliOptions {
 }
 
 export async function mcpCommand(options: McpCommandOptions): Promise<number> {
+  // The flags first: a bad one fails before a backend is prepared.
+  const settings = {
+    poolSize: numberOption('--pool-size', options.poolSize),
+    maxSessions: numberOption('--max-sessions', options.maxSessions),
+    executionTimeoutMs: optionalDurationFlag('--timeout', options.timeout),
+    idleTimeoutMs: optionalDurationFlag('--idle-timeout', options.idleTimeout),
+  };
   try {
     await runMcpStdio({
       backend: await backendFromOptions(options),
-      poolSize: numberOption('--pool-size', options.poolSize),
-      maxSessions: numberOption('--max-sessions', options.maxSessions),
-      executionTimeoutMs: numberOption('--timeout', options.timeout, 1000),
-      idleTimeoutMs: numberOption('--idle-timeout', options.idleTimeout, 1000),
+      ...settings,
       preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
       logLevel: options.logLevel,
       ...(options.env ? { sessionOptions: { environmentName: options.env } } : {}),

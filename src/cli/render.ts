@@ -4,9 +4,12 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { FileOperationError } from '../errors.js';
 import { writeNewFile } from '../internal/new-file.js';
+import { formatSizeFlag } from '../internal/units.js';
+import { formatBytes } from '../protocol/format-bytes.js';
 import { bufferEncoding, findImage } from '../protocol/images.js';
 import type { Execution, ExecutionResult } from '../session/execution.js';
 import { formatTraceback } from '../session/execution.js';
+import { DEFAULT_OUTPUT_BYTES, DEFAULT_RESULT_BYTES } from '../session/options.js';
 import type { Session } from '../session/session.js';
 
 const useColor = (stream: NodeJS.WriteStream): boolean => stream.isTTY === true && !process.env.NO_COLOR;
@@ -115,6 +118,52 @@ export function savedFileLine(file: SavedFile): string {
   return file.existing
     ? `[file saved to ${file.savedTo}: ${file.existing} already existed and was kept]`
     : `[file saved to ${file.savedTo}]`;
+}
+
+/**
+ * The line an image result gets: where it was saved. When it is a file the code saved itself
+ * (`savefig("daily.png")`), this is that file's only line, so it says what the file line would
+ * have said about a name already taken.
+ */
+export function savedImageLine(image: { file: string }, files: SavedFile[]): string {
+  const file = files.find((candidate) => candidate.savedTo === image.file);
+  return file?.existing
+    ? `[image saved to ${image.file}: ${file.existing} already existed and was kept]`
+    : `[image saved to ${image.file}]`;
+}
+
+/** Files to list after the output: those not already named by an image line. */
+export function filesNotShown(files: SavedFile[], images: { file: string }[]): SavedFile[] {
+  const shown = new Set(images.map((image) => image.file));
+  return files.filter((file) => !shown.has(file.savedTo));
+}
+
+/** A flag value a few times `bytes`, for the example in a note. */
+const raised = (bytes: number): string => formatSizeFlag(4 * bytes);
+
+/**
+ * Which per-execution limit cut an execution's output, and the flag that raises it: stdout and
+ * stderr together (an error's value and traceback too) within --max-output, results within
+ * --max-results. The kernel keeps printed output up to the byte, so output that reached its limit
+ * (less a character's bytes) is what was cut.
+ */
+export function executionCutNote(
+  execution: Pick<Execution, 'stdout' | 'stderr' | 'error'>,
+  limits: { outputBytes?: number; resultBytes?: number } = {},
+): string {
+  const outputBytes = limits.outputBytes ?? DEFAULT_OUTPUT_BYTES;
+  const resultBytes = limits.resultBytes ?? DEFAULT_RESULT_BYTES;
+  const printed = Buffer.byteLength(execution.stdout) + Buffer.byteLength(execution.stderr);
+  const error = execution.error ? [execution.error.value, ...execution.error.traceback].join('\n') : '';
+  if (printed >= outputBytes - 3 || error.includes('[sandcell cut ')) {
+    return `[output was cut at ${formatBytes(outputBytes)}, what an execution keeps of stdout and stderr; raise it with --max-output (e.g. --max-output ${raised(outputBytes)})]`;
+  }
+  return `[results were cut at ${formatBytes(resultBytes)}, what an execution keeps of results (charts, tables); raise it with --max-results (e.g. --max-results ${raised(resultBytes)})]`;
+}
+
+/** The note for a command whose output was cut: it keeps --max-output of stdout, and as much of stderr. */
+export function commandCutNote(outputBytes = DEFAULT_OUTPUT_BYTES): string {
+  return `[output was cut at ${formatBytes(outputBytes)}, what a command keeps of its stdout and of its stderr; raise it with --max-output (e.g. --max-output ${raised(outputBytes)})]`;
 }
 
 /** A path relative to the working directory when it is inside it, else absolute. */

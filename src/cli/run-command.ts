@@ -3,20 +3,25 @@ import { readFile } from 'node:fs/promises';
 import { InvalidInputError } from '../errors.js';
 import type { Execution } from '../session/execution.js';
 import type { Language } from '../session/languages.js';
+import { printErrorOrExit } from './code-exit.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
 import type { LimitCliOptions } from './limit-options.js';
+import { missingFileHint } from './missing-file-hint.js';
 import type { NetworkCliOptions } from './network-options.js';
 import {
   copyOutputFiles,
   dim,
-  printError,
+  executionCutNote,
+  filesNotShown,
   printRefused,
   resultText,
   savedFileLine,
+  savedImageLine,
   saveResultImages,
 } from './render.js';
 import { LANGUAGE_NAMES, scriptLanguage } from './script-language.js';
 import { startSessionWithUploads } from './start-session.js';
+import { optionalDurationFlag, optionalSizeFlag } from './unit-flags.js';
 
 export interface RunCommandOptions extends LimitCliOptions, NetworkCliOptions {
   upload: string[];
@@ -31,7 +36,7 @@ export interface RunCommandOptions extends LimitCliOptions, NetworkCliOptions {
   language?: string;
 }
 
-async function readCode(file: string | undefined, language: Language): Promise<string> {
+async function readCode(file: string | undefined, language: Language | undefined): Promise<string> {
   if (file && file !== '-') {
     let bytes: Buffer;
     try {
@@ -56,8 +61,8 @@ async function readCode(file: string | undefined, language: Language): Promise<s
  * The bytes as source code: UTF-8 text without NUL. Anything else is not
  * code (a binary file given by mistake) and is refused before a sandbox starts.
  */
-export function sourceText(bytes: Buffer, name: string, language: Language = 'python'): string {
-  const advice = `sandcell run takes ${LANGUAGE_NAMES[language]} source; to give a data file to your code, pass it with --upload FILE.`;
+export function sourceText(bytes: Buffer, name: string, language: Language | undefined = 'python'): string {
+  const advice = `sandcell run takes ${language ? `${LANGUAGE_NAMES[language]} source` : 'source code'}; to give a data file to your code, pass it with --upload FILE.`;
   const nul = bytes.indexOf(0);
   if (nul !== -1) throw new CliExit(EXIT_USAGE, `${name} is a binary file (a NUL byte at offset ${nul}): ${advice}`);
   try {
@@ -67,25 +72,24 @@ export function sourceText(bytes: Buffer, name: string, language: Language = 'py
   }
 }
 
-/** `--timeout` in seconds → milliseconds; a usage error unless it is a positive number. */
-export function parseTimeout(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0) {
-    throw new CliExit(EXIT_USAGE, `--timeout takes a positive number of seconds; got ${JSON.stringify(value)}.`);
-  }
-  return seconds * 1000;
-}
-
 export function exitCodeFor(execution: Execution, interrupted = false): number {
   if (execution.status === 'timeout') return EXIT_TIMEOUT;
+  // The script's own sys.exit(n) (or bash's exit n) is its status, as its interpreter would make it.
+  if (execution.exitStatus !== undefined) return execution.exitStatus;
   if (interrupted && execution.status === 'error') return EXIT_INTERRUPTED;
   return execution.status === 'error' ? EXIT_CODE_ERROR : EXIT_OK;
 }
 
 export async function runCommand(file: string | undefined, options: RunCommandOptions): Promise<number> {
-  const timeoutMs = parseTimeout(options.timeout);
-  const language = scriptLanguage(file, options.language);
+  const timeoutMs = optionalDurationFlag('--timeout', options.timeout);
+  let language: Language;
+  try {
+    language = scriptLanguage(file, options.language);
+  } catch (error) {
+    // A data file given by mistake (data.parquet) is better told to use --upload than to name a language.
+    if (error instanceof CliExit && file && file !== '-') await readCode(file, undefined);
+    throw error;
+  }
   const code = await readCode(file, language);
   const { session, uploaded } = await startSessionWithUploads(options, { timeoutMs, quiet: options.json });
   try {
@@ -123,16 +127,24 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
     }
     for (const result of execution.results) {
       const saved = images.find((image) => image.result === result);
-      const text = saved ? dim(`[image saved to ${saved.file}]`) : resultText(result);
+      const text = saved ? dim(savedImageLine(saved, files)) : resultText(result);
       if (text !== undefined) process.stdout.write(`${text}\n`);
     }
-    printError(execution);
-    if (execution.outputTruncated)
-      process.stderr.write(dim('[output was cut at the per-execution limit]\n', process.stderr));
+    printErrorOrExit(execution);
+    const hint = missingFileHint(execution, file, uploaded);
+    if (hint) process.stderr.write(`${hint}\n`);
+    if (execution.outputTruncated) {
+      const limits = {
+        outputBytes: optionalSizeFlag('--max-output', options.maxOutput),
+        resultBytes: optionalSizeFlag('--max-results', options.maxResults),
+      };
+      process.stderr.write(dim(`${executionCutNote(execution, limits)}\n`, process.stderr));
+    }
     // A kernel that died in this run already said why in its error; a loss before it (between runs) has not.
     if (execution.stateLostReason && execution.error?.value !== execution.stateLostReason)
       process.stderr.write(`${execution.stateLostReason}\n`);
-    for (const copied of files) process.stdout.write(`${dim(savedFileLine(copied))}\n`);
+    // An image the code saved was named where it showed; each file is said once.
+    for (const copied of filesNotShown(files, images)) process.stdout.write(`${dim(savedFileLine(copied))}\n`);
     return exitCodeFor(execution, interrupt.signal.aborted);
   } catch (error) {
     if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);

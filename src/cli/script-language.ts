@@ -25,14 +25,22 @@ export function parseLanguageOption(value: string | undefined): Language | undef
 }
 
 /**
- * The language for `file`: the option when given; otherwise the extension's,
- * and Python for standard input and unknown extensions (as before languages).
+ * The language for `file`: the option when given; otherwise the extension's, and Python for
+ * standard input and a file without an extension. An extension sandcell does not know (`.rb`) is
+ * refused rather than run as Python: the error would be a confusing SyntaxError.
  */
 export function scriptLanguage(file: string | undefined, option: string | undefined): Language {
   const chosen = parseLanguageOption(option);
   if (chosen) return chosen;
   if (!file || file === '-') return 'python';
-  return EXTENSION_LANGUAGES[path.extname(file).toLowerCase()] ?? 'python';
+  const extension = path.extname(file);
+  if (!extension) return 'python';
+  const language = EXTENSION_LANGUAGES[extension.toLowerCase()];
+  if (language) return language;
+  throw new CliExit(
+    EXIT_USAGE,
+    `Cannot run ${file}: unknown extension ${extension}; pass --language ${LANGUAGES.join('|')} to say which language it is.`,
+  );
 }
 
 /** How a language is named to a user (prompts, banners). */

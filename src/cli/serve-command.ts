@@ -12,6 +12,7 @@ import { type BackendCliOptions, backendFromOptions } from './backend-option.js'
 import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { type LogFormat, logDestinationFor } from './log-lines.js';
 import { serveNetworkOptions } from './network-options.js';
+import { optionalDurationFlag, optionalSizeFlag } from './unit-flags.js';
 
 export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions {
   approve?: boolean;
@@ -48,14 +49,14 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   secretHeader?: string[];
 }
 
-/** A flag's number, or undefined when not given; `scale` turns seconds into milliseconds. */
-export function numberOption(flag: string, value: string | undefined, scale = 1): number | undefined {
+/** A count flag's number (a port, sessions, connections), or undefined when not given. */
+export function numberOption(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const number = Number(value);
-  if (!Number.isFinite(number) || number < 0) {
+  if (value.trim() === '' || !Number.isFinite(number) || number < 0) {
     throw new CliExit(EXIT_USAGE, `${flag} takes a number of at least 0; got ${JSON.stringify(value)}.`);
   }
-  return Math.round(number * scale);
+  return number;
 }
 
 export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
@@ -70,26 +71,26 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     allowedHosts: options.allowedHost.length > 0 ? options.allowedHost : undefined,
     maxConnections: numberOption('--max-connections', options.maxConnections),
     maxConnectionsPerAddress: numberOption('--max-connections-per-address', options.maxConnectionsPerAddress),
-    headersTimeoutMs: numberOption('--headers-timeout', options.headersTimeout, 1000),
+    headersTimeoutMs: optionalDurationFlag('--headers-timeout', options.headersTimeout),
     poolSize: numberOption('--pool-size', options.poolSize),
     poolMax: numberOption('--pool-max', options.poolMax),
     maxSessions: numberOption('--max-sessions', options.maxSessions),
-    dataBudgetBytes: numberOption('--data-budget-bytes', options.dataBudgetBytes),
+    dataBudgetBytes: optionalSizeFlag('--data-budget-bytes', options.dataBudgetBytes),
     limits: {
       maxSessions: numberOption('--sessions-per-key', options.sessionsPerKey),
       executionsPerMinute: numberOption('--executions-per-minute', options.executionsPerMinute),
-      maxRequestBytes: numberOption('--max-request-bytes', options.maxRequestBytes),
-      maxUploadBytes: numberOption('--max-upload-bytes', options.maxUploadBytes),
-      maxExecutionMs: numberOption('--max-execution-time', options.maxExecutionTime, 1000),
+      maxRequestBytes: optionalSizeFlag('--max-request-bytes', options.maxRequestBytes),
+      maxUploadBytes: optionalSizeFlag('--max-upload-bytes', options.maxUploadBytes),
+      maxExecutionMs: optionalDurationFlag('--max-execution-time', options.maxExecutionTime),
       maxQueuedExecutions: numberOption('--max-queued-executions', options.maxQueuedExecutions),
       maxMcpSessions: numberOption('--mcp-sessions-per-key', options.mcpSessionsPerKey),
     },
-    executionTimeoutMs: numberOption('--timeout', options.timeout, 1000),
-    idleTimeoutMs: numberOption('--idle-timeout', options.idleTimeout, 1000),
+    executionTimeoutMs: optionalDurationFlag('--timeout', options.timeout),
+    idleTimeoutMs: optionalDurationFlag('--idle-timeout', options.idleTimeout),
     preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
     ...(options.preloadWhenBehind ? { preloadWhenBehind: true } : {}),
     ...(options.env ? { sessionOptions: { environmentName: options.env } } : {}),
-    shutdownGraceMs: numberOption('--shutdown-grace', options.shutdownGrace, 1000),
+    shutdownGraceMs: optionalDurationFlag('--shutdown-grace', options.shutdownGrace, 0),
     logLevel: options.logLevel,
     stateDirectory: options.stateDir === false ? false : (options.stateDir ?? defaultStateDirectory()),
     logDestination: logDestinationFor(options.logFormat ?? 'auto'),
@@ -134,8 +135,9 @@ export async function serveCommand(options: ServeCommandOptions): Promise<number
   const oomScore = setOwnOomScoreAdjust(SERVER_OOM_SCORE_ADJ);
   try {
     const model = serverModel(options);
+    const settings = serverOptionsFrom(options); // a bad flag fails before a backend is prepared
     const backend = await backendFromOptions(options);
-    server = await createServer({ ...serverOptionsFrom(options), backend, model });
+    server = await createServer({ ...settings, backend, model });
     // Before the "web UI at" line: a Ctrl-C once it shows stops the server gracefully.
     stopped = stopOnSignals(server);
     server.context.logger.info(

@@ -31,12 +31,14 @@ export async function startSessionWithUploads(
       }
     }),
   );
+  // Before the spinner: a bad size fails, and a --max-data --memory cannot hold is said, on a line of its own.
+  const limits = limitSessionOptions(options);
   const backend = await backendFromOptions(options, quiet);
   const status = startStatus(quiet ? undefined : process.stderr, 'starting sandbox');
   const session = await createSession({
     backend,
     ...(options.env ? { environmentName: options.env } : {}),
-    ...limitSessionOptions(options),
+    ...limits,
     ...networkSessionOptions(options),
     ...(timeoutMs ? { timeoutMs } : {}),
   }).finally(() => status.stop());

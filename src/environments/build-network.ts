@@ -17,7 +17,6 @@
  * and the refusals are kept for the error a failed build throws.
  */
 import { lookup } from 'node:dns/promises';
-import { InvalidInputError } from '../errors.js';
 import { classifyAddress, createGateHost, type GateLog } from '../network/index.js';
 import { resolveNetworkOption } from '../network/network-option.js';
 import { aptSourceHosts, ruleForUri } from './apt-sources.js';
@@ -56,17 +55,8 @@ export async function buildAllowList(
   resolve: BuildResolver = resolveWithSystem,
 ): Promise<string[] | undefined> {
   const extra = allowHosts.length > 0 ? (resolveNetworkOption({ allow: [...allowHosts] })?.allow ?? []) : [];
-  if (description.network === 'none') {
-    if (extra.length > 0) {
-      throw new InvalidInputError(
-        "The description says `network: 'none'`: the build is offline, so --allow-host has nothing to widen.",
-      );
-    }
-    if (description.python.indexUrl !== undefined) {
-      throw new InvalidInputError("`python.indexUrl` needs the network, and the description says `network: 'none'`.");
-    }
-    return undefined;
-  }
+  // What an offline build cannot do was refused before the copy (offline-build.ts).
+  if (description.network === 'none') return undefined;
   const needed = [...(await aptSourceHosts(root)), ...pythonIndexHosts(description)];
   const rules = [...needed, ...(await pinnedAddresses(needed, resolve))];
   rules.push(...(description.network?.allow ?? []), ...extra);

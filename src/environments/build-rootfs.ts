@@ -1,10 +1,13 @@
 /**
- * Builds an environment's root filesystem: a copy of the runtime's, with the
- * layer script run in it as root through bwrap (its own PID, IPC, UTS and
- * network namespaces; its one way out a gate on the host with the build's
- * allow-list, see build-network.ts). All of it happens under a temporary name
- * that is renamed into place at the end, or removed on failure, so a failed
- * build leaves nothing behind.
+ * Builds an environment's root filesystem: the runtime's, with the layer
+ * script run on it as root through bwrap (layer-run.ts: its own PID, IPC, UTS
+ * and network namespaces; its one way out a gate on the host with the build's
+ * allow-list, see build-network.ts). The layer runs on an overlay of the
+ * runtime, and the result is the runtime's files as hard links plus the
+ * layer's changes (layer-overlay.ts), so it costs the layer's size; without
+ * overlay mounts, a copy of the runtime as before. All of it happens under a
+ * temporary name that is renamed into place at the end, or removed on
+ * failure, so a failed build leaves nothing behind.
  */
 import { copyFile, lstat, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -12,23 +15,15 @@ import { isRoot, which } from '../backends/bubblewrap/host-setup.js';
 import { BackendUnavailableError, ImageBuildError } from '../errors.js';
 import { type BuildProgress, buildRuntimeRootfs, runProcess } from '../image/rootfs.js';
 import { isProcessAlive } from '../internal/process-alive.js';
-import { kernelDirectory } from '../kernel/index.js';
 import { type BuildGate, buildAllowList, openBuildGate } from './build-network.js';
 import type { LoadedDescription } from './description.js';
 import type { EnvironmentInputs } from './inputs.js';
-import {
-  BUILD_FORWARDER_MODULE,
-  BUILD_GATE_SOCKET,
-  BUILD_NETWORK_DIRECTORY,
-  INPUTS_DIRECTORY,
-  layerScript,
-  STAGING_DIRECTORY,
-} from './layer-script.js';
+import { applyUpper, type LayerOverlay, linkTree, prepareOverlay } from './layer-overlay.js';
+import { runLayer } from './layer-run.js';
+import { INPUTS_DIRECTORY, layerScript, STAGING_DIRECTORY } from './layer-script.js';
 
 /** Marker inside a finished environment root filesystem: `<name> <hash>`. */
 export const ENVIRONMENT_MARKER_FILE = 'etc/sandcell-environment';
-/** Lines of the tool's output kept for a failure's message. */
-const TAIL_LINES = 30;
 
 export interface RootfsLayerOptions {
   loaded: LoadedDescription;
@@ -43,23 +38,16 @@ export interface RootfsLayerOptions {
   signal?: AbortSignal;
 }
 
-/**
- * Capabilities the layer's root does not need to install packages, dropped so that the network
- * namespace and the gate stay its only way out (no new interfaces, raw sockets, mounts or modules).
- */
-const DROPPED_CAPABILITIES = [
-  'CAP_NET_ADMIN',
-  'CAP_NET_RAW',
-  'CAP_SYS_ADMIN',
-  'CAP_SYS_MODULE',
-  'CAP_SYS_PTRACE',
-  'CAP_SYS_RAWIO',
-  'CAP_SYS_BOOT',
-  'CAP_BPF',
-];
+/** The builds' sizes: their own bytes, and the runtime's they share (counted once, for the runtime). */
+export interface EnvironmentRootfsBuild {
+  /** Bytes of the environment's own files (all of them when it shares none). */
+  sizeBytes: number | undefined;
+  /** Whether its unchanged files are the runtime's own (hard links), not copies. */
+  sharesRuntimeFiles: boolean;
+}
 
-/** Builds into `<target>.partial-<pid>` and renames it to `target`; returns the size in bytes. */
-export async function buildEnvironmentRootfs(options: RootfsLayerOptions): Promise<void> {
+/** Builds into `<target>.partial-<pid>` and renames it to `target`. */
+export async function buildEnvironmentRootfs(options: RootfsLayerOptions): Promise<EnvironmentRootfsBuild> {
   if (!isRoot()) {
     throw new BackendUnavailableError(
       'Building an environment needs root (it installs packages into a copy of the runtime root filesystem). Run `sudo sandcell env build FILE`.',
@@ -75,14 +63,32 @@ export async function buildEnvironmentRootfs(options: RootfsLayerOptions): Promi
   });
   await sweepAbandonedPartials(path.dirname(options.target));
   const partial = `${options.target}.partial-${process.pid}`;
+  // The layer's overlay and its staged inputs, beside the build on the same filesystem (renames, not copies).
+  const layer = `${options.target}.layer.partial-${process.pid}`;
+  const overlay: LayerOverlay = {
+    lower: runtime.directory,
+    upper: path.join(layer, 'upper'),
+    work: path.join(layer, 'work'),
+    merged: path.join(layer, 'merged'),
+  };
+  const staging = path.join(layer, 'staging');
   let gate: BuildGate | undefined;
   await rm(partial, { recursive: true, force: true });
+  await rm(layer, { recursive: true, force: true });
   await mkdir(path.dirname(options.target), { recursive: true, mode: 0o755 });
+  await mkdir(layer, { mode: 0o700 });
   try {
-    report({ stage: 'copying the runtime root filesystem', detail: runtime.directory });
-    await runProcess('cp', ['-a', '--reflink=auto', runtime.directory, partial], options.signal, {}, () => undefined);
-    const allow = await buildAllowList(options.loaded.description, partial, options.allowHosts);
-    await stageInputs(partial, options, allow !== undefined);
+    // The runtime's /var/tmp holds the inputs' mount point: a link there would send it elsewhere.
+    if (!(await lstat(path.join(runtime.directory, path.dirname(STAGING_DIRECTORY).slice(1)))).isDirectory()) {
+      throw new ImageBuildError(`${path.dirname(STAGING_DIRECTORY)} in the runtime is not a directory.`);
+    }
+    const noOverlay = await prepareOverlay(overlay);
+    if (noOverlay !== undefined) {
+      report({ stage: 'copying the runtime root filesystem', detail: `no overlay mount here (${noOverlay})` });
+      await runProcess('cp', ['-a', '--reflink=auto', runtime.directory, partial], options.signal, {}, () => undefined);
+    }
+    const allow = await buildAllowList(options.loaded.description, runtime.directory, options.allowHosts);
+    await stageInputs(staging, options, allow !== undefined);
     if (allow === undefined) {
       report({ stage: 'building offline', detail: "the description says network: 'none'" });
     } else {
@@ -93,35 +99,62 @@ export async function buildEnvironmentRootfs(options: RootfsLayerOptions): Promi
         report: (line) => report({ stage: line }),
       });
     }
-    await runLayer(bwrap, partial, options, gate);
-    await rm(path.join(partial, STAGING_DIRECTORY.slice(1)), { recursive: true, force: true });
+    await runLayer({
+      bwrap,
+      root: noOverlay === undefined ? overlay.merged : partial,
+      ...(noOverlay === undefined ? { overlay } : {}),
+      staging,
+      description: options.loaded.description,
+      ...(gate ? { gate } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    let sharesRuntimeFiles = false;
+    if (noOverlay === undefined) {
+      await rm(path.join(overlay.upper, STAGING_DIRECTORY.slice(1)), { recursive: true, force: true });
+      report({ stage: "linking the runtime's files", detail: runtime.directory });
+      sharesRuntimeFiles = await linkTree(runtime.directory, partial);
+      if (!sharesRuntimeFiles) {
+        report({ stage: 'copying the runtime root filesystem', detail: 'hard links to it cannot be made from here' });
+        await runProcess(
+          'cp',
+          ['-a', '--reflink=auto', runtime.directory, partial],
+          options.signal,
+          {},
+          () => undefined,
+        );
+      }
+      report({ stage: "applying the layer's changes" });
+      await applyUpper(overlay.upper, partial);
+    } else {
+      await rm(path.join(partial, STAGING_DIRECTORY.slice(1)), { recursive: true, force: true });
+    }
     // The layer ran as root in there: whatever is at the marker's path (a link out of the tree) goes, and the file is made anew.
     const marker = path.join(partial, ENVIRONMENT_MARKER_FILE);
     await rm(marker, { force: true, recursive: true });
     await writeFile(marker, `${options.loaded.description.name} ${options.hash}\n`, { mode: 0o644, flag: 'wx' });
     await rm(options.target, { recursive: true, force: true });
     await rename(partial, options.target);
+    const sizeBytes = await directoryBytes(options.target, sharesRuntimeFiles ? runtime.directory : undefined);
+    return { sizeBytes, sharesRuntimeFiles };
   } catch (error) {
     await rm(partial, { recursive: true, force: true }).catch(() => undefined);
     throw error;
   } finally {
     await gate?.close();
+    await rm(layer, { recursive: true, force: true }).catch(() => undefined);
   }
 }
 
-/** Copies the description's files and the layer script under the staging directory of the copy. */
-async function stageInputs(root: string, options: RootfsLayerOptions, gate: boolean): Promise<void> {
-  const staging = path.join(root, STAGING_DIRECTORY.slice(1));
-  // The copy's /var/tmp comes from the runtime; a link there would send the files elsewhere on the host.
-  const parent = await lstat(path.dirname(staging));
-  if (!parent.isDirectory())
-    throw new ImageBuildError(`${path.dirname(staging)} in the runtime copy is not a directory.`);
-  await mkdir(path.join(root, INPUTS_DIRECTORY.slice(1)), { recursive: true, mode: 0o755 });
+/** Copies the description's files and the layer script into the staging directory, bound in for the run. */
+async function stageInputs(staging: string, options: RootfsLayerOptions, gate: boolean): Promise<void> {
+  const inputs = path.join(staging, path.posix.relative(STAGING_DIRECTORY, INPUTS_DIRECTORY));
+  await mkdir(inputs, { recursive: true, mode: 0o755 });
   for (const directory of options.inputs.directories) {
-    await mkdir(path.join(root, INPUTS_DIRECTORY.slice(1), directory.name), { recursive: true, mode: 0o755 });
+    await mkdir(path.join(inputs, directory.name), { recursive: true, mode: 0o755 });
   }
   for (const file of options.inputs.files) {
-    const target = path.join(root, INPUTS_DIRECTORY.slice(1), file.name);
+    const target = path.join(inputs, file.name);
     await mkdir(path.dirname(target), { recursive: true, mode: 0o755 });
     await copyFile(file.source, target);
   }
@@ -129,78 +162,6 @@ async function stageInputs(root: string, options: RootfsLayerOptions, gate: bool
     mode: 0o700,
   });
   options.onProgress?.({ stage: "staged the description's files", detail: `${options.inputs.files.length} files` });
-}
-
-async function runLayer(
-  bwrap: string,
-  root: string,
-  options: RootfsLayerOptions,
-  gate: BuildGate | undefined,
-): Promise<void> {
-  const forwarder = path.join(kernelDirectory, `${BUILD_FORWARDER_MODULE}.py`);
-  const network = gate
-    ? [
-        '--ro-bind',
-        forwarder,
-        `${BUILD_NETWORK_DIRECTORY}/${BUILD_FORWARDER_MODULE}.py`,
-        '--bind',
-        gate.socketPath,
-        BUILD_GATE_SOCKET,
-      ]
-    : [];
-  const args = [
-    '--bind',
-    root,
-    '/',
-    '--proc',
-    '/proc',
-    '--dev',
-    '/dev',
-    '--tmpfs',
-    '/tmp',
-    // Nothing under /run stays in the environment; the gate's socket and the forwarder go there.
-    '--tmpfs',
-    '/run',
-    '--dir',
-    BUILD_NETWORK_DIRECTORY,
-    ...network,
-    '--unshare-net',
-    ...DROPPED_CAPABILITIES.flatMap((capability) => ['--cap-drop', capability]),
-    '--unshare-pid',
-    '--unshare-ipc',
-    '--unshare-uts',
-    '--die-with-parent',
-    '--clearenv',
-    '--setenv',
-    'PATH',
-    '/usr/sbin:/usr/bin:/sbin:/bin',
-    '--setenv',
-    'HOME',
-    '/root',
-    '--chdir',
-    '/',
-    '/bin/sh',
-    `${STAGING_DIRECTORY}/layer.sh`,
-  ];
-  const tail: string[] = [];
-  let stage = 'running the layer';
-  await runProcess(bwrap, args, options.signal, {}, (line) => {
-    if (line.startsWith('sandcell-step: ')) {
-      stage = line.slice('sandcell-step: '.length);
-      options.onProgress?.({ stage });
-      return;
-    }
-    tail.push(line);
-    if (tail.length > TAIL_LINES) tail.shift();
-    options.onProgress?.({ stage, detail: line.slice(0, 200) });
-  }).catch((error: unknown) => {
-    const refusals = gate?.refusals() ?? [];
-    const refused = refusals.length > 0 ? `\nThe build's network gate refused:\n  ${refusals.join('\n  ')}` : '';
-    throw new ImageBuildError(
-      `The environment build failed while ${stage}: ${(error as Error).message}\n${tail.join('\n')}${refused}`,
-      { cause: error },
-    );
-  });
 }
 
 /** Partial builds of processes that died mid-build. */
@@ -214,10 +175,14 @@ async function sweepAbandonedPartials(directory: string): Promise<void> {
   }
 }
 
-/** Bytes a directory tree holds (du), for `env list` and doctor. */
-export async function directoryBytes(directory: string): Promise<number | undefined> {
+/**
+ * Bytes a directory tree holds (du), for `env list` and doctor; with `besides`, only those it does not
+ * share with that tree (du counts a file linked from both once, for the first).
+ */
+export async function directoryBytes(directory: string, besides?: string): Promise<number | undefined> {
   let output = '';
-  await runProcess('du', ['-sb', directory], undefined, {}, (line) => {
+  const trees = besides === undefined ? [directory] : [besides, directory];
+  await runProcess('du', ['-sb', ...trees], undefined, {}, (line) => {
     output = line;
   }).catch(() => undefined);
   const bytes = Number.parseInt(output, 10);

@@ -12,10 +12,11 @@ import { importDirectoryAsImage, runtimeImagePresent } from '../image/docker-ima
 import { runtimeVersion } from '../image/recipe.js';
 import type { BuildProgress } from '../image/rootfs.js';
 import { acquireBuildLock } from './build-lock.js';
-import { buildEnvironmentRootfs, directoryBytes, ENVIRONMENT_MARKER_FILE } from './build-rootfs.js';
+import { buildEnvironmentRootfs, ENVIRONMENT_MARKER_FILE } from './build-rootfs.js';
 import { type LoadedDescription, loadDescription } from './description.js';
 import { environmentHash } from './environment-version.js';
 import { collectInputs, type EnvironmentInputs } from './inputs.js';
+import { refuseOfflineFetches } from './offline-build.js';
 import {
   buildDirectory,
   defaultEnvironmentStore,
@@ -66,6 +67,8 @@ export async function buildEnvironment(options: EnvironmentBuildOptions): Promis
   const store = options.storeDirectory ?? defaultEnvironmentStore();
   const loaded = await loadDescription(options.file);
   const inputs = await collectInputs(loaded);
+  // Before anything is copied: an offline build that would have to fetch fails now, saying why.
+  refuseOfflineFetches(loaded.description, inputs, options.allowHosts);
   const { name } = loaded.description;
   const hash = await environmentHash(loaded.description, inputs);
   options.onProgress?.({ stage: `environment ${name}`, detail: `content hash ${hash}` });
@@ -124,7 +127,7 @@ async function buildLocked(
   try {
     const builtAt = new Date().toISOString();
     if (!rootfsBuilt || options.force) {
-      await buildEnvironmentRootfs({
+      const build = await buildEnvironmentRootfs({
         loaded,
         inputs,
         hash,
@@ -134,7 +137,7 @@ async function buildLocked(
         onProgress: options.onProgress,
         signal: options.signal,
       });
-      record.builds.bubblewrap = { backendRef: rootfs, builtAt, sizeBytes: await directoryBytes(rootfs) };
+      record.builds.bubblewrap = { backendRef: rootfs, builtAt, sizeBytes: build.sizeBytes };
     }
     if (options.backend === 'docker') {
       const docker = requireDocker(options);

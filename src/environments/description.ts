@@ -95,6 +95,10 @@ const schema = z
           }),
       ])
       .optional(),
+    /**
+     * Modules every session starts with imported, as `import NAME` in a first cell: loaded, and the
+     * top-level name bound (`import a.b` binds `a`), so code uses them without importing.
+     */
     warmImports: z.array(z.string().regex(MODULE_NAME, 'a Python module name')).max(100).default([]),
     env: z
       .record(

@@ -30,6 +30,20 @@ export interface LayerNetwork {
   gate: boolean;
 }
 
+/** The line a failing setup command's exit status follows. */
+export const SETUP_FAILED_MARKER = 'sandcell-setup-failed: ';
+
+/** The step a setup command runs as: `setup command 2 of 3` (1-based). */
+export function setupStage(index: number, count: number): string {
+  return `setup command ${index + 1} of ${count}`;
+}
+
+/** Which setup command (0-based) a step is, if it is one. */
+export function setupIndex(stage: string): number | undefined {
+  const match = /^setup command (\d+) of \d+$/.exec(stage);
+  return match ? Number(match[1]) - 1 : undefined;
+}
+
 /** Single-quotes a word for sh. */
 export function shellQuote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;
@@ -123,8 +137,11 @@ export function layerScript(description: EnvironmentDescription, network: LayerN
   }
   description.setup.forEach((command, index) => {
     lines.push(
-      `echo ${shellQuote(`sandcell-step: setup command ${index + 1} of ${description.setup.length}`)}`,
-      `(cd ${shellQuote(INPUTS_DIRECTORY)} && sh -c ${shellQuote(command)})`,
+      `echo ${shellQuote(`sandcell-step: ${setupStage(index, description.setup.length)}`)}`,
+      // Its own exit status, said on a line of its own: the build's error names the command and it.
+      'sandcell_status=0',
+      `(cd ${shellQuote(INPUTS_DIRECTORY)} && sh -c ${shellQuote(command)}) || sandcell_status=$?`,
+      `if [ "$sandcell_status" -ne 0 ]; then echo "${SETUP_FAILED_MARKER}$sandcell_status"; exit "$sandcell_status"; fi`,
     );
   });
   lines.push(

@@ -47,8 +47,3 @@ export async function chooseEnvironment(
 function isEnvironmentBackend(name: string): name is EnvironmentBackendName {
   return name === 'bubblewrap' || name === 'docker';
 }
-
-/** Modules to import at start: the environment's, then the session's own, each once. */
-export function mergePreloadModules(environment: Environment, sessionModules: string[]): string[] {
-  return [...new Set([...environment.warmImports, ...sessionModules])];
-}

@@ -32,7 +32,10 @@ export interface Environment {
    * backend's own configured root (host `/usr`, `--rootfs`, `--image`) is used.
    */
   backendRef: string | undefined;
-  /** Python modules imported when a session starts (before the session's own `preloadModules`). */
+  /**
+   * Python modules imported when a session starts, as `import NAME` in a first cell would: loaded and
+   * their top-level name bound in the session's namespace (a session's `preloadModules` only load).
+   */
   warmImports: string[];
   /** Environment variables set in the sandbox (the session's own `environment` overrides them). */
   env: Record<string, string>;

@@ -25,6 +25,8 @@ import {
 export interface BuildProgress {
   stage: string;
   detail?: string;
+  /** A line of a command's own output that the user should see as it comes (an environment's setup commands). */
+  output?: string;
 }
 
 export interface RootfsBuildOptions {

@@ -162,10 +162,14 @@ describe('the bash kernel', { timeout: 30_000 }, () => {
     expect(exited.error?.name).toBe('ShellExited');
     expect(exited.error?.value).toContain('exited with status 3');
     expect(exited.error?.value).toContain('reset');
+    // The shell's status, for `sandcell run script.sh` to exit with and `repl` to end at.
+    expect(exited.end.exitStatus).toBe(3);
     const after = await kernel.execute('echo "[$lost] $PWD"');
     expect(after.stdout).toBe(`[] ${home}\n`);
+    expect(after.end).not.toHaveProperty('exitStatus');
     const errexit = await kernel.execute('set -e; false; echo never');
     expect(errexit.error?.value).toContain('exited with status 1');
+    expect(errexit.end.exitStatus).toBe(1);
     expect((await kernel.execute('echo alive')).stdout).toBe('alive\n');
   });
 

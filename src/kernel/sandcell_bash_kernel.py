@@ -307,7 +307,7 @@ class Kernel:
             return
         self.shell.send(b"echo s >&63; trap - INT; __sandcell_restore; eval " + quote_for_bash(code) + b" </dev/null\n")
 
-    def end_execution(self, error=None):
+    def end_execution(self, error=None, exit_status=None):
         if "assist" in self.current:
             return self.finish_assist()  # the shell ended under a completion: what it wrote, if anything
         current, self.current = self.current, None
@@ -316,6 +316,8 @@ class Kernel:
             self.send({"type": "error", "id": current["id"], "name": error[0], "value": error[1], "traceback": []})
         end = {"type": "execution-end", "id": current["id"], "status": "error" if error else "ok"}
         end.update({"executionCount": self.execution_count, "outputTruncated": False})
+        if exit_status is not None:
+            end["exitStatus"] = exit_status  # the shell ended: `sandcell run` exits with its status, `repl` ends
         self.send(end)
 
     # --- events from the shell and signals ------------------------------------
@@ -391,13 +393,15 @@ class Kernel:
         # `exit`, `exec`, `set -e` or a kill ended the shell: start a fresh one.
         if os.WIFSIGNALED(status):
             how = "was killed by %s" % SIGNAL_NAMES.get(os.WTERMSIG(status), os.WTERMSIG(status))
+            exit_status = 128 + os.WTERMSIG(status)  # as a shell reports it in $?
         else:
             how = "exited with status %d" % os.WEXITSTATUS(status)
+            exit_status = os.WEXITSTATUS(status)
         self.discard_shell()
         self.start_shell()
         if self.current is not None:
             value = "the shell %s; a new shell was started (variables, functions, aliases and the working directory were reset)"
-            self.end_execution(error=("ShellExited", value % how))
+            self.end_execution(error=("ShellExited", value % how), exit_status=exit_status)
         self.run_queue()
 
     def run(self):

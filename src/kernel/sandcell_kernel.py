@@ -403,9 +403,13 @@ class Kernel:
         sys.__stderr__ = sys.stderr
 
     def start_shell(self):
+        import bdb
+
+        from IPython.core.autocall import ExitAutocall
         from IPython.core.displayhook import DisplayHook
         from IPython.core.displaypub import DisplayPublisher
         from IPython.core.interactiveshell import InteractiveShell
+        from traitlets import default
 
         kernel = self
 
@@ -438,7 +442,65 @@ class Kernel:
             def clear_output(self, wait=False):
                 pass
 
+        class Exit(ExitAutocall):
+            """`exit` and `quit`: they end the code as in a script, exit(code)
+            with that status. IPython's own ask its terminal to close after
+            the cell (ask_exit, which InteractiveShell lacks) and take no code."""
+
+            def __call__(self, code=None):
+                raise SystemExit(code)
+
+            def __repr__(self):
+                return "Use exit() or quit() to exit"
+
         class Shell(InteractiveShell):
+            @default("exiter")
+            def _exiter_default(self):
+                return Exit(self)
+
+            def ask_exit(self):
+                raise SystemExit(None)
+
+            async def run_code(self, code_obj, result=None, *, async_=False):
+                """IPython's run_code, but for SystemExit. IPython shows one as an
+                error, with a warning to use Ctrl-D meant for its own terminal;
+                here it ends the code as it ends a script: the status goes to
+                the host (execution-end's exitStatus), a non-zero one is shown
+                as Jupyter shows it, and the kernel and its state stay."""
+                # IPython's tracebacks hide the frames above this one.
+                __tracebackhide__ = "__ipython_bottom__"
+                old_excepthook, sys.excepthook = sys.excepthook, self.excepthook
+                self.sys_excepthook = old_excepthook
+                try:
+                    try:
+                        if async_:
+                            await eval(code_obj, self.user_global_ns, self.user_ns)
+                        else:
+                            exec(code_obj, self.user_global_ns, self.user_ns)
+                    finally:
+                        sys.excepthook = old_excepthook
+                except SystemExit as error:
+                    if kernel.code_exited(error.code) != 0:
+                        if result is not None:
+                            result.error_in_exec = error
+                        self.showtraceback(exception_only=True)
+                    return True  # the rest of the cell does not run
+                except bdb.BdbQuit:
+                    if result is not None:
+                        result.error_in_exec = sys.exc_info()[1]
+                except self.custom_exceptions:
+                    etype, value, tb = sys.exc_info()
+                    if result is not None:
+                        result.error_in_exec = value
+                    self.CustomTB(etype, value, tb)
+                except BaseException:
+                    if result is not None:
+                        result.error_in_exec = sys.exc_info()[1]
+                    self.showtraceback(running_compiled_code=True)
+                else:
+                    return False
+                return True
+
             def _showtraceback(self, etype, evalue, stb):
                 kernel.emit_error(etype, evalue, stb)
 
@@ -530,6 +592,20 @@ class Kernel:
         if name_cut or value_cut or traceback_cut:
             self.budget.truncated = True
         self.channel.send({"type": "error", "id": execution_id, "name": name, "value": value, "traceback": traceback})
+
+    def code_exited(self, code):
+        """The code raised SystemExit(code): the status it ends a script with,
+        by CPython's rule (None is 0, an int is itself modulo 256, anything
+        else is 1), kept for the execution's end."""
+        if code is None:
+            status = 0
+        elif isinstance(code, int):
+            status = code & 0xFF
+        else:
+            status = 1
+        if self.current is not None:
+            self.current["exitStatus"] = status
+        return status
 
     def emit_syntax_error(self, message, code, offset):
         """Reports code that cannot be compiled as IPython reports a SyntaxError."""
@@ -630,9 +706,17 @@ class Kernel:
         import builtins
         import getpass
 
+        def ask_line(prompt=""):
+            __tracebackhide__ = True  # not the user's frame: IPython's traceback skips it
+            return self.ask_host(prompt, False)
+
+        def ask_password(prompt="Password: ", stream=None):
+            __tracebackhide__ = True
+            return self.ask_host(prompt, True)
+
         saved = (builtins.input, getpass.getpass)
-        builtins.input = lambda prompt="": self.ask_host(prompt, False)
-        getpass.getpass = lambda prompt="Password: ", stream=None: self.ask_host(prompt, True)
+        builtins.input = ask_line
+        getpass.getpass = ask_password
         try:
             yield
         finally:
@@ -642,6 +726,7 @@ class Kernel:
         """One line of input from the host. Waiting on the queue is
         interruptible: the host's interrupt (or its timeout's) ends the wait
         with KeyboardInterrupt, so a request nobody answers cannot wedge us."""
+        __tracebackhide__ = True
         execution_id = self.execution_id()
         if execution_id is None:
             raise EOFError("EOF when reading a line")
@@ -651,10 +736,14 @@ class Kernel:
             self.input_replies.get_nowait()  # answers to an earlier, interrupted request
         prompt, _ = cut_text(str(prompt), PROMPT_LIMIT, "prompt")
         self.channel.send({"type": "input-request", "id": execution_id, "prompt": prompt, "password": bool(password)})
-        while True:
-            reply = self.input_replies.get()
-            if reply.get("id") == execution_id:
-                break
+        try:
+            while True:
+                reply = self.input_replies.get()
+                if reply.get("id") == execution_id:
+                    break
+        except KeyboardInterrupt:
+            # Raised anew here: its traceback is the user's input() and this line, not queue's and threading's frames.
+            raise KeyboardInterrupt from None
         value = reply.get("value")
         if reply.get("cancelled") is True or not isinstance(value, str):
             raise EOFError("no input was given")
@@ -719,6 +808,8 @@ class Kernel:
             "executionCount": self.shell.execution_count - 1,
             "outputTruncated": self.budget.truncated,
         }
+        if "exitStatus" in current:
+            end["exitStatus"] = current["exitStatus"]
         self.stdout.execution_id = self.stderr.execution_id = None
         self.channel.send(end)
 
@@ -758,6 +849,14 @@ def start():
     kernel.capture_descriptors()
     load_sibling("sandcell_user_site").add_to_path()
     kernel.start_shell()
+    # An environment's warm imports are `import NAME` run before the first cell: the module is loaded
+    # and its top-level name bound in the user's namespace (`import a.b` binds `a`).
+    for name in OPTIONS.get("warmImports", []):
+        try:
+            kernel.shell.user_ns[name.partition(".")[0]] = __import__(name)
+        except Exception as error:  # the session still starts; the name is then undefined, as after a failed import
+            channel.send({"type": "log", "message": "warm import of %s failed: %s" % (name, error)})
+    # The session's preload only warms the module cache: nothing is bound, the user still imports.
     for name in OPTIONS.get("preloadModules", []):
         try:
             __import__(name)

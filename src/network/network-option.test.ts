@@ -30,4 +30,13 @@ describe('resolveNetworkOption', () => {
       );
     }
   });
+
+  it("refuses a rule on the sandbox's own loopback, naming host.sandcell.internal instead", () => {
+    expect(() => resolveNetworkOption({ allow: ['127.0.0.1:18081'] })).toThrow(
+      /"127\.0\.0\.1:18081": inside a sandbox, 127\.0\.0\.1 is the sandbox itself.*allow host\.sandcell\.internal:18081 and use http:\/\/host\.sandcell\.internal:18081\//,
+    );
+    expect(resolveNetworkOption({ allow: ['host.sandcell.internal:18081'] })).toEqual({
+      allow: ['host.sandcell.internal:18081'],
+    });
+  });
 });

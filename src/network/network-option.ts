@@ -7,10 +7,14 @@
  */
 import { InvalidInputError } from '../errors.js';
 import { checkNetworkSecrets, type NetworkSecret } from './network-secret.js';
-import { parseNetworkPolicy } from './policy.js';
+import { parseNetworkPolicy, refuseHostLocalRules } from './policy.js';
 
 export interface NetworkAllowList {
-  /** Hosts the session may reach through its gate: `pypi.org`, `*.example.com`, `api.example.com:443`, `10.0.0.0/8`. */
+  /**
+   * Hosts the session may reach through its gate: `pypi.org`, `*.example.com`, `api.example.com:443`,
+   * `10.0.0.0/8`; a service on this machine's loopback as `host.sandcell.internal:PORT` (127.0.0.1 and
+   * localhost are the sandbox's own loopback, so rules on them are refused).
+   */
   allow: string[];
   /**
    * PEM certificates the sandbox trusts beside the system's (a corporate or a test CA): they are added
@@ -56,6 +60,8 @@ export function resolveNetworkOption(option: NetworkOption | undefined): Network
   });
   // The gate's own parser: a rule it would refuse when the channel opens fails now, with its message.
   const policy = parseNetworkPolicy(allow);
+  // And a rule the gate would take but no sandbox could use: this host's loopback is host.sandcell.internal.
+  refuseHostLocalRules(policy);
   const secrets = option.secrets === undefined ? undefined : checkNetworkSecrets(option.secrets, policy);
   const certificates = option.trustedCertificates;
   if (certificates !== undefined) {

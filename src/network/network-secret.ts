@@ -6,6 +6,7 @@
  * name the host and header, never the value.
  */
 import { InvalidInputError } from '../errors.js';
+import { HOST_LOOPBACK_NAME, isLoopbackName } from './host-loopback.js';
 import { isHostName, type NetworkPolicy, portsForName } from './policy.js';
 
 export interface NetworkSecret {
@@ -60,7 +61,7 @@ export function checkNetworkSecrets(secrets: unknown, policy: NetworkPolicy): Ne
     const secret = checkNetworkSecret(entry);
     if (portsForName(policy, secret.host).length === 0) {
       throw new InvalidInputError(
-        `The network secret for ${secret.host} names a host the allow-list does not cover; add it to \`allow\`.`,
+        `The network secret for ${secret.host} names a host the allow-list does not cover; ${coverWith(secret.host)}.`,
       );
     }
     const key = `${secret.host} ${secret.header.toLowerCase()}`;
@@ -86,4 +87,13 @@ export function mergeSecrets(
       byKey.set(`${secret.host} ${secret.header.toLowerCase()}`, secret);
   }
   return [...byKey.values()];
+}
+
+/** The rule that covers a secret's host: this machine's loopback only as host.sandcell.internal with its port. */
+function coverWith(host: string): string {
+  if (host === HOST_LOOPBACK_NAME) return `add ${HOST_LOOPBACK_NAME}:PORT (the service's port) to \`allow\``;
+  if (isLoopbackName(host)) {
+    return `${host} is the sandbox itself: for a service on this machine, name ${HOST_LOOPBACK_NAME} in the secret and add ${HOST_LOOPBACK_NAME}:PORT to \`allow\``;
+  }
+  return `add ${host} to \`allow\``;
 }

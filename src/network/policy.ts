@@ -7,6 +7,13 @@
  * are allowed.
  */
 import { InvalidInputError } from '../errors.js';
+import {
+  cidrWithinHostLocal,
+  HOST_LOOPBACK_NAME,
+  hostLoopbackAdvice,
+  hostLoopbackRule,
+  isLoopbackName,
+} from './host-loopback.js';
 import { type Cidr, cidrContains, parseAddress, parseCidr } from './ip-address.js';
 
 export const DEFAULT_ALLOWED_PORTS: readonly number[] = [80, 443];
@@ -22,13 +29,13 @@ export interface NetworkPolicy {
   readonly rules: readonly NetworkRule[];
 }
 
-/** An allow-list entry that cannot be a rule; the message names the entry and the accepted forms. */
+const ACCEPTED_FORMS =
+  'Write a name (pypi.org), a wildcard (*.example.com), or a CIDR (10.0.0.0/8), each with an optional :port.';
+
+/** An allow-list entry that cannot be a rule; the message names the entry and what to write instead. */
 export class NetworkPolicyError extends InvalidInputError {
-  constructor(entry: string, reason: string) {
-    super(
-      `Network allow-list entry ${JSON.stringify(entry)}: ${reason}. ` +
-        'Write a name (pypi.org), a wildcard (*.example.com), or a CIDR (10.0.0.0/8), each with an optional :port.',
-    );
+  constructor(entry: string, reason: string, instead = ACCEPTED_FORMS) {
+    super(`Network allow-list entry ${JSON.stringify(entry)}: ${reason}. ${instead}`);
   }
 }
 
@@ -66,6 +73,14 @@ function parseRule(entry: unknown): NetworkRule {
   if (/^[0-9.]+$/.test(body) || /^0x/.test(body)) {
     throw new NetworkPolicyError(entry, 'looks like an address in a form the gate does not accept; write it dotted');
   }
+  // This host's loopback is reached on the ports named, never on 80 and 443 by default.
+  if (body === HOST_LOOPBACK_NAME && ports === DEFAULT_ALLOWED_PORTS) {
+    throw new NetworkPolicyError(
+      entry,
+      `${HOST_LOOPBACK_NAME} reaches services on this machine's loopback, one port per rule`,
+      `Name the service's port, e.g. ${hostLoopbackRule(11434)}.`,
+    );
+  }
   return { kind: 'name', name: body, ports, text };
 }
 
@@ -98,6 +113,14 @@ export function isHostName(name: string): boolean {
   return name.split('.').every((label) => /^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$/.test(label));
 }
 
+/** What a rule names, without its port: `127.0.0.1`, `::1`, `localhost`, `*.app.localhost`. */
+function hostOf(rule: NetworkRule, ported: boolean): string {
+  if (rule.kind === 'name') return rule.name;
+  if (rule.kind === 'suffix') return `*.${rule.suffix}`;
+  const text = ported ? rule.text.slice(0, rule.text.lastIndexOf(':')) : rule.text;
+  return text.replace(/^\[(.*)\]$/, '$1');
+}
+
 function hostBitsClear(cidr: Cidr): boolean {
   const { network, prefixLength } = cidr;
   for (let bit = prefixLength; bit < network.length * 8; bit++) {
@@ -106,29 +129,55 @@ function hostBitsClear(cidr: Cidr): boolean {
   return true;
 }
 
+/** Whether `rule` names `host`. The host's loopback only by its exact name: no wildcard reaches it. */
+function namesHost(rule: NetworkRule, host: string): boolean {
+  if (rule.kind === 'name') return rule.name === host;
+  return rule.kind === 'suffix' && host !== HOST_LOOPBACK_NAME && host.endsWith(`.${rule.suffix}`);
+}
+
 /** The name rule that allows `host` on `port`, if any (names only; addresses go through `cidrRuleFor`). */
 export function nameRuleFor(policy: NetworkPolicy, host: string, port: number): NetworkRule | undefined {
-  return policy.rules.find(
-    (rule) =>
-      rule.ports.includes(port) &&
-      ((rule.kind === 'name' && rule.name === host) || (rule.kind === 'suffix' && host.endsWith(`.${rule.suffix}`))),
-  );
+  return policy.rules.find((rule) => rule.ports.includes(port) && namesHost(rule, host));
 }
 
 /** Whether any name rule names `host`, whatever its port (to say "port not allowed" rather than "host not allowed"). */
 export function portsForName(policy: NetworkPolicy, host: string): number[] {
-  return policy.rules.flatMap((rule) =>
-    (rule.kind === 'name' && rule.name === host) || (rule.kind === 'suffix' && host.endsWith(`.${rule.suffix}`))
-      ? rule.ports
-      : [],
-  );
+  return policy.rules.flatMap((rule) => (namesHost(rule, host) ? rule.ports : []));
 }
 
-/** The CIDR rule that contains `address` and allows `port`, if any. */
-export function cidrRuleFor(policy: NetworkPolicy, address: string, port: number): NetworkRule | undefined {
+/**
+ * What a session's own allow-list may not hold: a rule on this host's loopback written as the
+ * sandbox would read it (`127.0.0.1:8080`, `localhost:8080`, `[::1]:8080`, `0.0.0.0`). Inside a
+ * sandbox those are the sandbox itself, so the rule could never work; the error names the one that
+ * does. (The gate's own policy may hold such CIDRs: a build pins a local apt mirror's address so.)
+ */
+export function refuseHostLocalRules(policy: NetworkPolicy): void {
+  for (const rule of policy.rules) {
+    const loopback =
+      (rule.kind === 'cidr' && cidrWithinHostLocal(rule.cidr)) ||
+      (rule.kind === 'name' && isLoopbackName(rule.name)) ||
+      (rule.kind === 'suffix' && isLoopbackName(rule.suffix));
+    if (!loopback) continue;
+    // A rule without a port meant 80 and 443; which port the service has, only its owner knows.
+    const port = rule.ports === DEFAULT_ALLOWED_PORTS ? undefined : rule.ports[0];
+    throw new NetworkPolicyError(
+      rule.text,
+      `inside a sandbox, ${hostOf(rule, port !== undefined)} is the sandbox itself, which clients reach directly, never through the gate`,
+      `To reach a service on this machine's loopback, ${hostLoopbackAdvice(port)}.`,
+    );
+  }
+}
+
+/** The CIDR rule that contains `address`, allows `port` and passes `accept`, if any. */
+export function cidrRuleFor(
+  policy: NetworkPolicy,
+  address: string,
+  port: number,
+  accept: (cidr: Cidr) => boolean = () => true,
+): NetworkRule | undefined {
   const bytes = parseAddress(address);
   if (!bytes) return undefined;
   return policy.rules.find(
-    (rule) => rule.kind === 'cidr' && rule.ports.includes(port) && cidrContains(rule.cidr, bytes),
+    (rule) => rule.kind === 'cidr' && rule.ports.includes(port) && cidrContains(rule.cidr, bytes) && accept(rule.cidr),
   );
 }

@@ -24,7 +24,8 @@ export function forwarderOptions(): { socket: string; port: number } {
  * The environment that points the usual tools at the forwarder: curl, requests, urllib, pip and git
  * (libcurl reads the lower-case names) and npm (its own config names). A client that reads none of
  * them fails at once rather than hangs: the sandbox has no resolver and no route. `NO_PROXY` keeps the
- * sandbox's own loopback direct.
+ * sandbox's own loopback direct; the host's loopback is `host.sandcell.internal`, which goes through the
+ * proxy like any name (clients match NO_PROXY entries as domain suffixes, and none of these is one of it).
  */
 export function proxyEnvironment(): Record<string, string> {
   const proxy = `http://127.0.0.1:${PROXY_PORT}`;

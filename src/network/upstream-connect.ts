@@ -6,6 +6,7 @@
 import { connect, isIP, type Socket } from 'node:net';
 import { checkDestination } from './destination-check.js';
 import type { GateContext } from './gate-connection.js';
+import { HOST_LOOPBACK_NAME } from './host-loopback.js';
 import { GateRefusal } from './refusal.js';
 import type { Destination } from './request-target.js';
 
@@ -19,7 +20,16 @@ export async function connectChecked(
 ): Promise<{ socket: Socket; address: string }> {
   const timeoutMs = context.limits.connectTimeoutMs;
   const addresses = await checkDestination(context.policy, destination, context.resolve, timeoutMs);
-  return connectUpstream(addresses, destination.port, timeoutMs);
+  if (destination.host !== HOST_LOOPBACK_NAME) return connectUpstream(addresses, destination.port, timeoutMs);
+  return connectUpstream(addresses, destination.port, timeoutMs).catch((error: unknown) => {
+    if (!(error instanceof GateRefusal) || error.rule !== 'upstream-unreachable') throw error;
+    // The service's owner reads this: say where nothing listened, not just the last address tried.
+    throw new GateRefusal(
+      502,
+      'upstream-unreachable',
+      `nothing on this machine's loopback (${addresses.join(', ')}) accepted a connection on port ${destination.port}: is the service running, and listening there?`,
+    );
+  });
 }
 
 export async function connectUpstream(

@@ -15,6 +15,7 @@ export type {
   FileInfo,
   ServerConfig,
 } from './rest.js';
+export { MAX_SAVED_IMAGE_BYTES, MAX_SAVED_IMAGES_PER_STEP, savedImages, savedImageType } from './saved-images.js';
 export type {
   ApprovalMode,
   CodeFile,

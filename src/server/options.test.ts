@@ -75,6 +75,53 @@ describe('server options', () => {
     });
   });
 
+  it('reads sizes and durations from the environment as the flags take them; the old …_MS names keep milliseconds', () => {
+    const resolved = resolveServerOptions(
+      {},
+      {
+        SANDCELL_MAX_UPLOAD_BYTES: '256M',
+        SANDCELL_MAX_REQUEST_BYTES: '4M',
+        SANDCELL_DATA_BUDGET_BYTES: '2G',
+        SANDCELL_HEADERS_TIMEOUT: '5s',
+        SANDCELL_MAX_EXECUTION_TIME: '15m',
+        SANDCELL_EXECUTION_TIMEOUT: '90',
+        SANDCELL_IDLE_TIMEOUT: '1h',
+      },
+    );
+    expect(resolved.limits).toMatchObject({
+      maxUploadBytes: 256 * 1024 ** 2,
+      maxRequestBytes: 4 * 1024 ** 2,
+      maxExecutionMs: 15 * 60_000,
+    });
+    expect(resolved).toMatchObject({
+      dataBudgetBytes: 2 * 1024 ** 3,
+      headersTimeoutMs: 5000,
+      executionTimeoutMs: 90_000,
+      idleTimeoutMs: 3_600_000,
+    });
+    // A configuration written for the old names means what it meant; the new name wins when both are set.
+    const legacy = {
+      SANDCELL_IDLE_TIMEOUT_MS: '600000',
+      SANDCELL_MAX_EXECUTION_MS: '30s',
+      SANDCELL_HEADERS_TIMEOUT_MS: '2000',
+    };
+    expect(resolveServerOptions({}, legacy)).toMatchObject({
+      idleTimeoutMs: 600_000,
+      headersTimeoutMs: 2000,
+      limits: { maxExecutionMs: 30_000 },
+    });
+    expect(resolveServerOptions({}, { ...legacy, SANDCELL_IDLE_TIMEOUT: '5m' }).idleTimeoutMs).toBe(300_000);
+    expect(() => resolveServerOptions({}, { SANDCELL_IDLE_TIMEOUT: 'soon' })).toThrow(
+      'SANDCELL_IDLE_TIMEOUT takes a duration such as 30s, 5m or 1h (a bare number is seconds); got "soon".',
+    );
+    expect(() => resolveServerOptions({}, { SANDCELL_IDLE_TIMEOUT_MS: '20 min' })).toThrow(
+      /SANDCELL_IDLE_TIMEOUT_MS takes milliseconds.*old name of SANDCELL_IDLE_TIMEOUT/,
+    );
+    expect(() => resolveServerOptions({}, { SANDCELL_MAX_UPLOAD_BYTES: '64 megs' })).toThrow(
+      'SANDCELL_MAX_UPLOAD_BYTES takes a size such as 64M or 2G (a bare number is bytes); got "64 megs".',
+    );
+  });
+
   it('refuses an allowed host with a port, a path or a scheme', () => {
     for (const name of ['proxy.example:8080', 'http://proxy.example', 'proxy.example/x', 'a b']) {
       expect(() => resolveServerOptions({ allowedHosts: [name] }, {}), name).toThrow(/--allowed-host/);

@@ -5,6 +5,7 @@ import type { ChatModel } from '../agents/model.js';
 import { defaultDataBudgetBytes } from '../backends/data-budget.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
+import { type DurationUnit, parseDuration, parseSize } from '../internal/units.js';
 import { resolveNetworkOption } from '../network/network-option.js';
 import { checkNetworkSecret, type NetworkSecret } from '../network/network-secret.js';
 import { DEFAULT_FILE_TRANSFER_BYTES, DEFAULT_MAX_CODE_BYTES, type SessionOptions } from '../session/options.js';
@@ -44,11 +45,11 @@ export interface KeyLimits {
   maxSessions?: number;
   /** Executions one key may start per minute; conversation uploads count too (0 = no limit). @default 600 (env SANDCELL_EXECUTIONS_PER_MINUTE) */
   executionsPerMinute?: number;
-  /** Largest request body carrying code (JSON), in bytes. @default 2 MiB + 64 KiB of envelope (env SANDCELL_MAX_REQUEST_BYTES) */
+  /** Largest request body carrying code (JSON), in bytes. @default 2 MiB + 64 KiB of envelope (env SANDCELL_MAX_REQUEST_BYTES, a size: `4M`) */
   maxRequestBytes?: number;
-  /** Largest uploaded file, in bytes. @default 64 MiB (env SANDCELL_MAX_UPLOAD_BYTES) */
+  /** Largest uploaded file, in bytes. @default 64 MiB (env SANDCELL_MAX_UPLOAD_BYTES, a size: `256M`) */
   maxUploadBytes?: number;
-  /** Longest an execution may run; a longer requested timeout is lowered to this. @default 300_000 (env SANDCELL_MAX_EXECUTION_MS) */
+  /** Longest an execution may run; a longer requested timeout is lowered to this. @default 300_000 (env SANDCELL_MAX_EXECUTION_TIME, a duration: `5m`) */
   maxExecutionMs?: number;
   /** Executions that may wait in one session behind the running one; past it 429 `queue-full`. @default 16 (env SANDCELL_MAX_QUEUED_EXECUTIONS) */
   maxQueuedExecutions?: number;
@@ -57,7 +58,7 @@ export interface KeyLimits {
   /**
    * What all of one key's conversations keep together (turns as JSON, images); past it, the least
    * recently updated ones lose their oldest outputs, then their oldest turns.
-   * @default 256 MiB (env SANDCELL_CONVERSATION_BYTES_PER_KEY)
+   * @default 256 MiB (env SANDCELL_CONVERSATION_BYTES_PER_KEY, a size)
    */
   conversationBytes?: number;
 }
@@ -78,7 +79,7 @@ export interface ServerOptions {
   maxConnections?: number;
   /** Open TCP connections from one client address. @default 256 (env SANDCELL_MAX_CONNECTIONS_PER_ADDRESS) */
   maxConnectionsPerAddress?: number;
-  /** A connection that has not sent a complete request header this long after it opened (or began a request) is closed. @default 10_000 (env SANDCELL_HEADERS_TIMEOUT_MS) */
+  /** A connection that has not sent a complete request header this long after it opened (or began a request) is closed. @default 10_000 (env SANDCELL_HEADERS_TIMEOUT, a duration: `10s`) */
   headersTimeoutMs?: number;
   /**
    * API keys (Bearer tokens). Each key is its own tenant: it sees only its own sessions.
@@ -102,12 +103,12 @@ export interface ServerOptions {
    * RAM that all sessions' files (/mnt/data, a tmpfs each) may hold together, in bytes. Past it, writes
    * fail as on a full disk and new sessions get 503. Applies to the whole process (every session it
    * starts), where sandcell can resize the mounts: as root, with bubblewrap or a local Docker Engine.
-   * @default half of the host's memory (env SANDCELL_DATA_BUDGET_BYTES)
+   * @default half of the host's memory (env SANDCELL_DATA_BUDGET_BYTES, a size: `8G`)
    */
   dataBudgetBytes?: number;
-  /** A session unused this long is closed. @default 1_200_000 (20 min) (env SANDCELL_IDLE_TIMEOUT_MS) */
+  /** A session unused this long is closed. @default 1_200_000 (20 min) (env SANDCELL_IDLE_TIMEOUT, a duration: `20m`) */
   idleTimeoutMs?: number;
-  /** Default time limit of an execution that asks for none. @default 60_000 (env SANDCELL_EXECUTION_TIMEOUT_MS) */
+  /** Default time limit of an execution that asks for none. @default 60_000 (env SANDCELL_EXECUTION_TIMEOUT, a duration: `1m`) */
   executionTimeoutMs?: number;
   /** Modules imported in warm sessions. @default numpy, pandas, matplotlib (env SANDCELL_PRELOAD, comma-separated; "none" for none) */
   preloadModules?: string[];
@@ -148,12 +149,12 @@ export interface ServerOptions {
   webRoot?: string | false;
   /**
    * What a conversation keeps of each piece of code's output (stdout, stderr and results together;
-   * the error apart): the rest is cut, with a note. @default 1 MiB (env SANDCELL_CONVERSATION_OUTPUT_BYTES)
+   * the error apart): the rest is cut, with a note. @default 1 MiB (env SANDCELL_CONVERSATION_OUTPUT_BYTES, a size)
    */
   conversationOutputBytes?: number;
   /**
    * What one conversation keeps in all (turns as JSON, images); past it, its oldest outputs are
-   * dropped (a note stays), then its oldest turns. At most 64 MiB. @default 32 MiB (env SANDCELL_CONVERSATION_HISTORY_BYTES)
+   * dropped (a note stays), then its oldest turns. At most 64 MiB. @default 32 MiB (env SANDCELL_CONVERSATION_HISTORY_BYTES, a size)
    */
   conversationHistoryBytes?: number;
   /**
@@ -223,6 +224,45 @@ function numberFrom(environment: Environment, name: string): number | undefined 
   const value = Number(raw);
   if (!Number.isFinite(value)) throw new InvalidInputError(`${name} must be a number; got ${JSON.stringify(raw)}.`);
   return value;
+}
+
+/** A size variable (`64M`, `2G`, or bytes), or undefined when unset. */
+function sizeFrom(environment: Environment, name: string): number | undefined {
+  const raw = environment[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const bytes = parseSize(raw);
+  if (bytes === undefined) {
+    throw new InvalidInputError(
+      `${name} takes a size such as 64M or 2G (a bare number is bytes); got ${JSON.stringify(raw)}.`,
+    );
+  }
+  return bytes;
+}
+
+/**
+ * A duration variable in milliseconds (`30s`, `5m`, `1h`; a bare number is seconds), or undefined when
+ * unset. Its old name ending in `_MS` (`legacy`) is still read when the new one is not set, a bare number
+ * there in milliseconds as that name says, so a configuration written for it keeps its meaning.
+ */
+function durationFrom(environment: Environment, name: string, legacy: string): number | undefined {
+  const variables: [string, DurationUnit][] = [
+    [name, 's'],
+    [legacy, 'ms'],
+  ];
+  for (const [variable, bareUnit] of variables) {
+    const raw = environment[variable];
+    if (raw === undefined || raw.trim() === '') continue;
+    const milliseconds = parseDuration(raw, bareUnit);
+    if (milliseconds === undefined) {
+      throw new InvalidInputError(
+        variable === name
+          ? `${name} takes a duration such as 30s, 5m or 1h (a bare number is seconds); got ${JSON.stringify(raw)}.`
+          : `${legacy} takes milliseconds or a duration such as 30s; got ${JSON.stringify(raw)}. It is the old name of ${name}, which takes durations (a bare number is seconds).`,
+      );
+    }
+    return milliseconds;
+  }
+  return undefined;
 }
 
 function count(name: string, value: number | undefined, fallback: number, minimum: number): number {
@@ -312,7 +352,7 @@ export function resolveServerOptions(
     ),
     headersTimeoutMs: count(
       'headersTimeoutMs',
-      options.headersTimeoutMs ?? numberFrom(environment, 'SANDCELL_HEADERS_TIMEOUT_MS'),
+      options.headersTimeoutMs ?? durationFrom(environment, 'SANDCELL_HEADERS_TIMEOUT', 'SANDCELL_HEADERS_TIMEOUT_MS'),
       DEFAULT_HEADERS_TIMEOUT_MS,
       1,
     ),
@@ -331,19 +371,19 @@ export function resolveServerOptions(
       ),
       maxRequestBytes: count(
         'limits.maxRequestBytes',
-        limits.maxRequestBytes ?? numberFrom(environment, 'SANDCELL_MAX_REQUEST_BYTES'),
+        limits.maxRequestBytes ?? sizeFrom(environment, 'SANDCELL_MAX_REQUEST_BYTES'),
         maxCodeBytes + 64 * 1024,
         1024,
       ),
       maxUploadBytes: count(
         'limits.maxUploadBytes',
-        limits.maxUploadBytes ?? numberFrom(environment, 'SANDCELL_MAX_UPLOAD_BYTES'),
+        limits.maxUploadBytes ?? sizeFrom(environment, 'SANDCELL_MAX_UPLOAD_BYTES'),
         options.sessionOptions?.fileTransferBytes ?? DEFAULT_FILE_TRANSFER_BYTES,
         1,
       ),
       maxExecutionMs: count(
         'limits.maxExecutionMs',
-        limits.maxExecutionMs ?? numberFrom(environment, 'SANDCELL_MAX_EXECUTION_MS'),
+        limits.maxExecutionMs ?? durationFrom(environment, 'SANDCELL_MAX_EXECUTION_TIME', 'SANDCELL_MAX_EXECUTION_MS'),
         DEFAULT_MAX_EXECUTION_MS,
         1,
       ),
@@ -361,7 +401,7 @@ export function resolveServerOptions(
       ),
       conversationBytes: count(
         'limits.conversationBytes',
-        limits.conversationBytes ?? numberFrom(environment, 'SANDCELL_CONVERSATION_BYTES_PER_KEY'),
+        limits.conversationBytes ?? sizeFrom(environment, 'SANDCELL_CONVERSATION_BYTES_PER_KEY'),
         DEFAULT_CONVERSATION_BYTES_PER_KEY,
         1024,
       ),
@@ -382,19 +422,20 @@ export function resolveServerOptions(
     poolMax: 0,
     dataBudgetBytes: count(
       'dataBudgetBytes',
-      options.dataBudgetBytes ?? numberFrom(environment, 'SANDCELL_DATA_BUDGET_BYTES'),
+      options.dataBudgetBytes ?? sizeFrom(environment, 'SANDCELL_DATA_BUDGET_BYTES'),
       defaultDataBudgetBytes({}),
       MINIMUM_DATA_BUDGET_BYTES,
     ),
     idleTimeoutMs: count(
       'idleTimeoutMs',
-      options.idleTimeoutMs ?? numberFrom(environment, 'SANDCELL_IDLE_TIMEOUT_MS'),
+      options.idleTimeoutMs ?? durationFrom(environment, 'SANDCELL_IDLE_TIMEOUT', 'SANDCELL_IDLE_TIMEOUT_MS'),
       DEFAULT_IDLE_TIMEOUT_MS,
       1,
     ),
     executionTimeoutMs: count(
       'executionTimeoutMs',
-      options.executionTimeoutMs ?? numberFrom(environment, 'SANDCELL_EXECUTION_TIMEOUT_MS'),
+      options.executionTimeoutMs ??
+        durationFrom(environment, 'SANDCELL_EXECUTION_TIMEOUT', 'SANDCELL_EXECUTION_TIMEOUT_MS'),
       DEFAULT_EXECUTION_TIMEOUT_MS,
       1,
     ),
@@ -413,13 +454,13 @@ export function resolveServerOptions(
     webRoot: options.webRoot ?? fileURLToPath(new URL('../../dist/web', import.meta.url)),
     conversationOutputBytes: count(
       'conversationOutputBytes',
-      options.conversationOutputBytes ?? numberFrom(environment, 'SANDCELL_CONVERSATION_OUTPUT_BYTES'),
+      options.conversationOutputBytes ?? sizeFrom(environment, 'SANDCELL_CONVERSATION_OUTPUT_BYTES'),
       DEFAULT_CONVERSATION_OUTPUT_BYTES,
       1024,
     ),
     conversationHistoryBytes: count(
       'conversationHistoryBytes',
-      options.conversationHistoryBytes ?? numberFrom(environment, 'SANDCELL_CONVERSATION_HISTORY_BYTES'),
+      options.conversationHistoryBytes ?? sizeFrom(environment, 'SANDCELL_CONVERSATION_HISTORY_BYTES'),
       DEFAULT_CONVERSATION_HISTORY_BYTES,
       1024,
     ),

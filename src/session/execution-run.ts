@@ -161,6 +161,7 @@ export function runExecution(
             ...(collector.error ? { error: collector.error } : {}),
             executionCount: context.executionCount,
             outputTruncated: event.outputTruncated,
+            ...(event.exitStatus !== undefined ? { exitStatus: event.exitStatus } : {}),
           });
           break;
         }

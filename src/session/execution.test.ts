@@ -14,6 +14,11 @@ describe('formatTraceback', () => {
     expect(text).toBe('KeyboardInterrupt:\nTimeoutError: too slow');
   });
 
+  it('keeps a JavaScript stack, which starts with the error, without naming it again', () => {
+    const traceback = ['Error: boom', '    at <cell-1>:1:7', '        throw new Error("boom")', '              ^'];
+    expect(formatTraceback({ name: 'Error', value: 'boom', traceback })).toBe(traceback.join('\n'));
+  });
+
   it('falls back to name and value without a traceback', () => {
     expect(formatTraceback({ name: 'KernelDied', value: 'gone', traceback: [] })).toBe('KernelDied: gone');
   });

@@ -38,6 +38,14 @@ export interface Execution {
   stateLostReason?: string;
   /** True when stdout/stderr, results, result metadata or the error went past the per-execution caps and were cut or dropped. */
   outputTruncated?: boolean;
+  /**
+   * The code asked its interpreter to exit, with this status (0–255), and stopped there; the
+   * session goes on. Python (`sys.exit(n)`, `exit()`, `quit()`, any SystemExit): the state is
+   * kept, status 0 is a success and another one an `error` named `SystemExit`, as Jupyter shows
+   * it. bash (`exit`, or `set -e` ending the shell): a fresh shell replaces it, so the run ends
+   * with a `ShellExited` error. `sandcell run` exits with it, as the script's interpreter would.
+   */
+  exitStatus?: number;
 }
 
 export interface RunOptions {
@@ -80,14 +88,15 @@ export interface InputRequest {
 }
 
 /**
- * The traceback as one block of text, as a terminal shows it, ending with
- * `name: value` (added when the traceback does not already end so, as for a
- * timeout, whose traceback is the interrupt's).
+ * The traceback as one block of text, as a terminal shows it, naming the error once: Python's ends
+ * with `name: value`, a JavaScript stack starts with it; `name: value` is added when it does neither
+ * (a timeout, whose traceback is the interrupt's).
  */
 export function formatTraceback(error: ExecutionError): string {
   const summary = `${error.name}: ${error.value}`;
   const text = error.traceback.join('\n').trimEnd();
-  const lastLine = text.split('\n').pop() ?? '';
   if (!text) return summary;
-  return lastLine.startsWith(`${error.name}:`) || lastLine === error.name ? text : `${text}\n${summary}`;
+  const lines = text.split('\n');
+  const names = (line: string | undefined) => line === error.name || line?.startsWith(`${error.name}:`) === true;
+  return names(lines.at(-1)) || names(lines[0]) ? text : `${text}\n${summary}`;
 }

@@ -35,6 +35,11 @@ describe('parseKernelLine', () => {
     expect(
       parseKernelLine(line({ type: 'execution-end', id: '3', status: 'ok', executionCount: 4, outputTruncated: true })),
     ).toEqual({ type: 'execution-end', id: '3', executionCount: 4, outputTruncated: true });
+    // The code's own exit (sys.exit, bash's exit): a status a shell could hold, else left out.
+    expect(parseKernelLine(line({ type: 'execution-end', id: '3', exitStatus: 3 }))).toMatchObject({ exitStatus: 3 });
+    for (const exitStatus of [-1, 256, 1.5, '3', null]) {
+      expect(parseKernelLine(line({ type: 'execution-end', id: '3', exitStatus }))).not.toHaveProperty('exitStatus');
+    }
     expect(parseKernelLine(line({ type: 'reply', id: '5', ok: true, data: 'AA==' }))).toMatchObject({
       type: 'reply',
       id: '5',

@@ -77,12 +77,16 @@ export type ReplyEvent = { type: 'reply'; id: string; context?: string } & (
   | { ok: false; error: { code: string; message: string } }
 );
 
-/** What one execution sends, in order, ending with `execution-end`; `context` is the kernel's. */
+/**
+ * What one execution sends, in order, ending with `execution-end`; `context` is the kernel's.
+ * `exitStatus` on the end: the code asked its interpreter to exit (Python's SystemExit, bash's
+ * `exit`), with that status (0–255); the kernel runs on.
+ */
 export type ExecutionEvent = { context?: string } & (
   | { type: 'stream'; id: string; name: 'stdout' | 'stderr'; text: string }
   | { type: 'result' | 'display'; id: string; data: MimeBundle; metadata: Record<string, unknown> }
   | ({ type: 'error'; id: string } & ExecutionError)
-  | { type: 'execution-end'; id: string; executionCount?: number; outputTruncated: boolean }
+  | { type: 'execution-end'; id: string; executionCount?: number; outputTruncated: boolean; exitStatus?: number }
   | { type: 'input-request'; id: string; prompt: string; password: boolean }
 );
 
@@ -216,12 +220,13 @@ function parseIdentified(
           : [],
       };
     case 'execution-end': {
-      const count = message.executionCount;
+      const { executionCount: count, exitStatus } = message;
       return {
         type: 'execution-end',
         id,
         ...(typeof count === 'number' && Number.isFinite(count) ? { executionCount: count } : {}),
         outputTruncated: message.outputTruncated === true,
+        ...(isExitStatus(exitStatus) ? { exitStatus } : {}),
       };
     }
     case 'input-request':
@@ -260,6 +265,11 @@ function parseError(error: Record<string, unknown>): { code: string; message: st
     code: typeof error.code === 'string' ? error.code : 'unknown',
     message: typeof error.message === 'string' ? error.message : 'the request failed',
   };
+}
+
+/** A process's exit status: what a shell's `$?` can hold. */
+function isExitStatus(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 255;
 }
 
 function numberOrNull(value: unknown): number | null {

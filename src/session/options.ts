@@ -58,14 +58,17 @@ export interface SessionOptions {
   maxCodeBytes?: number;
   /** Largest file moved in or out through `session.files`. @default 64 MiB */
   fileTransferBytes?: number;
-  /** Modules imported at start (e.g. `['numpy', 'pandas']`), so the first run that needs them is fast. @default [] */
+  /**
+   * Modules loaded at start (e.g. `['numpy', 'pandas']`), so the first run that needs them is fast; they
+   * are not bound: code still writes `import pandas as pd`. @default []
+   */
   preloadModules?: string[];
   /** Environment variables to set inside the sandbox. Nothing else of the host's environment goes in. @default {} */
   environment?: Record<string, string>;
   /**
    * The built environment to run in (`sandcell env build`): its packages and
-   * files, its warm imports (before `preloadModules`) and its variables
-   * (under `environment`). Needs the bubblewrap or Docker backend.
+   * files, its warm imports (imported and bound before the first run) and its
+   * variables (under `environment`). Needs the bubblewrap or Docker backend.
    * @default `default`: the runtime itself (env SANDCELL_ENVIRONMENT)
    */
   environmentName?: string;
@@ -101,6 +104,11 @@ export interface ResolvedSessionOptions {
   maxCodeBytes: number;
   fileTransferBytes: number;
   preloadModules: string[];
+  /**
+   * The environment's warm imports: run as `import NAME` in the user's namespace before the first
+   * cell (a preload only loads a module; these bind its name too).
+   */
+  warmImports?: string[];
   environment: Record<string, string>;
   limitNames: LimitNames;
   /** Absent: no network. */

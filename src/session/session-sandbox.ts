@@ -109,6 +109,7 @@ export class SessionSandbox {
         resultBytes: options.resultBytes,
         fileTransferBytes: options.fileTransferBytes,
         preloadModules: options.preloadModules,
+        ...(options.warmImports?.length ? { warmImports: options.warmImports } : {}),
       },
       environment: options.environment,
       ...(this.host.network ? { network: this.host.network } : {}),

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { dataCapacityBytes } from '../backends/limits.js';
 import { resolveBackend } from '../backends/select.js';
 import type { SandboxBackend, SandboxVolume } from '../backends/spec.js';
-import { chooseEnvironment, mergePreloadModules } from '../environments/select.js';
+import { chooseEnvironment } from '../environments/select.js';
 import type { Environment } from '../environments/types.js';
 import { AbortError, InvalidInputError, ProtocolError, SessionClosedError, UnknownContextError } from '../errors.js';
 import { defaultNetworkGate } from '../network/default-gate.js';
@@ -118,7 +118,7 @@ export class Session {
     );
     const resolved: ResolvedSessionOptions = {
       ...sessionOptions,
-      preloadModules: mergePreloadModules(environment, sessionOptions.preloadModules),
+      warmImports: environment.warmImports,
       environment: { ...environment.env, ...sessionOptions.environment },
     };
     await backend.ensureAvailable({ signal: options.signal });

@@ -1,9 +1,9 @@
 /**
  * Internet access through the channel and the real gate, on one backend: the sandbox's only way out is
  * its gate's socket, reached through the supervisor's forwarder and the usual proxy variables. Servers
- * on 127.0.0.1 stand in for the internet; the gate resolves their `.test` names to 127.0.0.1, and each
- * session's allow-list names the host with its port plus `127.0.0.1/32:port` (loopback is refused
- * unless a CIDR rule allows it).
+ * on this machine's 127.0.0.1 stand in for the hosts a session reaches, by the name that reaches this
+ * machine's loopback, `host.sandcell.internal`, on the ports its allow-list names (a model server or a
+ * database on the user's own machine is reached the same way); `.test` names resolve nowhere.
  */
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -21,7 +21,15 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
   describe(`internet access through the gate: ${name}`, () => {
     const backend = createBackend();
     const token = randomBytes(6).toString('hex');
-    const gate = createGateHost({ resolve: async (host) => (host.endsWith('.test') ? ['127.0.0.1'] : []) });
+    const HOST = 'host.sandcell.internal';
+    /** Names the gate looked up: the reserved name is never among them. */
+    const lookups: string[] = [];
+    const gate = createGateHost({
+      resolve: async (host) => {
+        lookups.push(host);
+        return [];
+      },
+    });
     let certificates: TestCertificates;
     let web: StandInServer;
     let secure: StandInServer;
@@ -29,7 +37,7 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
     let index: TinyIndex;
 
     beforeAll(async () => {
-      certificates = createTestCertificates(['web.test', 'secure.test', 'index.test', 'denied.test']);
+      certificates = createTestCertificates([HOST, 'denied.test']);
       const tls = { key: certificates.serverKey, cert: certificates.serverCertificate };
       web = await startStandInServer({ label: `web-${token}` });
       secure = await startStandInServer({ label: `secure-${token}`, tls });
@@ -41,11 +49,7 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
       if (certificates) rmSync(certificates.directory, { recursive: true, force: true });
     });
 
-    const allowed = () =>
-      [web, secure, index].flatMap((server, position) => [
-        `${['web', 'secure', 'index'][position]}.test:${server.port}`,
-        `127.0.0.1/32:${server.port}`,
-      ]);
+    const allowed = () => [web, secure, index].map((server) => `${HOST}:${server.port}`);
     const networkOptions = (): SessionOptions => ({
       network: { allow: allowed(), trustedCertificates: certificates.caCertificate },
       networkGate: gate,
@@ -55,7 +59,7 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
     it('curl, urllib and requests reach allowed hosts over HTTP and HTTPS (the session trusts its CA)', async () => {
       await withNetwork(async (session) => {
         const curl = await session.commands.run(
-          `curl -sS --max-time 20 http://web.test:${web.port}/curl && echo && curl -sS --max-time 20 https://secure.test:${secure.port}/curl`,
+          `curl -sS --max-time 20 http://${HOST}:${web.port}/curl && echo && curl -sS --max-time 20 https://${HOST}:${secure.port}/curl`,
         );
         expect(curl.stderr).toBe('');
         const [plain, encrypted] = curl.stdout
@@ -66,19 +70,34 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
         expect(encrypted).toMatchObject({ label: `secure-${token}`, url: '/curl' });
         const python = await session.run(
           'import json, urllib.request, requests\n' +
-            `print(json.loads(urllib.request.urlopen("https://secure.test:${secure.port}/urllib", timeout=20).read())["url"])\n` +
-            `print(requests.get("https://secure.test:${secure.port}/requests", timeout=20).json()["url"])\n` +
-            `print(requests.post("http://web.test:${web.port}/post", data="body-${token}", timeout=20).json()["body"])`,
+            `print(json.loads(urllib.request.urlopen("https://${HOST}:${secure.port}/urllib", timeout=20).read())["url"])\n` +
+            `print(requests.get("https://${HOST}:${secure.port}/requests", timeout=20).json()["url"])\n` +
+            `print(requests.post("http://${HOST}:${web.port}/post", data="body-${token}", timeout=20).json()["body"])`,
         );
         expect(python.error).toBeUndefined();
         expect(python.stdout).toBe(`/urllib\n/requests\nbody-${token}\n`);
+        expect(lookups).not.toContain(HOST);
+      });
+    });
+
+    it("127.0.0.1 is the sandbox's own loopback; this machine's is host.sandcell.internal, on the ports named only", async () => {
+      await withNetwork(async (session) => {
+        const before = elsewhere.connections();
+        const probe = await session.commands.run(
+          `curl -sS --max-time 20 -o /dev/null -w '%{http_code}' http://127.0.0.1:${web.port}/; echo " own:$?"; ` +
+            `curl -sS --max-time 20 -o /dev/null -w '%{http_code}' http://${HOST}:${elsewhere.port}/; echo " other-port:$?"; ` +
+            `curl -sS --max-time 20 -o /dev/null -w '%{http_code}' http://${HOST}:${web.port}/; echo " named:$?"`,
+        );
+        // Nothing listens on that port in the sandbox (curl 7); another port of the host is refused (403).
+        expect(probe.stdout.trim().split('\n')).toEqual(['000 own:7', '403 other-port:0', '200 named:0']);
+        expect(elsewhere.connections()).toBe(before);
       });
     });
 
     it('pip installs a wheel from a package index on an allowed host', async () => {
       await withNetwork(async (session) => {
         const pip = await session.commands.run(
-          `python3 -m pip install --disable-pip-version-check --no-cache-dir --break-system-packages --target /tmp/packages --index-url https://index.test:${index.port}/simple sandcell-probe`,
+          `python3 -m pip install --disable-pip-version-check --no-cache-dir --break-system-packages --target /tmp/packages --index-url https://${HOST}:${index.port}/simple sandcell-probe`,
           { timeoutMs: 120_000 },
         );
         expect(pip.exitCode, pip.stderr).toBe(0);
@@ -92,12 +111,12 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
 
     it('refuses what the allow-list does not name: another host, another port, the metadata address, an IP literal', async () => {
       await withNetwork(async (session) => {
-        const canary = await session.commands.run(`curl -sS --max-time 20 http://web.test:${web.port}/canary`);
+        const canary = await session.commands.run(`curl -sS --max-time 20 http://${HOST}:${web.port}/canary`);
         expect(JSON.parse(canary.stdout)).toMatchObject({ label: `web-${token}` });
         const before = elsewhere.received.length;
         for (const url of [
           `http://denied.test:${web.port}/`,
-          `http://web.test:${elsewhere.port}/`,
+          `http://${HOST}:${elsewhere.port}/`,
           `https://denied.test:${secure.port}/`,
           'http://169.254.169.254/latest/meta-data/',
           `http://127.0.0.2:${web.port}/`,
@@ -113,14 +132,14 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
     it('the channel survives a restart of the sandbox', async () => {
       await withNetwork(async (session) => {
         await session.restart();
-        const curl = await session.commands.run(`curl -sS --max-time 20 http://web.test:${web.port}/after-restart`);
+        const curl = await session.commands.run(`curl -sS --max-time 20 http://${HOST}:${web.port}/after-restart`);
         expect(JSON.parse(curl.stdout)).toMatchObject({ url: '/after-restart' });
       });
     });
 
     it('raw TCP, UDP and DNS still fail at once: there is no route and no resolver, only the proxy', async () => {
       await withNetwork(async (session) => {
-        const canary = await session.commands.run(`curl -sS --max-time 20 http://web.test:${web.port}/canary`);
+        const canary = await session.commands.run(`curl -sS --max-time 20 http://${HOST}:${web.port}/canary`);
         expect(JSON.parse(canary.stdout)).toMatchObject({ label: `web-${token}` });
         const probe = await session.run(
           'import socket\n' +
@@ -142,7 +161,7 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
             .map((line) => line.split(' ').slice(0, 2).join(' ')),
         ).toEqual(['tcp-host-port failed', 'tcp-internet failed', 'udp-internet failed', 'dns failed']);
         // A client told to ignore the proxy fails at once, with a clear reason.
-        const direct = await session.commands.run(`curl -sS --noproxy '*' --max-time 20 http://web.test:${web.port}/`);
+        const direct = await session.commands.run(`curl -sS --noproxy '*' --max-time 20 http://${HOST}:${web.port}/`);
         expect(direct.exitCode).not.toBe(0);
         expect(direct.stderr).toMatch(/resolve host/i);
       });
@@ -152,29 +171,27 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
       const key = `Bearer sk-${token}-only-on-the-host`;
       const options: SessionOptions = {
         network: {
-          allow: [
-            `secure.test:${secure.port}`,
-            `web.test:${web.port}`,
-            `127.0.0.1/32:${secure.port}`,
-            `127.0.0.1/32:${web.port}`,
-          ],
+          allow: [`${HOST}:${secure.port}`, `${HOST}:${web.port}`],
           trustedCertificates: certificates.caCertificate,
-          secrets: [{ host: 'secure.test', header: 'Authorization', value: key }],
+          secrets: [{ host: HOST, header: 'Authorization', value: key }],
         },
         networkGate: gate,
       };
       await withSession(backend, options, async (session) => {
-        const canary = await session.commands.run(`curl -sS --max-time 20 http://web.test:${web.port}/canary`);
-        expect(JSON.parse(canary.stdout).headers.authorization).toBeUndefined();
+        // Plain HTTP to the secret's host is refused (the key would cross in clear), and sends nothing.
+        const before = web.received.length;
+        const plain = await session.commands.run(`curl -sS --max-time 20 http://${HOST}:${web.port}/canary`);
+        expect(plain.stdout).toContain('(secret-needs-https)');
+        expect(web.received.length).toBe(before);
         const curl = await session.commands.run(
-          `curl -sS --max-time 20 -H 'Authorization: Bearer forged' https://secure.test:${secure.port}/curl-secret`,
+          `curl -sS --max-time 20 -H 'Authorization: Bearer forged' https://${HOST}:${secure.port}/curl-secret`,
         );
         expect(curl.stderr).toBe('');
         expect(JSON.parse(curl.stdout)).toMatchObject({ url: '/curl-secret', headers: { authorization: key } });
         // The echo server answers with what it received: the gate added the key on the way out.
         const python = await session.run(
           'import requests\n' +
-            `echo = requests.get("https://secure.test:${secure.port}/requests-secret", timeout=20).json()\n` +
+            `echo = requests.get("https://${HOST}:${secure.port}/requests-secret", timeout=20).json()\n` +
             'print(echo["url"], echo["headers"]["authorization"])\ndel echo',
         );
         expect(python.error).toBeUndefined();
@@ -182,7 +199,7 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
         // What the sandbox holds: its environment, its files and its own view of a request; none has the key.
         const search = await session.commands.run(
           `env; cat /proc/self/environ | tr '\\0' '\\n'; grep -rl -- '${token}-only' /tmp /mnt /etc /home /root /run /var 2>/dev/null; ` +
-            `curl -sS -v --max-time 20 -o /dev/null https://secure.test:${secure.port}/verbose 2>&1`,
+            `curl -sS -v --max-time 20 -o /dev/null https://${HOST}:${secure.port}/verbose 2>&1`,
           { timeoutMs: 120_000 },
         );
         expect(search.stdout).toContain('/verbose');

@@ -65,6 +65,20 @@ describe('runCode', () => {
     expect(failed.error?.traceback).toContain('f()');
   });
 
+  it('shows sys.exit(n) as Jupyter does and keeps the state; exit() and quit() end only the code', async () => {
+    const sandbox = await newSandbox();
+    await sandbox.runCode('import sys\nx = 1');
+    const exited = await sandbox.runCode('sys.exit(3)');
+    expect(exited.error).toMatchObject({ name: 'SystemExit', value: '3' });
+    expect(exited.logs.stderr).toEqual([]);
+    for (const code of ['exit()', 'quit()']) {
+      const ended = await sandbox.runCode(`x += 1\n${code}\nx = 100`);
+      expect(ended.error).toBeUndefined();
+      expect(ended.logs).toEqual({ stdout: [], stderr: [] });
+    }
+    expect((await sandbox.runCode('x')).text).toBe('3');
+  });
+
   it('calls onStdout as output comes, before the execution ends', async () => {
     const sandbox = await newSandbox();
     // The code waits until the test, told by onStdout that it started, creates a file from another context.

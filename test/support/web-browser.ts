@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 
 export const ROOT = path.resolve(import.meta.dirname, '..', '..');
 export const WEB_ROOT = path.join(ROOT, 'dist', 'web');
@@ -78,4 +78,11 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const file = path.join(SCREENSHOT_DIR, `${name}.png`);
   await page.screenshot({ path: file });
   return file;
+}
+
+/** Whether the element is wholly within the part of the conversation's transcript that is on screen. */
+export async function inTranscriptView(page: Page, locator: Locator): Promise<boolean> {
+  const [element, transcript] = await Promise.all([locator.boundingBox(), page.locator('.transcript').boundingBox()]);
+  if (!element || !transcript) return false;
+  return element.y >= transcript.y - 1 && element.y + element.height <= transcript.y + transcript.height + 1;
 }

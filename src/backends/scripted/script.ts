@@ -28,6 +28,12 @@ export type ScriptedStep =
    * during the run; an interrupt cuts it short like `sleep`.
    */
   | { type: 'wait'; until: () => boolean }
+  /**
+   * The code asks its interpreter to exit with `status` (Python's sys.exit, bash's exit): the run
+   * stops here and its end carries `exitStatus`; the kernel and its state stay. (Python's error for
+   * a status other than 0 is an `error` step before it.)
+   */
+  | { type: 'exit-status'; status: number }
   /** The whole sandbox ends, as a crash or an out-of-memory kill of the supervisor would end it. */
   | { type: 'exit'; reason?: SandboxExit['reason']; code?: number | null; signal?: NodeJS.Signals | null }
   /**

@@ -57,3 +57,25 @@ describe('a wait step', () => {
     expect(backend.sandboxes).toHaveLength(1);
   });
 });
+
+describe('an exit-status step', () => {
+  it("ends the run there, as the code's sys.exit does, with the status on the execution; the kernel lives on", async () => {
+    const backend = createScriptedBackend({
+      execute: ({ code }) =>
+        code === 'exit'
+          ? [
+              { type: 'stdout', text: 'bye\n' },
+              { type: 'exit-status', status: 0 },
+              { type: 'stdout', text: 'never\n' },
+            ]
+          : [{ type: 'stdout', text: 'still here\n' }],
+    });
+    const session = await Session.create({ backend });
+    sessions.push(session);
+    expect(await session.run('exit')).toMatchObject({ status: 'ok', stdout: 'bye\n', exitStatus: 0 });
+    const next = await session.run('again');
+    expect(next).toMatchObject({ status: 'ok', stdout: 'still here\n' });
+    expect(next).not.toHaveProperty('exitStatus');
+    expect(backend.sandboxes).toHaveLength(1);
+  });
+});

@@ -128,6 +128,7 @@ export class ScriptedKernel {
     this.current = current;
     this.executionCount += 1;
     let failed = false;
+    let exitStatus: number | undefined;
     const fail = (name: string, value: string, traceback: string[] = []) => {
       failed = true;
       this.send({ type: 'error', id, name, value, traceback });
@@ -153,6 +154,10 @@ export class ScriptedKernel {
           this.options.die({ code: step.code, signal: step.signal, reason: step.reason });
           return;
         }
+        if (step.type === 'exit-status') {
+          exitStatus = step.status;
+          break;
+        }
         if (step.type === 'kernel-exit') {
           this.options.exit({
             code: step.code ?? null,
@@ -176,12 +181,13 @@ export class ScriptedKernel {
       status: failed ? 'error' : 'ok',
       executionCount: this.executionCount,
       outputTruncated: false,
+      ...(exitStatus !== undefined ? { exitStatus } : {}),
     });
   }
 
   /** Does one step; false when the run stops here (interrupted). */
   private async perform(
-    step: Exclude<ScriptedStep, { type: 'exit' | 'kernel-exit' }>,
+    step: Exclude<ScriptedStep, { type: 'exit' | 'kernel-exit' | 'exit-status' }>,
     current: CurrentRun,
     fail: (name: string, value: string, traceback?: string[]) => void,
   ): Promise<boolean> {

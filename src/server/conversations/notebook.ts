@@ -1,13 +1,21 @@
 /**
  * A conversation as a Jupyter notebook (nbformat 4.5): questions, the model's
  * words and uploads as markdown cells; the code that ran (the model's and the
- * user's cells) as code cells with their outputs, images embedded. The
- * notebook's kernel is Python; a cell in another language says which in its
- * metadata.
+ * user's cells) as code cells with their outputs, images embedded: the charts
+ * it displayed, and the images it saved as files (read from the session when
+ * exported, as the web UI shows them), then the files it wrote. The notebook's
+ * kernel is Python; a cell in another language says which in its metadata.
  */
 
+import { formatBytes } from '../../protocol/format-bytes.js';
 import { imageType } from '../../protocol/images.js';
-import type { CodeStep, PresentedResult, Turn } from '../../protocol/index.js';
+import type { CodeFile, CodeStep, PresentedResult, Turn } from '../../protocol/index.js';
+import {
+  MAX_SAVED_IMAGE_BYTES,
+  MAX_SAVED_IMAGES_PER_STEP,
+  savedImages,
+  savedImageType,
+} from '../../protocol/saved-images.js';
 import type { StoredImage } from '../image-store.js';
 import { exportFileName } from './title.js';
 
@@ -20,6 +28,85 @@ export interface NotebookSource {
   turns: readonly Turn[];
   /** The stored image behind a result's image URL, if still kept. */
   image(url: string): StoredImage | undefined;
+  /** Reads a file of the conversation's /mnt/data; absent once its session is gone. */
+  readFile?: (path: string) => Promise<Buffer>;
+}
+
+/**
+ * The most bytes of saved images one export embeds (each is at most
+ * MAX_SAVED_IMAGE_BYTES, as the web UI shows them); past it, a cell says which
+ * were left out. The charts the code displayed are bounded by the history.
+ */
+export const MAX_EXPORTED_SAVED_IMAGE_BYTES = 32 * 1024 * 1024;
+
+/** Reads the saved images for one export, within its budget. */
+class SavedImageReader {
+  private spent = 0;
+
+  constructor(private readonly readFile: NotebookSource['readFile']) {}
+
+  /** The image's output, or a line saying why it is not there. */
+  async output(file: CodeFile): Promise<Output> {
+    const type = savedImageType(file.path)!;
+    const note = (why: string): Output => ({
+      output_type: 'display_data',
+      data: { 'text/plain': [`[/mnt/data/${file.path}: ${why}]`] },
+      metadata: { sandcell: { file: file.path } },
+    });
+    if (!this.readFile) return note('the session that saved this image has ended, and the image with it');
+    const overBudget = (size: number) => this.spent + size > MAX_EXPORTED_SAVED_IMAGE_BYTES;
+    const spentNote = () =>
+      note(`not embedded: this export already holds ${formatBytes(MAX_EXPORTED_SAVED_IMAGE_BYTES)} of saved images`);
+    if (overBudget(file.size)) return spentNote(); // not even read
+    let data: Buffer;
+    try {
+      data = await this.readFile(file.path);
+    } catch (error) {
+      return note(`could not be read for this export (${(error as Error).message})`);
+    }
+    // The file may have been rewritten since the step wrote it.
+    if (data.length > MAX_SAVED_IMAGE_BYTES) {
+      return note(`now ${formatBytes(data.length)}, over ${formatBytes(MAX_SAVED_IMAGE_BYTES)}: not embedded`);
+    }
+    if (overBudget(data.length)) return spentNote();
+    this.spent += data.length;
+    return {
+      output_type: 'display_data',
+      data: {
+        [type.mimeType]: type.encoding === 'text' ? lines(data.toString('utf8')) : data.toString('base64'),
+        'text/plain': [`[image saved as /mnt/data/${file.path}]`],
+      },
+      metadata: { sandcell: { file: file.path } },
+    };
+  }
+}
+
+/** The files a step wrote, as the web UI lists them under the step; images not shown say why. */
+function filesWritten(files: readonly CodeFile[], shown: readonly CodeFile[]): Output {
+  const described = files.map((file) => {
+    const facts = [formatBytes(file.size)];
+    if (file.kind === 'figure') facts.push('figure');
+    else if (savedImageType(file.path) && !shown.includes(file)) {
+      facts.push(
+        file.size > MAX_SAVED_IMAGE_BYTES
+          ? `not embedded: over ${formatBytes(MAX_SAVED_IMAGE_BYTES)}`
+          : `not embedded: a step shows its first ${MAX_SAVED_IMAGES_PER_STEP} images`,
+      );
+    }
+    return { path: file.path, facts: facts.join(', ') };
+  });
+  return {
+    output_type: 'display_data',
+    data: {
+      'text/markdown': lines(
+        `**Files written** in /mnt/data:\n\n${described.map((file) => `- \`${file.path}\` (${file.facts})`).join('\n')}\n`,
+      ),
+      'text/plain': lines(
+        `Files written in /mnt/data:\n${described.map((file) => `  ${file.path} (${file.facts})`).join('\n')}\n`,
+      ),
+    },
+    metadata: { sandcell: { files: files.map((file) => ({ path: file.path, size: file.size, kind: file.kind })) } },
+  };
 }
 
 /** Text past this many characters stays one string (nbformat allows it): a list of millions of lines would not fit in memory. */
@@ -68,12 +155,15 @@ function resultOutput(result: PresentedResult, executionCount: number | null, so
     : { output_type: 'display_data', data, metadata: result.metadata };
 }
 
-function codeCell(id: string, step: CodeStep, source: NotebookSource): Cell {
+async function codeCell(id: string, step: CodeStep, source: NotebookSource, reader: SavedImageReader): Promise<Cell> {
   const outputs: Output[] = [];
   if (step.stdout) outputs.push({ output_type: 'stream', name: 'stdout', text: lines(step.stdout) });
   if (step.stderr) outputs.push({ output_type: 'stream', name: 'stderr', text: lines(step.stderr) });
   const executionCount = step.execution?.executionCount ?? null;
   for (const result of step.results) outputs.push(resultOutput(result, executionCount, source));
+  const shown = savedImages(step.files);
+  for (const file of shown) outputs.push(await reader.output(file));
+  if (step.files.length > 0) outputs.push(filesWritten(step.files, shown));
   const error = step.execution?.error;
   if (error) outputs.push({ output_type: 'error', ename: error.name, evalue: error.value, traceback: error.traceback });
   const code = step.ranCode ?? step.code;
@@ -107,15 +197,19 @@ function uploadNote(turn: Turn): string {
   return `**Files added** (the code reads them from /mnt/data; put them there to rerun this notebook):\n\n${described.join('\n')}`;
 }
 
-export function conversationNotebook(source: NotebookSource, exportedAt = new Date()): Record<string, unknown> {
+export async function conversationNotebook(
+  source: NotebookSource,
+  exportedAt = new Date(),
+): Promise<Record<string, unknown>> {
   const cells: Cell[] = [markdown(cellId('title', 0), `# ${source.title}\n\nExported from sandcell.`)];
+  const reader = new SavedImageReader(source.readFile);
   let index = 1;
   for (const turn of source.turns) {
     if (turn.kind === 'upload') cells.push(markdown(cellId(turn.id, index++), uploadNote(turn)));
     if (turn.kind === 'message')
       cells.push(markdown(cellId(turn.id, index++), `**Question:**\n\n${quote(turn.input)}`));
     for (const step of turn.steps) {
-      if (step.type === 'code') cells.push(codeCell(cellId(turn.id, index++), step, source));
+      if (step.type === 'code') cells.push(await codeCell(cellId(turn.id, index++), step, source, reader));
       else if (step.text.trim()) cells.push(markdown(cellId(turn.id, index++), step.text));
     }
     if (turn.error) {

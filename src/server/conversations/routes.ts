@@ -357,13 +357,15 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         200: { description: 'The notebook.', contentTypes: ['application/x-ipynb+json'] },
         404: notFoundResponse,
       },
-      handler: (c, { owner, params }) => {
+      handler: async (c, { owner, params }) => {
         const conversation = find(owner, params.id);
-        const notebook = conversationNotebook({
+        const session = conversation.expired ? undefined : conversation.entry?.session;
+        const notebook = await conversationNotebook({
           id: conversation.id,
           title: conversation.title,
           turns: conversation.turns,
           image: (url) => conversation.images.get(url.slice(url.lastIndexOf('/') + 1)),
+          ...(session ? { readFile: (path: string) => session.files.read(path) } : {}),
         });
         const name = notebookFileName(conversation.title);
         return c.body(new Uint8Array(notebookBytes(notebook)), 200, {

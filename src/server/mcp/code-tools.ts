@@ -45,6 +45,13 @@ function executionContent(execution: Execution): CallToolResult {
   if (execution.error) parts.push(formatTraceback(execution.error));
   if (execution.stateLostReason) parts.push(`[note] ${execution.stateLostReason}`);
   if (execution.outputTruncated) parts.push('[note] output was cut at the per-execution limit');
+  // sys.exit(), exit() or quit() (bash's exit) ends the code, never the session.
+  if (execution.exitStatus !== undefined) {
+    const kept = execution.language === 'python' ? ' with its variables' : '';
+    parts.push(
+      `[note] the code exited with status ${execution.exitStatus} and stopped there; the session goes on${kept}.`,
+    );
+  }
   return {
     content: [{ type: 'text', text: parts.join('\n\n') || '(no output)' }, ...images],
     ...(execution.status === 'ok' ? {} : { isError: true }),

@@ -26,7 +26,9 @@ export const EnvironmentSchema = z.object({
     .array(z.string())
     .meta({ description: 'Wheel files, the requirements file (`-r NAME`) and named packages.' }),
   files: z.array(z.string()).meta({ description: 'Where the files it copies in are in the sandbox.' }),
-  warmImports: z.array(z.string()),
+  warmImports: z
+    .array(z.string())
+    .meta({ description: 'Modules a session starts with imported and bound, as `import NAME` in a first cell would.' }),
   image: z
     .object({
       kind: z.enum(['image', 'dockerfile']),

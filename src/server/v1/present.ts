@@ -46,5 +46,6 @@ export function presentExecution(
     durationMs: execution.durationMs,
     ...(execution.stateLost ? { stateLost: true, stateLostReason: execution.stateLostReason } : {}),
     ...(execution.outputTruncated ? { outputTruncated: true } : {}),
+    ...(execution.exitStatus !== undefined ? { exitStatus: execution.exitStatus } : {}),
   };
 }

@@ -117,6 +117,10 @@ export const ExecutionSchema = z
     stateLost: z.boolean().optional(),
     stateLostReason: z.string().optional(),
     outputTruncated: z.boolean().optional(),
+    exitStatus: z.number().int().min(0).max(255).optional().meta({
+      description:
+        "The code asked to exit with this status (Python's sys.exit(n), exit(), quit(); bash's exit) and stopped there; the session goes on. Python keeps its state: 0 is a success, another status a `SystemExit` error.",
+    }),
   })
   .meta({ title: 'Execution' });
 

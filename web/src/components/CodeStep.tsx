@@ -6,6 +6,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type CodeFile, type CodeStep, formatBytes, type PresentedResult } from '../../../src/protocol/index';
 import { ApiError, download } from '../api';
+import { useFollowOutput } from '../follow-output';
 import { baseName, formatDuration } from '../format';
 import { type CellLanguage, languageLabel } from '../languages';
 import { stripAnsi } from '../render/ansi';
@@ -232,18 +233,11 @@ export function StepOutputs({
   let imageCount = 0;
   const hasOutput = step.stdout || step.stderr || step.results.length > 0 || execution?.error || step.files.length > 0;
   if (!hasOutput && !execution?.stateLost && !execution?.outputTruncated && step.status !== 'timeout') return null;
+  const running = step.status === 'running';
   return (
     <div class="outputs">
-      {step.stdout ? (
-        <pre class="stream stdout">
-          <AnsiText text={step.stdout} />
-        </pre>
-      ) : null}
-      {step.stderr ? (
-        <pre class="stream stderr">
-          <AnsiText text={step.stderr} />
-        </pre>
-      ) : null}
+      {step.stdout ? <PrintedOutput name="stdout" text={step.stdout} running={running} /> : null}
+      {step.stderr ? <PrintedOutput name="stderr" text={step.stderr} running={running} /> : null}
       {step.results.map((result, index) => {
         const first = imageCount;
         imageCount += result.images?.length ?? 0;
@@ -276,6 +270,17 @@ export function StepOutputs({
       <SavedImages files={step.files} onError={onError} />
       {step.files.length > 0 ? <FileLinks files={step.files} onError={onError} /> : null}
     </div>
+  );
+}
+
+/** What the code printed; its box is bounded in height, and shows the newest lines while the code runs. */
+function PrintedOutput({ name, text, running }: { name: 'stdout' | 'stderr'; text: string; running: boolean }) {
+  const box = useRef<HTMLPreElement>(null);
+  useFollowOutput(box, { active: running });
+  return (
+    <pre ref={box} class={`stream ${name}`}>
+      <AnsiText text={text} />
+    </pre>
   );
 }
 

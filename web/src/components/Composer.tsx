@@ -122,10 +122,12 @@ export function ChatComposer({
           </button>
         )}
       </div>
-      {/* The keys, under the box rather than in the placeholder, which a phone's width would cut. */}
-      <p class="composer-hint muted" id="composer-hint">
-        Enter sends · Shift+Enter for a new line
-      </p>
+      {/* The keys, under the box rather than in the placeholder, which a phone's width would cut; none for a box that cannot send. */}
+      {disabledReason ? null : (
+        <p class="composer-hint muted" id="composer-hint">
+          Enter sends · Shift+Enter for a new line
+        </p>
+      )}
     </form>
   );
 }
@@ -208,9 +210,11 @@ export function CellComposer({
       </div>
       <div class="cell-actions">
         <FilePicker onPick={onPickFiles} disabledReason={uploadDisabledReason} />
-        <span class="muted cell-hint" id="cell-hint">
-          Ctrl+Enter runs · Tab indents (Esc, then Tab to leave)
-        </span>
+        {disabledReason ? null : (
+          <span class="muted cell-hint" id="cell-hint">
+            Ctrl+Enter runs · Tab indents (Esc, then Tab to leave)
+          </span>
+        )}
         {busy ? (
           <button type="button" class="button-stop" onClick={onStop} aria-label="Stop the running cell">
             <span class="stop-square" aria-hidden="true" /> Stop

@@ -1,14 +1,15 @@
 /** The main area: the conversation's header, notices, history, and the chat box or notebook cell. */
 
-import { useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import type { ApprovalMode, Conversation } from '../../../src/protocol/index';
 import type { ServerConfig } from '../api';
+import { useFollowOutput } from '../follow-output';
 import { formatTime } from '../format';
 import type { CellLanguage } from '../languages';
 import type { Decision } from './CodeStep';
 import { CellComposer, ChatComposer } from './Composer';
 import { Markdown } from './Html';
-import { BrandMark, DownloadIcon, FilesIcon, MenuIcon } from './Icons';
+import { ArrowDownIcon, BrandMark, DownloadIcon, FilesIcon, MenuIcon } from './Icons';
 import { TurnView } from './Turn';
 
 export type Mode = 'chat' | 'notebook';
@@ -43,14 +44,12 @@ export function ConversationView(props: ConversationViewProps) {
   const expired = conversation?.status === 'expired';
   const noModel = config !== null && config.model === null;
   const scroller = useRef<HTMLDivElement>(null);
-  const nearBottom = useRef(true);
   const [dragging, setDragging] = useState(0);
   const [preset, setPreset] = useState<{ code: string; language?: CellLanguage; serial: number }>();
-
-  // Follow the answer as it streams, unless the user scrolled up to read.
-  useLayoutEffect(() => {
-    const element = scroller.current;
-    if (element && nearBottom.current) element.scrollTop = element.scrollHeight;
+  // The newest output stays in view (an answer, a cell, a chart loading late) until the user scrolls up to read;
+  // another conversation, or a new turn (the user asked or ran something), starts at the end again.
+  const { following, jumpToEnd } = useFollowOutput(scroller, {
+    restartKey: `${conversation?.id}/${conversation?.turns.length ?? 0}`,
   });
 
   const expiredText = expired
@@ -175,7 +174,10 @@ export function ConversationView(props: ConversationViewProps) {
 
       {noModel ? (
         <div class="banner banner-info" role="status">
-          <strong>No model is configured.</strong> Notebook mode works without one: run Python in the cells below.
+          <strong>No model is configured.</strong>{' '}
+          {mode === 'chat'
+            ? 'Chat needs one to answer questions; the Notebook tab runs Python without one.'
+            : 'Notebook mode works without one: run Python in the cell below.'}
           {config?.modelHelp ? (
             <details class="model-help">
               <summary>How to configure a model</summary>
@@ -203,40 +205,49 @@ export function ConversationView(props: ConversationViewProps) {
         </div>
       ) : null}
 
-      <div
-        class="transcript"
-        ref={scroller}
-        onScroll={(event) => {
-          const element = event.currentTarget as HTMLDivElement;
-          nearBottom.current = element.scrollHeight - element.scrollTop - element.clientHeight < 80;
-        }}
-      >
-        <div class="transcript-inner">
-          {conversation?.droppedTurns ? (
-            <p class="turn-note history-note" role="note">
-              {conversation.droppedTurns === 1
-                ? 'The earliest turn was'
-                : `The ${conversation.droppedTurns} earliest turns were`}{' '}
-              dropped to keep this conversation within the server's memory limit.
-            </p>
-          ) : null}
-          {!conversation || conversation.turns.length === 0 ? (
-            <EmptyState mode={mode} noModel={noModel} />
-          ) : (
-            conversation.turns.map((turn) => (
-              <TurnView
-                key={turn.id}
-                turn={turn}
-                onDecide={props.onDecide}
-                onError={props.onError}
-                onEditInCell={(code, language) => {
-                  props.onModeChange('notebook');
-                  setPreset((current) => ({ code, language, serial: (current?.serial ?? 0) + 1 }));
-                }}
-              />
-            ))
-          )}
+      <div class="transcript-frame">
+        {/* Focusable (not in the tab order) so "Jump to latest" can leave the keyboard's focus there. */}
+        <div class="transcript" ref={scroller} tabIndex={-1}>
+          <div class="transcript-inner">
+            {conversation?.droppedTurns ? (
+              <p class="turn-note history-note" role="note">
+                {conversation.droppedTurns === 1
+                  ? 'The earliest turn was'
+                  : `The ${conversation.droppedTurns} earliest turns were`}{' '}
+                dropped to keep this conversation within the server's memory limit.
+              </p>
+            ) : null}
+            {!conversation || conversation.turns.length === 0 ? (
+              <EmptyState mode={mode} noModel={noModel} onOpenNotebook={() => props.onModeChange('notebook')} />
+            ) : (
+              conversation.turns.map((turn) => (
+                <TurnView
+                  key={turn.id}
+                  turn={turn}
+                  onDecide={props.onDecide}
+                  onError={props.onError}
+                  onEditInCell={(code, language) => {
+                    props.onModeChange('notebook');
+                    setPreset((current) => ({ code, language, serial: (current?.serial ?? 0) + 1 }));
+                  }}
+                />
+              ))
+            )}
+          </div>
         </div>
+        {following ? null : (
+          <button
+            type="button"
+            class="jump-to-latest"
+            onClick={() => {
+              jumpToEnd();
+              scroller.current?.focus({ preventScroll: true });
+            }}
+          >
+            <ArrowDownIcon />
+            Jump to latest
+          </button>
+        )}
       </div>
 
       <div class="composer-area">
@@ -271,26 +282,37 @@ export function ConversationView(props: ConversationViewProps) {
   );
 }
 
-function EmptyState({ mode, noModel }: { mode: Mode; noModel: boolean }) {
+function EmptyState({ mode, noModel, onOpenNotebook }: { mode: Mode; noModel: boolean; onOpenNotebook: () => void }) {
   return (
     <div class="empty-state">
       <div class="empty-mark">
         <BrandMark size={44} />
       </div>
-      {mode === 'chat' && !noModel ? (
-        <>
-          <h2>Analyse data in a sandbox</h2>
-          <p>
-            Drop a CSV, JSON or text file here (or use the paperclip), then ask a question. The model writes Python, it
-            runs in a sandbox on this machine, and you see every step: the code, its output, tables and charts.
-          </p>
-        </>
-      ) : (
+      {mode === 'notebook' ? (
         <>
           <h2>Notebook</h2>
           <p>
             Type Python into the cell below and press <kbd>Ctrl</kbd>+<kbd>Enter</kbd> to run it. Variables are kept
             between cells; files you upload are in <code>/mnt/data</code>.
+          </p>
+        </>
+      ) : noModel ? (
+        <>
+          <h2>No model to chat with</h2>
+          <p>
+            This server has no model configured, so questions here cannot be answered. You can still run Python yourself
+            in the notebook, and files you drop here (or add with the paperclip) go to <code>/mnt/data</code> for it.
+          </p>
+          <button type="button" class="button-primary" onClick={onOpenNotebook}>
+            Run code in the notebook
+          </button>
+        </>
+      ) : (
+        <>
+          <h2>Analyse data in a sandbox</h2>
+          <p>
+            Drop a CSV, JSON or text file here (or use the paperclip), then ask a question. The model writes Python, it
+            runs in a sandbox on this machine, and you see every step: the code, its output, tables and charts.
           </p>
         </>
       )}

@@ -44,6 +44,12 @@ export const DownloadIcon = ({ size }: { size?: number }) => (
   </Icon>
 );
 
+export const ArrowDownIcon = ({ size = 16 }: { size?: number }) => (
+  <Icon size={size}>
+    <path d="M12 5v14M6 13l6 6 6-6" />
+  </Icon>
+);
+
 export const RefreshIcon = () => (
   <Icon>
     <path d="M20 11a8 8 0 1 0-2.3 5.7M20 5v6h-6" />

@@ -1,29 +1,18 @@
 /**
  * The images a step's code saved as files (plt.savefig, PIL, …), shown
  * inline; click one to see it full size. Only what is small enough to fetch
- * on a phone, and a few per step: the rest stay links under "Files written".
+ * on a phone, and a few per step (savedImages, which the notebook export
+ * follows too): the rest stay links under "Files written".
  */
-import type { CodeFile } from '../../../src/protocol/index';
+import { type CodeFile, savedImages, savedImageType } from '../../../src/protocol/index';
 import { download } from '../api';
 import { baseName } from '../format';
 import { AuthImage } from './AuthImage';
 
-const RASTER = /\.(png|jpe?g|gif|webp)$/i;
-const SVG = /\.svg$/i;
-/** Larger files are left to download: an inline image is fetched whole. */
-export const MAX_INLINE_IMAGE_BYTES = 8 * 1024 * 1024;
-const MAX_INLINE_IMAGES = 6;
-
-/** Figures (kind `figure`: the server's copies of what plt.show() displayed) are shown already, as results. */
-export function inlineImages(files: CodeFile[]): CodeFile[] {
-  return files
-    .filter((file) => file.kind === 'file')
-    .filter((file) => (RASTER.test(file.path) || SVG.test(file.path)) && file.size <= MAX_INLINE_IMAGE_BYTES)
-    .slice(0, MAX_INLINE_IMAGES);
-}
+const isSvg = (path: string) => savedImageType(path)?.encoding === 'text';
 
 export function SavedImages({ files, onError }: { files: CodeFile[]; onError?: (message: string) => void }) {
-  const images = inlineImages(files);
+  const images = savedImages(files);
   if (images.length === 0) return null;
   return (
     <div class="saved-images">
@@ -32,7 +21,7 @@ export function SavedImages({ files, onError }: { files: CodeFile[]; onError?: (
           <AuthImage
             url={file.url}
             alt={file.path}
-            svg={SVG.test(file.path)}
+            svg={isSvg(file.path)}
             zoomable
             onDownload={() =>
               download(file.url, baseName(file.path)).catch((error: Error) =>
