@@ -76,6 +76,32 @@ describe('network permission', () => {
     expect(opened).toHaveLength(1);
   });
 
+  it("'any' permits other hosts, not this machine's own services, which the operator permits only by name", async () => {
+    const { api, opened } = await startServer({ networkPermission: 'any' });
+    const internet = await api.json<{ id: string }>('/v1/sessions', {
+      method: 'POST',
+      json: { network: { allow: ['example.com'] } },
+    });
+    expect(opened).toEqual([{ sessionId: internet.id, allow: ['example.com'] }]);
+    // The server's own port, or a database on its loopback, is not "any host".
+    const local = await api('/v1/sessions', {
+      method: 'POST',
+      json: { network: { allow: ['example.com', 'host.sandcell.internal:8080'] } },
+    });
+    expect(local.status).toBe(403);
+    const { error } = (await local.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('network-not-permitted');
+    expect(error.message).toContain('--permit-host host.sandcell.internal:8080');
+    expect(opened).toHaveLength(1);
+    await server?.close();
+    const named = await startServer({ networkPermission: ['host.sandcell.internal:11434'] });
+    const permitted = await named.api.json<{ id: string }>('/v1/sessions', {
+      method: 'POST',
+      json: { network: { allow: ['host.sandcell.internal:11434'] } },
+    });
+    expect(named.opened).toEqual([{ sessionId: permitted.id, allow: ['host.sandcell.internal:11434'] }]);
+  });
+
   it('a server default allow-list is what sessions that ask nothing get, and the bound', async () => {
     const { api, opened } = await startServer({ sessionOptions: { network: { allow: ['pypi.org'] } } });
     const created = await api.json<{ id: string }>('/v1/sessions', { method: 'POST', json: {} });
