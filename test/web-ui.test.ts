@@ -416,6 +416,25 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
     await expect.poll(() => inTranscriptView(page, page.locator('.final-answer'))).toBe(true);
   });
 
+  it('an Enter that comes before the page has rendered the last keystroke still sends the whole question', async () => {
+    expectNoLeftoverScript();
+    const { page } = await openTab(server.url);
+    provider.enqueue({ text: 'Sent in one go.' });
+    // Input and Enter in one task, as a fast typist on a busy machine (or a test's fill) can deliver them.
+    await page.getByLabel('Your question').evaluate((element) => {
+      const box = element as unknown as { value: string; dispatchEvent(event: unknown): boolean };
+      const events = globalThis as unknown as {
+        InputEvent: new (type: string, init: object) => unknown;
+        KeyboardEvent: new (type: string, init: object) => unknown;
+      };
+      box.value = 'typed and sent at once';
+      box.dispatchEvent(new events.InputEvent('input', { bubbles: true }));
+      box.dispatchEvent(new events.KeyboardEvent('keydown', { key: 'Enter', bubbles: true, cancelable: true }));
+    });
+    await page.locator('.final-answer').waitFor();
+    expect(await page.locator('.question-bubble').textContent()).toBe('typed and sent at once');
+  });
+
   it("XSS: the model's markdown and HTML its code displays cannot run script in the page", async () => {
     expectNoLeftoverScript();
     const { page, dialogs } = await openTab(server.url);

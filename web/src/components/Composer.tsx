@@ -68,7 +68,9 @@ export function ChatComposer({
   }, [text]);
 
   const send = async () => {
-    const content = text.trim();
+    // The box's own value: an Enter that comes before the re-render of the last keystroke (a busy
+    // machine, an automated fill) would otherwise see the text as it was one render ago, maybe empty.
+    const content = (area.current?.value ?? text).trim();
     if (!content || busy || disabledReason) return;
     setText('');
     const started = await onSend(content);
@@ -165,8 +167,9 @@ export function CellComposer({
   }, [preset]);
 
   const run = async () => {
-    if (!code.trim() || busy || disabledReason) return;
-    const submitted = code;
+    // The editor's own value, for the same reason as the chat box's send.
+    const submitted = wrapper.current?.querySelector('textarea')?.value ?? code;
+    if (!submitted.trim() || busy || disabledReason) return;
     setCode('');
     const started = await onRun(submitted, language);
     if (!started) setCode((current) => current || submitted);
