@@ -27,7 +27,7 @@ export type SandcellErrorCode =
   | 'model-configuration'
   | 'model-unavailable'
   | 'model-error'
-  // The server's core (src/server/core-errors.ts).
+  // The server's core (src/server/core/errors.ts).
   | 'limit-exceeded'
   | 'shutting-down'
   | 'not-found'

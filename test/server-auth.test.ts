@@ -1,4 +1,4 @@
-/** `sandcell serve` refuses to listen beyond loopback without API keys. The keys' logic is in src/server/per-key.test.ts. */
+/** `sandcell serve` refuses to listen beyond loopback without API keys. The keys' logic is in src/server/core/per-key.test.ts. */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';

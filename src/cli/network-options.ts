@@ -7,7 +7,7 @@ import { InvalidInputError } from '../errors.js';
 import type { NetworkOption } from '../network/network-option.js';
 import { resolveNetworkOption } from '../network/network-option.js';
 import { checkNetworkSecret } from '../network/network-secret.js';
-import type { ServerOptions } from '../server/options.js';
+import type { ServerOptions } from '../server/core/options.js';
 import type { SessionOptions } from '../session/options.js';
 import { CliExit, EXIT_USAGE } from './exit-codes.js';
 import { collectSecretHeaders, readSecretHeaders, SECRET_HEADER_HELP } from './secret-header.js';

@@ -4,8 +4,8 @@ import { modelIsConfigured } from '../agents/providers/select.js';
 import { InvalidInputError } from '../errors.js';
 import { SERVER_OOM_SCORE_ADJ, setOwnOomScoreAdjust } from '../internal/oom-score.js';
 import { defaultStateDirectory } from '../server/conversations/state-directory.js';
+import { logOomScore } from '../server/core/runtime.js';
 import { createServer, type SandcellServer, type ServerOptions } from '../server/index.js';
-import { logOomScore } from '../server/runtime.js';
 import type { ModelCliOptions } from './agent-flags.js';
 import { createModel, toCliExit } from './agent-options.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
@@ -117,10 +117,10 @@ function stopOnSignals(server: SandcellServer): Promise<void> {
       signals++;
       if (signals > 1) {
         // A second signal: do not wait for running code, close the sandboxes now.
-        void server.context.pool.close().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+        void server.closeSandboxes().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
         return;
       }
-      server.context.logger.info({ signal }, 'signal received');
+      server.logger.info({ signal }, 'signal received');
       void server.close().then(resolve, resolve);
     };
     process.on('SIGTERM', onSignal);
@@ -140,13 +140,13 @@ export async function serveCommand(options: ServeCommandOptions): Promise<number
     server = await createServer({ ...settings, backend, model });
     // Before the "web UI at" line: a Ctrl-C once it shows stops the server gracefully.
     stopped = stopOnSignals(server);
-    server.context.logger.info(
-      { model: model ? `${model.provider}/${model.model}` : null, ui: server.context.options.webRoot !== false },
+    server.logger.info(
+      { model: model ? `${model.provider}/${model.model}` : null, ui: server.options.webRoot !== false },
       model
         ? `web UI at ${server.url}/ — conversations use ${model.provider} model ${model.model}`
         : `web UI at ${server.url}/ — no model configured: notebook cells work; start with --provider/--model (or --base-url) to chat`,
     );
-    logOomScore(server.context.logger, oomScore);
+    logOomScore(server.logger, oomScore);
   } catch (error) {
     if (error instanceof InvalidInputError) throw new CliExit(EXIT_USAGE, error.message);
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {

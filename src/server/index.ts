@@ -4,11 +4,9 @@
  * Named exports only: what runs a server and names its options and parts;
  * the app, auth and HTTP-error plumbing stay internal.
  */
-export type { Owner } from './auth.js';
-export type { ServerContext } from './context.js';
-export type { ErrorBody } from './errors.js';
-export { createMcpServer, type McpServerOptions } from './mcp/mcp-server.js';
-export { type McpStdioOptions, runMcpStdio } from './mcp/stdio.js';
+export type { Owner } from './core/auth.js';
+export type { ServerContext } from './core/context.js';
+export type { ManagedSession, SessionSource } from './core/managed-session.js';
 export {
   DEFAULT_EXECUTIONS_PER_MINUTE,
   DEFAULT_HOST,
@@ -21,6 +19,9 @@ export {
   type ResolvedServerOptions,
   resolveServerOptions,
   type ServerOptions,
-} from './options.js';
-export type { ManagedSession, SessionRegistry, SessionSource } from './registry.js';
+} from './core/options.js';
+export type { SessionRegistry } from './core/registry.js';
+export type { ErrorBody } from './http/errors.js';
+export { createMcpServer, type McpServerOptions } from './mcp/mcp-server.js';
+export { type McpStdioOptions, runMcpStdio } from './mcp/stdio.js';
 export { createServer, type SandcellServer } from './server.js';

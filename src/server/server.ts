@@ -5,14 +5,13 @@
  */
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Hono } from 'hono';
-import { createApp } from './app.js';
-import { ConnectionLimiter } from './connection-limiter.js';
-import type { ServerContext } from './context.js';
+import type { Logger } from 'pino';
+import { isLoopback, type ResolvedServerOptions, resolveServerOptions, type ServerOptions } from './core/options.js';
+import { createRuntime } from './core/runtime.js';
+import { createApp } from './http/app.js';
+import { ConnectionLimiter } from './http/connection-limiter.js';
+import { answerUpgradeAsHttp, createRequestListener } from './http/request-listener.js';
 import { jupyterChannels } from './jupyter/channels-socket.js';
-import { isLoopback, resolveServerOptions, type ServerOptions } from './options.js';
-import { answerUpgradeAsHttp, createRequestListener } from './request-listener.js';
-import { createRuntime } from './runtime.js';
 
 const CONNECTIONS_DRAIN_MS = 2_000;
 /** How long a client may keep a connection idle for its next request (Node's own default), as every answer says. */
@@ -40,11 +39,16 @@ export interface SandcellServer {
   readonly url: string;
   readonly host: string;
   readonly port: number;
-  readonly app: Hono;
-  readonly context: ServerContext;
-  readonly document: Record<string, unknown>;
+  /** The options in force, defaults filled in. */
+  readonly options: ResolvedServerOptions;
+  /** The server's log (pino): a caller's lines go beside the server's own. */
+  readonly logger: Logger;
   /** Graceful: stops accepting, waits for running executions (up to the shutdown grace), closes every sandbox. */
   close(): Promise<void>;
+  /** Not graceful (a second Ctrl-C): closes every sandbox now, cutting what runs in them. */
+  closeSandboxes(): Promise<void>;
+  /** Resolves once what the server keeps on disk (conversation histories) is written. */
+  flushed(): Promise<void>;
 }
 
 function urlHost(host: string): string {
@@ -60,7 +64,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     maxConnectionsPerAddress: resolved.maxConnectionsPerAddress,
     onShed: (reason) => context.metrics.rejected.inc({ reason }),
   });
-  const { app, mcp, jupyter, document } = createApp(context, { connections });
+  const { app, mcp, jupyter } = createApp(context, { connections });
   if (resolved.stateDirectory !== false) await context.conversations.keepOnDisk(resolved.stateDirectory);
   try {
     await context.pool.start();
@@ -137,5 +141,14 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     return closing;
   };
 
-  return { url, host: resolved.host, port, app, context, document, close };
+  return {
+    url,
+    host: resolved.host,
+    port,
+    options: resolved,
+    logger,
+    close,
+    closeSandboxes: () => context.pool.close(),
+    flushed: () => context.conversations.flushed(),
+  };
 }

@@ -4,9 +4,9 @@
  * routes are no help to it. Status, code and headers stay the HTTP API's (the
  * Azure routes answer sandcell's JSON errors); only the words are Azure's own.
  */
-import { LimitExceededError, type LimitName } from '../core-errors.js';
-import { HttpError, toHttpError } from '../errors.js';
-import type { RouteSpec } from '../route.js';
+import { LimitExceededError, type LimitName } from '../core/errors.js';
+import { HttpError, toHttpError } from '../http/errors.js';
+import type { RouteSpec } from '../http/route.js';
 
 /** What lifts each of the server's limits, said to an Azure dynamic-sessions client. */
 const LIMIT_HINTS: Record<LimitName, string> = {

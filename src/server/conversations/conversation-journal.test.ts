@@ -11,7 +11,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Turn } from '../../protocol/index.js';
-import { ImageStore } from '../image-store.js';
+import { ImageStore } from '../core/image-store.js';
 import { ConversationJournal, type JournalSource } from './conversation-journal.js';
 import { HISTORY_FORMAT_VERSION, readHistory } from './history-records.js';
 

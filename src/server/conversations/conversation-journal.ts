@@ -23,7 +23,7 @@ import { open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Turn } from '../../protocol/index.js';
-import type { StoredImage } from '../image-store.js';
+import type { StoredImage } from '../core/image-store.js';
 import { encodeRecord, type HeaderRecord } from './history-records.js';
 
 /** What the journal reads from its conversation when it writes. */

@@ -28,17 +28,18 @@ import {
 import type { Execution, ExecutionResult } from '../../session/execution.js';
 import { FileChanges } from '../../session/file-changes.js';
 import type { Language } from '../../session/languages.js';
-import type { Owner } from '../auth.js';
+import type { Owner } from '../core/auth.js';
 import {
   ApprovalDecidedError,
   ApprovalNotFoundError,
   ConversationBusyError,
   ConversationExpiredError,
   ModelNotConfiguredError,
-} from '../core-errors.js';
-import { ImageStore } from '../image-store.js';
-import { presentResult, sessionFileUrl } from '../present-result.js';
-import type { ManagedSession, SessionRegistry } from '../registry.js';
+} from '../core/errors.js';
+import { ImageStore } from '../core/image-store.js';
+import type { ManagedSession } from '../core/managed-session.js';
+import type { SessionRegistry } from '../core/registry.js';
+import { presentResult, sessionFileUrl } from '../http/present-result.js';
 import { continuationContext } from './continuation.js';
 import type { ConversationJournal } from './conversation-journal.js';
 import {

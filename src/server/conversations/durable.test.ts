@@ -67,7 +67,7 @@ describe('conversations in a state directory', () => {
     imageUrl = step.type === 'code' ? step.results[0]!.images![0]!.url : '';
     expect(imageUrl).toMatch(/\/images\//);
     bobId = (await bob.json<Conversation>('/v1/conversations', { method: 'POST', json: { title: 'bob' } })).id;
-    await server!.context.conversations.flushed();
+    await server!.flushed();
 
     const files = await allFiles(stateDirectory);
     expect(files.some((file) => file.endsWith(`${aliceId}.jsonl`))).toBe(true);

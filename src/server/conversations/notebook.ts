@@ -16,7 +16,7 @@ import {
   savedImages,
   savedImageType,
 } from '../../protocol/saved-images.js';
-import type { StoredImage } from '../image-store.js';
+import type { StoredImage } from '../core/image-store.js';
 import { exportFileName } from './title.js';
 
 type Output = Record<string, unknown>;

@@ -12,7 +12,7 @@ import { type FakeProvider, startFakeOpenAI } from '../../../test/support/fake-p
 import { toyShell } from '../../../test/support/toy-shell.js';
 import { createChatModel } from '../../agents/index.js';
 import type { Conversation } from '../../protocol/index.js';
-import type { ServerOptions } from '../options.js';
+import type { ServerOptions } from '../core/options.js';
 
 type Server = Awaited<ReturnType<typeof startScriptedServer>>;
 

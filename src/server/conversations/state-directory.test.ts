@@ -2,7 +2,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveServerOptions } from '../options.js';
+import { resolveServerOptions } from '../core/options.js';
 import { defaultStateDirectory, ownerDigest } from './state-directory.js';
 
 describe('the state directory', () => {

@@ -12,8 +12,8 @@
  * conversations have lost their sessions, so they are read-only until the user
  * continues one in a new conversation.
  */
-import type { Owner } from '../auth.js';
-import { ConversationActiveError, ConversationNotFoundError } from '../core-errors.js';
+import type { Owner } from '../core/auth.js';
+import { ConversationActiveError, ConversationNotFoundError } from '../core/errors.js';
 import { type ConversationSettings, ServerConversation } from './conversation.js';
 import { ConversationJournal } from './conversation-journal.js';
 import { DEFAULT_HISTORY_LIMITS, MAX_CONVERSATION_HISTORY_BYTES } from './history-limits.js';

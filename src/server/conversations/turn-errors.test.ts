@@ -2,8 +2,8 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { SessionClosedError } from '../../errors.js';
-import { LimitExceededError, type LimitName } from '../core-errors.js';
-import { toHttpError } from '../errors.js';
+import { LimitExceededError, type LimitName } from '../core/errors.js';
+import { toHttpError } from '../http/errors.js';
 import { describeTurnError } from './turn-errors.js';
 
 const LIMITS: LimitName[] = [

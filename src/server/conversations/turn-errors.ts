@@ -8,8 +8,8 @@
  */
 import type { Logger } from 'pino';
 import { SandcellError, SessionClosedError } from '../../errors.js';
-import { LimitExceededError, type LimitName } from '../core-errors.js';
-import { toHttpError } from '../errors.js';
+import { LimitExceededError, type LimitName } from '../core/errors.js';
+import { toHttpError } from '../http/errors.js';
 
 export interface TurnError {
   code: string;

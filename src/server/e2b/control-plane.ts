@@ -6,8 +6,8 @@
  */
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import type { Owner } from '../auth.js';
-import type { ServerContext } from '../context.js';
+import type { Owner } from '../core/auth.js';
+import type { ServerContext } from '../core/context.js';
 import { ConnectBody, CreateBody, DEFAULT_TEMPLATE, DEFAULT_TIMEOUT_SECONDS, TimeoutBody } from './control-schemas.js';
 import { E2bError } from './errors.js';
 import { listPage, parseListQuery } from './list-query.js';

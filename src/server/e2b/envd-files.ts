@@ -8,8 +8,8 @@
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import type { Context } from 'hono';
-import type { ServerContext } from '../context.js';
-import { readUploadForm } from '../multipart.js';
+import type { ServerContext } from '../core/context.js';
+import { readUploadForm } from '../http/multipart.js';
 import { resolveSandboxPath, sandboxPathOf } from './envd-paths.js';
 import { E2bError } from './errors.js';
 import type { E2bSandbox } from './sandbox-table.js';

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { FileOperationError } from '../../errors.js';
 import { DATA_MOUNT } from '../../internal/data-path.js';
 import type { FileEntry } from '../../session/files.js';
-import type { ServerContext } from '../context.js';
+import type { ServerContext } from '../core/context.js';
 import { entryInfo, rootEntry } from './entry-info.js';
 import { resolveSandboxPath, type SandboxPath, shellQuote } from './envd-paths.js';
 import { ConnectError, parseConnectMessage as parse } from './errors.js';

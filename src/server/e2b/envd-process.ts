@@ -8,7 +8,7 @@
  */
 import type { Context } from 'hono';
 import { z } from 'zod';
-import type { ServerContext } from '../context.js';
+import type { ServerContext } from '../core/context.js';
 import { decodeRequestEnvelope } from './connect-envelope.js';
 import type { UnaryMethod } from './envd-filesystem.js';
 import { HOME, shellQuote } from './envd-paths.js';

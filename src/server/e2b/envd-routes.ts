@@ -6,7 +6,7 @@
  * sandbox's `X-Access-Token`; `path` is below /e2b.
  */
 import type { Context } from 'hono';
-import type { ServerContext } from '../context.js';
+import type { ServerContext } from '../core/context.js';
 import { encodeEndStream, parseMessage } from './connect-envelope.js';
 import { downloadFile, uploadFiles } from './envd-files.js';
 import { filesystemMethods, type UnaryMethod } from './envd-filesystem.js';

@@ -13,7 +13,7 @@ import type { Context } from 'hono';
 import { z } from 'zod';
 import { FileOperationError } from '../../errors.js';
 import type { FileEntry } from '../../session/files.js';
-import type { ServerContext } from '../context.js';
+import type { ServerContext } from '../core/context.js';
 import { decodeRequestEnvelope, encodeEndStream, encodeEnvelope } from './connect-envelope.js';
 import { resolveSandboxPath } from './envd-paths.js';
 import { ConnectError } from './errors.js';

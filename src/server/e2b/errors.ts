@@ -10,8 +10,8 @@
  */
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import { LimitExceededError, type LimitName } from '../core-errors.js';
-import { type HttpError, toHttpError } from '../errors.js';
+import { LimitExceededError, type LimitName } from '../core/errors.js';
+import { type HttpError, toHttpError } from '../http/errors.js';
 
 /** An error raised by the E2B front door with a definite status. */
 export class E2bError extends Error {

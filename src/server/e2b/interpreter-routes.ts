@@ -9,7 +9,7 @@
 import type { Context } from 'hono';
 import { InvalidInputError } from '../../errors.js';
 import type { Execution } from '../../session/execution.js';
-import type { ServerContext } from '../context.js';
+import type { ServerContext } from '../core/context.js';
 import { E2bError, toE2bExecutionError } from './errors.js';
 import {
   contextDirectory,

@@ -1,6 +1,6 @@
 /** The control plane's answers, in E2B's field names (the SDKs read `sandboxID`, `templateID`, `clientID`, `envdVersion`). */
 import { DEFAULT_LIMITS } from '../../backends/limits.js';
-import type { ResolvedServerOptions } from '../options.js';
+import type { ResolvedServerOptions } from '../core/options.js';
 import type { E2bSandbox } from './sandbox-table.js';
 
 /**

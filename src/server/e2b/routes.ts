@@ -16,9 +16,9 @@
  * answers 502, as E2B's proxy does, which the SDK reads as "the sandbox timed out".
  */
 import type { Context, Hono } from 'hono';
-import { limitBody } from '../body-limit.js';
-import type { ServerContext } from '../context.js';
-import { HttpError } from '../errors.js';
+import type { ServerContext } from '../core/context.js';
+import { limitBody } from '../http/body-limit.js';
+import { HttpError } from '../http/errors.js';
 import { controlPlane } from './control-plane.js';
 import { handleEnvd, isConnectPath } from './envd-routes.js';
 import { connectErrorResponse, E2bError, e2bErrorResponse } from './errors.js';

@@ -11,8 +11,9 @@
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { NetworkOption } from '../../network/network-option.js';
-import type { Owner } from '../auth.js';
-import type { ManagedSession, SessionRegistry } from '../registry.js';
+import type { Owner } from '../core/auth.js';
+import type { ManagedSession } from '../core/managed-session.js';
+import type { SessionRegistry } from '../core/registry.js';
 import { E2bError } from './errors.js';
 import { environmentOfTemplate } from './template-environment.js';
 

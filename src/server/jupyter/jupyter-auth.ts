@@ -7,7 +7,7 @@
  * answers a missing or wrong token with 403, and so does this. Without keys
  * (loopback only) every client is the local owner.
  */
-import type { ApiKeys, Owner } from '../auth.js';
+import type { ApiKeys, Owner } from '../core/auth.js';
 import { JupyterHttpError } from './jupyter-errors.js';
 import { cookieValue, LOGIN_COOKIE, type PasswordLogins, sameSecret, XSRF_COOKIE } from './password-login.js';
 

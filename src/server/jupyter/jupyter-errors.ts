@@ -6,8 +6,8 @@
  * both the REST routes and a cell the kernel refuses.
  */
 import type { Context } from 'hono';
-import { LimitExceededError, type LimitName } from '../core-errors.js';
-import { toHttpError } from '../errors.js';
+import { LimitExceededError, type LimitName } from '../core/errors.js';
+import { toHttpError } from '../http/errors.js';
 
 export class JupyterHttpError extends Error {
   constructor(

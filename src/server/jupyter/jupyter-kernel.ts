@@ -7,7 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ExecutionResult, InputRequest } from '../../session/execution.js';
-import type { ManagedSession, SessionRegistry } from '../registry.js';
+import type { ManagedSession } from '../core/managed-session.js';
+import type { SessionRegistry } from '../core/registry.js';
 import { jupyterLimitText } from './jupyter-errors.js';
 import { KernelHistory } from './kernel-history.js';
 import { answerShellRequest } from './kernel-requests.js';

@@ -5,8 +5,8 @@
  * session for idling, the kernel is culled: its sockets close and it leaves
  * every listing (a gateway client then counts it as culled).
  */
-import type { Owner } from '../auth.js';
-import type { ServerContext } from '../context.js';
+import type { Owner } from '../core/auth.js';
+import type { ServerContext } from '../core/context.js';
 import { JupyterHttpError } from './jupyter-errors.js';
 import { JupyterKernel } from './jupyter-kernel.js';
 import { DEFAULT_KERNEL_NAME, findKernelSpec } from './kernel-specs.js';

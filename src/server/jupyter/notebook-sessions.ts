@@ -4,7 +4,7 @@
  * live as long as their kernel: one culled or shut down takes its sessions along.
  */
 import { randomUUID } from 'node:crypto';
-import type { Owner } from '../auth.js';
+import type { Owner } from '../core/auth.js';
 import { JupyterHttpError } from './jupyter-errors.js';
 import type { JupyterKernel } from './jupyter-kernel.js';
 import type { KernelStore } from './kernel-store.js';

@@ -6,7 +6,7 @@
  * memory (bounded: the oldest logins go first).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { ApiKeys, Owner } from '../auth.js';
+import type { ApiKeys, Owner } from '../core/auth.js';
 
 export const XSRF_COOKIE = '_xsrf';
 export const LOGIN_COOKIE = 'sandcell-jupyter-login';

@@ -6,8 +6,8 @@
  */
 import { type Context, Hono } from 'hono';
 import { listEnvironments } from '../../environments/store.js';
-import { limitBody } from '../body-limit.js';
-import type { ServerContext } from '../context.js';
+import type { ServerContext } from '../core/context.js';
+import { limitBody } from '../http/body-limit.js';
 import { authenticateJupyter } from './jupyter-auth.js';
 import { JupyterHttpError, jupyterErrorResponse } from './jupyter-errors.js';
 import type { JupyterKernel } from './jupyter-kernel.js';

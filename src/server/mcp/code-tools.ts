@@ -13,7 +13,8 @@ import type { CommandResult } from '../../session/command.js';
 import { type Execution, formatTraceback } from '../../session/execution.js';
 import { LANGUAGES, type Language } from '../../session/languages.js';
 import { MAX_PATH_BYTES } from '../../session/sandbox-inputs.js';
-import type { ManagedSession, SessionRegistry } from '../registry.js';
+import type { ManagedSession } from '../core/managed-session.js';
+import type { SessionRegistry } from '../core/registry.js';
 import { ENVIRONMENT_ARGUMENT } from './environment-tools.js';
 
 export interface CodeToolsOptions {

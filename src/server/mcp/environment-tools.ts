@@ -12,7 +12,7 @@ import { contentsLine } from '../../environments/contents.js';
 import { listEnvironments } from '../../environments/store.js';
 import { DEFAULT_ENVIRONMENT_NAME, ENVIRONMENT_NAME_PATTERN } from '../../environments/types.js';
 import { InvalidInputError } from '../../errors.js';
-import type { ManagedSession } from '../registry.js';
+import type { ManagedSession } from '../core/managed-session.js';
 
 export const ENVIRONMENT_ARGUMENT = z
   .string()

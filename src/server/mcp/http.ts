@@ -9,8 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Context } from 'hono';
-import type { Owner } from '../auth.js';
-import type { ServerContext } from '../context.js';
+import type { Owner } from '../core/auth.js';
+import type { ServerContext } from '../core/context.js';
 import { createMcpServer } from './mcp-server.js';
 
 interface Connection {

@@ -7,9 +7,9 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import pino from 'pino';
 import { SERVER_OOM_SCORE_ADJ, setOwnOomScoreAdjust } from '../../internal/oom-score.js';
-import { LOCAL_OWNER } from '../auth.js';
-import { resolveServerOptions, type ServerOptions } from '../options.js';
-import { createRuntime, logOomScore } from '../runtime.js';
+import { LOCAL_OWNER } from '../core/auth.js';
+import { resolveServerOptions, type ServerOptions } from '../core/options.js';
+import { createRuntime, logOomScore } from '../core/runtime.js';
 import { createMcpServer } from './mcp-server.js';
 
 export interface McpStdioOptions

@@ -6,7 +6,7 @@ import {
   TooManyContextsError,
   UnknownContextError,
 } from '../../errors.js';
-import { LimitExceededError, type LimitName, ShuttingDownError } from '../core-errors.js';
+import { LimitExceededError, type LimitName, ShuttingDownError } from '../core/errors.js';
 import { toolErrorText } from './tool-errors.js';
 
 const LIMITS: LimitName[] = [

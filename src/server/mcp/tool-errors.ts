@@ -6,7 +6,7 @@
  * (whose operator sets the limits).
  */
 import { SandcellError, TooManyCommandsError, TooManyContextsError, UnknownContextError } from '../../errors.js';
-import { LimitExceededError, type LimitName } from '../core-errors.js';
+import { LimitExceededError, type LimitName } from '../core/errors.js';
 
 /** Where the MCP server runs: `sandcell mcp` on stdio, or /mcp of `sandcell serve`. */
 export type McpDeployment = 'stdio' | 'http';

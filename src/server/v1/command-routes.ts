@@ -8,11 +8,11 @@
 import type { z } from 'zod';
 import type { CommandStreamEvent } from '../../protocol/index.js';
 import type { CommandResult } from '../../session/command.js';
-import { ErrorSchema } from '../common-schemas.js';
-import type { ServerContext } from '../context.js';
-import { badRequest, errorBody, HttpError, toHttpError } from '../errors.js';
-import { eventStream, requestedStreamFormat } from '../execution-stream.js';
-import { defineRoute, type RouteSpec } from '../route.js';
+import type { ServerContext } from '../core/context.js';
+import { ErrorSchema } from '../http/common-schemas.js';
+import { badRequest, errorBody, HttpError, toHttpError } from '../http/errors.js';
+import { eventStream, requestedStreamFormat } from '../http/execution-stream.js';
+import { defineRoute, type RouteSpec } from '../http/route.js';
 import {
   CommandBody,
   CommandListSchema,

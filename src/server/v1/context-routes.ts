@@ -4,9 +4,9 @@
  * create, list, restart and remove them.
  */
 import type { z } from 'zod';
-import { ErrorSchema } from '../common-schemas.js';
-import type { ServerContext } from '../context.js';
-import { defineRoute, type RouteSpec } from '../route.js';
+import type { ServerContext } from '../core/context.js';
+import { ErrorSchema } from '../http/common-schemas.js';
+import { defineRoute, type RouteSpec } from '../http/route.js';
 import { ContextIdParams, ContextListSchema, ContextSchema, CreateContextBody } from './command-schemas.js';
 import { SessionIdParams } from './schemas.js';
 

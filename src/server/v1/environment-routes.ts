@@ -9,8 +9,8 @@ import { z } from 'zod';
 import { environmentContents } from '../../environments/contents.js';
 import { listEnvironments } from '../../environments/store.js';
 import { DEFAULT_ENVIRONMENT_NAME } from '../../environments/types.js';
-import type { ServerContext } from '../context.js';
-import { defineRoute, type RouteSpec } from '../route.js';
+import type { ServerContext } from '../core/context.js';
+import { defineRoute, type RouteSpec } from '../http/route.js';
 
 const BuildSchema = z.object({
   builtAt: z.string().meta({ description: 'ISO 8601.' }),

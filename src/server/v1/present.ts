@@ -1,8 +1,8 @@
 /** How sessions, executions and files look on the native /v1 wire. */
 import type { Execution } from '../../session/execution.js';
 import type { FileEntry } from '../../session/files.js';
-import { presentResult, sessionFileUrl } from '../present-result.js';
-import type { ManagedSession } from '../registry.js';
+import type { ManagedSession } from '../core/managed-session.js';
+import { presentResult, sessionFileUrl } from '../http/present-result.js';
 
 export function presentSession(entry: ManagedSession) {
   return {

@@ -5,15 +5,15 @@ import { z } from 'zod';
 import { normalizeDataPath } from '../../internal/data-path.js';
 import { IMAGE_TYPES } from '../../protocol/images.js';
 import type { ExecutionResult } from '../../session/execution.js';
-import { ErrorSchema, UploadForm } from '../common-schemas.js';
-import { fileHeaders, imageResponse } from '../content-type.js';
-import type { ServerContext } from '../context.js';
-import { notFound } from '../errors.js';
-import { requestedStreamFormat, streamExecution } from '../execution-stream.js';
-import { readUploadForm } from '../multipart.js';
-import { presentResult } from '../present-result.js';
-import type { ManagedSession } from '../registry.js';
-import { defineRoute, type RouteSpec } from '../route.js';
+import type { ServerContext } from '../core/context.js';
+import type { ManagedSession } from '../core/managed-session.js';
+import { ErrorSchema, UploadForm } from '../http/common-schemas.js';
+import { fileHeaders, imageResponse } from '../http/content-type.js';
+import { notFound } from '../http/errors.js';
+import { requestedStreamFormat, streamExecution } from '../http/execution-stream.js';
+import { readUploadForm } from '../http/multipart.js';
+import { presentResult } from '../http/present-result.js';
+import { defineRoute, type RouteSpec } from '../http/route.js';
 import { presentExecution, presentFile, presentSession } from './present.js';
 import {
   CreateSessionBody,

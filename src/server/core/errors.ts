@@ -1,0 +1,108 @@
+/**
+ * What the server's core refuses: the registry, the rate limiter, the
+ * conversation store and the conversation throw these. They say what happened
+ * and nothing about the protocol that asked: each front door maps them once,
+ * with the hint that fits it (HTTP: a status, `Retry-After` and the flag or
+ * route in http/errors.ts; MCP: a tool error in mcp/tool-errors.ts).
+ */
+import { SandcellError } from '../../errors.js';
+
+/**
+ * The server's limits, by the name an operator knows them by: each front door
+ * says which flag, variable or action lifts them.
+ */
+export type LimitName =
+  /** Live sessions one key (or the single local user) may hold. */
+  | 'sessions-per-key'
+  /** Live sessions on the whole server. */
+  | 'server-sessions'
+  /** Executions that may wait in one session behind the running one. */
+  | 'queued-executions'
+  /** Executions and uploads one key may start per minute. */
+  | 'executions-per-minute'
+  /** The size of one execution's code. */
+  | 'code-bytes';
+
+/** A limit refused the request; `retryAfterMs` says when trying again may work (absent: not by waiting). */
+export class LimitExceededError extends SandcellError {
+  constructor(
+    readonly limit: LimitName,
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super('limit-exceeded', message);
+  }
+}
+
+/** The server is shutting down: it takes no new work, and work cut short by it ends with this. */
+export class ShuttingDownError extends SandcellError {
+  constructor(message = 'The server is shutting down.') {
+    super('shutting-down', message);
+  }
+}
+
+/** What a client asked for does not exist for it (another key's is "not found" too). */
+export class NotFoundError extends SandcellError {
+  constructor(
+    readonly what: 'session' | 'conversation' | 'approval',
+    message: string,
+  ) {
+    super('not-found', message);
+  }
+}
+
+export class SessionNotFoundError extends NotFoundError {
+  constructor(id: string) {
+    super('session', `No session ${JSON.stringify(id)} (it may have been closed after idling).`);
+  }
+}
+
+export class ConversationNotFoundError extends NotFoundError {
+  constructor(id: string) {
+    super('conversation', `No conversation ${JSON.stringify(id)} (it may have been deleted, or the server restarted).`);
+  }
+}
+
+export class ApprovalNotFoundError extends NotFoundError {
+  constructor(id: string) {
+    super('approval', `No pending approval ${JSON.stringify(id)} here.`);
+  }
+}
+
+/** The approval was answered already (or declined when its turn was stopped). */
+export class ApprovalDecidedError extends SandcellError {
+  constructor(id: string) {
+    super('approval-decided', `The approval ${id} was already answered.`);
+  }
+}
+
+/** A turn is still running in the conversation: one runs at a time. */
+export class ConversationBusyError extends SandcellError {
+  constructor() {
+    super('conversation-busy', 'A turn is still running in this conversation; wait for it to end or cancel it.');
+  }
+}
+
+/** The conversation's session ended: its history stays readable, its variables and files are gone. */
+export class ConversationExpiredError extends SandcellError {
+  constructor(howItEnded: string) {
+    super(
+      'conversation-expired',
+      `This conversation's session ${howItEnded}; its variables and files are gone. Start a new conversation (the history can still be read and exported).`,
+    );
+  }
+}
+
+/** Only a conversation whose session is gone is continued in a new one. */
+export class ConversationActiveError extends SandcellError {
+  constructor() {
+    super('conversation-active', 'This conversation still has its session: send your question or cell to it.');
+  }
+}
+
+/** A question for the model, on a server started without one. */
+export class ModelNotConfiguredError extends SandcellError {
+  constructor() {
+    super('model-not-configured', 'This server has no model; notebook cells work without one.');
+  }
+}

@@ -1,0 +1,387 @@
+/**
+ * SessionRegistry: the server's sessions, each owned by one API key. It hands
+ * sessions out from the pool, finds them by id or by a client-chosen name
+ * (Azure identifiers, MCP session names), applies the per-key limits, counts
+ * executions and commands in flight for a graceful shutdown, and forgets
+ * sessions the pool closed for idling (the pool owns idle reaping and its
+ * timeout). Shell commands go through `commands` (registry-commands.ts).
+ */
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import { SandcellError } from '../../errors.js';
+import type { NetworkOption } from '../../network/network-option.js';
+import type { Execution, RunOptions } from '../../session/execution.js';
+import type { SessionPool } from '../../session/pool.js';
+import type { Session } from '../../session/session.js';
+import type { Owner } from './auth.js';
+import { LimitExceededError, SessionNotFoundError, ShuttingDownError } from './errors.js';
+import { ImageStore } from './image-store.js';
+import type { ManagedSession, SessionSource } from './managed-session.js';
+import type { Metrics } from './metrics.js';
+import { type NetworkPermission, permittedNetwork } from './network-permission.js';
+import type { RateLimiter } from './rate-limiter.js';
+import { RegistryCommands } from './registry-commands.js';
+
+export interface RegistryOptions {
+  pool: SessionPool;
+  metrics: Metrics;
+  logger: Logger;
+  rateLimiter: RateLimiter;
+  maxSessions: number;
+  sessionsPerOwner: number;
+  defaultTimeoutMs: number;
+  maxExecutionMs: number;
+  maxCodeBytes: number;
+  /** Executions that may wait in one session behind the running one. */
+  maxQueuedExecutions: number;
+  /** What network a key may ask for (the operator's bound). @default 'none' */
+  networkPermission?: NetworkPermission;
+}
+
+export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
+  timeoutMs?: number;
+  /** The execution already passed `admit()`. */
+  admitted?: boolean;
+}
+
+const SWEEP_INTERVAL_MS = 5_000;
+/** What a refused execution is told to wait: queued executions usually take seconds. */
+const QUEUE_FULL_RETRY_AFTER_MS = 5_000;
+/** What a session refused at the server's capacity is told to wait: sessions idle out or get closed. */
+const SERVER_FULL_RETRY_AFTER_MS = 5_000;
+
+export class SessionRegistry {
+  private readonly byId = new Map<string, ManagedSession>();
+  private readonly byName = new Map<string, Promise<ManagedSession>>();
+  private pendingCreations = 0;
+  private readonly pendingByOwner = new Map<string, number>();
+  /** Executions in `execute()` now. */
+  private inFlight = 0;
+  /** Executions and commands someone waits for, now: what a graceful shutdown waits for. */
+  private working = 0;
+  private drained?: () => void;
+  private shuttingDown = false;
+  private readonly sweeper: NodeJS.Timeout;
+  /** The one path for shell commands in managed sessions, for every front door. */
+  readonly commands: RegistryCommands;
+
+  constructor(private readonly options: RegistryOptions) {
+    this.commands = new RegistryCommands({
+      metrics: options.metrics,
+      limits: options,
+      admitWork: (entry) => this.admitUpload(entry),
+      track: (work) => this.track(work, 'command'),
+    });
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
+    options.pool.onIdleClose((session) => {
+      const entry = this.byId.get(session.id);
+      if (entry?.session === session) this.forget(entry, 'idle');
+    });
+  }
+
+  /** Sessions alive, and executions running. */
+  get stats(): { live: number; running: number; bySource: Record<SessionSource, number> } {
+    this.sweep();
+    const bySource: Record<SessionSource, number> = { v1: 0, azure: 0, mcp: 0, conversation: 0, e2b: 0, jupyter: 0 };
+    for (const entry of this.byId.values()) bySource[entry.source]++;
+    return { live: this.byId.size, running: this.inFlight, bySource };
+  }
+
+  get isShuttingDown(): boolean {
+    return this.shuttingDown;
+  }
+
+  /** A new session for `owner`, within the owner's and the server's limits. */
+  async create(
+    owner: Owner,
+    source: SessionSource,
+    naming: { name?: string; scope?: string; environment?: string; network?: NetworkOption } = {},
+  ) {
+    this.refuseWhenShuttingDown();
+    // Within the operator's bound, or a 403 before any session is counted or started.
+    const network = permittedNetwork(naming.network, this.options.networkPermission ?? 'none');
+    this.sweep();
+    const owned = this.countOwned(owner) + (this.pendingByOwner.get(owner.id) ?? 0);
+    if (owned >= this.options.sessionsPerOwner) {
+      this.options.metrics.rejected.inc({ reason: 'sessions-per-key' });
+      throw new LimitExceededError('sessions-per-key', `This key already has ${owned} live sessions, its limit.`);
+    }
+    if (this.byId.size + this.pendingCreations >= this.options.maxSessions) {
+      this.options.metrics.rejected.inc({ reason: 'server-capacity' });
+      throw new LimitExceededError(
+        'server-sessions',
+        `The server holds ${this.options.maxSessions} sessions, its limit.`,
+        SERVER_FULL_RETRY_AFTER_MS,
+      );
+    }
+    this.pendingCreations++;
+    this.pendingByOwner.set(owner.id, (this.pendingByOwner.get(owner.id) ?? 0) + 1);
+    let session: Session;
+    try {
+      session = await this.options.pool.acquire({
+        ...(naming.environment !== undefined ? { environment: naming.environment } : {}),
+        ...(network !== undefined ? { network } : {}),
+      });
+    } catch (error) {
+      if (error instanceof SandcellError && error.code === 'data-budget-exhausted') {
+        this.options.metrics.rejected.inc({ reason: 'data-budget' });
+      } else if (error instanceof SandcellError && error.code !== 'pool-exhausted') {
+        this.options.metrics.sandboxFailures.inc({ kind: error.code });
+      }
+      throw error;
+    } finally {
+      this.pendingCreations--;
+      this.pendingByOwner.set(owner.id, (this.pendingByOwner.get(owner.id) ?? 1) - 1);
+    }
+    if (this.shuttingDown) {
+      await session.close();
+      this.refuseWhenShuttingDown();
+    }
+    const entry: ManagedSession = {
+      id: session.id,
+      owner,
+      source,
+      ...(naming.name !== undefined ? { name: naming.name, scope: naming.scope ?? source } : {}),
+      session,
+      createdAt: Date.now(),
+      images: new ImageStore(),
+      executions: 0,
+      backgroundCommands: new Map(),
+      inFlight: 0,
+    };
+    this.byId.set(entry.id, entry);
+    this.options.metrics.sessionsCreated.inc({ api: source });
+    this.options.logger.info({ session: entry.id, owner: owner.label, source, name: naming.name }, 'session created');
+    return entry;
+  }
+
+  /** The owner's session with this id; another owner's session is "not found" too. */
+  get(owner: Owner, id: string): ManagedSession {
+    const entry = this.byId.get(id);
+    if (!entry || entry.owner.id !== owner.id) throw new SessionNotFoundError(id);
+    if (entry.session.closed) {
+      this.forget(entry, 'closed');
+      throw new SessionNotFoundError(id);
+    }
+    return entry;
+  }
+
+  /** The owner's session called `name` in `scope`, created on first use (as Azure does for identifiers). */
+  /** `environment` is the one a new session starts in; an existing session is answered as it is (the caller checks). */
+  async named(
+    owner: Owner,
+    source: SessionSource,
+    scope: string,
+    name: string,
+    environment?: string,
+  ): Promise<ManagedSession> {
+    const key = `${owner.id}\u0000${scope}\u0000${name}`;
+    const existing = this.byName.get(key);
+    if (existing) {
+      const entry = await existing.catch(() => undefined);
+      if (entry && !entry.session.closed && this.byId.get(entry.id) === entry) return entry;
+      if (this.byName.get(key) === existing) this.byName.delete(key);
+      if (entry) this.forget(entry, 'closed');
+      return this.named(owner, source, scope, name, environment);
+    }
+    const creating = this.create(owner, source, { name, scope, ...(environment === undefined ? {} : { environment }) });
+    this.byName.set(key, creating);
+    creating.catch(() => {
+      if (this.byName.get(key) === creating) this.byName.delete(key);
+    });
+    return creating;
+  }
+
+  /** The named session if it exists (no creation). */
+  async findNamed(owner: Owner, scope: string, name: string): Promise<ManagedSession | undefined> {
+    const entry = await this.byName.get(`${owner.id}\u0000${scope}\u0000${name}`)?.catch(() => undefined);
+    return entry && !entry.session.closed && this.byId.get(entry.id) === entry ? entry : undefined;
+  }
+
+  list(owner: Owner): ManagedSession[] {
+    this.sweep();
+    return [...this.byId.values()].filter((entry) => entry.owner.id === owner.id);
+  }
+
+  /** Closes a session and forgets it. */
+  async remove(entry: ManagedSession, reason = 'deleted'): Promise<void> {
+    this.forget(entry, reason);
+    await entry.session.close();
+  }
+
+  /** Closes every session of a scope (an MCP connection that ended). */
+  async removeScope(owner: Owner, scope: string): Promise<void> {
+    const entries = [...this.byId.values()].filter((entry) => entry.owner.id === owner.id && entry.scope === scope);
+    await Promise.all(entries.map((entry) => this.remove(entry, 'connection-closed')));
+  }
+
+  /**
+   * Checks an execution against the limits (shutdown, session queue, code size,
+   * rate) and counts it; `execute` does this itself unless told it was done already
+   * (a stream checks first, so a refusal answers the request, not a stream event).
+   */
+  admit(entry: ManagedSession, code: string): void {
+    this.refuseWhenShuttingDown();
+    this.refuseWhenQueueFull(entry);
+    const size = Buffer.byteLength(code, 'utf8');
+    if (size > this.options.maxCodeBytes) {
+      this.options.metrics.rejected.inc({ reason: 'code-too-large' });
+      throw new LimitExceededError(
+        'code-bytes',
+        `The code is ${size} bytes; the limit is ${this.options.maxCodeBytes}.`,
+      );
+    }
+    try {
+      this.options.rateLimiter.take(entry.owner.id);
+    } catch (error) {
+      this.options.metrics.rejected.inc({ reason: 'executions-per-minute' });
+      throw error;
+    }
+  }
+
+  /**
+   * Checks an upload (or a command, once its size passed) against the limits: shutdown, and the
+   * key's rate (executions, commands and uploads share one bucket).
+   */
+  admitUpload(entry: ManagedSession): void {
+    this.refuseWhenShuttingDown();
+    try {
+      this.options.rateLimiter.take(entry.owner.id);
+    } catch (error) {
+      this.options.metrics.rejected.inc({ reason: 'executions-per-minute' });
+      throw error;
+    }
+  }
+
+  /** Runs code in a session under the owner's limits. */
+  async execute(entry: ManagedSession, code: string, options: ExecuteOptions = {}): Promise<Execution> {
+    if (!options.admitted) this.admit(entry, code);
+    // Checked again: an admitted stream may start after others took the queue's last place.
+    else this.refuseWhenQueueFull(entry);
+    const { admitted: _admitted, ...runOptions } = options;
+    const timeoutMs = Math.min(options.timeoutMs ?? this.options.defaultTimeoutMs, this.options.maxExecutionMs);
+    this.inFlight++;
+    entry.inFlight++;
+    try {
+      return await this.track(() => this.runCounted(entry, code, { ...runOptions, timeoutMs }), 'execution');
+    } finally {
+      this.inFlight--;
+      entry.inFlight--;
+    }
+  }
+
+  /** Runs the code and counts it in the metrics. */
+  private async runCounted(entry: ManagedSession, code: string, options: RunOptions): Promise<Execution> {
+    const started = performance.now();
+    const execution = await entry.session.run(code, options);
+    entry.executions++;
+    this.options.metrics.executions.inc({ status: execution.status });
+    this.options.metrics.executionDuration.observe((performance.now() - started) / 1000);
+    if (execution.error?.name === 'KernelDied') this.options.metrics.sandboxFailures.inc({ kind: 'kernel-died' });
+    else if (execution.status === 'timeout' && execution.stateLost) {
+      this.options.metrics.sandboxFailures.inc({ kind: 'killed-after-timeout' });
+    }
+    return execution;
+  }
+
+  /**
+   * Runs work someone waits for (an execution, a command) counted for a graceful shutdown, which
+   * waits for it; a session closed under it by the shutdown is said to be the shutdown's doing.
+   */
+  private async track<T>(work: () => Promise<T>, what: 'execution' | 'command'): Promise<T> {
+    this.working++;
+    try {
+      return await work();
+    } catch (error) {
+      if (this.shuttingDown && error instanceof SandcellError && error.code === 'session-closed') {
+        throw new ShuttingDownError(`The server shut down before the ${what} finished.`);
+      }
+      throw error;
+    } finally {
+      this.working--;
+      if (this.working === 0) this.drained?.();
+    }
+  }
+
+  /**
+   * Stops new work; waits up to `graceMs` for running executions and the commands someone waits
+   * for; then closes every session, which kills whatever still runs (background commands too).
+   */
+  async shutdown(graceMs: number): Promise<void> {
+    this.shuttingDown = true;
+    clearInterval(this.sweeper);
+    if (this.working > 0) {
+      const { foreground, background } = this.commands.running;
+      this.options.logger.info(
+        { executions: this.inFlight, commands: foreground, backgroundCommands: background, graceMs },
+        'waiting for running executions and commands',
+      );
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, graceMs);
+        timer.unref();
+        this.drained = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    const count = this.byId.size;
+    for (const entry of this.byId.values()) {
+      entry.closedAt = Date.now();
+      entry.closedReason = 'shutdown';
+    }
+    this.options.metrics.sessionsClosed.inc({ reason: 'shutdown' }, count);
+    this.byId.clear();
+    this.byName.clear();
+    await this.options.pool.close();
+    this.options.logger.info({ sessions: count }, 'every sandbox closed');
+  }
+
+  private refuseWhenShuttingDown(): void {
+    if (this.shuttingDown) {
+      throw new ShuttingDownError();
+    }
+  }
+
+  /** Each queued execution holds its code (up to 2 MiB) until it runs: a session's queue is bounded. */
+  private refuseWhenQueueFull(entry: ManagedSession): void {
+    const waiting = Math.max(0, entry.inFlight - 1);
+    if (entry.inFlight > 0 && waiting >= this.options.maxQueuedExecutions) {
+      this.options.metrics.rejected.inc({ reason: 'queue-full' });
+      throw new LimitExceededError(
+        'queued-executions',
+        `${waiting} executions already wait in this session behind the running one, its limit.`,
+        QUEUE_FULL_RETRY_AFTER_MS,
+      );
+    }
+  }
+
+  private countOwned(owner: Owner): number {
+    let count = 0;
+    for (const entry of this.byId.values()) if (entry.owner.id === owner.id) count++;
+    return count;
+  }
+
+  private forget(entry: ManagedSession, reason: string): void {
+    if (this.byId.get(entry.id) !== entry) return;
+    this.byId.delete(entry.id);
+    entry.closedAt = Date.now();
+    entry.closedReason = reason;
+    if (entry.name !== undefined) {
+      const key = `${entry.owner.id}\u0000${entry.scope}\u0000${entry.name}`;
+      void this.byName.get(key)?.then((named) => {
+        if (named === entry && this.byName.get(key)) this.byName.delete(key);
+      });
+    }
+    this.options.metrics.sessionsClosed.inc({ reason });
+    this.options.logger.info({ session: entry.id, owner: entry.owner.label, reason }, 'session closed');
+  }
+
+  /** Forgets sessions closed other than through the registry (the pool's idle close is reported as it happens). */
+  private sweep(): void {
+    for (const entry of this.byId.values()) {
+      if (entry.session.closed) this.forget(entry, 'closed');
+    }
+  }
+}
