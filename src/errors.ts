@@ -3,6 +3,11 @@
  * never thrown: it is data on `Execution.error`.
  */
 
+/**
+ * Every code a SandcellError carries. Tables keyed by it are exhaustive, so a new
+ * code does not compile until it has an HTTP status (server/http/error-statuses.ts)
+ * and a place in the Discord bot's replies (discord/failure-reply.ts).
+ */
 export type SandcellErrorCode =
   | 'backend-unavailable'
   | 'sandbox-start-failed'

@@ -2,8 +2,9 @@
  * The reference scenario end to end, for both providers: the official SDK
  * talks to a fake provider on 127.0.0.1 replaying a scripted conversation, and
  * the code the scripted model writes really runs on pandas in a bubblewrap
- * session. The agents' own logic (retries, approvals, limits, reports) runs on
- * the scripted backend in src/agents/data-chat.test.ts.
+ * session. The agents' own logic (approvals, limits, reports) runs on the
+ * scripted model and backend in src/agents/data-chat.test.ts; the adapters'
+ * wire format and retries are in src/agents/providers/chat-models.test.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';

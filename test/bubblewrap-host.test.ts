@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { DEFAULT_UID_RANGE } from '../src/backends/uid-leases.js';
 import { Session } from '../src/session/session.js';
-import { isAlive } from './contract/backend-contract.js';
+import { isAlive } from './contract/contract-support.js';
 import { hostIsolationCases } from './contract/host-isolation-cases.js';
 import { hostHasAccount, hostUidOf, hostUidsOf, leasesOf } from './support/host-uids.js';
 import { startSessionOwner } from './support/process.js';

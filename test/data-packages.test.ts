@@ -7,7 +7,7 @@ import { expect, it } from 'vitest';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { createDockerBackend } from '../src/backends/docker/index.js';
 import type { SandboxBackend } from '../src/backends/spec.js';
-import { withSession } from './contract/backend-contract.js';
+import { withSession } from './contract/contract-support.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
 
 const PROBE = `import json

@@ -20,7 +20,7 @@ import { ImageBuildError } from '../src/errors.js';
 import { runtimeRootfsDirectory } from '../src/image/recipe.js';
 import { buildRuntimeRootfs } from '../src/image/rootfs.js';
 import { createSession } from '../src/session/session.js';
-import { withSession } from './contract/backend-contract.js';
+import { withSession } from './contract/contract-support.js';
 import { runSecurityContract } from './contract/security-contract.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
 import { writeTinyWheel } from './support/tiny-wheel.js';

@@ -20,8 +20,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
-import { KEY, startE2bServer, type TestServer } from './e2b/e2b-helpers.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
+import { KEY, startE2bServer, type TestServer } from './support/e2b.js';
 import { runProcess } from './support/process.js';
 import { root } from './support/readme.js';
 

@@ -21,7 +21,7 @@ import type { Environment } from '../src/environments/types.js';
 import { InvalidInputError, LanguageUnavailableError } from '../src/errors.js';
 import { runtimeImageTag } from '../src/image/recipe.js';
 import { createSession } from '../src/session/session.js';
-import { withSession } from './contract/backend-contract.js';
+import { withSession } from './contract/contract-support.js';
 import { runSecurityContract } from './contract/security-contract.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
 import { buildTestImage, removeTestImage } from './support/test-images.js';

@@ -15,7 +15,7 @@ import { environmentHash } from '../src/environments/environment-version.js';
 import { collectInputs } from '../src/environments/inputs.js';
 import { environmentImageTag } from '../src/environments/store.js';
 import { createSession } from '../src/session/session.js';
-import { withSession } from './contract/backend-contract.js';
+import { withSession } from './contract/contract-support.js';
 import { runSecurityContract } from './contract/security-contract.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
 import { writeTinyWheel } from './support/tiny-wheel.js';

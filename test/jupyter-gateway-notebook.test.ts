@@ -13,8 +13,8 @@ import path from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer } from '../src/server/index.js';
-import { type LogCapture, startTestServer } from './server-helpers.js';
 import { readmeBlock } from './support/readme.js';
+import { type LogCapture, startTestServer } from './support/server.js';
 
 const CHROMIUM = process.env.SANDCELL_CHROMIUM ?? '/usr/bin/chromium';
 const NBCLASSIC = '/usr/bin/jupyter-nbclassic';

@@ -14,7 +14,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { SandcellServer } from '../src/server/index.js';
-import { type LogCapture, startTestServer } from './server-helpers.js';
+import { type LogCapture, startTestServer } from './support/server.js';
 
 const KEY = 'lab-key-0123456789';
 let server: SandcellServer & { logs: LogCapture };

@@ -2,7 +2,8 @@
  * The Jupyter front door as LLM tools reach it: a Python client doing on the
  * wire what Open WebUI's Jupyter engine does (Debian's aiohttp and websockets),
  * and the refusals every client must meet — a wrong token, another key's
- * kernel, a page from another site, a key's session limit. Real HTTP and
+ * kernel, a page from another site (a key's session limit, on every backend, is in
+ * test/contract/server-contract.ts). Real HTTP and
  * websockets on 127.0.0.1, real kernels on bubblewrap.
  */
 import { spawn } from 'node:child_process';
@@ -10,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { SandcellServer } from '../src/server/index.js';
-import { type LogCapture, startTestServer } from './server-helpers.js';
+import { type LogCapture, startTestServer } from './support/server.js';
 
 const ALICE = 'alice-key-0123456789';
 const BOB = 'bob-key-0123456789';
@@ -18,7 +19,7 @@ const CLIENT = path.join(import.meta.dirname, 'fixtures/open_webui_jupyter_clien
 let server: SandcellServer & { logs: LogCapture };
 
 beforeAll(async () => {
-  server = await startTestServer({ apiKeys: [`alice:${ALICE}`, `bob:${BOB}`], limits: { maxSessions: 2 } });
+  server = await startTestServer({ apiKeys: [`alice:${ALICE}`, `bob:${BOB}`] });
 });
 afterAll(async () => {
   await server?.close();
@@ -189,21 +190,5 @@ describe('refusals', () => {
     expect(fromPage.status).toBe(403);
     expect(await connect(kernel.id, `?token=${ALICE}`, { origin: 'http://evil.example' })).toBe(403);
     await jupyter(`api/kernels/${kernel.id}`, ALICE, { method: 'DELETE' });
-  });
-
-  it("refuses a kernel past the key's session limit in Jupyter's error shape", async () => {
-    const first = await jupyter('api/kernels', BOB, { method: 'POST' });
-    const second = await jupyter('api/kernels', BOB, { method: 'POST' });
-    expect([first.status, second.status]).toEqual([201, 201]);
-    const third = await jupyter('api/kernels', BOB, { method: 'POST' });
-    expect(third.status).toBe(429);
-    expect(await third.json()).toMatchObject({
-      message: expect.stringContaining('DELETE /api/kernels'),
-      reason: 'too-many-sessions',
-    });
-    for (const response of [first, second]) {
-      const { id } = (await response.json()) as { id: string };
-      await jupyter(`api/kernels/${id}`, BOB, { method: 'DELETE' });
-    }
   });
 });

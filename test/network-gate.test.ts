@@ -1,4 +1,6 @@
 /**
+ * One file (over 500 lines): its cases share the test CA and the stand-in HTTP and HTTPS servers, made once.
+ *
  * The network gate alone, over real sockets on 127.0.0.1: stand-in HTTP and HTTPS servers (with a
  * test CA) play the internet, a resolver stub plays DNS, and the policy allows 127.0.0.1 by an
  * explicit CIDR since loopback is refused by default.

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { createGateHost } from '../src/network/gate-host.js';
 import type { Session } from '../src/session/session.js';
-import { withSession } from './contract/backend-contract.js';
+import { withSession } from './contract/contract-support.js';
 import { type StandInServer, startStandInServer } from './support/stand-in-internet.js';
 import { type StaticGitServer, startStaticGitServer } from './support/static-git-server.js';
 import { createTestCertificates, type TestCertificates } from './support/test-ca.js';

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { SessionPool } from '../src/session/pool.js';
-import { isAlive } from './contract/backend-contract.js';
+import { isAlive } from './contract/contract-support.js';
 
 describe('SessionPool on bubblewrap', () => {
   let pool: SessionPool | undefined;

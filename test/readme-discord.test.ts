@@ -1,5 +1,5 @@
 /**
- * README "Ask in Discord", run as written: the invite URL's permissions are
+ * "Ask in Discord" (README.md, docs/discord.md), run as written: the invite URL's permissions are
  * the ones the bot's code asks for, the `discord-run` block logs in (to the
  * fake Discord, through DISCORD_API_URL, with the token `...` the block
  * exports) and the conversation of `discord-transcript` happens as shown: its

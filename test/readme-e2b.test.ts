@@ -1,5 +1,5 @@
 /**
- * The README's "Coming from E2B" blocks, run as written from the repository's root: the sh block in
+ * The E2B blocks (README.md, docs/e2b.md), run as written from the repository's root: the sh block in
  * bash (two substitutions only: `npx sandcell` is the built CLI, as in readme-languages, and port
  * 8080 a free one, so the test never collides with a server already on this machine), then the js
  * block as a module with the environment it left, and what its comments say is checked.

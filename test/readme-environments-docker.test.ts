@@ -1,5 +1,5 @@
 /**
- * README.md's Docker part of "Add packages", run as written: a Dockerfile
+ * docs/environments.md's Docker part of "Add packages", run as written: a Dockerfile
  * environment FROM the runtime, and an existing image registered unmodified.
  * The image the README names (`my-python:3.12`) is the reader's own; here it
  * is made from the runtime with sandcell's kernel files removed, so the

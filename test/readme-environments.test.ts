@@ -1,5 +1,5 @@
 /**
- * README.md's "Add packages" block, run as written: build the example
+ * docs/environments.md's "Add packages" block, run as written: build the example
  * environment (a real build on bubblewrap: the runtime root filesystem plus
  * python3-toolz), run the example script in it, list it. The environment is
  * stored in a scratch store (SANDCELL_ENVIRONMENT_DIR), not the machine's.
@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
-import { commandsOf, readmeBlocks, runShell, scratchClone } from './support/readme.js';
+import { commandsOf, readmeBlock, runShell, scratchClone } from './support/readme.js';
 
 const reason =
   process.getuid?.() === 0
@@ -33,8 +33,8 @@ describeWhenAvailable('README: Add packages', 'bubblewrap-rootfs', reason, () =>
   it(
     'environment',
     async () => {
-      const block = readmeBlocks().find((candidate) => candidate.id === 'environment');
-      const [build, run, list] = commandsOf(block?.code ?? '');
+      const block = readmeBlock('environment');
+      const [build, run, list] = commandsOf(block.code);
       const env = { SANDCELL_ENVIRONMENT_DIR: store };
       const built = await runShell(build as string, { cwd: clone, env });
       expect(built.code, built.stderr).toBe(0);

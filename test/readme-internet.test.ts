@@ -1,5 +1,5 @@
 /**
- * README.md's "Internet access" block, run as written: each line's comment is what the reader is
+ * docs/internet-access.md's blocks, run as written: each line's comment is what the reader is
  * told curl says, and here it must say it (and sandcell exit with curl's code). The pip block needs
  * the internet (skipped in test/readme.test.ts); test/network-bubblewrap.test.ts installs a wheel
  * the same way from a package index on 127.0.0.1. The secrets block runs as written too; that the
@@ -8,7 +8,7 @@
 import { rmSync } from 'node:fs';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commandsOf, readmeBlocks, runShell, scratchClone } from './support/readme.js';
+import { commandsOf, readmeBlock, runShell, scratchClone } from './support/readme.js';
 
 let clone: string;
 beforeAll(() => {
@@ -18,8 +18,7 @@ afterAll(() => rmSync(clone, { recursive: true, force: true }));
 
 describe('README: Internet access', () => {
   it('an unlisted host is refused by the gate, and going around the proxy fails at once', async () => {
-    const block = readmeBlocks().find((candidate) => candidate.id === 'internet-access');
-    if (!block) throw new Error('README.md has no block marked readme-test: internet-access');
+    const block = readmeBlock('internet-access');
     const commands = commandsOf(block.code);
     expect(commands).toHaveLength(2);
     for (const command of commands) {
@@ -34,8 +33,7 @@ describe('README: Internet access', () => {
 
 describe('README: A service on this machine', () => {
   it('host.sandcell.internal reaches it, and a rule on 127.0.0.1 is refused naming that rule', async () => {
-    const block = readmeBlocks().find((candidate) => candidate.id === 'internet-host');
-    if (!block) throw new Error('README.md has no block marked readme-test: internet-host');
+    const block = readmeBlock('internet-host');
     const [reach, refused] = commandsOf(block.code);
     // Ollama's port, on this machine's loopback: a stand-in answering as it does (or Ollama itself).
     const ollama = http.createServer((request, response) => {
@@ -62,8 +60,7 @@ describe('README: A service on this machine', () => {
 
 describe('README: Keys that never enter the sandbox', () => {
   it('the secret reaches the gate and not the sandbox', async () => {
-    const block = readmeBlocks().find((candidate) => candidate.id === 'internet-secrets');
-    if (!block) throw new Error('README.md has no block marked readme-test: internet-secrets');
+    const block = readmeBlock('internet-secrets');
     const said = block.code.slice(block.code.lastIndexOf('#') + 1).trim();
     // The canary: the same check, with the key set inside the sandbox, does see it.
     const canary = await runShell(

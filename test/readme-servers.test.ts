@@ -1,6 +1,6 @@
 /**
- * README.md's server blocks, run as written (the marker convention is in
- * test/readme.test.ts): each `sandcell serve` line starts a real server (on a
+ * The server blocks of README.md and docs/server.md, run as written (the
+ * marker convention is in test/readme.test.ts): each `sandcell serve` line starts a real server (on a
  * free port, given as SANDCELL_PORT), and the REST and conversation blocks run
  * in bash with curl and jq against one, with a fake OpenAI-compatible model.
  */
@@ -83,6 +83,13 @@ describe('README.md server blocks run as written', () => {
       await server?.stop();
       await provider?.close();
     });
+
+    it('rest-quick: a session, and 42 from its execution', async () => {
+      const result = await runShell(onPort(block('rest-quick').code, server.port), { cwd: clone });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toContain('"status":"ok"');
+      expect(result.stdout).toContain('"text/plain":"42"');
+    }, 180_000);
 
     it('rest: sessions, executions (streamed too), uploads, a chart downloaded with curl -f', async () => {
       const result = await runShell(onPort(block('rest').code, server.port), { cwd: clone });

@@ -1,5 +1,5 @@
 /**
- * The README's "Conversations survive a restart" block, run as written: its
+ * docs/server.md's "Conversations survive a restart" block, run as written: its
  * `npx sandcell serve` line with the built CLI (on port 0 rather than 8080,
  * which another server may hold: the other lines' `localhost:8080` is
  * pointed at it), from a scratch directory so `./sandcell-state` lands there;

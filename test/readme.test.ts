@@ -1,15 +1,19 @@
 /**
- * README.md, run as written: a README that drifts from the code fails here.
+ * README.md and its guides under docs/, run as written: a README or a guide
+ * that drifts from the code fails here.
  *
- * The convention: every fenced block in README.md has, on the line just above
- * its opening fence, a marker `<!-- readme-test: ID -->` (GitHub hides it).
+ * The convention: every fenced block in README.md and in docs/*.md (but the
+ * design documents, DESIGN_DOCS in test/support/readme.ts) has, on the line
+ * just above its opening fence, a marker `<!-- readme-test: ID -->` (GitHub
+ * hides it); an ID is used once across all those files.
  * Each ID is either run — a runner in RUNNERS below, or a test file named in
- * RUN_ELSEWHERE — or listed in SKIPPED with the reason it cannot run here. A
- * block without a marker, or with an ID that is neither, fails the first test.
+ * RUN_ELSEWHERE (which must name the ID) — or listed in SKIPPED with the
+ * reason it cannot run here. A block without a marker, or with an ID that is
+ * neither, fails the first test.
  * To add a section: put the marker above each block and a runner here (or in
  * your own test file, named in RUN_ELSEWHERE).
  *
- * Runners run a block's text from README.md itself, on real sandboxes, in a
+ * Runners run a block's text from the page itself, on real sandboxes, in a
  * scratch directory standing in for the clone's root (`examples/` and
  * `npx sandcell` resolve as in a clone). What they change, and only that: a
  * server the README reaches at localhost:8080 listens on a free port, and a
@@ -22,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDockerBackend } from '../src/backends/docker/index.js';
 import { requiredBackends, unavailableReason } from './support/backends.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
-import { commandsOf, readmeBlock, readmeBlocks, runShell, scratchClone } from './support/readme.js';
+import { commandsOf, readmeBlock, readmeBlocks, root, runShell, scratchClone } from './support/readme.js';
 
 /** Blocks not run here, and why. */
 const SKIPPED: Record<string, string> = {
@@ -42,12 +46,14 @@ const RUN_ELSEWHERE: Record<string, string> = {
   'environment-image': 'test/readme-environments-docker.test.ts',
   install: 'test/readme-library.test.ts',
   library: 'test/readme-library.test.ts',
+  'library-pool': 'test/readme-library.test.ts',
   'library-testing': 'test/readme-library.test.ts',
   'agents-library': 'test/readme-library.test.ts',
   'server-library': 'test/readme-library.test.ts',
   'mcp-config': 'test/readme-library.test.ts',
   serve: 'test/readme-servers.test.ts',
   rest: 'test/readme-servers.test.ts',
+  'rest-quick': 'test/readme-servers.test.ts',
   conversations: 'test/readme-servers.test.ts',
   'web-ui': 'test/readme-servers.test.ts',
   'state-dir': 'test/readme-state-dir.test.ts',
@@ -184,15 +190,21 @@ async function withFakeModel(answer: string, body: (provider: FakeProvider) => P
   }
 }
 
-it('every fenced block in README.md is run or skipped with a reason', () => {
+it('every fenced block in README.md and docs/ is run or skipped with a reason', () => {
   const known = new Set([...Object.keys(SKIPPED), ...Object.keys(RUN_ELSEWHERE), ...Object.keys(RUNNERS)]);
   const unknown = blocks.filter((candidate) => !known.has(candidate.id));
-  expect(unknown.map((candidate) => `README.md:${candidate.line} (${candidate.id})`)).toEqual([]);
+  expect(unknown.map((candidate) => `${candidate.file}:${candidate.line} (${candidate.id})`)).toEqual([]);
   const ids = blocks.map((candidate) => candidate.id);
   expect(ids.filter((id, index) => ids.indexOf(id) !== index)).toEqual([]);
   expect([...known].filter((id) => !ids.includes(id))).toEqual([]);
+  // A block run elsewhere is run there: the file named asks for it by its ID.
+  const notAsked = Object.entries(RUN_ELSEWHERE).filter(([id, file]) => {
+    const text = existsSync(path.join(root, file)) ? readFileSync(path.join(root, file), 'utf8') : '';
+    return !text.includes(`'${id}'`) && !text.includes(`"${id}"`);
+  });
+  expect(notAsked.map(([id, file]) => `${file} never asks for ${id}`)).toEqual([]);
 });
 
-describe('README.md blocks run as written', () => {
+describe('README.md and docs/ blocks run as written', () => {
   for (const [id, runner] of Object.entries(RUNNERS)) it(id, runner, 300_000);
 });

@@ -8,7 +8,8 @@ import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { createDockerBackend } from '../src/backends/docker/index.js';
 import type { SandboxBackend } from '../src/backends/spec.js';
 import { runtimeRootfsDirectory } from '../src/image/recipe.js';
-import { runBackendContract, withSession } from './contract/backend-contract.js';
+import { runBackendContract } from './contract/backend-contract.js';
+import { withSession } from './contract/contract-support.js';
 import { runSecurityContract } from './contract/security-contract.js';
 import { describeWhenAvailable, requiredBackends, unavailableReason } from './support/backends.js';
 

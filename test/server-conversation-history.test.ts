@@ -8,8 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Conversation } from '../src/protocol/index.js';
-import { client, startTestServer } from './server-helpers.js';
 import { codeStep, readBack, runCell } from './support/conversation-events.js';
+import { client, startTestServer } from './support/server.js';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 const KiB = 1024;

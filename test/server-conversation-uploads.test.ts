@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Turn } from '../src/protocol/index.js';
-import { client, startTestServer } from './server-helpers.js';
+import { client, startTestServer } from './support/server.js';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 const UPLOADER = 'uploader-key-0123456789';

@@ -1,8 +1,9 @@
 /**
  * /v1/conversations end to end, over real HTTP on a real sandbox: a whole
  * analysis (upload, pandas, a matplotlib chart by URL, the notebook export)
- * asked of a scripted OpenAI-compatible model (the real SDK talks to a local
- * fake), and `sandcell serve` configuring the model from its flags. The
+ * asked of the scripted model, and `sandcell serve` configuring the model
+ * from its flags (the real SDK in its own process, talking to a fake
+ * OpenAI-compatible provider on 127.0.0.1). The
  * conversations' own logic runs on the scripted backend in
  * src/server/conversations/.
  */
@@ -12,12 +13,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createChatModel } from '../src/agents/index.js';
+import { ScriptedChatModel } from '../src/agents/scripted-chat-model.js';
 import type { Conversation, Turn } from '../src/protocol/index.js';
-import { type Client, client, startTestServer } from './server-helpers.js';
 import { fold, lastTurn, readEvents, sse } from './support/conversation-events.js';
-import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
+import { startFakeOpenAI } from './support/fake-providers.js';
 import { runProcess } from './support/process.js';
+import { type Client, client, startTestServer } from './support/server.js';
 
 const BIN = path.resolve('bin/sandcell.js');
 /** The environment without any model configuration of the machine running the tests. */
@@ -41,17 +42,15 @@ type Server = Awaited<ReturnType<typeof startTestServer>>;
 describe('conversations with a scripted model', () => {
   let server: Server;
   let api: Client;
-  let provider: FakeProvider;
+  let model: ScriptedChatModel;
 
   beforeAll(async () => {
-    provider = await startFakeOpenAI([]);
-    const model = createChatModel({ provider: 'openai', model: 'scripted', baseURL: provider.baseURL, apiKey: 'k' });
+    model = new ScriptedChatModel();
     server = await startTestServer({ model, webRoot: false, preloadModules: ['pandas', 'matplotlib'] });
     api = client(server);
   });
   afterAll(async () => {
     await server?.close();
-    await provider?.close();
   });
 
   async function newConversation(): Promise<string> {
@@ -73,7 +72,7 @@ describe('conversations with a scripted model', () => {
       "corr.plot.barh(); plt.title('Correlation with accidents'); plt.show()",
       'corr.to_frame()',
     ].join('\n');
-    provider.enqueue(
+    model.enqueue(
       { text: 'Let me look at the data.', toolCalls: [{ name: 'execute_python_code', arguments: { code } }] },
       { text: 'Traffic density matters most.' },
     );
@@ -109,7 +108,7 @@ describe('conversations with a scripted model', () => {
     ).toBe(PNG_SIGNATURE);
     expect(step.files.some((file) => file.kind === 'figure')).toBe(true);
     // The model was given the upload's preview with its instructions.
-    const instructions = JSON.stringify(provider.requests[provider.requests.length - 2]?.body.messages[0]);
+    const instructions = JSON.stringify(model.calls[model.calls.length - 2]?.instructions);
     expect(instructions).toMatch(/traffic_accidents\.csv/);
     expect(instructions).toMatch(/8756 rows/);
     const listed = await api.json<{ conversations: { id: string; title: string }[] }>('/v1/conversations');

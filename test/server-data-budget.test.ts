@@ -11,8 +11,8 @@ import type { SandboxBackend } from '../src/backends/spec.js';
 import type { SandcellServer } from '../src/server/index.js';
 import { SessionPool } from '../src/session/pool.js';
 import { Session } from '../src/session/session.js';
-import { client, startTestServer } from './server-helpers.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
+import { client, startTestServer } from './support/server.js';
 
 const MiB = 1024 * 1024;
 

@@ -6,7 +6,7 @@
  * kernel never waits on it, so the session keeps answering.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, client, startTestServer } from './server-helpers.js';
+import { type Client, client, startTestServer } from './support/server.js';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 const LONG_NAME = `${'n'.repeat(300)}.csv`;

@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isAlive } from './contract/backend-contract.js';
+import { isAlive } from './contract/contract-support.js';
 
 const bin = path.resolve(import.meta.dirname, '..', 'bin', 'sandcell.js');
 

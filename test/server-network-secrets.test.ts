@@ -9,7 +9,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer } from '../src/server/index.js';
-import { client, type LogCapture, startTestServer } from './server-helpers.js';
+import { client, type LogCapture, startTestServer } from './support/server.js';
 import { type StandInServer, startStandInServer } from './support/stand-in-internet.js';
 import { createTestCertificates, type TestCertificates } from './support/test-ca.js';
 

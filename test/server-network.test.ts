@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer } from '../src/server/index.js';
-import { client, type LogCapture, startTestServer } from './server-helpers.js';
+import { client, type LogCapture, startTestServer } from './support/server.js';
 import { type StandInServer, startStandInServer } from './support/stand-in-internet.js';
 
 describe('internet access through the server', () => {

@@ -14,7 +14,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { describe, expect, it, vi } from 'vitest';
 import { type BubblewrapHostReport, createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
-import { isAlive } from './contract/backend-contract.js';
+import { isAlive } from './contract/contract-support.js';
 import { canLowerOomScore } from './support/process.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Conversation, Turn } from '../src/protocol/index.js';
-import { client, startTestServer } from './server-helpers.js';
+import { client, startTestServer } from './support/server.js';
 import { screenshot } from './support/web-browser.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');

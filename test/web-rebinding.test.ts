@@ -19,8 +19,8 @@ import type { AddressInfo } from 'node:net';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer } from '../src/server/index.js';
-import { type LogCapture, startScriptedServer } from './server-helpers.js';
 import { rawRequest } from './support/raw-http.js';
+import { type LogCapture, startScriptedServer } from './support/server.js';
 
 const CHROMIUM = process.env.SANDCELL_CHROMIUM ?? '/usr/bin/chromium';
 const ATTACKER_NAME = 'rebind.attacker.example';

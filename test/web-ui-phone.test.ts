@@ -1,20 +1,21 @@
 /**
+ * One file (over 500 lines): its cases share one chromium and one server, started once.
+ *
  * The web UI on a phone and over many conversations, in Debian's chromium:
  * the drawer, the composer in view, sideways-scrolling output, titles and
  * export names, icons, stopped cells, the mode kept per conversation, images
  * code saved, long code folded. The subject is the UI's own logic, so kernels
- * answer from a script (the scripted backend) and the model is a local
- * OpenAI-compatible fake; test/web-ui.test.ts runs the real sandbox.
+ * answer from a script (the scripted backend) and the model is the scripted
+ * model; test/web-ui.test.ts runs the real sandbox.
  * Screenshots go to test-output/screenshots/ (untracked): look at them.
  */
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createChatModel } from '../src/agents/index.js';
+import { ScriptedChatModel } from '../src/agents/scripted-chat-model.js';
 import type { ScriptedRun, ScriptedStep } from '../src/backends/scripted/index.js';
 import type { Conversation } from '../src/protocol/index.js';
-import { client, startScriptedServer } from './server-helpers.js';
-import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
 import { type Answer, figure, pngImage, printed } from './support/kernel-script.js';
+import { client, startScriptedServer } from './support/server.js';
 import {
   inTranscriptView,
   launchBrowser,
@@ -117,20 +118,18 @@ interface PageGlobals {
 
 let browser: Browser;
 let server: Awaited<ReturnType<typeof startScriptedServer>>;
-let provider: FakeProvider;
+let model: ScriptedChatModel;
 const tabs: Tab[] = [];
 
 beforeAll(async () => {
   browser = await launchBrowser();
-  provider = await startFakeOpenAI([]);
-  const model = createChatModel({ provider: 'openai', model: 'scripted', baseURL: provider.baseURL, apiKey: 'k' });
+  model = new ScriptedChatModel();
   server = await startScriptedServer(kernel, { model, logLevel: 'warn', webRoot: WEB_ROOT });
 }, 60_000);
 
 afterAll(async () => {
   await browser?.close();
   await server?.close();
-  await provider?.close();
 });
 
 afterEach(async () => {
@@ -141,7 +140,7 @@ afterEach(async () => {
     expect(tab.dialogs, 'no dialogs').toEqual([]);
     expect(tab.popups, 'no other pages opened').toEqual([]);
   }
-  expect(provider.remaining, 'scripted answers left over').toBe(0);
+  expect(model.remaining, 'scripted answers left over').toBe(0);
 });
 
 async function openTab(url: string, viewport?: { width: number; height: number }): Promise<Tab> {
@@ -314,7 +313,7 @@ describe('the web UI on a phone (390×844)', { timeout: 120_000 }, () => {
 
   it('a chat answer with its code and chart reads well and stays within the screen; the answer under a tall chart is in view, reopened too', async () => {
     const { page } = await openTab(server.url, PHONE);
-    provider.enqueue(
+    model.enqueue(
       {
         text: 'Let me chart the accidents by region.',
         toolCalls: [{ name: 'execute_python_code', arguments: { code: 'plt.show(tall=True)' } }],
@@ -347,7 +346,7 @@ describe('the web UI on a phone (390×844)', { timeout: 120_000 }, () => {
 describe('titles, export names, icons', { timeout: 120_000 }, () => {
   it('a conversation is named after the first question, or the uploaded file; code names nothing; the export name is short', async () => {
     const { page } = await openTab(server.url);
-    provider.enqueue({ text: 'Fines go with fewer accidents.' });
+    model.enqueue({ text: 'Fines go with fewer accidents.' });
     await page.getByLabel('Your question').fill('What drives the number of accidents, and by how much?');
     await page.getByLabel('Your question').press('Enter');
     await page.locator('.final-answer').waitFor();
@@ -441,7 +440,7 @@ describe('cells, modes, images and long code', { timeout: 120_000 }, () => {
 
     await page.getByRole('button', { name: '+ New conversation' }).click();
     await switchTo(page, 'Chat');
-    provider.enqueue({ text: 'Hello.' });
+    model.enqueue({ text: 'Hello.' });
     await page.getByLabel('Your question').fill('Say hello');
     await page.getByLabel('Your question').press('Enter');
     await page.locator('.final-answer').waitFor();

@@ -1,8 +1,10 @@
 /**
+ * One file (over 500 lines): its three suites share one chromium, launched once; a split would launch another.
+ *
  * The web UI end to end: Debian's chromium, driven by playwright-core, uses
  * the built app (dist/web) as served by a real sandcell server on 127.0.0.1
- * under its real CSP. Code runs in real bubblewrap sessions; the model is a
- * local scripted OpenAI-compatible server spoken to by the real SDK.
+ * under its real CSP. Code runs in real bubblewrap sessions; the model is the
+ * scripted model (sandcell/testing).
  * Needs `npm run build` (npm test runs it) and chromium (`npm run setup`).
  */
 import { existsSync } from 'node:fs';
@@ -10,10 +12,9 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Download, type Locator, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createChatModel } from '../src/agents/index.js';
+import { ScriptedChatModel } from '../src/agents/scripted-chat-model.js';
 import type { Conversation } from '../src/protocol/index.js';
-import { client, startTestServer } from './server-helpers.js';
-import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
+import { client, startTestServer } from './support/server.js';
 import { inTranscriptView } from './support/web-browser.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -164,12 +165,11 @@ const cellSource = (cell: { source: string | string[] }) =>
 
 describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
   let server: Server;
-  let provider: FakeProvider;
+  let model: ScriptedChatModel;
   let analysis: Tab | undefined;
 
   beforeAll(async () => {
-    provider = await startFakeOpenAI([]);
-    const model = createChatModel({ provider: 'openai', model: 'scripted', baseURL: provider.baseURL, apiKey: 'k' });
+    model = new ScriptedChatModel();
     server = await startTestServer({
       model,
       logLevel: 'warn',
@@ -180,12 +180,11 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
 
   /** A test that failed halfway leaves its scripted answers queued: say so instead of failing strangely later. */
   const expectNoLeftoverScript = () =>
-    expect(provider.remaining, 'scripted responses left over from an earlier test that failed').toBe(0);
+    expect(model.remaining, 'scripted responses left over from an earlier test that failed').toBe(0);
 
   afterAll(async () => {
     await analysis?.context.close();
     await server?.close();
-    await provider?.close();
   });
 
   it('upload, question, highlighted code, DataFrame table, chart image and the streamed answer (screenshot)', async () => {
@@ -232,7 +231,7 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
     ].join('\n');
     const answer =
       'Higher fines go with **markedly fewer** accidents (r = -0.745); every other factor is weak (|r| < 0.15).';
-    provider.enqueue(
+    model.enqueue(
       { text: 'Let me look at how each factor relates to accidents.', toolCalls: [run(code)] },
       { text: answer },
     );
@@ -316,7 +315,7 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
     const toggle = page.getByRole('switch', { name: 'Approve code' });
     expect(await toggle.isChecked()).toBe(false); // the server's default is auto
     await toggle.check();
-    provider.enqueue(
+    model.enqueue(
       { toolCalls: [run('print(6 * 7)')] },
       { toolCalls: [run("print('this must not run')")] },
       { toolCalls: [run("print('original')")] },
@@ -363,7 +362,7 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
     expectNoLeftoverScript();
     const { page } = await openTab(server.url);
     await page.getByRole('switch', { name: 'Approve code' }).check();
-    provider.enqueue(
+    model.enqueue(
       { toolCalls: [{ name: 'run_shell_command', arguments: { command: 'echo "files: $(ls | wc -l)" && pwd' } }] },
       { text: 'Listed.' },
     );
@@ -385,7 +384,7 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
   it('keyboard: Enter sends, Shift+Enter inserts a newline', async () => {
     expectNoLeftoverScript();
     const { page } = await openTab(server.url);
-    provider.enqueue({ text: 'Got both lines.' });
+    model.enqueue({ text: 'Got both lines.' });
     const box = page.getByLabel('Your question');
     await box.focus();
     await page.keyboard.type('first line');
@@ -399,7 +398,7 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
     expect((await page.locator('.final-answer').textContent())?.trim()).toBe('Got both lines.');
     expect(await box.inputValue()).toBe('');
     // The question the model got is the one typed, newline included.
-    const sent = provider.requests[provider.requests.length - 1]?.raw ?? '';
+    const sent = JSON.stringify(model.calls[model.calls.length - 1]?.messages ?? []);
     expect(sent).toContain('first line\\nsecond line');
 
     // Reopening another conversation from the sidebar shows its history, chart included.
@@ -419,7 +418,7 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
   it('an Enter that comes before the page has rendered the last keystroke still sends the whole question', async () => {
     expectNoLeftoverScript();
     const { page } = await openTab(server.url);
-    provider.enqueue({ text: 'Sent in one go.' });
+    model.enqueue({ text: 'Sent in one go.' });
     // Input and Enter in one task, as a fast typist on a busy machine (or a test's fill) can deliver them.
     await page.getByLabel('Your question').evaluate((element) => {
       const box = element as unknown as { value: string; dispatchEvent(event: unknown): boolean };
@@ -442,7 +441,7 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
       'from IPython.display import HTML, display',
       'display(HTML(\'<script>window.__xss=1</script><img src=x onerror="window.__xss=2;alert(2)"><b>bold from html</b>\'))',
     ].join('\n');
-    provider.enqueue(
+    model.enqueue(
       { text: 'Showing <img src=x onerror="window.__xss=5;alert(5)"> some HTML.', toolCalls: [run(code)] },
       { text: 'Done <script>window.__xss=6</script><a href="javascript:window.__xss=7">click</a> **safe**.' },
     );

@@ -1,60 +1,52 @@
 /**
- * FileAccessAgent through both providers' real SDKs (fake providers on
- * 127.0.0.1): it reads host files only inside the data roots and copies them
- * into the session, whose files here are the scripted backend's.
+ * FileAccessAgent on the scripted model: it reads host files only inside the
+ * data roots and copies them into the session, whose files here are the
+ * scripted backend's.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type FakeProvider, startFakeAnthropic, startFakeOpenAI } from '../../test/support/fake-providers.js';
-import { type Dialect, toolResults } from '../../test/support/wire.js';
 import { createScriptedBackend } from '../backends/scripted/index.js';
 import { createSession, type Session } from '../session/session.js';
-import { AnthropicChatModel, FileAccessAgent, OpenAIChatModel } from './index.js';
+import { FileAccessAgent } from './index.js';
+import { ScriptedChatModel } from './scripted-chat-model.js';
 
 const workspace = mkdtempSync(path.join(os.tmpdir(), 'sandcell-file-access-'));
 afterAll(() => rmSync(workspace, { recursive: true, force: true }));
 
-describe.each<Dialect>(['openai', 'anthropic'])('FileAccessAgent with the %s provider', (dialect) => {
-  let provider: FakeProvider | undefined;
+describe('FileAccessAgent', () => {
   let session: Session | undefined;
 
   afterEach(async () => {
     await session?.close();
-    await provider?.close();
     session = undefined;
-    provider = undefined;
   });
 
   it('refuses paths outside the data roots, and reads a file inside', async () => {
-    const dataDir = path.join(workspace, `${dialect}-data`);
+    const dataDir = path.join(workspace, 'data');
     mkdirSync(dataDir, { recursive: true });
     writeFileSync(path.join(dataDir, 'sales.csv'), 'region,amount\nnorth,10\nsouth,12.5\n');
-    writeFileSync(path.join(workspace, `${dialect}-secret.txt`), 'secret');
-    symlinkSync(path.join(workspace, `${dialect}-secret.txt`), path.join(dataDir, 'escape.csv'));
+    writeFileSync(path.join(workspace, 'secret.txt'), 'secret');
+    symlinkSync(path.join(workspace, 'secret.txt'), path.join(dataDir, 'escape.csv'));
     session = await createSession({ backend: createScriptedBackend() });
-    const script = [
-      {
-        toolCalls: [
-          { name: 'safe_file_access', arguments: { path: '../../etc/passwd' } },
-          { name: 'safe_file_access', arguments: { path: '/etc/passwd' } },
-          { name: 'safe_file_access', arguments: { path: 'escape.csv' } },
-          { name: 'safe_file_access', arguments: { path: 'sales.csv' } },
-        ],
-      },
-      { text: 'sales.csv has 2 rows.' },
-    ];
-    provider = dialect === 'openai' ? await startFakeOpenAI(script) : await startFakeAnthropic(script);
-    const common = { baseURL: provider.baseURL, apiKey: 'test-key', maxRetries: 2, timeoutMs: 20_000 };
-    const model =
-      dialect === 'openai'
-        ? new OpenAIChatModel({ ...common, model: 'gpt-test' })
-        : new AnthropicChatModel({ ...common, model: 'claude-test' });
+    const model = new ScriptedChatModel({
+      responses: [
+        {
+          toolCalls: [
+            { name: 'safe_file_access', arguments: { path: '../../etc/passwd' } },
+            { name: 'safe_file_access', arguments: { path: '/etc/passwd' } },
+            { name: 'safe_file_access', arguments: { path: 'escape.csv' } },
+            { name: 'safe_file_access', arguments: { path: 'sales.csv' } },
+          ],
+        },
+        { text: 'sales.csv has 2 rows.' },
+      ],
+    });
     const agent = new FileAccessAgent({ model, dataRoots: [dataDir], files: session.files });
     const answer = await agent.ask('Load the sales data.');
     expect(answer.text).toBe('sales.csv has 2 rows.');
-    const results = toolResults(dialect, provider.requests[1]!);
+    const results = model.calls[1]!.messages.flatMap((message) => (message.role === 'tool' ? [message] : []));
     expect(results[0]!.content).toContain('".." is not allowed');
     expect(results[1]!.content).toContain('absolute paths are not allowed');
     expect(results[2]!.content).toContain('points outside the shared data');

@@ -4,6 +4,7 @@ import { modelIsConfigured } from '../agents/providers/select.js';
 import { InvalidInputError } from '../errors.js';
 import { SERVER_OOM_SCORE_ADJ, setOwnOomScoreAdjust } from '../internal/oom-score.js';
 import { defaultStateDirectory } from '../server/conversations/state-directory.js';
+import { type NumericOption, placeNumbers } from '../server/core/numeric-options.js';
 import { logOomScore } from '../server/core/runtime.js';
 import { createServer, type SandcellServer, type ServerOptions } from '../server/index.js';
 import type { ModelCliOptions } from './agent-flags.js';
@@ -59,38 +60,37 @@ export function numberOption(flag: string, value: string | undefined): number | 
   return number;
 }
 
+/** `--max-connections-per-address` → `maxConnectionsPerAddress`, as commander names a flag's value. */
+function flagValue(options: ServeCommandOptions, flag: string): string | undefined {
+  const key = flag.replace(/^--/, '').replace(/-([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+  const value = (options as unknown as Record<string, unknown>)[key];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** A numeric option's flag, parsed by its unit; the server checks the option's minimum and names it. */
+function numericFlag(options: ServeCommandOptions, row: NumericOption): number | undefined {
+  if (row.flag === undefined) return undefined;
+  const value = flagValue(options, row.flag);
+  if (row.unit === 'count') return numberOption(row.flag, value);
+  if (row.unit === 'size') return optionalSizeFlag(row.flag, value);
+  return optionalDurationFlag(row.flag, value, row.minimum);
+}
+
 export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
   const keys = options.apiKey.length > 0 ? options.apiKey : undefined;
   const { network, ...permission } = serveNetworkOptions(options);
+  // The flags of the numeric options are a column of their table (server/core/numeric-options.ts).
+  const numbers = placeNumbers((row) => numericFlag(options, row));
   return {
     ...permission,
     ...(network ? { sessionOptions: { network } } : {}),
+    ...numbers,
     host: options.host,
-    port: numberOption('--port', options.port),
     apiKeys: keys,
     allowedHosts: options.allowedHost.length > 0 ? options.allowedHost : undefined,
-    maxConnections: numberOption('--max-connections', options.maxConnections),
-    maxConnectionsPerAddress: numberOption('--max-connections-per-address', options.maxConnectionsPerAddress),
-    headersTimeoutMs: optionalDurationFlag('--headers-timeout', options.headersTimeout),
-    poolSize: numberOption('--pool-size', options.poolSize),
-    poolMax: numberOption('--pool-max', options.poolMax),
-    maxSessions: numberOption('--max-sessions', options.maxSessions),
-    dataBudgetBytes: optionalSizeFlag('--data-budget-bytes', options.dataBudgetBytes),
-    limits: {
-      maxSessions: numberOption('--sessions-per-key', options.sessionsPerKey),
-      executionsPerMinute: numberOption('--executions-per-minute', options.executionsPerMinute),
-      maxRequestBytes: optionalSizeFlag('--max-request-bytes', options.maxRequestBytes),
-      maxUploadBytes: optionalSizeFlag('--max-upload-bytes', options.maxUploadBytes),
-      maxExecutionMs: optionalDurationFlag('--max-execution-time', options.maxExecutionTime),
-      maxQueuedExecutions: numberOption('--max-queued-executions', options.maxQueuedExecutions),
-      maxMcpSessions: numberOption('--mcp-sessions-per-key', options.mcpSessionsPerKey),
-    },
-    executionTimeoutMs: optionalDurationFlag('--timeout', options.timeout),
-    idleTimeoutMs: optionalDurationFlag('--idle-timeout', options.idleTimeout),
     preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
     ...(options.preloadWhenBehind ? { preloadWhenBehind: true } : {}),
     ...(options.env ? { sessionOptions: { environmentName: options.env } } : {}),
-    shutdownGraceMs: optionalDurationFlag('--shutdown-grace', options.shutdownGrace, 0),
     logLevel: options.logLevel,
     stateDirectory: options.stateDir === false ? false : (options.stateDir ?? defaultStateDirectory()),
     logDestination: logDestinationFor(options.logFormat ?? 'auto'),

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ModelResponseError } from '../agents/index.js';
+import { ModelConfigurationError, ModelResponseError } from '../agents/index.js';
+import { AbortError, FileOperationError, InvalidInputError, SessionClosedError, TimeoutError } from '../errors.js';
 import { AttachmentRefusedError } from './attachment-limits.js';
+import { PoolFullError } from './conversation-pool.js';
 import { failureReply } from './failure-reply.js';
 
 describe('failureReply', () => {
@@ -31,5 +33,25 @@ describe('failureReply', () => {
     expect(logged).toHaveLength(1);
     expect(logged[0]).toContain(id!);
     expect(logged[0]).toContain('TypeError');
+  });
+
+  it('places each kind of failure: said, stopped, or logged under an id', () => {
+    const logged: string[] = [];
+    const reply = (error: unknown) => failureReply(error, [], (line) => logged.push(line));
+    expect(reply(new ModelConfigurationError('Set OPENAI_API_KEY.'))).toBe(
+      '⚠️ The model is not configured right: Set OPENAI_API_KEY.',
+    );
+    expect(reply(new AbortError())).toBe('⏹ Stopped.');
+    for (const error of [
+      new PoolFullError(3),
+      new InvalidInputError('The question is too long.'),
+      new FileOperationError('too-large', 'big.csv is too large.'),
+      new TimeoutError('The sandbox took too long.'),
+    ]) {
+      expect(reply(error)).toBe(`⚠️ ${error.message}`);
+    }
+    expect(logged).toEqual([]);
+    expect(reply(new SessionClosedError('s1'))).toMatch(/error id [0-9a-f]{8}/);
+    expect(logged).toHaveLength(1);
   });
 });

@@ -1,3 +1,5 @@
+// One file (over 500 lines): the TypeScript cases run the same kernel through the same fd 3/4 harness.
+//
 // The JavaScript and TypeScript kernel, run as the supervisor runs it: a real node process in
 // its own process group, requests on fd 3 and events on fd 4 (pipes: named ones here), its
 // output on fds 1 and 2. SANDCELL_TEST_NODE picks another node (e.g. Debian's Node 18).

@@ -24,6 +24,7 @@ import json
 import os
 import select
 import signal
+import sys
 import time
 
 PROTOCOL_VERSION = 2
@@ -53,19 +54,11 @@ exec 2>&62 62>&- 61<&-
 """
 
 
-
-def load_sibling(name):
-    """A module beside this file, loaded by path: the kernel runs isolated
-    (-I), so its directory is not on sys.path."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-assist = load_sibling("sandcell_bash_assist")
+# Isolated (-I), the kernel's directory is not on sys.path: put it there, as the
+# supervisor does. No user Python runs in this process, so, unlike the Python
+# kernel (its load_sibling), nothing can import sandcell's modules by accident.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sandcell_bash_assist as assist  # noqa: E402
 RC_SCRIPT = RC_SCRIPT.replace("exec 2>&62", assist.RC_FUNCTIONS + "exec 2>&62")
 
 SIGCHLD_BYTE = bytes((signal.SIGCHLD,))

@@ -16,6 +16,14 @@ Threads:
   they read the user's namespace, which only the main thread may touch);
 - one reader thread per captured descriptor, and a flusher that sends
   buffered stream output at least every FLUSH_INTERVAL_S.
+
+Exit: SystemExit (sys.exit(n), exit(), quit(), argparse's exits) stops the
+code but keeps the kernel and its state; the status goes out as
+execution-end's `exitStatus` by CPython's rule (None 0, an int modulo 256,
+anything else 1), and a non-zero one is also the run's error. Output is capped
+at the source (sandcell_kernel_output.py), so an honest kernel never sends an
+oversized message. Code containing NUL is a SyntaxError rather than an
+escaped ValueError that would end the kernel.
 """
 
 import base64
@@ -30,7 +38,6 @@ import time
 
 PROTOCOL_VERSION = 2
 FLUSH_INTERVAL_S = 0.05
-STREAM_CHUNK_BYTES = 8192
 # The images among these, and how the host carries each: src/protocol/images.ts.
 MIME_TYPES = (
     "text/plain",
@@ -42,9 +49,6 @@ MIME_TYPES = (
     "image/svg+xml",
     "application/json",
 )
-
-PLAIN_TYPES = (int, float, bool, complex, str, bytes, type(None))
-
 
 def _read_options():
     raw = os.environ.pop("SANDCELL_KERNEL_OPTIONS", "{}")
@@ -65,283 +69,8 @@ METADATA_LIMIT = min(1 << 20, RESULT_LIMIT)
 ERROR_NAME_LIMIT = 1024
 ERROR_VALUE_LIMIT = OUTPUT_LIMIT
 ERROR_TRACEBACK_LIMIT = OUTPUT_LIMIT
-TRACEBACK_NOTE_BYTES = 200
 # An input() prompt, in UTF-8 bytes (the host bounds it again).
 PROMPT_LIMIT = 64 * 1024
-
-
-class Channel:
-    """Sends protocol messages on the private descriptor; thread-safe."""
-
-    def __init__(self, fd):
-        self._fd = fd
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def encode(message):
-        """The message as one protocol line; its length is what the host counts."""
-        # ensure_ascii keeps the line valid UTF-8 whatever the user code printed.
-        return (json.dumps(message, ensure_ascii=True, default=str) + "\n").encode("ascii")
-
-    def send(self, message):
-        self.write(self.encode(message))
-
-    def write(self, data):
-        with self._lock:
-            view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-
-
-class OutputBudget:
-    """Bytes of stdout+stderr one execution may send; the rest is dropped."""
-
-    def __init__(self, limit):
-        self.limit = limit
-        self.used = 0
-        self.truncated = False
-        self.lock = threading.Lock()
-
-    def reset(self):
-        with self.lock:
-            self.used = 0
-            self.truncated = False
-
-    def take(self, text):
-        with self.lock:
-            size = len(text.encode("utf-8", "surrogatepass"))
-            if self.used + size <= self.limit:
-                self.used += size
-                return text
-            room = self.limit - self.used
-            self.used = self.limit
-            self.truncated = True
-            if room <= 0:
-                return ""
-            return text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
-
-
-class StreamBuffer:
-    """Collects one stream's text and sends it in chunks, so a loop of small
-    prints costs a few messages rather than one per call."""
-
-    def __init__(self, channel, budget, name):
-        self.channel = channel
-        self.budget = budget
-        self.name = name
-        self.parts = []
-        self.size = 0
-        self.lock = threading.Lock()
-        self.execution_id = None
-
-    def write(self, text):
-        if not text:
-            return
-        with self.lock:
-            self.parts.append(text)
-            self.size += len(text)
-            if self.size >= STREAM_CHUNK_BYTES:
-                self._flush_locked()
-
-    def flush(self):
-        with self.lock:
-            self._flush_locked()
-
-    def _flush_locked(self):
-        if not self.parts:
-            return
-        text = "".join(self.parts)
-        self.parts = []
-        self.size = 0
-        text = self.budget.take(text)
-        if text and self.execution_id is not None:
-            self.channel.send({"type": "stream", "id": self.execution_id, "name": self.name, "text": text})
-
-
-class TextStream:
-    """What sys.stdout / sys.stderr become inside the kernel."""
-
-    encoding = "utf-8"
-    errors = "replace"
-
-    def __init__(self, buffer, fileno):
-        self._buffer = buffer
-        self._fileno = fileno
-
-    def write(self, text):
-        if not isinstance(text, str):
-            raise TypeError("write() argument must be str, not %s" % type(text).__name__)
-        self._buffer.write(text)
-        return len(text)
-
-    def writelines(self, lines):
-        for line in lines:
-            self.write(line)
-
-    def flush(self):
-        self._buffer.flush()
-
-    def isatty(self):
-        return False
-
-    def readable(self):
-        return False
-
-    def writable(self):
-        return True
-
-    def seekable(self):
-        return False
-
-    def fileno(self):
-        return self._fileno
-
-    @property
-    def closed(self):
-        return False
-
-
-class DescriptorCapture:
-    """Reads one of the redirected descriptors (1 or 2) and forwards it."""
-
-    def __init__(self, fd, buffer, marker):
-        import codecs
-
-        self.read_fd = fd
-        self.buffer = buffer
-        self.marker = marker
-        self.synced = threading.Event()
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self.pending = b""
-        thread = threading.Thread(target=self._run, name="capture-%d" % fd, daemon=True)
-        thread.start()
-
-    def _run(self):
-        while True:
-            try:
-                chunk = os.read(self.read_fd, 65536)
-            except InterruptedError:
-                continue
-            if not chunk:
-                return
-            data = self.pending + chunk
-            self.pending = b""
-            while True:
-                index = data.find(self.marker)
-                if index < 0:
-                    break
-                self._forward(data[:index])
-                data = data[index + len(self.marker) :]
-                self.buffer.flush()
-                self.synced.set()
-            # Keep a possible partial marker for the next read.
-            keep = 0
-            for size in range(min(len(self.marker) - 1, len(data)), 0, -1):
-                if self.marker.startswith(data[-size:]):
-                    keep = size
-                    break
-            if keep:
-                self.pending = data[-keep:]
-                data = data[:-keep]
-            self._forward(data)
-
-    def _forward(self, data):
-        if data:
-            self.buffer.write(self.decoder.decode(data))
-
-
-def bundle_size(bundle):
-    """Roughly the bytes a MIME bundle takes on the wire, without serialising
-    its (often large, base64) strings a second time."""
-    return sum(len(value) if isinstance(value, str) else len(json.dumps(value, default=str)) for value in bundle.values())
-
-
-def exceeds_json_size(value, limit):
-    """Whether value's JSON surely takes more than limit bytes, judged without
-    serialising it: every string counts its length, every other item one byte.
-    A huge string in metadata is found at once instead of encoded first."""
-    total = 0
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            total += len(item)
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-            total += 1
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-            total += 1
-        else:
-            total += 1
-        if total > limit:
-            return True
-    return False
-
-
-def bounded_metadata(metadata):
-    """The metadata, or None when its JSON is over METADATA_LIMIT or cannot be
-    serialised (the result then goes out with empty metadata)."""
-    if not metadata:
-        return {}
-    if not isinstance(metadata, dict) or exceeds_json_size(metadata, METADATA_LIMIT):
-        return None
-    try:
-        size = len(json.dumps(metadata, ensure_ascii=True, default=str))
-    except (TypeError, ValueError, RecursionError):
-        return None
-    return metadata if size <= METADATA_LIMIT else None
-
-
-def utf8_size(text):
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def cut_text(text, limit, what):
-    """text within limit UTF-8 bytes, a note included when it had to be cut;
-    returns (text, whether it was cut). Mirrors cutText on the host."""
-    # A character takes at most 4 bytes, so a short text needs no measuring.
-    if len(text) * 4 <= limit or (len(text) <= limit and utf8_size(text) <= limit):
-        return text, False
-    note = "\n[sandcell cut this %s: %d bytes, the first %%d kept; the limit follows the session option outputBytes]" % (what, utf8_size(text))
-    room = max(0, limit - len(note) - 12)
-    head = text[:room].encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
-    return head + note % len(head.encode("utf-8", "surrogatepass")), True
-
-
-def cut_traceback(entries, limit):
-    """The traceback within limit bytes; returns (entries, whether it was cut).
-    The last entry names the error (and repeats its value) and the innermost
-    frames say where it happened, so entries are kept from the end: the last
-    one cut to half the limit, then whole earlier ones while they fit.
-    Mirrors cutTraceback on the host."""
-    sizes = [utf8_size(entry) for entry in entries]
-    if sum(sizes) <= limit or not entries:
-        return entries, False
-    last, _ = cut_text(entries[-1], limit // 2, "traceback line")
-    kept = [last]
-    room = limit - utf8_size(last) - TRACEBACK_NOTE_BYTES
-    index = len(entries) - 2
-    while index >= 0 and sizes[index] <= room:
-        kept.append(entries[index])
-        room -= sizes[index]
-        index -= 1
-    if index >= 0:
-        kept.append("[sandcell cut %d earlier traceback entries: the traceback is kept within the session option outputBytes]" % (index + 1))
-    kept.reverse()
-    return kept, True
-
-
-def is_complete(message):
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    status, indent = TransformerManager().check_complete(message.get("code", ""))
-    return {"status": status, "indent": indent or 0}
-
-
-assistant = None
 
 
 def load_sibling(name):
@@ -356,6 +85,28 @@ def load_sibling(name):
     return module
 
 
+_output = load_sibling("sandcell_kernel_output")
+Channel = _output.Channel
+StreamBuffer = _output.StreamBuffer
+TextStream = _output.TextStream
+DescriptorCapture = _output.DescriptorCapture
+bundle_size = _output.bundle_size
+bounded_metadata = _output.bounded_metadata
+cut_text = _output.cut_text
+cut_traceback = _output.cut_traceback
+OutputBudget = load_sibling("sandcell_output").OutputBudget
+
+
+def is_complete(message):
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    status, indent = TransformerManager().check_complete(message.get("code", ""))
+    return {"status": status, "indent": indent or 0}
+
+
+assistant = None
+
+
 CONTROL_HANDLERS = {
     "is-complete": is_complete,
 }
@@ -366,7 +117,8 @@ class Kernel:
         self.channel = channel
         self.proto_in = proto_in
         self.requests = queue.Queue()
-        self.budget = OutputBudget(OUTPUT_LIMIT)
+        # Shared by stdout and stderr, whose buffers flush from several threads.
+        self.budget = OutputBudget(OUTPUT_LIMIT, threading.Lock())
         self.stdout = StreamBuffer(channel, self.budget, "stdout")
         self.stderr = StreamBuffer(channel, self.budget, "stderr")
         self.current = None
@@ -403,132 +155,7 @@ class Kernel:
         sys.__stderr__ = sys.stderr
 
     def start_shell(self):
-        import bdb
-
-        from IPython.core.autocall import ExitAutocall
-        from IPython.core.displayhook import DisplayHook
-        from IPython.core.displaypub import DisplayPublisher
-        from IPython.core.interactiveshell import InteractiveShell
-        from traitlets import default
-
-        kernel = self
-
-        class HostDisplayHook(DisplayHook):
-            def compute_format_data(self, result):
-                # The full formatter chain costs ~0.5 ms; a plain builtin has
-                # only one representation, so skip it (exact types only).
-                if type(result) in PLAIN_TYPES:
-                    return {"text/plain": repr(result)}, {}
-                return super().compute_format_data(result)
-
-            def start_displayhook(self):
-                self._data = None
-
-            def write_output_prompt(self):
-                pass
-
-            def write_format_data(self, format_dict, md_dict=None):
-                self._data = (format_dict, md_dict or {})
-
-            def finish_displayhook(self):
-                if self._data is not None:
-                    kernel.emit_output("result", self._data[0], self._data[1])
-                self._data = None
-
-        class HostDisplayPublisher(DisplayPublisher):
-            def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
-                kernel.emit_output("display", data, metadata or {})
-
-            def clear_output(self, wait=False):
-                pass
-
-        class Exit(ExitAutocall):
-            """`exit` and `quit`: they end the code as in a script, exit(code)
-            with that status. IPython's own ask its terminal to close after
-            the cell (ask_exit, which InteractiveShell lacks) and take no code."""
-
-            def __call__(self, code=None):
-                raise SystemExit(code)
-
-            def __repr__(self):
-                return "Use exit() or quit() to exit"
-
-        class Shell(InteractiveShell):
-            @default("exiter")
-            def _exiter_default(self):
-                return Exit(self)
-
-            def ask_exit(self):
-                raise SystemExit(None)
-
-            async def run_code(self, code_obj, result=None, *, async_=False):
-                """IPython's run_code, but for SystemExit. IPython shows one as an
-                error, with a warning to use Ctrl-D meant for its own terminal;
-                here it ends the code as it ends a script: the status goes to
-                the host (execution-end's exitStatus), a non-zero one is shown
-                as Jupyter shows it, and the kernel and its state stay."""
-                # IPython's tracebacks hide the frames above this one.
-                __tracebackhide__ = "__ipython_bottom__"
-                old_excepthook, sys.excepthook = sys.excepthook, self.excepthook
-                self.sys_excepthook = old_excepthook
-                try:
-                    try:
-                        if async_:
-                            await eval(code_obj, self.user_global_ns, self.user_ns)
-                        else:
-                            exec(code_obj, self.user_global_ns, self.user_ns)
-                    finally:
-                        sys.excepthook = old_excepthook
-                except SystemExit as error:
-                    if kernel.code_exited(error.code) != 0:
-                        if result is not None:
-                            result.error_in_exec = error
-                        self.showtraceback(exception_only=True)
-                    return True  # the rest of the cell does not run
-                except bdb.BdbQuit:
-                    if result is not None:
-                        result.error_in_exec = sys.exc_info()[1]
-                except self.custom_exceptions:
-                    etype, value, tb = sys.exc_info()
-                    if result is not None:
-                        result.error_in_exec = value
-                    self.CustomTB(etype, value, tb)
-                except BaseException:
-                    if result is not None:
-                        result.error_in_exec = sys.exc_info()[1]
-                    self.showtraceback(running_compiled_code=True)
-                else:
-                    return False
-                return True
-
-            def _showtraceback(self, etype, evalue, stb):
-                kernel.emit_error(etype, evalue, stb)
-
-            def showsyntaxerror(self, filename=None, running_compiled_code=False):
-                etype, value, tb = self._get_exc_info()
-                stb = self.SyntaxTB.structured_traceback(etype, value, [])
-                kernel.emit_error(etype, value, stb)
-
-        from traitlets.config import Config
-
-        config = Config()
-        # No history database: nothing written to disk, no open file behind the user's back.
-        config.HistoryManager.enabled = False
-        config.HistoryManager.hist_file = ":memory:"
-        self.shell = Shell.instance(
-            config=config,
-            displayhook_class=HostDisplayHook,
-            display_pub_class=HostDisplayPublisher,
-            colors="NoColor",
-        )
-        self.shell.display_formatter.active_types = list(MIME_TYPES)
-        # Plain-text tracebacks for models and terminals alike.
-        self.shell.InteractiveTB.set_mode("Context")
-        try:
-            self.shell.InteractiveTB.color_toggle = lambda: None
-        except Exception:
-            pass
-        self.shell.user_ns["__name__"] = "__main__"
+        self.shell = load_sibling("sandcell_python_shell").create_shell(self, MIME_TYPES)
 
     # --- output ----------------------------------------------------------
     def execution_id(self):
@@ -557,7 +184,7 @@ class Kernel:
         if self.results_used + bundle_size(bundle) > RESULT_LIMIT:
             self.budget.truncated = True
             return
-        kept_metadata = bounded_metadata(metadata)
+        kept_metadata = bounded_metadata(metadata, METADATA_LIMIT)
         if kept_metadata is None:
             kept_metadata = {}
             self.budget.truncated = True

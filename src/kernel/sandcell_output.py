@@ -1,7 +1,9 @@
 """Output the supervisor reads from a pipe (a command's stdout or stderr, or
 an fd-3/4 kernel's descriptors 1 and 2) and sends as text: decoded as UTF-8
 with invalid bytes replaced, within a byte budget, in chunks sent at least
-every FLUSH_INTERVAL_S and as soon as STREAM_CHUNK_BYTES have gathered.
+every FLUSH_INTERVAL_S and as soon as STREAM_CHUNK_BYTES have gathered. The
+byte budget (OutputBudget) is also the Python kernel's, for what its code
+writes (sandcell_kernel.py).
 """
 
 import codecs
@@ -13,27 +15,48 @@ STREAM_CHUNK_BYTES = 8192
 READ_BYTES = 1 << 16
 
 
-class OutputBudget:
-    """Bytes one execution (or one command stream) may send; the rest is dropped."""
+class _NoLock:
+    def __enter__(self):
+        return self
 
-    def __init__(self, limit):
+    def __exit__(self, *exception):
+        return False
+
+
+class OutputBudget:
+    """Bytes one execution (or one command stream) may send; the rest is
+    dropped. The supervisor's budgets live on its one thread; the Python
+    kernel's is shared by threads and is given a lock (threading is not
+    imported here: it would cost every supervisor start a few milliseconds)."""
+
+    def __init__(self, limit, lock=None):
         self.limit = limit
         self.used = 0
         self.truncated = False
+        self.lock = _NoLock() if lock is None else lock
 
     def reset(self):
-        self.used = 0
-        self.truncated = False
+        with self.lock:
+            self.used = 0
+            self.truncated = False
 
     def take(self, size):
         """How many of `size` bytes may go out."""
-        room = self.limit - self.used
-        if size <= room:
-            self.used += size
-            return size
-        self.truncated = True
-        self.used = self.limit
-        return max(0, room)
+        with self.lock:
+            room = self.limit - self.used
+            if size <= room:
+                self.used += size
+                return size
+            self.truncated = True
+            self.used = self.limit
+            return max(0, room)
+
+    def take_text(self, text):
+        """The part of `text` that may go out: whole, or its head within what
+        is left, never splitting a character."""
+        data = text.encode("utf-8", "surrogatepass")
+        allowed = self.take(len(data))
+        return text if allowed == len(data) else data[:allowed].decode("utf-8", "ignore")
 
 
 class OutputStream:

@@ -2,6 +2,13 @@
  * createServer(): the HTTP server on Node (Hono's adapter) with its pool
  * warmed before it accepts connections, and a graceful close: stop accepting,
  * let running executions finish (bounded), close every sandbox.
+ *
+ * Hono does not see upgrades: Jupyter's channels websocket is the one door that
+ * takes them, and any other upgrade is answered as the plain HTTP request it
+ * also is. Background commands are not waited for on close (they may be meant
+ * to run forever): they end with their sandboxes. createServer leaves the
+ * embedding process's OOM score alone; `sandcell serve` and `sandcell mcp`
+ * lower their own.
  */
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';

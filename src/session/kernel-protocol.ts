@@ -1,8 +1,8 @@
 /**
  * The sandbox protocol (version 2, newline-delimited JSON; docs/kernel-protocol.md,
- * the supervisor's side is src/kernel/) as the host sees it: the requests the
- * host sends, the events and replies the supervisor and its kernels send, and
- * the one parser that turns an untrusted JSON line into a typed message.
+ * the supervisor's side is src/kernel/) as the host sees it: the one parser that
+ * turns an untrusted JSON line into a typed message. The messages themselves
+ * (requests, events) are typed in kernel-messages.ts and re-exported here.
  * Everything after the parser reads typed fields; nothing re-checks them.
  *
  * The parser only checks types and picks fields: it never copies or
@@ -15,110 +15,37 @@
  * own messages without one. So a supervisor-only message that carries a
  * context was forged by a kernel, and is ignored.
  */
-import type { ExecutionError, MimeBundle } from './execution.js';
-import type { FileRequest, ReplyBodies } from './kernel-replies.js';
-import type { Language } from './languages.js';
+import type {
+  CommandEvent,
+  ExecutionEvent,
+  KernelEvent,
+  KernelRequest,
+  ReadyEvent,
+  ReplyEvent,
+} from './kernel-messages.js';
+import type { ReplyBodies } from './kernel-replies.js';
 
-export type { FileRequest, KernelFileEntry, ReplyBodies } from './kernel-replies.js';
+export type {
+  CommandEvent,
+  CommandSignal,
+  ContextExitEvent,
+  ContextRequest,
+  ExecutionEvent,
+  FileRequest,
+  KernelEvent,
+  KernelFileEntry,
+  KernelInstruction,
+  KernelRequest,
+  ReadyEvent,
+  ReplyEvent,
+} from './kernel-messages.js';
+export type { ReplyBodies } from './kernel-replies.js';
 export { fileErrorReason, isFileRequest, parseReplyBody } from './kernel-replies.js';
-
-/** A request answered with a `reply` carrying the same id. `context` absent means python. */
-export type KernelRequest =
-  | { type: 'reset'; context?: string }
-  | { type: 'ping'; context?: string }
-  | { type: 'is-complete'; code: string; context?: string }
-  /** `cursorPos` counts code points, as Jupyter's protocol does. */
-  | { type: 'complete'; code: string; cursorPos: number; context?: string }
-  | { type: 'inspect'; code: string; cursorPos: number; detailLevel: 0 | 1; context?: string }
-  | FileRequest
-  | ContextRequest
-  | { type: 'command-list' };
-
-/** Requests about contexts themselves, answered by the supervisor. */
-export type ContextRequest =
-  | { type: 'context-create'; context: string; language: Language; cwd?: string; env?: Record<string, string> }
-  | { type: 'context-restart'; context: string }
-  | { type: 'context-remove'; context: string };
-
-export type CommandSignal = 'SIGINT' | 'SIGTERM' | 'SIGKILL' | 'SIGHUP' | 'SIGQUIT';
-
-/**
- * Requests without a reply: an execution and a command are answered by their
- * events, the others by nothing (their effect shows in those events).
- */
-export type KernelInstruction =
-  /**
-   * `stdin`: the host answers input-request (the code's input() asks it), else input() reads nothing.
-   * `waitForEventLoop`: the JavaScript kernel ends the execution once its event loop is empty (RunOptions).
-   */
-  | { type: 'execute'; id: string; code: string; context?: string; stdin?: boolean; waitForEventLoop?: boolean }
-  /** The answer to an execution's input-request: a line, or `cancelled` (input() raises EOFError). */
-  | { type: 'input-reply'; id: string; value?: string; cancelled?: boolean; context?: string }
-  | { type: 'interrupt'; id: string; context?: string }
-  | { type: 'command-start'; id: string; command: string; cwd?: string; env?: Record<string, string>; stdin?: boolean }
-  | { type: 'command-stdin'; id: string; data: string; eof?: boolean }
-  | { type: 'command-signal'; id: string; signal: CommandSignal };
 
 export type ReplyTo<Request extends KernelRequest> = ReplyBodies[Request['type']];
 
-/** The supervisor is up, its python context ready, and these languages' runtimes are present. */
-export interface ReadyEvent {
-  type: 'ready';
-  protocolVersion: number;
-  pid: number;
-  python: string;
-  /** Language → version (null when unknown). A sandbox of protocol 1 has python alone. */
-  languages: Record<string, string | null>;
-}
-
-/** The answer to a KernelRequest: its body (unchecked until the request type is known) or why it failed. */
-export type ReplyEvent = { type: 'reply'; id: string; context?: string } & (
-  | { ok: true; body: Record<string, unknown> }
-  | { ok: false; error: { code: string; message: string } }
-);
-
-/**
- * What one execution sends, in order, ending with `execution-end`; `context` is the kernel's.
- * `exitStatus` on the end: the code asked its interpreter to exit (Python's SystemExit, bash's
- * `exit`), with that status (0–255); the kernel runs on.
- */
-export type ExecutionEvent = { context?: string } & (
-  | { type: 'stream'; id: string; name: 'stdout' | 'stderr'; text: string }
-  | { type: 'result' | 'display'; id: string; data: MimeBundle; metadata: Record<string, unknown> }
-  | ({ type: 'error'; id: string } & ExecutionError)
-  | { type: 'execution-end'; id: string; executionCount?: number; outputTruncated: boolean; exitStatus?: number }
-  | { type: 'input-request'; id: string; prompt: string; password: boolean }
-);
-
 /** An input() prompt, in characters: the host's bound on what a kernel asks with. */
 export const INPUT_PROMPT_CHARS = 64 * 1024;
-
-/** A context's kernel ended without being asked (a crash, an out-of-memory kill, killed by the code). */
-export interface ContextExitEvent {
-  type: 'context-exit';
-  context: string;
-  code: number | null;
-  signal: string | null;
-}
-
-/**
- * What one command sends: its pid once started, its output, and its end. A
- * command that could not start gets no `command-started`, and its end says why
- * (`error`: `invalid-request`, `invalid-cwd`, `spawn-failed`).
- */
-export type CommandEvent =
-  | { type: 'command-started'; id: string; pid: number }
-  | { type: 'command-output'; id: string; name: 'stdout' | 'stderr'; text: string }
-  | {
-      type: 'command-end';
-      id: string;
-      exitCode: number | null;
-      signal: string | null;
-      outputTruncated: boolean;
-      error?: { code: string; message: string };
-    };
-
-export type KernelEvent = ReadyEvent | ReplyEvent | ExecutionEvent | ContextExitEvent | CommandEvent;
 
 /**
  * One parsed protocol line: a typed event; `log` (diagnostics, kept for

@@ -14,37 +14,20 @@ import {
   UnknownContextError,
 } from '../errors.js';
 import { type Completion, type Inspection, parseCompletion, parseInspection } from './assist-replies.js';
-import type { KernelRequest } from './kernel-protocol.js';
+import type {
+  CommandListing,
+  CompletenessStatus,
+  FileRequest,
+  KernelFileEntry,
+  KernelRequest,
+} from './kernel-messages.js';
 import { DEFAULT_CONTEXT } from './languages.js';
 
-export type FileRequest =
-  | { type: 'file-read'; path: string }
-  | { type: 'file-write'; path: string; data: string }
-  | { type: 'file-list'; path: string; recursive: boolean }
-  | { type: 'file-remove'; path: string };
-
-export interface KernelFileEntry {
-  /** Path relative to /mnt/data. */
-  path: string;
-  type: 'file' | 'directory' | 'symlink' | 'other';
-  size: number;
-  modifiedMs: number;
-}
-
-/** A running command as the supervisor lists it. */
-export interface CommandListing {
-  id: string;
-  pid: number;
-  command: string;
-  cwd: string;
-  startedMs: number;
-}
-
-/** Whether code is a whole statement; `unknown` where the kernel cannot tell. */
-export type CompletenessStatus = 'complete' | 'incomplete' | 'invalid' | 'unknown';
+export type { CommandListing, CompletenessStatus, FileRequest, KernelFileEntry } from './kernel-messages.js';
 
 const COMPLETENESS: ReadonlySet<unknown> = new Set(['complete', 'incomplete', 'invalid', 'unknown']);
 
+/** What the host reads of a successful reply (the supervisor writes more: ReplyMessageBodies in kernel-messages.ts). */
 export interface ReplyBodies {
   reset: Record<string, never>;
   ping: Record<string, never>;

@@ -11,6 +11,22 @@
  * the holder, for idling, or with the pool) ends all of them with its sandbox.
  * A session running anything (code, a command someone waits for, or a
  * background command) is not idle; its idle clock restarts when the work ends.
+ *
+ * Per environment and sized by demand (pool-sizing.ts, arrival-rate.ts;
+ * pool-environment.ts keeps the books). At most `startConcurrency` (CPUs + 1)
+ * sandboxes start at once: unbounded, a backlog of callers starts everything
+ * together and every start slows down. When callers wait, a start made for one
+ * skips the preload, and warm sessions start light past a share of the cores
+ * (warm-light.ts). A `network` other than the pool's own starts a session
+ * apart (a channel cannot be added to a running sandbox), in a warm session's
+ * room when the pool is full.
+ *
+ * A little over 500 lines, kept whole: what stands alone is apart already
+ * (options and stats in pool-options.ts, one environment's warm sessions in
+ * pool-environment.ts, the sizing rule in pool-sizing.ts, light warming in
+ * warm-light.ts); what is left is one scheduler — acquiring, filling,
+ * resizing and reaping all read and change the same counts of sessions
+ * leased, warm and starting.
  */
 import os from 'node:os';
 import { DEFAULT_ENVIRONMENT_NAME } from '../environments/types.js';

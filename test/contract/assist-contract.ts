@@ -8,7 +8,7 @@ import type { SandboxBackend } from '../../src/backends/spec.js';
 import type { InputRequest } from '../../src/session/execution.js';
 import type { Language } from '../../src/session/languages.js';
 import type { Session } from '../../src/session/session.js';
-import { withSession } from './backend-contract.js';
+import { withSession } from './contract-support.js';
 
 /** The end of `code`, counted in code points as the protocol counts cursors. */
 function end(code: string): number {

@@ -1,11 +1,4 @@
-/**
- * The functional contract every sandbox backend passes: run it with
- * runBackendContract({ name, createBackend }) from a vitest file. Contexts
- * (per language) and commands have their own files, run from here.
- */
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SandboxBackend } from '../../src/backends/spec.js';
 import {
   FileOperationError,
   InvalidInputError,
@@ -13,39 +6,12 @@ import {
   KernelRequestError,
   SessionClosedError,
 } from '../../src/errors.js';
-import type { SessionOptions } from '../../src/session/options.js';
 import { Session } from '../../src/session/session.js';
 import { assistContractCases } from './assist-contract.js';
 import { commandCases } from './commands-contract.js';
 import { contextCases } from './contexts-contract.js';
 
-export interface ContractOptions {
-  name: string;
-  createBackend: () => SandboxBackend;
-}
-
-/** True while `pid` runs; a zombie (ended, waiting for its parent to reap it) counts as ended. */
-export function isAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-export async function withSession<T>(
-  backend: SandboxBackend,
-  options: SessionOptions,
-  body: (session: Session) => Promise<T>,
-): Promise<T> {
-  const session = await Session.create({ ...options, backend });
-  try {
-    return await body(session);
-  } finally {
-    await session.close();
-  }
-}
+import { type ContractOptions, isAlive, withSession } from './contract-support.js';
 
 export function runBackendContract({ name, createBackend }: ContractOptions): void {
   describe(`backend contract: ${name}`, () => {

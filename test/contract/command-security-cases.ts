@@ -11,7 +11,7 @@ import type { CommandResult } from '../../src/session/command.js';
 import type { SessionOptions } from '../../src/session/options.js';
 import type { Session } from '../../src/session/session.js';
 import { connectionsDuring, withHostSecret } from '../support/host-bait.js';
-import { withSession } from './backend-contract.js';
+import { withSession } from './contract-support.js';
 
 async function canaryCommand(session: Session): Promise<void> {
   const token = randomBytes(6).toString('hex');

@@ -8,7 +8,7 @@ import { expect, it } from 'vitest';
 import type { SandboxBackend } from '../../src/backends/spec.js';
 import { SessionClosedError } from '../../src/errors.js';
 import { Session } from '../../src/session/session.js';
-import { isAlive, withSession } from './backend-contract.js';
+import { isAlive, withSession } from './contract-support.js';
 
 /** Whether sandbox process `pid` (its number inside the sandbox) still runs, as the sandbox sees it. */
 async function runsInSandbox(session: Session, pid: number): Promise<boolean> {

@@ -7,7 +7,7 @@ import { expect, it } from 'vitest';
 import type { SandboxBackend } from '../../src/backends/spec.js';
 import { UnknownContextError } from '../../src/errors.js';
 import type { Session } from '../../src/session/session.js';
-import { withSession } from './backend-contract.js';
+import { withSession } from './contract-support.js';
 import { CONTRACT_LANGUAGES, type LanguageSnippets } from './languages.js';
 
 /** Whether process `pid` of the sandbox is still there, seen from the python context. */

@@ -12,7 +12,7 @@ import type { SandboxBackend } from '../../src/backends/spec.js';
 import type { SessionOptions } from '../../src/session/options.js';
 import type { Session } from '../../src/session/session.js';
 import { connectionsDuring, withHostSecret } from '../support/host-bait.js';
-import { withSession } from './backend-contract.js';
+import { withSession } from './contract-support.js';
 import { CONTRACT_LANGUAGES, type LanguageSnippets } from './languages.js';
 
 /** A context of the language that has shown it runs code: the canary. */

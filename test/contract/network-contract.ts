@@ -15,7 +15,7 @@ import type { Session } from '../../src/session/session.js';
 import { type StandInServer, startStandInServer } from '../support/stand-in-internet.js';
 import { createTestCertificates, type TestCertificates } from '../support/test-ca.js';
 import { startTinyIndex, type TinyIndex } from '../support/tiny-index.js';
-import { withSession } from './backend-contract.js';
+import { withSession } from './contract-support.js';
 
 export function runNetworkContract({ name, createBackend }: { name: string; createBackend: () => SandboxBackend }) {
   describe(`internet access through the gate: ${name}`, () => {

@@ -1,13 +1,16 @@
 /**
  * The supervisor's own behaviour (src/kernel/sandcell_supervisor.py) in a
- * real sandbox of each backend, spoken to at the wire (docs/kernel-protocol.md):
- * commands, contexts, files while a kernel is busy, and that nothing it
- * started outlives the channel.
+ * sandbox of each backend, spoken to at the wire (docs/kernel-protocol.md).
+ * Two parts: the protocol's cases (supervisor-protocol-cases.ts), which any
+ * backend that speaks the protocol passes, the scripted one included; and
+ * here, the sandbox's (processes, signals, pipes, limits), which only a real
+ * sandbox has.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxBackend } from '../../src/backends/spec.js';
 import { RawSandbox } from '../support/raw-sandbox.js';
-import { type ContractOptions, isAlive } from './backend-contract.js';
+import { type ContractOptions, isAlive } from './contract-support.js';
+import { runSupervisorProtocolCases } from './supervisor-protocol-cases.js';
 
 /** A bash line listing every process of the sandbox as `pid command line`. */
 const LIST_PROCESSES =
@@ -31,9 +34,11 @@ async function withRaw<T>(
   }
 }
 
-export function runSupervisorContract({ name, createBackend }: ContractOptions): void {
-  describe(`supervisor: ${name}`, () => {
-    const backend = createBackend();
+/** The whole contract: the protocol's cases, then what only a real sandbox has (processes, signals, pipes, limits). */
+export function runSupervisorContract(options: ContractOptions): void {
+  runSupervisorProtocolCases(options);
+  describe(`supervisor sandbox: ${options.name}`, () => {
+    const backend = options.createBackend();
     let raw: RawSandbox;
 
     beforeAll(async () => {
@@ -41,22 +46,6 @@ export function runSupervisorContract({ name, createBackend }: ContractOptions):
     });
     afterAll(async () => {
       await raw?.close();
-    });
-
-    it('says it is ready with protocol 2, the Python version and the languages present', async () => {
-      const ready = await raw.ready();
-      expect(ready.protocolVersion).toBe(2);
-      expect(ready.python).toMatch(/^3\.\d+\.\d+$/);
-      expect((ready.languages as Record<string, unknown>).python).toBe(ready.python);
-    });
-
-    it('runs a command: its exit code is data, stdout and stderr apart', async () => {
-      const run = await raw.command('echo out; echo err >&2; exit 3');
-      expect(run.messages[0]).toMatchObject({ type: 'command-started', id: run.end.id });
-      expect(run.messages[0]?.pid).toEqual(expect.any(Number));
-      expect(run.stdout).toBe('out\n');
-      expect(run.stderr).toBe('err\n');
-      expect(run.end).toMatchObject({ exitCode: 3, signal: null, outputTruncated: false });
     });
 
     it('streams a command’s output as it comes, in order, and decodes UTF-8 cut between writes', async () => {
@@ -150,83 +139,13 @@ export function runSupervisorContract({ name, createBackend }: ContractOptions):
       });
     });
 
-    it('answers file requests while Python is busy', async () => {
-      const id = raw.id('busy');
-      const from = raw.messages.length;
-      raw.send({ type: 'execute', id, code: 'print("spinning", flush=True)\nwhile True:\n    pass' });
-      // Interrupt only what runs: an interrupt that comes before its execution starts is for nothing.
-      await raw.next((message) => message.type === 'stream' && message.id === id, from);
-      const written = await raw.request({
-        type: 'file-write',
-        path: 'busy.txt',
-        data: Buffer.from('still here').toString('base64'),
-      });
-      expect(written.ok).toBe(true);
-      const read = await raw.request({ type: 'file-read', path: 'busy.txt' });
-      expect(Buffer.from(read.data as string, 'base64').toString()).toBe('still here');
-      const listed = await raw.request({ type: 'file-list', path: '' });
-      expect((listed.entries as { path: string }[]).map((entry) => entry.path)).toContain('busy.txt');
-      expect(raw.messages.slice(from).some((message) => message.type === 'execution-end')).toBe(false);
-      raw.send({ type: 'interrupt', id });
-      const end = await raw.next((message) => message.type === 'execution-end' && message.id === id, from);
-      expect(end).toMatchObject({ status: 'error', context: 'python' });
-      const missing = await raw.request({ type: 'file-read', path: 'no-such-file' });
-      expect(missing).toMatchObject({ ok: false, error: { code: 'not-found' } });
+    it('removes a context with its kernel’s processes', async () => {
+      const created = await raw.request({ type: 'context-create', context: 'removable', language: 'python' });
+      expect(await raw.request({ type: 'context-remove', context: 'removable' })).toMatchObject({ ok: true });
+      expect((await processes(raw)).some((line) => line.startsWith(`${created.pid} `))).toBe(false);
     });
 
-    it('keeps a second Python context apart from the first, each with its count and cwd', async () => {
-      await raw.request({ type: 'file-write', path: 'work/f.txt', data: '' });
-      await raw.execute('shared = "first"', 'python');
-      const created = await raw.request({ type: 'context-create', context: 'second', language: 'python', cwd: 'work' });
-      expect(created).toMatchObject({ ok: true, language: 'python', pid: expect.any(Number) });
-      // The supervisor's own replies carry no context: one that does came from a kernel.
-      expect(created).not.toHaveProperty('context');
-      const missing = await raw.execute('shared', 'second');
-      expect(missing.find((message) => message.type === 'error')?.name).toBe('NameError');
-      expect(missing.every((message) => message.context === 'second')).toBe(true);
-      const cwd = await raw.execute('import os\nos.getcwd()', 'second');
-      expect(cwd.find((message) => message.type === 'result')).toMatchObject({
-        data: { 'text/plain': "'/mnt/data/work'" },
-        executionCount: 2,
-      });
-      const first = await raw.execute('shared');
-      expect(first.find((message) => message.type === 'result')?.data).toEqual({ 'text/plain': "'first'" });
-      expect(first.every((message) => message.context === 'python')).toBe(true);
-      expect(await raw.request({ type: 'context-create', context: 'second', language: 'python' })).toMatchObject({
-        ok: false,
-        error: { code: 'context-exists' },
-      });
-    });
-
-    it('restarts a context with a new kernel (state gone) and removes one with its processes', async () => {
-      const created = await raw.request({ type: 'context-create', context: 'restartable', language: 'python' });
-      await raw.execute('kept = 1', 'restartable');
-      const restarted = await raw.request({ type: 'context-restart', context: 'restartable' });
-      expect(restarted).toMatchObject({ ok: true, language: 'python' });
-      expect(restarted.pid).not.toBe(created.pid);
-      const after = await raw.execute('kept', 'restartable');
-      expect(after.find((message) => message.type === 'error')?.name).toBe('NameError');
-      const removed = await raw.request({ type: 'context-remove', context: 'restartable' });
-      expect(removed).toMatchObject({ ok: true });
-      expect((await processes(raw)).some((line) => line.startsWith(`${restarted.pid} `))).toBe(false);
-      const gone = await raw.execute('1', 'restartable');
-      expect(gone.find((message) => message.type === 'error')).toMatchObject({ name: 'ContextError' });
-      expect(gone.at(-1)).toMatchObject({ type: 'execution-end', status: 'error' });
-      expect(await raw.request({ type: 'ping', context: 'restartable' })).toMatchObject({
-        ok: false,
-        error: { code: 'unknown-context' },
-      });
-    });
-
-    it('refuses a language the sandbox does not have, and reports a kernel that cannot start', async () => {
-      expect(await raw.request({ type: 'context-create', context: 'c', language: 'cobol' })).toMatchObject({
-        ok: false,
-        error: { code: 'language-unavailable' },
-      });
-      expect(await raw.request({ type: 'context-create', context: 'bad id!', language: 'python' })).toMatchObject({
-        ok: false,
-        error: { code: 'invalid-request' },
-      });
+    it('reports a kernel that cannot start', async () => {
       const failed = await raw.request({
         type: 'context-create',
         context: 'nowhere',
@@ -254,13 +173,14 @@ export function runSupervisorContract({ name, createBackend }: ContractOptions):
     });
 
     it('drops a line its kernel sends that is not a protocol message, and the kernel goes on', async () => {
+      await raw.request({ type: 'context-create', context: 'forger', language: 'python' });
       const forged = await raw.execute(
         'import gc, os\nkernel = next(o for o in gc.get_objects() if type(o).__name__ == "Kernel" and hasattr(o, "channel"))\nkernel.channel.write(b"not json\\n")\nkernel.channel.write(b\'{"type": "stream", "id": "x", "context": "other"}\\n\')\n"after"',
-        'second',
+        'forger',
       );
       expect(forged.find((message) => message.type === 'result')?.data).toEqual({ 'text/plain': "'after'" });
       const claimed = raw.messages.filter((message) => message.id === 'x');
-      expect(claimed.map((message) => message.context)).toEqual(['second']);
+      expect(claimed.map((message) => message.context)).toEqual(['forger']);
       expect(
         raw.messages.some(
           (message) => message.type === 'log' && String(message.message).includes('not a protocol message'),
@@ -285,17 +205,6 @@ export function runSupervisorContract({ name, createBackend }: ContractOptions):
         expect(exit.reason).toBe('exited');
         expect(exit.code).toBe(0);
         for (const pid of processIds) expect(isAlive(pid)).toBe(false);
-      } finally {
-        await fresh.close();
-      }
-    });
-
-    it('ends on shutdown', async () => {
-      const fresh = await RawSandbox.open(backend);
-      try {
-        await fresh.ready();
-        fresh.send({ type: 'shutdown' });
-        expect(await fresh.sandbox.exited).toMatchObject({ code: 0, reason: 'exited' });
       } finally {
         await fresh.close();
       }

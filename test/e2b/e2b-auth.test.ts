@@ -7,7 +7,7 @@
  */
 import { AuthenticationError, Sandbox, SandboxNotFoundError } from 'e2b';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { asKey, OTHER_KEY, startE2bServer, type TestServer } from './e2b-helpers.js';
+import { asKey, OTHER_KEY, startE2bServer, type TestServer } from '../support/e2b.js';
 
 let server: TestServer;
 

@@ -7,7 +7,7 @@ import { Sandbox as InterpreterSandbox } from '@e2b/code-interpreter';
 import { CommandExitError, Sandbox, TimeoutError } from 'e2b';
 import { Sandbox as Sandbox249 } from 'e2b-2-49';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startE2bServer, type TestServer } from './e2b-helpers.js';
+import { startE2bServer, type TestServer } from '../support/e2b.js';
 
 let server: TestServer;
 let sandbox: Sandbox;

@@ -7,7 +7,7 @@
  */
 import { NotFoundError, Sandbox, type SandboxOpts, TimeoutError } from '@e2b/code-interpreter';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startE2bServer, type TestServer } from './e2b-helpers.js';
+import { startE2bServer, type TestServer } from '../support/e2b.js';
 
 let server: TestServer;
 const sandboxes: Sandbox[] = [];

@@ -8,7 +8,7 @@
  * `data["timestamp"]` on output, `Result(**data)`, `Context.from_json`.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { KEY, startE2bServer, type TestServer } from './e2b-helpers.js';
+import { KEY, startE2bServer, type TestServer } from '../support/e2b.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read loosely, as Python does
 type Json = Record<string, any>;

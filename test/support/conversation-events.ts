@@ -2,7 +2,7 @@
 import { expect } from 'vitest';
 import type { CodeStep, Conversation, ConversationEvent, Turn } from '../../src/protocol/index.js';
 import { applyConversationEvent } from '../../src/protocol/index.js';
-import type { Client } from '../server-helpers.js';
+import type { Client } from './server.js';
 
 /** Reads an SSE response into its events (checking `event:` matches the JSON's type). */
 export async function readEvents(response: Response): Promise<ConversationEvent[]> {

@@ -3,7 +3,10 @@
  * OpenAI Chat Completions and Anthropic Messages wire formats (JSON and
  * server-sent events), replay a scripted conversation, and record every
  * request so a test can check what the model was sent. The official SDKs
- * talk to them exactly as they would to the real services.
+ * talk to them exactly as they would to the real services. They are for
+ * tests of the adapters themselves and of processes that build a real
+ * adapter from their flags (`sandcell serve`, `chat`, `ask`, `discord`); a
+ * test of sandcell's own logic gives it a ScriptedChatModel (sandcell/testing).
  */
 import { once } from 'node:events';
 import http from 'node:http';

@@ -1,11 +1,12 @@
 /**
- * README.md as test/readme.test.ts reads and runs it: its fenced blocks with
- * their `readme-test` markers, a scratch directory where `npx sandcell`
- * resolves to this checkout's CLI, and shell lines run by a real bash.
+ * README.md and its guides under docs/ as test/readme*.test.ts read and run
+ * them: their fenced blocks with their `readme-test` markers, a scratch
+ * directory where `npx sandcell` resolves to this checkout's CLI, and shell
+ * lines run by a real bash.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,37 +18,81 @@ export interface ReadmeBlock {
   id: string;
   language: string;
   code: string;
+  /** The file it is in, relative to the checkout: README.md or docs/NAME.md. */
+  file: string;
   /** 1-based line of the opening fence. */
   line: number;
 }
 
 const MARKER = /^<!-- readme-test: ([a-z0-9-]+) -->$/;
 
-/** Every fenced block of README.md; a block without a marker on the line above is an error naming its line. */
-export function readmeBlocks(): ReadmeBlock[] {
-  const lines = readFileSync(path.join(root, 'README.md'), 'utf8').split('\n');
+/**
+ * Pages under docs/ that are design documents, not guides: their fenced blocks are diagrams and
+ * wire examples, not commands to run, so they carry no markers and are not read here. Every other
+ * docs/*.md is a guide the README links to, and its blocks are tested like the README's.
+ */
+export const DESIGN_DOCS = ['docs/architecture.md', 'docs/kernel-protocol.md'];
+
+/** README.md and the guides under docs/ (every docs/*.md but DESIGN_DOCS), relative to the checkout. */
+export function readmeFiles(): string[] {
+  const guides = readdirSync(path.join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`)
+    .filter((file) => !DESIGN_DOCS.includes(file))
+    .sort();
+  return ['README.md', ...guides];
+}
+
+/** The fenced blocks of one file; a block without a marker on the line above is an error naming its file and line. */
+function blocksOf(file: string): ReadmeBlock[] {
+  const lines = readFileSync(path.join(root, file), 'utf8').split('\n');
   const blocks: ReadmeBlock[] = [];
   for (let index = 0; index < lines.length; index++) {
     const fence = lines[index]?.match(/^```(\S*)$/);
     if (!fence) continue;
     const end = lines.indexOf('```', index + 1);
-    if (end < 0) throw new Error(`README.md:${index + 1}: a fenced block that never closes`);
+    if (end < 0) throw new Error(`${file}:${index + 1}: a fenced block that never closes`);
     const id = lines[index - 1]?.match(MARKER)?.[1];
     if (!id) {
       throw new Error(
-        `README.md:${index + 1}: a fenced block without a <!-- readme-test: ID --> marker above it (see test/readme.test.ts)`,
+        `${file}:${index + 1}: a fenced block without a <!-- readme-test: ID --> marker above it (see test/readme.test.ts)`,
       );
     }
-    blocks.push({ id, language: fence[1] ?? '', code: `${lines.slice(index + 1, end).join('\n')}\n`, line: index + 1 });
+    blocks.push({
+      id,
+      language: fence[1] ?? '',
+      code: `${lines.slice(index + 1, end).join('\n')}\n`,
+      file,
+      line: index + 1,
+    });
     index = end;
   }
   return blocks;
 }
 
-/** The README's block marked `readme-test: ID`; a README without it fails the test that asks. */
+/**
+ * Every fenced block of README.md and of the guides under docs/ (readmeFiles()), in that order; a
+ * block without a marker, or an id used twice (across all the files), is an error naming where.
+ */
+export function readmeBlocks(): ReadmeBlock[] {
+  const blocks = readmeFiles().flatMap(blocksOf);
+  const seen = new Map<string, ReadmeBlock>();
+  for (const block of blocks) {
+    const first = seen.get(block.id);
+    if (first) {
+      throw new Error(
+        `${block.file}:${block.line}: the id readme-test: ${block.id} is taken by ${first.file}:${first.line} (ids are unique across README.md and docs/)`,
+      );
+    }
+    seen.set(block.id, block);
+  }
+  return blocks;
+}
+
+/** The block marked `readme-test: ID`, in README.md or a guide under docs/; none fails the test that asks. */
 export function readmeBlock(id: string): ReadmeBlock {
   const found = readmeBlocks().find((candidate) => candidate.id === id);
-  if (!found) throw new Error(`README.md has no block marked readme-test: ${id}`);
+  if (!found) throw new Error(`neither README.md nor docs/ has a block marked readme-test: ${id}`);
   return found;
 }
 

@@ -2,6 +2,12 @@
  * The app's state and its conversation with the server: the config, the key
  * prompt, the conversations (summaries for the sidebar, full history for the
  * ones opened), the turns streaming in, notices, and the live region.
+ *
+ * Over 500 lines because it is the one owner of that state: its handlers
+ * (start a turn, stop, decide, upload, continue, sign out) share the same
+ * hooks and refs, and cut apart they would pass them all around. What does
+ * not need them is elsewhere already: every view in components/, the HTTP
+ * calls in api.ts, the event stream in event-stream.ts.
  */
 
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';

@@ -1,6 +1,14 @@
 /**
  * The bwrap command line for one sandbox. Pure: everything it needs is passed
  * in, so the isolation flags can be read (and unit-tested) in one place.
+ *
+ * What the sandbox sees of the host is decided here too: the options travel
+ * through a pipe (`--args`), so bwrap's command line on the host holds only
+ * that and the command, and the sandbox's /proc/1/cmdline only the command;
+ * synthetic files are copies from descriptors, so no host path of them shows
+ * in mountinfo; /proc/cmdline and /usr/local are empty. Only /mnt/data (also at /home/user) and /tmp are
+ * writable: /dev is remounted read-only, /dev/shm with it, so Python's
+ * multiprocessing locks are unavailable (joblib falls back to serial).
  */
 import path from 'node:path';
 import { SandboxStartError } from '../../errors.js';

@@ -3,6 +3,10 @@
  * the volume behind /mnt/data and the container that keeps that volume
  * mounted. Pure, so the isolation settings can be read (and unit-tested) in
  * one place.
+ *
+ * sandcell's seccomp filter is stacked on the engine's default profile (a call
+ * passes only when both allow it), never shipped as a modified copy of that
+ * profile, so it follows whatever the installed engine considers its default.
  */
 import type Dockerode from 'dockerode';
 import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';

@@ -45,7 +45,7 @@ export interface ScriptedBackendOptions {
 }
 
 const DEFAULT_LANGUAGES: Record<string, string> = {
-  python: '3.11',
+  python: '3.11.2',
   javascript: '18',
   typescript: '18',
   bash: '5.2',

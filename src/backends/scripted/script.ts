@@ -70,6 +70,8 @@ export interface ScriptedRunContext {
   contextId: string;
   /** That context's language. */
   language: string;
+  /** That context's working directory (`/mnt/data` unless it was created with another). */
+  cwd: string;
 }
 
 export type ScriptedRun = (context: ScriptedRunContext) => ScriptedStep[] | Promise<ScriptedStep[]>;

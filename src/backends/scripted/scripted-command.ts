@@ -2,10 +2,9 @@
  * One scripted command, as the supervisor runs `bash -c`: started (a pid),
  * its output, its stdin, ended by its script, by a signal, or with the sandbox.
  */
+import type { CommandEvent, CommandListing } from '../../session/kernel-messages.js';
 import type { ScriptedFileStore } from './file-store.js';
 import type { CommandScript, ScriptedCommandStep } from './script.js';
-
-type Message = Record<string, unknown>;
 
 export interface ScriptedCommandOptions {
   id: string;
@@ -15,7 +14,7 @@ export interface ScriptedCommandOptions {
   env?: Record<string, string>;
   script: CommandScript;
   files: ScriptedFileStore;
-  send: (message: Message) => void;
+  send: (message: CommandEvent) => void;
   /** The whole sandbox ends. */
   crashSandbox: () => void;
   /** It ended (the supervisor forgets it). */
@@ -37,7 +36,7 @@ export class ScriptedCommand {
     return this.options.id;
   }
 
-  listing(): Message {
+  listing(): CommandListing {
     const { id, pid, command, cwd } = this.options;
     return { id, pid, command, cwd: cwd ?? '/mnt/data', startedMs: this.startedMs };
   }

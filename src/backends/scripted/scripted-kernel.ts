@@ -5,11 +5,13 @@
  * is-complete and input-reply are heard at once, even during a run. What it sends goes through its supervisor, which adds the
  * context's id.
  */
+import type { Completion, Inspection } from '../../session/assist-replies.js';
+import type { ContextBoundMessage, KernelMessage } from '../../session/kernel-messages.js';
 import type { SandboxExit } from '../spec.js';
 import type { ScriptedFileStore } from './file-store.js';
 import type { ScriptedRun, ScriptedStep } from './script.js';
 
-type Message = Record<string, unknown>;
+type InputReply = Extract<ContextBoundMessage, { type: 'input-reply' }>;
 
 /** How often a `wait` step checks its condition. */
 const WAIT_POLL_MS = 5;
@@ -20,10 +22,14 @@ export interface ScriptedKernelOptions {
   run: ScriptedRun;
   files: ScriptedFileStore;
   kernelNumber: number;
-  /** Sends a message as this kernel (the supervisor adds the context). */
-  send: (message: Message) => void;
+  /** The context's working directory. */
+  cwd: string;
+  /** Sends a message as this kernel, one the real protocol has (the supervisor adds the context). */
+  send: (message: KernelMessage) => void;
+  /** Writes what a script forges as this kernel, whatever it is (the supervisor adds the context). */
+  forge: (message: Record<string, unknown>) => void;
   /** Writes a raw line on the sandbox's channel. */
-  sendRaw: (line: string | Message) => void;
+  sendRaw: (line: string | Record<string, unknown>) => void;
   /** The whole sandbox ends. */
   die: (exit: Partial<SandboxExit>) => void;
   /** This kernel ends alone. */
@@ -32,13 +38,13 @@ export interface ScriptedKernelOptions {
 
 /** The run in progress: its id, and how to wake a step waiting for an interrupt. */
 interface CurrentRun {
-  id: unknown;
+  id: string;
   interrupted: boolean;
   wake: () => void;
   /** Whether the host answers input (`stdin` on the execute). */
   stdin: boolean;
   /** Set while an `input` step waits: takes the host's input-reply. */
-  answer?: (reply: Message) => void;
+  answer?: (reply: InputReply) => void;
 }
 
 export class ScriptedKernel {
@@ -52,14 +58,11 @@ export class ScriptedKernel {
 
   constructor(private readonly options: ScriptedKernelOptions) {}
 
-  handle(message: Message): void {
-    const kind = message.type;
-    if (kind === 'interrupt') this.interrupt(message.id);
-    else if (kind === 'is-complete') this.answerIsComplete(message);
-    else if (kind === 'input-reply') this.current?.answer?.(message);
-    else if (kind === 'execute' || kind === 'reset' || kind === 'ping' || kind === 'complete' || kind === 'inspect') {
-      this.queue = this.queue.then(() => this.runRequest(message));
-    }
+  handle(message: ContextBoundMessage): void {
+    if (message.type === 'interrupt') this.interrupt(message.id);
+    else if (message.type === 'is-complete') this.answerIsComplete(message);
+    else if (message.type === 'input-reply') this.current?.answer?.(message);
+    else this.queue = this.queue.then(() => this.runRequest(message));
   }
 
   /** The kernel ended (restarted, removed, its sandbox gone): nothing more is sent, and a waiting step stops waiting. */
@@ -69,10 +72,8 @@ export class ScriptedKernel {
   }
 
   // A trailing colon is the one incomplete statement a script needs.
-  private answerIsComplete(message: Message): void {
-    const incomplete = String(message.code ?? '')
-      .trimEnd()
-      .endsWith(':');
+  private answerIsComplete(message: Extract<ContextBoundMessage, { type: 'is-complete' }>): void {
+    const incomplete = message.code.trimEnd().endsWith(':');
     this.send({
       type: 'reply',
       id: message.id,
@@ -81,25 +82,31 @@ export class ScriptedKernel {
     });
   }
 
-  private send(message: Message): void {
+  private send(message: KernelMessage): void {
     if (!this.stopped) this.options.send(message);
   }
 
-  private interrupt(id: unknown): void {
+  private interrupt(id: string): void {
     const current = this.current;
-    if (!current || (id !== undefined && id !== current.id)) return;
+    if (!current || id !== current.id) return;
     current.interrupted = true;
     current.wake();
   }
 
-  private async runRequest(message: Message): Promise<void> {
+  private async runRequest(
+    message: Extract<ContextBoundMessage, { type: 'execute' | 'reset' | 'ping' | 'complete' | 'inspect' }>,
+  ): Promise<void> {
     if (this.stopped) return;
     if (message.type === 'execute') {
-      await this.execute(message.id, String(message.code ?? ''), message.stdin === true);
+      await this.execute(message.id, message.code, message.stdin === true);
       return;
     }
-    if (message.type === 'complete' || message.type === 'inspect') {
-      this.send({ type: 'reply', id: message.id, ok: true, ...this.assist(message) });
+    if (message.type === 'complete') {
+      this.send({ type: 'reply', id: message.id, ok: true, ...this.complete(message.code, message.cursorPos) });
+      return;
+    }
+    if (message.type === 'inspect') {
+      this.send({ type: 'reply', id: message.id, ok: true, ...this.inspect(message.code, message.cursorPos) });
       return;
     }
     if (message.type === 'reset') {
@@ -109,21 +116,24 @@ export class ScriptedKernel {
     this.send({ type: 'reply', id: message.id, ok: true });
   }
 
-  /** Completion of the script's names before the cursor, or a name's value as its inspection. */
-  private assist(message: Message): Message {
-    const code = String(message.code ?? '');
-    const cursor = Math.min(Number(message.cursorPos) || 0, code.length);
+  /** Completion of the script's names before the cursor. */
+  private complete(code: string, cursorPos: number): Completion {
+    const cursor = Math.min(cursorPos || 0, code.length);
     const prefix = /\w*$/.exec(code.slice(0, cursor))?.[0] ?? '';
-    if (message.type === 'complete') {
-      const matches = [...this.state.keys()].filter((name) => name.startsWith(prefix)).sort();
-      return { matches, cursorStart: cursor - prefix.length, cursorEnd: cursor, metadata: {} };
-    }
+    const matches = [...this.state.keys()].filter((name) => name.startsWith(prefix)).sort();
+    return { matches, cursorStart: cursor - prefix.length, cursorEnd: cursor, metadata: {} };
+  }
+
+  /** A name's value as its inspection. */
+  private inspect(code: string, cursorPos: number): Inspection {
+    const cursor = Math.min(cursorPos || 0, code.length);
+    const prefix = /\w*$/.exec(code.slice(0, cursor))?.[0] ?? '';
     const name = prefix + (/^\w*/.exec(code.slice(cursor))?.[0] ?? '');
     if (!this.state.has(name)) return { found: false, data: {}, metadata: {} };
     return { found: true, data: { 'text/plain': String(this.state.get(name)) }, metadata: {} };
   }
 
-  private async execute(id: unknown, code: string, stdin: boolean): Promise<void> {
+  private async execute(id: string, code: string, stdin: boolean): Promise<void> {
     const current: CurrentRun = { id, interrupted: false, wake: () => undefined, stdin };
     this.current = current;
     this.executionCount += 1;
@@ -143,6 +153,7 @@ export class ScriptedKernel {
         kernelNumber: this.options.kernelNumber,
         contextId: this.options.contextId,
         language: this.options.language,
+        cwd: this.options.cwd,
       });
       for (const step of steps) {
         if (this.stopped) return;
@@ -198,15 +209,25 @@ export class ScriptedKernel {
         this.send({ type: 'stream', id, name: step.type, text: step.text });
         return true;
       case 'result':
+        // A result says which run it is the value of (IPython's Out[n]).
+        this.send({
+          type: 'result',
+          id,
+          data: step.data,
+          metadata: step.metadata ?? {},
+          executionCount: this.executionCount,
+        });
+        return true;
       case 'display':
-        this.send({ type: step.type, id, data: step.data, metadata: step.metadata ?? {} });
+        this.send({ type: 'display', id, data: step.data, metadata: step.metadata ?? {} });
         return true;
       case 'error':
         fail(step.name, step.value, step.traceback);
         return true;
       case 'send':
-        if (step.from === 'kernel' && typeof step.line === 'object') this.send(step.line);
-        else this.options.sendRaw(step.line);
+        if (step.from === 'kernel' && typeof step.line === 'object') {
+          if (!this.stopped) this.options.forge(step.line);
+        } else this.options.sendRaw(step.line);
         return true;
       case 'wait':
         return this.waitUntil(step.until, current, fail);
@@ -245,7 +266,7 @@ export class ScriptedKernel {
       return false;
     }
     this.send({ type: 'input-request', id: current.id, prompt: step.prompt ?? '', password: step.password === true });
-    const reply = await new Promise<Message | undefined>((resolve) => {
+    const reply = await new Promise<InputReply | undefined>((resolve) => {
       current.answer = (message) => {
         if (message.id === current.id) resolve(message);
       };

@@ -5,6 +5,7 @@
  * `die()`.
  */
 import { PassThrough, Writable } from 'node:stream';
+import type { ProtocolErrorMessage, ReadyEvent } from '../../session/kernel-messages.js';
 import type { Sandbox, SandboxExit, SandboxUsage } from '../spec.js';
 import type { ScriptedFileStore } from './file-store.js';
 import type { CommandScript, ScriptedRun } from './script.js';
@@ -51,7 +52,8 @@ export class ScriptedSandbox implements Sandbox {
       languages: options.languages,
       nextKernelNumber: options.nextKernelNumber,
       kernelStartMs: options.kernelStartMs,
-      send: (line) => this.send(line),
+      send: (message) => this.send(message),
+      sendRaw: (line) => this.send(line),
       die: (exit) => this.die(exit),
       countOomKill: () => {
         this.oomKillCount += 1;
@@ -81,7 +83,7 @@ export class ScriptedSandbox implements Sandbox {
           pid: 1,
           python: options.languages.python ?? '3',
           languages: options.languages,
-        }),
+        } satisfies ReadyEvent),
       );
     }
   }
@@ -140,7 +142,8 @@ export class ScriptedSandbox implements Sandbox {
     return this.exited;
   }
 
-  private send(line: string | Record<string, unknown>): void {
+  /** Writes a line on the channel: a protocol message, or what a script forges. */
+  private send(line: string | object): void {
     if (this.exitInfo) return;
     this.output.write(`${typeof line === 'string' ? line : JSON.stringify(line)}\n`);
   }
@@ -151,10 +154,14 @@ export class ScriptedSandbox implements Sandbox {
       message = JSON.parse(line);
     } catch {
       this.requests.push(line);
-      this.send({ type: 'protocol-error', message: 'invalid JSON request' });
+      this.send({ type: 'protocol-error', message: 'invalid JSON request' } satisfies ProtocolErrorMessage);
       return;
     }
     this.requests.push(message);
-    this.supervisor.handle(message as Record<string, unknown>);
+    if (typeof message !== 'object' || message === null || Array.isArray(message)) {
+      this.send({ type: 'protocol-error', message: 'invalid JSON request' } satisfies ProtocolErrorMessage);
+      return;
+    }
+    this.supervisor.receive(message as Record<string, unknown>);
   }
 }

@@ -4,13 +4,26 @@
  * from the start), creates, restarts and removes contexts, runs scripted
  * commands, and answers file requests from the volume's in-memory store.
  * Everything a kernel sends goes out with the context's id as its last key.
+ *
+ * It takes the host's lines as the protocol's own HostMessage and writes only
+ * SupervisorMessage (src/session/kernel-messages.ts), so it cannot drift from
+ * what the real supervisor (src/kernel/sandcell_routes.py) says.
  */
+import type {
+  ContextBoundMessage,
+  FileRequest,
+  HostMessage,
+  KernelMessage,
+  KernelRequest,
+  ReplyMessage,
+  ReplyMessageBodies,
+  StartedKernel,
+  SupervisorMessage,
+} from '../../session/kernel-messages.js';
 import { ScriptedFileError, type ScriptedFileStore } from './file-store.js';
 import type { CommandScript, ScriptedRun } from './script.js';
 import { ScriptedCommand } from './scripted-command.js';
 import { ScriptedKernel } from './scripted-kernel.js';
-
-type Message = Record<string, unknown>;
 
 export interface ScriptedSupervisorOptions {
   run: ScriptedRun;
@@ -21,8 +34,10 @@ export interface ScriptedSupervisorOptions {
   nextKernelNumber: () => number;
   /** How long a new context's kernel takes to start. */
   kernelStartMs: number;
-  /** Writes one line on the sandbox's channel. */
-  send: (line: string | Message) => void;
+  /** Writes one protocol message on the sandbox's channel. */
+  send: (message: SupervisorMessage) => void;
+  /** Writes whatever a script forges on the sandbox's channel (a line, or an object). */
+  sendRaw: (line: string | Record<string, unknown>) => void;
   die: (exit: {
     code?: number | null;
     signal?: NodeJS.Signals | null;
@@ -32,21 +47,36 @@ export interface ScriptedSupervisorOptions {
   countOomKill: () => void;
 }
 
-const FILE_OPERATIONS: Record<string, (files: ScriptedFileStore, message: Message) => Message> = {
-  'file-read': (files, message) => ({ data: files.read(String(message.path ?? '')).toString('base64') }),
-  'file-write': (files, message) => {
-    const data = Buffer.from(String(message.data ?? ''), 'base64');
-    files.write(String(message.path ?? ''), data);
-    return { size: data.length };
-  },
-  'file-list': (files, message) => ({
-    entries: files.list(String(message.path ?? ''), { recursive: message.recursive === true }),
-  }),
-  'file-remove': (files, message) => {
-    files.remove(String(message.path ?? ''));
-    return {};
-  },
+/** Every type of line a host writes: a line of another type is refused, as the real supervisor refuses it. */
+const HOST_MESSAGE_TYPES: Record<HostMessage['type'], true> = {
+  execute: true,
+  'input-reply': true,
+  interrupt: true,
+  reset: true,
+  ping: true,
+  'is-complete': true,
+  complete: true,
+  inspect: true,
+  'file-read': true,
+  'file-write': true,
+  'file-list': true,
+  'file-remove': true,
+  'context-create': true,
+  'context-restart': true,
+  'context-remove': true,
+  'command-start': true,
+  'command-stdin': true,
+  'command-signal': true,
+  'command-list': true,
+  shutdown: true,
 };
+
+const SIGNALS: ReadonlySet<string> = new Set(['SIGINT', 'SIGTERM', 'SIGKILL', 'SIGHUP', 'SIGQUIT']);
+
+/** A context or command id, as the supervisor checks it. */
+const ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
+const DATA_DIR = '/mnt/data';
 
 /** A request refused with the protocol's error code. */
 class Refusal extends Error {
@@ -60,24 +90,39 @@ class Refusal extends Error {
 
 export class ScriptedSupervisor {
   /** The contexts' kernels, by context id. */
-  readonly contexts = new Map<string, { language: string; kernel: ScriptedKernel; exited?: boolean }>();
+  readonly contexts = new Map<string, { language: string; cwd: string; kernel: ScriptedKernel; exited?: boolean }>();
   /** Running commands, by id. */
   readonly commands = new Map<string, ScriptedCommand>();
   private nextPid = 100;
 
   constructor(private readonly options: ScriptedSupervisorOptions) {
-    this.startKernel('python', 'python');
+    this.startKernel('python', 'python', DATA_DIR);
   }
 
-  handle(message: Message): void {
-    const kind = String(message.type);
-    const file = FILE_OPERATIONS[kind];
-    if (file) {
-      this.reply(message, () => file(this.options.files, message));
+  /** One JSON object the host wrote: a message of the protocol, or refused as unknown. */
+  receive(message: Record<string, unknown>): void {
+    const { type } = message;
+    if (typeof type === 'string' && Object.hasOwn(HOST_MESSAGE_TYPES, type)) {
+      this.handle(message as HostMessage);
       return;
     }
-    const command = this.commands.get(String(message.id));
-    switch (kind) {
+    const error = { code: 'unknown-request', message: `unknown request type ${JSON.stringify(type ?? null)}` };
+    const { id } = message;
+    if (typeof id === 'string' || typeof id === 'number') {
+      this.options.send({ type: 'reply', id: String(id), ok: false, error });
+    } else {
+      this.options.send({ type: 'log', message: error.message });
+    }
+  }
+
+  handle(message: HostMessage): void {
+    switch (message.type) {
+      case 'file-read':
+      case 'file-write':
+      case 'file-list':
+      case 'file-remove':
+        this.fileRequest(message);
+        break;
       case 'execute':
       case 'interrupt':
       case 'reset':
@@ -96,16 +141,20 @@ export class ScriptedSupervisor {
         this.restartContext(message);
         break;
       case 'context-remove':
-        this.reply(message, () => this.removeContext(String(message.context)));
+        this.reply(message, () => this.removeContext(message.context));
         break;
       case 'command-start':
         this.startCommand(message);
         break;
       case 'command-stdin':
-        command?.writeStdin(String(message.data ?? ''), message.eof === true);
+        this.commands.get(message.id)?.writeStdin(message.data, message.eof === true);
         break;
       case 'command-signal':
-        command?.signal(String(message.signal));
+        if (!SIGNALS.has(message.signal)) {
+          this.refuse(message.id, new Refusal('invalid-request', `signal must be one of ${[...SIGNALS].join(', ')}`));
+          break;
+        }
+        this.commands.get(message.id)?.signal(message.signal);
         break;
       case 'command-list':
         this.reply(message, () => ({ commands: [...this.commands.values()].map((running) => running.listing()) }));
@@ -113,10 +162,6 @@ export class ScriptedSupervisor {
       case 'shutdown':
         this.options.die({ code: 0, reason: 'exited' });
         break;
-      default:
-        this.reply(message, () => {
-          throw new Refusal('unknown-request', `unknown request type ${kind}`);
-        });
     }
   }
 
@@ -137,8 +182,33 @@ export class ScriptedSupervisor {
     for (const command of this.commands.values()) command.stop();
   }
 
-  private toKernel(message: Message): void {
-    const id = message.context === undefined ? 'python' : String(message.context);
+  private fileRequest(request: FileRequest & { id: string }): void {
+    const { files } = this.options;
+    switch (request.type) {
+      case 'file-read':
+        this.reply(request, () => ({ data: files.read(request.path).toString('base64') }));
+        return;
+      case 'file-write':
+        this.reply(request, () => {
+          const data = Buffer.from(request.data, 'base64');
+          files.write(request.path, data);
+          return { size: data.length };
+        });
+        return;
+      case 'file-list':
+        this.reply(request, () => ({ entries: files.list(request.path, { recursive: request.recursive === true }) }));
+        return;
+      case 'file-remove':
+        this.reply(request, () => {
+          files.remove(request.path);
+          return {};
+        });
+        return;
+    }
+  }
+
+  private toKernel(message: ContextBoundMessage): void {
+    const id = message.context ?? 'python';
     const context = this.contexts.get(id);
     if (context && !context.exited) {
       context.kernel.handle(message);
@@ -146,41 +216,49 @@ export class ScriptedSupervisor {
     }
     if (message.type === 'interrupt') return;
     const error = context
-      ? { code: 'context-exited', message: `the kernel of context ${id} has ended; restart it` }
-      : { code: 'unknown-context', message: `no context ${id}` };
+      ? new Refusal('context-exited', `the kernel of context ${id} has ended; restart it (context-restart)`)
+      : new Refusal('unknown-context', `there is no context ${id} in this session`);
     if (message.type !== 'execute') {
-      this.options.send({ type: 'reply', id: message.id, ok: false, error });
+      this.refuse(message.id, error);
       return;
     }
-    this.options.send({
-      type: 'error',
+    // An execution is answered by its events, so the host never waits on it.
+    const { send } = this.options;
+    send({ type: 'error', id: message.id, name: 'ContextError', value: error.message, traceback: [], context: id });
+    send({
+      type: 'execution-end',
       id: message.id,
-      name: 'ContextError',
-      value: error.message,
-      traceback: [],
+      status: 'error',
+      executionCount: null,
+      outputTruncated: false,
       context: id,
     });
-    this.options.send({ type: 'execution-end', id: message.id, status: 'error', outputTruncated: false, context: id });
   }
 
-  private createContext(message: Message): Message {
-    const id = String(message.context);
-    const language = String(message.language);
-    if (this.contexts.has(id)) throw new Refusal('context-exists', `context ${id} exists`);
-    if (!(language in this.options.languages)) throw new Refusal('language-unavailable', `no ${language} here`);
-    this.startKernel(id, language);
+  private createContext(request: Extract<KernelRequest, { type: 'context-create' }>): StartedKernel {
+    const id = request.context;
+    if (typeof id !== 'string' || !ID_PATTERN.test(id)) {
+      throw new Refusal('invalid-request', `a context id is 1-64 characters of A-Z a-z 0-9 _ . - (got ${id})`);
+    }
+    if (this.contexts.has(id)) throw new Refusal('context-exists', `a context ${id} exists already`);
+    const { language } = request;
+    if (!Object.hasOwn(this.options.languages, language)) {
+      throw new Refusal('language-unavailable', `the language ${language} is not available in this sandbox`);
+    }
+    const cwd = resolveCwd(request.cwd);
+    this.startKernel(id, language, cwd);
     return { pid: this.nextPid++, language, version: this.options.languages[language] ?? null };
   }
 
-  private restartContext(message: Message): void {
-    const id = String(message.context);
+  private restartContext(request: Extract<KernelRequest, { type: 'context-restart' }> & { id: string }): void {
+    const id = request.context;
     const context = this.contexts.get(id);
     // A stuck sandbox never answers.
     if (context?.kernel.stalled) return;
-    this.reply(message, () => {
-      if (!context) throw new Refusal('unknown-context', `no context ${id}`);
+    this.reply(request, () => {
+      if (!context) throw new Refusal('unknown-context', `there is no context ${id} in this session`);
       context.kernel.stop();
-      this.startKernel(id, context.language);
+      this.startKernel(id, context.language, context.cwd);
       return {
         pid: this.nextPid++,
         language: context.language,
@@ -189,40 +267,61 @@ export class ScriptedSupervisor {
     });
   }
 
-  private removeContext(id: string): Message {
+  private removeContext(id: string): ReplyMessageBodies['context-remove'] {
     const context = this.contexts.get(id);
-    if (!context) throw new Refusal('unknown-context', `no context ${id}`);
+    if (!context) throw new Refusal('unknown-context', `there is no context ${id} in this session`);
     context.kernel.stop();
     this.contexts.delete(id);
     return {};
   }
 
-  private startKernel(id: string, language: string): void {
+  private startKernel(id: string, language: string, cwd: string): void {
     const kernel: ScriptedKernel = new ScriptedKernel({
       contextId: id,
       language,
+      cwd,
       run: this.options.run,
       files: this.options.files,
       kernelNumber: this.options.nextKernelNumber(),
       // The context goes last: a kernel cannot claim another's.
-      send: (message) => this.options.send({ ...message, context: id }),
-      sendRaw: this.options.send,
+      send: (message: KernelMessage) => this.options.send({ ...message, context: id }),
+      forge: (message) => this.options.sendRaw({ ...message, context: id }),
+      sendRaw: this.options.sendRaw,
       die: this.options.die,
       exit: (exit) => this.endKernel(id, exit),
     });
-    this.contexts.set(id, { language, kernel });
+    this.contexts.set(id, { language, cwd, kernel });
   }
 
-  private startCommand(message: Message): void {
-    const id = String(message.id);
+  private startCommand(message: Extract<HostMessage, { type: 'command-start' }>): void {
+    const { id } = message;
+    const refused = (error: Refusal) =>
+      this.options.send({
+        type: 'command-end',
+        id,
+        exitCode: null,
+        signal: null,
+        outputTruncated: false,
+        error: { code: error.code, message: error.message },
+      });
+    if (typeof id !== 'string' || !ID_PATTERN.test(id)) {
+      refused(new Refusal('invalid-request', `a command id is 1-64 characters of A-Z a-z 0-9 _ . - (got ${id})`));
+      return;
+    }
+    if (this.commands.has(id)) {
+      this.options.send({ type: 'log', message: `command-start: a command ${id} is running already; ignored` });
+      return;
+    }
+    if (typeof message.command !== 'string' || message.command.includes('\0')) {
+      refused(new Refusal('invalid-request', 'command must be a string without NUL bytes'));
+      return;
+    }
     const command = new ScriptedCommand({
       id,
       pid: this.nextPid++,
-      command: String(message.command ?? ''),
-      ...(typeof message.cwd === 'string' ? { cwd: message.cwd } : {}),
-      ...(typeof message.env === 'object' && message.env !== null
-        ? { env: message.env as Record<string, string> }
-        : {}),
+      command: message.command,
+      ...(message.cwd === undefined ? {} : { cwd: message.cwd }),
+      ...(message.env === undefined ? {} : { env: message.env }),
       script: this.options.command,
       files: this.options.files,
       send: this.options.send,
@@ -233,18 +332,32 @@ export class ScriptedSupervisor {
     void command.start();
   }
 
-  private reply(message: Message, handler: () => Message): void {
+  /** Answers `request` with what `body` returns, or with the error it throws. */
+  private reply<Type extends KernelRequest['type']>(
+    request: { type: Type; id: string },
+    body: () => ReplyMessageBodies[Type],
+  ): void {
+    let answer: ReplyMessage;
     try {
-      this.options.send({ ...handler(), type: 'reply', id: message.id, ok: true });
+      const fields: ReplyMessageBodies[KernelRequest['type']] = body();
+      answer = { type: 'reply', id: request.id, ok: true, ...fields };
     } catch (error) {
-      const code =
-        error instanceof Refusal ? error.code : error instanceof ScriptedFileError ? error.reason : 'internal';
-      this.options.send({
-        type: 'reply',
-        id: message.id,
-        ok: false,
-        error: { code, message: (error as Error).message },
-      });
+      this.refuse(request.id, error);
+      return;
     }
+    this.options.send(answer);
   }
+
+  private refuse(id: string, error: unknown): void {
+    const code = error instanceof Refusal ? error.code : error instanceof ScriptedFileError ? error.reason : 'internal';
+    this.options.send({ type: 'reply', id, ok: false, error: { code, message: (error as Error).message } });
+  }
+}
+
+/** The working directory a context or command asks for: /mnt/data by default, a relative one under it. */
+function resolveCwd(cwd: string | undefined): string {
+  if (cwd === undefined || cwd === '') return DATA_DIR;
+  if (typeof cwd !== 'string' || cwd.includes('\0'))
+    throw new Refusal('invalid-request', 'cwd must be a path without NUL bytes');
+  return cwd.startsWith('/') ? cwd : `${DATA_DIR}/${cwd}`;
 }

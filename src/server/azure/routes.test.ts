@@ -26,8 +26,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
 import { assign, byCode, printed, raised, recall, value } from '../../../test/support/kernel-script.js';
+import { type LogCapture, startScriptedServer } from '../../../test/support/server.js';
 import type { CommandScript } from '../../backends/scripted/script.js';
 import type { SandcellServer } from '../index.js';
 

@@ -6,9 +6,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, client, startScriptedServer } from '../../../test/server-helpers.js';
 import { fold, lastTurn, readEvents, sse, waitFor } from '../../../test/support/conversation-events.js';
 import { assign, byCode, printed, raised, value, writes } from '../../../test/support/kernel-script.js';
+import { type Client, client, startScriptedServer } from '../../../test/support/server.js';
 import type { Conversation, Turn } from '../../protocol/index.js';
 
 const TRAFFIC_CSV = path.resolve(import.meta.dirname, '../../../examples/traffic-accidents/traffic_accidents.csv');

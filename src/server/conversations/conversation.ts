@@ -4,6 +4,21 @@
  * turn (questions, notebook cells, uploads). One turn runs at a time; its
  * events are folded into the transcript and handed to whoever listens (an SSE
  * response). A client that goes away does not stop the turn; `cancel()` does.
+ *
+ * The agent's code and shell commands go through the registry (`execute`,
+ * `commands.run`), so rate limits, timeouts, metrics and graceful shutdown
+ * apply as to any execution. In `ask` mode an approval is an
+ * `approval-request` event answered by `POST …/approvals/{id}`. Uploads take a
+ * token from the key's rate before their body is read, and are written into
+ * /mnt/data by the FileAccessAgent (bytes from the user, no host path).
+ *
+ * The running turn (its approvals, listeners and output budgets) is
+ * running-turn.ts; what the history keeps within its bounds is
+ * conversation-history.ts. Over 500 lines still, because what is left is one
+ * state machine: every kind of turn (a question, a cell, an upload) folds its
+ * events through the one `emit` into the one transcript, and the agents'
+ * events are presented with the conversation's session and images. Cut
+ * further, each piece would need the conversation's private state passed in.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -30,7 +45,6 @@ import { FileChanges } from '../../session/file-changes.js';
 import type { Language } from '../../session/languages.js';
 import type { Owner } from '../core/auth.js';
 import {
-  ApprovalDecidedError,
   ApprovalNotFoundError,
   ConversationBusyError,
   ConversationExpiredError,
@@ -41,18 +55,12 @@ import type { ManagedSession } from '../core/managed-session.js';
 import type { SessionRegistry } from '../core/registry.js';
 import { presentResult, sessionFileUrl } from '../http/present-result.js';
 import { continuationContext } from './continuation.js';
+import { ConversationHistory, imageName } from './conversation-history.js';
 import type { ConversationJournal } from './conversation-journal.js';
-import {
-  DEFAULT_HISTORY_LIMITS,
-  type HistoryLimits,
-  hasOutputs,
-  isSettled,
-  outputsDroppedNote,
-  turnImageUrls,
-  withoutOutputs,
-} from './history-limits.js';
+import { DEFAULT_HISTORY_LIMITS, type HistoryLimits, turnImageUrls } from './history-limits.js';
 import { type HeaderRecord, HISTORY_FORMAT_VERSION } from './history-records.js';
-import { errorWithin, jsonBytes, OutputBudget } from './output-budget.js';
+import { errorWithin } from './output-budget.js';
+import { type ApprovalAnswer, RunningTurn, type TurnListener } from './running-turn.js';
 import type { StoredHistory } from './state-directory.js';
 import { titleFrom, titleFromCell, titleFromFiles, UNTITLED } from './title.js';
 import { describeTurnError } from './turn-errors.js';
@@ -72,30 +80,7 @@ export interface ConversationSettings {
   onHistoryGrew?: (conversation: ServerConversation) => void;
 }
 
-export type ApprovalAnswer =
-  | { decision: 'run' }
-  | { decision: 'skip'; reason?: string }
-  | { decision: 'edit'; code: string };
-
-interface PendingApproval {
-  callId: string;
-  resolve(decision: ApprovalDecision): void;
-}
-
-interface RunningTurn {
-  index: number;
-  /** Whether this turn's code waits for approval. */
-  approval: ApprovalMode;
-  abort: AbortController;
-  approvals: Map<string, PendingApproval>;
-  /** Approval ids already answered, so a second answer is a conflict rather than "not found". */
-  decided: Set<string>;
-  listeners: Set<(event: ConversationEvent) => void>;
-  /** What each code step (by call id) may still keep of its output. */
-  budgets: Map<string, OutputBudget>;
-}
-
-export type TurnListener = (event: ConversationEvent) => void;
+export type { ApprovalAnswer, TurnListener } from './running-turn.js';
 
 /** The conversation a new one continues (its session gone), shown to the user and told to the model. */
 export interface ContinuedFrom {
@@ -113,14 +98,10 @@ export class ServerConversation {
   private chosenMode: ConversationMode | undefined;
   readonly continuedFrom?: ContinuedFrom;
   readonly images: ImageStore;
-  readonly turns: Turn[] = [];
   /** Writes the history to disk as it changes, when the server keeps a state directory. */
   journal?: ConversationJournal;
-  /** Turns dropped whole to keep the history within its bounds. */
-  droppedTurns = 0;
   private readonly limits: HistoryLimits;
-  /** The JSON bytes of each settled turn, measured once. */
-  private readonly measured = new WeakMap<Turn, number>();
+  private readonly history: ConversationHistory;
   private running?: RunningTurn;
   private expiry?: { at: number; reason: string };
   private readonly fileAgent?: FileAccessAgent;
@@ -144,6 +125,7 @@ export class ServerConversation {
     if (identity.continuedFrom) this.continuedFrom = identity.continuedFrom;
     this.limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
     this.images = new ImageStore({ maxImages: MAX_CONVERSATION_IMAGES, maxBytes: this.limits.historyBytes });
+    this.history = new ConversationHistory(this.images, this.limits.historyBytes, () => this.journal?.rewrite());
     this.titled = Boolean(title?.trim());
     this.title = this.titled ? titleFrom(title!) : UNTITLED;
     if (!entry) return;
@@ -206,7 +188,7 @@ export class ServerConversation {
     conversation.title = history.title;
     conversation.titled = history.titled;
     conversation.updatedAt = history.updatedAt;
-    conversation.droppedTurns = history.droppedTurns;
+    conversation.history.droppedTurns = history.droppedTurns;
     conversation.chosenMode = history.mode;
     conversation.expiry = { at: Date.now(), reason: 'restart' };
     const linked = new Set(history.turns.flatMap((turn) => turnImageUrls(turn)).map(imageName));
@@ -215,6 +197,15 @@ export class ServerConversation {
     }
     conversation.turns.push(...history.turns);
     return conversation;
+  }
+
+  get turns(): Turn[] {
+    return this.history.turns;
+  }
+
+  /** Turns dropped whole to keep the history within its bounds. */
+  get droppedTurns(): number {
+    return this.history.droppedTurns;
   }
 
   /** How the web UI shows it, as a client last set it (PATCH); undefined until one does. */
@@ -396,35 +387,14 @@ export class ServerConversation {
 
   /** Answers a pending approval. */
   approve(approvalId: string, answer: ApprovalAnswer): void {
-    const running = this.running;
-    const pending = running?.approvals.get(approvalId);
-    if (!pending) {
-      if (running?.decided.has(approvalId)) {
-        throw new ApprovalDecidedError(approvalId);
-      }
-      throw new ApprovalNotFoundError(approvalId);
-    }
-    running!.approvals.delete(approvalId);
-    running!.decided.add(approvalId);
-    pending.resolve(
-      answer.decision === 'run'
-        ? { action: 'run' }
-        : answer.decision === 'edit'
-          ? { action: 'edit', code: answer.code }
-          : { action: 'skip', ...(answer.reason ? { reason: answer.reason } : {}) },
-    );
+    if (!this.running) throw new ApprovalNotFoundError(approvalId);
+    this.running.answer(approvalId, answer);
   }
 
   /** Stops the running turn: interrupts code, declines pending approvals, stops asking the model. */
   cancel(): boolean {
-    const running = this.running;
-    if (!running) return false;
-    running.abort.abort();
-    for (const [id, pending] of running.approvals) {
-      running.approvals.delete(id);
-      running.decided.add(id);
-      pending.resolve({ action: 'skip', reason: 'The user stopped this turn.' });
-    }
+    if (!this.running) return false;
+    this.running.cancel();
     return true;
   }
 
@@ -458,20 +428,18 @@ export class ServerConversation {
       input,
       steps: [],
     };
-    const running: RunningTurn = {
-      index: this.turns.length,
+    const running = new RunningTurn(
+      this.turns.length,
       approval,
-      abort: new AbortController(),
-      approvals: new Map(),
-      decided: new Set(),
-      listeners: new Set(listener ? [listener] : []),
-      budgets: new Map(),
-    };
+      this.limits.outputBytes,
+      this.settings.logger,
+      listener,
+    );
     this.turns.push(turn);
     this.running = running;
     this.touch();
     this.journal?.turnChanged(turn);
-    this.send(running, { type: 'turn-start', turn });
+    running.send({ type: 'turn-start', turn });
     const done = (async () => {
       let status: Turn['status'] = 'done';
       try {
@@ -492,7 +460,7 @@ export class ServerConversation {
       this.keepWithinLimits(); // may drop older turns (never this one, the newest) or outputs
       const final = this.turns[this.turns.length - 1]!;
       this.journal?.turnChanged(final);
-      this.send(running, { type: 'turn-end', turn: final });
+      running.send({ type: 'turn-end', turn: final });
       return final;
     })();
     return { turn, done };
@@ -502,61 +470,22 @@ export class ServerConversation {
   private emit(event: ConversationEvent): void {
     const running = this.running;
     if (!running) return;
-    const kept = this.withinBudget(running, event);
+    const kept = running.withinBudget(event);
     if (!kept) return;
     this.turns[running.index] = applyConversationEvent(this.turns[running.index]!, kept);
     this.touch();
     this.journal?.turnChanged(this.turns[running.index]!);
-    this.send(running, kept);
-  }
-
-  /** The event as the history keeps it: output past the step's budget is cut (with a note) or left out. */
-  private withinBudget(running: RunningTurn, event: ConversationEvent): ConversationEvent | undefined {
-    switch (event.type) {
-      case 'execution-start':
-        running.budgets.set(event.callId, new OutputBudget(this.limits.outputBytes));
-        return event;
-      case 'stdout-delta':
-      case 'stderr-delta': {
-        const text = this.budget(running, event.callId).text(event.text);
-        return text === undefined ? undefined : { ...event, text };
-      }
-      case 'result-ready': {
-        const result = this.budget(running, event.callId).result(event.result);
-        return result ? { ...event, result } : undefined;
-      }
-      default:
-        return event;
-    }
-  }
-
-  private budget(running: RunningTurn, callId: string): OutputBudget {
-    let budget = running.budgets.get(callId);
-    if (!budget) {
-      budget = new OutputBudget(this.limits.outputBytes);
-      running.budgets.set(callId, budget);
-    }
-    return budget;
+    running.send(kept);
   }
 
   /** A streamed result; one past the budget is not even stored (its images would only take room). */
   private emitResult(running: RunningTurn, callId: string, result: ExecutionResult): void {
-    const budget = this.budget(running, callId);
+    const budget = running.budget(callId);
     if (budget.exhausted) {
       budget.resultsSeen++;
       return;
     }
     this.emit({ type: 'result-ready', callId, result: this.present(result) });
-  }
-
-  private send(running: RunningTurn, event: ConversationEvent): void {
-    for (const listener of running.listeners) {
-      try {
-        listener(event);
-      } catch (error) {
-        this.settings.logger.warn({ err: error }, 'a turn listener failed');
-      }
-    }
   }
 
   /** Code that never ran because the turn stopped is marked skipped. */
@@ -569,14 +498,10 @@ export class ServerConversation {
   }
 
   private requestApproval(request: ApprovalRequest): Promise<ApprovalDecision> {
-    const running = this.running;
-    if (!running || running.approval === 'auto') return Promise.resolve({ action: 'run' });
-    if (running.abort.signal.aborted) return Promise.resolve({ action: 'skip', reason: 'The user stopped this turn.' });
-    const approvalId = randomUUID();
-    return new Promise((resolve) => {
-      running.approvals.set(approvalId, { callId: request.callId, resolve });
-      this.emit({ type: 'approval-request', approvalId, ...request });
-    });
+    if (!this.running) return Promise.resolve({ action: 'run' });
+    return this.running.requestApproval(request, (approvalId) =>
+      this.emit({ type: 'approval-request', approvalId, ...request }),
+    );
   }
 
   /**
@@ -632,7 +557,7 @@ export class ServerConversation {
     const turn = this.turns[running.index];
     const step = turn?.steps.findLast((candidate) => candidate.type === 'code' && candidate.callId === callId);
     const results = step?.type === 'code' ? [...step.results] : [];
-    const budget = this.budget(running, callId);
+    const budget = running.budget(callId);
     for (const result of execution.results.slice(budget.resultsSeen)) {
       if (budget.exhausted) break;
       const kept = budget.result(this.present(result));
@@ -646,18 +571,7 @@ export class ServerConversation {
 
   /** The bytes this conversation holds: its turns as JSON, and its images. */
   get historyBytes(): number {
-    let total = this.images.totalBytes;
-    for (const turn of this.turns) total += this.turnBytes(turn);
-    return total;
-  }
-
-  private turnBytes(turn: Turn): number {
-    const known = this.measured.get(turn);
-    if (known !== undefined) return known;
-    const bytes = jsonBytes(turn);
-    // The running turn changes with every event; a settled one is measured once.
-    if (turn.status !== 'running') this.measured.set(turn, bytes);
-    return bytes;
+    return this.history.bytes;
   }
 
   /** Within the conversation's bound, then (through the store) the key's. */
@@ -674,27 +588,7 @@ export class ServerConversation {
    * the history takes at most `targetBytes` (or no output is left to drop).
    */
   dropOutputs(targetBytes: number): void {
-    let size = this.historyBytes;
-    const note = outputsDroppedNote(this.limits.historyBytes);
-    for (let index = 0; index < this.turns.length && size > targetBytes; index++) {
-      const turn = this.turns[index]!;
-      const steps = turn.steps.slice();
-      let changed = false;
-      for (let position = 0; position < steps.length && size > targetBytes; position++) {
-        const step = steps[position]!;
-        if (step.type !== 'code' || !isSettled(step) || !hasOutputs(step, note)) continue;
-        const imageBytes = this.images.totalBytes;
-        for (const result of step.results) for (const image of result.images ?? []) this.forgetImage(image.url);
-        const kept = withoutOutputs(step, note);
-        size -= jsonBytes(step) - jsonBytes(kept) + (imageBytes - this.images.totalBytes);
-        steps[position] = kept;
-        changed = true;
-      }
-      if (changed) {
-        this.turns[index] = { ...turn, steps };
-        this.journal?.rewrite();
-      }
-    }
+    this.history.dropOutputs(targetBytes);
   }
 
   /**
@@ -702,21 +596,10 @@ export class ServerConversation {
    * `targetBytes`; never the newest turn (the running one, or the one just done).
    */
   dropTurns(targetBytes: number): void {
-    let size = this.historyBytes;
     const running = this.running;
-    while (size > targetBytes && this.turns.length > 1) {
-      const turn = this.turns.shift()!;
-      const imageBytes = this.images.totalBytes;
-      for (const url of turnImageUrls(turn)) this.forgetImage(url);
-      size -= this.turnBytes(turn) + (imageBytes - this.images.totalBytes);
-      this.droppedTurns++;
+    this.history.dropTurns(targetBytes, () => {
       if (running) running.index--;
-      this.journal?.rewrite();
-    }
-  }
-
-  private forgetImage(url: string): void {
-    this.images.delete(imageName(url));
+    });
   }
 
   private present(result: ExecutionResult): PresentedResult {
@@ -757,8 +640,4 @@ function describeExpiry(reason: string): string {
     default:
       return 'ended';
   }
-}
-
-function imageName(url: string): string {
-  return url.slice(url.lastIndexOf('/') + 1);
 }

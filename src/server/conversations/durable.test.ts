@@ -12,8 +12,8 @@ import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { client, startScriptedServer } from '../../../test/server-helpers.js';
 import { byCode, figure, PNG, printed } from '../../../test/support/kernel-script.js';
+import { client, startScriptedServer } from '../../../test/support/server.js';
 import type { Conversation, ConversationSummary, Turn } from '../../protocol/index.js';
 
 const ALICE = 'alice-secret-0001';

@@ -7,9 +7,9 @@
  * working. Tens of MiB from a real kernel: test/server-conversation-history.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, client, startScriptedServer } from '../../../test/server-helpers.js';
 import { codeStep, readBack, runCell } from '../../../test/support/conversation-events.js';
 import { type Answer, assign, byCode, figure, printed, raised, value } from '../../../test/support/kernel-script.js';
+import { type Client, client, startScriptedServer } from '../../../test/support/server.js';
 import type { Conversation, ConversationEvent, Turn } from '../../protocol/index.js';
 import { applyConversationEvent } from '../../protocol/index.js';
 

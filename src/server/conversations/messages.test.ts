@@ -1,15 +1,14 @@
 /**
- * Questions to a scripted OpenAI-compatible model in conversations (the real
- * SDK talks to a fake provider on 127.0.0.1), on the server's own logic:
+ * Questions to a scripted model in conversations, on the server's own logic:
  * approvals, cancel, model failures. Kernels answer from a script; a whole
  * analysis on a real sandbox is in test/server-conversations.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, client, startScriptedServer } from '../../../test/server-helpers.js';
 import { fold, lastTurn, readEvents, sse, waitFor } from '../../../test/support/conversation-events.js';
-import { type FakeProvider, startFakeOpenAI } from '../../../test/support/fake-providers.js';
 import { byCode, codeRun, printed } from '../../../test/support/kernel-script.js';
-import { createChatModel } from '../../agents/index.js';
+import { type Client, client, startScriptedServer } from '../../../test/support/server.js';
+import { ModelResponseError } from '../../agents/errors.js';
+import { ScriptedChatModel } from '../../agents/scripted-chat-model.js';
 import type { Conversation, ConversationEvent } from '../../protocol/index.js';
 
 type Server = Awaited<ReturnType<typeof startScriptedServer>>;
@@ -22,17 +21,15 @@ const kernel = byCode({
 describe('conversations with a scripted model', () => {
   let server: Server;
   let api: Client;
-  let provider: FakeProvider;
+  let model: ScriptedChatModel;
 
   beforeAll(async () => {
-    provider = await startFakeOpenAI([]);
-    const model = createChatModel({ provider: 'openai', model: 'scripted', baseURL: provider.baseURL, apiKey: 'k' });
+    model = new ScriptedChatModel();
     server = await startScriptedServer(kernel, { model, webRoot: false });
     api = client(server);
   });
   afterAll(async () => {
     await server?.close();
-    await provider?.close();
   });
 
   async function newConversation(): Promise<string> {
@@ -42,7 +39,7 @@ describe('conversations with a scripted model', () => {
 
   it('approval mode: code waits; run, edit and skip are applied; a second answer is a conflict', async () => {
     const base = await newConversation();
-    provider.enqueue(
+    model.enqueue(
       { toolCalls: [{ id: 'call_run', name: 'execute_python_code', arguments: { code: 'print("ran as written")' } }] },
       { toolCalls: [{ id: 'call_edit', name: 'execute_python_code', arguments: { code: 'print("model code")' } }] },
       { toolCalls: [{ id: 'call_skip', name: 'execute_python_code', arguments: { code: 'print("never")' } }] },
@@ -119,14 +116,14 @@ describe('conversations with a scripted model', () => {
     expect(steps[2]).toMatchObject({ skipReason: 'declined' });
     expect(steps.every((step) => step.approvalId === undefined)).toBe(true);
     // The model was told about the edit and the skip (with the reason).
-    const toolMessages = JSON.stringify(provider.requests[provider.requests.length - 1]?.body.messages);
+    const toolMessages = JSON.stringify(model.calls[model.calls.length - 1]?.messages);
     expect(toolMessages).toMatch(/edited/i);
     expect(toolMessages).toMatch(/not now/);
   });
 
   it('cancel while code waits for approval skips it and ends the turn as cancelled', async () => {
     const base = await newConversation();
-    provider.enqueue({ toolCalls: [{ name: 'execute_python_code', arguments: { code: 'print(1)' } }] });
+    model.enqueue({ toolCalls: [{ name: 'execute_python_code', arguments: { code: 'print(1)' } }] });
     const running = sse(api, `${base}/messages`, { content: 'wait for me', approval: 'ask' });
     await waitFor(async () => {
       const step = (await api.json<Conversation>(base)).turns[0]?.steps[0];
@@ -142,7 +139,12 @@ describe('conversations with a scripted model', () => {
 
   it('a model that fails ends the turn with a typed error; the conversation goes on', async () => {
     const base = await newConversation();
-    provider.enqueue({ status: 400, message: 'This model does not exist.' }, { text: 'Back again.' });
+    model.enqueue(
+      new ModelResponseError('The OpenAI-compatible server answered HTTP 400: This model does not exist.', {
+        status: 400,
+      }),
+      { text: 'Back again.' },
+    );
     const failed = lastTurn(await readEvents(await sse(api, `${base}/messages`, { content: 'hello' })));
     expect(failed.status).toBe('error');
     expect(failed.error?.code).toBe('model-error');

@@ -4,8 +4,8 @@
  * words, the export's file name is short, and the mode a client chose is kept.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, client, startScriptedServer } from '../../../test/server-helpers.js';
 import { byCode, printed } from '../../../test/support/kernel-script.js';
+import { type Client, client, startScriptedServer } from '../../../test/support/server.js';
 import type { Conversation, ConversationSummary } from '../../protocol/index.js';
 
 const kernel = byCode({

@@ -2,15 +2,13 @@
  * A conversation's run_shell_command goes through the server's command path,
  * like every front door's commands: it counts against the key's rate, gets
  * the server's time cap, shows in /metrics, and a graceful shutdown waits for
- * it. Scripted model (the real SDK against a fake provider on 127.0.0.1),
- * scripted commands: the subject is sandcell's own logic.
+ * it. Scripted model, scripted commands: the subject is sandcell's own logic.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type Client, client, startScriptedServer } from '../../../test/server-helpers.js';
 import { codeStep, lastTurn, readEvents, sse } from '../../../test/support/conversation-events.js';
-import { type FakeProvider, startFakeOpenAI } from '../../../test/support/fake-providers.js';
+import { type Client, client, startScriptedServer } from '../../../test/support/server.js';
 import { toyShell } from '../../../test/support/toy-shell.js';
-import { createChatModel } from '../../agents/index.js';
+import { ScriptedChatModel } from '../../agents/scripted-chat-model.js';
 import type { Conversation } from '../../protocol/index.js';
 import type { ServerOptions } from '../core/options.js';
 
@@ -20,21 +18,19 @@ const KEY = 'shell-commands-key-0001';
 const shell = (id: string, command: string) => ({ id, name: 'run_shell_command', arguments: { command } });
 
 describe("a conversation's shell commands go through the registry", () => {
-  let provider: FakeProvider;
+  let model: ScriptedChatModel;
   let server: Server | undefined;
   let api: Client;
 
   beforeEach(async () => {
-    provider = await startFakeOpenAI([]);
+    model = new ScriptedChatModel();
   });
   afterEach(async () => {
     await server?.close();
     server = undefined;
-    await provider.close();
   });
 
   async function start(options: ServerOptions): Promise<string> {
-    const model = createChatModel({ provider: 'openai', model: 'scripted', baseURL: provider.baseURL, apiKey: 'k' });
     server = await startScriptedServer(
       undefined,
       { apiKeys: [KEY], model, webRoot: false, ...options },
@@ -49,7 +45,7 @@ describe("a conversation's shell commands go through the registry", () => {
 
   it('runs the command and counts it in /metrics', async () => {
     const base = await start({});
-    provider.enqueue({ toolCalls: [shell('call_echo', 'echo hello')] }, { text: 'It said hello.' });
+    model.enqueue({ toolCalls: [shell('call_echo', 'echo hello')] }, { text: 'It said hello.' });
     const turn = lastTurn(await readEvents(await sse(api, `${base}/messages`, { content: 'say hello' })));
     expect(turn.status).toBe('done');
     expect(codeStep(turn)).toMatchObject({ status: 'ok', language: 'shell', stdout: 'hello\n' });
@@ -61,7 +57,7 @@ describe("a conversation's shell commands go through the registry", () => {
   it("gets the server's maxExecutionMs as its time limit, and is killed at it", async () => {
     // The sessions' own timeout (a minute) is far longer: only the server's cap ends the command.
     const base = await start({ limits: { maxExecutionMs: 300 } });
-    provider.enqueue({ toolCalls: [shell('call_sleep', 'sleep')] }, { text: 'It ran too long.' });
+    model.enqueue({ toolCalls: [shell('call_sleep', 'sleep')] }, { text: 'It ran too long.' });
     const turn = lastTurn(await readEvents(await sse(api, `${base}/messages`, { content: 'wait' })));
     expect(turn.status).toBe('done');
     expect(codeStep(turn)).toMatchObject({ status: 'timeout', stdout: 'started\n' });
@@ -70,7 +66,7 @@ describe("a conversation's shell commands go through the registry", () => {
 
   it("is refused past the key's rate limit: the turn ends with HTTP's code for it, and a hint", async () => {
     const base = await start({ limits: { executionsPerMinute: 2 } });
-    provider.enqueue(
+    model.enqueue(
       { toolCalls: [shell('call_1', 'echo one'), shell('call_2', 'echo two'), shell('call_3', 'echo three')] },
       { text: 'never asked for' },
     );
@@ -89,7 +85,7 @@ describe("a conversation's shell commands go through the registry", () => {
 
   it('graceful shutdown waits for a running command before it closes the sessions', async () => {
     const base = await start({ shutdownGraceMs: 60_000 });
-    provider.enqueue({ toolCalls: [shell('call_pause', 'pause 600')] }, { text: 'Rested.' });
+    model.enqueue({ toolCalls: [shell('call_pause', 'pause 600')] }, { text: 'Rested.' });
     const turn = sse(api, `${base}/messages`, { content: 'rest a while' }).then(readEvents).then(lastTurn);
     await expect
       .poll(async () => (await api.json<Conversation>(base)).turns[0]?.steps[0]?.type === 'code', { timeout: 10_000 })

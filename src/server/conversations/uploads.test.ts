@@ -4,7 +4,7 @@
  * 60 MiB upload on a real sandbox is in test/server-conversation-uploads.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, startScriptedServer } from '../../../test/server-helpers.js';
+import { client, startScriptedServer } from '../../../test/support/server.js';
 import type { Turn } from '../../protocol/index.js';
 
 type Server = Awaited<ReturnType<typeof startScriptedServer>>;

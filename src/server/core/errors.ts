@@ -1,9 +1,10 @@
 /**
  * What the server's core refuses: the registry, the rate limiter, the
  * conversation store and the conversation throw these. They say what happened
- * and nothing about the protocol that asked: each front door maps them once,
- * with the hint that fits it (HTTP: a status, `Retry-After` and the flag or
- * route in http/errors.ts; MCP: a tool error in mcp/tool-errors.ts).
+ * and nothing about the protocol that asked: their HTTP status and
+ * `Retry-After` are in one table keyed by the code (http/error-statuses.ts),
+ * and each front door says them in its own words (core/error-words.ts: the
+ * flag, route or tool that is the way on).
  */
 import { SandcellError } from '../../errors.js';
 

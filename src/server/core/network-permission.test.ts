@@ -4,7 +4,7 @@
  * permitted reaches the sandbox's start as the session's gate channel.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { client, startScriptedServer } from '../../../test/server-helpers.js';
+import { client, startScriptedServer } from '../../../test/support/server.js';
 import type { NetworkGate } from '../../network/gate-channel.js';
 import type { SandcellServer } from '../index.js';
 import type { ServerOptions } from './options.js';

@@ -4,8 +4,8 @@
  * idle close.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
 import { assign, byCode, printed, recall, value } from '../../../test/support/kernel-script.js';
+import { client, type LogCapture, startScriptedServer } from '../../../test/support/server.js';
 import type { SandcellServer } from '../index.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests

@@ -3,9 +3,9 @@
  * real HTTP on 127.0.0.1, kernels answering from a script.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
 import { type Answer, byCode, printed, value } from '../../../test/support/kernel-script.js';
 import { formWithFile, rawRequest, waitFor } from '../../../test/support/raw-http.js';
+import { type LogCapture, startScriptedServer } from '../../../test/support/server.js';
 import type { SandcellServer } from '../index.js';
 
 type Server = SandcellServer & { logs: LogCapture };

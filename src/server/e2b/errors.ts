@@ -10,8 +10,8 @@
  */
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import { LimitExceededError, type LimitName } from '../core/errors.js';
-import { type HttpError, toHttpError } from '../http/errors.js';
+import type { DoorWords } from '../core/error-words.js';
+import { HTTP_WORDS, toHttpError } from '../http/errors.js';
 
 /** An error raised by the E2B front door with a definite status. */
 export class E2bError extends Error {
@@ -75,26 +75,29 @@ export class ConnectError extends Error {
 }
 
 /**
- * What lifts each of the server's limits, said to an E2B SDK user: the SDK's own calls (the same
- * names in JavaScript and Python), and what the operator of `sandcell serve` can raise.
+ * The HTTP API's words, but what lifts each of the server's limits said to an E2B SDK user: the
+ * SDK's own calls (the same names in JavaScript and Python), and what the operator of
+ * `sandcell serve` can raise.
  */
-const LIMIT_HINTS: Record<LimitName, string> = {
-  'sessions-per-key':
-    "Kill a sandbox you no longer need (sandbox.kill()); the server's operator can raise `sandcell serve --sessions-per-key`.",
-  'server-sessions': "Try again later; the server's operator can raise `sandcell serve --max-sessions`.",
-  'queued-executions':
-    "Wait for the code already running in this sandbox to finish; the server's operator can raise `sandcell serve --max-queued-executions`.",
-  'executions-per-minute': "Wait; the server's operator can raise `sandcell serve --executions-per-minute`.",
-  'code-bytes': 'Write large data into the sandbox as a file (sandbox.files.write()) and have the code read it.',
+const E2B_WORDS: DoorWords = {
+  ...HTTP_WORDS,
+  limitHints: {
+    'sessions-per-key':
+      "Kill a sandbox you no longer need (sandbox.kill()); the server's operator can raise `sandcell serve --sessions-per-key`.",
+    'server-sessions': "Try again later; the server's operator can raise `sandcell serve --max-sessions`.",
+    'queued-executions':
+      "Wait for the code already running in this sandbox to finish; the server's operator can raise `sandcell serve --max-queued-executions`.",
+    'executions-per-minute': "Wait; the server's operator can raise `sandcell serve --executions-per-minute`.",
+    'code-bytes': 'Write large data into the sandbox as a file (sandbox.files.write()) and have the code read it.',
+  },
 };
 
 /** Any error as a status, message and headers: ours as raised, sandcell's through the server's mapping. */
 export function toE2bError(error: unknown): E2bError {
   if (error instanceof E2bError) return error;
   if (error instanceof ConnectError) return new E2bError(error.status, error.message);
-  const mapped: HttpError = toHttpError(error);
-  const message = error instanceof LimitExceededError ? `${error.message} ${LIMIT_HINTS[error.limit]}` : mapped.message;
-  return new E2bError(mapped.status, message, mapped.headers);
+  const mapped = toHttpError(error, E2B_WORDS);
+  return new E2bError(mapped.status, mapped.message, mapped.headers);
 }
 
 /** An execution that could not run, as the interpreter's error line: sandcell's code names it, in E2B's words. */

@@ -5,8 +5,8 @@
  * its code. The real SDK against real sandboxes is in test/e2b/e2b-interpreter.test.ts.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
 import { printed, raised, value } from '../../../test/support/kernel-script.js';
+import { type LogCapture, startScriptedServer } from '../../../test/support/server.js';
 import type { ScriptedRun } from '../../backends/scripted/script.js';
 import type { SandcellServer } from '../index.js';
 

@@ -6,7 +6,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
+import { type LogCapture, startScriptedServer } from '../../../test/support/server.js';
 import type { CommandScript, ScriptedCommandContext } from '../../backends/scripted/script.js';
 import type { SandcellServer } from '../index.js';
 import { END_STREAM_FLAG, encodeEnvelope } from './connect-envelope.js';

@@ -5,7 +5,7 @@
  * test/environments-bubblewrap.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { useScriptedServer } from '../../../test/server-helpers.js';
+import { useScriptedServer } from '../../../test/support/server.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;

@@ -9,8 +9,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
 import { formWithFile, type RawRequest, rawRequest } from '../../../test/support/raw-http.js';
+import { type LogCapture, startScriptedServer } from '../../../test/support/server.js';
 import type { SandcellServer } from '../index.js';
 
 const OLD_API = '2024-02-02-preview';

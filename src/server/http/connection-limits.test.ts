@@ -7,9 +7,9 @@
  */
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
 import { type Answer, byCode, printed } from '../../../test/support/kernel-script.js';
 import { rawRequest, waitFor } from '../../../test/support/raw-http.js';
+import { type LogCapture, startScriptedServer } from '../../../test/support/server.js';
 import type { SandcellServer } from '../index.js';
 
 type Server = SandcellServer & { logs: LogCapture };

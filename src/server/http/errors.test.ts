@@ -7,6 +7,7 @@ import {
   TooManyContextsError,
   UnknownContextError,
 } from '../../errors.js';
+import { ConversationBusyError, LimitExceededError } from '../core/errors.js';
 import { toHttpError } from './errors.js';
 
 describe('toHttpError', () => {
@@ -31,5 +32,15 @@ describe('toHttpError', () => {
   it('keeps answering what it answered before', () => {
     expect(toHttpError(new SessionClosedError('s1'))).toMatchObject({ status: 404, code: 'session-not-found' });
     expect(toHttpError(new TypeError('a bug'))).toMatchObject({ status: 500, code: 'internal-error' });
+  });
+
+  it('says a limit and a core refusal with the route or flag that is the way on', () => {
+    expect(toHttpError(new LimitExceededError('sessions-per-key', 'Refused.', 999))).toMatchObject({
+      status: 429,
+      code: 'too-many-sessions',
+      message: 'Refused. Delete one (DELETE /v1/sessions/{id}) or raise --sessions-per-key.',
+      headers: { 'retry-after': '1' },
+    });
+    expect(toHttpError(new ConversationBusyError()).message).toMatch(/POST \/v1\/conversations\/\{id\}\/cancel\.$/);
   });
 });

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { Hono } from 'hono';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LogCapture } from '../../../test/server-helpers.js';
+import { LogCapture } from '../../../test/support/server.js';
 import { createRequestListener, REQUEST_ID_HEADER } from './request-listener.js';
 
 let server: Server | undefined;

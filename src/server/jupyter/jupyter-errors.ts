@@ -6,8 +6,9 @@
  * both the REST routes and a cell the kernel refuses.
  */
 import type { Context } from 'hono';
-import { LimitExceededError, type LimitName } from '../core/errors.js';
-import { toHttpError } from '../http/errors.js';
+import { type DoorWords, messageFor } from '../core/error-words.js';
+import { LimitExceededError } from '../core/errors.js';
+import { HTTP_WORDS, toHttpError } from '../http/errors.js';
 
 export class JupyterHttpError extends Error {
   constructor(
@@ -19,26 +20,28 @@ export class JupyterHttpError extends Error {
   }
 }
 
-/** What lifts each of the server's limits, said to a Jupyter user (a kernel is a session). */
-const LIMIT_HINTS: Record<LimitName, string> = {
-  'sessions-per-key': 'Shut a kernel down (DELETE /api/kernels/{id}) or raise --sessions-per-key.',
-  'server-sessions': 'Try again later, or raise --max-sessions.',
-  'queued-executions':
-    'Run the cell again once those queued on this kernel have run, or raise --max-queued-executions.',
-  'executions-per-minute': 'Run the cell again then; the server option --executions-per-minute sets the limit.',
-  'code-bytes': 'Split the cell, or write large data into a file in /mnt/data and read it from there.',
+/** The HTTP API's words, but what lifts each of the server's limits said to a Jupyter user (a kernel is a session). */
+const JUPYTER_WORDS: DoorWords = {
+  ...HTTP_WORDS,
+  limitHints: {
+    'sessions-per-key': 'Shut a kernel down (DELETE /api/kernels/{id}) or raise --sessions-per-key.',
+    'server-sessions': 'Try again later, or raise --max-sessions.',
+    'queued-executions':
+      'Run the cell again once those queued on this kernel have run, or raise --max-queued-executions.',
+    'executions-per-minute': 'Run the cell again then; the server option --executions-per-minute sets the limit.',
+    'code-bytes': 'Split the cell, or write large data into a file in /mnt/data and read it from there.',
+  },
 };
 
 /** A limit's message with Jupyter's hint; undefined for any other error. */
 export function jupyterLimitText(error: unknown): string | undefined {
-  return error instanceof LimitExceededError ? `${error.message} ${LIMIT_HINTS[error.limit]}` : undefined;
+  return error instanceof LimitExceededError ? messageFor(error, JUPYTER_WORDS) : undefined;
 }
 
 export function jupyterErrorResponse(context: Context, error: unknown): Response {
   if (error instanceof JupyterHttpError) {
     return context.json({ message: error.message, reason: error.reason }, error.status as 400);
   }
-  const mapped = toHttpError(error);
-  const message = jupyterLimitText(error) ?? mapped.message;
-  return context.json({ message, reason: mapped.code }, mapped.status as 400, mapped.headers);
+  const mapped = toHttpError(error, JUPYTER_WORDS);
+  return context.json({ message: mapped.message, reason: mapped.code }, mapped.status as 400, mapped.headers);
 }

@@ -4,6 +4,12 @@
  * kernelspec's language. It takes requests from every socket attached to it,
  * runs shell requests strictly in order, answers each socket that asked, and
  * publishes iopub (status, execute_input, outputs) to every socket.
+ *
+ * Restart is the session's `restartContext` (files stay) under a new
+ * `header.session`; interrupt aborts the running execution (its state is kept;
+ * the session restarts the context only if the code ignores it). The execution
+ * count is this door's own and starts again at 1 with the kernel. A cell's time
+ * limit is the server's `--max-execution-time`.
  */
 import { randomUUID } from 'node:crypto';
 import type { ExecutionResult, InputRequest } from '../../session/execution.js';
@@ -11,7 +17,7 @@ import type { ManagedSession } from '../core/managed-session.js';
 import type { SessionRegistry } from '../core/registry.js';
 import { jupyterLimitText } from './jupyter-errors.js';
 import { KernelHistory } from './kernel-history.js';
-import { answerShellRequest } from './kernel-requests.js';
+import { answerShellRequest, type ShellKernel } from './kernel-requests.js';
 import type { KernelSpecDefinition } from './kernel-specs.js';
 import { type JupyterMessage, type MessageHeader, reply, type Sender } from './wire-message.js';
 
@@ -23,7 +29,7 @@ export interface KernelSocket {
   close(code: number, reason: string): void;
 }
 
-export class JupyterKernel {
+export class JupyterKernel implements ShellKernel {
   readonly id = randomUUID();
   readonly sockets = new Set<KernelSocket>();
   readonly history = new KernelHistory();

@@ -3,11 +3,23 @@
  * spec, its session (the kernel's own rules for is_complete) and its history.
  * Undefined for a request sandcell does not know: the caller answers it with an error.
  */
-import type { JupyterKernel } from './jupyter-kernel.js';
+import type { ManagedSession } from '../core/managed-session.js';
+import type { KernelHistory } from './kernel-history.js';
+import type { KernelSpecDefinition } from './kernel-specs.js';
 import { type JupyterMessage, PROTOCOL_VERSION } from './wire-message.js';
 
+/** What these answers read of their kernel (JupyterKernel is one): its session, context, spec and history. */
+export interface ShellKernel {
+  readonly entry: ManagedSession;
+  readonly contextId: string;
+  readonly spec: KernelSpecDefinition;
+  readonly history: KernelHistory;
+  /** sandcell's version, which kernel_info_reply gives as the implementation's. */
+  readonly serverVersion: string;
+}
+
 export async function answerShellRequest(
-  kernel: JupyterKernel,
+  kernel: ShellKernel,
   message: JupyterMessage,
 ): Promise<Record<string, unknown> | undefined> {
   const { content } = message;
@@ -58,7 +70,7 @@ function cursorPosition(content: Record<string, unknown>, code: string): number 
   return typeof position === 'number' && Number.isInteger(position) ? position : [...code].length;
 }
 
-function kernelInfo(kernel: JupyterKernel): Record<string, unknown> {
+function kernelInfo(kernel: ShellKernel): Record<string, unknown> {
   const { spec } = kernel;
   return {
     status: 'ok',

@@ -2,13 +2,14 @@
  * The kernel's message sequencing over the channels socket, on the scripted
  * backend: order within an execution, iopub to every socket and replies only
  * to the asker, stop_on_error aborts, unknown requests, interrupts, bad frames,
- * idle culling. Real clients on real kernels are in test/jupyter-*.test.ts.
+ * idle culling. Real clients on real kernels are in test/jupyter-*.test.ts; the key's kernel
+ * limit, on every backend, in test/contract/server-contract.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { startScriptedServer } from '../../../test/server-helpers.js';
 import { byCode, printed, raised, value } from '../../../test/support/kernel-script.js';
+import { startScriptedServer } from '../../../test/support/server.js';
 import type { SandcellServer } from '../server.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: frames are read loosely in tests
@@ -168,16 +169,6 @@ describe('the channels socket', () => {
     expect(error?.evalue).toMatch(/per minute; retry in \d+ s\. Run the cell again then/);
     expect(error?.evalue).toContain('--executions-per-minute');
     client.socket.close();
-  });
-
-  it("refuses a kernel past the key's session limit, naming the kernel route that frees one", async () => {
-    await startKernel({ limits: { maxSessions: 1 } });
-    const refused = await fetch(`${server?.url}/jupyter/api/kernels`, { method: 'POST' });
-    expect(refused.status).toBe(429);
-    const body = (await refused.json()) as { message: string; reason: string };
-    expect(body.reason).toBe('too-many-sessions');
-    expect(body.message).toContain('DELETE /api/kernels/{id}');
-    expect(body.message).not.toContain('/v1');
   });
 
   it('culls a kernel whose session idled out: its socket closes and listings drop it', async () => {

@@ -7,8 +7,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client as httpClient, type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
 import { assign, byCode, printed, recall, value } from '../../../test/support/kernel-script.js';
+import { client as httpClient, type LogCapture, startScriptedServer } from '../../../test/support/server.js';
 import type { CommandScript, ExecuteScript, ScriptedRun } from '../../backends/scripted/script.js';
 import type { SandcellServer } from '../index.js';
 

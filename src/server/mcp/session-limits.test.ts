@@ -6,8 +6,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LogCapture, startScriptedServer } from '../../../test/server-helpers.js';
 import { rawRequest, waitFor } from '../../../test/support/raw-http.js';
+import { type LogCapture, startScriptedServer } from '../../../test/support/server.js';
 import type { SandcellServer } from '../index.js';
 
 type Server = SandcellServer & { logs: LogCapture };

@@ -5,8 +5,9 @@
  * on stdio (its flags and environment variables), or /mcp of `sandcell serve`
  * (whose operator sets the limits).
  */
-import { SandcellError, TooManyCommandsError, TooManyContextsError, UnknownContextError } from '../../errors.js';
-import { LimitExceededError, type LimitName } from '../core/errors.js';
+import { SandcellError } from '../../errors.js';
+import { type DoorWords, messageFor } from '../core/error-words.js';
+import type { LimitName } from '../core/errors.js';
 
 /** Where the MCP server runs: `sandcell mcp` on stdio, or /mcp of `sandcell serve`. */
 export type McpDeployment = 'stdio' | 'http';
@@ -37,32 +38,27 @@ const LIMIT_HINTS: Record<McpDeployment, Record<LimitName, string>> = {
   },
 };
 
-/** A session's contexts and commands, worded for a tool user (the core's messages name library calls). */
-function sessionRefusalText(error: unknown): string | undefined {
-  if (error instanceof UnknownContextError) {
-    return `The session has no context ${JSON.stringify(error.context)}; leave it out to run Python, or name a language to use its default context.`;
-  }
-  if (error instanceof TooManyContextsError) {
-    return `The session already holds ${error.maxContexts} contexts, the most it may: run in a language it already uses, or use another session name.`;
-  }
-  if (error instanceof TooManyCommandsError) {
-    return `${error.maxCommands} commands are already running in the session, the most it may run at once; wait for one to end.`;
-  }
-  // A missing language keeps its message: it names the packages that add it, for whoever runs the server.
-  return undefined;
-}
+/**
+ * A tool user's words: a session is named in a tool's arguments, and the core's messages about it
+ * name library calls. A missing language keeps its message: it names the packages that add it, for
+ * whoever runs the server.
+ */
+const wordsFor = (deployment: McpDeployment): DoorWords => ({
+  limitHints: LIMIT_HINTS[deployment],
+  hints: { 'environment-not-found': 'list_environments says which environments there are.' },
+  sessionClosed:
+    'The session was closed (it sat idle, or its sandbox ended); the next call with its name starts a new one.',
+  unknownContext: (context) =>
+    `The session has no context ${JSON.stringify(context)}; leave it out to run Python, or name a language to use its default context.`,
+  tooManyContexts: (maxContexts) =>
+    `The session already holds ${maxContexts} contexts, the most it may: run in a language it already uses, or use another session name.`,
+  tooManyCommands: (maxCommands) =>
+    `${maxCommands} commands are already running in the session, the most it may run at once; wait for one to end.`,
+});
+
+const MCP_WORDS: Record<McpDeployment, DoorWords> = { stdio: wordsFor('stdio'), http: wordsFor('http') };
 
 /** The text of the tool error for a typed failure; undefined for anything else (a bug, rethrown). */
 export function toolErrorText(error: unknown, deployment: McpDeployment): string | undefined {
-  if (error instanceof LimitExceededError) return `${error.message} ${LIMIT_HINTS[deployment][error.limit]}`;
-  const refusal = sessionRefusalText(error);
-  if (refusal) return refusal;
-  if (error instanceof SandcellError && error.code === 'session-closed') {
-    return 'The session was closed (it sat idle, or its sandbox ended); the next call with its name starts a new one.';
-  }
-  if (error instanceof SandcellError && error.code === 'environment-not-found') {
-    return `${error.message} list_environments says which environments there are.`;
-  }
-  if (error instanceof SandcellError) return error.message;
-  return undefined;
+  return error instanceof SandcellError ? messageFor(error, MCP_WORDS[deployment]) : undefined;
 }

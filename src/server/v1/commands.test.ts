@@ -6,7 +6,7 @@
  * test/server-rest.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { useScriptedServer } from '../../../test/server-helpers.js';
+import { useScriptedServer } from '../../../test/support/server.js';
 import { toyShell } from '../../../test/support/toy-shell.js';
 import type { ExecuteScript } from '../../backends/scripted/script.js';
 

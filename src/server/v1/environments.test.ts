@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useScriptedServer } from '../../../test/server-helpers.js';
+import { useScriptedServer } from '../../../test/support/server.js';
 import { parseDescription } from '../../environments/description.js';
 import { makeCurrent, writeRecord } from '../../environments/store.js';
 

@@ -5,8 +5,8 @@
  */
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { describe, expect, it } from 'vitest';
-import { useScriptedServer } from '../../../test/server-helpers.js';
 import { byCode, figure, printed, raised, value } from '../../../test/support/kernel-script.js';
+import { useScriptedServer } from '../../../test/support/server.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;

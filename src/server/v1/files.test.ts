@@ -6,8 +6,8 @@
  */
 import http from 'node:http';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useScriptedServer } from '../../../test/server-helpers.js';
 import { byCode, printed, value } from '../../../test/support/kernel-script.js';
+import { useScriptedServer } from '../../../test/support/server.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;

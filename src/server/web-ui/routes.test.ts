@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, startScriptedServer } from '../../../test/server-helpers.js';
+import { client, startScriptedServer } from '../../../test/support/server.js';
 import { WEB_CSP } from './routes.js';
 
 type Server = Awaited<ReturnType<typeof startScriptedServer>>;

@@ -4,7 +4,7 @@
  * E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY in the environment, nothing else.
  */
 import type { SandcellServer, ServerOptions } from '../../src/server/index.js';
-import { type LogCapture, startTestServer } from '../server-helpers.js';
+import { type LogCapture, startTestServer } from './server.js';
 
 export const KEY = 'e2b_0123456789abcdef0123456789abcdef';
 export const OTHER_KEY = 'e2b_fedcba9876543210fedcba9876543210';

@@ -9,8 +9,8 @@ import {
   type ExecuteScript,
   type ScriptedBackend,
   type ScriptedBackendOptions,
-} from '../src/backends/scripted/index.js';
-import { createServer, type SandcellServer, type ServerOptions } from '../src/server/index.js';
+} from '../../src/backends/scripted/index.js';
+import { createServer, type SandcellServer, type ServerOptions } from '../../src/server/index.js';
 
 /** Collects the server's log lines (pino JSON) for assertions, printing nothing. */
 export class LogCapture extends Writable {

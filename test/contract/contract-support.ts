@@ -1,0 +1,37 @@
+/**
+ * What every contract suite shares: the options a suite is run with, a
+ * session opened and closed around a body, and whether a process still runs.
+ * A leaf, so the suites and their case files import it without a cycle.
+ */
+import { readFileSync } from 'node:fs';
+import type { SandboxBackend } from '../../src/backends/spec.js';
+import type { SessionOptions } from '../../src/session/options.js';
+import { Session } from '../../src/session/session.js';
+
+export interface ContractOptions {
+  name: string;
+  createBackend: () => SandboxBackend;
+}
+
+/** True while `pid` runs; a zombie (ended, waiting for its parent to reap it) counts as ended. */
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+export async function withSession<T>(
+  backend: SandboxBackend,
+  options: SessionOptions,
+  body: (session: Session) => Promise<T>,
+): Promise<T> {
+  const session = await Session.create({ ...options, backend });
+  try {
+    return await body(session);
+  } finally {
+    await session.close();
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * The supervisor contract's protocol cases (docs/kernel-protocol.md): what any
+ * backend that speaks the protocol answers at the wire: requests and their
+ * replies, ids, contexts, files while a kernel is busy, errors for what it does
+ * not know. Run in every real sandbox by supervisor-contract.ts, and on the
+ * scripted backend by src/backends/scripted/scripted-supervisor.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SandboxBackend } from '../../src/backends/spec.js';
+import { RawSandbox } from '../support/raw-sandbox.js';
+
+export interface ProtocolCaseOptions {
+  name: string;
+  createBackend: () => SandboxBackend;
+}
+
+/**
+ * The code and commands the protocol's cases run: real Python and bash, named
+ * so that the scripted backend's test can answer each as they do.
+ */
+export const PROTOCOL_CASE_CODE = {
+  failingCommand: 'echo out; echo err >&2; exit 3',
+  spin: 'print("spinning", flush=True)\nwhile True:\n    pass',
+  setShared: 'shared = "first"',
+  readShared: 'shared',
+  workingDirectory: 'import os\nos.getcwd()',
+  setKept: 'kept = 1',
+  readKept: 'kept',
+  one: '1',
+} as const;
+
+const CODE = PROTOCOL_CASE_CODE;
+
+/**
+ * The protocol's cases: what any backend that speaks the protocol answers,
+ * given a Python that runs PROTOCOL_CASE_CODE and a bash that runs its commands.
+ */
+export function runSupervisorProtocolCases({ name, createBackend }: ProtocolCaseOptions): void {
+  describe(`supervisor protocol: ${name}`, () => {
+    const backend = createBackend();
+    let raw: RawSandbox;
+
+    beforeAll(async () => {
+      raw = await RawSandbox.open(backend);
+    });
+    afterAll(async () => {
+      await raw?.close();
+    });
+
+    it('says it is ready with protocol 2, the Python version and the languages present', async () => {
+      const ready = await raw.ready();
+      expect(ready.protocolVersion).toBe(2);
+      expect(ready.python).toMatch(/^3\.\d+\.\d+$/);
+      expect((ready.languages as Record<string, unknown>).python).toBe(ready.python);
+    });
+
+    it('runs a command: its exit code is data, stdout and stderr apart', async () => {
+      const run = await raw.command(CODE.failingCommand);
+      expect(run.messages[0]).toMatchObject({ type: 'command-started', id: run.end.id });
+      expect(run.messages[0]?.pid).toEqual(expect.any(Number));
+      expect(run.stdout).toBe('out\n');
+      expect(run.stderr).toBe('err\n');
+      expect(run.end).toMatchObject({ exitCode: 3, signal: null, outputTruncated: false });
+    });
+
+    it('answers file requests while Python is busy', async () => {
+      const id = raw.id('busy');
+      const from = raw.messages.length;
+      raw.send({ type: 'execute', id, code: CODE.spin });
+      // Interrupt only what runs: an interrupt that comes before its execution starts is for nothing.
+      await raw.next((message) => message.type === 'stream' && message.id === id, from);
+      const written = await raw.request({
+        type: 'file-write',
+        path: 'busy.txt',
+        data: Buffer.from('still here').toString('base64'),
+      });
+      expect(written.ok).toBe(true);
+      const read = await raw.request({ type: 'file-read', path: 'busy.txt' });
+      expect(Buffer.from(read.data as string, 'base64').toString()).toBe('still here');
+      const listed = await raw.request({ type: 'file-list', path: '' });
+      expect((listed.entries as { path: string }[]).map((entry) => entry.path)).toContain('busy.txt');
+      expect(raw.messages.slice(from).some((message) => message.type === 'execution-end')).toBe(false);
+      raw.send({ type: 'interrupt', id });
+      const end = await raw.next((message) => message.type === 'execution-end' && message.id === id, from);
+      expect(end).toMatchObject({ status: 'error', context: 'python' });
+      const missing = await raw.request({ type: 'file-read', path: 'no-such-file' });
+      expect(missing).toMatchObject({ ok: false, error: { code: 'not-found' } });
+    });
+
+    it('keeps a second Python context apart from the first, each with its count and cwd', async () => {
+      await raw.request({ type: 'file-write', path: 'work/f.txt', data: '' });
+      await raw.execute(CODE.setShared, 'python');
+      const created = await raw.request({ type: 'context-create', context: 'second', language: 'python', cwd: 'work' });
+      expect(created).toMatchObject({ ok: true, language: 'python', pid: expect.any(Number) });
+      // The supervisor's own replies carry no context: one that does came from a kernel.
+      expect(created).not.toHaveProperty('context');
+      const missing = await raw.execute(CODE.readShared, 'second');
+      expect(missing.find((message) => message.type === 'error')?.name).toBe('NameError');
+      expect(missing.every((message) => message.context === 'second')).toBe(true);
+      const cwd = await raw.execute(CODE.workingDirectory, 'second');
+      expect(cwd.find((message) => message.type === 'result')).toMatchObject({
+        data: { 'text/plain': "'/mnt/data/work'" },
+        executionCount: 2,
+      });
+      const first = await raw.execute(CODE.readShared);
+      expect(first.find((message) => message.type === 'result')?.data).toEqual({ 'text/plain': "'first'" });
+      expect(first.every((message) => message.context === 'python')).toBe(true);
+      expect(await raw.request({ type: 'context-create', context: 'second', language: 'python' })).toMatchObject({
+        ok: false,
+        error: { code: 'context-exists' },
+      });
+    });
+
+    it('restarts a context with a new kernel (state gone) and removes one', async () => {
+      const created = await raw.request({ type: 'context-create', context: 'restartable', language: 'python' });
+      await raw.execute(CODE.setKept, 'restartable');
+      const restarted = await raw.request({ type: 'context-restart', context: 'restartable' });
+      expect(restarted).toMatchObject({ ok: true, language: 'python' });
+      expect(restarted.pid).not.toBe(created.pid);
+      const after = await raw.execute(CODE.readKept, 'restartable');
+      expect(after.find((message) => message.type === 'error')?.name).toBe('NameError');
+      const removed = await raw.request({ type: 'context-remove', context: 'restartable' });
+      expect(removed).toMatchObject({ ok: true });
+      const gone = await raw.execute(CODE.one, 'restartable');
+      expect(gone.find((message) => message.type === 'error')).toMatchObject({ name: 'ContextError' });
+      expect(gone.at(-1)).toMatchObject({ type: 'execution-end', status: 'error' });
+      expect(await raw.request({ type: 'ping', context: 'restartable' })).toMatchObject({
+        ok: false,
+        error: { code: 'unknown-context' },
+      });
+    });
+
+    it('refuses a language the sandbox does not have, and a context id that is not one', async () => {
+      expect(await raw.request({ type: 'context-create', context: 'c', language: 'cobol' })).toMatchObject({
+        ok: false,
+        error: { code: 'language-unavailable' },
+      });
+      expect(await raw.request({ type: 'context-create', context: 'bad id!', language: 'python' })).toMatchObject({
+        ok: false,
+        error: { code: 'invalid-request' },
+      });
+    });
+
+    it('refuses a request it does not know, a bad signal and a line that is not JSON, and goes on', async () => {
+      expect(await raw.request({ type: 'no-such-request' })).toMatchObject({
+        ok: false,
+        error: { code: 'unknown-request' },
+      });
+      expect(await raw.request({ type: 'command-signal', signal: 'SIGSTOP' })).toMatchObject({
+        ok: false,
+        error: { code: 'invalid-request' },
+      });
+      const from = raw.messages.length;
+      raw.sandbox.input.write('not json\n');
+      expect(await raw.next((message) => message.type === 'protocol-error', from)).toMatchObject({
+        message: expect.any(String),
+      });
+      expect(await raw.request({ type: 'ping' })).toMatchObject({ ok: true, context: 'python' });
+    });
+
+    it('ends on shutdown', async () => {
+      const fresh = await RawSandbox.open(backend);
+      try {
+        await fresh.ready();
+        fresh.send({ type: 'shutdown' });
+        expect(await fresh.sandbox.exited).toMatchObject({ code: 0, reason: 'exited' });
+      } finally {
+        await fresh.close();
+      }
+    });
+  });
+}
