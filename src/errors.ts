@@ -32,6 +32,9 @@ export type SandcellErrorCode =
   | 'model-configuration'
   | 'model-unavailable'
   | 'model-error'
+  // Snapshots (src/snapshots/snapshot-errors.ts).
+  | 'snapshot-not-found'
+  | 'snapshot-invalid'
   // The server's core (src/server/core/errors.ts).
   | 'limit-exceeded'
   | 'shutting-down'

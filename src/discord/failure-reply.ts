@@ -42,6 +42,9 @@ const TELLING: Readonly<Record<SandcellErrorCode, Telling>> = {
   'image-build-failed': 'log',
   'environment-not-found': 'log',
   'environment-in-use': 'log',
+  // The bot takes no snapshots.
+  'snapshot-not-found': 'log',
+  'snapshot-invalid': 'log',
   // The server's core: the bot does not run on it.
   'limit-exceeded': 'log',
   'shutting-down': 'log',

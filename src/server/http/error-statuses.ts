@@ -49,6 +49,9 @@ export const HTTP_ANSWERS: Readonly<Record<SandcellErrorCode, HttpAnswer | 'by-l
   'model-configuration': { status: 500 },
   'model-unavailable': { status: 500 },
   'model-error': { status: 500 },
+  // A snapshot that is not there, and one that failed its integrity check (nothing of it was loaded).
+  'snapshot-not-found': { status: 404 },
+  'snapshot-invalid': { status: 422 },
   // The server's core.
   'limit-exceeded': 'by-limit',
   'shutting-down': { status: 503 },

@@ -1,0 +1,25 @@
+/** What a snapshot store refuses: a snapshot that is not there, and one that does not verify. */
+import { SandcellError } from '../errors.js';
+
+/** No snapshot by that id for this owner (another key's is "not found" too). */
+export class SnapshotNotFoundError extends SandcellError {
+  constructor(readonly snapshotId: string) {
+    super(
+      'snapshot-not-found',
+      `No snapshot ${JSON.stringify(snapshotId)} (it may have been deleted, or pruned by retention).`,
+    );
+  }
+}
+
+/** The snapshot failed its integrity check, so nothing of it was loaded; `reason` says what failed. */
+export class SnapshotInvalidError extends SandcellError {
+  constructor(
+    readonly snapshotId: string,
+    readonly reason: string,
+  ) {
+    super(
+      'snapshot-invalid',
+      `The snapshot ${snapshotId} was refused: ${reason}. Nothing of it was loaded; take a new snapshot.`,
+    );
+  }
+}
