@@ -184,7 +184,7 @@ describe('sandcell doctor', () => {
     }
     // Run as root with cgroups here: both budgets hold, and doctor says so.
     expect(titles).toContain('memory budget per session: its kernels and its /mnt/data share limits.memoryBytes');
-    expect(titles).toMatch(/data budget: all sessions' \/mnt\/data together stay within \d+\.\d GiB/);
+    expect(titles).toMatch(/data budget: all sessions' \/mnt\/data together stay within [\d.]+ [KMG]iB/);
   });
 });
 

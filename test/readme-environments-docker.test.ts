@@ -67,7 +67,7 @@ describeWhenAvailable('README: Add packages, Docker', 'docker', reason, () => {
     expect(listed.stdout).toContain(
       'image my-python:3.12: Python 3.11.2, IPython 8.5.0; languages: python javascript typescript bash r',
     );
-    expect(listed.stdout).toMatch(/^greeting {2}[0-9a-f]{12} {2}docker \d+ MiB\n/m);
-    expect(listed.stdout).toMatch(/^mypython {2}[0-9a-f]{12} {2}docker \d+ MiB\n/m);
+    expect(listed.stdout).toMatch(/^greeting {2}[0-9a-f]{12} {2}docker [\d.]+ [KMG]i?B\n/m);
+    expect(listed.stdout).toMatch(/^mypython {2}[0-9a-f]{12} {2}docker [\d.]+ [KMG]i?B\n/m);
   }, 600_000);
 });

@@ -45,7 +45,7 @@ describeWhenAvailable('README: Add packages', 'bubblewrap-rootfs', reason, () =>
       const listed = await runShell(list as string, { cwd: clone, env });
       expect(listed.code, listed.stderr).toBe(0);
       expect(listed.stdout).toMatch(
-        /^example {2}[0-9a-f]{12} {2}bubblewrap \d+ MiB\n {2}adds: python3-toolz; files: \/usr\/share\/example\/greeting\.txt\n$/,
+        /^example {2}[0-9a-f]{12} {2}bubblewrap [\d.]+ [KMG]i?B\n {2}adds: python3-toolz; files: \/usr\/share\/example\/greeting\.txt\n$/,
       );
       // Built again unchanged: nothing to do.
       const again = await runShell(build as string, { cwd: clone, env });

@@ -15,6 +15,7 @@
 import os from 'node:os';
 import { InvalidInputError, ResourceExhaustedError } from '../errors.js';
 import { parseSize } from '../internal/units.js';
+import { formatBytes } from '../protocol/format-bytes.js';
 import { growthWanted, planDataSizes, plannedWithReserve, sum, type VolumeDemand } from './data-plan.js';
 import { type DataBudgetMember, growVolumes, measureVolumes, shrinkVolumes } from './data-resize.js';
 import { floorToPage } from './tmpfs.js';
@@ -292,7 +293,7 @@ export class DataBudget {
   private exhausted(usedBytes: number): ResourceExhaustedError {
     return new ResourceExhaustedError(
       'data-budget-exhausted',
-      `The sessions' files (/mnt/data, kept in memory) already hold ${formatMiB(usedBytes)} of this server's ${formatMiB(this.budget)} data budget, so no new session can start. Remove files, close sessions, or raise ${BUDGET_SETTING}.`,
+      `The sessions' files (/mnt/data, kept in memory) already hold ${formatBytes(usedBytes)} of this server's ${formatBytes(this.budget)} data budget, so no new session can start. Remove files, close sessions, or raise ${BUDGET_SETTING}.`,
     );
   }
 
@@ -337,8 +338,4 @@ async function waitAtMost(promise: Promise<unknown>, milliseconds: number): Prom
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, milliseconds)))]);
   clearTimeout(timer);
-}
-
-function formatMiB(bytes: number): string {
-  return `${(bytes / MiB).toFixed(bytes % MiB === 0 ? 0 : 1)} MiB`;
 }

@@ -11,6 +11,7 @@ import { connectDocker, createDockerBackend, type DockerEngineReport } from '../
 import type { SandboxBackend } from '../backends/spec.js';
 import { formatUidRange } from '../backends/uid-leases.js';
 import { olderRootfsVersions, olderRuntimeTags } from '../image/prune.js';
+import { formatBytes } from '../protocol/format-bytes.js';
 import { createSession } from '../session/session.js';
 import { checkEnvironments } from './doctor-environments.js';
 import { checkLanguages } from './doctor-languages.js';
@@ -157,7 +158,7 @@ async function checkDocker(add: Add, required: boolean): Promise<void> {
     return;
   }
   add('ok', `docker: Engine ${report.serverVersion} (API ${report.apiVersion}) at ${report.endpoint}`);
-  add('ok', `docker: runtime image ${report.image} (${(report.imageSize / 2 ** 20).toFixed(0)} MiB)`);
+  add('ok', `docker: runtime image ${report.image} (${formatBytes(report.imageSize)})`);
   add(
     'ok',
     `docker: each session runs as its own host uid, leased on this machine from ${formatUidRange(report.uidLeases.range)} (no account here uses it)`,
@@ -191,16 +192,12 @@ async function checkDocker(add: Add, required: boolean): Promise<void> {
   add(
     report.dataBudget.enforced ? 'ok' : 'warn',
     report.dataBudget.enforced
-      ? `docker: data budget: all sessions' /mnt/data together stay within ${formatGiB(sharedDataBudget().budgetBytes)} (resized in place)`
+      ? `docker: data budget: all sessions' /mnt/data together stay within ${formatBytes(sharedDataBudget().budgetBytes)} (resized in place)`
       : "docker: data budget: not enforced; all sessions' /mnt/data together are not bounded",
     report.dataBudget.enforced
       ? 'Set it with `sandcell serve --data-budget-bytes` or SANDCELL_DATA_BUDGET_BYTES (default: half of the memory).'
       : `${capitalize(report.dataBudget.reason ?? 'unknown reason')}. Run sandcell as root beside a local Docker Engine to enforce it; each session is still capped at limits.dataBytes.`,
   );
-}
-
-function formatGiB(bytes: number): string {
-  return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
 }
 
 function capitalize(text: string): string {
@@ -265,7 +262,7 @@ async function checkBubblewrap(add: Add, rootfs: string | undefined): Promise<vo
     add(
       report.uidLeases ? 'ok' : 'warn',
       report.uidLeases
-        ? `data budget: all sessions' /mnt/data together stay within ${formatGiB(sharedDataBudget().budgetBytes)} (each tmpfs resized to its share)`
+        ? `data budget: all sessions' /mnt/data together stay within ${formatBytes(sharedDataBudget().budgetBytes)} (each tmpfs resized to its share)`
         : "data budget: not enforced; all sessions' /mnt/data together are not bounded",
       report.uidLeases
         ? 'Set it with `sandcell serve --data-budget-bytes` or SANDCELL_DATA_BUDGET_BYTES (default: half of the memory).'

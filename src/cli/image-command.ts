@@ -10,6 +10,7 @@ import { buildRuntimeImage, type ImageRoute, runtimeImagePresent } from '../imag
 import { type PrunedBuild, pruneRootfsBuilds, pruneRuntimeImages } from '../image/prune.js';
 import { runtimeImageTag, runtimeRootfsDirectory, runtimeVersion } from '../image/recipe.js';
 import { type BuildProgress, buildRuntimeRootfs, rootfsIsBuilt } from '../image/rootfs.js';
+import { formatBytes } from '../protocol/format-bytes.js';
 import { CliExit, EXIT_OK, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { dim } from './render.js';
 import { startStatus } from './status.js';
@@ -152,7 +153,7 @@ export async function imagePruneCommand(options: {
     dryRun: options.dryRun,
     onPruned: (build: PrunedBuild) => {
       if (options.json) return;
-      const size = build.bytes === undefined ? '' : ` (${(build.bytes / 2 ** 30).toFixed(1)} GiB)`;
+      const size = build.bytes === undefined ? '' : ` (${formatBytes(build.bytes)})`;
       process.stdout.write(
         build.removed
           ? `${verb} ${build.backend} ${build.name}${size}\n`
@@ -190,7 +191,7 @@ export async function imagePruneCommand(options: {
   const freed = pruned.filter((build) => build.removed).reduce((sum, build) => sum + (build.bytes ?? 0), 0);
   process.stdout.write(
     pruned.some((build) => build.removed)
-      ? `${options.dryRun ? 'Would free' : 'Freed'} up to ${(freed / 2 ** 30).toFixed(1)} GiB; runtime ${runtimeVersion()} is kept.\n`
+      ? `${options.dryRun ? 'Would free' : 'Freed'} up to ${formatBytes(freed)}; runtime ${runtimeVersion()} is kept.\n`
       : `Nothing to remove: only runtime ${runtimeVersion()} (this version) is built${pruned.length > 0 ? ', besides builds in use' : ''}.\n`,
   );
   return EXIT_OK;

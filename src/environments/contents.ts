@@ -4,6 +4,8 @@
  * its Python packages (wheel files, requirements, named packages) and the
  * files it copies in.
  */
+
+import { formatBytes } from '../protocol/format-bytes.js';
 import type { EnvironmentDescription } from './description.js';
 
 export interface EnvironmentContents {
@@ -37,9 +39,9 @@ export function contentsLine(description: EnvironmentDescription): string | unde
   return parts.length > 0 ? parts.join('; ') : undefined;
 }
 
-/** `bubblewrap 2048 MiB, docker 2100 MiB`: the backends it is built for, with sizes. */
+/** `bubblewrap 91.3 MiB, docker 2 GiB`: the backends it is built for, with sizes. */
 export function buildsLine(builds: Partial<Record<string, { sizeBytes?: number }>>): string {
   return Object.entries(builds)
-    .map(([backend, build]) => `${backend}${build?.sizeBytes ? ` ${(build.sizeBytes / 2 ** 20).toFixed(0)} MiB` : ''}`)
+    .map(([backend, build]) => `${backend}${build?.sizeBytes ? ` ${formatBytes(build.sizeBytes)}` : ''}`)
     .join(', ');
 }

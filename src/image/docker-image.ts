@@ -14,6 +14,7 @@ import type Dockerode from 'dockerode';
 import { statusOf } from '../backends/docker/engine-errors.js';
 import { SANDBOX_GID, SANDBOX_UID } from '../backends/sandbox-environment.js';
 import { ImageBuildError } from '../errors.js';
+import { formatBytes } from '../protocol/format-bytes.js';
 import {
   ACCOUNT_FILE_LINKS,
   DOCKERFILE_BASE_IMAGE,
@@ -208,7 +209,7 @@ export async function importDirectoryAsImage(options: DirectoryImportOptions): P
   });
   tar.stdout.on('data', (chunk: Buffer) => {
     sent += chunk.length;
-    options.onProgress?.({ stage, detail: `${(sent / 2 ** 20).toFixed(0)} MiB sent` });
+    options.onProgress?.({ stage, detail: `${formatBytes(sent)} sent` });
   });
   const tarDone = new Promise<void>((resolve, reject) =>
     tar.once('close', (code) => (code === 0 ? resolve() : reject(new ImageBuildError(`tar failed: ${tarError}`)))),
