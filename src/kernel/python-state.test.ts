@@ -1,0 +1,164 @@
+/**
+ * A Python context's state (sandcell_python_state.py) written by one process
+ * and read back by another, on the host's real python3 with IPython and dill:
+ * every kind of name the snapshots issue lists comes back, what cannot be
+ * pickled is named with its reason and costs only itself, and a file that is
+ * not a state file is refused. In a sandbox, through the kernel, once it is
+ * wired in.
+ */
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runProcess } from '../../test/support/process.js';
+
+const KERNEL_DIRECTORY = path.dirname(fileURLToPath(import.meta.url));
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'sandcell-python-state-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/**
+ * `save FILE CODE`: runs CODE in a fresh IPython shell and writes its state to FILE.
+ * `load FILE CODE`: reads FILE into a fresh shell, then runs CODE. Each prints its report as JSON.
+ */
+const DRIVER = `
+import json, os, sys
+sys.path.insert(0, os.environ['KERNEL_DIRECTORY'])
+import sandcell_python_state as state
+from IPython.core.interactiveshell import InteractiveShell
+mode, file, code = sys.argv[1:4]
+shell = InteractiveShell.instance()
+baseline = state.Baseline(shell.user_ns)
+if mode == 'save':
+    result = shell.run_cell(code)
+    result.raise_error()
+    with open(file, 'wb') as out:
+        report = state.save(shell.user_module, baseline, shell.execution_count, out)
+else:
+    with open(file, 'rb') as source:
+        report = state.load(source, shell.user_module)
+    result = shell.run_cell(code)
+    result.raise_error()
+print('REPORT ' + json.dumps(report))
+`;
+
+interface Run {
+  report: Record<string, unknown>;
+  printed: string;
+}
+
+async function python(mode: 'save' | 'load', file: string, code: string, cwd = scratch): Promise<Run> {
+  const finished = await runProcess('/usr/bin/python3', ['-c', DRIVER, mode, file, code], {
+    cwd,
+    env: { KERNEL_DIRECTORY, HOME: scratch, PATH: '/usr/bin:/bin', MPLBACKEND: 'Agg' },
+  });
+  if (finished.code !== 0) throw new Error(`python3 ${mode} failed (${finished.code}):\n${finished.stderr}`);
+  const lines = finished.stdout.trimEnd().split('\n');
+  const report = JSON.parse(lines.pop()!.replace(/^REPORT /, '')) as Record<string, unknown>;
+  return { report, printed: lines.join('\n') };
+}
+
+describe('a Python context’s state, written by one process and read back by another', () => {
+  it('brings back values, frames and arrays, functions, lambdas, classes and their instances, modules, cwd, env and sys.path', async () => {
+    const file = path.join(scratch, 'whole.state');
+    const saved = await python(
+      'save',
+      file,
+      `
+import numpy as np
+import pandas as pd
+import os, sys, socket
+from math import sqrt
+frame = pd.DataFrame({'a': range(5), 'b': list('vwxyz')})
+array = np.arange(10)
+numbers = {'one': 1, 'list': [1, 2, 3]}
+other = numbers
+class Point:
+    def __init__(self, x):
+        self.x = x
+    def norm(self):
+        return abs(self.x)
+point = Point(-3)
+def scaled(k):
+    return point.norm() * k
+square = lambda v: v * v
+_kept_too = 'a private name of the user'
+connection = socket.socket()
+pending = (i for i in range(3))
+os.makedirs('work', exist_ok=True)
+os.chdir('work')
+os.environ['STATE_TEST'] = 'set'
+sys.path.append('/opt/state-test')
+`,
+    );
+    expect(saved.report.skipped).toEqual([
+      { name: 'connection', reason: 'socket' },
+      { name: 'pending', reason: 'generator' },
+    ]);
+    expect(saved.report.saved).toEqual(
+      expect.arrayContaining(['np', 'pd', 'sqrt', 'frame', 'array', 'Point', 'point', 'scaled', 'square', '_kept_too']),
+    );
+
+    const loaded = await python(
+      'load',
+      file,
+      `
+import json
+print(json.dumps({
+  'frame': int(frame.a.sum()), 'letters': ''.join(frame.b), 'array': int(np.sum(array)),
+  'shared': other is numbers, 'instance': isinstance(point, Point), 'scaled': scaled(2),
+  'square': square(4), 'sqrt': sqrt(16), 'private': _kept_too,
+  'cwd': os.getcwd(), 'env': os.environ.get('STATE_TEST'), 'path': '/opt/state-test' in sys.path,
+}))
+point = Point(10)
+print(scaled(2))
+print(Point(5).norm())
+`,
+    );
+    const [first, afterRebinding, newInstance] = loaded.printed.split('\n');
+    expect(JSON.parse(first!)).toEqual({
+      frame: 10,
+      letters: 'vwxyz',
+      array: 45,
+      shared: true,
+      instance: true,
+      scaled: 6,
+      square: 16,
+      sqrt: 4,
+      private: 'a private name of the user',
+      cwd: path.join(scratch, 'work'),
+      env: 'set',
+      path: true,
+    });
+    // A function sees the names as they are now, not copies taken when it was saved.
+    expect(afterRebinding).toBe('20');
+    expect(newInstance).toBe('5');
+    expect(loaded.report.skipped).toEqual([
+      { name: 'connection', reason: 'socket' },
+      { name: 'pending', reason: 'generator' },
+    ]);
+    expect(loaded.report.restored).toEqual(expect.arrayContaining(['frame', 'point', 'Point', 'np']));
+    expect(loaded.report.executionCount).toBe(1);
+  });
+
+  it('says which names could not come back, and why, keeping the rest', async () => {
+    const file = path.join(scratch, 'gone.state');
+    writeFileSync(path.join(scratch, 'vanishing.py'), 'VALUE = 7\n');
+    await python('save', file, `import sys; sys.path.insert(0, '${scratch}'); import vanishing; kept = 41`);
+    rmSync(path.join(scratch, 'vanishing.py'));
+    const loaded = await python('load', file, 'print(kept + 1)', scratch);
+    expect(loaded.printed).toBe('42');
+    expect(loaded.report.skipped).toEqual([
+      { name: 'vanishing', reason: "module vanishing could not be imported: No module named 'vanishing'" },
+    ]);
+  });
+
+  it('refuses a file that is not a state file before unpickling anything', async () => {
+    const file = path.join(scratch, 'not-a-state');
+    const mark = path.join(scratch, 'ran');
+    // A pickle that runs a shell command when loaded.
+    writeFileSync(file, `cos\nsystem\n(S'touch ${mark}'\ntR.`);
+    await expect(python('load', file, 'pass')).rejects.toThrow('not a sandcell Python state file');
+    expect(existsSync(mark)).toBe(false);
+  });
+});

@@ -1,0 +1,188 @@
+"""A Python context's state written down and read back, for snapshots (not
+yet wired into the kernel: the host side and the protocol requests come next).
+
+What is kept: every name the user bound (values, DataFrames and arrays,
+functions, lambdas and classes defined in cells and their instances), modules
+by name (imported again on load), the working directory, what the code changed
+in os.environ and added to sys.path, and the execution count. Values go through
+dill as one pickle, so what two names share (an instance and its class, a list
+bound twice) is shared again after loading; a name that cannot be pickled (a
+socket, a generator, a thread) is left out and named with the reason, costing
+only that name.
+
+The file: a line `sandcell-python-state 1`, a line holding the header's length,
+the header (JSON: what is in it and what was left out), then the pickle. It is
+loaded only inside a sandbox, after the host checked it is the file this
+sandbox's key wrote (an HMAC): a pickle runs code when loaded.
+"""
+
+import importlib
+import io
+import json
+import os
+import re
+import sys
+import types
+
+MAGIC = b"sandcell-python-state 1\n"
+MAX_HEADER_BYTES = 8 * 1024 * 1024
+# IPython's own names: its output cache (_, __, _5, _i5, _oh …), In/Out and the exit helpers.
+IPYTHON_NAME = re.compile(r"^(_+|_i{1,3}|_i?\d+|_dh|_oh|_ih|In|Out|exit|quit|get_ipython)$")
+
+
+class Baseline:
+    """What the context held before the user's code ran: only changes to it are kept."""
+
+    def __init__(self, namespace):
+        self.names = dict(namespace)
+        self.environ = dict(os.environ)
+        self.sys_path = list(sys.path)
+
+
+def user_names(namespace, baseline):
+    """The names the user bound or rebound, in the order they were bound."""
+    names = []
+    for name, value in namespace.items():
+        if name.startswith("__") or IPYTHON_NAME.match(name):
+            continue
+        if name in baseline.names and baseline.names[name] is value:
+            continue
+        names.append(name)
+    return names
+
+
+def unpicklable_reason(error, value):
+    """`socket`, `generator`, …: what made a value unpicklable, short."""
+    found = re.search(r"cannot pickle '([^']+)' object", str(error))
+    if found:
+        return found.group(1)
+    return f"{type(value).__name__}: {type(error).__name__}: {str(error)[:200]}"
+
+
+def pickled(value, main):
+    """`value` pickled by dill. Functions and classes of the user's module are
+    pickled by value, their globals as a reference to that module's namespace
+    (so after loading they see the names as they are then, not a copy)."""
+    import dill
+
+    out = io.BytesIO()
+    pickler = dill.Pickler(out, protocol=4)
+    pickler._main = main
+    pickler.dump(value)
+    return out.getvalue()
+
+
+def dump_values(values, main):
+    """One pickle of `values` (a dict), and the names left out with why.
+
+    Tried whole first; if that fails, each name alone finds the ones that
+    cannot be pickled, and the rest are pickled whole again.
+    """
+    skipped = []
+    try:
+        return pickled(values, main), skipped
+    except Exception:
+        pass
+    kept = {}
+    for name, value in values.items():
+        try:
+            pickled(value, main)
+            kept[name] = value
+        except Exception as error:
+            skipped.append({"name": name, "reason": unpicklable_reason(error, value)})
+    try:
+        return pickled(kept, main), skipped
+    except Exception as error:
+        # Each pickles alone but not together (rare: a failure that depends on what was pickled before).
+        reason = f"could not be saved together with the others ({type(error).__name__}: {str(error)[:200]})"
+        return pickled({}, main), skipped + [{"name": name, "reason": reason} for name in kept]
+
+
+def save(main, baseline, execution_count, out):
+    """Writes the state of the user's module `main` to the binary file `out`;
+    returns the report (`saved`, `skipped`)."""
+    namespace = main.__dict__
+    modules = {}
+    values = {}
+    for name in user_names(namespace, baseline):
+        value = namespace[name]
+        if isinstance(value, types.ModuleType):
+            modules[name] = value.__name__
+        else:
+            values[name] = value
+    state, skipped = dump_values(values, main)
+    skipped_names = {entry["name"] for entry in skipped}
+    header = {
+        "modules": modules,
+        "values": [name for name in values if name not in skipped_names],
+        "skipped": skipped,
+        "cwd": os.getcwd(),
+        "environ": {
+            "set": {key: value for key, value in os.environ.items() if baseline.environ.get(key) != value},
+            "unset": [key for key in baseline.environ if key not in os.environ],
+        },
+        "sysPath": [entry for entry in sys.path if entry not in baseline.sys_path],
+        "executionCount": execution_count,
+    }
+    encoded = json.dumps(header).encode()
+    out.write(MAGIC)
+    out.write(b"%d\n" % len(encoded))
+    out.write(encoded)
+    out.write(state)
+    return {"saved": list(modules) + header["values"], "skipped": skipped}
+
+
+def read_header(source):
+    if source.read(len(MAGIC)) != MAGIC:
+        raise ValueError("not a sandcell Python state file")
+    length = int(source.readline(32))
+    if not 0 <= length <= MAX_HEADER_BYTES:
+        raise ValueError("the state file's header is too large")
+    return json.loads(source.read(length))
+
+
+def load(source, main):
+    """Reads a state file into the user's module `main`; returns the report (`restored`, `skipped`, `executionCount`).
+
+    The skipped are those left out when it was saved and those that fail to
+    come back now (a module no longer installed, a class it needs gone)."""
+    import dill
+
+    namespace = main.__dict__
+    header = read_header(source)
+    restored = []
+    skipped = list(header["skipped"])
+    for name, module in header["modules"].items():
+        try:
+            namespace[name] = importlib.import_module(module)
+            restored.append(name)
+        except Exception as error:
+            skipped.append({"name": name, "reason": f"module {module} could not be imported: {error}"})
+    try:
+        unpickler = dill.Unpickler(source)
+        unpickler._main = main
+        values = unpickler.load()
+    except Exception as error:
+        reason = f"the saved values could not be read back ({type(error).__name__}: {str(error)[:200]})"
+        skipped += [{"name": name, "reason": reason} for name in header["values"]]
+        values = {}
+    namespace.update(values)
+    restored += list(values)
+    try:
+        os.chdir(header["cwd"])
+    except OSError as error:
+        skipped.append({"name": "(working directory)", "reason": f"{header['cwd']}: {error.strerror}"})
+    for key in header["environ"]["unset"]:
+        os.environ.pop(key, None)
+    os.environ.update(header["environ"]["set"])
+    for entry in header["sysPath"]:
+        if entry not in sys.path:
+            sys.path.append(entry)
+    return {"restored": restored, "skipped": skipped, "executionCount": header["executionCount"]}
+
+
+def save_bytes(main, baseline, execution_count):
+    """The state as bytes, with its report (for tests and small states)."""
+    out = io.BytesIO()
+    report = save(main, baseline, execution_count, out)
+    return out.getvalue(), report
