@@ -96,5 +96,15 @@ export {
   type SessionOptions,
 } from './session/options.js';
 export { SessionPool, type SessionPoolOptions, type SessionPoolStats } from './session/pool.js';
-export { createSession, Session } from './session/session.js';
+export { createSession, resumeSession, Session } from './session/session.js';
 export type { ContextInfo, CreateContextOptions } from './session/session-context.js';
+export type {
+  RestoredContext,
+  RestoreReport,
+  SavedContext,
+  SkippedName,
+  SnapshotInfo,
+} from './session/session-state.js';
+export { openSnapshotStore } from './snapshots/local-snapshots.js';
+export { SnapshotInvalidError, SnapshotNotFoundError } from './snapshots/snapshot-errors.js';
+export type { SnapshotStore } from './snapshots/snapshot-store.js';

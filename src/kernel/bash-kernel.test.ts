@@ -2,7 +2,7 @@
  * The bash kernel on the host, started as the supervisor starts it (an fd 3/4
  * kernel in its own process group): real python3, real bash, no sandbox.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -224,5 +224,144 @@ describe('the bash kernel', { timeout: 30_000 }, () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     expect(groupAlive(kernel.pid)).toBe(false);
+  });
+});
+
+describe('the bash kernel: snapshots (state-save in one kernel, state-load in a fresh one)', {
+  timeout: 30_000,
+}, () => {
+  const INSPECT = [
+    'declare -p plain exported list table text',
+    'declare -f greet',
+    'alias hi',
+    'set -o | grep -E "pipefail|nounset"',
+    'shopt -p globstar',
+    'pwd',
+  ].join('; ');
+
+  it('restores variables, functions, aliases, options and the working directory; the count goes on', async () => {
+    const directory = mkdtempSync(path.join(home, 'snapshot-'));
+    const file = path.join(directory, 'state');
+    const first = await startKernel();
+    await first.execute(`mkdir -p ${directory}/sub; plain=one; export exported="two words"`);
+    await first.execute(
+      `list=(a "b c" $'d\\ne'); declare -A table=([key]=value ["with space"]=x); text=$'it\\'s "quoted"\\nété 日本'`,
+    );
+    await first.execute(
+      `greet() { echo "hello $1"; }; alias hi="echo hi there"; set -o pipefail -u; shopt -s globstar; cd ${directory}/sub`,
+    );
+    const saved = await first.request('state-save', { path: file });
+    const names = [
+      'plain',
+      'exported',
+      'list',
+      'table',
+      'text',
+      '(working directory)',
+      'greet',
+      'alias hi',
+      '(options)',
+    ];
+    // Only what the code set: nothing of the environment, of bash's own, or of the kernel's.
+    expect(saved).toMatchObject({ ok: true, skipped: [], executionCount: 3 });
+    expect([...(saved.saved as string[])].sort()).toEqual([...names].sort());
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(readFileSync(file, 'utf8').startsWith('# sandcell-bash-state 1\n')).toBe(true);
+    const before = await first.execute(INSPECT);
+    expect(before.stdout).toContain(`declare -a list=([0]="a" [1]="b c" [2]=$'d\\ne')`);
+    expect(before.stdout).toContain(`${directory}/sub\n`);
+    expect(before.stdout).toMatch(/nounset\s+on/);
+
+    const second = await startKernel();
+    const loaded = await second.request('state-load', { path: file });
+    expect(loaded).toMatchObject({ ok: true, skipped: [], executionCount: 3 });
+    expect([...(loaded.restored as string[])].sort()).toEqual([...names].sort());
+    const after = await second.execute(INSPECT);
+    expect(after.stdout).toBe(before.stdout);
+    expect(after.end).toMatchObject({ status: 'ok', executionCount: 4 });
+    const used = await second.execute('greet world; hi; env | grep -c "^plain=";  env | grep "^exported="');
+    expect(used.stdout).toBe('hello world\nhi there\n0\nexported=two words\n');
+  });
+
+  it('reports a running background job as not kept and saves the rest', async () => {
+    const file = path.join(mkdtempSync(path.join(home, 'snapshot-')), 'state');
+    const first = await startKernel();
+    await first.execute('kept=yes; sleep 60 &');
+    const saved = await first.request('state-save', { path: file });
+    expect(saved).toMatchObject({
+      ok: true,
+      skipped: [{ name: 'job %1', reason: 'a running process is not kept' }],
+      executionCount: 1,
+    });
+    expect(saved.saved).toContain('kept');
+
+    const second = await startKernel();
+    expect(await second.request('state-load', { path: file })).toMatchObject({ ok: true, skipped: [] });
+    expect((await second.execute('echo "$kept"; jobs')).stdout).toBe('yes\n');
+  });
+
+  it('refuses a file that is not a bash state, a missing file or a bad path, and changes nothing', async () => {
+    const directory = mkdtempSync(path.join(home, 'snapshot-'));
+    const kernel = await startKernel();
+    await kernel.execute('mine=1; cd /');
+    const files: [string, string][] = [
+      ['random', 'x=2\ncd /tmp\n'],
+      ['python', '# sandcell-python-state 1\n# execution-count 7\nmine=2\n'],
+      ['no-count', '# sandcell-bash-state 1\nmine=2\n'],
+    ];
+    for (const [name, text] of files) {
+      writeFileSync(path.join(directory, name), text);
+      const reply = await kernel.request('state-load', { path: path.join(directory, name) });
+      expect(reply).toMatchObject({ ok: false, error: { code: 'state-invalid' } });
+    }
+    const missing = await kernel.request('state-load', { path: path.join(directory, 'missing') });
+    expect(missing).toMatchObject({ ok: false, error: { code: 'state-failed' } });
+    expect((missing.error as { message: string }).message).toContain('No such file or directory');
+    const nowhere = await kernel.request('state-save', { path: path.join(directory, 'missing', 'state') });
+    expect(nowhere).toMatchObject({ ok: false, error: { code: 'state-failed' } });
+    for (const type of ['state-save', 'state-load']) {
+      for (const fields of [{}, { path: 42 }, { path: 'relative/state' }]) {
+        expect(await kernel.request(type, fields)).toMatchObject({ ok: false, error: { code: 'invalid-request' } });
+      }
+    }
+    const after = await kernel.execute('echo "$mine $PWD"');
+    expect(after.stdout).toBe('1 /\n');
+    expect(after.end).toMatchObject({ status: 'ok', executionCount: 2 });
+  });
+
+  it('saves once the running execution has ended', async () => {
+    const file = path.join(mkdtempSync(path.join(home, 'snapshot-')), 'state');
+    const first = await startKernel();
+    await first.execute('x=before');
+    const running = first.start('sleep 1; x=after');
+    const saved = await first.request('state-save', { path: file });
+    const end = (await first.finish(running)).end;
+    expect(saved).toMatchObject({ ok: true, executionCount: 2 });
+    expect(first.events.indexOf(end)).toBeLessThan(first.events.indexOf(saved));
+
+    const second = await startKernel();
+    expect(await second.request('state-load', { path: file })).toMatchObject({ ok: true, executionCount: 2 });
+    expect((await second.execute('echo "$x"')).stdout).toBe('after\n');
+  });
+
+  it('reports a working directory that no longer exists as skipped and restores the rest', async () => {
+    const directory = mkdtempSync(path.join(home, 'snapshot-'));
+    const file = path.join(directory, 'state');
+    const gone = path.join(directory, 'gone');
+    const first = await startKernel();
+    await first.execute(`mkdir ${gone} && cd ${gone}; kept=1`);
+    expect(await first.request('state-save', { path: file })).toMatchObject({ ok: true });
+    await first.execute(`cd / && rmdir ${gone}`);
+
+    const second = await startKernel();
+    const loaded = await second.request('state-load', { path: file });
+    expect(loaded).toMatchObject({
+      ok: true,
+      restored: ['kept'],
+      skipped: [{ name: '(working directory)', reason: `${gone}: No such file or directory` }],
+    });
+    const after = await second.execute('echo "$kept $PWD"');
+    expect(after.stdout).toBe(`1 ${home}\n`);
+    expect(after.end.status).toBe('ok');
   });
 });

@@ -2,7 +2,8 @@
  * The R kernel on the host, started as the supervisor starts it (an fd 3/4
  * kernel in its own process group): real R, real ggplot2, no sandbox.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -217,5 +218,178 @@ describe('the R kernel, one per case', { timeout: 60_000 }, () => {
     kernel.closeRequests();
     expect(await kernel.exited).toMatchObject({ code: 0 });
     await kernel.close();
+  });
+});
+
+describe('the R kernel’s state, saved by one kernel and loaded by a fresh one', { timeout: 60_000 }, () => {
+  let directory: string;
+  const kernels: FdKernel[] = [];
+  beforeAll(() => {
+    directory = mkdtempSync(path.join(home, 'states-'));
+  });
+  afterAll(async () => {
+    await Promise.all(kernels.map((kernel) => kernel.close()));
+  });
+  async function fresh(): Promise<FdKernel> {
+    const kernel = await startKernel();
+    kernels.push(kernel);
+    return kernel;
+  }
+  /** What `code` prints, as the JSON it writes with jsonlite. */
+  async function printedJson(kernel: FdKernel, code: string): Promise<unknown> {
+    const run = await kernel.execute(`cat(jsonlite::toJSON(${code}, auto_unbox = TRUE))`);
+    expect(run.end.status).toBe('ok');
+    return JSON.parse(run.stdout);
+  }
+
+  // Each value as it is made, and made again in the loading kernel to compare with identical().
+  const VALUES: Record<string, string> = {
+    numbers: 'c(1.5, NA, -Inf, 1e300)',
+    text: '"héllo \\"quoted\\" \'single\' ✓ 漢字"',
+    frame: 'data.frame(a = 1:3, b = c("x", "y", "z"), stringsAsFactors = FALSE)',
+    items: 'list(1, "two", list(three = 3L), NULL)',
+    add_base: 'function(v) v + base',
+    levels_kept: 'factor(c("lo", "hi", "lo"), levels = c("lo", "hi"))',
+  };
+
+  it('brings back values, a closure over a global, shared environments, attached packages, the directory and the count', async () => {
+    const saving = await fresh();
+    const work = path.join(directory, 'work');
+    const made = Object.entries(VALUES).map(([name, value]) => `${name} <- ${value}`);
+    expect(
+      (await saving.execute(`${made.join('\n')}\nbase <- 10\nshared <- new.env()\nalias <- shared`)).end.status,
+    ).toBe('ok');
+    expect((await saving.execute('library(stats4)')).end.status).toBe('ok');
+    const moved = await saving.execute(`dir.create(${JSON.stringify(work)})\nsetwd(${JSON.stringify(work)})`);
+    expect(moved.end).toMatchObject({ status: 'ok', executionCount: 3 });
+
+    const file = path.join(directory, 'whole.state');
+    const saved = await saving.request('state-save', { path: file });
+    const names = [...Object.keys(VALUES), 'alias', 'base', 'shared'].sort();
+    expect(saved).toMatchObject({ ok: true, skipped: [], executionCount: 3 });
+    expect([...(saved.saved as string[])].sort()).toEqual(['package:stats4', ...names].sort());
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(readFileSync(file).subarray(0, 19).toString()).toBe('sandcell-r-state 1\n');
+
+    const loading = await fresh();
+    expect(await printedJson(loading, '"package:stats4" %in% search()')).toBe(false);
+    const loaded = await loading.request('state-load', { path: file });
+    expect(loaded).toMatchObject({ ok: true, skipped: [], executionCount: 3 });
+    expect([...(loaded.restored as string[])].sort()).toEqual(['package:stats4', ...names].sort());
+
+    const checks = Object.entries(VALUES).map(([name, value]) => `${name} = identical(${name}, ${value})`);
+    const run = await loading.execute(
+      `cat(jsonlite::toJSON(list(${checks.join(', ')}, shared = identical(shared, alias), closure = add_base(1), ` +
+        `stats4 = "package:stats4" %in% search(), mle = exists("mle"), directory = getwd()), auto_unbox = TRUE))`,
+    );
+    expect(JSON.parse(run.stdout)).toEqual({
+      ...Object.fromEntries(Object.keys(VALUES).map((name) => [name, true])),
+      shared: true,
+      closure: 11,
+      stats4: true,
+      mle: true,
+      directory: realpathSync(work),
+    });
+    expect(run.end.executionCount).toBe(4);
+    // The closure sees the global as it is now in this kernel.
+    expect(await printedJson(loading, '{ base <- 20; add_base(1) }')).toBe(21);
+  });
+
+  it('leaves out connections, external pointers and what cannot be serialized, with the reason, and keeps the rest', async () => {
+    const saving = await fresh();
+    const gone = path.join(directory, 'gone');
+    const made = await saving.execute(
+      'con <- file(tempfile(), "w")\nkept <- 42\npointer <- new("externalptr")\n' +
+        // Too deep for serialize's recursion: the whole list fails, this name alone is left out.
+        'deep <- list()\nfor (i in 1:500000) deep <- list(deep)\n' +
+        `dir.create(${JSON.stringify(gone)})\nsetwd(${JSON.stringify(gone)})`,
+    );
+    expect(made.end.status).toBe('ok');
+    const file = path.join(directory, 'partial.state');
+    const skipped = [
+      { name: 'con', reason: 'connection' },
+      { name: 'pointer', reason: 'external pointer' },
+      { name: 'deep', reason: expect.stringContaining('C stack') },
+    ];
+    expect(await saving.request('state-save', { path: file })).toMatchObject({
+      ok: true,
+      saved: ['i', 'kept'],
+      skipped,
+      executionCount: 1,
+    });
+    rmSync(gone, { recursive: true });
+    const loading = await fresh();
+    expect(await loading.request('state-load', { path: file })).toMatchObject({
+      ok: true,
+      restored: ['i', 'kept'],
+      skipped: [...skipped, { name: '(working directory)', reason: `${gone}: no such directory` }],
+    });
+    expect(await printedJson(loading, 'list(kept = kept, names = ls(), directory = getwd())')).toEqual({
+      kept: 42,
+      names: ['i', 'kept'],
+      directory: realpathSync(home),
+    });
+  });
+
+  it('refuses a file that is not an R state before unserializing anything, a missing file and a request without a path, changing nothing', async () => {
+    const kernel = await fresh();
+    await kernel.execute('x <- "mine"');
+    // R serializations that would load the stats4 namespace if they were read: an RDS file, and a
+    // state of another version (a header of the same length, so only the magic check refuses it).
+    const rds = path.join(directory, 'value.rds');
+    const version = path.join(directory, 'version.state');
+    execFileSync('Rscript', [
+      '-e',
+      `saveRDS(stats4::mle, ${JSON.stringify(rds)}, compress = FALSE)
+       out <- file(${JSON.stringify(version)}, "wb"); writeBin(charToRaw("sandcell-r-state 9\\n"), out)
+       serialize(stats4::mle, out); close(out)`,
+    ]);
+    const python = path.join(directory, 'python.state');
+    writeFileSync(python, 'sandcell-python-state 1\n2\n{}');
+    const damaged = path.join(directory, 'damaged.state');
+    writeFileSync(damaged, 'sandcell-r-state 1\nnot a serialization');
+    for (const file of [rds, version, python, damaged]) {
+      expect(await kernel.request('state-load', { path: file })).toMatchObject({
+        ok: false,
+        error: { code: 'state-invalid' },
+      });
+    }
+    expect(await kernel.request('state-load', { path: path.join(directory, 'missing.state') })).toMatchObject({
+      ok: false,
+      error: { code: 'state-failed' },
+    });
+    expect(
+      await kernel.request('state-save', { path: path.join(directory, 'no-such-directory', 'x.state') }),
+    ).toMatchObject({
+      ok: false,
+      error: { code: 'state-failed' },
+    });
+    for (const fields of [{}, { path: 7 }, { path: 'relative.state' }]) {
+      expect(await kernel.request('state-load', fields)).toMatchObject({
+        ok: false,
+        error: { code: 'invalid-request' },
+      });
+      expect(await kernel.request('state-save', fields)).toMatchObject({
+        ok: false,
+        error: { code: 'invalid-request' },
+      });
+    }
+    const run = await kernel.execute('cat(ls(), x, getwd(), "stats4" %in% loadedNamespaces())');
+    expect(run.stdout).toBe(`x mine ${realpathSync(home)} FALSE`);
+    expect(run.end.executionCount).toBe(2);
+  });
+
+  it('saves after the running execution ends', async () => {
+    const saving = await fresh();
+    const file = path.join(directory, 'waited.state');
+    const running = saving.start('Sys.sleep(1); x <- "after"');
+    const saved = await saving.request('state-save', { path: file });
+    expect(saved).toMatchObject({ ok: true, saved: ['x'], executionCount: 1 });
+    const end = saving.events.findIndex((event) => event.type === 'execution-end' && event.id === running);
+    expect(end).toBeGreaterThanOrEqual(0);
+    expect(end).toBeLessThan(saving.events.indexOf(saved));
+    const loading = await fresh();
+    expect(await loading.request('state-load', { path: file })).toMatchObject({ ok: true, restored: ['x'] });
+    expect(await printedJson(loading, 'x')).toBe('after');
   });
 });

@@ -22,6 +22,7 @@ later into the cell's stdout.
 
 import json
 import os
+import re
 import select
 import signal
 import sys
@@ -53,13 +54,50 @@ printf 'version %s.%s.%s\n' "${BASH_VERSINFO[0]}" "${BASH_VERSINFO[1]}" "${BASH_
 exec 2>&62 62>&- 61<&-
 """
 
+# The shell's state as NUL-separated (kind, name, text) records, for a
+# snapshot and, once a fresh shell is up, as its baseline. The options come
+# first, as the code left them: then `local -` keeps its set -e and noclobber
+# out of the rest. Names containing a line break are not listed.
+STATE_FUNCTIONS = r"""__sandcell_dump() {
+  { printf 'o\0\0'; shopt -p; set +o; printf '\0'; } >"$1" 2>/dev/null
+  local - __sandcell_name; set +euC
+  {
+    while IFS= read -r __sandcell_name; do
+      printf 'v\0%s\0' "$__sandcell_name"; declare -p -- "$__sandcell_name"; printf '\0'
+    done < <(compgen -v)
+    printf 'w\0\0%s\0' "$PWD"
+    while IFS= read -r __sandcell_name; do
+      printf 'f\0%s\0' "$__sandcell_name"; declare -pF -- "$__sandcell_name"; declare -f -- "$__sandcell_name"; printf '\0'
+    done < <(compgen -A function)
+    while IFS= read -r __sandcell_name; do
+      printf 'a\0%s\0' "$__sandcell_name"; alias -- "$__sandcell_name"; printf '\0'
+    done < <(compgen -a)
+    printf 'j\0\0'; jobs -r; printf '\0'
+    printf 'e\0\0\0'
+  } >>"$1" 2>/dev/null
+}
+__sandcell_loaded() { printf '\n\037%s %s\n' "$1" "$2"; }
+readonly -f __sandcell_dump __sandcell_loaded
+"""
+STATE_MAGIC = b"# sandcell-bash-state 1\n"
+STATE_COUNT = b"# execution-count "
+# Bash's own variables (set, read-only or changing by themselves) and the
+# working directory's, which is kept as a directory; names starting with
+# BASH, COMP_ or __sandcell_ are left out as well.
+SHELL_VARIABLES = frozenset(
+    "_ COLUMNS DIRSTACK EPOCHREALTIME EPOCHSECONDS EUID FUNCNAME GROUPS HISTCMD LINENO LINES "
+    "OLDPWD PIPESTATUS PPID PS0 PS1 PROMPT_COMMAND PWD RANDOM SECONDS SHELLOPTS SHLVL SRANDOM UID".split()
+)
+# What bash puts before its messages while a state is sourced.
+LOAD_MESSAGE_PREFIX = re.compile(r"^bash: (?:line \d+: )?(?:(?:alias|cd|declare|set|shopt|unset): )?")
+
 
 # Isolated (-I), the kernel's directory is not on sys.path: put it there, as the
 # supervisor does. No user Python runs in this process, so, unlike the Python
 # kernel (its load_sibling), nothing can import sandcell's modules by accident.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sandcell_bash_assist as assist  # noqa: E402
-RC_SCRIPT = RC_SCRIPT.replace("exec 2>&62", assist.RC_FUNCTIONS + "exec 2>&62")
+RC_SCRIPT = RC_SCRIPT.replace("exec 2>&62", assist.RC_FUNCTIONS + STATE_FUNCTIONS + "exec 2>&62")
 
 SIGCHLD_BYTE = bytes((signal.SIGCHLD,))
 SIGINT_BYTE = bytes((signal.SIGINT,))
@@ -67,13 +105,114 @@ SIGNAL_NAMES = {int(value): value.name for value in signal.Signals}
 
 
 def quote_for_bash(code):
-    """CODE as a bash $'...' word on one line: the shell then parses it
-    whole, and eval runs it with its line breaks back."""
-    data = code.encode("utf-8", "replace")
+    """CODE (text or bytes) as a bash $'...' word on one line: the shell
+    then parses it whole, and eval runs it with its line breaks back."""
+    data = code if isinstance(code, bytes) else code.encode("utf-8", "replace")
     data = data.replace(b"\\", b"\\\\").replace(b"'", b"\\'")
     if any(byte < 32 or byte == 127 for byte in data):
         data = b"".join(b"\\x%02x" % byte if byte < 32 or byte == 127 else bytes((byte,)) for byte in data)
     return b"$'" + data + b"'"
+
+
+def user_variable(name):
+    return name not in SHELL_VARIABLES and not name.startswith(("BASH", "COMP_", "__sandcell_"))
+
+
+def read_records(dump):
+    """The (kind, name, text) records of a dump (__sandcell_dump), read a
+    piece at a time: a large variable is held once, not the whole state."""
+    fields, pieces = [], []
+    for chunk in iter(lambda: dump.read(1 << 20), b""):
+        parts = chunk.split(b"\0")
+        for part in parts[:-1]:
+            pieces.append(part)
+            fields.append(b"".join(pieces))
+            pieces = []
+            if len(fields) == 3:
+                yield tuple(fields)
+                fields = []
+        pieces.append(parts[-1])
+
+
+def write_state(records, baseline, out):
+    """Writes what the dump holds that differs from a fresh shell's (the
+    baseline: what the environment and bash set), as the bash a load sources,
+    each item followed by `__sandcell_loaded $? NAME`, its report. Variables
+    come first (no function or alias of the code's can stand in for `declare`
+    yet), then the working directory, functions, aliases (after the function
+    definitions, which they would rewrite), and options, errexit last (until
+    then a failing item cannot end the shell). Returns (saved, skipped), or
+    None for a dump the shell did not finish."""
+    saved, skipped, present, options = [], [], set(), []
+
+    def item(name, code):
+        out.write(code if code.endswith(b"\n") else code + b"\n")
+        out.write(b"__sandcell_loaded $? " + quote_for_bash(name) + b"\n")
+        if name not in saved:
+            saved.append(name)
+
+    for kind, name, text in records:
+        key = name.decode("utf-8", "replace")
+        changed = baseline.get((kind, name)) != text
+        if kind == b"v":
+            present.add(name)
+            if changed and user_variable(key):
+                # One of the environment's goes first: declare would keep an attribute it has lost (export).
+                unset = b"builtin unset -v -- " + name + b"\n" if (kind, name) in baseline else b""
+                item(key, unset + text)
+        elif kind == b"w":
+            for gone_kind, gone in baseline:
+                if gone_kind == b"v" and gone not in present and user_variable(gone.decode("utf-8", "replace")):
+                    item(gone.decode("utf-8", "replace"), b"builtin unset -v -- " + gone)
+            item("(working directory)", b"builtin cd -- " + quote_for_bash(text))
+        elif kind == b"f" and changed and not key.startswith("__sandcell_"):
+            attributes, _, definition = text.partition(b"\n")  # `declare -fx NAME`, then the definition
+            item(key, definition)
+            flags = attributes.split(b" ")[1][2:]
+            if flags:
+                item(key, b"builtin declare -f" + flags + b" -- " + quote_for_bash(name))
+        elif kind == b"a" and changed:
+            item("alias " + key, b"builtin alias -- " + text[len(b"alias ") :])
+        elif kind == b"o":
+            fresh = set(baseline.get((kind, name), b"").splitlines())
+            options = [line for line in text.splitlines() if line not in fresh]
+        elif kind == b"j":
+            for job in re.findall(rb"^\[(\d+)\]", text, re.MULTILINE):
+                skipped.append({"name": "job %" + job.decode(), "reason": "a running process is not kept"})
+        elif kind == b"e":
+            for line in sorted(options, key=lambda line: line == b"set -o errexit"):
+                item("(options)", b"builtin " + line)
+            out.write(b"__sandcell_loaded 0 ''\n")  # the end: a load that stopped before it says so
+            return saved, skipped
+    return None
+
+
+def read_load_report(report):
+    """What a load's markers (__sandcell_loaded) say, as (restored, skipped):
+    bash's messages before a marker are the reasons its item failed."""
+    restored, failed, messages, finished = {}, {}, [], False
+    for line in report:
+        line = line.rstrip("\n")
+        if not line.startswith("\x1f"):
+            if line:
+                messages.append(LOAD_MESSAGE_PREFIX.sub("", line))
+            continue
+        status, _, name = line[1:].partition(" ")
+        if not name:
+            finished = True
+        elif status != "0":
+            failed.setdefault(name, []).extend(messages or ["exit status " + status])
+        else:
+            restored[name] = True
+        messages = []
+    skipped = [{"name": name, "reason": "; ".join(reasons)} for name, reasons in failed.items()]
+    if not finished:
+        skipped.append({"name": "(the rest of the state)", "reason": "; ".join(messages) or "the load stopped"})
+    return [name for name in restored if name not in failed], skipped
+
+
+def describe_os_error(error):
+    return "%s: %s" % (error.filename, error.strerror) if error.filename else str(error)
 
 
 def describe_status(status):
@@ -161,8 +300,9 @@ class Kernel:
     def __init__(self):
         self.shell = None
         self.execution_count = 0
-        self.queue = []  # execute, reset and ping run in order, like the Python kernel's main thread
-        self.current = None  # {"id", "interrupted"} of the running cell
+        self.queue = []  # executions and the other requests run in order, like the Python kernel's main thread
+        self.current = None  # {"id", "interrupted"} of the running cell, and "finish" for an internal command
+        self.baseline = {}  # a fresh shell's dump, {(kind, name): text}: a snapshot keeps what differs
         self.requests_pending = b""
         self.child_ended = False  # a SIGCHLD seen and not yet looked into
         self.interrupt_next = False  # a SIGINT came for the execute still waiting in the queue
@@ -180,10 +320,15 @@ class Kernel:
         message.update(body)
         self.send(message)
 
+    def fail(self, request, code, message):
+        self.reply(request, ok=False, error={"code": code, "message": message})
+
     # --- the shell ----------------------------------------------------------
     def start_shell(self):
         self.shell = Shell()
-        # Until its first prompt only the shell is listened to (requests wait in their pipe).
+        baseline = os.path.join(self.answer_directory, "baseline")
+        dumped = False
+        # Until its second prompt only the shell is listened to (requests wait in their pipe).
         starting = select.poll()
         starting.register(self.shell.status_read, select.POLLIN)
         starting.register(self.wakeup_read, select.POLLIN)
@@ -192,11 +337,20 @@ class Kernel:
             for line in self.shell.read_statuses():
                 if line.startswith("version "):
                     self.shell.version = line[8:]
+                elif line.lstrip("-").isdigit() and not dumped:
+                    # Up (bash sets HISTSIZE and others after its rc file): what a fresh shell holds.
+                    self.shell.send(b"__sandcell_dump " + quote_for_bash(baseline) + b"; __sandcell_restore\n")
+                    dumped = True
                 elif line.lstrip("-").isdigit():
                     self.poller.register(self.shell.status_read, select.POLLIN)
+                    try:
+                        with open(baseline, "rb") as dump:
+                            self.baseline = {(kind, name): text for kind, name, text in read_records(dump)}
+                    except OSError:
+                        self.baseline = {}  # (a full disk) a snapshot then keeps the environment's variables too
                     return
             if SIGCHLD_BYTE in self.read_signals() and self.shell.exited() is not None:
-                raise SystemExit("sandcell: bash exited before its first prompt")
+                raise SystemExit("sandcell: bash exited before its second prompt")
 
     def discard_shell(self):
         if self.shell is not None:
@@ -234,7 +388,9 @@ class Kernel:
             kind = request.get("type")
             if kind == "is-complete":
                 self.reply(request, **is_complete(str(request.get("code", ""))))
-            elif kind in ("execute", "reset", "ping", "complete", "inspect"):
+            elif kind in ("state-save", "state-load") and not valid_path(request.get("path")):
+                self.fail(request, "invalid-request", "%s needs an absolute path" % kind)
+            elif kind in ("execute", "reset", "ping", "complete", "inspect", "state-save", "state-load"):
                 self.queue.append(request)
             else:
                 error = {"code": "unknown-request", "message": "unknown request type %r" % kind}
@@ -253,6 +409,10 @@ class Kernel:
                 self.reply(request)
             elif kind in ("complete", "inspect"):
                 self.start_assist(request)
+            elif kind == "state-save":
+                self.start_save(request)
+            elif kind == "state-load":
+                self.start_load(request)
             else:
                 self.start_execution(request)
 
@@ -263,10 +423,7 @@ class Kernel:
         code = request.get("code")
         code = code if isinstance(code, str) else ""
         answer = os.path.join(self.answer_directory, "answer")
-        try:
-            os.unlink(answer)
-        except FileNotFoundError:
-            pass
+        remove(answer)
         if request.get("type") == "complete":
             kind, word, start, end = assist.completion_request(code, request.get("cursorPos"))
             pending = {"matches": [], "cursorStart": start, "cursorEnd": end, "metadata": {}}
@@ -278,12 +435,16 @@ class Kernel:
                 self.reply(request, **pending)
                 return
             line = b"__sandcell_inspect " + quote_for_bash(word)
-        self.current = {"id": request.get("id"), "interrupted": False, "assist": (request, pending, answer)}
-        self.shell.send(line + b" " + quote_for_bash(answer) + b"; __sandcell_restore\n")
+        self.run_internal(line + b" " + quote_for_bash(answer), lambda error: self.finish_assist(request, pending, answer))
 
-    def finish_assist(self):
-        current, self.current = self.current, None
-        request, answer, path = current["assist"]
+    def run_internal(self, line, finish):
+        """Runs a command of ours in the shell between cells; the prompt's
+        status ends it, and `finish(error)` answers (error is set when the
+        shell ended under it)."""
+        self.current = {"interrupted": False, "finish": finish}
+        self.shell.send(line + b"; __sandcell_restore\n")
+
+    def finish_assist(self, request, answer, path):
         if request.get("type") == "complete":
             answer["matches"] = assist.read_matches(path)
         else:
@@ -300,10 +461,65 @@ class Kernel:
             return
         self.shell.send(b"echo s >&63; trap - INT; __sandcell_restore; eval " + quote_for_bash(code) + b" </dev/null\n")
 
+    # --- snapshots ---------------------------------------------------------------
+    def start_save(self, request):
+        """The shell dumps itself (__sandcell_dump) to a file of ours; what
+        differs from a fresh shell goes to the state file (write_state)."""
+        dump = os.path.join(self.answer_directory, "dump")
+        remove(dump)
+        self.run_internal(b"__sandcell_dump " + quote_for_bash(dump), lambda error: self.finish_save(request, dump, error))
+
+    def finish_save(self, request, dump, error):
+        if error is not None:
+            remove(dump)
+            return self.fail(request, "state-failed", "the shell ended while saving its state: " + error[1])
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+        try:
+            with open(dump, "rb") as dumped, open(os.open(request["path"], flags, 0o600), "wb") as out:
+                os.fchmod(out.fileno(), 0o600)
+                out.write(STATE_MAGIC + STATE_COUNT + b"%d\n" % self.execution_count)
+                written = write_state(read_records(dumped), self.baseline, out)
+        except OSError as failure:
+            return self.fail(request, "state-failed", describe_os_error(failure))
+        finally:
+            remove(dump)
+        if written is None:
+            return self.fail(request, "state-failed", "the shell did not finish writing its state")
+        self.reply(request, saved=written[0], skipped=written[1], executionCount=self.execution_count)
+
+    def start_load(self, request):
+        """Checks the file's header here, then has the shell source it at its
+        top level (declare there is global), its output and bash's messages in
+        a file of ours: the items' reports (read_load_report), never a cell's."""
+        path = request["path"]
+        try:
+            with open(path, "rb") as state:
+                magic, count = state.readline(len(STATE_MAGIC)), state.readline(64)
+        except OSError as failure:
+            return self.fail(request, "state-failed", describe_os_error(failure))
+        count = re.fullmatch(re.escape(STATE_COUNT) + rb"(\d+)\n", count)
+        if magic != STATE_MAGIC or not count:
+            return self.fail(request, "state-invalid", "%s is not a bash state (%s)" % (path, STATE_MAGIC.decode().strip("# \n")))
+        report = os.path.join(self.answer_directory, "load")
+        remove(report)
+        line = b"builtin source " + quote_for_bash(path) + b" >|" + quote_for_bash(report) + b" 2>&1"
+        self.run_internal(line, lambda error: self.finish_load(request, report, int(count.group(1)), error))
+
+    def finish_load(self, request, report, count, error):
+        if error is not None:
+            return self.fail(request, "state-failed", "the shell ended while loading the state: " + error[1])
+        try:
+            with open(report, encoding="utf-8", errors="replace") as lines:
+                restored, skipped = read_load_report(lines)
+        except OSError as failure:
+            return self.fail(request, "state-failed", describe_os_error(failure))
+        self.execution_count = count
+        self.reply(request, restored=restored, skipped=skipped, executionCount=count)
+
     def end_execution(self, error=None, exit_status=None):
-        if "assist" in self.current:
-            return self.finish_assist()  # the shell ended under a completion: what it wrote, if anything
         current, self.current = self.current, None
+        if "finish" in current:
+            return current["finish"](error)  # an internal command; the shell may have ended under it
         self.resends_left = 0
         if error is not None:
             self.send({"type": "error", "id": current["id"], "name": error[0], "value": error[1], "traceback": []})
@@ -324,8 +540,8 @@ class Kernel:
             if not line.lstrip("-").isdigit():
                 continue
             status = int(line)
-            if status == 0:
-                self.end_execution()
+            if status == 0 or "finish" in self.current:
+                self.end_execution()  # (an internal command's status is the last cell's, given back)
             elif self.current["interrupted"]:
                 self.end_execution(error=("Interrupted", "the execution was interrupted (SIGINT)"))
             else:
@@ -368,7 +584,7 @@ class Kernel:
         self.run_queue()  # an interrupt may have drained fd 3: what it queued runs now
 
     def absorb_signals(self, received):
-        if SIGINT_BYTE in received and self.current is not None and "assist" not in self.current:
+        if SIGINT_BYTE in received and self.current is not None and "finish" not in self.current:
             self.current["interrupted"] = True  # the shell got the same SIGINT (or gets it once armed)
         elif SIGINT_BYTE in received:
             # The supervisor interrupts an execution it has sent, which may still
@@ -431,6 +647,17 @@ class Kernel:
                     self.on_statuses()
                 elif fd == REQUESTS_FD:
                     self.on_requests()
+
+
+def valid_path(path):
+    return isinstance(path, str) and os.path.isabs(path) and "\x00" not in path
+
+
+def remove(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def is_complete(code):

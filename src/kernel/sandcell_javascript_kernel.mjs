@@ -14,6 +14,10 @@
 // `waitForEventLoop` (`sandcell run script.js`) ends when the event loop is empty instead, as
 // `node script.js` does: the channel stops keeping the loop alive, and 'beforeExit' says when
 // the cell's timers, sockets and other work are done.
+//
+// `state-save` and `state-load` write the context's globals to a file and read them back
+// (sandcell_javascript_state.mjs), in their turn as `reset` is.
+import path from 'node:path';
 import process from 'node:process';
 import vm from 'node:vm';
 import { complete, inspect } from './sandcell_javascript_assist.mjs';
@@ -23,6 +27,7 @@ import { installGlobals } from './sandcell_javascript_globals.mjs';
 import { holdLateOutput } from './sandcell_javascript_late_output.mjs';
 import { boundedMetadata, displayBundle, errorFields, plainText, syntaxError } from './sandcell_javascript_output.mjs';
 import { loadParser } from './sandcell_javascript_parser.mjs';
+import { captureBaseline, loadState, StateError, saveState } from './sandcell_javascript_state.mjs';
 import { driveCell } from './sandcell_javascript_stepper.mjs';
 
 const PROTOCOL_VERSION = 2;
@@ -77,6 +82,8 @@ let draining = false;
 
 const channel = openChannel({ onRequest: receive, onClose: () => process.exit(0) });
 const resetGlobals = installGlobals(display);
+// Before any cell: a state keeps only what the cells added to it.
+const baseline = captureBaseline();
 const lateOutput = holdLateOutput({
   isRunning: () => current !== null,
   outputBytes: OUTPUT_LIMIT,
@@ -115,6 +122,8 @@ function receive(request) {
     // Completion and inspection wait their turn behind executions, as a Jupyter kernel answers in order.
     case 'execute':
     case 'reset':
+    case 'state-save':
+    case 'state-load':
     case 'complete':
     case 'inspect':
       queue.push(request);
@@ -144,6 +153,7 @@ async function drain() {
     const request = queue.shift();
     if (request.type === 'execute') await execute(request);
     else if (request.type === 'complete' || request.type === 'inspect') assist(request);
+    else if (request.type === 'state-save' || request.type === 'state-load') await state(request);
     else {
       resetGlobals();
       executionCount = 0;
@@ -154,6 +164,26 @@ async function drain() {
     if (queue.length > 0) await new Promise((resolve) => setImmediate(resolve));
   }
   draining = false;
+}
+
+async function state(request) {
+  if (typeof request.path !== 'string' || !path.isAbsolute(request.path)) {
+    replyFailed(request, 'invalid-request', `${request.type} needs an absolute path`);
+    return;
+  }
+  try {
+    if (request.type === 'state-save') {
+      const report = saveState(request.path, { baseline, parser: await parserReady, executionCount });
+      channel.send({ type: 'reply', id: request.id, ok: true, ...report, executionCount });
+    } else {
+      const report = loadState(request.path);
+      executionCount = report.executionCount;
+      channel.send({ type: 'reply', id: request.id, ok: true, ...report });
+    }
+  } catch (error) {
+    const code = error instanceof StateError ? error.code : 'state-failed';
+    replyFailed(request, code, String(error?.message ?? error));
+  }
 }
 
 function assist(request) {

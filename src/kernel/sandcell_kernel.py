@@ -110,6 +110,8 @@ assistant = None
 CONTROL_HANDLERS = {
     "is-complete": is_complete,
 }
+# Requests answered in order on the main thread, behind the running execution.
+MAIN_THREAD_REQUESTS = frozenset(("execute", "reset", "ping", "complete", "inspect", "state-save", "state-load"))
 
 
 class Kernel:
@@ -262,7 +264,7 @@ class Kernel:
                 self.input_replies.put(message)
             elif kind in CONTROL_HANDLERS:
                 self.reply(message, CONTROL_HANDLERS[kind])
-            elif kind in ("execute", "reset", "ping", "complete", "inspect"):
+            elif kind in MAIN_THREAD_REQUESTS:
                 self.requests.put(message)
             else:
                 self.channel.send({"type": "reply", "id": message.get("id"), "ok": False, "error": {"code": "unknown-request", "message": "unknown request type %r" % kind}})
@@ -388,6 +390,9 @@ class Kernel:
         if kind == "ping":
             self.channel.send({"type": "reply", "id": message.get("id"), "ok": True})
             return
+        if kind in ("state-save", "state-load"):
+            self.channel.send(self.state_request(message))
+            return
         if kind == "reset":
             self.shell.reset(new_session=True)
             self.shell.execution_count = 1
@@ -439,6 +444,35 @@ class Kernel:
             end["exitStatus"] = current["exitStatus"]
         self.stdout.execution_id = self.stderr.execution_id = None
         self.channel.send(end)
+
+    def state_request(self, message):
+        """A snapshot's state-save or state-load: the user's namespace written to
+        or read from the file at `path` (sandcell_python_state.py), as a reply."""
+        answer = {"type": "reply", "id": message.get("id"), "ok": False}
+        path = message.get("path")
+        if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
+            answer["error"] = {"code": "invalid-request", "message": "path must be an absolute path"}
+            return answer
+        state = load_sibling("sandcell_python_state")
+        try:
+            if message["type"] == "state-save":
+                baseline = state.Baseline(*self.baseline)
+                descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+                with open(descriptor, "wb", buffering=1 << 20) as out:
+                    report = state.save(self.shell.user_module, baseline, self.shell.execution_count - 1, out)
+                report["executionCount"] = self.shell.execution_count - 1
+            else:
+                with open(path, "rb", buffering=1 << 20) as source:
+                    report = state.load(source, self.shell.user_module)
+                self.shell.execution_count = int(report["executionCount"]) + 1
+        except state.NotAState as error:
+            answer["error"] = {"code": "state-invalid", "message": str(error)}
+            return answer
+        except (Exception, KeyboardInterrupt) as error:
+            answer["error"] = {"code": "state-failed", "message": "%s: %s" % (type(error).__name__, error)}
+            return answer
+        answer.update(report, ok=True)
+        return answer
 
     def main_loop(self):
         while True:
@@ -492,6 +526,8 @@ def start():
     # One silent cell walks IPython's execution path once, so the user's first
     # run costs what every later one does.
     kernel.shell.run_cell("None", store_history=False, silent=True)
+    # What a snapshot leaves out: everything bound before the user's first cell.
+    kernel.baseline = (dict(kernel.shell.user_ns), dict(os.environ), list(sys.path))
     threading.Thread(target=kernel.control_loop, name="control", daemon=True).start()
     threading.Thread(target=kernel.flusher_loop, name="flusher", daemon=True).start()
     version = sys.version.split()[0]

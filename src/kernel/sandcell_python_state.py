@@ -1,5 +1,5 @@
-"""A Python context's state written down and read back, for snapshots (not
-yet wired into the kernel: the host side and the protocol requests come next).
+"""A Python context's state written down and read back, for snapshots (the
+kernel's state-save and state-load requests, docs/kernel-protocol.md).
 
 What is kept: every name the user bound (values, DataFrames and arrays,
 functions, lambdas and classes defined in cells and their instances), modules
@@ -30,13 +30,17 @@ MAX_HEADER_BYTES = 8 * 1024 * 1024
 IPYTHON_NAME = re.compile(r"^(_+|_i{1,3}|_i?\d+|_dh|_oh|_ih|In|Out|exit|quit|get_ipython)$")
 
 
+class NotAState(ValueError):
+    """The file is not a Python state of this format: nothing of it was loaded."""
+
+
 class Baseline:
     """What the context held before the user's code ran: only changes to it are kept."""
 
-    def __init__(self, namespace):
+    def __init__(self, namespace, environ=None, sys_path=None):
         self.names = dict(namespace)
-        self.environ = dict(os.environ)
-        self.sys_path = list(sys.path)
+        self.environ = dict(os.environ if environ is None else environ)
+        self.sys_path = list(sys.path if sys_path is None else sys_path)
 
 
 def user_names(namespace, baseline):
@@ -134,11 +138,20 @@ def save(main, baseline, execution_count, out):
 
 def read_header(source):
     if source.read(len(MAGIC)) != MAGIC:
-        raise ValueError("not a sandcell Python state file")
-    length = int(source.readline(32))
+        raise NotAState("not a sandcell Python state file")
+    try:
+        length = int(source.readline(32))
+    except ValueError:
+        raise NotAState("the state file's header has no length") from None
     if not 0 <= length <= MAX_HEADER_BYTES:
-        raise ValueError("the state file's header is too large")
-    return json.loads(source.read(length))
+        raise NotAState("the state file's header is too large")
+    try:
+        header = json.loads(source.read(length))
+    except ValueError:
+        raise NotAState("the state file's header is not JSON") from None
+    if not isinstance(header, dict) or not all(key in header for key in ("modules", "values", "skipped", "cwd", "environ", "sysPath", "executionCount")):
+        raise NotAState("the state file's header is incomplete")
+    return header
 
 
 def load(source, main):

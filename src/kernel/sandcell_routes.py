@@ -25,8 +25,8 @@ PROTOCOL_VERSION = 2
 DATA_DIR = "/mnt/data"
 DEFAULT_CONTEXT = "python"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
-VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list"))
-CONTEXT_REQUESTS = frozenset(("execute", "interrupt", "reset", "ping", "is-complete", "complete", "inspect", "input-reply"))
+VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "state-begin", "state-read", "state-write", "state-end"))
+CONTEXT_REQUESTS = frozenset(("execute", "interrupt", "reset", "ping", "is-complete", "complete", "inspect", "input-reply", "state-save", "state-load"))
 FILE_REQUESTS = frozenset(("file-read", "file-write", "file-list", "file-remove"))
 LOG_MESSAGE_CHARS = 4096
 # Room on top of what a line carries, as the host's (src/session/output-limits.ts).
@@ -58,6 +58,7 @@ class Supervisor:
         self.bash = find_executable("bash", path) or "/bin/bash"
         self.contexts = {}
         self.commands = {}
+        self.archive = None  # a snapshot's tar stream under way (sandcell_state.py)
         self.ended_groups = []
         self.legacy = True
         # What goes to the host, sent once per round of the loop: the events a
@@ -287,6 +288,61 @@ class Supervisor:
     def command_list(self, message):
         self.reply(message, {"commands": [command.describe() for command in self.commands.values()]})
 
+    # --- snapshots --------------------------------------------------------------
+    def state_begin(self, message):
+        import sandcell_state
+
+        mode = message.get("mode")
+        if mode not in ("save", "load"):
+            raise RequestError("invalid-request", "state-begin: mode must be save or load")
+        self.end_archive()
+        try:
+            self.archive = sandcell_state.Archive(self.loop, mode, "tar", self.bash, self.command_env, message.get("clean") is True)
+        except sandcell_state.StateError as error:
+            raise RequestError(error.code, str(error)) from None
+        except OSError as error:
+            raise RequestError("state-failed", "the state directory could not be made: %s" % error) from None
+        self.reply(message, {"directory": sandcell_state.STATE_DIR})
+
+    def state_read(self, message):
+        offset = message.get("offset")
+        if not isinstance(offset, int) or isinstance(offset, bool):
+            raise RequestError("invalid-request", "state-read: offset must be an integer")
+        self.archive_call(message, lambda archive, reply, fail: archive.read(offset, reply, fail))
+
+    def state_write(self, message):
+        data = message.get("data", "")
+        if not isinstance(data, str):
+            raise RequestError("invalid-request", "state-write: data must be a base64 string")
+        eof = message.get("eof") is True
+        self.archive_call(message, lambda archive, reply, fail: archive.write(data, eof, reply, fail))
+
+    def archive_call(self, message, call):
+        import sandcell_state
+
+        if self.archive is None:
+            raise RequestError("invalid-request", "%s: no archive was begun (state-begin)" % message.get("type"))
+
+        def fail(error):
+            self.reply(message, error=RequestError(error.code, str(error)))
+
+        try:
+            call(self.archive, lambda body: self.reply(message, body), fail)
+        except sandcell_state.StateError as error:
+            raise RequestError(error.code, str(error)) from None
+
+    def state_end(self, message):
+        import sandcell_state
+
+        self.end_archive()
+        sandcell_state.remove_state_directory()
+        self.reply(message)
+
+    def end_archive(self):
+        archive, self.archive = self.archive, None
+        if archive is not None:
+            archive.close()
+
     # --- files and the end ----------------------------------------------------
     def file_request(self, message):
         import sandcell_files
@@ -309,6 +365,8 @@ class Supervisor:
             kill_group(command.pid)
         for group in self.ended_groups:
             kill_group(group)
+        if self.archive is not None and self.archive.pid is not None:
+            kill_group(self.archive.pid)
         os._exit(status)
 
 
@@ -320,6 +378,10 @@ HANDLERS = {
     "command-stdin": Supervisor.command_stdin,
     "command-signal": Supervisor.command_signal,
     "command-list": Supervisor.command_list,
+    "state-begin": Supervisor.state_begin,
+    "state-read": Supervisor.state_read,
+    "state-write": Supervisor.state_write,
+    "state-end": Supervisor.state_end,
 }
 
 

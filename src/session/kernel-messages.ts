@@ -27,6 +27,19 @@ export type ContextRequest =
   | { type: 'context-restart'; context: string }
   | { type: 'context-remove'; context: string };
 
+/**
+ * A snapshot's requests (docs/kernel-protocol.md, "Snapshots"): the archive of the
+ * files and the state directory, answered by the supervisor, and each context's
+ * kernel writing its state to, or reading it from, a file in that directory.
+ */
+export type StateRequest =
+  | { type: 'state-begin'; mode: 'save' | 'load'; clean?: boolean }
+  | { type: 'state-read'; offset: number }
+  | { type: 'state-write'; data: string; eof?: boolean }
+  | { type: 'state-end' }
+  | { type: 'state-save'; context: string; path: string }
+  | { type: 'state-load'; context: string; path: string };
+
 /** A request answered with a `reply` carrying the same id. `context` absent means python. */
 export type KernelRequest =
   | { type: 'reset'; context?: string }
@@ -37,6 +50,7 @@ export type KernelRequest =
   | { type: 'inspect'; code: string; cursorPos: number; detailLevel: 0 | 1; context?: string }
   | FileRequest
   | ContextRequest
+  | StateRequest
   | { type: 'command-list' };
 
 export type CommandSignal = 'SIGINT' | 'SIGTERM' | 'SIGKILL' | 'SIGHUP' | 'SIGQUIT';
@@ -64,7 +78,19 @@ export type HostMessage = (KernelRequest & { id: string }) | KernelInstruction |
 /** The host messages a context's kernel answers (the supervisor routes them by `context`). */
 export type ContextBoundMessage = Extract<
   HostMessage,
-  { type: 'execute' | 'interrupt' | 'input-reply' | 'reset' | 'ping' | 'is-complete' | 'complete' | 'inspect' }
+  {
+    type:
+      | 'execute'
+      | 'interrupt'
+      | 'input-reply'
+      | 'reset'
+      | 'ping'
+      | 'is-complete'
+      | 'complete'
+      | 'inspect'
+      | 'state-save'
+      | 'state-load';
+  }
 >;
 
 // --- Reply bodies ------------------------------------------------------------
@@ -96,6 +122,26 @@ export interface StartedKernel {
   version: string | null;
 }
 
+/** A name of a context's state a kernel could not save or load, and why (`socket`, `a running process is not kept`). */
+export interface SkippedName {
+  name: string;
+  reason: string;
+}
+
+/** A kernel's answer to state-save: the names it wrote, those it left out, its execution count. */
+export interface SavedState {
+  saved: string[];
+  skipped: SkippedName[];
+  executionCount: number;
+}
+
+/** A kernel's answer to state-load: the names back, those not, and the count its next execution follows. */
+export interface LoadedState {
+  restored: string[];
+  skipped: SkippedName[];
+  executionCount: number;
+}
+
 /** A reply that carries nothing beside `ok`. */
 type NoBody = Record<never, never>;
 
@@ -118,6 +164,12 @@ export interface ReplyMessageBodies {
   'context-restart': StartedKernel;
   'context-remove': NoBody;
   'command-list': { commands: CommandListing[] };
+  'state-begin': { directory: string };
+  'state-read': { data: string; eof: boolean };
+  'state-write': NoBody;
+  'state-end': NoBody;
+  'state-save': SavedState;
+  'state-load': LoadedState;
 }
 
 export interface ReplyError {

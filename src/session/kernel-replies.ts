@@ -20,6 +20,9 @@ import type {
   FileRequest,
   KernelFileEntry,
   KernelRequest,
+  LoadedState,
+  SavedState,
+  SkippedName,
 } from './kernel-messages.js';
 import { DEFAULT_CONTEXT } from './languages.js';
 
@@ -42,6 +45,12 @@ export interface ReplyBodies {
   'context-restart': Record<string, never>;
   'context-remove': Record<string, never>;
   'command-list': { commands: CommandListing[] };
+  'state-begin': { directory: string };
+  'state-read': { data: string; eof: boolean };
+  'state-write': Record<string, never>;
+  'state-end': Record<string, never>;
+  'state-save': SavedState;
+  'state-load': LoadedState;
 }
 
 /**
@@ -93,6 +102,26 @@ const REPLY_PARSERS: { [Type in KernelRequest['type']]: (body: Record<string, un
     pid: Number(body.pid) || 0,
     version: typeof body.version === 'string' ? body.version : null,
   }),
+  'state-begin': (body) =>
+    typeof body.directory === 'string'
+      ? { directory: body.directory }
+      : { invalid: 'a state-begin reply without its directory' },
+  'state-read': (body) =>
+    typeof body.data === 'string' && typeof body.eof === 'boolean'
+      ? { data: body.data, eof: body.eof }
+      : { invalid: 'a state-read reply without its data' },
+  'state-write': empty,
+  'state-end': empty,
+  'state-save': (body) => {
+    const names = stringList(body.saved);
+    if (!names) return { invalid: 'a state-save reply without the names saved' };
+    return { saved: names, skipped: skippedNames(body.skipped), executionCount: count(body.executionCount) };
+  },
+  'state-load': (body) => {
+    const names = stringList(body.restored);
+    if (!names) return { invalid: 'a state-load reply without the names restored' };
+    return { restored: names, skipped: skippedNames(body.skipped), executionCount: count(body.executionCount) };
+  },
   'command-list': (body) => {
     if (!Array.isArray(body.commands)) return { invalid: 'a command-list reply without its commands' };
     const commands: CommandListing[] = [];
@@ -109,6 +138,34 @@ const REPLY_PARSERS: { [Type in KernelRequest['type']]: (body: Record<string, un
     return { commands };
   },
 };
+
+/** A report's names are the sandbox's words: each bounded, and so many of them. */
+const REPORT_NAMES = 10_000;
+const REPORT_TEXT = 1024;
+
+function stringList(value: unknown): string[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  return value
+    .filter((name): name is string => typeof name === 'string')
+    .slice(0, REPORT_NAMES)
+    .map((name) => name.slice(0, REPORT_TEXT));
+}
+
+function skippedNames(value: unknown): SkippedName[] {
+  if (!Array.isArray(value)) return [];
+  return value
+    .filter((entry): entry is { name: string; reason: unknown } => isObject(entry) && typeof entry.name === 'string')
+    .slice(0, REPORT_NAMES)
+    .map((entry) => ({
+      name: entry.name.slice(0, REPORT_TEXT),
+      reason: typeof entry.reason === 'string' ? entry.reason.slice(0, REPORT_TEXT) : 'unknown',
+    }));
+}
+
+function count(value: unknown): number {
+  const number = Math.trunc(Number(value));
+  return Number.isSafeInteger(number) && number > 0 ? number : 0;
+}
 
 /** The sandbox's reason code as one this host knows. */
 export function fileErrorReason(code: string): FileErrorReason {
@@ -132,6 +189,9 @@ export function answeringContext(request: KernelRequest): string | undefined {
     case 'complete':
     case 'inspect':
       return request.context ?? DEFAULT_CONTEXT;
+    case 'state-save':
+    case 'state-load':
+      return request.context;
     default:
       return undefined;
   }

@@ -5,6 +5,7 @@ import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
 import type { NetworkGate } from '../network/gate-channel.js';
 import { type NetworkAllowList, type NetworkOption, resolveNetworkOption } from '../network/network-option.js';
+import type { SnapshotStore } from '../snapshots/snapshot-store.js';
 import { LIBRARY_LIMIT_NAMES, type LimitNames } from './limit-names.js';
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
@@ -16,6 +17,7 @@ export const DEFAULT_MAX_CODE_BYTES = 2 * 1024 * 1024;
 export const DEFAULT_FILE_TRANSFER_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_CONTEXTS = 8;
+export const DEFAULT_SNAPSHOT_WAIT_MS = 30_000;
 export const DEFAULT_MAX_COMMANDS = 64;
 export const DEFAULT_CONTEXT_RESTART_TIMEOUT_MS = 10_000;
 
@@ -86,6 +88,15 @@ export interface SessionOptions {
   network?: NetworkOption;
   /** The gate that serves `network`'s allow-list; a server passes its own. @default one gate per session, on this host */
   networkGate?: NetworkGate;
+  /**
+   * Where snapshot(), pause() and fork() write, and resumeSession() and restore() read.
+   * @default the state directory's store (`$SANDCELL_STATE_DIR`, else ~/.local/share/sandcell)
+   */
+  snapshots?: SnapshotStore;
+  /** Whose snapshots the session writes and may load: another owner's are refused. @default `local` */
+  owner?: string;
+  /** How long a snapshot waits for code that is running to end before it is refused. @default 30_000 */
+  snapshotWaitMs?: number;
   /** Session id (letters, digits, `-`, `_`). @default a random id */
   id?: string;
   signal?: AbortSignal;
@@ -93,6 +104,7 @@ export interface SessionOptions {
 
 export interface ResolvedSessionOptions {
   limits: SandboxLimits;
+  snapshotWaitMs: number;
   timeoutMs: number;
   interruptGraceMs: number;
   startTimeoutMs: number;
@@ -142,6 +154,7 @@ export function resolveSessionOptions(options: SessionOptions): ResolvedSessionO
   return {
     limits: resolveLimits(options.limits),
     timeoutMs: positive('timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS),
+    snapshotWaitMs: positive('snapshotWaitMs', options.snapshotWaitMs, DEFAULT_SNAPSHOT_WAIT_MS),
     interruptGraceMs: positive('interruptGraceMs', options.interruptGraceMs, DEFAULT_INTERRUPT_GRACE_MS),
     startTimeoutMs: positive('startTimeoutMs', options.startTimeoutMs, DEFAULT_START_TIMEOUT_MS),
     contextRestartTimeoutMs: positive(

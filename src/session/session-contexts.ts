@@ -96,6 +96,27 @@ export class SessionContexts {
     return context.info();
   }
 
+  /**
+   * The context a snapshot names, with its kernel up: the one of that id (its
+   * language must agree), else made with that id, as the snapshot had it.
+   */
+  async restore(saved: {
+    id: string;
+    language: Language;
+    cwd?: string;
+    env?: Record<string, string>;
+  }): Promise<SessionContext> {
+    const existing = this.contexts.get(saved.id);
+    if (existing && existing.language !== saved.language) {
+      throw new InvalidInputError(
+        `The snapshot's context ${JSON.stringify(saved.id)} ran ${saved.language}, not ${existing.language}.`,
+      );
+    }
+    const context = existing ?? this.add(new SessionContext(saved.id, saved.language, saved.cwd, saved.env));
+    await this.ensureLive(context);
+    return context;
+  }
+
   /** The sandbox where `context`'s kernel runs, starting (or restarting) the kernel first if needed. */
   async ensureLive(context: SessionContext): Promise<KernelConnection> {
     for (;;) {

@@ -11,9 +11,18 @@ import { resolveBackend } from '../backends/select.js';
 import type { SandboxBackend, SandboxVolume } from '../backends/spec.js';
 import { chooseEnvironment } from '../environments/select.js';
 import type { Environment } from '../environments/types.js';
-import { AbortError, InvalidInputError, ProtocolError, SessionClosedError, UnknownContextError } from '../errors.js';
+import {
+  AbortError,
+  InvalidInputError,
+  ProtocolError,
+  SessionClosedError,
+  TimeoutError,
+  UnknownContextError,
+} from '../errors.js';
 import { defaultNetworkGate } from '../network/default-gate.js';
 import type { NetworkChannel } from '../network/gate-channel.js';
+import { localSnapshotStore } from '../snapshots/local-snapshots.js';
+import type { SnapshotStore } from '../snapshots/snapshot-store.js';
 import { type AssistOptions, checkAssistInput, type InspectOptions } from './assist-input.js';
 import { type Completion, type Inspection, withinCode } from './assist-replies.js';
 import { CommandRegistry, SessionCommands } from './commands.js';
@@ -35,8 +44,26 @@ import type { ContextInfo, CreateContextOptions, SessionContext } from './sessio
 import { SessionContexts } from './session-contexts.js';
 import { SessionDeaths } from './session-deaths.js';
 import { SessionSandbox } from './session-sandbox.js';
+import {
+  ARCHIVE_PART,
+  ARCHIVE_SLACK_BYTES,
+  endState,
+  loadContext,
+  type RestoredContext,
+  type RestoreReport,
+  readArchive,
+  readDetails,
+  type SavedContext,
+  type SnapshotDetails,
+  type SnapshotInfo,
+  saveContexts,
+  snapshotInfo,
+  writeArchive,
+} from './session-state.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** The owner of a library's snapshots (a server's sessions belong to their key's owner). */
+const LOCAL_OWNER = 'local';
 
 export class Session {
   readonly files: SessionFiles;
@@ -46,6 +73,10 @@ export class Session {
   private readonly sandbox: SessionSandbox;
   private closing?: Promise<void>;
   private lastActivity = Date.now();
+  /** What the last resume, restore or fork brought back, per context (undefined for a fresh session). */
+  restored?: RestoreReport;
+  /** The options it was created with: a fork is made with the same. */
+  private createdWith: SessionOptions = {};
 
   private constructor(
     readonly id: string,
@@ -141,6 +172,8 @@ export class Session {
         });
     }
     const session = new Session(id, backend, volume, resolved, environment, channel);
+    const { signal: _signal, id: _id, ...createdWith } = options;
+    session.createdWith = createdWith;
     try {
       await session.sandbox.ensure();
     } catch (error) {
@@ -333,12 +366,238 @@ export class Session {
     );
   }
 
+  // --- snapshots ---------------------------------------------------------------
+
+  /**
+   * Writes the session's state down and keeps running: every context's
+   * variables (as its language can keep them: SavedContext.skipped names the
+   * rest and why), its working directory and execution count, and the files of
+   * /mnt/data and the user site. Running code is waited for (`snapshotWaitMs`),
+   * then refused with a TimeoutError; running commands are not kept.
+   */
+  snapshot(): Promise<SnapshotInfo> {
+    // In each context's queue from this call on: a run asked for after it is not in it.
+    return this.quiesced(async (connection) => this.writeSnapshot(await this.snapshotStore(), connection));
+  }
+
+  /**
+   * A snapshot, then the session ends: nothing of it runs or holds memory until
+   * resumeSession(info.id) brings it back (by default under the same session id).
+   */
+  pause(): Promise<SnapshotInfo> {
+    return this.quiesced(async (connection) => {
+      const info = await this.writeSnapshot(await this.snapshotStore(), connection);
+      void this.close();
+      return info;
+    });
+  }
+
+  /**
+   * Rolls this session back to a snapshot of it (or of another session of the
+   * same owner): commands and contexts end, files made since go, and each
+   * context comes back as the snapshot had it. The snapshot is checked whole
+   * before anything is touched.
+   */
+  async restore(snapshotId: string): Promise<RestoreReport> {
+    if (this.closing) throw new SessionClosedError(this.id);
+    const store = await this.snapshotStore();
+    const manifest = await store.manifest(this.owner, snapshotId);
+    const details = readDetails(manifest);
+    await store.verifyParts(manifest);
+    return this.quiesced(async () => {
+      await this.commandRuns.killAll();
+      for (const context of this.contexts.all()) {
+        if (context.id !== DEFAULT_CONTEXT) await this.contexts.remove(context).catch(() => undefined);
+      }
+      await this.sandbox.end({ kind: 'restart' });
+      const connection = await this.sandbox.ensure();
+      return this.loadState(connection, store.part(manifest, ARCHIVE_PART), details, true, manifest.id);
+    });
+  }
+
+  /**
+   * A new session holding what this one holds now (files, contexts, their
+   * state), from then on independent of it. No snapshot is stored: the state
+   * streams from one sandbox into the other.
+   */
+  async fork(options: { id?: string } = {}): Promise<Session> {
+    if (this.closing) throw new SessionClosedError(this.id);
+    const child = await Session.create({
+      ...this.createdWith,
+      ...(options.id ? { id: options.id } : { id: undefined }),
+    });
+    try {
+      await this.quiesced(async (connection) => {
+        try {
+          const saved = await saveContexts(connection, this.liveContexts(connection), this.stateTimeoutMs());
+          const childConnection = await child.sandbox.ensure();
+          const source = readArchive(connection, this.archiveLimit(), this.stateTimeoutMs());
+          await child.loadState(childConnection, source, { ...this.details(saved) }, false, undefined);
+        } finally {
+          await endState(connection, this.stateTimeoutMs()).catch(() => undefined);
+        }
+      });
+    } catch (error) {
+      await child.close();
+      throw error;
+    }
+    return child;
+  }
+
+  /** Resumes a snapshot in a new session; see resumeSession. */
+  static async resume(snapshotId: string, options: SessionOptions = {}): Promise<Session> {
+    const store = options.snapshots ?? (await localSnapshotStore());
+    const manifest = await store.manifest(options.owner ?? LOCAL_OWNER, snapshotId);
+    const details = readDetails(manifest);
+    const session = await Session.create({
+      ...(details.environment === 'default' ? {} : { environmentName: details.environment }),
+      id: manifest.sessionId,
+      ...options,
+      snapshots: store,
+    });
+    try {
+      const connection = await session.sandbox.ensure();
+      await session.loadState(connection, store.part(manifest, ARCHIVE_PART), details, false, manifest.id);
+    } catch (error) {
+      await session.close();
+      throw error;
+    }
+    return session;
+  }
+
   /** Host-side resource usage of the current sandbox, where the backend measures it. */
   async usage() {
     return (await this.sandbox.current?.sandbox.usage?.()) ?? {};
   }
 
   // --- internals -------------------------------------------------------------
+
+  private snapshotStore(): Promise<SnapshotStore> {
+    if (this.closing) return Promise.reject(new SessionClosedError(this.id));
+    return this.createdWith.snapshots ? Promise.resolve(this.createdWith.snapshots) : localSnapshotStore();
+  }
+
+  private get owner(): string {
+    return this.createdWith.owner ?? LOCAL_OWNER;
+  }
+
+  /**
+   * Runs `task` once every context's queue has reached it (running code ended,
+   * nothing new starts until it is done); a TimeoutError if that takes longer
+   * than `snapshotWaitMs`.
+   */
+  private async quiesced<T>(task: (connection: KernelConnection) => Promise<T>): Promise<T> {
+    if (this.closing) throw new SessionClosedError(this.id);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const reached = this.contexts.all().map(
+      (context) =>
+        new Promise<void>((resolve, reject) => {
+          this.enqueue(context, async () => {
+            resolve();
+            await held;
+          }).catch(reject);
+        }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const waitMs = this.options.snapshotWaitMs;
+    try {
+      await Promise.race([
+        Promise.all(reached),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () =>
+              reject(
+                new TimeoutError(
+                  `The session was still running code after ${waitMs} ms; a snapshot waits for running code to end. Interrupt it, or try again when it ends (option \`snapshotWaitMs\`).`,
+                ),
+              ),
+            waitMs,
+          );
+        }),
+      ]);
+      clearTimeout(timer);
+      this.lastActivity = Date.now();
+      return await task(await this.sandbox.ensure());
+    } finally {
+      clearTimeout(timer);
+      release();
+    }
+  }
+
+  private liveContexts(connection: KernelConnection): SessionContext[] {
+    return this.contexts.all().filter((context) => context.liveIn(connection));
+  }
+
+  private async writeSnapshot(store: SnapshotStore, connection: KernelConnection): Promise<SnapshotInfo> {
+    const writer = store.begin(this.owner, this.id);
+    const timeoutMs = this.stateTimeoutMs();
+    try {
+      const saved = await saveContexts(connection, this.liveContexts(connection), timeoutMs);
+      await writer.part(ARCHIVE_PART, readArchive(connection, this.archiveLimit(), timeoutMs));
+      const details = this.details(saved);
+      const manifest = await writer.commit({ ...details });
+      return snapshotInfo(manifest, details);
+    } catch (error) {
+      await writer.discard().catch(() => undefined);
+      throw error;
+    } finally {
+      await endState(connection, timeoutMs).catch(() => undefined);
+    }
+  }
+
+  private details(contexts: SavedContext[]): SnapshotDetails {
+    return {
+      environment: this.environment.name,
+      contexts,
+      notKept: this.commandRuns.all().map((run) => ({
+        name: `command ${run.id}: ${run.command.slice(0, 200)}`,
+        reason: 'a running process is not kept',
+      })),
+    };
+  }
+
+  /** Streams an archive into `connection`'s sandbox and has each context load its state. */
+  private async loadState(
+    connection: KernelConnection,
+    source: AsyncIterable<Uint8Array>,
+    details: SnapshotDetails,
+    clean: boolean,
+    snapshotId: string | undefined,
+  ): Promise<RestoreReport> {
+    const timeoutMs = this.stateTimeoutMs();
+    try {
+      const directory = await writeArchive(connection, source, clean, timeoutMs);
+      const contexts: RestoredContext[] = [];
+      for (const saved of details.contexts) {
+        const context = await this.contexts.restore(saved);
+        const { executionCount, ...loaded } = await loadContext(connection, directory, saved, timeoutMs);
+        context.executionCount = executionCount;
+        contexts.push(loaded);
+      }
+      const report: RestoreReport = {
+        ...(snapshotId ? { snapshotId } : {}),
+        contexts,
+        notKept: details.notKept,
+      };
+      this.restored = report;
+      return report;
+    } finally {
+      await endState(connection, timeoutMs).catch(() => undefined);
+    }
+  }
+
+  /** A kernel writing or reading a large state takes its time: the start timeout bounds each step. */
+  private stateTimeoutMs(): number {
+    return Math.max(this.options.startTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS);
+  }
+
+  /** An archive holds the sandbox's files and its state files, all within /mnt/data and /tmp. */
+  private archiveLimit(): number {
+    return this.options.limits.dataBytes + this.options.limits.tmpBytes + ARCHIVE_SLACK_BYTES;
+  }
 
   /** A failure because the session closed meanwhile (its sandbox killed under a request) is the closing's. */
   private closedInstead(error: unknown): never {
@@ -411,6 +670,16 @@ export class Session {
     this.lastActivity = Date.now();
     return execution;
   }
+}
+
+/**
+ * A new session holding a snapshot's state (session.pause() or snapshot()):
+ * its files, contexts and what each kept; `session.restored` says, per
+ * context, what came back and what did not. A snapshot of another owner, or
+ * one that does not verify, is refused before anything is loaded.
+ */
+export function resumeSession(snapshotId: string, options: SessionOptions = {}): Promise<Session> {
+  return Session.resume(snapshotId, options);
 }
 
 /** Creates a session: a fresh sandbox with a ready python context. */

@@ -81,4 +81,16 @@ export class ScriptedFileStore {
     for (const name of [...this.directories]) if (name.startsWith(prefix)) this.directories.delete(name);
     for (const name of [...this.files.keys()]) if (name.startsWith(prefix)) this.files.delete(name);
   }
+
+  /** Every file, path → bytes: what a snapshot's archive holds. */
+  dump(): Map<string, Buffer> {
+    return new Map([...this.files].map(([name, file]) => [name, Buffer.from(file.data)]));
+  }
+
+  /** Every file and directory removed: a restore starts from nothing. */
+  clear(): void {
+    this.files.clear();
+    this.directories.clear();
+    this.directories.add('');
+  }
 }

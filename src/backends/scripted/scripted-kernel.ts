@@ -6,12 +6,14 @@
  * context's id.
  */
 import type { Completion, Inspection } from '../../session/assist-replies.js';
-import type { ContextBoundMessage, KernelMessage } from '../../session/kernel-messages.js';
+import type { ContextBoundMessage, KernelMessage, SkippedName } from '../../session/kernel-messages.js';
 import type { SandboxExit } from '../spec.js';
 import type { ScriptedFileStore } from './file-store.js';
 import type { ScriptedRun, ScriptedStep } from './script.js';
 
 type InputReply = Extract<ContextBoundMessage, { type: 'input-reply' }>;
+
+const STATE_MAGIC = 'sandcell-scripted-state 1\n';
 
 /** How often a `wait` step checks its condition. */
 const WAIT_POLL_MS = 5;
@@ -21,6 +23,8 @@ export interface ScriptedKernelOptions {
   language: string;
   run: ScriptedRun;
   files: ScriptedFileStore;
+  /** The sandbox's state directory (state-save writes there, state-load reads). */
+  stateFiles: Map<string, Buffer>;
   kernelNumber: number;
   /** The context's working directory. */
   cwd: string;
@@ -94,9 +98,16 @@ export class ScriptedKernel {
   }
 
   private async runRequest(
-    message: Extract<ContextBoundMessage, { type: 'execute' | 'reset' | 'ping' | 'complete' | 'inspect' }>,
+    message: Extract<
+      ContextBoundMessage,
+      { type: Exclude<ContextBoundMessage['type'], 'interrupt' | 'is-complete' | 'input-reply'> }
+    >,
   ): Promise<void> {
     if (this.stopped) return;
+    if (message.type === 'state-save' || message.type === 'state-load') {
+      this.send(message.type === 'state-save' ? this.saveState(message) : this.loadState(message));
+      return;
+    }
     if (message.type === 'execute') {
       await this.execute(message.id, message.code, message.stdin === true);
       return;
@@ -114,6 +125,66 @@ export class ScriptedKernel {
       this.executionCount = 0;
     }
     this.send({ type: 'reply', id: message.id, ok: true });
+  }
+
+  /**
+   * The script's names written to the state directory: each that JSON keeps (a
+   * function or a symbol is skipped with its type, as a socket is in Python).
+   */
+  private saveState(message: { id: string; path: string }): KernelMessage {
+    const values: Record<string, unknown> = {};
+    const skipped: SkippedName[] = [];
+    for (const [name, value] of this.state) {
+      const text = typeof value === 'bigint' ? undefined : JSON.stringify(value);
+      if (text === undefined) skipped.push({ name, reason: typeof value });
+      else values[name] = JSON.parse(text);
+    }
+    const state = { values, skipped, executionCount: this.executionCount };
+    this.options.stateFiles.set(message.path, Buffer.from(`${STATE_MAGIC}${JSON.stringify(state)}`));
+    return {
+      type: 'reply',
+      id: message.id,
+      ok: true,
+      saved: Object.keys(values),
+      skipped,
+      executionCount: this.executionCount,
+    };
+  }
+
+  private loadState(message: { id: string; path: string }): KernelMessage {
+    const file = this.options.stateFiles.get(message.path);
+    if (!file) {
+      return {
+        type: 'reply',
+        id: message.id,
+        ok: false,
+        error: { code: 'state-failed', message: `${message.path}: no such file` },
+      };
+    }
+    const text = file.toString('utf8');
+    if (!text.startsWith(STATE_MAGIC)) {
+      return {
+        type: 'reply',
+        id: message.id,
+        ok: false,
+        error: { code: 'state-invalid', message: 'not a scripted state file' },
+      };
+    }
+    const state = JSON.parse(text.slice(STATE_MAGIC.length)) as {
+      values: Record<string, unknown>;
+      skipped: SkippedName[];
+      executionCount: number;
+    };
+    for (const [name, value] of Object.entries(state.values)) this.state.set(name, value);
+    this.executionCount = state.executionCount;
+    return {
+      type: 'reply',
+      id: message.id,
+      ok: true,
+      restored: Object.keys(state.values),
+      skipped: state.skipped,
+      executionCount: state.executionCount,
+    };
   }
 
   /** Completion of the script's names before the cursor. */

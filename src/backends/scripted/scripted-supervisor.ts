@@ -24,6 +24,7 @@ import { ScriptedFileError, type ScriptedFileStore } from './file-store.js';
 import type { CommandScript, ScriptedRun } from './script.js';
 import { ScriptedCommand } from './scripted-command.js';
 import { ScriptedKernel } from './scripted-kernel.js';
+import { ScriptedStateArchive, StateRefusal } from './scripted-state.js';
 
 export interface ScriptedSupervisorOptions {
   run: ScriptedRun;
@@ -68,6 +69,12 @@ const HOST_MESSAGE_TYPES: Record<HostMessage['type'], true> = {
   'command-stdin': true,
   'command-signal': true,
   'command-list': true,
+  'state-begin': true,
+  'state-read': true,
+  'state-write': true,
+  'state-end': true,
+  'state-save': true,
+  'state-load': true,
   shutdown: true,
 };
 
@@ -94,8 +101,10 @@ export class ScriptedSupervisor {
   /** Running commands, by id. */
   readonly commands = new Map<string, ScriptedCommand>();
   private nextPid = 100;
+  private readonly archive: ScriptedStateArchive;
 
   constructor(private readonly options: ScriptedSupervisorOptions) {
+    this.archive = new ScriptedStateArchive(options.files);
     this.startKernel('python', 'python', DATA_DIR);
   }
 
@@ -131,7 +140,21 @@ export class ScriptedSupervisor {
       case 'complete':
       case 'inspect':
       case 'input-reply':
+      case 'state-save':
+      case 'state-load':
         this.toKernel(message);
+        break;
+      case 'state-begin':
+        this.reply(message, () => this.archive.begin(message));
+        break;
+      case 'state-read':
+        this.reply(message, () => this.archive.read(message.offset));
+        break;
+      case 'state-write':
+        this.reply(message, () => this.archive.write(message.data, message.eof === true));
+        break;
+      case 'state-end':
+        this.reply(message, () => this.archive.end());
         break;
       case 'context-create':
         // A kernel takes its time to start: the answer comes once it is ready.
@@ -282,6 +305,7 @@ export class ScriptedSupervisor {
       cwd,
       run: this.options.run,
       files: this.options.files,
+      stateFiles: this.archive.stateFiles,
       kernelNumber: this.options.nextKernelNumber(),
       // The context goes last: a kernel cannot claim another's.
       send: (message: KernelMessage) => this.options.send({ ...message, context: id }),
@@ -349,7 +373,12 @@ export class ScriptedSupervisor {
   }
 
   private refuse(id: string, error: unknown): void {
-    const code = error instanceof Refusal ? error.code : error instanceof ScriptedFileError ? error.reason : 'internal';
+    const code =
+      error instanceof Refusal || error instanceof StateRefusal
+        ? error.code
+        : error instanceof ScriptedFileError
+          ? error.reason
+          : 'internal';
     this.options.send({ type: 'reply', id, ok: false, error: { code, message: (error as Error).message } });
   }
 }

@@ -11,27 +11,16 @@
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { InvalidInputError } from '../../errors.js';
 import { type ReadHistory, readHistory, UnreadableHistoryError } from './history-records.js';
 
+export { defaultStateDirectory, NO_STATE_DIRECTORY } from '../../internal/state-directory.js';
+
 const DIRECTORY_MODE = 0o700;
 const HISTORY_EXTENSION = '.jsonl';
 const ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** The word that keeps histories in memory only (like `--preload none`). */
-export const NO_STATE_DIRECTORY = 'none';
-
-/** `$SANDCELL_STATE_DIR` (false for `none`), else `$XDG_DATA_HOME/sandcell`, else `~/.local/share/sandcell`. */
-export function defaultStateDirectory(environment: Record<string, string | undefined> = process.env): string | false {
-  const given = environment.SANDCELL_STATE_DIR;
-  if (given === NO_STATE_DIRECTORY) return false;
-  if (given) return path.resolve(given);
-  const dataHome = environment.XDG_DATA_HOME || path.join(os.homedir(), '.local', 'share');
-  return path.join(dataHome, 'sandcell');
-}
 
 export function ownerDigest(ownerId: string): string {
   return createHash('sha256').update(`sandcell-owner:${ownerId}`).digest('hex').slice(0, 32);

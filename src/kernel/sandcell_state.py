@@ -1,0 +1,228 @@
+"""Snapshots, the sandbox's side (docs/kernel-protocol.md, "Snapshots"): the
+archive of what a snapshot keeps beside each context's state.
+
+A snapshot is one tar stream of /mnt/data (which is also /home/user), the user
+site (/tmp/.local, where `pip install --user` puts packages) and the state
+directory, where each context's kernel wrote its state file when asked
+(state-save, routed to it like any context request). The host reads the stream
+in chunks (state-read) when saving and writes it back in chunks (state-write)
+when loading; `tar` does the work in a child, so the supervisor's loop only
+moves bytes and a large archive never sits whole in its memory or in /tmp.
+"""
+
+import base64
+import binascii
+import os
+
+from sandcell_event_loop import READABLE, WRITABLE
+from sandcell_process import SpawnError, kill_group, spawn
+
+STATE_DIR = "/tmp/.sandcell-state"
+# Relative to /, in this order.
+ARCHIVED = ("mnt/data", "tmp/.local", "tmp/.sandcell-state")
+CHUNK_BYTES = 1 << 20
+ERROR_BYTES = 8192
+
+
+class StateError(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+class Archive:
+    """One `tar` child: `tar -c` for a save (its output read by the host), or
+    `tar -x` for a load (its input written by the host). Answers go through
+    `reply(body)` or `fail(StateError)` callbacks, once per request."""
+
+    def __init__(self, loop, mode, tar, bash, env, clean):
+        self.loop = loop
+        self.mode = mode
+        self.offset = 0
+        self.pending = None  # the request waiting for bytes, or for tar's exit
+        self.status = None
+        self.errors = b""
+        self.closed = False
+        self.waiting = None  # called once tar has exited
+        self.out = self.into = None
+        self.pid = self.errors_fd = None
+        self.tar, self.bash, self.env = tar, bash, env
+        reset_state_directory()
+        if mode == "load":
+            argv = [tar, "--extract", "--file=-", "--directory=/", "--no-same-owner", "--preserve-permissions", "--no-overwrite-dir"]
+            if clean:
+                # A restore brings the files back as they were: what was made since goes first.
+                argv = [bash, "-c", 'shopt -s dotglob nullglob; rm -rf -- /mnt/data/* /tmp/.local; exec "$@"', "sandcell-state", *argv]
+            self._start(argv)
+
+    def _start(self, argv):
+        """Starts tar: for a save once the contexts have written their state (the first read)."""
+        in_read = out_write = None
+        if self.mode == "save":
+            self.out, out_write = os.pipe()
+        else:
+            in_read, self.into = os.pipe()
+        errors_read, errors_write = os.pipe()
+        child = [in_read, out_write, errors_write]
+        try:
+            self.pid = spawn(argv, "/", self.env, child)
+        except SpawnError as error:
+            for fd in (self.out, self.into, errors_read):
+                if fd is not None:
+                    os.close(fd)
+            self.out = self.into = None
+            raise StateError("state-failed", "tar could not start: %s" % error) from None
+        finally:
+            for fd in child:
+                if fd is not None:
+                    os.close(fd)
+        self.errors_fd = errors_read
+        os.set_blocking(errors_read, False)
+        self.loop.register(errors_read, READABLE, self._on_errors)
+        for fd in (self.out, self.into):
+            if fd is not None:
+                os.set_blocking(fd, False)
+        self.loop.on_exit(self.pid, self._on_exit)
+
+    # --- a save: the host reads -------------------------------------------------
+    def read(self, offset, reply, fail):
+        if self.mode != "save":
+            raise StateError("invalid-request", "state-read: the archive is being loaded, not saved")
+        if self.pending is not None:
+            raise StateError("invalid-request", "state-read: a read is under way already")
+        if offset != self.offset:
+            raise StateError("invalid-request", "state-read: offset %r, but %d bytes were read so far" % (offset, self.offset))
+        if self.pid is None:
+            members = [member for member in ARCHIVED if os.path.lexists("/" + member)]
+            self._start([self.tar, "--create", "--file=-", "--directory=/", "--numeric-owner", "--ignore-failed-read", "--warning=no-file-changed", "--warning=no-file-ignored", "--", *members])
+        if self.out is None:
+            raise StateError("invalid-request", "state-read: the archive has ended")
+        self.pending = (reply, fail, bytearray())
+        self.loop.register(self.out, READABLE, self._on_readable)
+
+    def _on_readable(self, mask):
+        reply, fail, chunk = self.pending
+        try:
+            data = os.read(self.out, CHUNK_BYTES - len(chunk))
+        except BlockingIOError:
+            return
+        chunk += data
+        if data and len(chunk) < CHUNK_BYTES:
+            return
+        self.loop.unregister(self.out)
+        if data:
+            self._answer_read(chunk, False)
+            return
+        os.close(self.out)
+        self.out = None
+        self._when_exited(lambda: self._answer_read(chunk, True))
+
+    def _answer_read(self, chunk, eof):
+        reply, fail, _ = self.pending
+        self.pending = None
+        if eof and self.status not in (0, 1):  # 1: a file changed as it was read, which a live session may do
+            fail(StateError("state-failed", "tar failed (status %s): %s" % (self.status, self._error_text())))
+            return
+        self.offset += len(chunk)
+        reply({"data": base64.b64encode(chunk).decode("ascii"), "eof": eof})
+
+    # --- a load: the host writes ------------------------------------------------
+    def write(self, data, eof, reply, fail):
+        if self.mode != "load":
+            raise StateError("invalid-request", "state-write: the archive is being saved, not loaded")
+        if self.pending is not None or self.into is None:
+            raise StateError("invalid-request", "state-write: a write is under way, or the archive has ended")
+        try:
+            view = memoryview(base64.b64decode(data, validate=True))
+        except (binascii.Error, TypeError, ValueError):
+            raise StateError("invalid-request", "state-write: data must be base64") from None
+        self.pending = (reply, fail, view, eof)
+        self._on_writable(0)
+
+    def _on_writable(self, mask):
+        reply, fail, view, eof = self.pending
+        try:
+            while view:
+                view = view[os.write(self.into, view) :]
+        except BlockingIOError:
+            self.pending = (reply, fail, view, eof)
+            if self.into not in self.loop.handlers:
+                self.loop.register(self.into, WRITABLE, self._on_writable)
+            return
+        except OSError:
+            view = None  # tar stopped reading: its status says why
+        if self.into in self.loop.handlers:
+            self.loop.unregister(self.into)
+        if view is None or eof:
+            os.close(self.into)
+            self.into = None
+            self._when_exited(self._answer_write)
+            return
+        self.pending = None
+        reply({})
+
+    def _answer_write(self):
+        reply, fail = self.pending[:2]
+        self.pending = None
+        if self.status != 0:
+            fail(StateError("state-failed", "the archive could not be unpacked (tar status %s): %s" % (self.status, self._error_text())))
+            return
+        reply({})
+
+    # --- tar's end --------------------------------------------------------------
+    def _on_errors(self, mask):
+        try:
+            data = os.read(self.errors_fd, 65536)
+        except BlockingIOError:
+            return
+        if not data:
+            self.loop.unregister(self.errors_fd)
+            os.close(self.errors_fd)
+            self.errors_fd = None
+            return
+        self.errors = (self.errors + data)[-ERROR_BYTES:]
+
+    def _on_exit(self, status):
+        self.status = os.waitstatus_to_exitcode(status)
+        waiting, self.waiting = self.waiting, None
+        if waiting is not None:
+            waiting()
+
+    def _when_exited(self, callback):
+        if self.status is not None:
+            callback()
+        else:
+            self.waiting = callback
+
+    def _error_text(self):
+        return self.errors.decode("utf-8", "replace").strip() or "no message"
+
+    def close(self):
+        """Ends tar and whatever waits on it (a new archive, state-end, the sandbox's end)."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.pid is not None and self.status is None:
+            kill_group(self.pid)
+            self.loop.exit_callbacks.pop(self.pid, None)
+        for fd in (self.out, self.into, self.errors_fd):
+            if fd is not None:
+                self.loop.unregister(fd)
+                os.close(fd)
+        self.out = self.into = self.errors_fd = None
+        if self.pending is not None:
+            fail = self.pending[1]
+            self.pending = None
+            fail(StateError("state-failed", "the archive was abandoned"))
+
+
+def reset_state_directory():
+    """An empty state directory, only the sandbox's user's: what a previous snapshot left goes."""
+    remove_state_directory()
+    os.mkdir(STATE_DIR, 0o700)
+
+
+def remove_state_directory():
+    import shutil
+
+    shutil.rmtree(STATE_DIR, ignore_errors=True)

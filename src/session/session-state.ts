@@ -1,0 +1,205 @@
+/**
+ * A session's state taken out of its sandbox and put back into one
+ * (docs/kernel-protocol.md, "Snapshots"): each context's kernel writes its
+ * state to a file in the sandbox's state directory, then one archive of the
+ * files (/mnt/data, the user site) and those state files streams out in
+ * chunks; loading streams it in, then each context's kernel reads its file.
+ * The sandbox is untrusted: what it sends is bounded, and its reports are
+ * read as data (kernel-replies.ts).
+ */
+import { ProtocolError } from '../errors.js';
+import { SnapshotInvalidError } from '../snapshots/snapshot-errors.js';
+import type { SnapshotManifest } from '../snapshots/snapshot-store.js';
+import type { KernelConnection } from './kernel-connection.js';
+import type { SkippedName } from './kernel-messages.js';
+import type { Language } from './languages.js';
+
+export type { SkippedName } from './kernel-messages.js';
+
+/** A context as a snapshot keeps it: enough to make it again, and what of its state was kept. */
+export interface SavedContext {
+  id: string;
+  language: Language;
+  cwd: string;
+  executionCount: number;
+  /** The names its state holds. */
+  saved: string[];
+  /** The names it could not keep, and why (`socket`, `a running process is not kept`). */
+  skipped: SkippedName[];
+}
+
+/** What came back of one context, and what did not (left out when saved, or failing now). */
+export interface RestoredContext {
+  id: string;
+  language: Language;
+  restored: string[];
+  skipped: SkippedName[];
+}
+
+/** What a resume, restore or fork brought back, per context. */
+export interface RestoreReport {
+  /** The snapshot it came from (none for a fork). */
+  snapshotId?: string;
+  contexts: RestoredContext[];
+  /** What ran when the snapshot was taken that could not be kept (commands). */
+  notKept: SkippedName[];
+}
+
+/** Raw bytes per state-write: 1 MiB, as the supervisor reads (about 1.4 MB of base64 on the line). */
+const WRITE_CHUNK_BYTES = 1 << 20;
+
+function stateFile(directory: string, contextId: string): string {
+  return `${directory}/context-${contextId}.state`;
+}
+
+/**
+ * Asks every context's kernel to write its state, then gives the archive's
+ * bytes as they come. The caller must consume the stream to its end (or stop
+ * early, which abandons the archive) and then call endState.
+ */
+export async function saveContexts(
+  connection: KernelConnection,
+  contexts: { id: string; language: Language; cwd: string }[],
+  timeoutMs: number,
+): Promise<SavedContext[]> {
+  const { directory } = await connection.request({ type: 'state-begin', mode: 'save' }, timeoutMs);
+  const saved: SavedContext[] = [];
+  for (const context of contexts) {
+    const report = await connection.request(
+      { type: 'state-save', context: context.id, path: stateFile(directory, context.id) },
+      timeoutMs,
+    );
+    saved.push({ id: context.id, language: context.language, cwd: context.cwd, ...report });
+  }
+  return saved;
+}
+
+/** The archive saveContexts made, in chunks; more than `maxBytes` is the sandbox misbehaving. */
+export async function* readArchive(
+  connection: KernelConnection,
+  maxBytes: number,
+  timeoutMs: number,
+): AsyncGenerator<Uint8Array> {
+  let offset = 0;
+  for (;;) {
+    const { data, eof } = await connection.request({ type: 'state-read', offset }, timeoutMs);
+    const chunk = Buffer.from(data, 'base64');
+    offset += chunk.length;
+    if (offset > maxBytes) {
+      throw new ProtocolError(
+        `The sandbox's snapshot archive grew past ${maxBytes} bytes, more than its files can hold.`,
+      );
+    }
+    if (chunk.length > 0) yield chunk;
+    if (eof) return;
+    if (chunk.length === 0) throw new ProtocolError('The sandbox sent an empty chunk of its snapshot archive.');
+  }
+}
+
+/**
+ * Streams an archive into the sandbox (`clean`: its files are replaced, not
+ * added to). The last chunk goes only once `source` has ended without an error
+ * (a snapshot's part verifies its hash at its end), so nothing of a part that
+ * fails its check is ever loaded into a kernel.
+ */
+export async function writeArchive(
+  connection: KernelConnection,
+  source: AsyncIterable<Uint8Array>,
+  clean: boolean,
+  timeoutMs: number,
+): Promise<string> {
+  const { directory } = await connection.request({ type: 'state-begin', mode: 'load', clean }, timeoutMs);
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  for await (const chunk of source) {
+    pending.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    pendingBytes += chunk.byteLength;
+    while (pendingBytes > WRITE_CHUNK_BYTES) {
+      const joined = Buffer.concat(pending);
+      const data = joined.subarray(0, WRITE_CHUNK_BYTES).toString('base64');
+      pending = [joined.subarray(WRITE_CHUNK_BYTES)];
+      pendingBytes = joined.length - WRITE_CHUNK_BYTES;
+      await connection.request({ type: 'state-write', data }, timeoutMs);
+    }
+  }
+  await connection.request(
+    { type: 'state-write', data: Buffer.concat(pending).toString('base64'), eof: true },
+    timeoutMs,
+  );
+  return directory;
+}
+
+/** Each context's kernel reads back the state the archive brought. */
+export async function loadContext(
+  connection: KernelConnection,
+  directory: string,
+  context: { id: string; language: Language },
+  timeoutMs: number,
+): Promise<RestoredContext & { executionCount: number }> {
+  const report = await connection.request(
+    { type: 'state-load', context: context.id, path: stateFile(directory, context.id) },
+    timeoutMs,
+  );
+  return { id: context.id, language: context.language, ...report };
+}
+
+/** The state directory goes, and any archive under way with it. */
+export async function endState(connection: KernelConnection, timeoutMs: number): Promise<void> {
+  if (connection.alive) await connection.request({ type: 'state-end' }, timeoutMs);
+}
+
+/** What a snapshot keeps beside its archive (the manifest's details, signed with it). */
+export interface SnapshotDetails {
+  /** The environment its sandbox ran: a resume runs the same one. */
+  environment: string;
+  contexts: SavedContext[];
+  /** What ran that a snapshot cannot keep (commands), with why. */
+  notKept: SkippedName[];
+}
+
+/** A snapshot as a user sees it. */
+export interface SnapshotInfo {
+  id: string;
+  sessionId: string;
+  createdAt: string;
+  /** Its size in the store. */
+  bytes: number;
+  environment: string;
+  contexts: SavedContext[];
+  notKept: SkippedName[];
+}
+
+/** The name of the archive's part in a snapshot. */
+export const ARCHIVE_PART = 'sandbox.tar';
+
+/** The archive's room beyond /mnt/data and /tmp: tar's headers and padding. */
+export const ARCHIVE_SLACK_BYTES = 64 * 1024 * 1024;
+
+/** A manifest's details, as this version wrote them; anything else is not a snapshot it can load. */
+export function readDetails(manifest: SnapshotManifest): SnapshotDetails {
+  const details = manifest.details as Partial<SnapshotDetails>;
+  if (
+    typeof details.environment !== 'string' ||
+    !Array.isArray(details.contexts) ||
+    !Array.isArray(details.notKept) ||
+    !manifest.parts.some((part) => part.name === ARCHIVE_PART)
+  ) {
+    throw new SnapshotInvalidError(manifest.id, 'it was not written by this version of sandcell');
+  }
+  return details as SnapshotDetails;
+}
+
+export function snapshotInfo(
+  manifest: SnapshotManifest,
+  details: SnapshotDetails = readDetails(manifest),
+): SnapshotInfo {
+  return {
+    id: manifest.id,
+    sessionId: manifest.sessionId,
+    createdAt: manifest.createdAt,
+    bytes: manifest.parts.reduce((total, part) => total + part.bytes, 0),
+    environment: details.environment,
+    contexts: details.contexts,
+    notKept: details.notKept,
+  };
+}
