@@ -297,6 +297,8 @@ const DOORS = [
   '/',
   '/assets/index.js',
   '/v1/sessions',
+  '/v1/sessions/hostile-session/pause',
+  '/v1/snapshots',
   '/azure/code/execute?identifier=hostile&api-version=2024-02-02-preview',
   '/e2b/sandboxes',
   '/jupyter/api/kernels',

@@ -205,14 +205,27 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         )
         .option(
           '--idle-timeout <duration>',
-          'close sessions unused this long (default: 20m, env SANDCELL_IDLE_TIMEOUT)',
+          'pause (or close) sessions unused this long (default: 20m, env SANDCELL_IDLE_TIMEOUT)',
+        )
+        .addOption(
+          new Option(
+            '--on-idle <action>',
+            'what an idle session becomes: pause (its state kept in the state directory, resumed at its next request) or close (default: pause, env SANDCELL_ON_IDLE)',
+          ).choices(['pause', 'close']),
+        )
+        .option(
+          '--snapshot-retention <duration>',
+          "how long a paused session's snapshot is kept before it is deleted (default: 7d, env SANDCELL_SNAPSHOT_RETENTION)",
         )
         .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')
         .option(
           '--preload-when-behind',
           'preload every session, even those started for callers who find nothing warm and warm ones while starts would take over 60% of the CPUs (by default they skip it: a cheaper start)',
         )
-        .option('--shutdown-grace <duration>', 'on SIGTERM, how long running executions may finish (default: 30s)')
+        .option(
+          '--shutdown-grace <duration>',
+          'on SIGTERM, how long running executions may finish, then how long the pauses of the live sessions may take (default: 30s)',
+        )
         .option('--log-level <level>', 'pino log level (default: info, env SANDCELL_LOG_LEVEL)')
         .addOption(
           new Option(
@@ -244,9 +257,12 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         )
         .option(
           '--state-dir <dir>',
-          'keep conversation histories here, so they survive a restart; default $XDG_DATA_HOME/sandcell or ~/.local/share/sandcell (env SANDCELL_STATE_DIR; "none": in memory only)',
+          'keep conversation histories and paused sessions here, so they survive a restart; default $XDG_DATA_HOME/sandcell or ~/.local/share/sandcell (env SANDCELL_STATE_DIR; "none": in memory only)',
         )
-        .option('--no-state-dir', 'keep conversation histories in memory only (lost when the server stops)'),
+        .option(
+          '--no-state-dir',
+          'keep conversation histories and paused sessions in memory only (lost when the server stops)',
+        ),
     ).addHelpText('after', `${UNITS_HELP}${KEYS_HELP}\nWithout a model the web UI still runs notebook cells.`),
   ).action(async (options) => {
     const { serveCommand } = await import('./serve-command.js');

@@ -38,6 +38,8 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   headersTimeout?: string;
   timeout?: string;
   idleTimeout?: string;
+  onIdle?: 'pause' | 'close';
+  snapshotRetention?: string;
   preload?: string;
   preloadWhenBehind?: boolean;
   shutdownGrace?: string;
@@ -92,6 +94,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     ...(options.preloadWhenBehind ? { preloadWhenBehind: true } : {}),
     ...(options.env ? { sessionOptions: { environmentName: options.env } } : {}),
     logLevel: options.logLevel,
+    ...(options.onIdle ? { onIdle: options.onIdle } : {}),
     stateDirectory: options.stateDir === false ? false : (options.stateDir ?? defaultStateDirectory()),
     logDestination: logDestinationFor(options.logFormat ?? 'auto'),
     ...(options.approve ? { approvalDefault: 'ask' as const } : {}),

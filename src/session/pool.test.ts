@@ -84,7 +84,9 @@ describe('SessionPool on the scripted backend', () => {
   it('closes handed-out sessions idle past the timeout, counting from the hand-out, telling its listeners first', async () => {
     const { pool } = scriptedPool({ size: 1, idleTimeoutMs: 200 });
     const told: { id: string; closed: boolean }[] = [];
-    pool.onIdleClose((idle) => told.push({ id: idle.id, closed: idle.closed }));
+    pool.onIdleClose((idle) => {
+      told.push({ id: idle.id, closed: idle.closed });
+    });
     await pool.start();
     // Warm for longer than the idle timeout before anyone takes it.
     await new Promise((resolve) => setTimeout(resolve, 400));
@@ -129,7 +131,9 @@ describe('SessionPool on the scripted backend', () => {
   it('does not close a session while a background command runs in it; its end restarts the idle clock', async () => {
     const { pool } = scriptedPool({ size: 0, idleTimeoutMs: 300 }, { command: () => [{ type: 'hang' }] });
     const told: string[] = [];
-    pool.onIdleClose((idle) => told.push(idle.id));
+    pool.onIdleClose((idle) => {
+      told.push(idle.id);
+    });
     const session = await pool.acquire();
     const server = await session.commands.run('serve forever', { background: true });
     expect(session.busy).toBe(false); // nobody waits for it…

@@ -94,7 +94,7 @@ export class SessionPool {
   private lastError?: Error;
   private readonly reaper: NodeJS.Timeout;
   private readonly sizer?: NodeJS.Timeout;
-  private readonly idleListeners = new Set<(session: Session) => void>();
+  private readonly idleListeners = new Set<(session: Session) => void | Promise<void>>();
   private closed = false;
   /** Sessions starting for one caller with a network other than the pool's, not for a warm list. */
   private startingApart = 0;
@@ -178,10 +178,11 @@ export class SessionPool {
 
   /**
    * Calls `listener` with each handed-out session the pool closes for idling,
-   * just before it closes it (a server records why the session went). Returns
-   * the function that stops listening.
+   * just before it closes it (a server records why the session went, or pauses
+   * it: the close waits for the promise it returns). Returns the function that
+   * stops listening.
    */
-  onIdleClose(listener: (session: Session) => void): () => void {
+  onIdleClose(listener: (session: Session) => void | Promise<void>): () => void {
     this.idleListeners.add(listener);
     return () => this.idleListeners.delete(listener);
   }
@@ -528,7 +529,7 @@ export class SessionPool {
       const lastUse = Math.max(session.lastActivityAt, this.handedOutAt.get(session) ?? 0);
       if (!session.active && now - lastUse > this.idleTimeoutMs) {
         this.leased.delete(session);
-        for (const listener of this.idleListeners) listener(session);
+        await Promise.allSettled([...this.idleListeners].map((listener) => listener(session)));
         await session.close().catch(() => undefined);
       }
     }

@@ -62,6 +62,16 @@ import {
 } from './session-state.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Whose snapshot, and of which session, when that is not the session's own (a server's pooled sessions). */
+export interface SnapshotOptions {
+  /** The owner the snapshot is written for or read as. @default the session's `owner` option */
+  owner?: string;
+  /** The session id the snapshot names (a resume without an id takes it). @default this session's id */
+  sessionId?: string;
+  /** The store to write to or read from. @default the session's `snapshots` option */
+  snapshots?: SnapshotStore;
+}
 /** The owner of a library's snapshots (a server's sessions belong to their key's owner). */
 const LOCAL_OWNER = 'local';
 
@@ -72,7 +82,8 @@ export class Session {
   private readonly commandRuns: CommandRegistry;
   private readonly sandbox: SessionSandbox;
   private closing?: Promise<void>;
-  private lastActivity = Date.now();
+  private readonly createdAt = Date.now();
+  private lastActivity = this.createdAt;
   /** What the last resume, restore or fork brought back, per context (undefined for a fresh session). */
   restored?: RestoreReport;
   /** The options it was created with: a fork is made with the same. */
@@ -375,21 +386,28 @@ export class Session {
    * /mnt/data and the user site. Running code is waited for (`snapshotWaitMs`),
    * then refused with a TimeoutError; running commands are not kept.
    */
-  snapshot(): Promise<SnapshotInfo> {
+  snapshot(options: SnapshotOptions = {}): Promise<SnapshotInfo> {
     // In each context's queue from this call on: a run asked for after it is not in it.
-    return this.quiesced(async (connection) => this.writeSnapshot(await this.snapshotStore(), connection));
+    return this.quiesced(async (connection) =>
+      this.writeSnapshot(options.snapshots ?? (await this.snapshotStore()), connection, options),
+    );
   }
 
   /**
    * A snapshot, then the session ends: nothing of it runs or holds memory until
    * resumeSession(info.id) brings it back (by default under the same session id).
    */
-  pause(): Promise<SnapshotInfo> {
-    return this.quiesced(async (connection) => {
-      const info = await this.writeSnapshot(await this.snapshotStore(), connection);
-      void this.close();
-      return info;
+  async pause(options: SnapshotOptions = {}): Promise<SnapshotInfo> {
+    let closed: Promise<void> = Promise.resolve();
+    const info = await this.quiesced(async (connection) => {
+      const written = await this.writeSnapshot(options.snapshots ?? (await this.snapshotStore()), connection, options);
+      // Closing before the queues let go: nothing asked for after the pause runs in this session.
+      closed = this.close();
+      return written;
     });
+    // Resolved once the sandbox and its files are gone, so the snapshot can be resumed under the same id at once.
+    await closed;
+    return info;
   }
 
   /**
@@ -398,10 +416,13 @@ export class Session {
    * context comes back as the snapshot had it. The snapshot is checked whole
    * before anything is touched.
    */
-  async restore(snapshotId: string): Promise<RestoreReport> {
+  async restore(
+    snapshotId: string,
+    options: Pick<SnapshotOptions, 'owner' | 'snapshots'> = {},
+  ): Promise<RestoreReport> {
     if (this.closing) throw new SessionClosedError(this.id);
-    const store = await this.snapshotStore();
-    const manifest = await store.manifest(this.owner, snapshotId);
+    const store = options.snapshots ?? (await this.snapshotStore());
+    const manifest = await store.manifest(options.owner ?? this.owner, snapshotId);
     const details = readDetails(manifest);
     await store.verifyParts(manifest);
     return this.quiesced(async () => {
@@ -424,24 +445,58 @@ export class Session {
     if (this.closing) throw new SessionClosedError(this.id);
     const child = await Session.create({
       ...this.createdWith,
-      ...(options.id ? { id: options.id } : { id: undefined }),
+      ...(options.id === undefined ? {} : { id: options.id }),
     });
     try {
-      await this.quiesced(async (connection) => {
-        try {
-          const saved = await saveContexts(connection, this.liveContexts(connection), this.stateTimeoutMs());
-          const childConnection = await child.sandbox.ensure();
-          const source = readArchive(connection, this.archiveLimit(), this.stateTimeoutMs());
-          await child.loadState(childConnection, source, { ...this.details(saved) }, false, undefined);
-        } finally {
-          await endState(connection, this.stateTimeoutMs()).catch(() => undefined);
-        }
-      });
+      await this.forkInto(child);
     } catch (error) {
       await child.close();
       throw error;
     }
     return child;
+  }
+
+  /**
+   * What fork() does with the session it makes: this session's state streamed
+   * into `target`, a fresh session (a server's warm one). Running code is
+   * waited for as by snapshot().
+   */
+  forkInto(target: Session): Promise<RestoreReport> {
+    if (target.lastActivity !== target.createdAt) {
+      return Promise.reject(new InvalidInputError('forkInto() takes a fresh session.'));
+    }
+    return this.quiesced(async (connection) => {
+      try {
+        const saved = await saveContexts(connection, this.liveContexts(connection), this.stateTimeoutMs());
+        const source = readArchive(connection, this.archiveLimit(), this.stateTimeoutMs());
+        return await target.quiesced((targetConnection) =>
+          target.loadState(targetConnection, source, this.details(saved), false, undefined),
+        );
+      } finally {
+        await endState(connection, this.stateTimeoutMs()).catch(() => undefined);
+      }
+    });
+  }
+
+  /**
+   * Brings a snapshot into this session, which must be fresh (nothing run,
+   * no file moved): what resumeSession does with the session it makes, and what
+   * a server does with a pool's warm session. A snapshot that fails its check
+   * midway leaves this session to be closed (nothing of it was loaded into a kernel).
+   */
+  async load(snapshotId: string, options: Pick<SnapshotOptions, 'owner' | 'snapshots'> = {}): Promise<RestoreReport> {
+    if (this.closing) throw new SessionClosedError(this.id);
+    if (this.lastActivity !== this.createdAt) {
+      throw new InvalidInputError(
+        'load() takes a fresh session; to roll a used one back to a snapshot, use restore().',
+      );
+    }
+    const store = options.snapshots ?? (await this.snapshotStore());
+    const manifest = await store.manifest(options.owner ?? this.owner, snapshotId);
+    const details = readDetails(manifest);
+    return this.quiesced((connection) =>
+      this.loadState(connection, store.part(manifest, ARCHIVE_PART), details, false, manifest.id),
+    );
   }
 
   /** Resumes a snapshot in a new session; see resumeSession. */
@@ -456,8 +511,7 @@ export class Session {
       snapshots: store,
     });
     try {
-      const connection = await session.sandbox.ensure();
-      await session.loadState(connection, store.part(manifest, ARCHIVE_PART), details, false, manifest.id);
+      await session.load(manifest.id);
     } catch (error) {
       await session.close();
       throw error;
@@ -531,8 +585,12 @@ export class Session {
     return this.contexts.all().filter((context) => context.liveIn(connection));
   }
 
-  private async writeSnapshot(store: SnapshotStore, connection: KernelConnection): Promise<SnapshotInfo> {
-    const writer = store.begin(this.owner, this.id);
+  private async writeSnapshot(
+    store: SnapshotStore,
+    connection: KernelConnection,
+    options: SnapshotOptions,
+  ): Promise<SnapshotInfo> {
+    const writer = store.begin(options.owner ?? this.owner, options.sessionId ?? this.id);
     const timeoutMs = this.stateTimeoutMs();
     try {
       const saved = await saveContexts(connection, this.liveContexts(connection), timeoutMs);

@@ -23,3 +23,20 @@ export class SnapshotInvalidError extends SandcellError {
     );
   }
 }
+
+/**
+ * A session whose state could not be kept: its pause failed, so there is no
+ * snapshot to resume it from. Said rather than handing out a fresh sandbox
+ * under the old id.
+ */
+export class SessionLostError extends SandcellError {
+  constructor(
+    readonly sessionId: string,
+    readonly reason: string,
+  ) {
+    super(
+      'session-lost',
+      `The session ${JSON.stringify(sessionId)} was lost: ${reason}. Its state cannot be brought back; create a new session.`,
+    );
+  }
+}

@@ -12,7 +12,7 @@ import { execFile } from 'node:child_process';
 import { chown, mkdir, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { SandboxStartError } from '../../errors.js';
+import { InvalidInputError, SandboxStartError } from '../../errors.js';
 import { sweepDeadOwnersEntries } from '../../internal/process-alive.js';
 import type { DataBudget, DataLease } from '../data-budget.js';
 import type { SandboxVolume } from '../spec.js';
@@ -47,13 +47,13 @@ export class BubblewrapVolume implements SandboxVolume {
   }): Promise<BubblewrapVolume> {
     const directory = path.join(options.sessionsDirectory, `${process.pid}-${options.sessionId}`);
     if (!options.owner) {
-      await mkdir(directory, { mode: 0o700 });
+      await makeSessionDirectory(directory, options.sessionId);
       return new BubblewrapVolume(options.sessionId, directory, false, undefined, options.memoryBudget);
     }
     const lease = await options.dataBudget?.lease(options.dataBytes);
     const { uid, gid } = options.owner;
     try {
-      await mkdir(directory, { mode: 0o700 });
+      await makeSessionDirectory(directory, options.sessionId);
       try {
         await execFileAsync('mount', [
           '-t',
@@ -114,4 +114,16 @@ async function removeVolumeDirectory(directory: string, mounted: boolean): Promi
 /** Removes volumes whose owning sandcell process is gone. */
 export function sweepStaleVolumes(sessionsDirectory: string, mounted: boolean): Promise<void> {
   return sweepDeadOwnersEntries(sessionsDirectory, /^(\d+)-/, (directory) => removeVolumeDirectory(directory, mounted));
+}
+
+/** The session's directory, made new: one there already is a session of that id still open in this process. */
+async function makeSessionDirectory(directory: string, sessionId: string): Promise<void> {
+  try {
+    await mkdir(directory, { mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    throw new InvalidInputError(
+      `A session with the id ${JSON.stringify(sessionId)} is open already: ids are unique among open sessions (close that one, or give another id).`,
+    );
+  }
 }

@@ -5,6 +5,7 @@
  */
 import type { CommandHandle } from '../../session/command.js';
 import type { Session } from '../../session/session.js';
+import type { RestoreReport } from '../../session/session-state.js';
 import type { Owner } from './auth.js';
 import type { ImageStore } from './image-store.js';
 
@@ -27,7 +28,36 @@ export interface ManagedSession {
   readonly backgroundCommands: Map<number, CommandHandle>;
   /** Executions in `execute()` now: the running one and those queued behind it. */
   inFlight: number;
+  /** Its pause under way: a request meanwhile waits for it, then resumes the session. */
+  pausing?: Promise<PausedRecord>;
+  /**
+   * What the front door that made it keeps with it across a pause (E2B: its
+   * tokens, metadata, template): written into the paused record, given back on resume.
+   */
+  keep?: Record<string, unknown>;
+  /** What its resume brought back, when it was resumed from a pause. */
+  restored?: RestoreReport;
   /** When and why the server let go of the session (idle, deleted, shutdown, closed). */
   closedAt?: number;
   closedReason?: string;
+}
+
+/** A paused session as the server records it (paused-sessions.ts): which session, and its snapshot. */
+export interface PausedRecord {
+  /** The session's id, the one its client uses. */
+  id: string;
+  source: SessionSource;
+  /** The client's name for it (an Azure identifier, an MCP session name) and the name's scope. */
+  name?: string;
+  scope?: string;
+  /** The environment it ran: it resumes in the same. */
+  environment: string;
+  /** Why it was paused: `idle`, `shutdown`, `requested`. */
+  reason: string;
+  pausedAt: string;
+  /** Its snapshot; absent when the pause failed (`lost` says why). */
+  snapshotId?: string;
+  lost?: string;
+  /** The front door's own data (ManagedSession.keep). */
+  keep?: Record<string, unknown>;
 }

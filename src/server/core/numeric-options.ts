@@ -26,6 +26,8 @@ export const DEFAULT_EXECUTIONS_PER_MINUTE = 600;
 export const DEFAULT_MAX_EXECUTION_MS = 300_000;
 export const DEFAULT_EXECUTION_TIMEOUT_MS = 60_000;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
+/** How long a paused session's snapshot is kept: a week, so a session paused on a Friday resumes on Monday. */
+export const DEFAULT_SNAPSHOT_RETENTION_MS = 7 * 24 * 3_600_000;
 export const DEFAULT_MAX_QUEUED_EXECUTIONS = 16;
 export const DEFAULT_MCP_SESSIONS_PER_KEY = 16;
 export const DEFAULT_MAX_CONNECTIONS = 1024;
@@ -46,6 +48,7 @@ export type ServerNumber =
   | 'idleTimeoutMs'
   | 'executionTimeoutMs'
   | 'shutdownGraceMs'
+  | 'snapshotRetentionMs'
   | 'conversationOutputBytes'
   | 'conversationHistoryBytes';
 
@@ -220,6 +223,14 @@ export const NUMERIC_OPTIONS: readonly NumericOption[] = [
     unit: 'duration',
     default: DEFAULT_SHUTDOWN_GRACE_MS,
     minimum: 0,
+  },
+  {
+    option: 'snapshotRetentionMs',
+    variable: 'SANDCELL_SNAPSHOT_RETENTION',
+    flag: '--snapshot-retention',
+    unit: 'duration',
+    default: DEFAULT_SNAPSHOT_RETENTION_MS,
+    minimum: 1,
   },
   {
     option: 'conversationOutputBytes',

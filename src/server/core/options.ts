@@ -45,6 +45,14 @@ function list(value: string | undefined): string[] | undefined {
     .filter((item) => item !== '');
 }
 
+function idleMode(value: string | undefined): 'pause' | 'close' {
+  if (value === undefined || value === '' || value === 'pause') return 'pause';
+  if (value === 'close') return 'close';
+  throw new InvalidInputError(
+    `What an idle session becomes is pause or close; got ${JSON.stringify(value)} (--on-idle, SANDCELL_ON_IDLE).`,
+  );
+}
+
 function approvalMode(value: string | undefined): 'auto' | 'ask' {
   if (value === undefined || value === '' || value === 'auto') return 'auto';
   if (value === 'ask') return 'ask';
@@ -122,6 +130,7 @@ export function resolveServerOptions(
     approvalDefault: approvalMode(options.approvalDefault ?? environment.SANDCELL_APPROVAL),
     webRoot: options.webRoot ?? fileURLToPath(new URL('../../../dist/web', import.meta.url)),
     stateDirectory: options.stateDirectory ?? environment.SANDCELL_STATE_DIR ?? false,
+    onIdle: idleMode(options.onIdle ?? environment.SANDCELL_ON_IDLE),
   };
   checkConversationBounds(resolved);
   checkPoolMax(resolved);

@@ -197,7 +197,12 @@ describe('idle sessions', () => {
   // A server of its own: on a busy machine, creating the other tests' sessions can take longer than this timeout.
   let server: SandcellServer & { logs: LogCapture };
   beforeAll(async () => {
-    server = await startScriptedServer(kernel, { apiKeys: ['erin-secret-0005'], idleTimeoutMs: 1_500 });
+    // Closed, not paused: what --on-idle close does (pausing is src/server/v1/snapshots.test.ts).
+    server = await startScriptedServer(kernel, {
+      apiKeys: ['erin-secret-0005'],
+      idleTimeoutMs: 1_500,
+      onIdle: 'close',
+    });
   });
   afterAll(async () => {
     await server?.close();

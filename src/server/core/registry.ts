@@ -8,17 +8,20 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { SandcellError } from '../../errors.js';
+import { InvalidInputError, SandcellError } from '../../errors.js';
 import type { NetworkOption } from '../../network/network-option.js';
 import type { Execution, RunOptions } from '../../session/execution.js';
 import type { SessionPool } from '../../session/pool.js';
 import type { Session } from '../../session/session.js';
+import { type RestoreReport, type SnapshotInfo, snapshotInfo } from '../../session/session-state.js';
+import { SessionLostError } from '../../snapshots/snapshot-errors.js';
 import type { Owner } from './auth.js';
 import { LimitExceededError, SessionNotFoundError, ShuttingDownError } from './errors.js';
 import { ImageStore } from './image-store.js';
 import type { ManagedSession, SessionSource } from './managed-session.js';
 import type { Metrics } from './metrics.js';
 import { type NetworkPermission, permittedNetwork } from './network-permission.js';
+import type { PausedRecord, PausedSessions } from './paused-sessions.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { RegistryCommands } from './registry-commands.js';
 
@@ -36,6 +39,12 @@ export interface RegistryOptions {
   maxQueuedExecutions: number;
   /** What network a key may ask for (the operator's bound). @default 'none' */
   networkPermission?: NetworkPermission;
+  /** Where sessions pause to, and the records that find them again. */
+  paused: PausedSessions;
+  /** What an idle session becomes: paused (resumed at its next request) or closed. */
+  onIdle: 'pause' | 'close';
+  /** How long a shutdown gives the pauses of the live sessions, after the running work. */
+  pauseGraceMs: number;
 }
 
 export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
@@ -45,6 +54,7 @@ export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
 }
 
 const SWEEP_INTERVAL_MS = 5_000;
+const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 /** What a refused execution is told to wait: queued executions usually take seconds. */
 const QUEUE_FULL_RETRY_AFTER_MS = 5_000;
 /** What a session refused at the server's capacity is told to wait: sessions idle out or get closed. */
@@ -53,6 +63,9 @@ const SERVER_FULL_RETRY_AFTER_MS = 5_000;
 export class SessionRegistry {
   private readonly byId = new Map<string, ManagedSession>();
   private readonly byName = new Map<string, Promise<ManagedSession>>();
+  private readonly bySession = new WeakMap<Session, ManagedSession>();
+  /** Resumes under way, by owner and id: two requests for a paused session share one. */
+  private readonly resuming = new Map<string, Promise<ManagedSession>>();
   private pendingCreations = 0;
   private readonly pendingByOwner = new Map<string, number>();
   /** Executions in `execute()` now. */
@@ -74,9 +87,11 @@ export class SessionRegistry {
     });
     this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
     this.sweeper.unref();
-    options.pool.onIdleClose((session) => {
-      const entry = this.byId.get(session.id);
-      if (entry?.session === session) this.forget(entry, 'idle');
+    options.pool.onIdleClose(async (session) => {
+      const entry = this.bySession.get(session);
+      if (!entry || this.byId.get(entry.id) !== entry) return;
+      if (options.onIdle === 'pause') await this.pause(entry, 'idle').catch(() => undefined);
+      else this.forget(entry, 'idle');
     });
   }
 
@@ -96,11 +111,23 @@ export class SessionRegistry {
   async create(
     owner: Owner,
     source: SessionSource,
-    naming: { name?: string; scope?: string; environment?: string; network?: NetworkOption } = {},
+    naming: { id?: string; name?: string; scope?: string; environment?: string; network?: NetworkOption } = {},
   ) {
-    this.refuseWhenShuttingDown();
+    if (naming.id !== undefined && (!SESSION_ID.test(naming.id) || this.byId.has(naming.id))) {
+      throw new InvalidInputError(`Not a free session id: ${JSON.stringify(naming.id)}.`);
+    }
     // Within the operator's bound, or a 403 before any session is counted or started.
     const network = permittedNetwork(naming.network, this.options.networkPermission ?? 'none');
+    const session = await this.acquire(owner, {
+      ...(naming.environment !== undefined ? { environment: naming.environment } : {}),
+      ...(network !== undefined ? { network } : {}),
+    });
+    return this.register(session, owner, source, { ...naming, id: naming.id ?? session.id });
+  }
+
+  /** A session from the pool, within the owner's and the server's limits. */
+  private async acquire(owner: Owner, options: { environment?: string; network?: NetworkOption }): Promise<Session> {
+    this.refuseWhenShuttingDown();
     this.sweep();
     const owned = this.countOwned(owner) + (this.pendingByOwner.get(owner.id) ?? 0);
     if (owned >= this.options.sessionsPerOwner) {
@@ -119,10 +146,7 @@ export class SessionRegistry {
     this.pendingByOwner.set(owner.id, (this.pendingByOwner.get(owner.id) ?? 0) + 1);
     let session: Session;
     try {
-      session = await this.options.pool.acquire({
-        ...(naming.environment !== undefined ? { environment: naming.environment } : {}),
-        ...(network !== undefined ? { network } : {}),
-      });
+      session = await this.options.pool.acquire(options);
     } catch (error) {
       if (error instanceof SandcellError && error.code === 'data-budget-exhausted') {
         this.options.metrics.rejected.inc({ reason: 'data-budget' });
@@ -138,11 +162,21 @@ export class SessionRegistry {
       await session.close();
       this.refuseWhenShuttingDown();
     }
+    return session;
+  }
+
+  private register(
+    session: Session,
+    owner: Owner,
+    source: SessionSource,
+    naming: { id: string; name?: string; scope?: string; keep?: Record<string, unknown> },
+  ): ManagedSession {
     const entry: ManagedSession = {
-      id: session.id,
+      id: naming.id,
       owner,
       source,
       ...(naming.name !== undefined ? { name: naming.name, scope: naming.scope ?? source } : {}),
+      ...(naming.keep !== undefined ? { keep: naming.keep } : {}),
       session,
       createdAt: Date.now(),
       images: new ImageStore(),
@@ -151,8 +185,227 @@ export class SessionRegistry {
       inFlight: 0,
     };
     this.byId.set(entry.id, entry);
+    this.bySession.set(session, entry);
     this.options.metrics.sessionsCreated.inc({ api: source });
     this.options.logger.info({ session: entry.id, owner: owner.label, source, name: naming.name }, 'session created');
+    return entry;
+  }
+
+  /**
+   * The owner's session with this id, resumed first if it is paused (here or by
+   * a server before a restart) or being paused now. Another owner's session is
+   * "not found"; a session whose pause failed is "lost" (410).
+   */
+  async open(owner: Owner, id: string): Promise<ManagedSession> {
+    const entry = this.byId.get(id);
+    if (entry && entry.owner.id !== owner.id) throw new SessionNotFoundError(id);
+    if (entry?.pausing) await entry.pausing.catch(() => undefined);
+    else if (entry && !entry.session.closed) return entry;
+    const live = this.byId.get(id);
+    if (live && live.owner.id === owner.id && !live.session.closed && !live.pausing) return live;
+    const key = `${owner.id}\u0000${id}`;
+    let resuming = this.resuming.get(key);
+    if (!resuming) {
+      resuming = this.resume(owner, id).finally(() => this.resuming.delete(key));
+      this.resuming.set(key, resuming);
+    }
+    return resuming;
+  }
+
+  /** The owner's paused sessions (live ones are `list`). */
+  listPaused(owner: Owner): Promise<PausedRecord[]> {
+    return this.options.paused.list(owner.id);
+  }
+
+  /** The paused session with this id, if the owner has one. */
+  findPaused(owner: Owner, id: string): Promise<PausedRecord | undefined> {
+    return this.options.paused.find(owner.id, id);
+  }
+
+  /** Deletes a paused session and its snapshot; false when there is none. */
+  async removePaused(owner: Owner, id: string): Promise<boolean> {
+    const record = await this.options.paused.find(owner.id, id);
+    if (!record) return false;
+    await this.options.paused.remove(owner.id, record);
+    this.options.logger.info({ session: id, owner: owner.label }, 'paused session deleted');
+    return true;
+  }
+
+  /**
+   * Pauses a live session: its state goes to a snapshot and its sandbox ends;
+   * its next request resumes it. A pause refused while the session still runs
+   * (code that does not end in time) leaves it live; one that fails with the
+   * sandbox gone leaves a record that says the session was lost.
+   */
+  pause(entry: ManagedSession, reason: 'idle' | 'shutdown' | 'requested'): Promise<PausedRecord> {
+    entry.pausing ??= this.pauseNow(entry, reason).catch((error) => {
+      entry.pausing = undefined;
+      throw error;
+    });
+    return entry.pausing;
+  }
+
+  private async pauseNow(entry: ManagedSession, reason: 'idle' | 'shutdown' | 'requested'): Promise<PausedRecord> {
+    const base = {
+      id: entry.id,
+      source: entry.source,
+      ...(entry.name !== undefined ? { name: entry.name, scope: entry.scope ?? entry.source } : {}),
+      environment: entry.session.environment.name,
+      reason,
+      ...(entry.keep !== undefined ? { keep: entry.keep } : {}),
+    };
+    const started = performance.now();
+    try {
+      const info = await entry.session.pause({
+        owner: entry.owner.id,
+        sessionId: entry.id,
+        snapshots: await this.options.paused.snapshots(),
+      });
+      const record: PausedRecord = { ...base, pausedAt: new Date().toISOString(), snapshotId: info.id };
+      await this.options.paused.record(entry.owner.id, record);
+      this.forget(entry, 'paused');
+      this.options.logger.info(
+        {
+          session: entry.id,
+          owner: entry.owner.label,
+          reason,
+          snapshot: info.id,
+          bytes: info.bytes,
+          skipped: info.contexts.flatMap((context) => context.skipped.map((skip) => `${context.id}:${skip.name}`)),
+          ms: Math.round(performance.now() - started),
+        },
+        'session paused',
+      );
+      return record;
+    } catch (error) {
+      if (!entry.session.closed) throw error;
+      const lost = `its pause (${reason}) failed: ${(error as Error).message}`;
+      await this.options.paused
+        .record(entry.owner.id, { ...base, pausedAt: new Date().toISOString(), lost })
+        .catch(() => undefined);
+      this.forget(entry, 'pause-failed');
+      this.options.logger.warn({ session: entry.id, owner: entry.owner.label, reason, error: lost }, 'session lost');
+      throw error;
+    }
+  }
+
+  /** A snapshot of a live session, which runs on (counted against the key's rate, like an upload). */
+  async snapshot(entry: ManagedSession): Promise<SnapshotInfo> {
+    this.admitUpload(entry);
+    const info = await this.track(
+      async () =>
+        entry.session.snapshot({
+          owner: entry.owner.id,
+          sessionId: entry.id,
+          snapshots: await this.options.paused.snapshots(),
+        }),
+      'snapshot',
+    );
+    this.options.logger.info(
+      { session: entry.id, owner: entry.owner.label, snapshot: info.id, bytes: info.bytes },
+      'snapshot taken',
+    );
+    return info;
+  }
+
+  /** Rolls a live session back to one of the owner's snapshots. */
+  async restore(entry: ManagedSession, snapshotId: string): Promise<RestoreReport> {
+    this.admitUpload(entry);
+    const snapshots = await this.options.paused.snapshots();
+    const report = await this.track(
+      () => entry.session.restore(snapshotId, { owner: entry.owner.id, snapshots }),
+      'restore',
+    );
+    this.options.logger.info({ session: entry.id, owner: entry.owner.label, snapshot: snapshotId }, 'session restored');
+    return report;
+  }
+
+  /** A new session of the same owner holding what `entry` holds now. */
+  async fork(entry: ManagedSession): Promise<ManagedSession> {
+    this.admitUpload(entry);
+    const session = await this.acquire(entry.owner, { environment: entry.session.environment.name });
+    let report: RestoreReport;
+    try {
+      report = await this.track(() => entry.session.forkInto(session), 'fork');
+    } catch (error) {
+      await session.close();
+      throw error;
+    }
+    const forked = this.register(session, entry.owner, entry.source === 'v1' ? 'v1' : entry.source, { id: session.id });
+    forked.restored = report;
+    return forked;
+  }
+
+  /** The owner's snapshots, newest first (those of paused sessions included). */
+  async snapshots(owner: Owner): Promise<SnapshotInfo[]> {
+    const store = await this.options.paused.snapshots();
+    return (await store.list(owner.id)).flatMap((manifest) => {
+      try {
+        return [snapshotInfo(manifest)];
+      } catch {
+        return [];
+      }
+    });
+  }
+
+  /** Deletes one of the owner's snapshots; not one a paused session still needs. */
+  async deleteSnapshot(owner: Owner, snapshotId: string): Promise<void> {
+    const holder = (await this.options.paused.list(owner.id)).find((record) => record.snapshotId === snapshotId);
+    if (holder) {
+      throw new InvalidInputError(
+        `The snapshot holds the paused session ${holder.id}; delete that session (DELETE /v1/sessions/${holder.id}) to delete it.`,
+      );
+    }
+    const store = await this.options.paused.snapshots();
+    await store.delete(owner.id, snapshotId);
+  }
+
+  private async resume(owner: Owner, id: string): Promise<ManagedSession> {
+    const record = await this.options.paused.find(owner.id, id);
+    if (!record) throw new SessionNotFoundError(id);
+    if (record.snapshotId === undefined) throw new SessionLostError(id, record.lost ?? 'it has no snapshot');
+    const started = performance.now();
+    const session = await this.acquire(owner, { environment: record.environment });
+    let report: RestoreReport;
+    try {
+      report = await session.load(record.snapshotId, {
+        owner: owner.id,
+        snapshots: await this.options.paused.snapshots(),
+      });
+    } catch (error) {
+      await session.close();
+      throw error;
+    }
+    const entry = this.register(session, owner, record.source, record);
+    entry.restored = report;
+    if (entry.name !== undefined)
+      this.byName.set(nameKey(owner.id, entry.scope ?? entry.source, entry.name), Promise.resolve(entry));
+    await this.options.paused.remove(owner.id, record).catch((error: Error) => {
+      this.options.logger.warn(
+        { session: id, error: error.message },
+        'could not remove the snapshot of a resumed session',
+      );
+    });
+    this.options.logger.info(
+      {
+        session: id,
+        owner: owner.label,
+        snapshot: record.snapshotId,
+        restored: report.contexts.map((context) => ({ context: context.id, names: context.restored.length })),
+        skipped: report.contexts.flatMap((context) =>
+          context.skipped.map((skip) => `${context.id}:${skip.name} (${skip.reason})`),
+        ),
+        ms: Math.round(performance.now() - started),
+      },
+      'session resumed',
+    );
+    return entry;
+  }
+
+  /** The owner's live session with this id, if there is one (not resumed, not waited for). */
+  find(owner: Owner, id: string): ManagedSession | undefined {
+    const entry = this.byId.get(id);
+    if (!entry || entry.owner.id !== owner.id || entry.session.closed || entry.pausing) return undefined;
     return entry;
   }
 
@@ -176,7 +429,7 @@ export class SessionRegistry {
     name: string,
     environment?: string,
   ): Promise<ManagedSession> {
-    const key = `${owner.id}\u0000${scope}\u0000${name}`;
+    const key = nameKey(owner.id, scope, name);
     const existing = this.byName.get(key);
     if (existing) {
       const entry = await existing.catch(() => undefined);
@@ -195,7 +448,7 @@ export class SessionRegistry {
 
   /** The named session if it exists (no creation). */
   async findNamed(owner: Owner, scope: string, name: string): Promise<ManagedSession | undefined> {
-    const entry = await this.byName.get(`${owner.id}\u0000${scope}\u0000${name}`)?.catch(() => undefined);
+    const entry = await this.byName.get(nameKey(owner.id, scope, name))?.catch(() => undefined);
     return entry && !entry.session.closed && this.byId.get(entry.id) === entry ? entry : undefined;
   }
 
@@ -289,7 +542,10 @@ export class SessionRegistry {
    * Runs work someone waits for (an execution, a command) counted for a graceful shutdown, which
    * waits for it; a session closed under it by the shutdown is said to be the shutdown's doing.
    */
-  private async track<T>(work: () => Promise<T>, what: 'execution' | 'command'): Promise<T> {
+  private async track<T>(
+    work: () => Promise<T>,
+    what: 'execution' | 'command' | 'snapshot' | 'restore' | 'fork',
+  ): Promise<T> {
     this.working++;
     try {
       return await work();
@@ -326,16 +582,33 @@ export class SessionRegistry {
         };
       });
     }
+    // Every live session is paused, so the next server resumes it; what does not pause in time is lost, and said.
+    // Without a state directory nothing would outlive this process: they close as they are.
+    const live = this.options.paused.durable ? [...this.byId.values()] : [];
+    const pauses = Promise.allSettled(live.map((entry) => this.pause(entry, 'shutdown')));
+    if (live.length > 0) {
+      this.options.logger.info(
+        { sessions: live.length, graceMs: this.options.pauseGraceMs },
+        'pausing every live session',
+      );
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([pauses, new Promise((resolve) => (timer = setTimeout(resolve, this.options.pauseGraceMs)))]);
+      clearTimeout(timer);
+    }
     const count = this.byId.size;
     for (const entry of this.byId.values()) {
       entry.closedAt = Date.now();
       entry.closedReason = 'shutdown';
     }
     this.options.metrics.sessionsClosed.inc({ reason: 'shutdown' }, count);
+    await this.options.pool.close();
+    // Pauses cut short by the close end now, each writing that its session was lost.
+    const outcomes = await pauses;
     this.byId.clear();
     this.byName.clear();
-    await this.options.pool.close();
-    this.options.logger.info({ sessions: count }, 'every sandbox closed');
+    const paused = outcomes.filter((outcome) => outcome.status === 'fulfilled').length;
+    await this.options.paused.close();
+    this.options.logger.info({ paused, lost: live.length - paused }, 'every sandbox closed');
   }
 
   private refuseWhenShuttingDown(): void {
@@ -369,7 +642,7 @@ export class SessionRegistry {
     entry.closedAt = Date.now();
     entry.closedReason = reason;
     if (entry.name !== undefined) {
-      const key = `${entry.owner.id}\u0000${entry.scope}\u0000${entry.name}`;
+      const key = nameKey(entry.owner.id, entry.scope ?? entry.source, entry.name);
       void this.byName.get(key)?.then((named) => {
         if (named === entry && this.byName.get(key)) this.byName.delete(key);
       });
@@ -384,4 +657,8 @@ export class SessionRegistry {
       if (entry.session.closed) this.forget(entry, 'closed');
     }
   }
+}
+
+function nameKey(ownerId: string, scope: string, name: string): string {
+  return `${ownerId}\u0000${scope}\u0000${name}`;
 }

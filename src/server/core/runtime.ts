@@ -12,6 +12,7 @@ import { ApiKeys } from './auth.js';
 import type { ServerContext } from './context.js';
 import { Metrics } from './metrics.js';
 import type { ResolvedServerOptions } from './options.js';
+import { PausedSessions } from './paused-sessions.js';
 import { RateLimiter } from './rate-limiter.js';
 import { SessionRegistry } from './registry.js';
 
@@ -81,6 +82,9 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     maxCodeBytes: options.sessionOptions.maxCodeBytes ?? DEFAULT_MAX_CODE_BYTES,
     maxQueuedExecutions: options.limits.maxQueuedExecutions,
     networkPermission: options.networkPermission,
+    paused: new PausedSessions(options.stateDirectory),
+    onIdle: options.onIdle,
+    pauseGraceMs: options.shutdownGraceMs,
   });
   metrics.gauge('sandcell_sessions_live', 'Sessions handed to clients and alive, by API.', () =>
     Object.entries(registry.stats.bySource).map(([api, value]) => ({ labels: { api }, value })),

@@ -134,6 +134,12 @@ export interface ServerOptions {
    * `$XDG_DATA_HOME/sandcell` (or `~/.local/share/sandcell`). @default env SANDCELL_STATE_DIR (`none`: false), else false
    */
   stateDirectory?: string | false;
+  /**
+   * What a session idle for `idleTimeoutMs` becomes: `pause` writes its state to a snapshot (in
+   * the state directory) and ends its sandbox, and its next request resumes it; `close` ends it
+   * and its state. @default 'pause' (env SANDCELL_ON_IDLE)
+   */
+  onIdle?: 'pause' | 'close';
 }
 
 export interface ResolvedKeyLimits {
@@ -177,4 +183,6 @@ export interface ResolvedServerOptions {
   conversationOutputBytes: number;
   conversationHistoryBytes: number;
   stateDirectory: string | false;
+  onIdle: 'pause' | 'close';
+  snapshotRetentionMs: number;
 }

@@ -15,6 +15,7 @@ import { commandRoutes } from '../v1/command-routes.js';
 import { contextRoutes } from '../v1/context-routes.js';
 import { environmentRoutes } from '../v1/environment-routes.js';
 import { v1Routes } from '../v1/routes.js';
+import { snapshotRoutes } from '../v1/snapshot-routes.js';
 import { serveWebUi } from '../web-ui/routes.js';
 import { browserGuard } from './browser-guard.js';
 import type { ConnectionLimiter } from './connection-limiter.js';
@@ -102,6 +103,7 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
     ...v1Routes(server),
     ...commandRoutes(server),
     ...contextRoutes(server),
+    ...snapshotRoutes(server),
     ...environmentRoutes(server),
     ...conversationRoutes(server),
     ...azureRoutes(server),

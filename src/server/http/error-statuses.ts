@@ -52,6 +52,7 @@ export const HTTP_ANSWERS: Readonly<Record<SandcellErrorCode, HttpAnswer | 'by-l
   // A snapshot that is not there, and one that failed its integrity check (nothing of it was loaded).
   'snapshot-not-found': { status: 404 },
   'snapshot-invalid': { status: 422 },
+  'session-lost': { status: 410 },
   // The server's core.
   'limit-exceeded': 'by-limit',
   'shutting-down': { status: 503 },

@@ -79,7 +79,7 @@ export function commandRoutes(server: ServerContext): RouteSpec<never, never, ne
       },
       handler: async (c, { owner, params, query, body }) => {
         const request = body as z.output<typeof CommandBody>;
-        const entry = registry.get(owner, params.id);
+        const entry = await registry.open(owner, params.id);
         const format = requestedStreamFormat(c.req.header('accept'), query.stream);
         if (request.background && query.stream) {
           throw badRequest('A background command is not streamed; leave out `stream` or `background`.');
@@ -123,7 +123,7 @@ export function commandRoutes(server: ServerContext): RouteSpec<never, never, ne
       params: SessionIdParams,
       responses: { 200: { description: 'Running commands.', json: CommandListSchema }, 404: notFoundResponse },
       handler: async (c, { owner, params }) => {
-        const entry = registry.get(owner, params.id);
+        const entry = await registry.open(owner, params.id);
         const commands = await entry.session.commands.list();
         return c.json({
           commands: commands.map(({ id, pid, command, cwd, startedMs }) => ({
@@ -145,7 +145,7 @@ export function commandRoutes(server: ServerContext): RouteSpec<never, never, ne
       params: CommandPidParams,
       responses: { 204: { description: 'Killed.' }, 400: badRequestResponse, 404: notFoundResponse },
       handler: async (c, { owner, params }) => {
-        const entry = registry.get(owner, params.id);
+        const entry = await registry.open(owner, params.id);
         if (!(await entry.session.commands.kill(params.pid))) throw commandNotFound(params.pid);
         return c.body(null, 204);
       },
@@ -165,7 +165,7 @@ export function commandRoutes(server: ServerContext): RouteSpec<never, never, ne
       },
       handler: async (c, { owner, params, body }) => {
         const request = body as z.output<typeof StdinBody>;
-        const entry = registry.get(owner, params.id);
+        const entry = await registry.open(owner, params.id);
         const handle = entry.backgroundCommands.get(params.pid);
         if (!handle) throw commandNotFound(params.pid);
         if (request.text !== '') handle.sendStdin(request.text);

@@ -34,7 +34,7 @@ export function contextRoutes(server: ServerContext): RouteSpec<never, never, ne
       },
       handler: async (c, { owner, params, body }) => {
         const request = body as z.output<typeof CreateContextBody>;
-        const entry = registry.get(owner, params.id);
+        const entry = await registry.open(owner, params.id);
         const context = await entry.session.createContext({
           language: request.language,
           ...(request.cwd === undefined ? {} : { cwd: request.cwd }),
@@ -52,7 +52,8 @@ export function contextRoutes(server: ServerContext): RouteSpec<never, never, ne
       tags: TAGS,
       params: SessionIdParams,
       responses: { 200: { description: 'Contexts.', json: ContextListSchema }, 404: notFoundResponse },
-      handler: (c, { owner, params }) => c.json({ contexts: registry.get(owner, params.id).session.listContexts() }),
+      handler: async (c, { owner, params }) =>
+        c.json({ contexts: (await registry.open(owner, params.id)).session.listContexts() }),
     }),
     defineRoute({
       method: 'post',
@@ -63,7 +64,7 @@ export function contextRoutes(server: ServerContext): RouteSpec<never, never, ne
       params: ContextIdParams,
       responses: { 200: { description: 'The restarted context.', json: ContextSchema }, 404: notFoundResponse },
       handler: async (c, { owner, params }) => {
-        const entry = registry.get(owner, params.id);
+        const entry = await registry.open(owner, params.id);
         return c.json(await entry.session.restartContext(params.contextId));
       },
     }),
@@ -76,7 +77,7 @@ export function contextRoutes(server: ServerContext): RouteSpec<never, never, ne
       params: ContextIdParams,
       responses: { 204: { description: 'Removed.' }, 404: notFoundResponse },
       handler: async (c, { owner, params }) => {
-        await registry.get(owner, params.id).session.removeContext(params.contextId);
+        await (await registry.open(owner, params.id)).session.removeContext(params.contextId);
         return c.body(null, 204);
       },
     }),

@@ -2,11 +2,13 @@
 import type { Execution } from '../../session/execution.js';
 import type { FileEntry } from '../../session/files.js';
 import type { ManagedSession } from '../core/managed-session.js';
+import type { PausedRecord } from '../core/paused-sessions.js';
 import { presentResult, sessionFileUrl } from '../http/present-result.js';
 
 export function presentSession(entry: ManagedSession) {
   return {
     id: entry.id,
+    state: 'running' as const,
     source: entry.source,
     ...(entry.name !== undefined ? { name: entry.name } : {}),
     environment: entry.session.environment.name,
@@ -15,6 +17,22 @@ export function presentSession(entry: ManagedSession) {
     executions: entry.executions,
     busy: entry.session.busy,
     active: entry.session.active,
+    ...(entry.restored ? { restored: entry.restored } : {}),
+  };
+}
+
+/** A paused session: what it was and when it paused; its next request resumes it. */
+export function presentPausedSession(record: PausedRecord) {
+  return {
+    id: record.id,
+    state: record.snapshotId === undefined ? ('lost' as const) : ('paused' as const),
+    source: record.source,
+    ...(record.name !== undefined ? { name: record.name } : {}),
+    environment: record.environment,
+    pausedAt: record.pausedAt,
+    pauseReason: record.reason,
+    ...(record.snapshotId !== undefined ? { snapshotId: record.snapshotId } : {}),
+    ...(record.lost !== undefined ? { lostReason: record.lost } : {}),
   };
 }
 

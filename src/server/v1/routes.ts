@@ -6,6 +6,7 @@ import { normalizeDataPath } from '../../internal/data-path.js';
 import { IMAGE_TYPES } from '../../protocol/images.js';
 import type { ExecutionResult } from '../../session/execution.js';
 import type { ServerContext } from '../core/context.js';
+import { SessionNotFoundError } from '../core/errors.js';
 import type { ManagedSession } from '../core/managed-session.js';
 import { ErrorSchema, UploadForm } from '../http/common-schemas.js';
 import { fileHeaders, imageResponse } from '../http/content-type.js';
@@ -14,7 +15,7 @@ import { requestedStreamFormat, streamExecution } from '../http/execution-stream
 import { readUploadForm } from '../http/multipart.js';
 import { presentResult } from '../http/present-result.js';
 import { defineRoute, type RouteSpec } from '../http/route.js';
-import { presentExecution, presentFile, presentSession } from './present.js';
+import { presentExecution, presentFile, presentPausedSession, presentSession } from './present.js';
 import {
   CreateSessionBody,
   ExecuteBody,
@@ -24,6 +25,7 @@ import {
   FilePathParams,
   FileSchema,
   ListFilesQuery,
+  PausedSessionSchema,
   SessionIdParams,
   SessionListSchema,
   SessionSchema,
@@ -102,31 +104,49 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       method: 'get',
       path: '/v1/sessions',
       operationId: 'listSessions',
-      summary: "The caller's live sessions (from every API).",
+      summary: "The caller's sessions (from every API): the live ones, then the paused ones.",
       tags: TAG_SESSIONS,
       responses: { 200: { description: 'Sessions.', json: SessionListSchema } },
-      handler: (c, { owner }) => c.json({ sessions: registry.list(owner).map(presentSession) }),
+      handler: async (c, { owner }) =>
+        c.json({
+          sessions: [
+            ...registry.list(owner).map(presentSession),
+            ...(await registry.listPaused(owner)).map(presentPausedSession),
+          ],
+        }),
     }),
     defineRoute({
       method: 'get',
       path: '/v1/sessions/{id}',
       operationId: 'getSession',
-      summary: 'One session.',
+      summary: 'One session, live or paused (a paused one is not resumed by this).',
       tags: TAG_SESSIONS,
       params: SessionIdParams,
-      responses: { 200: { description: 'The session.', json: SessionSchema }, 404: notFoundResponse },
-      handler: (c, { owner, params }) => c.json(presentSession(registry.get(owner, params.id))),
+      responses: {
+        200: { description: 'The session.', json: z.union([SessionSchema, PausedSessionSchema]) },
+        404: notFoundResponse,
+      },
+      handler: async (c, { owner, params }) => {
+        const live = registry.find(owner, params.id);
+        if (live) return c.json(presentSession(live));
+        const paused = await registry.findPaused(owner, params.id);
+        if (!paused) throw new SessionNotFoundError(params.id);
+        return c.json(presentPausedSession(paused));
+      },
     }),
     defineRoute({
       method: 'delete',
       path: '/v1/sessions/{id}',
       operationId: 'deleteSession',
-      summary: 'Close a session: its processes end and its files are removed.',
+      summary:
+        'Close a session: its processes end and its files are removed; a paused session is deleted with its snapshot.',
       tags: TAG_SESSIONS,
       params: SessionIdParams,
       responses: { 204: { description: 'Closed.' }, 404: notFoundResponse },
       handler: async (c, { owner, params }) => {
-        await registry.remove(registry.get(owner, params.id));
+        const live = registry.find(owner, params.id);
+        if (live) await registry.remove(live);
+        else if (!(await registry.removePaused(owner, params.id))) throw new SessionNotFoundError(params.id);
         return c.body(null, 204);
       },
     }),
@@ -162,7 +182,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       },
       handler: async (c, { owner, params, query, body }) => {
         const request = body as z.output<typeof ExecuteBody>;
-        const entry = registry.get(owner, params.id);
+        const entry = await registry.open(owner, params.id);
         const executionId = randomUUID();
         const format = requestedStreamFormat(c.req.header('accept'), query.stream);
         const where = {
@@ -210,6 +230,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         404: notFoundResponse,
       },
       handler: (c, { owner, params }) => {
+        // Images live with the live session: a paused one has none to give, and is not resumed for it.
         const image = registry.get(owner, params.id).images.get(params.name);
         if (!image) throw notFound(`No image ${params.name} in this session (only the latest images are kept).`);
         return imageResponse(c, image);
@@ -229,7 +250,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         404: notFoundResponse,
       },
       handler: async (c, { owner, params, query }) => {
-        const entry = registry.get(owner, params.id);
+        const entry = await registry.open(owner, params.id);
         const files = await entry.session.files.list(query.path ?? '', { recursive: query.recursive });
         return c.json({ files: files.map((file) => presentFile(entry, file)) });
       },
@@ -251,7 +272,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         415: { description: 'Not multipart/form-data.', json: ErrorSchema },
       },
       handler: async (c, { owner, params }) => {
-        const entry = registry.get(owner, params.id);
+        const entry = await registry.open(owner, params.id);
         const written = await uploadMultipart(c, entry);
         return c.json({ files: await describeWritten(entry, written) }, 201);
       },
@@ -273,7 +294,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         413: { description: 'Over the upload limit.', json: ErrorSchema },
       },
       handler: async (c, { owner, params }) => {
-        const entry = registry.get(owner, params.id);
+        const entry = await registry.open(owner, params.id);
         const path = normalizeDataPath(params.path);
         const data = new Uint8Array(await c.req.raw.arrayBuffer());
         await entry.session.files.write(path, data);
@@ -295,7 +316,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         404: notFoundResponse,
       },
       handler: async (c, { owner, params }) => {
-        const entry = registry.get(owner, params.id);
+        const entry = await registry.open(owner, params.id);
         const path = normalizeDataPath(params.path);
         const data = await entry.session.files.read(path);
         return c.body(new Uint8Array(data), 200, fileHeaders(path, data.length));
@@ -311,7 +332,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       params: FilePathParams,
       responses: { 204: { description: 'Deleted.' }, 400: badRequestResponse, 404: notFoundResponse },
       handler: async (c, { owner, params }) => {
-        const entry = registry.get(owner, params.id);
+        const entry = await registry.open(owner, params.id);
         await entry.session.files.remove(normalizeDataPath(params.path));
         return c.body(null, 204);
       },

@@ -17,9 +17,33 @@ export const FilePathParams = SessionIdParams.extend({
 
 // --- /v1 ----------------------------------------------------------------------
 
+const SkippedNameSchema = z.object({ name: z.string(), reason: z.string() });
+
+export const RestoreReportSchema = z
+  .object({
+    snapshotId: z.string().optional(),
+    contexts: z.array(
+      z.object({
+        id: z.string(),
+        language: z.string(),
+        restored: z.array(z.string()).meta({ description: 'The names that came back.' }),
+        skipped: z.array(SkippedNameSchema).meta({ description: 'The names that did not, and why (`socket`, …).' }),
+      }),
+    ),
+    notKept: z
+      .array(SkippedNameSchema)
+      .meta({ description: 'What ran when it was paused and cannot be kept (commands).' }),
+  })
+  .meta({ title: 'RestoreReport' });
+
+const SourceSchema = z
+  .enum(['v1', 'azure', 'mcp', 'conversation', 'e2b', 'jupyter'])
+  .meta({ description: 'Which API created the session.' });
+
 export const SessionSchema = z
   .object({
     id: z.string(),
+    state: z.literal('running'),
     source: z
       .enum(['v1', 'azure', 'mcp', 'conversation', 'e2b', 'jupyter'])
       .meta({ description: 'Which API created the session.' }),
@@ -34,10 +58,29 @@ export const SessionSchema = z
         'Anything runs now, background commands included: an active session is not closed for idling; ' +
         'the idle clock starts again when its last command ends.',
     }),
+    restored: RestoreReportSchema.optional().meta({
+      description: 'When it was resumed from a pause: what came back of each context, and what did not.',
+    }),
   })
   .meta({ title: 'Session' });
 
-export const SessionListSchema = z.object({ sessions: z.array(SessionSchema) });
+export const PausedSessionSchema = z
+  .object({
+    id: z.string(),
+    state: z.enum(['paused', 'lost']).meta({
+      description: '`paused`: its next request resumes it. `lost`: its pause failed, and its state is gone.',
+    }),
+    source: SourceSchema,
+    name: z.string().optional(),
+    environment: z.string(),
+    pausedAt: z.string().meta({ description: 'ISO 8601.' }),
+    pauseReason: z.string().meta({ description: '`idle`, `shutdown` or `requested`.' }),
+    snapshotId: z.string().optional(),
+    lostReason: z.string().optional(),
+  })
+  .meta({ title: 'PausedSession' });
+
+export const SessionListSchema = z.object({ sessions: z.array(z.union([SessionSchema, PausedSessionSchema])) });
 
 export const NetworkOptionSchema = z
   .union([

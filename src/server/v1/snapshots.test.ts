@@ -1,0 +1,165 @@
+/**
+ * Pause, resume, snapshots, restore and fork under /v1, over real HTTP on
+ * 127.0.0.1 with kernels answering from a script: the server's own logic
+ * (records, auto-resume, idle pauses, a restart that resumes, keys kept
+ * apart). What real kernels keep is in test/snapshots.test.ts.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { type Client, client, type LogCapture, startScriptedServer } from '../../../test/support/server.js';
+import type { ScriptedRunContext, ScriptedStep } from '../../backends/scripted/index.js';
+import type { SandcellServer } from '../index.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
+type Json = Record<string, any>;
+
+/** `name = value` binds, a bare name shows its value. */
+function toy({ code, state }: ScriptedRunContext): ScriptedStep[] {
+  const assignment = /^(\w+) = (.*)$/.exec(code);
+  if (assignment) {
+    state.set(assignment[1] ?? '', assignment[2]);
+    return [];
+  }
+  if (!state.has(code)) return [{ type: 'error', name: 'NameError', value: `name '${code}' is not defined` }];
+  return [{ type: 'result', data: { 'text/plain': String(state.get(code)) } }];
+}
+
+const KEYS = ['alice-key-1234', 'bob-key-123456'];
+const root = mkdtempSync(path.join(os.tmpdir(), 'sandcell-v1-snapshots-'));
+const servers: SandcellServer[] = [];
+
+/** A server with its own state directory, or `stateDirectory`'s (a restart). */
+async function start(options: { idleTimeoutMs?: number; onIdle?: 'pause' | 'close'; stateDirectory?: string } = {}) {
+  const stateDirectory = options.stateDirectory ?? mkdtempSync(path.join(root, 'state-'));
+  const server = await startScriptedServer(toy, { apiKeys: KEYS, poolSize: 0, ...options, stateDirectory });
+  servers.push(server);
+  return { server, alice: client(server, KEYS[0]), bob: client(server, KEYS[1]) };
+}
+
+async function run(api: Client, id: string, code: string): Promise<Json> {
+  return api.json<Json>(`/v1/sessions/${id}/executions`, { method: 'POST', json: { code } });
+}
+
+const shown = (execution: Json) => execution.results[0]?.data['text/plain'];
+
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('/v1 snapshots (scripted backend)', () => {
+  it('pauses a session on request; any request to it resumes it with its state, saying what came back', async () => {
+    const { alice } = await start();
+    const { id } = await alice.json<Json>('/v1/sessions', { method: 'POST' });
+    await run(alice, id, 'x = 41');
+    const paused = await alice.json<Json>(`/v1/sessions/${id}/pause`, { method: 'POST' });
+    expect(paused).toMatchObject({ id, state: 'paused', pauseReason: 'requested', snapshotId: expect.any(String) });
+    expect(await alice.json<Json>(`/v1/sessions/${id}`)).toMatchObject({ id, state: 'paused' });
+    const listed = await alice.json<Json>('/v1/sessions');
+    expect(listed.sessions).toEqual([expect.objectContaining({ id, state: 'paused' })]);
+    // An execution resumes it.
+    expect(shown(await run(alice, id, 'x'))).toBe('41');
+    const live = await alice.json<Json>(`/v1/sessions/${id}`);
+    expect(live).toMatchObject({ id, state: 'running' });
+    expect(live.restored.contexts).toEqual([{ id: 'python', language: 'python', restored: ['x'], skipped: [] }]);
+    // The pause's snapshot went with the resume.
+    expect((await alice.json<Json>('/v1/snapshots')).snapshots).toEqual([]);
+  });
+
+  it('keeps keys apart: another key cannot see, resume, pause or delete a paused session', async () => {
+    const { alice, bob } = await start();
+    const { id } = await alice.json<Json>('/v1/sessions', { method: 'POST' });
+    await run(alice, id, 'x = mine');
+    await alice.json(`/v1/sessions/${id}/pause`, { method: 'POST' });
+    for (const [method, suffix] of [
+      ['GET', ''],
+      ['DELETE', ''],
+      ['POST', '/resume'],
+      ['POST', '/pause'],
+      ['POST', '/snapshots'],
+      ['POST', '/fork'],
+    ] as const) {
+      const response = await bob(`/v1/sessions/${id}${suffix}`, { method });
+      expect(response.status, `${method} ${suffix}`).toBe(404);
+    }
+    expect((await bob.json<Json>('/v1/sessions')).sessions).toEqual([]);
+    expect(shown(await run(alice, id, 'x'))).toBe('mine');
+  });
+
+  it('takes snapshots of a running session, restores it, forks it, and lists and deletes snapshots', async () => {
+    const { alice, bob } = await start();
+    const { id } = await alice.json<Json>('/v1/sessions', { method: 'POST' });
+    await run(alice, id, 'x = checkpoint');
+    const snapshot = await alice.json<Json>(`/v1/sessions/${id}/snapshots`, { method: 'POST' });
+    expect(snapshot).toMatchObject({ sessionId: id, contexts: [expect.objectContaining({ saved: ['x'] })] });
+    await run(alice, id, 'x = changed');
+    const report = await alice.json<Json>(`/v1/sessions/${id}/restore`, {
+      method: 'POST',
+      json: { snapshotId: snapshot.id },
+    });
+    expect(report.contexts[0].restored).toEqual(['x']);
+    expect(shown(await run(alice, id, 'x'))).toBe('checkpoint');
+    // Another key's restore of it is refused as not found.
+    const { id: bobs } = await bob.json<Json>('/v1/sessions', { method: 'POST' });
+    const refused = await bob(`/v1/sessions/${bobs}/restore`, { method: 'POST', json: { snapshotId: snapshot.id } });
+    expect(refused.status).toBe(404);
+    const forked = await alice.json<Json>(`/v1/sessions/${id}/fork`, { method: 'POST' });
+    expect(forked.id).not.toBe(id);
+    await run(alice, forked.id, 'x = forked');
+    expect(shown(await run(alice, id, 'x'))).toBe('checkpoint');
+    expect(shown(await run(alice, forked.id, 'x'))).toBe('forked');
+    expect((await alice.json<Json>('/v1/snapshots')).snapshots.map((each: Json) => each.id)).toEqual([snapshot.id]);
+    expect((await bob(`/v1/snapshots/${snapshot.id}`, { method: 'DELETE' })).status).toBe(404);
+    expect((await alice(`/v1/snapshots/${snapshot.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await alice.json<Json>('/v1/snapshots')).snapshots).toEqual([]);
+    expect((await alice(`/v1/snapshots/${'0'.repeat(32)}`, { method: 'DELETE' })).status).toBe(404);
+    expect((await alice(`/v1/snapshots/not-an-id`, { method: 'DELETE' })).status).toBe(400);
+  });
+
+  it('pauses idle sessions (--on-idle pause), and closes them with --on-idle close', async () => {
+    const { alice } = await start({ idleTimeoutMs: 200 });
+    const { id } = await alice.json<Json>('/v1/sessions', { method: 'POST' });
+    await run(alice, id, 'x = idled');
+    await expect
+      .poll(async () => (await alice.json<Json>(`/v1/sessions/${id}`)).state, { timeout: 5_000 })
+      .toBe('paused');
+    expect((await alice.json<Json>(`/v1/sessions/${id}`)).pauseReason).toBe('idle');
+    expect(shown(await run(alice, id, 'x'))).toBe('idled');
+
+    const closing = await start({ idleTimeoutMs: 200, onIdle: 'close' });
+    const { id: closed } = await closing.alice.json<Json>('/v1/sessions', { method: 'POST' });
+    await expect.poll(async () => (await closing.alice(`/v1/sessions/${closed}`)).status, { timeout: 5_000 }).toBe(404);
+  });
+
+  it('pauses every live session when the server stops, and a new server resumes each at its first request', async () => {
+    const first = await start();
+    const { id } = await first.alice.json<Json>('/v1/sessions', { method: 'POST' });
+    await run(first.alice, id, 'x = survived');
+    await first.server.close();
+    const logs = (first.server as unknown as { logs: LogCapture }).logs.lines;
+    expect(logs).toContainEqual(expect.objectContaining({ msg: 'session paused', session: id, reason: 'shutdown' }));
+    expect(logs).toContainEqual(expect.objectContaining({ msg: 'every sandbox closed', paused: 1, lost: 0 }));
+    const second = await start({ stateDirectory: first.server.options.stateDirectory as string });
+    expect(await second.alice.json<Json>(`/v1/sessions/${id}`)).toMatchObject({
+      state: 'paused',
+      pauseReason: 'shutdown',
+    });
+    expect(shown(await run(second.alice, id, 'x'))).toBe('survived');
+    expect((await second.bob(`/v1/sessions/${id}/executions`, { method: 'POST', json: { code: 'x' } })).status).toBe(
+      404,
+    );
+  });
+
+  it('deletes a paused session with its snapshot', async () => {
+    const { alice } = await start();
+    const { id } = await alice.json<Json>('/v1/sessions', { method: 'POST' });
+    const paused = await alice.json<Json>(`/v1/sessions/${id}/pause`, { method: 'POST' });
+    const refused = await alice(`/v1/snapshots/${paused.snapshotId}`, { method: 'DELETE' });
+    expect(refused.status).toBe(400);
+    expect((await alice(`/v1/sessions/${id}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await alice(`/v1/sessions/${id}`)).status).toBe(404);
+    expect((await alice.json<Json>('/v1/snapshots')).snapshots).toEqual([]);
+  });
+});
