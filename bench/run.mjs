@@ -17,6 +17,7 @@ import { runEnvironmentBench } from './environment.mjs';
 import { runJupyterBench } from './jupyter.mjs';
 import { runNetworkGateBench } from './network-gate.mjs';
 import { runServerBench } from './server.mjs';
+import { runSnapshotBench } from './snapshots.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
@@ -429,6 +430,19 @@ rows.splice(
   ]),
 );
 
+// Pause, resume and fork (bench/snapshots.mjs, bubblewrap).
+const snapshots = BACKENDS.includes('bubblewrap') ? await runSnapshotBench({ quick }) : { rows: [], result: undefined };
+for (const [measureName, stat, observed, unit, target, met] of snapshots.rows) {
+  rows.push([
+    measureName,
+    stat,
+    ...BACKENDS.map((name) => (name === 'bubblewrap' ? String(observed) : '')),
+    unit,
+    target ? `bubblewrap: ${target}` : '',
+    met === null ? '' : met ? 'yes' : 'NO',
+  ]);
+}
+
 // --- server (sandcell serve over HTTP, on the default backend): bench/server.mjs ---------------------
 const server = withServer ? await runServerBench({ quick }) : { rows: [], result: undefined };
 // New sessions arriving steadily, the pool sized by demand and fixed: bench/arrivals.mjs.
@@ -517,6 +531,7 @@ const result = {
   jupyter: jupyter.result,
   networkGate: networkGate.result,
   environment: environment.result,
+  snapshots: snapshots.result,
 };
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);

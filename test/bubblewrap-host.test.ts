@@ -86,7 +86,10 @@ describe('after sandcell itself is killed', () => {
   it('its sandboxes die with it, and the next start removes the mounts, cgroups, directories and uid leases it left', async () => {
     const report = await createBubblewrapBackend().report();
     const { child, id, pids } = await startSessionOwner();
-    const volumePath = path.join(report.runtime.sessionsDirectory, `${child.pid}-${id}`);
+    const volumeName = readdirSync(report.runtime.sessionsDirectory).find((name) =>
+      name.startsWith(`${child.pid}-${id}-`),
+    );
+    const volumePath = path.join(report.runtime.sessionsDirectory, volumeName ?? `${child.pid}-${id}-missing`);
     expect(existsSync(volumePath)).toBe(true);
     const uid = hostUidsOf(pids[0] as number)[0] as number;
     const leaseDirectory = report.uidLeases?.directory;

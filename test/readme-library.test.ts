@@ -75,6 +75,16 @@ describe('library blocks (README.md, docs/) run as written, in a project that in
     expect(await runModule('library-pool')).toBe('2\n');
   }, 120_000);
 
+  it('snapshots-library: a checkpoint restored, a fork, a pause and a resume that brings df back', async () => {
+    const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-readme-snapshots-'));
+    try {
+      const stdout = await runModule('snapshots-library', { SANDCELL_STATE_DIR: stateDirectory });
+      expect(stdout).toBe('6\npd df\n6\n');
+    } finally {
+      rmSync(stateDirectory, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it('library-testing: the scripted backend answers from its script', async () => {
     expect((await runModule('library-testing')).split('\n').filter(Boolean)).toEqual(['ran 1 + 1', 'KernelDied']);
   });

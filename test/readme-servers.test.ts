@@ -4,7 +4,8 @@
  * free port, given as SANDCELL_PORT), and the REST and conversation blocks run
  * in bash with curl and jq against one, with a fake OpenAI-compatible model.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDockerBackend } from '../src/backends/docker/index.js';
@@ -61,6 +62,25 @@ describe('README.md server blocks run as written', () => {
     await serveAndStop(docker!);
   }, 300_000);
 
+  it('snapshots-serve: the idle, pause and retention flags start a server', async () => {
+    await serveAndStop(block('snapshots-serve').code.trim());
+  }, 120_000);
+
+  it('snapshots-cli: list and a dry-run prune on a state directory', async () => {
+    const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-readme-snapshots-cli-'));
+    try {
+      const [list, prune] = commandsOf(block('snapshots-cli').code);
+      const listed = await runShell(list!, { cwd: clone, env: { SANDCELL_STATE_DIR: stateDirectory } });
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toContain('no snapshots');
+      const pruned = await runShell(prune!, { cwd: clone, env: { SANDCELL_STATE_DIR: stateDirectory } });
+      expect(pruned.code, pruned.stderr).toBe(0);
+      expect(pruned.stdout).toContain('would delete 0 snapshot(s)');
+    } finally {
+      rmSync(stateDirectory, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it('web-ui: with a model named by flags, by a base URL, and without one', async () => {
     const [openai, ollama, bare] = commandsOf(block('web-ui').code);
     expect(await serveAndStop(openai!, { OPENAI_API_KEY: 'sk-readme' })).toMatchObject({
@@ -98,6 +118,17 @@ describe('README.md server blocks run as written', () => {
       expect(result.stdout).toContain('"type":"stdout-delta"');
       expect(result.stdout).toContain('"path":"in/accidents.csv"');
       expect(readFileSync(path.join(clone, 'chart.png')).subarray(1, 4).toString()).toBe('PNG');
+    }, 180_000);
+
+    it('snapshots-rest: a pause that a request undoes, a checkpoint restored, a fork', async () => {
+      const result = await runShell(onPort(block('snapshots-rest').code, server.port), { cwd: clone });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout.trim().split('\n')).toEqual([
+        '{"state":"paused","pauseReason":"requested"}',
+        '{"text/plain":"42"}',
+        '["x"]',
+        '{"text/plain":"41"}',
+      ]);
     }, 180_000);
 
     it('conversations: an upload, a streamed turn, a notebook cell using df, the history, the notebook', async () => {

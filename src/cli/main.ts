@@ -315,6 +315,30 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .option('--json', 'print the result as JSON')
     .action(async (options) => setExitCode(await imagePruneCommand(options)));
 
+  const snapshots = program
+    .command('snapshots')
+    .description("paused sessions and snapshots in the state directory (a server's, every key's)");
+  snapshots
+    .command('list')
+    .description('list the snapshots and paused sessions the state directory holds')
+    .option('--state-dir <dir>', 'the state directory (default: as `sandcell serve`, env SANDCELL_STATE_DIR)')
+    .option('--json', 'print them as JSON')
+    .action(async (options) => {
+      const { snapshotsListCommand } = await import('./snapshots-command.js');
+      setExitCode(await snapshotsListCommand(options));
+    });
+  snapshots
+    .command('prune')
+    .description('delete paused sessions and snapshots older than a duration, and what unfinished snapshots left')
+    .option('--older-than <duration>', "how old (default: 7d, the server's default --snapshot-retention)")
+    .option('--state-dir <dir>', 'the state directory (default: as `sandcell serve`, env SANDCELL_STATE_DIR)')
+    .option('--dry-run', 'say what would be deleted, delete nothing')
+    .option('--json', 'print the result as JSON')
+    .action(async (options) => {
+      const { snapshotsPruneCommand } = await import('./snapshots-command.js');
+      setExitCode(await snapshotsPruneCommand(options));
+    });
+
   const environments = program
     .command('env')
     .description('custom environments: the runtime plus your packages and files, chosen with --env NAME');

@@ -20,7 +20,7 @@ from sandcell_process import SpawnError, kill_group, spawn
 STATE_DIR = "/tmp/.sandcell-state"
 # Relative to /, in this order.
 ARCHIVED = ("mnt/data", "tmp/.local", "tmp/.sandcell-state")
-CHUNK_BYTES = 1 << 20
+CHUNK_BYTES = 4 << 20
 ERROR_BYTES = 8192
 
 

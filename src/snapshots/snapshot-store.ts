@@ -54,6 +54,14 @@ export function snapshotOwner(ownerId: string): string {
   return createHash('sha256').update(`sandcell-snapshot-owner:${ownerId}`).digest('hex').slice(0, 32);
 }
 
+/** A snapshot retention removed: its owner's digest, id, size and when it was written. */
+export interface ExpiredSnapshot {
+  owner: string;
+  id: string;
+  bytes: number;
+  createdAt: string;
+}
+
 /** A snapshot being written: its parts, then `commit()`; until then it does not exist. */
 export interface SnapshotWriter {
   readonly id: string;
@@ -179,6 +187,50 @@ export class SnapshotStore {
     const prefix = `snapshots/${manifest.owner}/${manifest.id}`;
     await this.store.delete(`${prefix}/${MANIFEST}`);
     for (const key of await listKeys(this.store, `${prefix}/`)) await this.store.delete(key);
+  }
+
+  /**
+   * Every snapshot in the store, of every owner, that verifies (the operator's
+   * view: `sandcell snapshots list`); those that do not are counted apart.
+   */
+  async listAll(): Promise<{ manifests: SnapshotManifest[]; unverified: number }> {
+    const manifests: SnapshotManifest[] = [];
+    let unverified = 0;
+    for await (const object of this.store.list('snapshots/')) {
+      const [, owner, id, name] = object.key.split('/');
+      if (name !== MANIFEST || owner === undefined || id === undefined) continue;
+      const bytes = await this.store.read(object.key, MAX_MANIFEST_BYTES).catch(() => undefined);
+      try {
+        if (bytes === undefined) throw new SnapshotNotFoundError(id);
+        manifests.push(this.verify(bytes, owner, id));
+      } catch {
+        unverified++;
+      }
+    }
+    return { manifests: manifests.sort((a, b) => b.createdAt.localeCompare(a.createdAt)), unverified };
+  }
+
+  /**
+   * Removes every snapshot written more than `olderThanMs` ago (retention), of
+   * every owner, verified or not: its manifest first, then its parts.
+   * `dryRun` only says which.
+   */
+  async expire(olderThanMs: number, options: { now?: number; dryRun?: boolean } = {}): Promise<ExpiredSnapshot[]> {
+    const now = options.now ?? Date.now();
+    const expired: ExpiredSnapshot[] = [];
+    for await (const object of this.store.list('snapshots/')) {
+      const [, owner, id, name] = object.key.split('/');
+      if (name !== MANIFEST || owner === undefined || id === undefined) continue;
+      if (now - object.modifiedAt.getTime() < olderThanMs) continue;
+      const prefix = `snapshots/${owner}/${id}`;
+      let bytes = 0;
+      for await (const part of this.store.list(`${prefix}/`)) bytes += part.bytes;
+      expired.push({ owner, id, bytes, createdAt: object.modifiedAt.toISOString() });
+      if (options.dryRun) continue;
+      await this.store.delete(`${prefix}/${MANIFEST}`);
+      for (const key of await listKeys(this.store, `${prefix}/`)) await this.store.delete(key);
+    }
+    return expired;
   }
 
   /** Removes parts no manifest names that are older than an hour: what crashed snapshots left. */

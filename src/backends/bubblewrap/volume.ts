@@ -9,10 +9,11 @@
  * and goes with dispose().
  */
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { chown, mkdir, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { InvalidInputError, SandboxStartError } from '../../errors.js';
+import { SandboxStartError } from '../../errors.js';
 import { sweepDeadOwnersEntries } from '../../internal/process-alive.js';
 import type { DataBudget, DataLease } from '../data-budget.js';
 import type { SandboxVolume } from '../spec.js';
@@ -45,15 +46,19 @@ export class BubblewrapVolume implements SandboxVolume {
     /** The server-wide budget for files, which only a tmpfs (as root) can be held to. */
     dataBudget?: DataBudget;
   }): Promise<BubblewrapVolume> {
-    const directory = path.join(options.sessionsDirectory, `${process.pid}-${options.sessionId}`);
+    // Unique per volume: a session resumed under its id may start while the paused one's teardown runs.
+    const directory = path.join(
+      options.sessionsDirectory,
+      `${process.pid}-${options.sessionId}-${randomUUID().slice(0, 8)}`,
+    );
     if (!options.owner) {
-      await makeSessionDirectory(directory, options.sessionId);
+      await mkdir(directory, { mode: 0o700 });
       return new BubblewrapVolume(options.sessionId, directory, false, undefined, options.memoryBudget);
     }
     const lease = await options.dataBudget?.lease(options.dataBytes);
     const { uid, gid } = options.owner;
     try {
-      await makeSessionDirectory(directory, options.sessionId);
+      await mkdir(directory, { mode: 0o700 });
       try {
         await execFileAsync('mount', [
           '-t',
@@ -114,16 +119,4 @@ async function removeVolumeDirectory(directory: string, mounted: boolean): Promi
 /** Removes volumes whose owning sandcell process is gone. */
 export function sweepStaleVolumes(sessionsDirectory: string, mounted: boolean): Promise<void> {
   return sweepDeadOwnersEntries(sessionsDirectory, /^(\d+)-/, (directory) => removeVolumeDirectory(directory, mounted));
-}
-
-/** The session's directory, made new: one there already is a session of that id still open in this process. */
-async function makeSessionDirectory(directory: string, sessionId: string): Promise<void> {
-  try {
-    await mkdir(directory, { mode: 0o700 });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    throw new InvalidInputError(
-      `A session with the id ${JSON.stringify(sessionId)} is open already: ids are unique among open sessions (close that one, or give another id).`,
-    );
-  }
 }

@@ -10,7 +10,7 @@
 import type { ReplyMessageBodies, StateRequest } from '../../session/kernel-messages.js';
 import type { ScriptedFileStore } from './file-store.js';
 
-const CHUNK_BYTES = 1 << 20;
+const CHUNK_BYTES = 4 << 20;
 export const STATE_DIR = '/tmp/.sandcell-state';
 
 /** A refusal with the protocol's error code (the supervisor answers it as a failed reply). */

@@ -5,6 +5,7 @@
  * finds them at the session's next request.
  *
  *   paused/<owner digest>/<session id>.json   { id, source, name?, scope?, snapshotId, ... }
+ *   paused-names/<owner digest>/<digest of scope and name>   the id of a named one
  *
  * A record only points at a snapshot; the snapshot itself is verified (its
  * HMAC, its owner) before anything of it is loaded, so a changed record can at
@@ -16,7 +17,7 @@
  * directory with a secret in memory: sessions pause and resume while the
  * process lives, and the directory goes with it.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,7 +32,7 @@ export type { PausedRecord } from './managed-session.js';
 
 /** Records are small: ids, names, a reason. */
 const MAX_RECORD_BYTES = 64 * 1024;
-const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const SESSION_ID = /^[a-z0-9_-]{1,64}$/;
 
 export class PausedSessions {
   private opened?: Promise<{ objects: ObjectStore; snapshots: SnapshotStore; temporary?: string }>;
@@ -51,6 +52,19 @@ export class PausedSessions {
   async record(ownerId: string, record: PausedRecord): Promise<void> {
     const { objects } = await this.open();
     await objects.write(recordKey(ownerId, record.id), Buffer.from(JSON.stringify(record)));
+    // A named session (an Azure identifier, an MCP session name) is found again by its name.
+    if (record.name !== undefined) {
+      await objects.write(nameKey(ownerId, record.scope ?? record.source, record.name), Buffer.from(record.id));
+    }
+  }
+
+  /** The owner's paused session called `name` in `scope`, if there is one. */
+  async findByName(ownerId: string, scope: string, name: string): Promise<PausedRecord | undefined> {
+    const { objects } = await this.open();
+    const id = await objects.read(nameKey(ownerId, scope, name), MAX_RECORD_BYTES);
+    if (id === undefined) return undefined;
+    const record = await this.find(ownerId, Buffer.from(id).toString('utf8'));
+    return record?.name === name && (record.scope ?? record.source) === scope ? record : undefined;
   }
 
   /** The owner's paused session with this id, if there is one (another owner's is none). */
@@ -75,14 +89,58 @@ export class PausedSessions {
   }
 
   /** Forgets a paused session, and deletes its snapshot unless `keepSnapshot`. */
-  async remove(ownerId: string, record: PausedRecord, options: { keepSnapshot?: boolean } = {}): Promise<void> {
+  async remove(
+    ownerId: string,
+    record: Pick<PausedRecord, 'id' | 'source' | 'name' | 'scope' | 'snapshotId'>,
+    options: { keepSnapshot?: boolean } = {},
+  ): Promise<void> {
     const { objects, snapshots } = await this.open();
     await objects.delete(recordKey(ownerId, record.id));
+    if (record.name !== undefined) await objects.delete(nameKey(ownerId, record.scope ?? record.source, record.name));
     if (record.snapshotId && !options.keepSnapshot) {
       await snapshots.delete(ownerId, record.snapshotId).catch((error) => {
         if (!(error instanceof SnapshotNotFoundError)) throw error;
       });
     }
+  }
+
+  /**
+   * Retention: paused sessions paused more than `olderThanMs` ago are
+   * forgotten (their records and names), and every snapshot written that long
+   * ago is deleted (those of paused sessions with them), as are the parts of
+   * snapshots that never finished. Says how many of each.
+   */
+  async expire(olderThanMs: number, options: { now?: number; dryRun?: boolean } = {}) {
+    const now = options.now ?? Date.now();
+    const { objects, snapshots } = await this.open();
+    const sessions: { owner: string; id: string }[] = [];
+    for await (const object of objects.list('paused/')) {
+      if (now - object.modifiedAt.getTime() < olderThanMs) continue;
+      const [, owner] = object.key.split('/');
+      const bytes = await objects.read(object.key, MAX_RECORD_BYTES).catch(() => undefined);
+      const record = bytes && parseRecord(bytes);
+      sessions.push({ owner: owner ?? '', id: record ? record.id : object.key });
+      if (options.dryRun) continue;
+      await objects.delete(object.key);
+      if (record?.name !== undefined && owner !== undefined) {
+        await objects.delete(`paused-names/${owner}/${nameDigest(record.scope ?? record.source, record.name)}`);
+      }
+    }
+    const expired = await snapshots.expire(olderThanMs, { now, ...(options.dryRun ? { dryRun: true } : {}) });
+    const orphans = options.dryRun ? 0 : await snapshots.pruneOrphans(now);
+    return { sessions, snapshots: expired, orphanParts: orphans };
+  }
+
+  /** Every paused session of every owner (the operator's view). */
+  async listAll(): Promise<(PausedRecord & { owner: string })[]> {
+    const { objects } = await this.open();
+    const records: (PausedRecord & { owner: string })[] = [];
+    for await (const object of objects.list('paused/')) {
+      const bytes = await objects.read(object.key, MAX_RECORD_BYTES).catch(() => undefined);
+      const record = bytes && parseRecord(bytes);
+      if (record) records.push({ ...record, owner: object.key.split('/')[1] ?? '' });
+    }
+    return records;
   }
 
   /** Removes the temporary store of a server without a state directory. */
@@ -103,6 +161,14 @@ export class PausedSessions {
     })();
     return this.opened;
   }
+}
+
+function nameKey(ownerId: string, scope: string, name: string): string {
+  return `paused-names/${snapshotOwner(ownerId)}/${nameDigest(scope, name)}`;
+}
+
+function nameDigest(scope: string, name: string): string {
+  return createHash('sha256').update(`${scope}\u0000${name}`).digest('hex').slice(0, 40);
 }
 
 function recordKey(ownerId: string, id: string): string {

@@ -45,6 +45,8 @@ export interface RegistryOptions {
   onIdle: 'pause' | 'close';
   /** How long a shutdown gives the pauses of the live sessions, after the running work. */
   pauseGraceMs: number;
+  /** How long paused sessions and snapshots are kept; older ones are deleted (hourly, and soon after start). */
+  snapshotRetentionMs: number;
 }
 
 export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
@@ -54,7 +56,13 @@ export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
 }
 
 const SWEEP_INTERVAL_MS = 5_000;
-const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** What a session's record says until it is paused or closed: if it is read, this process ended without pausing it. */
+const STOPPED_UNPAUSED = 'the server stopped without pausing it (a crash, or it was killed)';
+/** Retention runs this long after start (not in the way of a start), then every RETENTION_INTERVAL_MS. */
+const RETENTION_FIRST_MS = 60_000;
+const RETENTION_INTERVAL_MS = 3_600_000;
+/** An id a front door chooses: lower case, as object keys are (paused-sessions.ts). */
+const SESSION_ID = /^[a-z0-9_-]{1,64}$/;
 /** What a refused execution is told to wait: queued executions usually take seconds. */
 const QUEUE_FULL_RETRY_AFTER_MS = 5_000;
 /** What a session refused at the server's capacity is told to wait: sessions idle out or get closed. */
@@ -64,6 +72,8 @@ export class SessionRegistry {
   private readonly byId = new Map<string, ManagedSession>();
   private readonly byName = new Map<string, Promise<ManagedSession>>();
   private readonly bySession = new WeakMap<Session, ManagedSession>();
+  /** Each session's record writes, in order. */
+  private readonly records = new WeakMap<ManagedSession, Promise<void>>();
   /** Resumes under way, by owner and id: two requests for a paused session share one. */
   private readonly resuming = new Map<string, Promise<ManagedSession>>();
   private pendingCreations = 0;
@@ -75,6 +85,7 @@ export class SessionRegistry {
   private drained?: () => void;
   private shuttingDown = false;
   private readonly sweeper: NodeJS.Timeout;
+  private retention: NodeJS.Timeout;
   /** The one path for shell commands in managed sessions, for every front door. */
   readonly commands: RegistryCommands;
 
@@ -87,6 +98,8 @@ export class SessionRegistry {
     });
     this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
     this.sweeper.unref();
+    this.retention = setTimeout(() => void this.expireSnapshots(), RETENTION_FIRST_MS);
+    this.retention.unref();
     options.pool.onIdleClose(async (session) => {
       const entry = this.bySession.get(session);
       if (!entry || this.byId.get(entry.id) !== entry) return;
@@ -186,6 +199,14 @@ export class SessionRegistry {
     };
     this.byId.set(entry.id, entry);
     this.bySession.set(session, entry);
+    // Said if this process ends without pausing it (a crash, kill -9): its next request is told, not given an empty sandbox.
+    this.writeRecord(entry, () =>
+      this.options.paused.record(owner.id, {
+        ...this.recordBase(entry, 'stopped'),
+        pausedAt: new Date().toISOString(),
+        lost: STOPPED_UNPAUSED,
+      }),
+    );
     this.options.metrics.sessionsCreated.inc({ api: source });
     this.options.logger.info({ session: entry.id, owner: owner.label, source, name: naming.name }, 'session created');
     return entry;
@@ -213,12 +234,14 @@ export class SessionRegistry {
   }
 
   /** The owner's paused sessions (live ones are `list`). */
-  listPaused(owner: Owner): Promise<PausedRecord[]> {
-    return this.options.paused.list(owner.id);
+  async listPaused(owner: Owner): Promise<PausedRecord[]> {
+    // A live session's record is its marker (STOPPED_UNPAUSED), not a paused session.
+    return (await this.options.paused.list(owner.id)).filter((record) => !this.find(owner, record.id));
   }
 
   /** The paused session with this id, if the owner has one. */
-  findPaused(owner: Owner, id: string): Promise<PausedRecord | undefined> {
+  async findPaused(owner: Owner, id: string): Promise<PausedRecord | undefined> {
+    if (this.find(owner, id)) return undefined;
     return this.options.paused.find(owner.id, id);
   }
 
@@ -246,14 +269,7 @@ export class SessionRegistry {
   }
 
   private async pauseNow(entry: ManagedSession, reason: 'idle' | 'shutdown' | 'requested'): Promise<PausedRecord> {
-    const base = {
-      id: entry.id,
-      source: entry.source,
-      ...(entry.name !== undefined ? { name: entry.name, scope: entry.scope ?? entry.source } : {}),
-      environment: entry.session.environment.name,
-      reason,
-      ...(entry.keep !== undefined ? { keep: entry.keep } : {}),
-    };
+    const base = this.recordBase(entry, reason);
     const started = performance.now();
     try {
       const info = await entry.session.pause({
@@ -262,7 +278,7 @@ export class SessionRegistry {
         snapshots: await this.options.paused.snapshots(),
       });
       const record: PausedRecord = { ...base, pausedAt: new Date().toISOString(), snapshotId: info.id };
-      await this.options.paused.record(entry.owner.id, record);
+      await this.writeRecord(entry, () => this.options.paused.record(entry.owner.id, record));
       this.forget(entry, 'paused');
       this.options.logger.info(
         {
@@ -280,9 +296,9 @@ export class SessionRegistry {
     } catch (error) {
       if (!entry.session.closed) throw error;
       const lost = `its pause (${reason}) failed: ${(error as Error).message}`;
-      await this.options.paused
-        .record(entry.owner.id, { ...base, pausedAt: new Date().toISOString(), lost })
-        .catch(() => undefined);
+      await this.writeRecord(entry, () =>
+        this.options.paused.record(entry.owner.id, { ...base, pausedAt: new Date().toISOString(), lost }),
+      );
       this.forget(entry, 'pause-failed');
       this.options.logger.warn({ session: entry.id, owner: entry.owner.label, reason, error: lost }, 'session lost');
       throw error;
@@ -376,16 +392,17 @@ export class SessionRegistry {
       await session.close();
       throw error;
     }
-    const entry = this.register(session, owner, record.source, record);
-    entry.restored = report;
-    if (entry.name !== undefined)
-      this.byName.set(nameKey(owner.id, entry.scope ?? entry.source, entry.name), Promise.resolve(entry));
+    // The record goes first: the entry's own marker (register) must not be removed after it is written.
     await this.options.paused.remove(owner.id, record).catch((error: Error) => {
       this.options.logger.warn(
         { session: id, error: error.message },
         'could not remove the snapshot of a resumed session',
       );
     });
+    const entry = this.register(session, owner, record.source, record);
+    entry.restored = report;
+    if (entry.name !== undefined)
+      this.byName.set(nameKey(owner.id, entry.scope ?? entry.source, entry.name), Promise.resolve(entry));
     this.options.logger.info(
       {
         session: id,
@@ -433,12 +450,21 @@ export class SessionRegistry {
     const existing = this.byName.get(key);
     if (existing) {
       const entry = await existing.catch(() => undefined);
+      // Being paused: once it is, the name finds its paused record and resumes it.
+      if (entry?.pausing) await entry.pausing.catch(() => undefined);
       if (entry && !entry.session.closed && this.byId.get(entry.id) === entry) return entry;
       if (this.byName.get(key) === existing) this.byName.delete(key);
       if (entry) this.forget(entry, 'closed');
       return this.named(owner, source, scope, name, environment);
     }
-    const creating = this.create(owner, source, { name, scope, ...(environment === undefined ? {} : { environment }) });
+    // Paused (idle, or by a server before a restart): resumed, under its name.
+    const creating = this.options.paused
+      .findByName(owner.id, scope, name)
+      .then((paused) =>
+        paused
+          ? this.open(owner, paused.id)
+          : this.create(owner, source, { name, scope, ...(environment === undefined ? {} : { environment }) }),
+      );
     this.byName.set(key, creating);
     creating.catch(() => {
       if (this.byName.get(key) === creating) this.byName.delete(key);
@@ -446,10 +472,13 @@ export class SessionRegistry {
     return creating;
   }
 
-  /** The named session if it exists (no creation). */
+  /** The named session if it exists (no creation); a paused one is resumed. */
   async findNamed(owner: Owner, scope: string, name: string): Promise<ManagedSession | undefined> {
     const entry = await this.byName.get(nameKey(owner.id, scope, name))?.catch(() => undefined);
-    return entry && !entry.session.closed && this.byId.get(entry.id) === entry ? entry : undefined;
+    if (entry && !entry.session.closed && this.byId.get(entry.id) === entry && !entry.pausing) return entry;
+    if (entry?.pausing) await entry.pausing.catch(() => undefined);
+    const paused = await this.options.paused.findByName(owner.id, scope, name);
+    return paused ? this.open(owner, paused.id) : undefined;
   }
 
   list(owner: Owner): ManagedSession[] {
@@ -567,6 +596,7 @@ export class SessionRegistry {
   async shutdown(graceMs: number): Promise<void> {
     this.shuttingDown = true;
     clearInterval(this.sweeper);
+    clearTimeout(this.retention);
     if (this.working > 0) {
       const { foreground, background } = this.commands.running;
       this.options.logger.info(
@@ -611,6 +641,34 @@ export class SessionRegistry {
     this.options.logger.info({ paused, lost: live.length - paused }, 'every sandbox closed');
   }
 
+  /** Deletes paused sessions and snapshots past the retention, and what unfinished snapshots left. */
+  private async expireSnapshots(): Promise<void> {
+    try {
+      const expired = await this.options.paused.expire(this.options.snapshotRetentionMs);
+      if (expired.sessions.length + expired.snapshots.length + expired.orphanParts > 0) {
+        this.options.logger.info(
+          {
+            pausedSessions: expired.sessions.length,
+            snapshots: expired.snapshots.length,
+            bytes: expired.snapshots.reduce((total, snapshot) => total + snapshot.bytes, 0),
+            orphanParts: expired.orphanParts,
+            retentionMs: this.options.snapshotRetentionMs,
+          },
+          'snapshots past their retention deleted',
+        );
+      }
+    } catch (error) {
+      this.options.logger.warn(
+        { error: (error as Error).message },
+        'snapshot retention failed; it runs again in an hour',
+      );
+    }
+    if (!this.shuttingDown) {
+      this.retention = setTimeout(() => void this.expireSnapshots(), RETENTION_INTERVAL_MS);
+      this.retention.unref();
+    }
+  }
+
   private refuseWhenShuttingDown(): void {
     if (this.shuttingDown) {
       throw new ShuttingDownError();
@@ -649,6 +707,34 @@ export class SessionRegistry {
     }
     this.options.metrics.sessionsClosed.inc({ reason });
     this.options.logger.info({ session: entry.id, owner: entry.owner.label, reason }, 'session closed');
+    // Closed on purpose (deleted, idle with --on-idle close, its sandbox gone): nothing is left to resume or to report.
+    if (reason !== 'paused' && reason !== 'pause-failed') {
+      void this.writeRecord(entry, () =>
+        this.options.paused.remove(entry.owner.id, this.recordBase(entry, reason), { keepSnapshot: true }),
+      );
+    }
+  }
+
+  private recordBase(entry: ManagedSession, reason: string) {
+    return {
+      id: entry.id,
+      source: entry.source,
+      ...(entry.name !== undefined ? { name: entry.name, scope: entry.scope ?? entry.source } : {}),
+      environment: entry.session.environment.name,
+      reason,
+      ...(entry.keep !== undefined ? { keep: entry.keep } : {}),
+    };
+  }
+
+  /** Writes to a session's record in order (its marker, then its pause or its removal); only with a state directory. */
+  private writeRecord(entry: ManagedSession, write: () => Promise<void>): Promise<void> {
+    if (!this.options.paused.durable) return Promise.resolve();
+    const previous = this.records.get(entry) ?? Promise.resolve();
+    const next = previous.then(write).catch((error: Error) => {
+      this.options.logger.warn({ session: entry.id, error: error.message }, 'could not write the session’s record');
+    });
+    this.records.set(entry, next);
+    return next;
   }
 
   /** Forgets sessions closed other than through the registry (the pool's idle close is reported as it happens). */

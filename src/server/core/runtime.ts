@@ -85,6 +85,7 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     paused: new PausedSessions(options.stateDirectory),
     onIdle: options.onIdle,
     pauseGraceMs: options.shutdownGraceMs,
+    snapshotRetentionMs: options.snapshotRetentionMs,
   });
   metrics.gauge('sandcell_sessions_live', 'Sessions handed to clients and alive, by API.', () =>
     Object.entries(registry.stats.bySource).map(([api, value]) => ({ labels: { api }, value })),

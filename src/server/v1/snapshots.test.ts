@@ -152,6 +152,31 @@ describe('/v1 snapshots (scripted backend)', () => {
     );
   });
 
+  it('resumes a named session (an Azure identifier) by its name, after an idle pause and after a restart', async () => {
+    const first = await start({ idleTimeoutMs: 200 });
+    const azure = (server: SandcellServer, code: string) =>
+      client(server, KEYS[0]).json<Json>('/azure/code/execute?identifier=notebook-7&api-version=2024-02-02-preview', {
+        method: 'POST',
+        json: { properties: { code } },
+      });
+    await azure(first.server, 'x = named');
+    const [listed] = (await first.alice.json<Json>('/v1/sessions')).sessions;
+    expect(listed).toMatchObject({ source: 'azure', name: 'notebook-7' });
+    await expect
+      .poll(async () => (await first.alice.json<Json>(`/v1/sessions/${listed.id}`)).state, { timeout: 5_000 })
+      .toBe('paused');
+    expect((await azure(first.server, 'x')).properties.result).toBe('named');
+    await first.server.close();
+    const second = await start({ stateDirectory: first.server.options.stateDirectory as string });
+    expect((await azure(second.server, 'x')).properties.result).toBe('named');
+    // Another key's identifier of the same name is its own.
+    const bobs = await client(second.server, KEYS[1]).json<Json>(
+      '/azure/code/execute?identifier=notebook-7&api-version=2024-02-02-preview',
+      { method: 'POST', json: { properties: { code: 'x' } } },
+    );
+    expect(bobs.properties.stderr).toContain("name 'x' is not defined");
+  });
+
   it('deletes a paused session with its snapshot', async () => {
     const { alice } = await start();
     const { id } = await alice.json<Json>('/v1/sessions', { method: 'POST' });

@@ -1,0 +1,147 @@
+/**
+ * A real `sandcell serve` process on bubblewrap with a state directory, stopped
+ * and started again: SIGTERM pauses its sessions and the next process resumes
+ * each at its first request with its DataFrame; `kill -9` leaves no pause, and
+ * the next process says the session was lost (410) rather than handing out an
+ * empty sandbox; `kill -9` in the middle of a pause leaves either the whole
+ * snapshot (resumed) or a clear "lost", never half a state.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, describe, expect, it } from 'vitest';
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
+type Json = Record<string, any>;
+const bin = path.resolve(import.meta.dirname, '..', 'bin', 'sandcell.js');
+const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-server-snapshots-'));
+const started: ChildProcess[] = [];
+
+interface Serve {
+  child: ChildProcess;
+  url: string;
+  logs: Record<string, unknown>[];
+}
+
+async function startServe(): Promise<Serve> {
+  const child = spawn(
+    process.execPath,
+    [bin, 'serve', '--port', '0', '--pool-size', '1', '--preload', 'numpy,pandas', '--state-dir', stateDirectory],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SANDCELL_API_KEYS: '' } },
+  );
+  started.push(child);
+  const logs: Record<string, unknown>[] = [];
+  let stderr = '';
+  child.stderr?.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      logs.push(entry);
+      if (typeof entry.url === 'string') resolve(entry.url);
+    });
+    child.once('exit', (code, signal) => reject(new Error(`serve exited (${code ?? signal}): ${stderr.slice(-2000)}`)));
+  });
+  return { child, url, logs };
+}
+
+async function stop(serve: Serve, signal: NodeJS.Signals): Promise<void> {
+  if (serve.child.exitCode !== null || serve.child.signalCode !== null) return;
+  const exited = new Promise((resolve) => serve.child.once('exit', resolve));
+  serve.child.kill(signal);
+  await exited;
+}
+
+async function call(serve: Serve, route: string, body?: unknown): Promise<{ status: number; json: Json }> {
+  const response = await fetch(`${serve.url}${route}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, json: text ? (JSON.parse(text) as Json) : {} };
+}
+
+const run = (serve: Serve, id: string, code: string) => call(serve, `/v1/sessions/${id}/executions`, { code });
+
+afterAll(async () => {
+  for (const child of started) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+  rmSync(stateDirectory, { recursive: true, force: true });
+});
+
+describe('sandcell serve stopped and started again, on one state directory (bubblewrap)', () => {
+  it('SIGTERM pauses every session; the next server resumes each at its first request, DataFrame and files included', async () => {
+    const first = await startServe();
+    const { json: session } = await call(first, '/v1/sessions', {});
+    const made = await run(
+      first,
+      session.id,
+      'import pandas as pd, socket\ndf = pd.DataFrame({"a": range(1000)})\nconn = socket.socket()\nopen("notes.txt", "w").write("kept")',
+    );
+    expect(made.json.status).toBe('ok');
+    await stop(first, 'SIGTERM');
+    expect(first.logs).toContainEqual(expect.objectContaining({ msg: 'session paused', session: session.id }));
+
+    const second = await startServe();
+    try {
+      const listed = await call(second, `/v1/sessions/${session.id}`);
+      expect(listed.json).toMatchObject({ state: 'paused', pauseReason: 'shutdown' });
+      const resumed = await run(second, session.id, 'print(df.a.sum(), open("notes.txt").read())');
+      expect(resumed.json.stdout).toBe('499500 kept\n');
+      const live = await call(second, `/v1/sessions/${session.id}`);
+      expect(live.json.state).toBe('running');
+      const python = live.json.restored.contexts.find((context: Json) => context.id === 'python');
+      expect(python.restored).toEqual(expect.arrayContaining(['df', 'pd']));
+      expect(python.skipped).toEqual([{ name: 'conn', reason: 'socket' }]);
+    } finally {
+      await stop(second, 'SIGTERM');
+    }
+  }, 120_000);
+
+  it('kill -9 pauses nothing: the next server says the session was lost (410), and never runs it empty', async () => {
+    const first = await startServe();
+    const { json: session } = await call(first, '/v1/sessions', {});
+    expect((await run(first, session.id, 'x = 1')).json.status).toBe('ok');
+    await stop(first, 'SIGKILL');
+    const second = await startServe();
+    try {
+      const listed = await call(second, `/v1/sessions/${session.id}`);
+      expect(listed.json).toMatchObject({ state: 'lost', lostReason: expect.stringContaining('without pausing it') });
+      const refused = await run(second, session.id, 'x');
+      expect(refused.status).toBe(410);
+      expect(refused.json.error.code).toBe('session-lost');
+    } finally {
+      await stop(second, 'SIGTERM');
+    }
+  }, 120_000);
+
+  it('kill -9 in the middle of a pause leaves the whole snapshot or a clear "lost", never half a state', async () => {
+    const first = await startServe();
+    const { json: session } = await call(first, '/v1/sessions', {});
+    const big = 'import numpy as np\nbig = np.arange(6_000_000, dtype="float64")\nexpected = float(big.sum())';
+    expect((await run(first, session.id, big)).json.status).toBe('ok');
+    const pausing = fetch(`${first.url}/v1/sessions/${session.id}/pause`, { method: 'POST' }).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await stop(first, 'SIGKILL');
+    await pausing;
+    const second = await startServe();
+    try {
+      const listed = await call(second, `/v1/sessions/${session.id}`);
+      expect(['paused', 'lost']).toContain(listed.json.state);
+      const next = await run(second, session.id, 'float(big.sum()) == expected');
+      if (listed.json.state === 'paused') {
+        expect(next.json.results[0].data['text/plain']).toBe('True');
+      } else {
+        expect(next.status).toBe(410);
+        expect(next.json.error.code).toBe('session-lost');
+      }
+    } finally {
+      await stop(second, 'SIGTERM');
+    }
+  }, 120_000);
+});
