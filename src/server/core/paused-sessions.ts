@@ -30,8 +30,8 @@ import type { PausedRecord } from './managed-session.js';
 
 export type { PausedRecord } from './managed-session.js';
 
-/** Records are small: ids, names, a reason. */
-const MAX_RECORD_BYTES = 64 * 1024;
+/** Records are small: ids, names, a reason, and a front door's own data (E2B's metadata, up to 56 KiB). */
+const MAX_RECORD_BYTES = 256 * 1024;
 const SESSION_ID = /^[a-z0-9_-]{1,64}$/;
 
 export class PausedSessions {
@@ -81,7 +81,8 @@ export class PausedSessions {
     const { objects } = await this.open();
     const records: PausedRecord[] = [];
     for (const key of await listKeys(objects, `paused/${snapshotOwner(ownerId)}/`)) {
-      const bytes = await objects.read(key, MAX_RECORD_BYTES);
+      // One record that cannot be read (over the bound, say) costs only itself.
+      const bytes = await objects.read(key, MAX_RECORD_BYTES).catch(() => undefined);
       const record = bytes && parseRecord(bytes);
       if (record) records.push(record);
     }

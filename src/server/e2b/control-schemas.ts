@@ -25,10 +25,37 @@ export const CreateBody = z.looseObject({
   timeout: Timeout.optional(),
   metadata: boundedRecord(MAX_METADATA_ENTRIES, 256, 2048, 'metadata entries').nullish(),
   envVars: boundedRecord(MAX_ENV_ENTRIES, 256, 32_768, 'environment variables').nullish(),
+  // The lifecycle: `lifecycle.onTimeout: 'pause'` is `autoPause: true`, `lifecycle.autoResume` is `autoResume.enabled`.
+  autoPause: z.boolean().nullish(),
+  autoPauseMemory: z.boolean().nullish(),
+  autoResume: z.looseObject({ enabled: z.boolean().nullish() }).nullish(),
   ...NetworkFields,
 });
 
-export const ConnectBody = z.looseObject({ timeout: Timeout.optional() });
+/** `memory: false` asks for a resume from the files alone (the SDK's `onResume: 'reboot'`). */
+export const ConnectBody = z.looseObject({ timeout: Timeout.optional(), memory: z.boolean().nullish() });
+
+/** The deprecated resume: E2B gives a resumed sandbox 15 seconds unless told otherwise. */
+export const ResumeBody = z.looseObject({
+  timeout: Timeout.optional(),
+  autoPause: z.boolean().nullish(),
+  memory: z.boolean().nullish(),
+});
+export const DEFAULT_RESUME_TIMEOUT_SECONDS = 15;
+
+/** `memory: false` (the SDK's `keepMemory: false`) asks for a pause that keeps the files alone. */
+export const PauseBody = z.looseObject({ memory: z.boolean().nullish() });
+
+/** At most this many forks per request (E2B's own bound). */
+export const MAX_FORKS = 100;
+/** What E2B gives a fork created without a timeout. */
+export const DEFAULT_FORK_TIMEOUT_SECONDS = 15;
+export const ForkBody = z.looseObject({
+  timeout: Timeout.min(1).nullish(),
+  count: z.number().int().min(1).max(MAX_FORKS).nullish(),
+});
+
+export const SnapshotBody = z.looseObject({ name: z.string().max(256).nullish() });
 
 export const TimeoutBody = z.looseObject({ timeout: Timeout });
 

@@ -42,12 +42,13 @@ const SignalRequest = z.looseObject({
   signal: z.union([z.enum(['SIGNAL_SIGTERM', 'SIGNAL_SIGKILL', 'SIGNAL_UNSPECIFIED']), z.literal(9), z.literal(15)]),
 });
 
-const tables = new WeakMap<E2bSandbox, ProcessTable>();
+/** By session: a resumed sandbox has a new one, and none of the processes it had. */
+const tables = new WeakMap<object, ProcessTable>();
 function processesOf(sandbox: E2bSandbox): ProcessTable {
-  let table = tables.get(sandbox);
+  let table = tables.get(sandbox.entry);
   if (!table) {
     table = new ProcessTable();
-    tables.set(sandbox, table);
+    tables.set(sandbox.entry, table);
   }
   return table;
 }

@@ -19,9 +19,28 @@ export class E2bError extends Error {
     readonly status: number,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** Fields the answer carries beside `code` and `message`. */
+    readonly fields: Record<string, unknown> = {},
   ) {
     super(message);
     this.name = 'E2bError';
+  }
+}
+
+/**
+ * Sandbox traffic to a paused sandbox that its traffic may not resume: E2B's proxy answers 409 with
+ * `{"sandboxId","message","code":409,"canAutoResume":false}`; Connect-RPC calls get
+ * `failed_precondition` (the SDK raises a SandboxError naming it).
+ */
+export class SandboxPausedError extends E2bError {
+  constructor(readonly sandboxId: string) {
+    super(
+      409,
+      `The sandbox ${sandboxId} is paused: Sandbox.connect() resumes it (so does its own traffic when it was created with lifecycle.autoResume).`,
+      {},
+      { sandboxId, canAutoResume: false },
+    );
+    this.name = 'SandboxPausedError';
   }
 }
 
@@ -108,7 +127,11 @@ export function toE2bExecutionError(error: unknown): { name: string; value: stri
 /** The control plane's and envd's plain HTTP error: `{"code": 404, "message": "…"}`. */
 export function e2bErrorResponse(context: Context, error: unknown): Response {
   const mapped = toE2bError(error);
-  return context.json({ code: mapped.status, message: mapped.message }, mapped.status as 400, mapped.headers);
+  return context.json(
+    { ...mapped.fields, code: mapped.status, message: mapped.message },
+    mapped.status as 400,
+    mapped.headers,
+  );
 }
 
 const CONNECT_CODE_OF_STATUS: Record<number, ConnectCode> = {
@@ -131,6 +154,7 @@ const CONNECT_CODE_OF_STATUS: Record<number, ConnectCode> = {
 /** Any error as a Connect error: raised ones keep their code, others take the code of their status. */
 export function toConnectError(error: unknown): ConnectError {
   if (error instanceof ConnectError) return error;
+  if (error instanceof SandboxPausedError) return new ConnectError('failed_precondition', error.message);
   const mapped = toE2bError(error);
   return new ConnectError(CONNECT_CODE_OF_STATUS[mapped.status] ?? 'internal', mapped.message);
 }

@@ -6,13 +6,13 @@
 
 import { MAX_PAGE_SIZE } from './control-schemas.js';
 import { E2bError } from './errors.js';
-import type { E2bSandbox } from './sandbox-table.js';
+import type { SandboxRow, SandboxState } from './sandbox-table.js';
 
 export interface ListQuery {
   states: Set<string>;
   metadata: [string, string][];
   limit: number;
-  /** Sandboxes created after this one (its sequence number). */
+  /** Sandboxes created after this one (its order: its creation time, unique within the server). */
   after: number;
 }
 
@@ -52,16 +52,20 @@ function parseNextToken(token: string | undefined): number {
 }
 
 /** One page of the sandboxes that match, and the token of the next page if there is one. */
-export function listPage(sandboxes: E2bSandbox[], query: ListQuery): { page: E2bSandbox[]; nextToken?: string } {
-  // Every sandbox here runs: pause is not supported.
-  if (!query.states.has('running')) return { page: [] };
+export function listPage<Item extends { row: SandboxRow; state: SandboxState }>(
+  sandboxes: Item[],
+  query: ListQuery,
+): { page: Item[]; nextToken?: string } {
   const matching = sandboxes.filter(
-    (sandbox) =>
-      sandbox.sequence > query.after && query.metadata.every(([key, value]) => sandbox.metadata[key] === value),
+    ({ row, state }) =>
+      // A sandbox the server paused while idle runs, to its clients.
+      query.states.has(state === 'paused' ? 'paused' : 'running') &&
+      row.order > query.after &&
+      query.metadata.every(([key, value]) => row.metadata[key] === value),
   );
   const page = matching.slice(0, query.limit);
   const last = page.at(-1);
   return matching.length > page.length && last
-    ? { page, nextToken: Buffer.from(String(last.sequence), 'utf8').toString('base64url') }
+    ? { page, nextToken: Buffer.from(String(last.row.order), 'utf8').toString('base64url') }
     : { page };
 }

@@ -1,7 +1,7 @@
 /** The control plane's answers, in E2B's field names (the SDKs read `sandboxID`, `templateID`, `clientID`, `envdVersion`). */
 import { DEFAULT_LIMITS } from '../../backends/limits.js';
 import type { ResolvedServerOptions } from '../core/options.js';
-import type { E2bSandbox } from './sandbox-table.js';
+import type { SandboxRow, SandboxState } from './sandbox-table.js';
 
 /**
  * The envd version whose features envd here serves: raw and gzip uploads
@@ -13,7 +13,7 @@ export const ENVD_VERSION = '0.5.7';
 const CLIENT_ID = 'sandcell';
 
 /** What create and connect answer: how to reach the sandbox. */
-export function presentConnection(sandbox: E2bSandbox) {
+export function presentConnection(sandbox: SandboxRow) {
   return {
     sandboxID: sandbox.id,
     templateID: sandbox.templateId,
@@ -25,20 +25,26 @@ export function presentConnection(sandbox: E2bSandbox) {
   };
 }
 
-/** What get-info and list answer: the sandbox's state, resources and metadata (no tokens: list is not a way to obtain them). */
-export function presentInfo(sandbox: E2bSandbox, options: ResolvedServerOptions) {
+/**
+ * What get-info and list answer: the sandbox's state, resources and metadata (no tokens: list is not
+ * a way to obtain them). A sandbox the server paused while it was idle runs, to its clients; a
+ * paused one ends (`endAt`) when it was paused, as in E2B. get-info adds the lifecycle.
+ */
+export function presentInfo(sandbox: SandboxRow, state: SandboxState, options: ResolvedServerOptions, detail = false) {
   const limits = { ...DEFAULT_LIMITS, ...options.sessionOptions.limits };
+  const paused = state === 'paused';
   return {
     sandboxID: sandbox.id,
     templateID: sandbox.templateId,
     clientID: CLIENT_ID,
     envdVersion: ENVD_VERSION,
     startedAt: sandbox.startedAt.toISOString(),
-    endAt: sandbox.endAt.toISOString(),
-    state: 'running' as const,
+    endAt: (paused ? (sandbox.pausedAt ?? sandbox.endAt) : sandbox.endAt).toISOString(),
+    state: paused ? ('paused' as const) : ('running' as const),
     cpuCount: Math.max(1, Math.round(limits.cpus)),
     memoryMB: Math.round(limits.memoryBytes / 2 ** 20),
     diskSizeMB: Math.round(limits.dataBytes / 2 ** 20),
     metadata: sandbox.metadata,
+    ...(detail ? { lifecycle: sandbox.lifecycle } : {}),
   };
 }

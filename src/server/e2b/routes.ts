@@ -13,9 +13,13 @@
  * Sandbox traffic names its sandbox in `E2b-Sandbox-Id` and carries no API key:
  * the tokens, returned only to whoever created or connected to the sandbox with
  * its key, are what admit it. A sandbox that does not exist (killed, expired)
- * answers 502, as E2B's proxy does, which the SDK reads as "the sandbox timed out".
+ * answers 502, as E2B's proxy does, which the SDK reads as "the sandbox timed out";
+ * a paused one answers 409 (E2B's "The sandbox is paused") unless it was created
+ * with `autoResume`, whose traffic resumes it; one the server paused while idle
+ * is resumed by its traffic, its clients never told.
  */
 import type { Context, Hono } from 'hono';
+import type { Owner } from '../core/auth.js';
 import type { ServerContext } from '../core/context.js';
 import { limitBody } from '../http/body-limit.js';
 import { HttpError } from '../http/errors.js';
@@ -23,17 +27,18 @@ import { controlPlane } from './control-plane.js';
 import { handleEnvd, isConnectPath } from './envd-routes.js';
 import { connectErrorResponse, E2bError, e2bErrorResponse } from './errors.js';
 import { handleInterpreter } from './interpreter-routes.js';
-import { type E2bSandbox, SandboxTable, tokenMatches } from './sandbox-table.js';
+import { type E2bSandbox, type SandboxRow, SandboxTable, tokenMatches } from './sandbox-table.js';
 
 export const E2B_PREFIX = '/e2b';
 export const ENVD_PORT = '49983';
 export const INTERPRETER_PORT = '49999';
 
-/** Sandbox traffic to an id that has no live sandbox: E2B's proxy answers 502. */
+/** Sandbox traffic to an id that has no sandbox: E2B's proxy answers 502. */
 const SANDBOX_GONE = 502;
+const SANDBOX_ID = /^[a-z0-9]{1,64}$/;
 
 /** The code interpreter accepts either of the sandbox's tokens, and refuses any wrong one presented. */
-function interpreterTokensMatch(context: Context, sandbox: E2bSandbox): boolean {
+function interpreterTokensMatch(context: Context, sandbox: SandboxRow): boolean {
   const traffic = context.req.header('e2b-traffic-access-token');
   const access = context.req.header('x-access-token');
   if (traffic === undefined && access === undefined) return false;
@@ -43,8 +48,22 @@ function interpreterTokensMatch(context: Context, sandbox: E2bSandbox): boolean 
   );
 }
 
+/**
+ * The owners of the server's keys (the one local owner without keys): whose paused sandboxes a
+ * restarted server looks up, since sandbox traffic names no key. Each key's owner is what
+ * authenticating with it gives.
+ */
+function keyOwners(server: ServerContext): Owner[] {
+  if (!server.apiKeys.enabled) return [server.apiKeys.authenticate(undefined)];
+  return server.options.apiKeys.map((key) => {
+    const separator = key.indexOf(':');
+    return server.apiKeys.authenticate(undefined, separator >= 0 ? key.slice(separator + 1) : key);
+  });
+}
+
 export function mountE2bRoutes(app: Hono, server: ServerContext): SandboxTable {
-  const table = new SandboxTable(server.registry);
+  const owners = keyOwners(server);
+  const table = new SandboxTable({ registry: server.registry, logger: server.logger, owners: () => owners });
   const control = controlPlane(server, table);
   const { limits } = server.options;
   const tooLarge = (kind: 'request' | 'upload') => (): never => {
@@ -64,12 +83,17 @@ export function mountE2bRoutes(app: Hono, server: ServerContext): SandboxTable {
     return response ?? e2bErrorResponse(context, new E2bError(500, 'No answer.'));
   };
 
-  const sandboxFor = (context: Context, check: (sandbox: E2bSandbox) => boolean): E2bSandbox => {
+  /**
+   * The sandbox that traffic names, once its token checks: a paused one answers 409 unless its
+   * lifecycle lets its traffic resume it; one the server paused while idle is resumed.
+   */
+  const sandboxFor = async (context: Context, check: (sandbox: SandboxRow) => boolean): Promise<E2bSandbox> => {
     const id = context.req.header('e2b-sandbox-id');
-    const sandbox = id === undefined ? undefined : table.find(id);
-    if (!sandbox) throw new E2bError(SANDBOX_GONE, `The sandbox ${id ?? '(no E2b-Sandbox-Id)'} was not found.`);
-    if (!check(sandbox)) throw new E2bError(401, 'Missing or invalid sandbox access token.');
-    return sandbox;
+    const row = id === undefined || !SANDBOX_ID.test(id) ? undefined : await table.forTraffic(id);
+    if (!row)
+      throw new E2bError(SANDBOX_GONE, `The sandbox ${id?.slice(0, 64) ?? '(no E2b-Sandbox-Id)'} was not found.`);
+    if (!check(row)) throw new E2bError(401, 'Missing or invalid sandbox access token.');
+    return table.serve(row);
   };
 
   const authenticate = (context: Context) => {
@@ -94,14 +118,14 @@ export function mountE2bRoutes(app: Hono, server: ServerContext): SandboxTable {
         return await limited(context, false, () => control(context, owner, path));
       }
       if (port === ENVD_PORT) {
-        const sandbox = sandboxFor(context, (candidate) =>
+        const sandbox = await sandboxFor(context, (candidate) =>
           tokenMatches(context.req.header('x-access-token'), candidate.envdAccessToken),
         );
         const upload = path === '/files' && context.req.method === 'POST';
         return await limited(context, upload, () => handleEnvd(context, sandbox, server, path));
       }
       if (port === INTERPRETER_PORT) {
-        const sandbox = sandboxFor(context, (candidate) => interpreterTokensMatch(context, candidate));
+        const sandbox = await sandboxFor(context, (candidate) => interpreterTokensMatch(context, candidate));
         return await limited(context, false, () => handleInterpreter(context, sandbox, server));
       }
       throw new E2bError(SANDBOX_GONE, `Nothing listens on port ${port} of E2B sandboxes here (only 49983 and 49999).`);

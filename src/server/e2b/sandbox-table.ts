@@ -1,28 +1,45 @@
 /**
  * The E2B sandboxes of one server: each is a sandcell session from the
- * registry (so the key's session limits, metrics and idle rules apply) with
- * what E2B adds around it — an unguessable id, the two tokens that sandbox
- * traffic must carry, metadata, environment variables, and a deadline. The
- * control plane finds a sandbox by id within its owner; sandbox traffic, which
- * carries no API key, by id, then checks its token (routes.ts). A sandbox whose deadline passes is
- * killed; one whose session closed for another reason (idle, deleted through
- * /v1, shutdown) is forgotten the next time anyone looks.
+ * registry (so the key's session limits, metrics and idle rules apply) whose
+ * session id is the sandbox's id, with what E2B adds around it — the two
+ * tokens that sandbox traffic must carry, metadata, environment variables, a
+ * deadline and a lifecycle — kept in the session's `keep`, so they travel
+ * with it when it pauses and come back when it resumes (sandbox-keep.ts).
+ *
+ * A sandbox is in one of three states:
+ * - running: its session is live;
+ * - dormant: the server paused its session (idle, shutdown) before its
+ *   deadline; to its clients it still runs, and any use resumes it;
+ * - paused: paused as E2B's clients see it — by `pause()`, or by its deadline
+ *   with `onTimeout: 'pause'`; `connect()` resumes it, and so does its traffic
+ *   when it was created with `autoResume`.
+ * A sandbox whose deadline passes is killed (or paused, per its lifecycle).
+ *
+ * The control plane finds a sandbox by id within its owner; sandbox traffic,
+ * which carries no API key, by id, then checks its tokens (routes.ts). After a
+ * restart the table starts empty and fills from the registry's paused records
+ * (of every key the server knows) and from resumed sessions' `keep`.
  */
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
 import type { NetworkOption } from '../../network/network-option.js';
+import type { SnapshotInfo } from '../../session/session-state.js';
 import type { Owner } from '../core/auth.js';
+import { SessionNotFoundError } from '../core/errors.js';
 import type { ManagedSession } from '../core/managed-session.js';
 import type { SessionRegistry } from '../core/registry.js';
-import { E2bError } from './errors.js';
+import { E2bError, SandboxPausedError } from './errors.js';
+import { type Lifecycle, readKeep, type SandboxKeep } from './sandbox-keep.js';
 import { environmentOfTemplate } from './template-environment.js';
 
-export interface E2bSandbox {
-  /** E2B's sandbox id: 20 random lower-case letters and digits (about 103 bits). */
+export interface SandboxRow {
+  /** E2B's sandbox id, and its session's id in the registry. */
   readonly id: string;
   readonly owner: Owner;
-  readonly entry: ManagedSession;
-  /** Echoed back as created; it chose the environment (template-environment.ts). */
+  /** Its session while this server holds one (possibly closed since: see the table's `state`). */
+  entry?: ManagedSession;
+  /** Echoed back as created; it chose the environment (template-environment.ts) or the snapshot it started from. */
   readonly templateId: string;
   /** Sent back by the SDK as `X-Access-Token` on envd requests and on `/execute`. */
   readonly envdAccessToken: string;
@@ -31,12 +48,24 @@ export interface E2bSandbox {
   /** Reach every command and execution of the sandbox (a call's own variables win). */
   readonly envVars: Record<string, string>;
   readonly metadata: Record<string, string>;
-  readonly startedAt: Date;
-  /** When the sandbox is killed unless its timeout is extended. */
+  /** When it was created (ms, unique within a server): the list's order. */
+  readonly order: number;
+  startedAt: Date;
+  /** When the sandbox is killed (or paused) unless its timeout is extended. */
   endAt: Date;
-  /** Order of creation, for a stable list. */
-  readonly sequence: number;
+  /** The timeout it was created with: what a resume by its own traffic gives it. */
+  readonly timeoutMs: number;
+  readonly lifecycle: Lifecycle;
+  /** Set while it is paused as its clients see it. */
+  pausedAt?: Date;
 }
+
+/** A running sandbox: what sandbox traffic is served with. */
+export interface E2bSandbox extends SandboxRow {
+  entry: ManagedSession;
+}
+
+export type SandboxState = 'running' | 'dormant' | 'paused';
 
 export interface NewSandbox {
   owner: Owner;
@@ -44,12 +73,25 @@ export interface NewSandbox {
   timeoutMs: number;
   envVars: Record<string, string>;
   metadata: Record<string, string>;
+  lifecycle: Lifecycle;
   /** Absent: the server's default. */
   network?: NetworkOption | undefined;
+  /** The snapshot it starts from (its `templateId` named one of the key's snapshots). */
+  snapshot?: SnapshotInfo;
 }
 
 const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const ID_LENGTH = 20;
+/** E2B's floor for the timeout of a sandbox its own traffic resumed. */
+const MIN_AUTO_RESUME_MS = 60_000;
+/** A deadline pause refused (code still running) is tried again this much later, this many times, then the sandbox is killed. */
+const PAUSE_RETRY_MS = 15_000;
+const PAUSE_ATTEMPTS = 3;
+/**
+ * What a sandbox's `keep` may weigh: it is written into its paused record, which the registry reads
+ * back only up to 64 KiB (paused-sessions.ts).
+ */
+export const MAX_KEEP_BYTES = 56 * 1024;
 
 /** A random id in E2B's style; rejection sampling keeps every character equally likely. */
 function newSandboxId(): string {
@@ -72,93 +114,447 @@ export function tokenMatches(presented: string | undefined, expected: string): b
   return given.length === wanted.length && timingSafeEqual(given, wanted);
 }
 
+export const notFound = (id: string): E2bError => new E2bError(404, `Sandbox ${id} not found.`);
+
+export interface TableOptions {
+  registry: SessionRegistry;
+  logger: Logger;
+  /** Every owner this server knows (its keys' owners): whose paused sandboxes a restarted server looks up. */
+  owners: () => Owner[];
+}
+
 export class SandboxTable {
-  private readonly byId = new Map<string, E2bSandbox>();
+  private readonly byId = new Map<string, SandboxRow>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
-  private sequence = 0;
+  private readonly pauseAttempts = new Map<string, number>();
+  private lastOrder = 0;
+  private loading?: Promise<void>;
 
-  constructor(private readonly registry: SessionRegistry) {}
+  constructor(private readonly options: TableOptions) {}
 
-  /** A new sandbox on a session from the registry, within the key's limits. */
+  private get registry(): SessionRegistry {
+    return this.options.registry;
+  }
+
+  /** A new sandbox on a session from the registry (under the sandbox's id), within the key's limits. */
   async create(request: NewSandbox): Promise<E2bSandbox> {
-    const entry = await this.registry.create(request.owner, 'e2b', {
-      ...environmentOfTemplate(request.templateId),
-      ...(request.network !== undefined ? { network: request.network } : {}),
-    });
+    const id = newSandboxId();
+    const environment = request.snapshot
+      ? { environment: request.snapshot.environment }
+      : environmentOfTemplate(request.templateId);
     const now = Date.now();
-    const sandbox: E2bSandbox = {
-      id: newSandboxId(),
+    const row: SandboxRow = {
+      id,
       owner: request.owner,
-      entry,
       templateId: request.templateId,
       envdAccessToken: newToken(),
       trafficAccessToken: newToken(),
       envVars: request.envVars,
       metadata: request.metadata,
+      order: this.nextOrder(now),
       startedAt: new Date(now),
       endAt: new Date(now + request.timeoutMs),
-      sequence: this.sequence++,
+      timeoutMs: request.timeoutMs,
+      lifecycle: request.lifecycle,
     };
-    this.byId.set(sandbox.id, sandbox);
-    this.schedule(sandbox);
-    return sandbox;
+    refuseLargeKeep(row);
+    const entry = await this.registry.create(request.owner, 'e2b', {
+      id,
+      ...environment,
+      ...(request.network !== undefined ? { network: request.network } : {}),
+    });
+    if (request.snapshot) {
+      try {
+        await this.registry.restore(entry, request.snapshot.id);
+      } catch (error) {
+        await this.registry.remove(entry, 'failed').catch(() => undefined);
+        throw error;
+      }
+    }
+    return this.attach(row, entry);
   }
 
-  /** The owner's live sandbox with this id; another owner's sandbox is not found either. */
-  get(owner: Owner, id: string): E2bSandbox {
-    const sandbox = this.live(id);
-    if (!sandbox || sandbox.owner.id !== owner.id) throw new E2bError(404, `Sandbox ${id} not found.`);
-    return sandbox;
+  /** A new sandbox holding what `source` holds now, with its own id and tokens (E2B's fork). */
+  async fork(source: E2bSandbox, timeoutMs: number): Promise<E2bSandbox> {
+    const entry = await this.registry.fork(source.entry);
+    const now = Date.now();
+    const row: SandboxRow = {
+      id: entry.id,
+      owner: source.owner,
+      templateId: source.templateId,
+      envdAccessToken: newToken(),
+      trafficAccessToken: newToken(),
+      envVars: source.envVars,
+      metadata: source.metadata,
+      order: this.nextOrder(now),
+      startedAt: new Date(now),
+      endAt: new Date(now + timeoutMs),
+      timeoutMs,
+      lifecycle: source.lifecycle,
+    };
+    return this.attach(row, entry);
   }
 
-  /** The live sandbox with this id, whoever owns it: sandbox traffic then proves its token. */
-  find(id: string): E2bSandbox | undefined {
-    return this.live(id);
+  /** The owner's sandbox with this id, in any state; another owner's sandbox is not found either (404). */
+  async get(owner: Owner, id: string): Promise<SandboxRow> {
+    const row = await this.lookup(owner, id);
+    if (!row) throw notFound(id);
+    return row;
   }
 
-  /** The owner's live sandboxes, oldest first. */
-  list(owner: Owner): E2bSandbox[] {
-    return [...this.byId.values()]
-      .filter((sandbox) => sandbox.owner.id === owner.id && this.live(sandbox.id))
-      .sort((first, second) => first.sequence - second.sequence);
+  /**
+   * The owner's sandboxes, running (dormant ones too) and paused, oldest first: the live ones this
+   * table holds and the paused records of the registry.
+   */
+  async list(owner: Owner): Promise<{ row: SandboxRow; state: SandboxState }[]> {
+    await this.loaded();
+    const records = await this.registry.listPaused(owner);
+    const recorded = new Set<string>();
+    for (const record of records) {
+      if (record.source !== 'e2b' || record.snapshotId === undefined) continue;
+      recorded.add(record.id);
+      if (!this.byId.has(record.id)) this.adopt(owner, record.id, record.keep);
+    }
+    const listed: { row: SandboxRow; state: SandboxState }[] = [];
+    for (const row of [...this.byId.values()]) {
+      if (row.owner.id !== owner.id) continue;
+      const state = this.settle(row);
+      if (state === undefined) continue;
+      // Paused through another door (deleted, resumed and closed there): no longer a sandbox.
+      if (state !== 'running' && !recorded.has(row.id) && !row.entry?.pausing) {
+        this.forget(row);
+        continue;
+      }
+      listed.push({ row, state });
+    }
+    return listed.sort((first, second) => first.row.order - second.row.order);
+  }
+
+  /** The sandbox with this id whoever owns it, for sandbox traffic (which then proves its token). */
+  async forTraffic(id: string): Promise<SandboxRow | undefined> {
+    await this.loaded();
+    const row = this.byId.get(id);
+    if (!row) return undefined;
+    await row.entry?.pausing?.catch(() => undefined);
+    return this.settle(row) === undefined ? undefined : row;
+  }
+
+  /**
+   * The running sandbox behind traffic that proved its token: a dormant one is resumed, a paused one
+   * too when its lifecycle says so (`autoResume`); otherwise E2B's answer, 409 "paused".
+   */
+  async serve(row: SandboxRow): Promise<E2bSandbox> {
+    const gone = () => new E2bError(502, `The sandbox ${row.id} was not found.`);
+    const state = this.state(row);
+    if (state === undefined) throw gone();
+    if (state === 'running') return row as E2bSandbox;
+    if (state === 'paused' && !row.lifecycle.autoResume) throw new SandboxPausedError(row.id);
+    return this.resume(row, { timeoutMs: Math.max(row.timeoutMs, MIN_AUTO_RESUME_MS), gone });
+  }
+
+  /**
+   * The state of a sandbox this table holds; undefined when it is gone (the caller forgets it). A
+   * session paused by the server is dormant until the sandbox's deadline, paused (or expired, then
+   * gone) after it.
+   */
+  state(row: SandboxRow): SandboxState | undefined {
+    const entry = row.entry;
+    if (entry && !entry.pausing && !entry.session.closed && entry.closedAt === undefined) return 'running';
+    const live = this.registry.find(row.owner, row.id);
+    if (live && live.source === 'e2b') {
+      // Resumed meanwhile, through another door (/v1) or by a request of its own.
+      if (live !== entry) {
+        if (row.pausedAt) this.restart(row, row.timeoutMs);
+        this.attach(row, live);
+      }
+      return 'running';
+    }
+    if (row.pausedAt) return 'paused';
+    // Closed, not paused: deleted, expired, closed for idling (--on-idle close), or its pause failed.
+    if (entry && !entry.pausing && entry.closedReason !== 'paused') return undefined;
+    if (row.endAt.getTime() > Date.now()) return 'dormant';
+    return row.lifecycle.onTimeout === 'pause' ? 'paused' : undefined;
+  }
+
+  /**
+   * Resumes a dormant or paused sandbox. A paused one starts anew for `timeoutMs`; a dormant one keeps
+   * its deadline unless `timeoutMs` moves it later. `gone` is what the caller answers when the
+   * registry no longer has it.
+   */
+  async resume(row: SandboxRow, options: { timeoutMs?: number; gone?: () => Error } = {}): Promise<E2bSandbox> {
+    const before = this.state(row);
+    if (before === 'running') return row as E2bSandbox;
+    let entry: ManagedSession;
+    try {
+      entry = await this.registry.open(row.owner, row.id);
+    } catch (error) {
+      if (error instanceof SessionNotFoundError) {
+        this.forget(row);
+        throw options.gone?.() ?? notFound(row.id);
+      }
+      throw error;
+    }
+    if (before === 'paused') this.restart(row, options.timeoutMs ?? row.timeoutMs);
+    else if (options.timeoutMs !== undefined && Date.now() + options.timeoutMs > row.endAt.getTime()) {
+      row.endAt = new Date(Date.now() + options.timeoutMs);
+    }
+    this.pauseAttempts.delete(row.id);
+    return this.attach(row, entry);
+  }
+
+  /** A paused sandbox runs again: from now, for `timeoutMs`. */
+  private restart(row: SandboxRow, timeoutMs: number): void {
+    const now = Date.now();
+    row.pausedAt = undefined;
+    row.startedAt = new Date(now);
+    row.endAt = new Date(now + timeoutMs);
+  }
+
+  /**
+   * Pauses a running sandbox as its clients see it (`pause()`, or its deadline with onTimeout
+   * 'pause'); a dormant one is resumed first, so its record says it is paused. False when it was
+   * paused already.
+   */
+  async pause(row: SandboxRow): Promise<boolean> {
+    const state = this.state(row);
+    if (state === 'paused') return false;
+    const live = state === 'running' ? (row as E2bSandbox) : await this.resume(row);
+    live.pausedAt = new Date();
+    this.syncKeep(live);
+    try {
+      await this.registry.pause(live.entry, 'requested');
+    } catch (error) {
+      // Refused (code still ran) or lost: a sandbox left running is not paused.
+      live.pausedAt = undefined;
+      if (!live.entry.session.closed) this.syncKeep(live);
+      throw error;
+    }
+    this.clearTimer(row.id);
+    return true;
   }
 
   /** Moves the sandbox's deadline to `timeoutMs` from now (shorter or longer, as E2B does). */
   setTimeout(sandbox: E2bSandbox, timeoutMs: number): void {
     sandbox.endAt = new Date(Date.now() + timeoutMs);
+    this.syncKeep(sandbox);
     this.schedule(sandbox);
   }
 
-  /** Closes the sandbox's session and forgets it. */
-  async kill(sandbox: E2bSandbox, reason = 'deleted'): Promise<void> {
-    this.forget(sandbox);
-    await this.registry.remove(sandbox.entry, reason);
-  }
-
-  private live(id: string): E2bSandbox | undefined {
-    const sandbox = this.byId.get(id);
-    if (sandbox && (sandbox.entry.session.closed || sandbox.entry.closedAt !== undefined)) {
-      this.forget(sandbox);
-      return undefined;
+  /** Closes the sandbox's session, or deletes its paused state, and forgets it. */
+  async kill(row: SandboxRow, reason = 'deleted'): Promise<void> {
+    this.forget(row);
+    const entry = row.entry;
+    if (entry && !entry.pausing && !entry.session.closed && entry.closedAt === undefined) {
+      await this.registry.remove(entry, reason);
+      return;
     }
-    return sandbox;
+    await entry?.pausing?.catch(() => undefined);
+    const live = this.registry.find(row.owner, row.id);
+    if (live) await this.registry.remove(live, reason);
+    else await this.registry.removePaused(row.owner, row.id);
   }
 
-  private schedule(sandbox: E2bSandbox): void {
-    clearTimeout(this.timers.get(sandbox.id));
+  /** The owner's sandbox with this id, brought into the table from the registry when it is not there. */
+  private async lookup(owner: Owner, id: string): Promise<SandboxRow | undefined> {
+    await this.loaded();
+    let row = this.byId.get(id);
+    if (row && row.owner.id !== owner.id) return undefined;
+    if (!row) {
+      const live = this.registry.find(owner, id);
+      if (live?.source === 'e2b') row = this.adopt(owner, id, live.keep, live);
+      else {
+        const record = await this.registry.findPaused(owner, id);
+        if (record?.source === 'e2b' && record.snapshotId !== undefined) row = this.adopt(owner, id, record.keep);
+      }
+      if (!row) return undefined;
+    }
+    await row.entry?.pausing?.catch(() => undefined);
+    const state = this.settle(row);
+    if (state === undefined) return undefined;
+    if (state !== 'running' && !(await this.registry.findPaused(owner, id))) {
+      // Its paused state went through another door (/v1): no longer a sandbox.
+      if (this.state(row) !== 'running') {
+        this.forget(row);
+        return undefined;
+      }
+    }
+    return row;
+  }
+
+  /** The row's state, forgetting it (and deleting what is left of it) when it is gone. */
+  private settle(row: SandboxRow): SandboxState | undefined {
+    const state = this.state(row);
+    if (state !== undefined) return state;
+    this.forget(row);
+    const entry = row.entry;
+    // Past its deadline while the server had paused it: killed, as it would have been running.
+    if (!entry || entry.closedReason === 'paused') {
+      void this.registry.removePaused(row.owner, row.id).catch(() => undefined);
+    }
+    return undefined;
+  }
+
+  /** A row rebuilt from what a session kept (a paused record's, or a resumed session's `keep`). */
+  private adopt(
+    owner: Owner,
+    id: string,
+    kept: Record<string, unknown> | undefined,
+    entry?: ManagedSession,
+  ): SandboxRow | undefined {
+    const keep = readKeep(kept);
+    if (!keep) return undefined;
+    const row = rowOfKeep(owner, id, keep, entry);
+    this.lastOrder = Math.max(this.lastOrder, keep.order);
+    this.byId.set(id, row);
+    this.schedule(row);
+    return row;
+  }
+
+  /** Takes a live session into the row: it holds the row's keep, and the row's deadline runs. */
+  private attach(row: SandboxRow, entry: ManagedSession): E2bSandbox {
+    row.entry = entry;
+    this.byId.set(row.id, row);
+    this.syncKeep(row);
+    this.schedule(row);
+    return row as E2bSandbox;
+  }
+
+  /** Writes the row's data into its session's keep (what its pause records). */
+  private syncKeep(row: SandboxRow): void {
+    if (row.entry) row.entry.keep = keepOf(row);
+  }
+
+  /**
+   * Fills the table, once, with the paused sandboxes of every owner the server knows: so a
+   * restarted server answers their traffic (409 paused, or a resume) and runs their deadlines.
+   */
+  private loaded(): Promise<void> {
+    this.loading ??= (async () => {
+      for (const owner of this.options.owners()) {
+        try {
+          for (const record of await this.registry.listPaused(owner)) {
+            if (record.source === 'e2b' && record.snapshotId !== undefined && !this.byId.has(record.id)) {
+              this.adopt(owner, record.id, record.keep);
+            }
+          }
+        } catch (error) {
+          this.options.logger.warn(
+            { owner: owner.label, error: (error as Error).message },
+            'could not read the paused E2B sandboxes of a key',
+          );
+        }
+      }
+    })();
+    return this.loading;
+  }
+
+  private nextOrder(now: number): number {
+    this.lastOrder = Math.max(now, this.lastOrder + 1);
+    return this.lastOrder;
+  }
+
+  private schedule(row: SandboxRow): void {
+    this.clearTimer(row.id);
+    if (row.pausedAt) return;
     // Node's timers hold at most 2^31-1 ms; a longer deadline is checked again when that one fires.
-    const delay = Math.min(Math.max(0, sandbox.endAt.getTime() - Date.now()), 2 ** 31 - 1);
+    const delay = Math.min(Math.max(0, row.endAt.getTime() - Date.now()), 2 ** 31 - 1);
     const timer = setTimeout(() => {
-      if (sandbox.endAt.getTime() > Date.now()) return this.schedule(sandbox);
-      void this.kill(sandbox, 'expired').catch(() => undefined);
+      if (this.byId.get(row.id) !== row) return;
+      if (row.endAt.getTime() > Date.now()) return this.schedule(row);
+      void this.expire(row).catch((error: Error) =>
+        this.options.logger.warn({ sandbox: row.id, error: error.message }, 'E2B sandbox deadline failed'),
+      );
     }, delay);
     timer.unref();
-    this.timers.set(sandbox.id, timer);
+    this.timers.set(row.id, timer);
   }
 
-  private forget(sandbox: E2bSandbox): void {
-    clearTimeout(this.timers.get(sandbox.id));
-    this.timers.delete(sandbox.id);
-    this.byId.delete(sandbox.id);
+  /** Its deadline passed: a running sandbox is killed or paused; a dormant one is killed or left paused. */
+  private async expire(row: SandboxRow): Promise<void> {
+    const entry = row.entry;
+    const running = entry && !entry.pausing && !entry.session.closed && entry.closedAt === undefined;
+    if (row.lifecycle.onTimeout === 'kill') return this.kill(row, 'expired');
+    if (!running) {
+      this.settle(row);
+      return;
+    }
+    try {
+      await this.pause(row);
+      this.pauseAttempts.delete(row.id);
+    } catch (error) {
+      const attempts = (this.pauseAttempts.get(row.id) ?? 0) + 1;
+      if (this.state(row) !== 'running') return;
+      if (attempts >= PAUSE_ATTEMPTS) {
+        this.pauseAttempts.delete(row.id);
+        this.options.logger.warn(
+          { sandbox: row.id, error: (error as Error).message },
+          'E2B sandbox could not pause at its deadline: killed',
+        );
+        return this.kill(row, 'expired');
+      }
+      this.pauseAttempts.set(row.id, attempts);
+      const timer = setTimeout(() => void this.expire(row).catch(() => undefined), PAUSE_RETRY_MS);
+      timer.unref();
+      this.timers.set(row.id, timer);
+    }
+  }
+
+  private clearTimer(id: string): void {
+    clearTimeout(this.timers.get(id));
+    this.timers.delete(id);
+  }
+
+  private forget(row: SandboxRow): void {
+    if (this.byId.get(row.id) !== row) return;
+    this.clearTimer(row.id);
+    this.pauseAttempts.delete(row.id);
+    this.byId.delete(row.id);
+  }
+}
+
+function keepOf(row: SandboxRow): SandboxKeep {
+  return {
+    e2b: 1,
+    templateId: row.templateId,
+    envdAccessToken: row.envdAccessToken,
+    trafficAccessToken: row.trafficAccessToken,
+    envVars: row.envVars,
+    metadata: row.metadata,
+    order: row.order,
+    startedAt: row.startedAt.getTime(),
+    endAt: row.endAt.getTime(),
+    timeoutMs: row.timeoutMs,
+    lifecycle: row.lifecycle,
+    ...(row.pausedAt ? { pausedAt: row.pausedAt.getTime() } : {}),
+  };
+}
+
+function rowOfKeep(owner: Owner, id: string, keep: SandboxKeep, entry?: ManagedSession): SandboxRow {
+  return {
+    id,
+    owner,
+    ...(entry ? { entry } : {}),
+    templateId: keep.templateId,
+    envdAccessToken: keep.envdAccessToken,
+    trafficAccessToken: keep.trafficAccessToken,
+    envVars: keep.envVars,
+    metadata: keep.metadata,
+    order: keep.order,
+    startedAt: new Date(keep.startedAt),
+    endAt: new Date(keep.endAt),
+    timeoutMs: keep.timeoutMs,
+    lifecycle: keep.lifecycle,
+    ...(keep.pausedAt !== undefined ? { pausedAt: new Date(keep.pausedAt) } : {}),
+  };
+}
+
+/** A sandbox whose data would not fit its paused record is refused at creation, not lost at its first pause. */
+function refuseLargeKeep(row: SandboxRow): void {
+  const bytes = Buffer.byteLength(JSON.stringify(keepOf(row)), 'utf8');
+  if (bytes > MAX_KEEP_BYTES) {
+    throw new E2bError(
+      400,
+      `metadata and envVars together take ${bytes} bytes; a sandbox here keeps at most ${MAX_KEEP_BYTES} (they are kept with it when it pauses).`,
+    );
   }
 }

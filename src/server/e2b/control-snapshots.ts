@@ -1,0 +1,109 @@
+/**
+ * E2B's snapshots as the key's sandcell snapshots: `createSnapshot` takes one
+ * of a running sandbox (which runs on: sandcell does not need to pause it),
+ * `listSnapshots` pages them (`sandboxID` filters by the sandbox they were
+ * taken of), `deleteSnapshot` (`DELETE /templates/{id}`) deletes one, and a
+ * create whose `templateID` is a snapshot's id starts a sandbox from it. The
+ * snapshots that hold paused sandboxes are the registry's, not the key's:
+ * they are neither listed nor deletable here.
+ */
+import type { SnapshotInfo } from '../../session/session-state.js';
+import type { Owner } from '../core/auth.js';
+import type { SessionRegistry } from '../core/registry.js';
+import { MAX_PAGE_SIZE } from './control-schemas.js';
+import { E2bError } from './errors.js';
+
+/** sandcell's snapshot ids, and E2B's way of naming a snapshot's default tag (`<id>:default`). */
+const SNAPSHOT_ID = /^([0-9a-f]{32})(?::default)?$/;
+
+/** The snapshot id a `templateID` or `snapshotID` names, if it has the form of one. */
+export function snapshotIdOf(name: string): string | undefined {
+  return SNAPSHOT_ID.exec(name)?.[1];
+}
+
+/** The key's snapshots E2B's clients see: not those that hold its paused sandboxes, newest first. */
+async function ownSnapshots(registry: SessionRegistry, owner: Owner): Promise<SnapshotInfo[]> {
+  const held = new Set((await registry.listPaused(owner)).map((record) => record.snapshotId));
+  return (await registry.snapshots(owner)).filter((snapshot) => !held.has(snapshot.id));
+}
+
+/** The key's snapshot a create's `templateID` names, if it names one (else it names an environment). */
+export async function snapshotOfTemplate(
+  registry: SessionRegistry,
+  owner: Owner,
+  templateId: string,
+): Promise<SnapshotInfo | undefined> {
+  const id = snapshotIdOf(templateId);
+  if (id === undefined) return undefined;
+  return (await ownSnapshots(registry, owner)).find((snapshot) => snapshot.id === id);
+}
+
+export interface SnapshotQuery {
+  sandboxId?: string;
+  name?: string;
+  limit: number;
+  /** The snapshot the previous page ended with. */
+  after?: { createdAt: string; id: string };
+}
+
+export function parseSnapshotQuery(query: Record<string, string | undefined>): SnapshotQuery {
+  const limit = query.limit === undefined ? MAX_PAGE_SIZE : Number(query.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
+    throw new E2bError(400, `limit must be an integer from 1 to ${MAX_PAGE_SIZE}.`);
+  }
+  for (const field of ['sandboxID', 'name'] as const) {
+    if ((query[field]?.length ?? 0) > 256) throw new E2bError(400, `${field} is longer than 256 characters.`);
+  }
+  return {
+    ...(query.sandboxID ? { sandboxId: query.sandboxID } : {}),
+    ...(query.name ? { name: query.name } : {}),
+    limit,
+    ...(query.nextToken ? { after: parseToken(query.nextToken) } : {}),
+  };
+}
+
+function parseToken(token: string): { createdAt: string; id: string } {
+  const [createdAt, id] = Buffer.from(token.slice(0, 512), 'base64url').toString('utf8').split('\n');
+  if (!createdAt || !id || !SNAPSHOT_ID.test(id)) throw new E2bError(400, 'nextToken is not one this server gave.');
+  return { createdAt, id };
+}
+
+/** Newest first, then by id: the order pages follow. */
+const before = (snapshot: SnapshotInfo, mark: { createdAt: string; id: string }): boolean =>
+  snapshot.createdAt < mark.createdAt || (snapshot.createdAt === mark.createdAt && snapshot.id > mark.id);
+
+/** One page of the key's snapshots, as E2B's SnapshotInfo (`snapshotID`, `names`), and the next page's token. */
+export async function snapshotPage(
+  registry: SessionRegistry,
+  owner: Owner,
+  query: SnapshotQuery,
+): Promise<{ page: { snapshotID: string; names: string[] }[]; nextToken?: string }> {
+  const named = query.name === undefined ? undefined : (snapshotIdOf(query.name) ?? '');
+  const matching = (await ownSnapshots(registry, owner))
+    .sort((first, second) =>
+      first.createdAt === second.createdAt
+        ? first.id.localeCompare(second.id)
+        : second.createdAt.localeCompare(first.createdAt),
+    )
+    .filter(
+      (snapshot) =>
+        (query.sandboxId === undefined || snapshot.sessionId === query.sandboxId) &&
+        (named === undefined || snapshot.id === named) &&
+        (query.after === undefined || before(snapshot, query.after)),
+    );
+  const page = matching.slice(0, query.limit);
+  const last = page.at(-1);
+  const presented = page.map((snapshot) => ({ snapshotID: snapshot.id, names: [] as string[] }));
+  return matching.length > page.length && last
+    ? { page: presented, nextToken: Buffer.from(`${last.createdAt}\n${last.id}`, 'utf8').toString('base64url') }
+    : { page: presented };
+}
+
+/** Deletes one of the key's snapshots; false when it has none by that id (the SDK's `false`). */
+export async function deleteSnapshot(registry: SessionRegistry, owner: Owner, name: string): Promise<boolean> {
+  const id = snapshotIdOf(name);
+  if (id === undefined) return false;
+  if (!(await ownSnapshots(registry, owner)).some((snapshot) => snapshot.id === id)) return false;
+  await registry.deleteSnapshot(owner, id);
+  return true;
+}
