@@ -3,7 +3,9 @@
  * on bubblewrap, a scripted OpenAI-compatible model (the real SDK against a
  * local fake), an upload and a matplotlib chart; the server is SIGKILLed
  * while a turn's code runs, then started again on the same directory. The
- * history is there (the killed turn says the server stopped), read-only, with
+ * history is there (the killed turn says the server stopped), read-only (its
+ * session lost: a killed server pauses nothing; a stopped one does, see
+ * server-conversation-resume.test.ts), with
  * its chart and export; each key sees only its own; continuing starts a new
  * conversation whose model was told the history and that re-ran nothing.
  */
@@ -165,7 +167,12 @@ describe('sandcell serve --state-dir: conversations survive a SIGKILL', () => {
     const listed = await aliceAgain.json<{ conversations: ConversationSummary[] }>('/v1/conversations');
     expect(listed.conversations.map((each) => each.id)).toEqual([conversation.id]);
     const history = await aliceAgain.json<Conversation>(base);
-    expect(history).toMatchObject({ status: 'expired', expiredReason: 'ended when the server restarted' });
+    // A killed server paused nothing: the session is lost, and the conversation says why.
+    expect(history).toMatchObject({
+      status: 'expired',
+      expiredReason:
+        'was lost, its state could not be kept: the server stopped without pausing it (a crash, or it was killed)',
+    });
     expect(history.title).toBe('Plot the sales');
     expect(history.turns.map((turn) => [turn.kind, turn.status])).toEqual([
       ['upload', 'done'],

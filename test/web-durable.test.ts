@@ -1,9 +1,12 @@
 /**
  * The web UI after a restart: Debian's chromium (playwright-core) on the built
  * app, a real server with a state directory and real bubblewrap sessions. A
- * conversation from before the restart opens read-only, says why, shows its
- * history, and "Continue in a new session" opens a new conversation that says
- * what it continues and runs code again. Needs `npm run build` and chromium.
+ * conversation whose session the stopping server paused goes on where it was:
+ * its next cell sees its variables, and the turn says what did not come back.
+ * One whose session is gone (here: its paused session deleted) opens
+ * read-only, says why, shows its history, and "Continue in a new session"
+ * opens a new conversation that says what it continues and runs code again.
+ * Needs `npm run build` and chromium.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -38,7 +41,7 @@ afterAll(async () => {
 });
 
 describe('web UI after a restart', { timeout: 240_000 }, () => {
-  it('opens an old conversation read-only and continues it in a new session', async () => {
+  it('resumes a paused conversation; opens one whose session is gone read-only and continues it', async () => {
     const options = { logLevel: 'warn', preloadModules: [], webRoot: WEB_ROOT, stateDirectory };
     const before = await startTestServer(options);
     let id: string;
@@ -47,12 +50,39 @@ describe('web UI after a restart', { timeout: 240_000 }, () => {
       id = (await api.json<Conversation>('/v1/conversations', { method: 'POST', json: {} })).id;
       const turn = await api.json<Turn>(`/v1/conversations/${id}/cells`, {
         method: 'POST',
-        json: { code: "greeting = 'hi'\nprint('before the restart')" },
+        json: { code: "greeting = 'hi'\ngen = (i for i in range(3))\nprint('before the restart')" },
       });
       expect(turn.status).toBe('done');
     } finally {
       await before.close();
     }
+
+    // The stopping server paused the session: the conversation goes on where it was.
+    const resumed = await startTestServer(options);
+    const first = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    try {
+      const problems: string[] = [];
+      const page = await first.newPage();
+      page.setDefaultTimeout(UI_TIMEOUT);
+      page.on('pageerror', (error) => problems.push(error.message));
+      await page.goto(`${resumed.url}/#/c/${id}`);
+      await page.locator('.turn-cell .stdout').first().waitFor();
+      expect(await page.locator('.banner-warning').count()).toBe(0);
+      const editor = page.getByLabel('Python cell (Ctrl+Enter runs it)');
+      expect(await editor.isDisabled()).toBe(false);
+      await editor.fill('print(greeting)');
+      await editor.press('Control+Enter');
+      await expect.poll(() => page.locator('.turn-cell .stdout').nth(1).textContent()).toBe('hi\n');
+      const note = page.locator('.turn-cell .resumed-note');
+      expect(await note.textContent()).toContain('1 variable could not be restored: gen (generator).');
+      await screenshot(page, 'restart-resumed');
+      expect(problems).toEqual([]);
+    } finally {
+      await first.close();
+      await resumed.close();
+    }
+    // Its paused session deleted (the records are what a pause leaves), the session is gone.
+    await rm(path.join(stateDirectory, 'store', 'paused'), { recursive: true, force: true });
 
     const server = await startTestServer(options);
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });

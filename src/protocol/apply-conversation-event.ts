@@ -109,5 +109,7 @@ export function applyConversationEvent(turn: Turn, event: ConversationEvent): Tu
     }
     case 'error':
       return { ...turn, status: 'error', error: event.error };
+    case 'session-resumed':
+      return { ...turn, resumed: event.resumed };
   }
 }

@@ -13,6 +13,7 @@ import type {
   CodeLanguage,
   ExecutionSummary,
   PresentedResult,
+  SessionResumed,
   SkipReason,
   StopReason,
   Turn,
@@ -82,5 +83,7 @@ export type ConversationEvent =
       maxAttempts: number;
     }
   | { type: 'error'; error: { code: string; message: string } }
+  /** The session resumed from a pause before this turn, and not everything came back (right after `turn-start`). */
+  | { type: 'session-resumed'; resumed: SessionResumed }
   /** The last event of a turn: the turn as the server keeps it. */
   | { type: 'turn-end'; turn: Turn };

@@ -14,6 +14,8 @@ export interface ServerConfig {
   approvalDefault: ApprovalMode;
   maxUploadBytes: number;
   idleTimeoutMs: number;
+  /** What an idle session becomes: `pause` (its state kept; its next request resumes it) or `close`. */
+  onIdle: 'pause' | 'close';
 }
 
 /** An entry of GET /v1/sessions/{id}/files. */

@@ -117,6 +117,27 @@ export interface TurnAnswer {
   usage: { inputTokens: number; outputTokens: number };
 }
 
+/** A name a resumed session could not bring back, and why (`socket`, `generator`). */
+export interface NotRestoredName {
+  name: string;
+  reason: string;
+  /** The context it lived in, when not python's default one. */
+  context?: string;
+}
+
+/**
+ * What did not come back when the turn's session resumed from a pause (idle,
+ * or a server that stopped); set only when something did not.
+ */
+export interface SessionResumed {
+  /** Variables that could not be restored (at most 50 are listed; `message` counts them all). */
+  skipped: NotRestoredName[];
+  /** What ran when the session was paused and could not be kept (commands). */
+  notKept: { name: string; reason: string }[];
+  /** The same for a person: "2 variables could not be restored: conn (socket), gen (generator)." */
+  message: string;
+}
+
 export interface Turn {
   id: string;
   /** `message`: a question to the model; `cell`: code the user ran (notebook); `upload`: files added. */
@@ -133,6 +154,8 @@ export interface Turn {
   answer?: TurnAnswer;
   /** Why the turn failed (model unreachable, server shutting down, …). */
   error?: { code: string; message: string };
+  /** The session resumed from a pause before this turn, and this did not come back. */
+  resumed?: SessionResumed;
 }
 
 export type ConversationStatus = 'active' | 'expired';
@@ -145,7 +168,11 @@ export interface ConversationSummary {
   title: string;
   /** The session that runs its code (files: /v1/sessions/{sessionId}/files). */
   sessionId: string;
-  /** `expired`: the session was closed (idle timeout, deleted, the server restarted); the history is kept and read-only, the state is gone. */
+  /**
+   * `expired`: the session is gone (closed, deleted, its state could not be kept, or the server stopped
+   * without pausing it); the history is kept and read-only. A session paused (idle, or by a server that
+   * stopped) leaves the conversation `active`: its next turn resumes it.
+   */
   status: ConversationStatus;
   /** A turn is running. */
   busy: boolean;

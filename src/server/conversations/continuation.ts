@@ -3,6 +3,9 @@
  * in a new one: the earlier history as text, and that none of its state
  * exists any more. Nothing is re-run behind the user's back; the model runs
  * again what it needs, as code steps the user sees (and approves, with --approve).
+ * A conversation whose session was paused by a server that stopped keeps its
+ * state, but not the model's memory of it: it is told the same history, and
+ * that the state is there (resumedContext).
  */
 import type { Turn } from '../../protocol/index.js';
 
@@ -16,7 +19,21 @@ const PREAMBLE =
   'its variables, imports and files (uploads included) do not exist in this session. Run again what you need, ' +
   'and ask the user to upload files again if the code needs them. The earlier conversation, for reference:';
 
+const RESUMED_PREAMBLE =
+  'This conversation went on across a restart of the server: its session was paused and has resumed, so its ' +
+  'variables, imports and files (uploads included) are still there, unless a note below says otherwise. ' +
+  'What was said and run before the restart, for reference:';
+
 export function continuationContext(turns: readonly Turn[]): string {
+  return `${PREAMBLE}\n\n${describeTurns(turns)}`;
+}
+
+/** The earlier history of a conversation whose session resumed after a restart (its state is there). */
+export function resumedContext(turns: readonly Turn[]): string {
+  return `${RESUMED_PREAMBLE}\n\n${describeTurns(turns)}`;
+}
+
+function describeTurns(turns: readonly Turn[]): string {
   const described: string[] = [];
   let length = 0;
   for (const turn of [...turns].reverse()) {
@@ -28,11 +45,12 @@ export function continuationContext(turns: readonly Turn[]): string {
     described.push(text);
     length += text.length;
   }
-  return `${PREAMBLE}\n\n${described.reverse().join('\n\n')}`;
+  return described.reverse().join('\n\n');
 }
 
 function describeTurn(turn: Turn): string {
   const lines: string[] = [];
+  if (turn.resumed) lines.push(`(The session resumed from a pause here. ${turn.resumed.message})`);
   if (turn.kind === 'message') lines.push(`User asked: ${turn.input}`);
   if (turn.kind === 'upload') {
     lines.push(`User uploaded: ${(turn.files ?? []).map((file) => `/mnt/data/${file.path}`).join(', ')}`);

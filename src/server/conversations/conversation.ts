@@ -12,8 +12,16 @@
  * token from the key's rate before their body is read, and are written into
  * /mnt/data by the FileAccessAgent (bytes from the user, no host path).
  *
+ * Its session may be paused (idle, or by a server that stops) and resumed
+ * under the same id: the next turn resumes it (`ensureSession`) and binds the
+ * chat, the file agent and the cell's file watcher to the new session; what
+ * did not come back is said to the user (`session-resumed`) and to the model.
+ * Only a session that is gone (deleted, closed, its state not kept) expires
+ * the conversation, which can then be continued in a new one.
+ *
  * The running turn (its approvals, listeners and output budgets) is
- * running-turn.ts; what the history keeps within its bounds is
+ * running-turn.ts; what is bound to a session, and which failures mean it is
+ * gone, session-binding.ts; what the history keeps within its bounds is
  * conversation-history.ts. Over 500 lines still, because what is left is one
  * state machine: every kind of turn (a question, a cell, an upload) folds its
  * events through the one `emit` into the one transcript, and the agents'
@@ -22,9 +30,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { DataChat } from '../../agents/data-chat.js';
+import type { DataChat } from '../../agents/data-chat.js';
 import type { AgentEvent, SessionFile } from '../../agents/events.js';
-import { FileAccessAgent } from '../../agents/file-access-agent.js';
+import type { FileAccessAgent } from '../../agents/file-access-agent.js';
 import type { ChatModel } from '../../agents/model.js';
 import type { ApprovalDecision, ApprovalRequest } from '../../agents/python-exec-agent.js';
 import {
@@ -38,11 +46,13 @@ import {
   type ExecutionSummary,
   type FilePreview,
   type PresentedResult,
+  type SessionResumed,
   type Turn,
 } from '../../protocol/index.js';
 import type { Execution, ExecutionResult } from '../../session/execution.js';
-import { FileChanges } from '../../session/file-changes.js';
+import type { FileChanges } from '../../session/file-changes.js';
 import type { Language } from '../../session/languages.js';
+import type { Session } from '../../session/session.js';
 import type { Owner } from '../core/auth.js';
 import {
   ApprovalNotFoundError,
@@ -51,8 +61,9 @@ import {
   ModelNotConfiguredError,
 } from '../core/errors.js';
 import { ImageStore } from '../core/image-store.js';
-import type { ManagedSession } from '../core/managed-session.js';
+import type { ManagedSession, PausedRecord } from '../core/managed-session.js';
 import type { SessionRegistry } from '../core/registry.js';
+import { HttpError } from '../http/errors.js';
 import { presentResult, sessionFileUrl } from '../http/present-result.js';
 import { continuationContext } from './continuation.js';
 import { ConversationHistory, imageName } from './conversation-history.js';
@@ -60,7 +71,9 @@ import type { ConversationJournal } from './conversation-journal.js';
 import { DEFAULT_HISTORY_LIMITS, type HistoryLimits, turnImageUrls } from './history-limits.js';
 import { type HeaderRecord, HISTORY_FORMAT_VERSION } from './history-records.js';
 import { errorWithin } from './output-budget.js';
+import { resumeNoteForModel, resumeNotice } from './resume-notice.js';
 import { type ApprovalAnswer, RunningTurn, type TurnListener } from './running-turn.js';
+import { bindSession, describeExpiry, type Expiry, goneBecause, resumable } from './session-binding.js';
 import type { StoredHistory } from './state-directory.js';
 import { titleFrom, titleFromCell, titleFromFiles, UNTITLED } from './title.js';
 import { describeTurnError } from './turn-errors.js';
@@ -88,6 +101,8 @@ export interface ContinuedFrom {
   title: string;
 }
 
+export type { Expiry } from './session-binding.js';
+
 export class ServerConversation {
   readonly id: string;
   readonly createdAt: number;
@@ -103,17 +118,24 @@ export class ServerConversation {
   private readonly limits: HistoryLimits;
   private readonly history: ConversationHistory;
   private running?: RunningTurn;
-  private expiry?: { at: number; reason: string };
-  private readonly fileAgent?: FileAccessAgent;
-  private readonly cellFiles?: FileChanges;
-  /** The id of the session it ran on (a restored conversation keeps the id of the one it lost). */
+  private expiry?: Expiry;
+  /**
+   * The session it runs on, and what is bound to it: the chat (with a model), the file agent, the cell's
+   * file watcher. A conversation read back from disk has none until its next turn resumes its session.
+   */
+  private current?: ManagedSession;
+  private chat?: DataChat;
+  private fileAgent?: FileAccessAgent;
+  private cellFiles?: FileChanges;
+  /** The resume under way: two requests at once share it. */
+  private resuming?: Promise<void>;
+  /** What the last resume did not bring back, said at the start of the next turn. */
+  private pendingNotice?: SessionResumed;
+  /** The id of its session: the same across pauses and resumes (and restarts, from the journal). */
   private readonly sessionId: string;
 
-  /** `entry` is the conversation's session; a conversation read back from disk after a restart has none. */
   private constructor(
-    readonly entry: ManagedSession | undefined,
     private readonly settings: ConversationSettings,
-    private readonly chat: DataChat | undefined,
     title: string | undefined,
     identity: { id: string; createdAt: number; owner: Owner; sessionId: string; continuedFrom?: ContinuedFrom },
   ) {
@@ -128,20 +150,6 @@ export class ServerConversation {
     this.history = new ConversationHistory(this.images, this.limits.historyBytes, () => this.journal?.rewrite());
     this.titled = Boolean(title?.trim());
     this.title = this.titled ? titleFrom(title!) : UNTITLED;
-    if (!entry) return;
-    this.cellFiles = new FileChanges(entry.session.files);
-    this.fileAgent = chat?.fileAgent ?? new FileAccessAgent({ dataRoots: [], files: entry.session.files });
-    this.fileAgent.on((event) => {
-      if (event.type === 'file-written') {
-        settings.logger.debug(
-          { conversation: this.id, path: event.sessionPath, bytes: event.size },
-          'previewing an upload',
-        );
-      } else if (event.type === 'file-loaded') {
-        const { sessionPath: path, size: bytes, format, rows } = event.file;
-        settings.logger.debug({ conversation: this.id, path, bytes, format, rows }, 'upload previewed');
-      }
-    });
   }
 
   static async create(
@@ -150,35 +158,34 @@ export class ServerConversation {
     title?: string,
     continues?: ServerConversation,
   ): Promise<ServerConversation> {
-    let conversation: ServerConversation | undefined;
-    const chat = settings.model
-      ? await DataChat.create({
-          model: settings.model,
-          session: entry.session,
-          ownSession: false,
-          run: (code, options) => settings.registry.execute(entry, code, options),
-          runCommand: (command, options) => settings.registry.commands.run(entry, command, options),
-          approve: (request) => conversation!.requestApproval(request),
-          onEvent: (event) => conversation!.onAgentEvent(event),
-        })
-      : undefined;
     const continuedFrom = continues ? { id: continues.id, title: continues.title } : undefined;
-    conversation = new ServerConversation(entry, settings, chat, title, {
+    const conversation = new ServerConversation(settings, title, {
       id: randomUUID(),
       createdAt: Date.now(),
       owner: entry.owner,
       sessionId: entry.id,
       ...(continuedFrom ? { continuedFrom } : {}),
     });
+    await conversation.bind(entry);
     // The model reads the earlier history; nothing of it runs again unless the model runs it, visibly.
-    if (continues) chat?.pythonAgent.addContext(continuationContext(continues.turns));
+    if (continues) conversation.chat?.pythonAgent.addContext(continuationContext(continues.turns));
     return conversation;
   }
 
-  /** A conversation read back from disk: its session is gone, so it is read-only (it can be continued). */
-  static restore(history: StoredHistory, owner: Owner, settings: ConversationSettings): ServerConversation {
+  /**
+   * A conversation read back from disk. `paused` is its session's record: one with a snapshot (the
+   * server that stopped paused it) is resumed at the next turn. One that says the session was lost
+   * (its pause failed, the server was killed), or none (the session had ended), leaves the
+   * conversation read-only, saying why; it can be continued in a new one.
+   */
+  static restore(
+    history: StoredHistory,
+    owner: Owner,
+    settings: ConversationSettings,
+    paused?: PausedRecord,
+  ): ServerConversation {
     const { header } = history;
-    const conversation = new ServerConversation(undefined, settings, undefined, undefined, {
+    const conversation = new ServerConversation(settings, undefined, {
       id: header.id,
       createdAt: header.createdAt,
       owner,
@@ -190,7 +197,11 @@ export class ServerConversation {
     conversation.updatedAt = history.updatedAt;
     conversation.history.droppedTurns = history.droppedTurns;
     conversation.chosenMode = history.mode;
-    conversation.expiry = { at: Date.now(), reason: 'restart' };
+    if (paused?.snapshotId === undefined) {
+      conversation.expiry = paused?.lost
+        ? { at: Date.parse(paused.pausedAt) || Date.now(), reason: 'lost', detail: paused.lost }
+        : { at: Date.now(), reason: 'restart' };
+    }
     const linked = new Set(history.turns.flatMap((turn) => turnImageUrls(turn)).map(imageName));
     for (const [name, image] of history.images) {
       if (linked.has(name)) conversation.images.restore({ name, ...image });
@@ -239,14 +250,131 @@ export class ServerConversation {
     return this.running !== undefined;
   }
 
-  /** Set once the session is gone: the history stays, the state does not. */
-  get expired(): { at: number; reason: string } | undefined {
-    if (!this.expiry && this.entry?.session.closed) {
-      const reason = this.entry.closedReason ?? 'closed';
-      this.expiry = { at: this.entry.closedAt ?? Date.now(), reason };
-      this.cancel(); // a turn waiting for an approval would otherwise wait forever
+  /** The session it runs on now, if it has one bound (closed when it was paused: its next turn resumes it). */
+  get entry(): ManagedSession | undefined {
+    return this.current;
+  }
+
+  /** Its session while it is live (not paused, not gone). */
+  get liveSession(): Session | undefined {
+    const entry = this.current;
+    return entry && !this.expired && !entry.session.closed && !entry.pausing ? entry.session : undefined;
+  }
+
+  /**
+   * Set once the session is gone: the history stays, the state does not. A session paused (idle, or
+   * by a server that stopped) is not gone: the next turn resumes it.
+   */
+  get expired(): Expiry | undefined {
+    const entry = this.current;
+    if (!this.expiry && entry?.session.closed && !resumable(entry)) {
+      const at = entry.closedAt ?? Date.now();
+      if (entry.closedReason === 'pause-failed') {
+        this.expire({ at, reason: 'lost' });
+        // The record says why; the next read of the conversation says it too.
+        void this.settings.registry
+          .findPaused(this.owner, this.sessionId)
+          .then((record) => {
+            if (record?.lost && this.expiry?.reason === 'lost') this.expiry.detail ??= record.lost;
+          })
+          .catch(() => undefined);
+      } else {
+        this.expire({ at, reason: entry.closedReason ?? 'closed' });
+      }
     }
     return this.expiry;
+  }
+
+  private expire(expiry: Expiry): void {
+    this.expiry ??= expiry;
+    this.cancel(); // a turn waiting for an approval would otherwise wait forever
+  }
+
+  /** Not live, but not gone either: its session is paused (or being paused), or expired. For the store's bounds. */
+  get dormant(): boolean {
+    return this.liveSession === undefined;
+  }
+
+  /**
+   * Makes sure the conversation has a live session before a turn: a paused one
+   * is resumed (in this process, or after a restart from the id its journal
+   * keeps) and everything bound to the old session is bound to the new one.
+   * A session that is gone expires the conversation, and the turn is then
+   * refused (410). Any other failure (a limit, a sandbox that does not start)
+   * answers the request, and the conversation stays resumable.
+   */
+  async ensureSession(): Promise<void> {
+    if (this.running || this.expired) return; // the turn is refused as busy, or expired
+    const entry = this.current;
+    if (entry && !entry.session.closed && !entry.pausing) return;
+    this.resuming ??= this.resume().finally(() => {
+      this.resuming = undefined;
+    });
+    await this.resuming;
+  }
+
+  private async resume(): Promise<void> {
+    let entry: ManagedSession;
+    try {
+      entry = await this.settings.registry.open(this.owner, this.sessionId);
+    } catch (error) {
+      const gone = goneBecause(error, this.current !== undefined);
+      if (!gone) throw error;
+      this.settings.logger.info(
+        { conversation: this.id, session: this.sessionId, reason: gone.reason, detail: gone.detail },
+        'the session of a conversation is gone',
+      );
+      this.expire(gone);
+      return;
+    }
+    if (entry === this.current) return; // its pause was refused (code still running): it is live as it was
+    await this.bind(entry);
+    const notice = resumeNotice(entry.restored);
+    this.settings.logger.info(
+      { conversation: this.id, session: entry.id, notRestored: notice?.skipped.length ?? 0 },
+      'the session of a conversation resumed',
+    );
+    if (notice) {
+      this.pendingNotice = notice;
+      this.chat?.pythonAgent.addContext(resumeNoteForModel(notice));
+    }
+  }
+
+  /** Binds the conversation to `entry` (session-binding.ts): the chat, the file agent, the cell's file watcher. */
+  private async bind(entry: ManagedSession): Promise<void> {
+    const bound = await bindSession(entry, {
+      ...this.settings,
+      conversationId: this.id,
+      previous: this.chat,
+      turns: this.turns,
+      approve: (request) => this.requestApproval(request),
+      onEvent: (event) => this.onAgentEvent(event),
+    });
+    this.current = entry;
+    this.chat = bound.chat;
+    this.fileAgent = bound.fileAgent;
+    this.cellFiles = bound.cellFiles;
+  }
+
+  /** Lets go of its session, the conversation being deleted: a live one closes, a paused one is deleted. */
+  async closeSession(): Promise<void> {
+    if (this.expired) return;
+    const { registry, logger } = this.settings;
+    const entry = this.current;
+    if (entry?.pausing) await entry.pausing.catch(() => undefined);
+    if (entry && !entry.session.closed) {
+      await registry.remove(entry, 'deleted');
+      return;
+    }
+    // Paused, or resumed meanwhile by another request (/v1/sessions/{id}/files).
+    const live = registry.find(this.owner, this.sessionId);
+    if (live) {
+      await registry.remove(live, 'deleted');
+      return;
+    }
+    await registry.removePaused(this.owner, this.sessionId).catch((error: unknown) => {
+      logger.warn({ err: error, conversation: this.id, session: this.sessionId }, 'cannot delete a paused session');
+    });
   }
 
   summary(): ConversationSummary {
@@ -259,9 +387,7 @@ export class ServerConversation {
       busy: this.busy,
       createdAt: new Date(this.createdAt).toISOString(),
       updatedAt: new Date(this.updatedAt).toISOString(),
-      ...(expired
-        ? { expiredAt: new Date(expired.at).toISOString(), expiredReason: describeExpiry(expired.reason) }
-        : {}),
+      ...(expired ? { expiredAt: new Date(expired.at).toISOString(), expiredReason: describeExpiry(expired) } : {}),
       turnCount: this.turns.length,
       ...(this.mode ? { mode: this.mode } : {}),
       ...(this.droppedTurns > 0 ? { droppedTurns: this.droppedTurns } : {}),
@@ -275,11 +401,11 @@ export class ServerConversation {
 
   /** Asks the model; the events go to `listener` as they happen. Resolves with the finished turn. */
   ask(content: string, approval: ApprovalMode, listener?: TurnListener): { turn: Turn; done: Promise<Turn> } {
-    this.live(); // a conversation whose session is gone says so, model or not
-    const chat = this.chat;
-    if (!chat) {
-      throw new ModelNotConfiguredError();
-    }
+    const expired = this.expired; // a conversation whose session is gone says so, model or not
+    if (expired) throw new ConversationExpiredError(describeExpiry(expired));
+    if (!this.settings.model) throw new ModelNotConfiguredError();
+    this.refuseWhenUnavailable();
+    const chat = this.chat!;
     const started = this.start('message', content, listener, approval, async (running) => {
       const answer = await chat.ask(content, { signal: running.abort.signal });
       // A non-streaming model (or a stop without words) left no text for the answer yet.
@@ -300,8 +426,7 @@ export class ServerConversation {
   ): { turn: Turn; done: Promise<Turn> } {
     const { timeoutMs } = options;
     const language = options.language ?? 'python';
-    this.refuseWhenUnavailable();
-    const entry = this.live();
+    const entry = this.refuseWhenUnavailable();
     this.settings.registry.admit(entry, code); // a refusal answers the request, before the stream starts
     const started = this.start('cell', code, listener, 'auto', async (running) => {
       const callId = this.turns[running.index]!.id;
@@ -341,8 +466,7 @@ export class ServerConversation {
    * and the key's rate limit (executions and uploads share it) has a token.
    */
   admitUpload(): void {
-    this.refuseWhenUnavailable();
-    this.settings.registry.admitUpload(this.live());
+    this.settings.registry.admitUpload(this.refuseWhenUnavailable());
   }
 
   /**
@@ -400,16 +524,28 @@ export class ServerConversation {
 
   // --- turns -------------------------------------------------------------------
 
-  private refuseWhenUnavailable(): void {
-    this.live();
+  /** The session a new turn runs on: refused when it is gone, when a turn runs, or when it is paused. */
+  private refuseWhenUnavailable(): ManagedSession {
+    const expired = this.expired;
+    if (expired) throw new ConversationExpiredError(describeExpiry(expired));
     if (this.running) throw new ConversationBusyError();
+    return this.live();
   }
 
-  /** The session, while the conversation has one. */
+  /** The session, while the conversation has one live (`ensureSession` resumes a paused one first). */
   private live(): ManagedSession {
     const expired = this.expired;
-    if (expired || !this.entry) throw new ConversationExpiredError(describeExpiry(expired?.reason ?? 'restart'));
-    return this.entry;
+    if (expired) throw new ConversationExpiredError(describeExpiry(expired));
+    const entry = this.current;
+    if (!entry || entry.session.closed || entry.pausing) {
+      // Paused between `ensureSession` and the turn (an upload's body took longer than the idle timeout).
+      throw new HttpError(
+        409,
+        'conversation-paused',
+        "This conversation's session was paused just now; send the request again to resume it.",
+      );
+    }
+    return entry;
   }
 
   private start(
@@ -440,6 +576,10 @@ export class ServerConversation {
     this.touch();
     this.journal?.turnChanged(turn);
     running.send({ type: 'turn-start', turn });
+    // What the resume before this turn did not bring back.
+    const notice = this.pendingNotice;
+    this.pendingNotice = undefined;
+    if (notice) this.emit({ type: 'session-resumed', resumed: notice });
     const done = (async () => {
       let status: Turn['status'] = 'done';
       try {
@@ -603,7 +743,7 @@ export class ServerConversation {
   }
 
   private present(result: ExecutionResult): PresentedResult {
-    return presentResult(this.live(), result, 'url', {
+    return presentResult(this.urlEntry(), result, 'url', {
       images: this.images,
       url: `/v1/conversations/${this.id}/images`,
     }) as PresentedResult;
@@ -614,7 +754,12 @@ export class ServerConversation {
   }
 
   private fileUrl(path: string): string {
-    return sessionFileUrl(this.live(), path);
+    return sessionFileUrl(this.urlEntry(), path);
+  }
+
+  /** Links name the session by its id, which stays the same across a pause and a resume. */
+  private urlEntry(): ManagedSession {
+    return this.current ?? this.live();
   }
 
   private retitle(text: string): void {
@@ -624,20 +769,5 @@ export class ServerConversation {
 
   private touch(): void {
     this.updatedAt = Date.now();
-  }
-}
-
-function describeExpiry(reason: string): string {
-  switch (reason) {
-    case 'idle':
-      return 'was closed after sitting idle';
-    case 'deleted':
-      return 'was deleted';
-    case 'shutdown':
-      return 'ended when the server shut down';
-    case 'restart':
-      return 'ended when the server restarted';
-    default:
-      return 'ended';
   }
 }

@@ -1,8 +1,10 @@
 /**
  * Conversations kept in a state directory, over real HTTP with kernels
  * answering from a script: a server started again on the same directory
- * lists each key's old conversations (and only its own), read-only with their
- * charts and export; continuing one starts a new conversation that re-runs
+ * lists each key's old conversations (and only its own); those whose sessions
+ * are gone (here: their paused sessions deleted) are read-only with their
+ * charts and export (resumed ones, and lost ones: resume.test.ts); continuing
+ * one starts a new conversation that re-runs
  * nothing; deleting one deletes its file; a damaged file is skipped; the
  * per-key bound holds on what was read back; files are 0600 in 0700
  * directories and name no key. The real thing (bubblewrap, a model, SIGKILL):
@@ -82,6 +84,8 @@ describe('conversations in a state directory', () => {
 
   it('come back after a restart: listed for their key only, read-only, with charts and export', async () => {
     await stop();
+    // The server that stopped paused the sessions: deleted, they are gone.
+    await rm(path.join(stateDirectory, 'store', 'paused'), { recursive: true, force: true });
     const { alice, bob } = await start();
     const listed = await alice.json<{ conversations: ConversationSummary[] }>('/v1/conversations');
     expect(listed.conversations.map((each) => each.id)).toEqual([aliceId]);

@@ -205,6 +205,9 @@ export async function conversationNotebook(
   const reader = new SavedImageReader(source.readFile);
   let index = 1;
   for (const turn of source.turns) {
+    if (turn.resumed) {
+      cells.push(markdown(cellId(turn.id, index++), `*The session resumed from a pause: ${turn.resumed.message}*`));
+    }
     if (turn.kind === 'upload') cells.push(markdown(cellId(turn.id, index++), uploadNote(turn)));
     if (turn.kind === 'message')
       cells.push(markdown(cellId(turn.id, index++), `**Question:**\n\n${quote(turn.input)}`));

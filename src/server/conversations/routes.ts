@@ -103,6 +103,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
           approvalDefault: conversations.settings.approvalDefault,
           maxUploadBytes: server.options.limits.maxUploadBytes,
           idleTimeoutMs: server.options.idleTimeoutMs,
+          onIdle: server.options.onIdle,
         };
         return c.json(body);
       },
@@ -225,9 +226,11 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
           json: ErrorSchema,
         },
       },
-      handler: (c, { owner, params, query, body }) => {
+      handler: async (c, { owner, params, query, body }) => {
         const conversation = find(owner, params.id);
         const request = body as z.output<typeof MessageBody>;
+        // A paused session is resumed first (not for a question no model can answer).
+        if (conversations.settings.model) await conversation.ensureSession();
         const approval = request.approval ?? conversations.settings.approvalDefault;
         return answerTurn(c, requestedStreamFormat(c.req.header('accept'), query.stream), (listener) =>
           conversation.ask(request.content, approval, listener),
@@ -256,9 +259,10 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
           json: ErrorSchema,
         },
       },
-      handler: (c, { owner, params, query, body }) => {
+      handler: async (c, { owner, params, query, body }) => {
         const conversation = find(owner, params.id);
         const request = body as z.output<typeof CellBody>;
+        await conversation.ensureSession(); // a paused session is resumed first
         return answerTurn(c, requestedStreamFormat(c.req.header('accept'), query.stream), (listener) =>
           conversation.runCell(request.code, { language: request.language, timeoutMs: request.timeoutMs }, listener),
         );
@@ -318,8 +322,10 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
       },
       handler: async (c, { owner, params }) => {
         const conversation = find(owner, params.id);
+        await conversation.ensureSession(); // a paused session is resumed first
         conversation.admitUpload(); // before the body is read: a refusal costs the server nothing
         const files = await readUpload(c);
+        await conversation.ensureSession(); // paused while the body came (a long upload)?
         const { turn, failure } = await conversation.upload(files);
         // A client's mistake (a FIFO the code made where the file goes, …) answers its 4xx; the failed turn stays.
         if (failure !== undefined) {
@@ -359,7 +365,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
       },
       handler: async (c, { owner, params }) => {
         const conversation = find(owner, params.id);
-        const session = conversation.expired ? undefined : conversation.entry?.session;
+        const session = conversation.liveSession; // a paused session is not resumed for an export
         const notebook = await conversationNotebook({
           id: conversation.id,
           title: conversation.title,

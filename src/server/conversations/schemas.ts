@@ -149,6 +149,25 @@ const TurnAnswerSchema = z.object({
 
 const WireErrorSchema = z.object({ code: z.string(), message: z.string() });
 
+const SessionResumedSchema = z
+  .object({
+    skipped: z.array(
+      z.object({
+        name: z.string(),
+        reason: z.string().meta({ description: 'Why it could not be kept: its type (`socket`, `generator`), …' }),
+        context: z.string().optional().meta({ description: "Its context, when not python's default one." }),
+      }),
+    ),
+    notKept: z.array(z.object({ name: z.string(), reason: z.string() })).meta({
+      description: 'What ran when the session was paused and could not be kept (commands).',
+    }),
+    message: z.string().meta({ description: 'The same, said for a person.' }),
+  })
+  .meta({
+    description:
+      'The session was resumed from a pause (idle, or a server that stopped) before this turn, and this did not come back. Absent when everything did.',
+  });
+
 export const TurnSchema = z
   .object({
     id: z.string(),
@@ -160,6 +179,7 @@ export const TurnSchema = z
     steps: z.array(z.discriminatedUnion('type', [TextStepSchema, CodeStepSchema])),
     answer: TurnAnswerSchema.optional(),
     error: WireErrorSchema.optional(),
+    resumed: SessionResumedSchema.optional(),
   })
   .meta({ title: 'Turn' });
 
@@ -168,7 +188,10 @@ export const ConversationSummarySchema = z
     id: z.string(),
     title: z.string(),
     sessionId: z.string().meta({ description: 'Its files: /v1/sessions/{sessionId}/files.' }),
-    status: z.enum(['active', 'expired']),
+    status: z.enum(['active', 'expired']).meta({
+      description:
+        '`expired`: its session is gone (closed, deleted, or its state could not be kept); read-only. A session paused when idle or by a restart is `active`: the next turn resumes it.',
+    }),
     busy: z.boolean(),
     createdAt: z.string(),
     updatedAt: z.string(),
@@ -209,6 +232,9 @@ export const ServerConfigSchema = z
     approvalDefault: ApprovalModeSchema,
     maxUploadBytes: z.number(),
     idleTimeoutMs: z.number(),
+    onIdle: z.enum(['pause', 'close']).meta({
+      description: 'What an idle session becomes: `pause` (its state kept; its next turn resumes it) or `close`.',
+    }),
   })
   .meta({ title: 'ServerConfig' });
 

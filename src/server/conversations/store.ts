@@ -7,10 +7,16 @@
  * updated conversations lose their oldest outputs first, then their oldest
  * turns (history-limits.ts says why).
  *
+ * A conversation whose session was paused (idle, or by a server that stopped)
+ * is not expired: its next turn resumes the session. Paused ones count with
+ * the expired ones against those bounds (a conversation dropped for them takes
+ * its paused session with it).
+ *
  * With a state directory, every history is also on disk (conversation-journal.ts
- * writes it as it happens) and is read back when the server starts: those
- * conversations have lost their sessions, so they are read-only until the user
- * continues one in a new conversation.
+ * writes it as it happens) and is read back when the server starts: those whose
+ * sessions the stopping server paused go on where they were at their next turn;
+ * the others (a server killed, a session that had ended) are read-only until
+ * the user continues one in a new conversation.
  */
 import type { Owner } from '../core/auth.js';
 import { ConversationActiveError, ConversationNotFoundError } from '../core/errors.js';
@@ -50,7 +56,15 @@ export class ConversationStore {
       const ownerId = history.header.ownerId;
       const owner = owners.get(ownerId) ?? { id: ownerId, label: `restored ${ownerId.slice(0, 12)}` };
       owners.set(ownerId, owner);
-      const conversation = ServerConversation.restore(history, owner, this.conversationSettings());
+      // Paused by the server that stopped (or idle before): its next turn resumes it.
+      const paused = await settings.registry.findPaused(owner, history.header.sessionId).catch((error: unknown) => {
+        settings.logger.warn(
+          { err: error, conversation: history.header.id },
+          'cannot read the paused session of a conversation',
+        );
+        return undefined;
+      });
+      const conversation = ServerConversation.restore(history, owner, this.conversationSettings(), paused);
       conversation.journal = new ConversationJournal(history.file, conversation, settings.logger, {
         bytes: history.bytes,
         images: history.images.keys(),
@@ -99,7 +113,7 @@ export class ConversationStore {
    * gone: the model is given the earlier history; nothing of it is re-run.
    */
   async continue(owner: Owner, earlier: ServerConversation): Promise<ServerConversation> {
-    if (!earlier.expired) throw new ConversationActiveError();
+    if (!earlier.expired) throw new ConversationActiveError(); // a paused session resumes: nothing to continue
     const continued = await this.create(owner, earlier.title, earlier);
     continued.mode = earlier.mode;
     return continued;
@@ -131,12 +145,12 @@ export class ConversationStore {
       .sort((a, b) => b.updatedAt - a.updatedAt);
   }
 
-  /** Stops its turn, closes its session and forgets it. */
+  /** Stops its turn, closes its session (or deletes it, paused) and forgets it. */
   async remove(conversation: ServerConversation): Promise<void> {
     conversation.cancel();
     this.byId.delete(conversation.id);
     await conversation.journal?.delete();
-    if (!conversation.expired && conversation.entry) await this.settings.registry.remove(conversation.entry, 'deleted');
+    await conversation.closeSession();
   }
 
   /** Stops every running turn (after the registry let running executions finish). */
@@ -177,14 +191,18 @@ export class ConversationStore {
     const stored = this.stateDirectory !== undefined;
     const cutoff = stored ? 0 : Date.now() - EXPIRED_RETENTION_MS;
     const keep = stored ? MAX_STORED_PER_OWNER : MAX_EXPIRED_PER_OWNER;
-    const expired = [...this.byId.values()]
-      .filter((conversation) => conversation.owner.id === owner.id && conversation.expired && !conversation.busy)
+    // Expired, or paused: not live. A paused one's time is when it was last used.
+    const dormant = [...this.byId.values()]
+      .filter((conversation) => conversation.owner.id === owner.id && conversation.dormant && !conversation.busy)
       .sort((a, b) => b.updatedAt - a.updatedAt);
-    expired.forEach((conversation, index) => {
-      if (index >= keep || (conversation.expired?.at ?? 0) < cutoff) {
+    dormant.forEach((conversation, index) => {
+      if (index >= keep || (conversation.expired?.at ?? conversation.updatedAt) < cutoff) {
         this.byId.delete(conversation.id);
         void conversation.journal?.delete().catch((error) => {
           this.settings.logger.warn({ err: error, conversation: conversation.id }, 'cannot delete a history file');
+        });
+        void conversation.closeSession().catch((error: unknown) => {
+          this.settings.logger.warn({ err: error, conversation: conversation.id }, 'cannot delete a paused session');
         });
       }
     });

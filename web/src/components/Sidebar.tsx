@@ -128,7 +128,9 @@ export function Sidebar(props: SidebarProps) {
               <br />
               <span class="muted">
                 sandcell {config.version}
-                {config.idleTimeoutMs > 0 ? ` · sessions close after ${formatDuration(config.idleTimeoutMs)} idle` : ''}
+                {config.idleTimeoutMs > 0
+                  ? ` · sessions ${config.onIdle === 'close' ? 'close' : 'pause'} after ${formatDuration(config.idleTimeoutMs)} idle`
+                  : ''}
               </span>
             </p>
           ) : null}

@@ -25,6 +25,7 @@ export function TurnView({ turn, onDecide, onError, onEditInCell }: TurnViewProp
     const step = turn.steps.find((candidate) => candidate.type === 'code');
     return (
       <article class="turn turn-cell" aria-label="Notebook cell">
+        <ResumedNote turn={turn} />
         {step && step.type === 'code' ? (
           <CodeStepView
             step={step}
@@ -45,6 +46,7 @@ export function TurnView({ turn, onDecide, onError, onEditInCell }: TurnViewProp
   const lastText = turn.steps.reduce((last, step, index) => (step.type === 'text' ? index : last), -1);
   return (
     <article class="turn turn-message" aria-label={`Question: ${turn.input.slice(0, 80)}`}>
+      <ResumedNote turn={turn} />
       <div class="question">
         <div class="question-bubble">{turn.input}</div>
       </div>
@@ -85,6 +87,19 @@ export function TurnView({ turn, onDecide, onError, onEditInCell }: TurnViewProp
   );
 }
 
+/** The session resumed from a pause before this turn, and not everything came back: said before the turn. */
+function ResumedNote({ turn }: { turn: Turn }) {
+  if (!turn.resumed) return null;
+  const names = turn.resumed.skipped.length;
+  return (
+    <p class="resumed-note" role="note">
+      <strong>The session resumed from a pause.</strong> {turn.resumed.message}
+      {names === 1 ? ' Run again the code that made it if you need it.' : ''}
+      {names > 1 ? ' Run again the code that made them if you need them.' : ''}
+    </p>
+  );
+}
+
 function TurnStatus({ turn }: { turn: Turn }) {
   if (turn.status === 'error') {
     return (
@@ -103,6 +118,7 @@ function UploadTurn({ turn }: { turn: Turn }) {
   const files = turn.files ?? [];
   return (
     <article class="turn turn-upload" aria-label="Uploaded files">
+      <ResumedNote turn={turn} />
       <p class="upload-title">
         <PaperclipIcon size={16} />
         {files.length === 1 ? 'Added 1 file' : `Added ${files.length} files`} to /mnt/data
