@@ -416,32 +416,21 @@ const rows = [
 const environment = BACKENDS.includes('bubblewrap')
   ? await runEnvironmentBench({ quick })
   : { rows: [], result: undefined };
+/** A row measured on bubblewrap alone (`[measure, stat, observed, unit, target, met]`), in the table's columns. */
+const bubblewrapRow = ([measureName, stat, observed, unit, target, met]) => [
+  measureName,
+  stat,
+  ...BACKENDS.map((name) => (name === 'bubblewrap' ? String(observed) : '')),
+  unit,
+  target ? `bubblewrap: ${target}` : '',
+  met === null ? '' : met ? 'yes' : 'NO',
+];
 const poolRow = rows.findIndex((cells) => cells[0] === 'session from a warm pool → first result');
-rows.splice(
-  poolRow + 2,
-  0,
-  ...environment.rows.map(([measureName, stat, observed, unit, target, met]) => [
-    measureName,
-    stat,
-    ...BACKENDS.map((name) => (name === 'bubblewrap' ? String(observed) : '')),
-    unit,
-    target ? `bubblewrap: ${target}` : '',
-    met === null ? '' : met ? 'yes' : 'NO',
-  ]),
-);
+rows.splice(poolRow + 2, 0, ...environment.rows.map(bubblewrapRow));
 
 // Pause, resume and fork (bench/snapshots.mjs, bubblewrap).
 const snapshots = BACKENDS.includes('bubblewrap') ? await runSnapshotBench({ quick }) : { rows: [], result: undefined };
-for (const [measureName, stat, observed, unit, target, met] of snapshots.rows) {
-  rows.push([
-    measureName,
-    stat,
-    ...BACKENDS.map((name) => (name === 'bubblewrap' ? String(observed) : '')),
-    unit,
-    target ? `bubblewrap: ${target}` : '',
-    met === null ? '' : met ? 'yes' : 'NO',
-  ]);
-}
+rows.push(...snapshots.rows.map(bubblewrapRow));
 
 // --- server (sandcell serve over HTTP, on the default backend): bench/server.mjs ---------------------
 const server = withServer ? await runServerBench({ quick }) : { rows: [], result: undefined };

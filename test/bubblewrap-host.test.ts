@@ -15,7 +15,9 @@ describe('bubblewrap backend on this host', () => {
   it('cleans up mounts, cgroups, directories and the uid lease on close', async () => {
     const report = await backend.report();
     const session = await Session.create({ backend });
-    const volume = readdirSync(report.runtime.sessionsDirectory).find((name) => name.endsWith(`-${session.id}`));
+    const volume = readdirSync(report.runtime.sessionsDirectory).find((name) =>
+      name.startsWith(`${process.pid}-${session.id}-`),
+    );
     expect(volume).toBeDefined();
     const volumePath = path.join(report.runtime.sessionsDirectory, volume as string);
     const usage = await session.usage();
@@ -55,7 +57,9 @@ describe('bubblewrap backend on this host', () => {
       expect((await first.run('import os; print(os.getuid())')).stdout).toBe('1000\n');
       // The session's files belong to its uid on the host, and a restarted kernel keeps the uid.
       await first.files.write('mine.txt', 'x');
-      const volume = readdirSync(report.runtime.sessionsDirectory).find((name) => name.endsWith(`-${first.id}`));
+      const volume = readdirSync(report.runtime.sessionsDirectory).find((name) =>
+        name.startsWith(`${process.pid}-${first.id}-`),
+      );
       const stats = statSync(path.join(report.runtime.sessionsDirectory, volume as string, 'mine.txt'));
       expect([stats.uid, stats.gid]).toEqual([uids[0], uids[0]]);
       await first.restart();

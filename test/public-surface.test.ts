@@ -52,6 +52,8 @@ const EXPECTED: Record<string, string[]> = {
     'Session',
     'SessionClosedError',
     'SessionPool',
+    'SnapshotInvalidError',
+    'SnapshotNotFoundError',
     'TimeoutError',
     'TooManyCommandsError',
     'TooManyContextsError',
@@ -61,7 +63,9 @@ const EXPECTED: Record<string, string[]> = {
     'createSession',
     'formatTraceback',
     'getDefaultBackend',
+    'openSnapshotStore',
     'resolveBackend',
+    'resumeSession',
   ],
   './agents': [
     'Agent',

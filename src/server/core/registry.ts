@@ -199,14 +199,16 @@ export class SessionRegistry {
     };
     this.byId.set(entry.id, entry);
     this.bySession.set(session, entry);
-    // Said if this process ends without pausing it (a crash, kill -9): its next request is told, not given an empty sandbox.
-    this.writeRecord(entry, () =>
-      this.options.paused.record(owner.id, {
-        ...this.recordBase(entry, 'stopped'),
-        pausedAt: new Date().toISOString(),
-        lost: STOPPED_UNPAUSED,
-      }),
-    );
+    // Said if this process ends without pausing it (a crash, kill -9): its next request is told, not given an empty
+    // sandbox. Without a state directory nothing outlives the process, so there is nothing to say.
+    if (this.options.paused.durable)
+      this.writeRecord(entry, () =>
+        this.options.paused.record(owner.id, {
+          ...this.recordBase(entry, 'stopped'),
+          pausedAt: new Date().toISOString(),
+          lost: STOPPED_UNPAUSED,
+        }),
+      ).catch(() => undefined); // logged by writeRecord
     this.options.metrics.sessionsCreated.inc({ api: source });
     this.options.logger.info({ session: entry.id, owner: owner.label, source, name: naming.name }, 'session created');
     return entry;
@@ -222,6 +224,12 @@ export class SessionRegistry {
     if (entry && entry.owner.id !== owner.id) throw new SessionNotFoundError(id);
     if (entry?.pausing) await entry.pausing.catch(() => undefined);
     else if (entry && !entry.session.closed) return entry;
+    else if (entry) {
+      // Closed, not paused, behind the registry's back: gone, and its record with it.
+      this.forget(entry, 'closed');
+      await this.records.get(entry);
+      throw new SessionNotFoundError(id);
+    }
     const live = this.byId.get(id);
     if (live && live.owner.id === owner.id && !live.session.closed && !live.pausing) return live;
     const key = `${owner.id}\u0000${id}`;
@@ -431,7 +439,8 @@ export class SessionRegistry {
     const entry = this.byId.get(id);
     if (!entry || entry.owner.id !== owner.id) throw new SessionNotFoundError(id);
     if (entry.session.closed) {
-      this.forget(entry, 'closed');
+      // One being paused is forgotten by its pause; the next request (open) resumes it.
+      if (!entry.pausing) this.forget(entry, 'closed');
       throw new SessionNotFoundError(id);
     }
     return entry;
@@ -708,10 +717,10 @@ export class SessionRegistry {
     this.options.metrics.sessionsClosed.inc({ reason });
     this.options.logger.info({ session: entry.id, owner: entry.owner.label, reason }, 'session closed');
     // Closed on purpose (deleted, idle with --on-idle close, its sandbox gone): nothing is left to resume or to report.
-    if (reason !== 'paused' && reason !== 'pause-failed') {
-      void this.writeRecord(entry, () =>
+    if (reason !== 'paused' && reason !== 'pause-failed' && this.options.paused.durable) {
+      this.writeRecord(entry, () =>
         this.options.paused.remove(entry.owner.id, this.recordBase(entry, reason), { keepSnapshot: true }),
-      );
+      ).catch(() => undefined); // logged by writeRecord
     }
   }
 
@@ -726,21 +735,23 @@ export class SessionRegistry {
     };
   }
 
-  /** Writes to a session's record in order (its marker, then its pause or its removal); only with a state directory. */
+  /** Writes to a session's record in order: its marker, then its pause or its removal. */
   private writeRecord(entry: ManagedSession, write: () => Promise<void>): Promise<void> {
-    if (!this.options.paused.durable) return Promise.resolve();
-    const previous = this.records.get(entry) ?? Promise.resolve();
-    const next = previous.then(write).catch((error: Error) => {
-      this.options.logger.warn({ session: entry.id, error: error.message }, 'could not write the session’s record');
-    });
-    this.records.set(entry, next);
+    const next = (this.records.get(entry) ?? Promise.resolve()).then(write);
+    // The chain goes on after a failed write; a caller that awaits this one hears of it.
+    this.records.set(
+      entry,
+      next.catch((error: Error) => {
+        this.options.logger.warn({ session: entry.id, error: error.message }, 'could not write the session’s record');
+      }),
+    );
     return next;
   }
 
   /** Forgets sessions closed other than through the registry (the pool's idle close is reported as it happens). */
   private sweep(): void {
     for (const entry of this.byId.values()) {
-      if (entry.session.closed) this.forget(entry, 'closed');
+      if (entry.session.closed && !entry.pausing) this.forget(entry, 'closed');
     }
   }
 }

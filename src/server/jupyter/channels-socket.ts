@@ -16,7 +16,7 @@ import { browserGuard } from '../http/browser-guard.js';
 import type { ConnectionLimiter } from '../http/connection-limiter.js';
 import { decodeFrame, encodeV1Frame, FrameError, type FrameFormat, V1_SUBPROTOCOL } from './frame-codec.js';
 import { authenticateJupyter } from './jupyter-auth.js';
-import { JupyterHttpError } from './jupyter-errors.js';
+import { jupyterErrorAnswer } from './jupyter-errors.js';
 import type { KernelSocket } from './jupyter-kernel.js';
 import type { KernelStore } from './kernel-store.js';
 import { jsonFrames } from './output-frames.js';
@@ -83,7 +83,7 @@ export function jupyterChannels(
       refuse(socket, verdict.status, (await verdict.json()) as Record<string, unknown>);
       return;
     }
-    let kernel: ReturnType<KernelStore['get']>;
+    let kernel: Awaited<ReturnType<KernelStore['use']>>;
     try {
       const owner = authenticateJupyter(apiKeys, kernels.logins, {
         method: 'GET',
@@ -91,10 +91,11 @@ export function jupyterChannels(
         queryToken: url.searchParams.get('token') ?? undefined,
         cookie: request.headers.cookie,
       });
-      kernel = kernels.get(owner, decodeURIComponent(match[1] ?? ''));
+      // A dormant kernel (its session paused, here or before a restart) is resumed before its socket opens.
+      kernel = await kernels.use(owner, decodeURIComponent(match[1] ?? ''));
     } catch (error) {
-      const status = error instanceof JupyterHttpError ? error.status : 500;
-      refuse(socket, status, { message: (error as Error).message, reason: null });
+      const { status, message, reason } = jupyterErrorAnswer(error);
+      refuse(socket, status, { message, reason });
       return;
     }
     if (apiKeys.enabled && 'remoteAddress' in socket) connections?.trust(socket as never);

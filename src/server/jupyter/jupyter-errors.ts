@@ -20,6 +20,13 @@ export class JupyterHttpError extends Error {
   }
 }
 
+/** A kernel whose session is gone for good (deleted, or lost when it was paused): a 404, as a culled kernel is. */
+export class KernelGoneError extends JupyterHttpError {
+  constructor(id: string, cause?: Error) {
+    super(404, cause ? `Kernel ${id} is gone: ${cause.message}` : `Kernel does not exist: ${id}`);
+  }
+}
+
 /** The HTTP API's words, but what lifts each of the server's limits said to a Jupyter user (a kernel is a session). */
 const JUPYTER_WORDS: DoorWords = {
   ...HTTP_WORDS,
@@ -38,10 +45,21 @@ export function jupyterLimitText(error: unknown): string | undefined {
   return error instanceof LimitExceededError ? messageFor(error, JUPYTER_WORDS) : undefined;
 }
 
-export function jupyterErrorResponse(context: Context, error: unknown): Response {
+/** The status and body Jupyter's shape gives an error (the channels socket refuses an upgrade with them too). */
+export function jupyterErrorAnswer(error: unknown): {
+  status: number;
+  message: string;
+  reason: string | null;
+  headers: Record<string, string>;
+} {
   if (error instanceof JupyterHttpError) {
-    return context.json({ message: error.message, reason: error.reason }, error.status as 400);
+    return { status: error.status, message: error.message, reason: error.reason, headers: {} };
   }
   const mapped = toHttpError(error, JUPYTER_WORDS);
-  return context.json({ message: mapped.message, reason: mapped.code }, mapped.status as 400, mapped.headers);
+  return { status: mapped.status, message: mapped.message, reason: mapped.code, headers: mapped.headers };
+}
+
+export function jupyterErrorResponse(context: Context, error: unknown): Response {
+  const { status, message, reason, headers } = jupyterErrorAnswer(error);
+  return context.json({ message, reason }, status as 400, headers);
 }

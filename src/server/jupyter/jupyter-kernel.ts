@@ -5,18 +5,30 @@
  * runs shell requests strictly in order, answers each socket that asked, and
  * publishes iopub (status, execute_input, outputs) to every socket.
  *
+ * Its id is its session's id. When the server pauses the session (idle, or a
+ * shutdown), the kernel is dormant: still listed, idle, its sockets open; the
+ * next request that needs the kernel itself (execute, completion, inspection,
+ * restart, a new socket) resumes the session through the registry and rebinds
+ * the kernel to it, and the first execution after says on stderr what did not
+ * come back. A session gone for good (deleted, lost) ends the kernel.
+ *
  * Restart is the session's `restartContext` (files stay) under a new
  * `header.session`; interrupt aborts the running execution (its state is kept;
  * the session restarts the context only if the code ignores it). The execution
- * count is this door's own and starts again at 1 with the kernel. A cell's time
+ * count is this door's own: it starts again at 1 with the kernel, and is kept
+ * across a pause (kernel-keep.ts). A cell's time
  * limit is the server's `--max-execution-time`.
  */
 import { randomUUID } from 'node:crypto';
 import type { ExecutionResult, InputRequest } from '../../session/execution.js';
+import { SessionLostError, SnapshotInvalidError, SnapshotNotFoundError } from '../../snapshots/snapshot-errors.js';
+import type { Owner } from '../core/auth.js';
+import { SessionNotFoundError } from '../core/errors.js';
 import type { ManagedSession } from '../core/managed-session.js';
 import type { SessionRegistry } from '../core/registry.js';
-import { jupyterLimitText } from './jupyter-errors.js';
+import { jupyterLimitText, KernelGoneError } from './jupyter-errors.js';
 import { KernelHistory } from './kernel-history.js';
+import { type KernelKeep, resumeNotice } from './kernel-keep.js';
 import { answerShellRequest, type ShellKernel } from './kernel-requests.js';
 import type { KernelSpecDefinition } from './kernel-specs.js';
 import { type JupyterMessage, type MessageHeader, reply, type Sender } from './wire-message.js';
@@ -29,16 +41,42 @@ export interface KernelSocket {
   close(code: number, reason: string): void;
 }
 
+export interface KernelInit {
+  /** The kernel's id, and its session's. */
+  id: string;
+  owner: Owner;
+  spec: KernelSpecDefinition;
+  /** The session's context this kernel runs in: the language's default one. */
+  contextId: string;
+  /** Its session, when this server holds one (a kernel read back from a paused record has none yet). */
+  entry?: ManagedSession;
+  registry: SessionRegistry;
+  /** sandcell's version, which kernel_info_reply gives as the implementation's. */
+  serverVersion: string;
+  /** What it kept when its session was paused (read back after a restart). */
+  kept?: KernelKeep;
+  /** Told when what the kernel keeps with its session changed (kernel-store.ts writes the session's keep). */
+  onChange?: () => void;
+}
+
 export class JupyterKernel implements ShellKernel {
-  readonly id = randomUUID();
+  readonly id: string;
+  readonly owner: Owner;
+  readonly spec: KernelSpecDefinition;
+  readonly contextId: string;
+  readonly serverVersion: string;
   readonly sockets = new Set<KernelSocket>();
   readonly history = new KernelHistory();
+  /** Its session as last bound; paused or being paused while the kernel is dormant. */
+  entry?: ManagedSession;
   executionState: ExecutionState = 'idle';
   lastActivity = new Date();
   sender: Sender;
   /** Kernel incarnations so far: history entries are numbered by it, as IPython numbers its sessions. */
   incarnation = 1;
   executionCount = 0;
+  private readonly registry: SessionRegistry;
+  private readonly onChange: () => void;
   private shellQueue: Promise<void> = Promise.resolve();
   private received = 0;
   /** After an error with `stop_on_error`, execute requests received up to this one are aborted. */
@@ -46,21 +84,92 @@ export class JupyterKernel implements ShellKernel {
   private running?: AbortController;
   /** The `input()` waiting for the client that ran the code (allow_stdin). */
   private pendingInput?: { socket: KernelSocket; resolve(value: string): void; reject(error: Error): void };
+  /** What the next execution says on stderr: what its session's resume did not bring back. */
+  private pendingNotice?: string;
+  /** The resumed session whose report was read (each is told once). */
+  private noticed?: ManagedSession;
+  /** Its session is gone for good (found when resuming it): the kernel ends once the request that found it is answered. */
+  private gone = false;
 
-  constructor(
-    readonly spec: KernelSpecDefinition,
-    readonly entry: ManagedSession,
-    /** The session's context this kernel runs in: the language's default one (its id is the language). */
-    readonly contextId: string,
-    private readonly registry: SessionRegistry,
-    /** sandcell's version, which kernel_info_reply gives as the implementation's. */
-    readonly serverVersion: string,
-  ) {
-    this.sender = { session: randomUUID(), username: 'sandcell' };
+  constructor(init: KernelInit) {
+    this.id = init.id;
+    this.owner = init.owner;
+    this.spec = init.spec;
+    this.contextId = init.contextId;
+    this.serverVersion = init.serverVersion;
+    this.registry = init.registry;
+    this.onChange = init.onChange ?? (() => undefined);
+    this.sender = { session: init.kept?.senderSession ?? randomUUID(), username: 'sandcell' };
+    if (init.kept) {
+      this.executionCount = init.kept.executionCount;
+      this.incarnation = init.kept.incarnation;
+      this.lastActivity = new Date(init.kept.lastActivity);
+    }
+    if (init.entry) this.take(init.entry);
+  }
+
+  /** Its session is paused or being paused: its next use resumes it. */
+  get dormant(): boolean {
+    const entry = this.entry;
+    if (this.executionState === 'dead' || this.gone) return false;
+    return entry === undefined || entry.pausing !== undefined || entry.closedReason === 'paused';
   }
 
   get dead(): boolean {
-    return this.executionState === 'dead' || this.entry.session.closed;
+    if (this.executionState === 'dead' || this.gone) return true;
+    return this.entry !== undefined && !isLive(this.entry) && !this.dormant;
+  }
+
+  /**
+   * The kernel's session, resumed first when it is dormant (here, after a pause by this server or
+   * the one before a restart). A session gone for good ends the kernel: 404, as a culled kernel is.
+   */
+  async live(): Promise<ManagedSession> {
+    const entry = this.entry;
+    if (entry && isLive(entry)) return entry;
+    if (this.dead) throw new KernelGoneError(this.id);
+    let resumed: ManagedSession;
+    try {
+      resumed = await this.registry.open(this.owner, this.id);
+    } catch (error) {
+      if (!sessionGone(error)) throw error;
+      this.gone = true;
+      throw new KernelGoneError(this.id, error as Error);
+    }
+    if (this.executionState === 'dead') {
+      // Shut down while it resumed: the session goes with it.
+      await this.registry.remove(resumed, 'deleted').catch(() => undefined);
+      throw new KernelGoneError(this.id);
+    }
+    this.bind(resumed);
+    return resumed;
+  }
+
+  /** Takes a live session (new, or resumed) as the kernel's; a resume's report is told at the next execution. */
+  bind(entry: ManagedSession): void {
+    this.take(entry);
+    this.onChange();
+  }
+
+  private take(entry: ManagedSession): void {
+    this.entry = entry;
+    if (entry.restored && this.noticed !== entry) {
+      this.noticed = entry;
+      this.pendingNotice = resumeNotice(entry.restored, this.contextId);
+    }
+  }
+
+  /** What the kernel keeps with its session, but its notebook sessions (the store adds them). */
+  keep(): Omit<KernelKeep, 'sessions'> {
+    return {
+      jupyter: 1,
+      spec: this.spec.name,
+      context: this.contextId,
+      executionCount: this.executionCount,
+      incarnation: this.incarnation,
+      senderSession: this.sender.session,
+      lastActivity: this.lastActivity.getTime(),
+    };
   }
 
   /** A frame from one of the kernel's sockets. */
@@ -121,14 +230,27 @@ export class JupyterKernel implements ShellKernel {
 
   /** A fresh kernel of the same language: a new `header.session`, the count from 1; files stay. */
   async restart(): Promise<void> {
+    // A dormant kernel is resumed first: its files stay through a restart.
+    const entry = await this.live().catch((error: unknown) => {
+      if (this.gone) this.shutDown();
+      throw error;
+    });
     // Not published: clients read a `restarting` status as a kernel that died and is being auto-restarted.
     this.executionState = 'restarting';
     this.interrupt();
-    await this.entry.session.restartContext(this.contextId);
+    try {
+      await entry.session.restartContext(this.contextId);
+    } catch (error) {
+      if (this.executionState === 'restarting') this.executionState = 'idle';
+      throw error;
+    }
     this.sender = { session: randomUUID(), username: 'sandcell' };
     this.incarnation++;
     this.executionCount = 0;
     this.abortThrough = this.received;
+    // What did not come back from a pause is gone with the rest of the kernel's state.
+    this.pendingNotice = undefined;
+    this.onChange();
     this.status('starting');
     this.status('idle');
   }
@@ -184,12 +306,14 @@ export class JupyterKernel implements ShellKernel {
         if (sequence <= this.abortThrough) answer({ status: 'aborted' }, { status: 'aborted' });
         else await this.execute(socket, message, answer);
       } else {
+        // Requests that ask the kernel itself resume a dormant one (answerShellRequest calls live()).
         answer((await answerShellRequest(this, message)) ?? unknownRequest(type));
       }
     } catch (error) {
-      answer(errorContent('KernelError', (error as Error).message));
+      answer(errorContent('KernelError', jupyterLimitText(error) ?? (error as Error).message));
     } finally {
-      if (!this.dead) this.status('idle', parent);
+      if (this.gone) this.shutDown();
+      else if (!this.dead) this.status('idle', parent);
     }
   }
 
@@ -214,7 +338,12 @@ export class JupyterKernel implements ShellKernel {
     const controller = new AbortController();
     this.running = controller;
     try {
-      const execution = await this.registry.execute(this.entry, code, {
+      const entry = await this.live();
+      if (this.pendingNotice !== undefined && !silent) {
+        emit('stream', { name: 'stderr', text: this.pendingNotice });
+        this.pendingNotice = undefined;
+      }
+      const execution = await this.registry.execute(entry, code, {
         context: this.contextId,
         signal: controller.signal,
         timeoutMs: Number.POSITIVE_INFINITY,
@@ -244,8 +373,23 @@ export class JupyterKernel implements ShellKernel {
     } finally {
       if (this.running === controller) this.running = undefined;
       this.lastActivity = new Date();
+      if (!this.dead) this.onChange();
     }
   }
+}
+
+function isLive(entry: ManagedSession): boolean {
+  return !entry.session.closed && entry.pausing === undefined && entry.closedAt === undefined;
+}
+
+/** A resume that failed for good: the session was deleted, or its state lost; another try would fail the same. */
+function sessionGone(error: unknown): boolean {
+  return (
+    error instanceof SessionNotFoundError ||
+    error instanceof SessionLostError ||
+    error instanceof SnapshotNotFoundError ||
+    error instanceof SnapshotInvalidError
+  );
 }
 
 function presentResult(

@@ -10,7 +10,8 @@ import { type JupyterMessage, PROTOCOL_VERSION } from './wire-message.js';
 
 /** What these answers read of their kernel (JupyterKernel is one): its session, context, spec and history. */
 export interface ShellKernel {
-  readonly entry: ManagedSession;
+  /** Its session, resumed first when the server paused it: only the requests that ask the kernel itself wait for it. */
+  live(): Promise<ManagedSession>;
   readonly contextId: string;
   readonly spec: KernelSpecDefinition;
   readonly history: KernelHistory;
@@ -28,14 +29,14 @@ export async function answerShellRequest(
       return kernelInfo(kernel);
     case 'is_complete_request': {
       const code = typeof content.code === 'string' ? content.code : '';
-      const answer = await kernel.entry.session.checkComplete(code, { context: kernel.contextId });
+      const answer = await (await kernel.live()).session.checkComplete(code, { context: kernel.contextId });
       return answer.status === 'incomplete'
         ? { status: 'incomplete', indent: ' '.repeat(Math.max(0, Math.min(answer.indent, 64))) }
         : { status: answer.status };
     }
     case 'complete_request': {
       const code = typeof content.code === 'string' ? content.code : '';
-      const completion = await kernel.entry.session.complete(code, cursorPosition(content, code), {
+      const completion = await (await kernel.live()).session.complete(code, cursorPosition(content, code), {
         context: kernel.contextId,
       });
       return {
@@ -48,7 +49,7 @@ export async function answerShellRequest(
     }
     case 'inspect_request': {
       const code = typeof content.code === 'string' ? content.code : '';
-      const inspection = await kernel.entry.session.inspect(code, cursorPosition(content, code), {
+      const inspection = await (await kernel.live()).session.inspect(code, cursorPosition(content, code), {
         context: kernel.contextId,
         detailLevel: content.detail_level === 1 ? 1 : 0,
       });

@@ -171,8 +171,8 @@ describe('the channels socket', () => {
     client.socket.close();
   });
 
-  it('culls a kernel whose session idled out: its socket closes and listings drop it', async () => {
-    const kernelId = await startKernel({ idleTimeoutMs: 300 });
+  it('culls a kernel whose session idled out with --on-idle close: its socket closes and listings drop it', async () => {
+    const kernelId = await startKernel({ idleTimeoutMs: 300, onIdle: 'close' });
     const client = await Client.open(kernelId);
     await new Promise((resolve) => client.socket.once('close', resolve));
     const kernels = (await (await fetch(`${server?.url}/jupyter/api/kernels`)).json()) as unknown[];

@@ -14,7 +14,6 @@ import type { JupyterKernel } from './jupyter-kernel.js';
 import { DEFAULT_KERNEL_NAME, environmentKernelSpec, KERNEL_SPECS, presentKernelSpec } from './kernel-specs.js';
 import type { KernelStore } from './kernel-store.js';
 import { passwordLoginRoutes } from './login-routes.js';
-import { NotebookSessions } from './notebook-sessions.js';
 import { presentKernel, presentSession } from './present.js';
 
 /** What Jupyter Server version this API matches, as `/api` says it (clients pick features by it). */
@@ -40,7 +39,7 @@ const text = (value: unknown): string | undefined => (typeof value === 'string' 
 
 export function jupyterRoutes(server: ServerContext, kernels: KernelStore): Hono {
   const app = new Hono();
-  const sessions = new NotebookSessions(kernels);
+  const { sessions } = kernels;
   const owner = (context: Context) =>
     authenticateJupyter(server.apiKeys, kernels.logins, {
       method: context.req.method,
@@ -66,8 +65,8 @@ export function jupyterRoutes(server: ServerContext, kernels: KernelStore): Hono
     await next();
   });
 
-  app.get('/api/status', (context) => {
-    const mine = kernels.list(owner(context));
+  app.get('/api/status', async (context) => {
+    const mine = await kernels.list(owner(context));
     const last = mine.reduce(
       (latest, kernel) => Math.max(latest, kernel.lastActivity.getTime()),
       kernels.started.getTime(),
@@ -97,7 +96,8 @@ export function jupyterRoutes(server: ServerContext, kernels: KernelStore): Hono
     return context.json(presentKernelSpec(spec));
   });
 
-  app.get('/api/kernels', (context) => context.json(kernels.list(owner(context)).map(presentKernel)));
+  // Dormant kernels (their sessions paused) are listed as idle; listing them resumes nothing.
+  app.get('/api/kernels', async (context) => context.json((await kernels.list(owner(context))).map(presentKernel)));
   app.post('/api/kernels', async (context) => {
     // `env` and `path` (the gateway client posts its whole environment) are ignored: kernels are sandboxed.
     const body = await readBody(context);
@@ -105,19 +105,20 @@ export function jupyterRoutes(server: ServerContext, kernels: KernelStore): Hono
     context.header('Location', `/jupyter/api/kernels/${kernel.id}`);
     return context.json(presentKernel(kernel), 201);
   });
-  app.get('/api/kernels/:id', (context) =>
-    context.json(presentKernel(kernels.get(owner(context), context.req.param('id')))),
+  app.get('/api/kernels/:id', async (context) =>
+    context.json(presentKernel(await kernels.get(owner(context), context.req.param('id')))),
   );
   app.delete('/api/kernels/:id', async (context) => {
-    await kernels.remove(kernels.get(owner(context), context.req.param('id')));
+    await kernels.remove(await kernels.get(owner(context), context.req.param('id')));
     return context.body(null, 204);
   });
-  app.post('/api/kernels/:id/interrupt', (context) => {
-    kernels.get(owner(context), context.req.param('id')).interrupt();
+  // A dormant kernel runs nothing: interrupting it resumes nothing either.
+  app.post('/api/kernels/:id/interrupt', async (context) => {
+    (await kernels.get(owner(context), context.req.param('id'))).interrupt();
     return context.body(null, 204);
   });
   app.post('/api/kernels/:id/restart', async (context) => {
-    const kernel = kernels.get(owner(context), context.req.param('id'));
+    const kernel = await kernels.use(owner(context), context.req.param('id'));
     await kernel.restart();
     return context.json(presentKernel(kernel));
   });
@@ -125,13 +126,13 @@ export function jupyterRoutes(server: ServerContext, kernels: KernelStore): Hono
   const kernelFor = async (context: Context, requested: unknown, current?: JupyterKernel) => {
     const wanted = (requested ?? {}) as Record<string, unknown>;
     const id = text(wanted.id);
-    if (id !== undefined) return kernels.get(owner(context), id);
+    if (id !== undefined) return await kernels.get(owner(context), id);
     const name = text(wanted.name);
     if (current && (name === undefined || name === current.spec.name)) return current;
     return kernels.create(owner(context), name || undefined);
   };
 
-  app.get('/api/sessions', (context) => context.json(sessions.list(owner(context)).map(presentSession)));
+  app.get('/api/sessions', async (context) => context.json((await sessions.list(owner(context))).map(presentSession)));
   app.post('/api/sessions', async (context) => {
     const body = await readBody(context);
     const notebook = (body.notebook ?? {}) as Record<string, unknown>;
@@ -146,24 +147,23 @@ export function jupyterRoutes(server: ServerContext, kernels: KernelStore): Hono
     context.header('Location', `/jupyter/api/sessions/${session.id}`);
     return context.json(presentSession(session), 201);
   });
-  app.get('/api/sessions/:id', (context) =>
-    context.json(presentSession(sessions.get(owner(context), context.req.param('id')))),
+  app.get('/api/sessions/:id', async (context) =>
+    context.json(presentSession(await sessions.get(owner(context), context.req.param('id')))),
   );
   app.patch('/api/sessions/:id', async (context) => {
-    const session = sessions.get(owner(context), context.req.param('id'));
+    const session = await sessions.get(owner(context), context.req.param('id'));
     const body = await readBody(context);
     session.path = text(body.path) ?? session.path;
     session.name = text(body.name) ?? session.name;
     session.type = text(body.type) ?? session.type;
-    if (body.kernel !== undefined) {
-      const previous = session.kernel;
-      session.kernel = await kernelFor(context, body.kernel, previous);
-      if (previous !== session.kernel) await sessions.releaseKernel(previous);
-    }
+    const previous = session.kernel;
+    if (body.kernel !== undefined) session.kernel = await kernelFor(context, body.kernel, previous);
+    sessions.changed(session, previous);
+    if (previous !== session.kernel) await sessions.releaseKernel(previous);
     return context.json(presentSession(session));
   });
   app.delete('/api/sessions/:id', async (context) => {
-    await sessions.remove(sessions.get(owner(context), context.req.param('id')));
+    await sessions.remove(await sessions.get(owner(context), context.req.param('id')));
     return context.body(null, 204);
   });
 

@@ -31,7 +31,9 @@ const root = mkdtempSync(path.join(os.tmpdir(), 'sandcell-v1-snapshots-'));
 const servers: SandcellServer[] = [];
 
 /** A server with its own state directory, or `stateDirectory`'s (a restart). */
-async function start(options: { idleTimeoutMs?: number; onIdle?: 'pause' | 'close'; stateDirectory?: string } = {}) {
+async function start(
+  options: { idleTimeoutMs?: number; onIdle?: 'pause' | 'close'; stateDirectory?: string | false } = {},
+) {
   const stateDirectory = options.stateDirectory ?? mkdtempSync(path.join(root, 'state-'));
   const server = await startScriptedServer(toy, { apiKeys: KEYS, poolSize: 0, ...options, stateDirectory });
   servers.push(server);
@@ -66,6 +68,14 @@ describe('/v1 snapshots (scripted backend)', () => {
     expect(live.restored.contexts).toEqual([{ id: 'python', language: 'python', restored: ['x'], skipped: [] }]);
     // The pause's snapshot went with the resume.
     expect((await alice.json<Json>('/v1/snapshots')).snapshots).toEqual([]);
+  });
+
+  it('pauses and resumes without a state directory too (a store of its own, gone with the process)', async () => {
+    const { alice } = await start({ stateDirectory: false });
+    const { id } = await alice.json<Json>('/v1/sessions', { method: 'POST' });
+    await run(alice, id, 'x = in-memory');
+    expect(await alice.json<Json>(`/v1/sessions/${id}/pause`, { method: 'POST' })).toMatchObject({ state: 'paused' });
+    expect(shown(await run(alice, id, 'x'))).toBe('in-memory');
   });
 
   it('keeps keys apart: another key cannot see, resume, pause or delete a paused session', async () => {
