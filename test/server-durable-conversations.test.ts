@@ -156,8 +156,9 @@ describe('sandcell serve --state-dir: conversations survive a SIGKILL', () => {
       streamed += value;
     }
     await reader.cancel(); // the client goes; the turn goes on (until the kill)
-    // The running turn is written at most a second after its output: kill once it is on disk.
-    await expect.poll(() => stateFilesText(stateDirectory), { timeout: 30_000 }).toContain('working on it');
+    // The running turn is written at most a second after its output: kill once it is on disk. The output as
+    // JSON (`working on it\n`, the newline escaped): the code's own text, written first, names it too.
+    await expect.poll(() => stateFilesText(stateDirectory), { timeout: 30_000 }).toContain('working on it\\n');
     await server.kill('SIGKILL');
     server = undefined;
 
