@@ -114,3 +114,19 @@ export function codeRun(backend: ScriptedBackend): string[] {
     }),
   );
 }
+
+/**
+ * A kernel of names, for tests of state that outlives a kernel (snapshots): `name = value` binds the
+ * text, `name = socket()` binds what a snapshot cannot keep (a function), a bare name shows its value
+ * (a NameError when unbound).
+ */
+export function namesKernel({ code, state }: ScriptedRunContext): ScriptedStep[] {
+  const assignment = /^(\w+) = (.*)$/.exec(code);
+  if (assignment) {
+    state.set(assignment[1] ?? '', assignment[2] === 'socket()' ? () => 'a socket' : assignment[2]);
+    return [];
+  }
+  if (!state.has(code))
+    return [{ type: 'error', name: 'NameError', value: `name '${code}' is not defined`, traceback: [] }];
+  return [value(String(state.get(code)))];
+}

@@ -14,25 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { fold, lastTurn, readEvents, sse } from '../../../test/support/conversation-events.js';
+import { namesKernel } from '../../../test/support/kernel-script.js';
 import { type Client, client, startScriptedServer } from '../../../test/support/server.js';
 import { ScriptedChatModel } from '../../agents/scripted-chat-model.js';
-import type { ScriptedRunContext, ScriptedStep } from '../../backends/scripted/index.js';
 import type { Conversation, ConversationSummary, Turn } from '../../protocol/index.js';
-
-/** `name = value` binds; `conn = socket()` binds what a snapshot cannot keep; a bare name shows its value. */
-function toy({ code, state }: ScriptedRunContext): ScriptedStep[] {
-  if (code === 'conn = socket()') {
-    state.set('conn', () => 'a socket');
-    return [];
-  }
-  const assignment = /^(\w+) = (.*)$/.exec(code);
-  if (assignment) {
-    state.set(assignment[1] ?? '', assignment[2]);
-    return [];
-  }
-  if (!state.has(code)) return [{ type: 'error', name: 'NameError', value: `name '${code}' is not defined` }];
-  return [{ type: 'result', data: { 'text/plain': String(state.get(code)) } }];
-}
 
 type Server = Awaited<ReturnType<typeof startScriptedServer>>;
 const root = mkdtempSync(path.join(os.tmpdir(), 'sandcell-conversation-resume-'));
@@ -40,7 +25,7 @@ const servers: Server[] = [];
 
 async function start(options: { idleTimeoutMs?: number; stateDirectory?: string; model?: ScriptedChatModel } = {}) {
   const stateDirectory = options.stateDirectory ?? mkdtempSync(path.join(root, 'state-'));
-  const server = await startScriptedServer(toy, { poolSize: 0, webRoot: false, ...options, stateDirectory });
+  const server = await startScriptedServer(namesKernel, { poolSize: 0, webRoot: false, ...options, stateDirectory });
   servers.push(server);
   return { server, api: client(server), stateDirectory };
 }

@@ -8,23 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { namesKernel } from '../../../test/support/kernel-script.js';
 import { type Client, client, type LogCapture, startScriptedServer } from '../../../test/support/server.js';
-import type { ScriptedRunContext, ScriptedStep } from '../../backends/scripted/index.js';
 import type { SandcellServer } from '../index.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;
-
-/** `name = value` binds, a bare name shows its value. */
-function toy({ code, state }: ScriptedRunContext): ScriptedStep[] {
-  const assignment = /^(\w+) = (.*)$/.exec(code);
-  if (assignment) {
-    state.set(assignment[1] ?? '', assignment[2]);
-    return [];
-  }
-  if (!state.has(code)) return [{ type: 'error', name: 'NameError', value: `name '${code}' is not defined` }];
-  return [{ type: 'result', data: { 'text/plain': String(state.get(code)) } }];
-}
 
 const KEYS = ['alice-key-1234', 'bob-key-123456'];
 const root = mkdtempSync(path.join(os.tmpdir(), 'sandcell-v1-snapshots-'));
@@ -35,7 +24,7 @@ async function start(
   options: { idleTimeoutMs?: number; onIdle?: 'pause' | 'close'; stateDirectory?: string | false } = {},
 ) {
   const stateDirectory = options.stateDirectory ?? mkdtempSync(path.join(root, 'state-'));
-  const server = await startScriptedServer(toy, { apiKeys: KEYS, poolSize: 0, ...options, stateDirectory });
+  const server = await startScriptedServer(namesKernel, { apiKeys: KEYS, poolSize: 0, ...options, stateDirectory });
   servers.push(server);
   return { server, alice: client(server, KEYS[0]), bob: client(server, KEYS[1]) };
 }
