@@ -52,4 +52,30 @@ describe('LineSplitter', () => {
     splitter.push(Buffer.from('123456\n'));
     expect(lines).toEqual(['(dropped)', '123456']);
   });
+
+  it('gives the raw bytes a line announces whole, newlines and all, then reads lines again', () => {
+    const events: string[] = [];
+    const splitter: LineSplitter = new LineSplitter(
+      () => 100,
+      (line) => {
+        events.push(`line ${line}`);
+        const announced = /^frame (\d+)$/.exec(line);
+        if (announced)
+          splitter.expectBytes(Number(announced[1]), (data) => events.push(`bytes ${data.toString('hex')}`));
+      },
+      () => events.push('(dropped)'),
+    );
+    // Split anywhere: the frame's bytes (which hold a newline) across chunks, a line right behind them.
+    const wire = Buffer.concat([
+      Buffer.from('frame 5\n'),
+      Buffer.from([0x61, 0x0a, 0x00, 0xff, 0x62]),
+      Buffer.from('after\nframe 0\nlast\n'),
+    ]);
+    for (const cut of [1, 9, 11, wire.length]) {
+      events.length = 0;
+      splitter.push(wire.subarray(0, cut));
+      splitter.push(wire.subarray(cut));
+      expect(events).toEqual(['line frame 5', 'bytes 610a00ff62', 'line after', 'line frame 0', 'bytes ', 'line last']);
+    }
+  });
 });

@@ -2,14 +2,24 @@
  * Splits a byte stream into newline-terminated lines within a size bound. A
  * line over the bound is skipped as it streams past, never buffered, and
  * reported by its size when it ends: a sender flooding oversized lines costs
- * scanning time, not memory.
+ * scanning time, not memory. A line may announce raw bytes after it (a binary
+ * frame): the line's handler calls `expectBytes`, and the bytes that follow go
+ * to its callback whole, never read as lines.
  */
+
+/** Raw bytes a line announced, still to come. */
+interface Frame {
+  remaining: number;
+  chunks: Buffer[];
+  done: (data: Buffer) => void;
+}
 
 export class LineSplitter {
   private chunks: Buffer[] = [];
   private buffered = 0;
   /** Bytes of the oversized line being skipped, or undefined when none is. */
   private skipped?: number;
+  private frame?: Frame;
 
   /**
    * @param maxLineBytes the bound for the line being read, asked as its bytes
@@ -23,9 +33,22 @@ export class LineSplitter {
     private readonly onOversizedLine: (bytes: number) => void,
   ) {}
 
+  /**
+   * Takes the next `count` bytes, after the line being handled, as raw bytes
+   * given whole to `done` (call it from `onLine`; the caller bounds `count`).
+   */
+  expectBytes(count: number, done: (data: Buffer) => void): void {
+    if (count === 0) done(Buffer.alloc(0));
+    else this.frame = { remaining: count, chunks: [], done };
+  }
+
   push(chunk: Buffer): void {
     let start = 0;
     while (start < chunk.length) {
+      if (this.frame) {
+        start = this.takeFrame(chunk, start);
+        continue;
+      }
       const newline = chunk.indexOf(0x0a, start);
       const end = newline === -1 ? chunk.length : newline;
       const piece = chunk.subarray(start, end);
@@ -54,5 +77,18 @@ export class LineSplitter {
       this.buffered = 0;
       this.onLine(line, bytes);
     }
+  }
+
+  /** Takes what `chunk` holds of the announced bytes from `start`; returns where the rest begins. */
+  private takeFrame(chunk: Buffer, start: number): number {
+    const frame = this.frame as Frame;
+    const end = Math.min(chunk.length, start + frame.remaining);
+    frame.chunks.push(chunk.subarray(start, end));
+    frame.remaining -= end - start;
+    if (frame.remaining === 0) {
+      this.frame = undefined;
+      frame.done(frame.chunks.length === 1 ? (frame.chunks[0] as Buffer) : Buffer.concat(frame.chunks));
+    }
+    return end;
   }
 }

@@ -153,6 +153,34 @@ print(Point(5).norm())
     ]);
   });
 
+  it('still reads a state file of format 1, written before the header moved behind the pickle', async () => {
+    const file = path.join(scratch, 'format-1.state');
+    // What the previous version wrote: the magic line, the header's length, the header, the pickle.
+    const header = JSON.stringify({
+      modules: { math: 'math' },
+      values: ['kept'],
+      skipped: [],
+      cwd: scratch,
+      environ: { set: {}, unset: [] },
+      sysPath: [],
+      executionCount: 4,
+    });
+    const pickle = await runProcess('/usr/bin/python3', [
+      '-c',
+      'import pickle; print(pickle.dumps({"kept": 41}, protocol=4).hex())',
+    ]);
+    writeFileSync(
+      file,
+      Buffer.concat([
+        Buffer.from(`sandcell-python-state 1\n${Buffer.byteLength(header)}\n${header}`),
+        Buffer.from(pickle.stdout.trim(), 'hex'),
+      ]),
+    );
+    const loaded = await python('load', file, 'print(kept + 1, math.floor(2.5))');
+    expect(loaded.printed).toBe('42 2');
+    expect(loaded.report).toEqual({ restored: ['math', 'kept'], skipped: [], executionCount: 4 });
+  });
+
   it('refuses a file that is not a state file before unpickling anything', async () => {
     const file = path.join(scratch, 'not-a-state');
     const mark = path.join(scratch, 'ran');

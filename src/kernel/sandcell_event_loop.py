@@ -16,6 +16,7 @@ import time
 READABLE = select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR
 WRITABLE = select.EPOLLOUT | select.EPOLLERR
 READ_BYTES = 1 << 16
+FRAME_READ_BYTES = 1 << 20
 
 
 class Timer:
@@ -143,7 +144,9 @@ def exit_status(status):
 
 class LineReader:
     """Newline-delimited lines from a non-blocking descriptor. A line longer
-    than `limit` bytes is skipped whole (never held in memory) and reported."""
+    than `limit` bytes is skipped whole (never held in memory) and reported.
+    A line may announce raw bytes after it (a frame): its handler calls
+    `expect_bytes`, and those bytes are given whole, never read as lines."""
 
     def __init__(self, fd, limit, on_line, on_oversize):
         self.fd = fd
@@ -154,11 +157,33 @@ class LineReader:
         self.size = 0
         self.skipping = False
         self.closed = False
+        self.frame = None  # [bytes still to come, parts, on_bytes]
+
+    def expect_bytes(self, count, on_bytes, keep=True):
+        """Takes the next `count` bytes, after the line being handled, as one
+        bytes object given to on_bytes (the caller bounds `count`); without
+        `keep`, they are passed over unkept and on_bytes gets b""."""
+        if count == 0:
+            on_bytes(b"")
+        else:
+            self.frame = [count, [] if keep else None, on_bytes]
+
+    def _take_frame(self, chunk, start):
+        frame = self.frame
+        end = min(len(chunk), start + frame[0])
+        if frame[1] is not None:
+            frame[1].append(chunk[start:end])
+        frame[0] -= end - start
+        if frame[0] == 0:
+            self.frame = None
+            frame[2](b"".join(frame[1] or ()))
+        return end
 
     def read_once(self):
         """Reads what is there; returns False at end of file."""
         try:
-            chunk = os.read(self.fd, READ_BYTES)
+            # A frame is read in larger pieces, up to its end.
+            chunk = os.read(self.fd, READ_BYTES if self.frame is None else max(READ_BYTES, min(self.frame[0], FRAME_READ_BYTES)))
         except BlockingIOError:
             return True
         except OSError:
@@ -185,6 +210,11 @@ class LineReader:
     def _feed(self, chunk):
         start = 0
         while not self.closed:
+            if self.frame is not None:
+                start = self._take_frame(chunk, start)
+                if start >= len(chunk):
+                    return
+                continue
             index = chunk.find(b"\n", start)
             end = len(chunk) if index < 0 else index
             if not self.skipping:

@@ -10,8 +10,11 @@ bound twice) is shared again after loading; a name that cannot be pickled (a
 socket, a generator, a thread) is left out and named with the reason, costing
 only that name.
 
-The file: a line `sandcell-python-state 1`, a line holding the header's length,
-the header (JSON: what is in it and what was left out), then the pickle. It is
+The file: a line `sandcell-python-state 2`, 16 digits giving where the header
+starts, the pickle, then the header (JSON: what is in it and what was left
+out), last because what was left out is known only once the pickle is written:
+the pickle goes straight to the file, never whole in memory. (Format 1, the
+header's length and the header before the pickle, is still read.) It is
 loaded only inside a sandbox, after the host checked it is the file this
 sandbox's key wrote (an HMAC): a pickle runs code when loaded.
 """
@@ -24,7 +27,9 @@ import re
 import sys
 import types
 
-MAGIC = b"sandcell-python-state 1\n"
+MAGIC = b"sandcell-python-state 2\n"
+MAGIC_1 = b"sandcell-python-state 1\n"
+OFFSET_DIGITS = 16
 MAX_HEADER_BYTES = 8 * 1024 * 1024
 # IPython's own names: its output cache (_, __, _5, _i5, _oh …), In/Out and the exit helpers.
 IPYTHON_NAME = re.compile(r"^(_+|_i{1,3}|_i?\d+|_dh|_oh|_ih|In|Out|exit|quit|get_ipython)$")
@@ -63,43 +68,72 @@ def unpicklable_reason(error, value):
     return f"{type(value).__name__}: {type(error).__name__}: {str(error)[:200]}"
 
 
-def pickled(value, main):
-    """`value` pickled by dill. Functions and classes of the user's module are
-    pickled by value, their globals as a reference to that module's namespace
-    (so after loading they see the names as they are then, not a copy)."""
+class Discard:
+    """A file that keeps nothing: where a value is pickled only to learn whether it can be."""
+
+    def write(self, data):
+        return len(data)
+
+
+def pickle_into(value, main, out):
+    """Pickles `value` by dill into the binary file `out`. Functions and
+    classes of the user's module are pickled by value, their globals as a
+    reference to that module's namespace (so after loading they see the names
+    as they are then, not a copy). Protocol 5 writes large buffers (an array's
+    data) straight to the file, never copied into a bytes object first."""
     import dill
 
-    out = io.BytesIO()
-    pickler = dill.Pickler(out, protocol=4)
+    pickler = dill.Pickler(out, protocol=5)
     pickler._main = main
     pickler.dump(value)
+
+
+def pickled(value, main):
+    """`value` pickled by dill, as bytes."""
+    out = io.BytesIO()
+    pickle_into(value, main, out)
     return out.getvalue()
 
 
-def dump_values(values, main):
-    """One pickle of `values` (a dict), and the names left out with why.
+def dump_values(values, main, out):
+    """Pickles `values` (a dict) into `out`, a seekable binary file; returns
+    the names left out with why.
 
-    Tried whole first; if that fails, each name alone finds the ones that
-    cannot be pickled, and the rest are pickled whole again.
+    Tried whole first; if that fails, what it wrote goes, each name alone finds
+    the ones that cannot be pickled, and the rest are pickled whole again.
     """
-    skipped = []
+    start = out.tell()
+
+    def attempt(kept):
+        try:
+            pickle_into(kept, main, out)
+            return True
+        except Exception:
+            out.seek(start)
+            out.truncate()
+            raise
+
     try:
-        return pickled(values, main), skipped
+        attempt(values)
+        return []
     except Exception:
         pass
+    skipped = []
     kept = {}
     for name, value in values.items():
         try:
-            pickled(value, main)
+            pickle_into(value, main, Discard())
             kept[name] = value
         except Exception as error:
             skipped.append({"name": name, "reason": unpicklable_reason(error, value)})
     try:
-        return pickled(kept, main), skipped
+        attempt(kept)
+        return skipped
     except Exception as error:
         # Each pickles alone but not together (rare: a failure that depends on what was pickled before).
         reason = f"could not be saved together with the others ({type(error).__name__}: {str(error)[:200]})"
-        return pickled({}, main), skipped + [{"name": name, "reason": reason} for name in kept]
+        attempt({})
+        return skipped + [{"name": name, "reason": reason} for name in kept]
 
 
 def save(main, baseline, execution_count, out):
@@ -114,7 +148,10 @@ def save(main, baseline, execution_count, out):
             modules[name] = value.__name__
         else:
             values[name] = value
-    state, skipped = dump_values(values, main)
+    out.write(MAGIC)
+    offset_at = out.tell()
+    out.write(b"0" * OFFSET_DIGITS)  # where the header starts, once it is known
+    skipped = dump_values(values, main, out)
     skipped_names = {entry["name"] for entry in skipped}
     header = {
         "modules": modules,
@@ -128,25 +165,45 @@ def save(main, baseline, execution_count, out):
         "sysPath": [entry for entry in sys.path if entry not in baseline.sys_path],
         "executionCount": execution_count,
     }
-    encoded = json.dumps(header).encode()
-    out.write(MAGIC)
-    out.write(b"%d\n" % len(encoded))
-    out.write(encoded)
-    out.write(state)
+    header_at = out.tell()
+    out.write(json.dumps(header).encode())
+    out.seek(offset_at)
+    out.write(b"%0*d" % (OFFSET_DIGITS, header_at))
+    out.seek(0, io.SEEK_END)
     return {"saved": list(modules) + header["values"], "skipped": skipped}
 
 
 def read_header(source):
-    if source.read(len(MAGIC)) != MAGIC:
+    """The header of a state file (seekable), leaving `source` at the pickle's start."""
+    magic = source.read(len(MAGIC))
+    if magic == MAGIC_1:
+        try:
+            length = int(source.readline(32))
+        except ValueError:
+            raise NotAState("the state file's header has no length") from None
+        if not 0 <= length <= MAX_HEADER_BYTES:
+            raise NotAState("the state file's header is too large")
+        return parse_header(source.read(length))
+    if magic != MAGIC:
         raise NotAState("not a sandcell Python state file")
-    try:
-        length = int(source.readline(32))
-    except ValueError:
-        raise NotAState("the state file's header has no length") from None
-    if not 0 <= length <= MAX_HEADER_BYTES:
+    digits = source.read(OFFSET_DIGITS)
+    if len(digits) != OFFSET_DIGITS or not digits.isdigit():
+        raise NotAState("the state file does not say where its header is")
+    pickle_at = source.tell()
+    header_at = int(digits)
+    if header_at < pickle_at:
+        raise NotAState("the state file's header is out of place")
+    source.seek(header_at)
+    encoded = source.read(MAX_HEADER_BYTES + 1)
+    if len(encoded) > MAX_HEADER_BYTES:
         raise NotAState("the state file's header is too large")
+    source.seek(pickle_at)
+    return parse_header(encoded)
+
+
+def parse_header(encoded):
     try:
-        header = json.loads(source.read(length))
+        header = json.loads(encoded)
     except ValueError:
         raise NotAState("the state file's header is not JSON") from None
     if not isinstance(header, dict) or not all(key in header for key in ("modules", "values", "skipped", "cwd", "environ", "sysPath", "executionCount")):

@@ -20,6 +20,7 @@ from sandcell_contexts import Context
 from sandcell_kernels import kernel_table, language_available
 from sandcell_event_loop import READABLE, EventLoop, LineReader, write_all
 from sandcell_process import find_executable, kill_group
+import sandcell_state
 
 PROTOCOL_VERSION = 2
 DATA_DIR = "/mnt/data"
@@ -93,13 +94,16 @@ class Supervisor:
     def log(self, message):
         self.send({"type": "log", "message": str(message)[:LOG_MESSAGE_CHARS]})
 
-    def reply(self, message, body=None, error=None):
+    def reply(self, message, body=None, error=None, frame=None):
+        """Answers a request; `frame`: raw bytes after the line, which `body` announces (`bytes`)."""
         answer = {"type": "reply", "id": message.get("id"), "ok": error is None}
         if error is not None:
             answer["error"] = {"code": error.code, "message": str(error)}
         elif body:
             answer.update(body)
         self.send(answer)
+        if frame and error is None:
+            self.send_parts(frame)
 
     def on_host_readable(self, mask):
         if not self.host.read_once():
@@ -121,6 +125,16 @@ class Supervisor:
             kind = None
         if self.legacy and ("context" in message or kind in VERSION_2_REQUESTS):
             self.legacy = False
+        count = message.get("bytes")
+        if kind == "state-write" and type(count) is int and count >= 0:
+            # Its bytes follow the line raw (a frame): the request is handled once they are in. Too
+            # many are passed over, so the channel stays in step, and the request is refused.
+            keep = count <= sandcell_state.CHUNK_BYTES
+            self.host.expect_bytes(count, lambda data: self.handle(kind, dict(message, data=data) if keep else message, line), keep)
+            return
+        self.handle(kind, message, line)
+
+    def handle(self, kind, message, line):
         try:
             if kind in CONTEXT_REQUESTS:
                 self.route(kind, message, line)
@@ -290,8 +304,6 @@ class Supervisor:
 
     # --- snapshots --------------------------------------------------------------
     def state_begin(self, message):
-        import sandcell_state
-
         mode = message.get("mode")
         if mode not in ("save", "load"):
             raise RequestError("invalid-request", "state-begin: mode must be save or load")
@@ -311,15 +323,13 @@ class Supervisor:
         self.archive_call(message, lambda archive, reply, fail: archive.read(offset, reply, fail))
 
     def state_write(self, message):
-        data = message.get("data", "")
-        if not isinstance(data, str):
-            raise RequestError("invalid-request", "state-write: data must be a base64 string")
+        data = message.get("data")
+        if not isinstance(data, bytes):
+            raise RequestError("invalid-request", "state-write: bytes must be the length of the frame after the line, at most %d" % sandcell_state.CHUNK_BYTES)
         eof = message.get("eof") is True
         self.archive_call(message, lambda archive, reply, fail: archive.write(data, eof, reply, fail))
 
     def archive_call(self, message, call):
-        import sandcell_state
-
         if self.archive is None:
             raise RequestError("invalid-request", "%s: no archive was begun (state-begin)" % message.get("type"))
 
@@ -327,13 +337,11 @@ class Supervisor:
             self.reply(message, error=RequestError(error.code, str(error)))
 
         try:
-            call(self.archive, lambda body: self.reply(message, body), fail)
+            call(self.archive, lambda body, frame=None: self.reply(message, body, frame=frame), fail)
         except sandcell_state.StateError as error:
             raise RequestError(error.code, str(error)) from None
 
     def state_end(self, message):
-        import sandcell_state
-
         self.end_archive()
         sandcell_state.remove_state_directory()
         self.reply(message)

@@ -6,12 +6,13 @@ site (/tmp/.local, where `pip install --user` puts packages) and the state
 directory, where each context's kernel wrote its state file when asked
 (state-save, routed to it like any context request). The host reads the stream
 in chunks (state-read) when saving and writes it back in chunks (state-write)
-when loading; `tar` does the work in a child, so the supervisor's loop only
-moves bytes and a large archive never sits whole in its memory or in /tmp.
+when loading, raw after each request's or reply's line (a frame); `tar` does
+the work in a child, so the supervisor's loop only moves bytes and a large
+archive never sits whole in its memory or in /tmp.
 """
 
-import base64
-import binascii
+import collections
+import fcntl
 import os
 
 from sandcell_event_loop import READABLE, WRITABLE
@@ -21,7 +22,10 @@ STATE_DIR = "/tmp/.sandcell-state"
 # Relative to /, in this order.
 ARCHIVED = ("mnt/data", "tmp/.local", "tmp/.sandcell-state")
 CHUNK_BYTES = 4 << 20
+MAX_QUEUED_WRITES = 2
 ERROR_BYTES = 8192
+# tar's pipe: larger than the default 64 KiB, so a chunk crosses in fewer rounds of the loop.
+PIPE_BYTES = 1 << 20
 
 
 class StateError(Exception):
@@ -33,7 +37,7 @@ class StateError(Exception):
 class Archive:
     """One `tar` child: `tar -c` for a save (its output read by the host), or
     `tar -x` for a load (its input written by the host). Answers go through
-    `reply(body)` or `fail(StateError)` callbacks, once per request."""
+    `reply(body, frame=None)` or `fail(StateError)` callbacks, once per request."""
 
     def __init__(self, loop, mode, tar, bash, env, clean):
         self.loop = loop
@@ -44,6 +48,7 @@ class Archive:
         self.errors = b""
         self.closed = False
         self.waiting = None  # called once tar has exited
+        self.writes = collections.deque()  # a load's frames not yet in tar's pipe: (reply, fail, view, eof)
         self.out = self.into = None
         self.pid = self.errors_fd = None
         self.tar, self.bash, self.env = tar, bash, env
@@ -82,6 +87,10 @@ class Archive:
         for fd in (self.out, self.into):
             if fd is not None:
                 os.set_blocking(fd, False)
+                try:
+                    fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+                except OSError:
+                    pass  # over the system's bound for an unprivileged pipe: the default works
         self.loop.on_exit(self.pid, self._on_exit)
 
     # --- a save: the host reads -------------------------------------------------
@@ -97,69 +106,78 @@ class Archive:
             self._start([self.tar, "--create", "--file=-", "--directory=/", "--numeric-owner", "--ignore-failed-read", "--warning=no-file-changed", "--warning=no-file-ignored", "--", *members])
         if self.out is None:
             raise StateError("invalid-request", "state-read: the archive has ended")
-        self.pending = (reply, fail, bytearray())
+        # Read in place into the chunk (os.read would allocate its whole size for each pipe's worth).
+        self.pending = (reply, fail, bytearray(CHUNK_BYTES), 0)
         self.loop.register(self.out, READABLE, self._on_readable)
 
     def _on_readable(self, mask):
-        reply, fail, chunk = self.pending
+        reply, fail, chunk, filled = self.pending
         try:
-            data = os.read(self.out, CHUNK_BYTES - len(chunk))
+            count = os.readv(self.out, [memoryview(chunk)[filled:]])
         except BlockingIOError:
             return
-        chunk += data
-        if data and len(chunk) < CHUNK_BYTES:
+        filled += count
+        self.pending = (reply, fail, chunk, filled)
+        if count and filled < CHUNK_BYTES:
             return
         self.loop.unregister(self.out)
-        if data:
-            self._answer_read(chunk, False)
+        if count:
+            self._answer_read(False)
             return
         os.close(self.out)
         self.out = None
-        self._when_exited(lambda: self._answer_read(chunk, True))
+        self._when_exited(lambda: self._answer_read(True))
 
-    def _answer_read(self, chunk, eof):
-        reply, fail, _ = self.pending
+    def _answer_read(self, eof):
+        reply, fail, chunk, filled = self.pending
         self.pending = None
         if eof and self.status not in (0, 1):  # 1: a file changed as it was read, which a live session may do
             fail(StateError("state-failed", "tar failed (status %s): %s" % (self.status, self._error_text())))
             return
-        self.offset += len(chunk)
-        reply({"data": base64.b64encode(chunk).decode("ascii"), "eof": eof})
+        self.offset += filled
+        del chunk[filled:]
+        reply({"bytes": filled, "eof": eof}, chunk)
 
     # --- a load: the host writes ------------------------------------------------
     def write(self, data, eof, reply, fail):
+        """Queues a frame for tar; answered once it is in tar's pipe (with
+        `eof`, once tar has unpacked everything). The host may send the next
+        frame before that answer, so one is always waiting while tar works."""
         if self.mode != "load":
             raise StateError("invalid-request", "state-write: the archive is being saved, not loaded")
-        if self.pending is not None or self.into is None:
-            raise StateError("invalid-request", "state-write: a write is under way, or the archive has ended")
-        try:
-            view = memoryview(base64.b64decode(data, validate=True))
-        except (binascii.Error, TypeError, ValueError):
-            raise StateError("invalid-request", "state-write: data must be base64") from None
-        self.pending = (reply, fail, view, eof)
-        self._on_writable(0)
+        if self.into is None or len(self.writes) >= MAX_QUEUED_WRITES or (self.writes and self.writes[-1][3]):
+            raise StateError("invalid-request", "state-write: too many writes under way, or the archive has ended")
+        self.writes.append((reply, fail, memoryview(data), eof))
+        if len(self.writes) == 1:
+            self._on_writable(0)
 
     def _on_writable(self, mask):
-        reply, fail, view, eof = self.pending
-        try:
-            while view:
-                view = view[os.write(self.into, view) :]
-        except BlockingIOError:
-            self.pending = (reply, fail, view, eof)
-            if self.into not in self.loop.handlers:
-                self.loop.register(self.into, WRITABLE, self._on_writable)
-            return
-        except OSError:
-            view = None  # tar stopped reading: its status says why
+        while self.writes:
+            reply, fail, view, eof = self.writes[0]
+            try:
+                while view:
+                    view = view[os.write(self.into, view) :]
+            except BlockingIOError:
+                self.writes[0] = (reply, fail, view, eof)
+                if self.into not in self.loop.handlers:
+                    self.loop.register(self.into, WRITABLE, self._on_writable)
+                return
+            except OSError:
+                view = None  # tar stopped reading: its status says why
+            if view is None or eof:
+                if self.into in self.loop.handlers:
+                    self.loop.unregister(self.into)
+                os.close(self.into)
+                self.into = None
+                # The last frame (or the one tar refused) is answered with tar's status; any behind it failed.
+                self.pending = self.writes.popleft()[:2]
+                self._fail_writes("tar stopped reading the archive")
+                self._when_exited(self._answer_write)
+                return
+            self.writes.popleft()
+            reply({})
         if self.into in self.loop.handlers:
             self.loop.unregister(self.into)
-        if view is None or eof:
-            os.close(self.into)
-            self.into = None
-            self._when_exited(self._answer_write)
-            return
-        self.pending = None
-        reply({})
 
     def _answer_write(self):
         reply, fail = self.pending[:2]
@@ -214,6 +232,12 @@ class Archive:
             fail = self.pending[1]
             self.pending = None
             fail(StateError("state-failed", "the archive was abandoned"))
+        self._fail_writes("the archive was abandoned")
+
+    def _fail_writes(self, why):
+        writes, self.writes = self.writes, collections.deque()
+        for _, fail, _, _ in writes:
+            fail(StateError("state-failed", why))
 
 
 def reset_state_directory():

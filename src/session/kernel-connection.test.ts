@@ -8,6 +8,7 @@ import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Sandbox, SandboxExit } from '../backends/spec.js';
 import { KernelConnection } from './kernel-connection.js';
+import { FRAME_MAX_BYTES } from './kernel-messages.js';
 import { messageLimits } from './output-limits.js';
 
 interface Channel {
@@ -16,6 +17,8 @@ interface Channel {
   sent: Record<string, unknown>[];
   /** Writes a line as the sandbox. */
   send(message: Record<string, unknown> | string): void;
+  /** Writes raw bytes as the sandbox. */
+  sendBytes(bytes: Buffer): void;
 }
 
 const open: Channel[] = [];
@@ -46,6 +49,7 @@ function channel(): Channel {
     sent,
     send: (message: Record<string, unknown> | string) =>
       output.write(`${typeof message === 'string' ? message : JSON.stringify(message)}\n`),
+    sendBytes: (bytes: Buffer) => output.write(bytes),
   };
   open.push(made);
   return made;
@@ -140,5 +144,47 @@ describe('KernelConnection routing', () => {
     made.send({ type: 'context-exit', context: 'bash', code: null, signal: 'SIGKILL' });
     await tick();
     expect(exits).toEqual([{ type: 'context-exit', context: 'bash', code: null, signal: 'SIGKILL' }]);
+  });
+
+  describe('frames: raw bytes after a reply line', () => {
+    it("takes a snapshot chunk as the raw bytes after the supervisor's reply, and reads lines after it", async () => {
+      const made = channel();
+      const connection = connect(made);
+      const reading = connection.request({ type: 'state-read', offset: 0 }, 5_000);
+      await tick();
+      const id = made.sent[0]?.id;
+      const chunk = Buffer.from([0x7b, 0x0a, 0x00, 0xff, 0x0a]); // `{`, newlines, a NUL: nothing of it is a line
+      made.send({ type: 'reply', id, ok: true, bytes: chunk.length, eof: true });
+      made.sendBytes(chunk);
+      const pinging = connection.request({ type: 'ping' }, 5_000);
+      await tick();
+      made.send({ type: 'reply', id: made.sent[1]?.id, ok: true });
+      expect(await reading).toEqual({ data: chunk, eof: true });
+      await expect(pinging).resolves.toEqual({});
+      expect(connection.violationReason).toBeUndefined();
+    });
+
+    it("does not take a kernel's line claiming bytes as a frame: its context makes it a line like any other", async () => {
+      const made = channel();
+      const connection = connect(made);
+      const reading = connection.request({ type: 'state-read', offset: 0 }, 5_000);
+      await tick();
+      const id = made.sent[0]?.id;
+      // Were this a frame, the supervisor's real reply behind it would be swallowed as its bytes.
+      made.send({ type: 'reply', id, ok: true, bytes: 20, eof: true, context: 'python' });
+      made.send({ type: 'reply', id, ok: true, bytes: 2, eof: true });
+      made.sendBytes(Buffer.from('ok'));
+      expect((await reading).data.toString()).toBe('ok');
+    });
+
+    it('kills a sandbox whose reply announces more raw bytes than a frame holds', async () => {
+      const made = channel();
+      const connection = connect(made);
+      const reading = connection.request({ type: 'state-read', offset: 0 }, 5_000);
+      await tick();
+      made.send({ type: 'reply', id: made.sent[0]?.id, ok: true, bytes: FRAME_MAX_BYTES + 1, eof: false });
+      await expect(reading).rejects.toThrow('The sandbox ended');
+      expect(connection.violationReason).toBe(`a reply announced ${FRAME_MAX_BYTES + 1} raw bytes`);
+    });
   });
 });

@@ -9,6 +9,7 @@
 import type { Sandbox, SandboxExit } from '../backends/spec.js';
 import { ProtocolError, SandboxCrashedError, TimeoutError } from '../errors.js';
 import { LineSplitter } from '../internal/line-splitter.js';
+import { FRAME_MAX_BYTES } from './kernel-messages.js';
 import {
   type CommandEvent,
   type ContextExitEvent,
@@ -63,6 +64,7 @@ export class KernelConnection {
   violationReason?: string;
   /** OOM kills already blamed for a context's end. */
   private oomKillsExplained = 0;
+  private readonly splitter: LineSplitter;
 
   constructor(
     readonly sandbox: Sandbox,
@@ -90,7 +92,7 @@ export class KernelConnection {
           this.readyEvent = event;
           return markReady(event);
         case 'reply':
-          return this.settle(event);
+          return this.frameOrSettle(event);
         case 'context-exit':
           for (const listener of this.contextExitListeners) listener(event);
           return;
@@ -110,12 +112,12 @@ export class KernelConnection {
     // An oversized line is dropped unread rather than treated as a violation:
     // the kernel cuts what it sends, so only code writing to its channel can
     // send one, and what it costs is a cut output, not the session's state.
-    const splitter = new LineSplitter(
+    this.splitter = new LineSplitter(
       () => (this.pending.size > 0 ? replyMessageBytes : executionMessageBytes),
       onLine,
       (bytes) => this.dropped(bytes),
     );
-    sandbox.output.on('data', (chunk: Buffer) => splitter.push(chunk));
+    sandbox.output.on('data', (chunk: Buffer) => this.splitter.push(chunk));
     sandbox.diagnostics.on('data', (chunk: Buffer) => this.keepDiagnostics(chunk.toString('utf8')));
     // Writing to a dead sandbox must not crash the host.
     sandbox.input.on('error', () => undefined);
@@ -195,9 +197,10 @@ export class KernelConnection {
     this.write(instruction);
   }
 
-  private write(message: (KernelInstruction | KernelRequest) & { id: string }): void {
+  private write(message: (KernelInstruction | KernelRequest) & { id: string }, frame?: Uint8Array): void {
     if (this.dead) return;
     this.sandbox.input.write(`${JSON.stringify(message)}\n`);
+    if (frame && frame.byteLength > 0) this.sandbox.input.write(frame);
   }
 
   /** Routes every execution event carrying `id` from `context`'s kernel to `listener` until unsubscribed. */
@@ -222,9 +225,14 @@ export class KernelConnection {
    * Sends a request and waits for its reply. A failed file operation rejects
    * with FileOperationError (its `reason` the kernel's code), any other failed
    * request with KernelRequestError, and a reply this host cannot read (or a
-   * request the kernel does not know) with ProtocolError.
+   * request the kernel does not know) with ProtocolError. `frame`: the raw
+   * bytes a request's line announces (a state-write's `bytes`), sent after it.
    */
-  async request<Request extends KernelRequest>(request: Request, timeoutMs: number): Promise<ReplyTo<Request>> {
+  async request<Request extends KernelRequest>(
+    request: Request,
+    timeoutMs: number,
+    frame?: Uint8Array,
+  ): Promise<ReplyTo<Request>> {
     if (this.dead) throw new SandboxCrashedError('The sandbox has ended.');
     const id = this.newId();
     const reply = await new Promise<ReplyEvent>((resolve, reject) => {
@@ -243,7 +251,7 @@ export class KernelConnection {
           reject(error);
         },
       });
-      this.write({ ...request, id });
+      this.write({ ...request, id }, frame);
     });
     if (!reply.ok) throw requestFailure(request, reply.error);
     const body = parseReplyBody(request.type, reply.body);
@@ -251,6 +259,25 @@ export class KernelConnection {
       throw new ProtocolError(`The kernel sent ${body.invalid}; restart the session if this persists.`);
     }
     return body as ReplyTo<Request>;
+  }
+
+  /**
+   * A reply of the supervisor's own (no context: a kernel's lines always carry
+   * theirs) announcing `bytes` is followed by that many raw bytes, its `data`
+   * (a snapshot's chunk). They are taken whatever became of the request, so
+   * the channel stays in step; a frame out of bounds is a violation.
+   */
+  private frameOrSettle(reply: ReplyEvent): void {
+    if (!reply.ok || reply.context !== undefined || !('bytes' in reply.body)) {
+      this.settle(reply);
+      return;
+    }
+    const { bytes } = reply.body;
+    if (typeof bytes !== 'number' || !Number.isSafeInteger(bytes) || bytes < 0 || bytes > FRAME_MAX_BYTES) {
+      this.violation(`a reply announced ${String(bytes).slice(0, 40)} raw bytes`);
+      return;
+    }
+    this.splitter.expectBytes(bytes, (data) => this.settle({ ...reply, body: { ...reply.body, data } }));
   }
 
   private settle(reply: ReplyEvent): void {

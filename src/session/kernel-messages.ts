@@ -31,11 +31,16 @@ export type ContextRequest =
  * A snapshot's requests (docs/kernel-protocol.md, "Snapshots"): the archive of the
  * files and the state directory, answered by the supervisor, and each context's
  * kernel writing its state to, or reading it from, a file in that directory.
+ * The archive's bytes travel raw in frames, never in JSON: a `state-write`
+ * line is followed by its `bytes`, and so is a `state-read`'s reply line.
  */
+/** The most raw bytes one frame carries: the supervisor's chunk. */
+export const FRAME_MAX_BYTES = 4 << 20;
+
 export type StateRequest =
   | { type: 'state-begin'; mode: 'save' | 'load'; clean?: boolean }
   | { type: 'state-read'; offset: number }
-  | { type: 'state-write'; data: string; eof?: boolean }
+  | { type: 'state-write'; bytes: number; eof?: boolean }
   | { type: 'state-end' }
   | { type: 'state-save'; context: string; path: string }
   | { type: 'state-load'; context: string; path: string };
@@ -165,7 +170,7 @@ export interface ReplyMessageBodies {
   'context-remove': NoBody;
   'command-list': { commands: CommandListing[] };
   'state-begin': { directory: string };
-  'state-read': { data: string; eof: boolean };
+  'state-read': { bytes: number; eof: boolean };
   'state-write': NoBody;
   'state-end': NoBody;
   'state-save': SavedState;

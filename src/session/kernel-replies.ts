@@ -46,7 +46,7 @@ export interface ReplyBodies {
   'context-remove': Record<string, never>;
   'command-list': { commands: CommandListing[] };
   'state-begin': { directory: string };
-  'state-read': { data: string; eof: boolean };
+  'state-read': { data: Buffer; eof: boolean };
   'state-write': Record<string, never>;
   'state-end': Record<string, never>;
   'state-save': SavedState;
@@ -106,8 +106,9 @@ const REPLY_PARSERS: { [Type in KernelRequest['type']]: (body: Record<string, un
     typeof body.directory === 'string'
       ? { directory: body.directory }
       : { invalid: 'a state-begin reply without its directory' },
+  // The data came as raw bytes after the reply's line (a frame: kernel-connection.ts), never in its JSON.
   'state-read': (body) =>
-    typeof body.data === 'string' && typeof body.eof === 'boolean'
+    Buffer.isBuffer(body.data) && typeof body.eof === 'boolean'
       ? { data: body.data, eof: body.eof }
       : { invalid: 'a state-read reply without its data' },
   'state-write': empty,

@@ -11,7 +11,7 @@ import { ProtocolError } from '../errors.js';
 import { SnapshotInvalidError } from '../snapshots/snapshot-errors.js';
 import type { SnapshotManifest } from '../snapshots/snapshot-store.js';
 import type { KernelConnection } from './kernel-connection.js';
-import type { SkippedName } from './kernel-messages.js';
+import { FRAME_MAX_BYTES, type SkippedName } from './kernel-messages.js';
 import type { Language } from './languages.js';
 
 export type { SkippedName } from './kernel-messages.js';
@@ -45,8 +45,8 @@ export interface RestoreReport {
   notKept: SkippedName[];
 }
 
-/** Raw bytes per state-write: 4 MiB, as the supervisor reads (about 5.6 MB of base64 on the line). */
-const WRITE_CHUNK_BYTES = 4 << 20;
+/** state-writes the supervisor queues (sandcell_state.py MAX_QUEUED_WRITES). */
+const WRITES_IN_FLIGHT = 2;
 
 function stateFile(directory: string, contextId: string): string {
   return `${directory}/context-${contextId}.state`;
@@ -84,8 +84,7 @@ export async function* readArchive(
   let pending = connection.request({ type: 'state-read', offset }, timeoutMs);
   try {
     for (;;) {
-      const { data, eof } = await pending;
-      const chunk = Buffer.from(data, 'base64');
+      const { data: chunk, eof } = await pending;
       offset += chunk.length;
       if (offset > maxBytes) {
         throw new ProtocolError(
@@ -118,23 +117,30 @@ export async function writeArchive(
   timeoutMs: number,
 ): Promise<string> {
   const { directory } = await connection.request({ type: 'state-begin', mode: 'load', clean }, timeoutMs);
+  // Two frames in flight: the supervisor holds the next while tar takes the one before.
+  const inFlight: Promise<unknown>[] = [];
+  const write = async (frame: Buffer, eof: boolean) => {
+    if (inFlight.length >= WRITES_IN_FLIGHT) await inFlight.shift();
+    const written = connection.request({ type: 'state-write', bytes: frame.length, eof }, timeoutMs, frame);
+    written.catch(() => undefined); // awaited in its turn
+    inFlight.push(written);
+  };
+  // Frames of the most the supervisor takes at once; what is short of that waits for more.
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   for await (const chunk of source) {
     pending.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     pendingBytes += chunk.byteLength;
-    while (pendingBytes > WRITE_CHUNK_BYTES) {
+    // Over (not at) a frame's worth, so the last frame always has bytes to send with `eof`.
+    while (pendingBytes > FRAME_MAX_BYTES) {
       const joined = Buffer.concat(pending);
-      const data = joined.subarray(0, WRITE_CHUNK_BYTES).toString('base64');
-      pending = [joined.subarray(WRITE_CHUNK_BYTES)];
-      pendingBytes = joined.length - WRITE_CHUNK_BYTES;
-      await connection.request({ type: 'state-write', data }, timeoutMs);
+      pending = [joined.subarray(FRAME_MAX_BYTES)];
+      pendingBytes = joined.length - FRAME_MAX_BYTES;
+      await write(joined.subarray(0, FRAME_MAX_BYTES), false);
     }
   }
-  await connection.request(
-    { type: 'state-write', data: Buffer.concat(pending).toString('base64'), eof: true },
-    timeoutMs,
-  );
+  await write(Buffer.concat(pending), true);
+  for (const written of inFlight) await written;
   return directory;
 }
 

@@ -20,6 +20,9 @@ const FILE_MODE = 0o600;
 /** Temporary names carry this mark, which no key's word can (keys never start with a dot). */
 const TEMPORARY = '.partial-';
 const ABANDONED_AFTER_MS = 3_600_000;
+const FLUSH_EVERY_BYTES = 16 << 20;
+/** What a read of an object gives at once: large objects (snapshots) move in few chunks. */
+const READ_CHUNK_BYTES = 1 << 20;
 
 export class FsObjectStore implements ObjectStore {
   readonly location: string;
@@ -73,7 +76,7 @@ export class FsObjectStore implements ObjectStore {
     const file = this.file(key);
     try {
       const handle = await open(file, 'r');
-      return handle.createReadStream();
+      return handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw error;
@@ -130,6 +133,11 @@ export class FsObjectStore implements ObjectStore {
     const handle = await open(temporary, 'wx', FILE_MODE);
     const hash = createHash('sha256');
     let bytes = 0;
+    // A large object goes to disk as it is written, not all at the final flush:
+    // a flush of what is written so far runs beside the writing, one at a time.
+    let flushing: Promise<void> | undefined;
+    let flushFailure: { error: unknown } | undefined;
+    let unflushed = 0;
     try {
       for await (const chunk of body instanceof Uint8Array ? [body] : body) {
         hash.update(chunk);
@@ -139,9 +147,26 @@ export class FsObjectStore implements ObjectStore {
           const { bytesWritten } = await handle.write(chunk, offset);
           offset += bytesWritten;
         }
+        unflushed += chunk.byteLength;
+        if (flushFailure) throw flushFailure.error;
+        if (unflushed >= FLUSH_EVERY_BYTES && !flushing) {
+          unflushed = 0;
+          flushing = handle.datasync().then(
+            () => {
+              flushing = undefined;
+            },
+            (error: unknown) => {
+              flushFailure = { error };
+              flushing = undefined;
+            },
+          );
+        }
       }
+      await flushing;
+      if (flushFailure) throw flushFailure.error;
       await handle.sync();
     } catch (error) {
+      await flushing;
       await handle.close();
       await unlink(temporary).catch(() => {});
       throw error;

@@ -168,5 +168,35 @@ export function runSupervisorProtocolCases({ name, createBackend }: ProtocolCase
         await fresh.close();
       }
     });
+
+    it("moves a snapshot's archive as raw frames, and passes over a frame too large to take, staying in step", async () => {
+      await raw.execute(CODE.setKept);
+      expect(await raw.request({ type: 'state-begin', mode: 'save' })).toMatchObject({ ok: true });
+      const chunks: Buffer[] = [];
+      for (let offset = 0; ; ) {
+        const read = await raw.request({ type: 'state-read', offset });
+        expect(read).toMatchObject({ ok: true, bytes: expect.any(Number) });
+        const data = read.data as Buffer;
+        expect(data.length).toBe(read.bytes);
+        chunks.push(data);
+        offset += data.length;
+        if (read.eof === true) break;
+      }
+      expect(Buffer.concat(chunks).length).toBeGreaterThan(0);
+      expect(await raw.request({ type: 'state-end' })).toMatchObject({ ok: true });
+
+      expect(await raw.request({ type: 'state-begin', mode: 'load' })).toMatchObject({ ok: true });
+      // 4 MiB is a frame's most: past it, the supervisor passes the frame over and refuses it. The
+      // frame is requests, which would be answered if any of its bytes were read as lines.
+      const forged = Buffer.from(`${JSON.stringify({ type: 'ping', id: 'forged' })}\n`);
+      const tooLarge = Buffer.concat(Array.from({ length: Math.ceil((4 << 20) / forged.length) + 1 }, () => forged));
+      const refused = await raw.request({ type: 'state-write', bytes: tooLarge.length }, undefined, tooLarge);
+      expect(refused).toMatchObject({ ok: false, error: { code: 'invalid-request' } });
+      expect(await raw.request({ type: 'ping' })).toMatchObject({ ok: true });
+      expect(raw.messages.filter((message) => message.id === 'forged')).toEqual([]);
+      expect(await raw.request({ type: 'state-end' })).toMatchObject({ ok: true });
+      const kept = await raw.execute(CODE.readKept);
+      expect(kept.find((message) => message.type === 'result')).toMatchObject({ data: { 'text/plain': '1' } });
+    });
   });
 }

@@ -24,9 +24,17 @@ export class RawSandbox {
     readonly sandbox: Sandbox,
     private readonly dispose: () => Promise<void>,
   ) {
-    const splitter = new LineSplitter(
+    const splitter: LineSplitter = new LineSplitter(
       () => 512 * 1024 * 1024,
-      (line) => this.receive(JSON.parse(line) as WireMessage),
+      (line) => {
+        const message = JSON.parse(line) as WireMessage;
+        // The supervisor's reply announcing raw bytes (a snapshot's chunk): they follow the line, as `data`.
+        if (message.type === 'reply' && message.context === undefined && typeof message.bytes === 'number') {
+          splitter.expectBytes(message.bytes, (data) => this.receive({ ...message, data }));
+        } else {
+          this.receive(message);
+        }
+      },
       () => undefined,
     );
     sandbox.output.on('data', (chunk: Buffer) => splitter.push(chunk));
@@ -69,8 +77,10 @@ export class RawSandbox {
     }
   }
 
-  send(message: Record<string, unknown>): void {
+  /** Writes a line, and the raw bytes it announces (a state-write's frame). */
+  send(message: Record<string, unknown>, frame?: Buffer): void {
     this.sandbox.input.write(`${JSON.stringify(message)}\n`);
+    if (frame) this.sandbox.input.write(frame);
   }
 
   id(prefix = 'r'): string {
@@ -102,11 +112,11 @@ export class RawSandbox {
     return this.next((message) => message.type === 'ready');
   }
 
-  /** Sends a request with a fresh id and waits for its reply. */
-  async request(message: Record<string, unknown>, waitMs = DEFAULT_WAIT_MS): Promise<WireMessage> {
+  /** Sends a request with a fresh id (and the frame its line announces) and waits for its reply. */
+  async request(message: Record<string, unknown>, waitMs = DEFAULT_WAIT_MS, frame?: Buffer): Promise<WireMessage> {
     const id = this.id();
     const from = this.messages.length;
-    this.send({ ...message, id });
+    this.send({ ...message, id }, frame);
     return this.next((reply) => reply.type === 'reply' && reply.id === id, from, waitMs);
   }
 

@@ -5,6 +5,7 @@
  * `die()`.
  */
 import { PassThrough, Writable } from 'node:stream';
+import { LineSplitter } from '../../internal/line-splitter.js';
 import type { ProtocolErrorMessage, ReadyEvent } from '../../session/kernel-messages.js';
 import type { Sandbox, SandboxExit, SandboxUsage } from '../spec.js';
 import type { ScriptedFileStore } from './file-store.js';
@@ -28,6 +29,7 @@ export interface ScriptedSandboxOptions {
 
 export class ScriptedSandbox implements Sandbox {
   readonly input: Writable;
+  private readonly splitter: LineSplitter;
   readonly output = new PassThrough();
   readonly diagnostics = new PassThrough();
   readonly exited: Promise<SandboxExit>;
@@ -52,26 +54,24 @@ export class ScriptedSandbox implements Sandbox {
       languages: options.languages,
       nextKernelNumber: options.nextKernelNumber,
       kernelStartMs: options.kernelStartMs,
-      send: (message) => this.send(message),
+      send: (message, frame) => this.send(message, frame),
       sendRaw: (line) => this.send(line),
       die: (exit) => this.die(exit),
       countOomKill: () => {
         this.oomKillCount += 1;
       },
     });
-    let pending = '';
+    // The host's lines, and the raw bytes a state-write's line announces after it.
+    const splitter = new LineSplitter(
+      () => Number.POSITIVE_INFINITY,
+      (line) => this.receive(line),
+      () => undefined,
+    );
+    this.splitter = splitter;
     this.input = new Writable({
       write: (chunk: Buffer, _encoding, callback) => {
         // A dead sandbox swallows what is written to it, as a closed pipe would be ignored.
-        if (this.exitInfo) return callback();
-        pending += chunk.toString('utf8');
-        let newline = pending.indexOf('\n');
-        while (newline !== -1) {
-          const line = pending.slice(0, newline);
-          pending = pending.slice(newline + 1);
-          this.receive(line);
-          newline = pending.indexOf('\n');
-        }
+        if (!this.exitInfo) splitter.push(chunk);
         callback();
       },
     });
@@ -142,10 +142,11 @@ export class ScriptedSandbox implements Sandbox {
     return this.exited;
   }
 
-  /** Writes a line on the channel: a protocol message, or what a script forges. */
-  private send(line: string | object): void {
+  /** Writes a line on the channel (a protocol message, or what a script forges), and the raw bytes it announces. */
+  private send(line: string | object, frame?: Buffer): void {
     if (this.exitInfo) return;
     this.output.write(`${typeof line === 'string' ? line : JSON.stringify(line)}\n`);
+    if (frame && frame.length > 0) this.output.write(frame);
   }
 
   private receive(line: string): void {
@@ -162,6 +163,13 @@ export class ScriptedSandbox implements Sandbox {
       this.send({ type: 'protocol-error', message: 'invalid JSON request' } satisfies ProtocolErrorMessage);
       return;
     }
-    this.supervisor.receive(message as Record<string, unknown>);
+    const request = message as Record<string, unknown>;
+    const { bytes } = request;
+    // As the real supervisor reads it: a state-write's line is followed by its bytes.
+    if (request.type === 'state-write' && typeof bytes === 'number' && Number.isSafeInteger(bytes) && bytes >= 0) {
+      this.splitter.expectBytes(bytes, (frame) => this.supervisor.receive(request, frame));
+      return;
+    }
+    this.supervisor.receive(request);
   }
 }

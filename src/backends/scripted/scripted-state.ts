@@ -7,10 +7,10 @@
  * the state files the kernels wrote), not a tar: only the host's logic is
  * tested on this backend.
  */
-import type { ReplyMessageBodies, StateRequest } from '../../session/kernel-messages.js';
+import { FRAME_MAX_BYTES, type ReplyMessageBodies, type StateRequest } from '../../session/kernel-messages.js';
 import type { ScriptedFileStore } from './file-store.js';
 
-const CHUNK_BYTES = 4 << 20;
+const CHUNK_BYTES = FRAME_MAX_BYTES;
 export const STATE_DIR = '/tmp/.sandcell-state';
 
 /** A refusal with the protocol's error code (the supervisor answers it as a failed reply). */
@@ -50,7 +50,8 @@ export class ScriptedStateArchive {
     return {};
   }
 
-  read(offset: number): ReplyMessageBodies['state-read'] {
+  /** The reply's fields, and the frame of raw bytes that follows its line. */
+  read(offset: number): { body: ReplyMessageBodies['state-read']; frame: Buffer } {
     const archive = this.archive;
     if (archive?.mode !== 'save') throw new StateRefusal('invalid-request', 'state-read: no archive is being saved');
     if (offset !== archive.offset) {
@@ -64,13 +65,16 @@ export class ScriptedStateArchive {
     );
     const chunk = archive.bytes.subarray(offset, offset + CHUNK_BYTES);
     archive.offset += chunk.length;
-    return { data: chunk.toString('base64'), eof: archive.offset >= archive.bytes.length };
+    return { body: { bytes: chunk.length, eof: archive.offset >= archive.bytes.length }, frame: chunk };
   }
 
-  write(data: string, eof: boolean): ReplyMessageBodies['state-write'] {
+  write(frame: Buffer, eof: boolean): ReplyMessageBodies['state-write'] {
     const archive = this.archive;
     if (archive?.mode !== 'load') throw new StateRefusal('invalid-request', 'state-write: no archive is being loaded');
-    archive.received.push(Buffer.from(data, 'base64'));
+    if (frame.length > FRAME_MAX_BYTES) {
+      throw new StateRefusal('invalid-request', `state-write: a frame holds at most ${FRAME_MAX_BYTES} bytes`);
+    }
+    archive.received.push(frame);
     if (!eof) return {};
     this.archive = undefined;
     let archived: Archived;

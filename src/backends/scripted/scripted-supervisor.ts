@@ -35,8 +35,8 @@ export interface ScriptedSupervisorOptions {
   nextKernelNumber: () => number;
   /** How long a new context's kernel takes to start. */
   kernelStartMs: number;
-  /** Writes one protocol message on the sandbox's channel. */
-  send: (message: SupervisorMessage) => void;
+  /** Writes one protocol message on the sandbox's channel, and the raw bytes its line announces. */
+  send: (message: SupervisorMessage, frame?: Buffer) => void;
   /** Writes whatever a script forges on the sandbox's channel (a line, or an object). */
   sendRaw: (line: string | Record<string, unknown>) => void;
   die: (exit: {
@@ -108,11 +108,11 @@ export class ScriptedSupervisor {
     this.startKernel('python', 'python', DATA_DIR);
   }
 
-  /** One JSON object the host wrote: a message of the protocol, or refused as unknown. */
-  receive(message: Record<string, unknown>): void {
+  /** One JSON object the host wrote (and the frame its line announced): a message of the protocol, or refused as unknown. */
+  receive(message: Record<string, unknown>, frame?: Buffer): void {
     const { type } = message;
     if (typeof type === 'string' && Object.hasOwn(HOST_MESSAGE_TYPES, type)) {
-      this.handle(message as HostMessage);
+      this.handle(message as HostMessage, frame);
       return;
     }
     const error = { code: 'unknown-request', message: `unknown request type ${JSON.stringify(type ?? null)}` };
@@ -124,7 +124,7 @@ export class ScriptedSupervisor {
     }
   }
 
-  handle(message: HostMessage): void {
+  handle(message: HostMessage, frame: Buffer = Buffer.alloc(0)): void {
     switch (message.type) {
       case 'file-read':
       case 'file-write':
@@ -148,10 +148,10 @@ export class ScriptedSupervisor {
         this.reply(message, () => this.archive.begin(message));
         break;
       case 'state-read':
-        this.reply(message, () => this.archive.read(message.offset));
+        this.replyWithFrame(message, () => this.archive.read(message.offset));
         break;
       case 'state-write':
-        this.reply(message, () => this.archive.write(message.data, message.eof === true));
+        this.reply(message, () => this.archive.write(frame, message.eof === true));
         break;
       case 'state-end':
         this.reply(message, () => this.archive.end());
@@ -370,6 +370,21 @@ export class ScriptedSupervisor {
       return;
     }
     this.options.send(answer);
+  }
+
+  /** A reply whose line announces raw bytes, and those bytes after it. */
+  private replyWithFrame(
+    request: { type: 'state-read'; id: string },
+    answer: () => { body: ReplyMessageBodies['state-read']; frame: Buffer },
+  ): void {
+    let made: ReturnType<typeof answer>;
+    try {
+      made = answer();
+    } catch (error) {
+      this.refuse(request.id, error);
+      return;
+    }
+    this.options.send({ type: 'reply', id: request.id, ok: true, ...made.body }, made.frame);
   }
 
   private refuse(id: string, error: unknown): void {
