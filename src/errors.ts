@@ -35,6 +35,7 @@ export type SandcellErrorCode =
   // Snapshots (src/snapshots/snapshot-errors.ts).
   | 'snapshot-not-found'
   | 'snapshot-invalid'
+  | 'snapshot-too-large'
   | 'session-lost'
   // The server's core (src/server/core/errors.ts).
   | 'limit-exceeded'

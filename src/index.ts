@@ -106,5 +106,5 @@ export type {
   SnapshotInfo,
 } from './session/session-state.js';
 export { openSnapshotStore } from './snapshots/local-snapshots.js';
-export { SnapshotInvalidError, SnapshotNotFoundError } from './snapshots/snapshot-errors.js';
+export { SnapshotInvalidError, SnapshotNotFoundError, SnapshotTooLargeError } from './snapshots/snapshot-errors.js';
 export type { SnapshotStore } from './snapshots/snapshot-store.js';

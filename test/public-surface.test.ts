@@ -54,6 +54,7 @@ const EXPECTED: Record<string, string[]> = {
     'SessionPool',
     'SnapshotInvalidError',
     'SnapshotNotFoundError',
+    'SnapshotTooLargeError',
     'TimeoutError',
     'TooManyCommandsError',
     'TooManyContextsError',

@@ -5,7 +5,7 @@
  * the user site, fork, restore, pause, and refusals of a tampered snapshot or
  * another owner's. The host logic alone is in src/session/session-snapshots.test.ts.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, expect, it } from 'vitest';
@@ -17,7 +17,11 @@ import type { RunOptions } from '../src/session/execution.js';
 import { resumeSession, Session } from '../src/session/session.js';
 import type { SnapshotInfo } from '../src/session/session-state.js';
 import { openSnapshotStore } from '../src/snapshots/local-snapshots.js';
-import { SnapshotInvalidError, SnapshotNotFoundError } from '../src/snapshots/snapshot-errors.js';
+import {
+  SnapshotInvalidError,
+  SnapshotNotFoundError,
+  SnapshotTooLargeError,
+} from '../src/snapshots/snapshot-errors.js';
 import { type SnapshotStore, snapshotOwner } from '../src/snapshots/snapshot-store.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
 
@@ -338,6 +342,23 @@ function snapshotCases(name: string, backend: SandboxBackend): void {
     const back = await resumed(info.id);
     expect(back.id).toBe(target.id);
     expect((await run(back, "print(x, open('/mnt/data/paused.txt').read())")).trim()).toBe('paused file');
+  });
+
+  it(`a snapshot or pause past maxBytes fails, keeps nothing and leaves the session running (${name})`, async () => {
+    const owner = `bounded-${name}`;
+    const target = await session({ owner });
+    await run(target, "import os\nx = 'still here'\nopen('/mnt/data/big.bin', 'wb').write(os.urandom(3 << 20))");
+    // Canary: within a bound it fits, the same session snapshots.
+    const fits = await target.snapshot({ maxBytes: 8 << 20 });
+    expect(fits.bytes).toBeGreaterThan(3 << 20);
+    await expect(target.snapshot({ maxBytes: 1 << 20 })).rejects.toBeInstanceOf(SnapshotTooLargeError);
+    await expect(target.pause({ maxBytes: 1 << 20 })).rejects.toBeInstanceOf(SnapshotTooLargeError);
+    expect(target.closed).toBe(false);
+    expect((await run(target, 'print(x)')).trim()).toBe('still here');
+    // Only the snapshot that fitted is in the store, nothing of the refused ones.
+    expect((await store.list(owner)).map((manifest) => manifest.id)).toEqual([fits.id]);
+    const ownerDirectory = path.join(stateDirectory, 'store', 'snapshots', snapshotOwner(owner));
+    expect(readdirSync(ownerDirectory)).toEqual([fits.id]);
   });
 
   it(`refuses a tampered snapshot (leaving the session as it was) and another owner's, after the untampered one resumes (${name})`, async () => {

@@ -40,6 +40,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   idleTimeout?: string;
   onIdle?: 'pause' | 'close';
   snapshotRetention?: string;
+  snapshotBytesPerKey?: string;
   preload?: string;
   preloadWhenBehind?: boolean;
   shutdownGrace?: string;

@@ -45,6 +45,7 @@ const TELLING: Readonly<Record<SandcellErrorCode, Telling>> = {
   // The bot takes no snapshots.
   'snapshot-not-found': 'log',
   'snapshot-invalid': 'log',
+  'snapshot-too-large': 'log',
   'session-lost': 'say',
   // The server's core: the bot does not run on it.
   'limit-exceeded': 'log',

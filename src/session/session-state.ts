@@ -74,11 +74,16 @@ export async function saveContexts(
   return saved;
 }
 
-/** The archive saveContexts made, in chunks; more than `maxBytes` is the sandbox misbehaving. */
+/**
+ * The archive saveContexts made, in chunks. More than `maxBytes` throws what
+ * `overflow` makes: by default the sandbox misbehaving (more than its files
+ * can hold), or a caller's own bound (a snapshot's quota).
+ */
 export async function* readArchive(
   connection: KernelConnection,
   maxBytes: number,
   timeoutMs: number,
+  overflow: (maxBytes: number) => Error = archiveOverflow,
 ): AsyncGenerator<Uint8Array> {
   let offset = 0;
   let pending = connection.request({ type: 'state-read', offset }, timeoutMs);
@@ -86,11 +91,7 @@ export async function* readArchive(
     for (;;) {
       const { data: chunk, eof } = await pending;
       offset += chunk.length;
-      if (offset > maxBytes) {
-        throw new ProtocolError(
-          `The sandbox's snapshot archive grew past ${maxBytes} bytes, more than its files can hold.`,
-        );
-      }
+      if (offset > maxBytes) throw overflow(maxBytes);
       if (!eof && chunk.length === 0)
         throw new ProtocolError('The sandbox sent an empty chunk of its snapshot archive.');
       // The next chunk is asked for while the consumer writes this one.
@@ -102,6 +103,10 @@ export async function* readArchive(
     // A consumer that stopped early leaves a read in flight: its answer (or failure) is not wanted.
     pending.catch(() => undefined);
   }
+}
+
+function archiveOverflow(maxBytes: number): Error {
+  return new ProtocolError(`The sandbox's snapshot archive grew past ${maxBytes} bytes, more than its files can hold.`);
 }
 
 /**

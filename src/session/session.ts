@@ -22,6 +22,7 @@ import {
 import { defaultNetworkGate } from '../network/default-gate.js';
 import type { NetworkChannel } from '../network/gate-channel.js';
 import { localSnapshotStore } from '../snapshots/local-snapshots.js';
+import { SnapshotTooLargeError } from '../snapshots/snapshot-errors.js';
 import type { SnapshotStore } from '../snapshots/snapshot-store.js';
 import { type AssistOptions, checkAssistInput, type InspectOptions } from './assist-input.js';
 import { type Completion, type Inspection, withinCode } from './assist-replies.js';
@@ -71,6 +72,12 @@ export interface SnapshotOptions {
   sessionId?: string;
   /** The store to write to or read from. @default the session's `snapshots` option */
   snapshots?: SnapshotStore;
+  /**
+   * The most the snapshot may take in the store (its archive: the files and each context's
+   * state); past it the snapshot fails with SnapshotTooLargeError and nothing is kept (a pause
+   * leaves the session running). @default what the session's files and /tmp can hold
+   */
+  maxBytes?: number;
 }
 /** The owner of a library's snapshots (a server's sessions belong to their key's owner). */
 const LOCAL_OWNER = 'local';
@@ -588,11 +595,17 @@ export class Session {
     connection: KernelConnection,
     options: SnapshotOptions,
   ): Promise<SnapshotInfo> {
+    const { maxBytes } = options;
+    if (maxBytes !== undefined && !(maxBytes > 0)) throw new SnapshotTooLargeError(Math.max(0, maxBytes || 0));
+    const bound =
+      maxBytes !== undefined && maxBytes < this.archiveLimit()
+        ? { bytes: maxBytes, overflow: () => new SnapshotTooLargeError(maxBytes) }
+        : { bytes: this.archiveLimit(), overflow: undefined };
     const writer = store.begin(options.owner ?? this.owner, options.sessionId ?? this.id);
     const timeoutMs = this.stateTimeoutMs();
     try {
       const saved = await saveContexts(connection, this.liveContexts(connection), timeoutMs);
-      await writer.part(ARCHIVE_PART, readArchive(connection, this.archiveLimit(), timeoutMs));
+      await writer.part(ARCHIVE_PART, readArchive(connection, bound.bytes, timeoutMs, bound.overflow));
       const details = this.details(saved);
       const manifest = await writer.commit({ ...details });
       return snapshotInfo(manifest, details);

@@ -1,4 +1,4 @@
-/** What a snapshot store refuses: a snapshot that is not there, and one that does not verify. */
+/** What a snapshot store refuses: a snapshot that is not there, one that does not verify, one too large. */
 import { SandcellError } from '../errors.js';
 
 /** No snapshot by that id for this owner (another key's is "not found" too). */
@@ -21,6 +21,20 @@ export class SnapshotInvalidError extends SandcellError {
       'snapshot-invalid',
       `The snapshot ${snapshotId} was refused: ${reason}. Nothing of it was loaded; take a new snapshot.`,
     );
+  }
+}
+
+/**
+ * The snapshot would be larger than it may (`SnapshotOptions.maxBytes`: a
+ * server gives the room left in its key's snapshot quota). Nothing was kept,
+ * and the session is as it was.
+ */
+export class SnapshotTooLargeError extends SandcellError {
+  constructor(
+    readonly maxBytes: number,
+    message = `The snapshot would be larger than the ${maxBytes} bytes it may take; nothing was kept. Remove files from /mnt/data, or allow more (\`maxBytes\`).`,
+  ) {
+    super('snapshot-too-large', message);
   }
 }
 

@@ -64,6 +64,16 @@ describe('FsObjectStore', () => {
     expect(await readdir(path.join(root, 's'))).toEqual(['k']);
   });
 
+  it('leaves no empty directory behind a deleted object or a write that failed, and writes there again', async () => {
+    await store.write('snapshots/a/1/part', Buffer.from('one'));
+    await store.write('snapshots/a/2/part', Buffer.from('two'));
+    await store.delete('snapshots/a/1/part');
+    await expect(store.write('snapshots/a/3/part', failingAfter('half'))).rejects.toThrow('the sandbox went away');
+    expect(await readdir(path.join(root, 'snapshots', 'a'))).toEqual(['2']);
+    await store.write('snapshots/a/1/part', Buffer.from('again'));
+    expect(text(await store.read('snapshots/a/1/part', 100))).toBe('again');
+  });
+
   it('lets exactly one of two writers create a key with writeIfAbsent', async () => {
     const outcomes = await Promise.all(
       ['first', 'second', 'third'].map((word) => store.writeIfAbsent('catalog/session', Buffer.from(word))),

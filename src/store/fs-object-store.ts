@@ -11,7 +11,19 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Dirent } from 'node:fs';
-import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
+import {
+  type FileHandle,
+  link,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  rmdir,
+  stat,
+  unlink,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { checkKey, type ObjectBody, type ObjectStore, type StoredObject, type WrittenObject } from './object-store.js';
 
@@ -92,7 +104,15 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async delete(key: string): Promise<void> {
-    await rm(this.file(key), { force: true });
+    const file = this.file(key);
+    await rm(file, { force: true });
+    await this.removeIfEmpty(path.dirname(file));
+  }
+
+  /** Removes a key's directory once nothing is left in it (what deleted or abandoned objects leave). */
+  private async removeIfEmpty(directory: string): Promise<void> {
+    if (directory === this.root) return;
+    await rmdir(directory).catch(() => undefined); // not empty, or gone: either way nothing to do
   }
 
   private file(key: string): string {
@@ -128,9 +148,17 @@ export class FsObjectStore implements ObjectStore {
   }
 
   private async writeTemporary(file: string, body: ObjectBody): Promise<{ temporary: string; written: WrittenObject }> {
-    await mkdir(path.dirname(file), { recursive: true, mode: DIRECTORY_MODE });
     const temporary = path.join(path.dirname(file), `${TEMPORARY}${randomBytes(6).toString('hex')}`);
-    const handle = await open(temporary, 'wx', FILE_MODE);
+    let handle: FileHandle;
+    try {
+      await mkdir(path.dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+      handle = await open(temporary, 'wx', FILE_MODE);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      // A delete removed the directory as it emptied, between the mkdir and the open: make it again.
+      await mkdir(path.dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+      handle = await open(temporary, 'wx', FILE_MODE);
+    }
     const hash = createHash('sha256');
     let bytes = 0;
     // A large object goes to disk as it is written, not all at the final flush:
@@ -169,6 +197,7 @@ export class FsObjectStore implements ObjectStore {
       await flushing;
       await handle.close();
       await unlink(temporary).catch(() => {});
+      await this.removeIfEmpty(path.dirname(file));
       throw error;
     }
     await handle.close();

@@ -22,6 +22,8 @@ const AZURE_WORDS: DoorWords = {
     'executions-per-minute': 'The server option --executions-per-minute sets the limit.',
     'code-bytes':
       'Upload large data as a file (files/upload, or files from 2024-10-02-preview) and read it from there.',
+    'snapshot-bytes':
+      'End sessions you no longer need (DELETE /azure/session?identifier=…): an idle one is paused to a snapshot. Or raise --snapshot-bytes-per-key.',
   },
 };
 

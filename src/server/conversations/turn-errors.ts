@@ -29,6 +29,8 @@ const TURN_WORDS: DoorWords = {
     'executions-per-minute':
       "The model's code and commands count, as do cells and uploads: ask again then. The server option --executions-per-minute sets the limit.",
     'code-bytes': 'Upload large data to the conversation as a file and ask for code that reads it.',
+    'snapshot-bytes':
+      "Delete conversations you no longer need: each paused one keeps its session's snapshot. The server option --snapshot-bytes-per-key sets the limit.",
   },
   // The session's own message names the library's createSession(); here a new conversation is the way on.
   sessionClosed: 'The session was closed; start a new conversation.',

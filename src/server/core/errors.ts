@@ -22,7 +22,9 @@ export type LimitName =
   /** Executions and uploads one key may start per minute. */
   | 'executions-per-minute'
   /** The size of one execution's code. */
-  | 'code-bytes';
+  | 'code-bytes'
+  /** What one key's snapshots (paused sessions' included) may take in the store. */
+  | 'snapshot-bytes';
 
 /** A limit refused the request; `retryAfterMs` says when trying again may work (absent: not by waiting). */
 export class LimitExceededError extends SandcellError {

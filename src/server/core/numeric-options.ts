@@ -17,6 +17,8 @@ import {
 import type { KeyLimits, ServerOptions } from './server-options.js';
 
 export const DEFAULT_PORT = 8080;
+/** What one key's snapshots may take in the store. */
+export const DEFAULT_SNAPSHOT_BYTES_PER_KEY = 10 * 1024 ** 3;
 export const DEFAULT_POOL_SIZE = 2;
 /** Most warm sessions when demand calls for them: what 2 new sessions a second need with ~1 s cold starts. */
 export const DEFAULT_POOL_MAX = 8;
@@ -223,6 +225,14 @@ export const NUMERIC_OPTIONS: readonly NumericOption[] = [
     unit: 'duration',
     default: DEFAULT_SHUTDOWN_GRACE_MS,
     minimum: 0,
+  },
+  {
+    option: 'limits.snapshotBytes',
+    variable: 'SANDCELL_SNAPSHOT_BYTES_PER_KEY',
+    flag: '--snapshot-bytes-per-key',
+    unit: 'size',
+    default: DEFAULT_SNAPSHOT_BYTES_PER_KEY,
+    minimum: 1024 * 1024,
   },
   {
     option: 'snapshotRetentionMs',

@@ -10,11 +10,12 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { InvalidInputError, SandcellError } from '../../errors.js';
 import type { NetworkOption } from '../../network/network-option.js';
+import { formatBytes } from '../../protocol/format-bytes.js';
 import type { Execution, RunOptions } from '../../session/execution.js';
 import type { SessionPool } from '../../session/pool.js';
 import type { Session } from '../../session/session.js';
 import { type RestoreReport, type SnapshotInfo, snapshotInfo } from '../../session/session-state.js';
-import { SessionLostError } from '../../snapshots/snapshot-errors.js';
+import { SessionLostError, SnapshotTooLargeError } from '../../snapshots/snapshot-errors.js';
 import type { Owner } from './auth.js';
 import { LimitExceededError, SessionNotFoundError, ShuttingDownError } from './errors.js';
 import { ImageStore } from './image-store.js';
@@ -47,6 +48,8 @@ export interface RegistryOptions {
   pauseGraceMs: number;
   /** How long paused sessions and snapshots are kept; older ones are deleted (hourly, and soon after start). */
   snapshotRetentionMs: number;
+  /** What one owner's snapshots (paused sessions' included) may take in the store. */
+  snapshotBytesPerOwner: number;
 }
 
 export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
@@ -103,6 +106,7 @@ export class SessionRegistry {
     options.pool.onIdleClose(async (session) => {
       const entry = this.bySession.get(session);
       if (!entry || this.byId.get(entry.id) !== entry) return;
+      // A failed idle pause ends the session all the same (the pool closes it), with a record that says why.
       if (options.onIdle === 'pause') await this.pause(entry, 'idle').catch(() => undefined);
       else this.forget(entry, 'idle');
     });
@@ -280,11 +284,14 @@ export class SessionRegistry {
     const base = this.recordBase(entry, reason);
     const started = performance.now();
     try {
-      const info = await entry.session.pause({
-        owner: entry.owner.id,
-        sessionId: entry.id,
-        snapshots: await this.options.paused.snapshots(),
-      });
+      const info = await this.withinQuota(entry.owner, async (maxBytes) =>
+        entry.session.pause({
+          owner: entry.owner.id,
+          sessionId: entry.id,
+          snapshots: await this.options.paused.snapshots(),
+          maxBytes,
+        }),
+      );
       const record: PausedRecord = { ...base, pausedAt: new Date().toISOString(), snapshotId: info.id };
       await this.writeRecord(entry, () => this.options.paused.record(entry.owner.id, record));
       this.forget(entry, 'paused');
@@ -302,14 +309,43 @@ export class SessionRegistry {
       );
       return record;
     } catch (error) {
-      if (!entry.session.closed) throw error;
+      // Asked for, the pause fails and the session runs on; idle or at shutdown, it ends all the same.
+      if (!entry.session.closed && reason === 'requested') throw error;
       const lost = `its pause (${reason}) failed: ${(error as Error).message}`;
       await this.writeRecord(entry, () =>
         this.options.paused.record(entry.owner.id, { ...base, pausedAt: new Date().toISOString(), lost }),
       );
       this.forget(entry, 'pause-failed');
+      if (!entry.session.closed) void entry.session.close().catch(() => undefined);
       this.options.logger.warn({ session: entry.id, owner: entry.owner.label, reason, error: lost }, 'session lost');
       throw error;
+    }
+  }
+
+  /**
+   * Runs a snapshot's write with the room left in the owner's snapshot quota
+   * as its bound; past it, the key's limit answers. Checked as each snapshot
+   * starts: two taken at the same moment may each use the room that was left.
+   */
+  private async withinQuota<T>(owner: Owner, write: (maxBytes: number) => Promise<T>): Promise<T> {
+    const limit = this.options.snapshotBytesPerOwner;
+    const store = await this.options.paused.snapshots();
+    const used = (await store.list(owner.id)).reduce(
+      (total, manifest) => total + manifest.parts.reduce((sum, part) => sum + part.bytes, 0),
+      0,
+    );
+    const refusal = () => {
+      this.options.metrics.rejected.inc({ reason: 'snapshot-quota' });
+      return new LimitExceededError(
+        'snapshot-bytes',
+        `The key's snapshots hold ${formatBytes(used)} of the ${formatBytes(limit)} they may; this one would pass it, so it was not kept.`,
+      );
+    };
+    if (used >= limit) throw refusal();
+    try {
+      return await write(limit - used);
+    } catch (error) {
+      throw error instanceof SnapshotTooLargeError ? refusal() : error;
     }
   }
 
@@ -317,12 +353,15 @@ export class SessionRegistry {
   async snapshot(entry: ManagedSession): Promise<SnapshotInfo> {
     this.admitUpload(entry);
     const info = await this.track(
-      async () =>
-        entry.session.snapshot({
-          owner: entry.owner.id,
-          sessionId: entry.id,
-          snapshots: await this.options.paused.snapshots(),
-        }),
+      () =>
+        this.withinQuota(entry.owner, async (maxBytes) =>
+          entry.session.snapshot({
+            owner: entry.owner.id,
+            sessionId: entry.id,
+            snapshots: await this.options.paused.snapshots(),
+            maxBytes,
+          }),
+        ),
       'snapshot',
     );
     this.options.logger.info(

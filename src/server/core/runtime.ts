@@ -86,6 +86,7 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     onIdle: options.onIdle,
     pauseGraceMs: options.shutdownGraceMs,
     snapshotRetentionMs: options.snapshotRetentionMs,
+    snapshotBytesPerOwner: options.limits.snapshotBytes,
   });
   metrics.gauge('sandcell_sessions_live', 'Sessions handed to clients and alive, by API.', () =>
     Object.entries(registry.stats.bySource).map(([api, value]) => ({ labels: { api }, value })),

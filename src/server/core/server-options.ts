@@ -32,6 +32,13 @@ export interface KeyLimits {
    * @default 256 MiB (env SANDCELL_CONVERSATION_BYTES_PER_KEY, a size)
    */
   conversationBytes?: number;
+  /**
+   * What all of one key's snapshots (paused sessions' included) may take in the store; a snapshot
+   * or pause past it is refused (507 `snapshot-quota-exceeded`), an idle pause past it ends the
+   * session and says so when it is next asked for (410 `session-lost`).
+   * @default 10 GiB (env SANDCELL_SNAPSHOT_BYTES_PER_KEY, a size: `20G`)
+   */
+  snapshotBytes?: number;
 }
 
 export interface ServerOptions {
@@ -151,6 +158,7 @@ export interface ResolvedKeyLimits {
   maxQueuedExecutions: number;
   maxMcpSessions: number;
   conversationBytes: number;
+  snapshotBytes: number;
 }
 
 export interface ResolvedServerOptions {

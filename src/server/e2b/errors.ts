@@ -108,6 +108,8 @@ const E2B_WORDS: DoorWords = {
       "Wait for the code already running in this sandbox to finish; the server's operator can raise `sandcell serve --max-queued-executions`.",
     'executions-per-minute': "Wait; the server's operator can raise `sandcell serve --executions-per-minute`.",
     'code-bytes': 'Write large data into the sandbox as a file (sandbox.files.write()) and have the code read it.',
+    'snapshot-bytes':
+      "Delete snapshots (Sandbox.deleteSnapshot()) or kill paused sandboxes (Sandbox.kill()) you no longer need; the server's operator can raise `sandcell serve --snapshot-bytes-per-key`.",
   },
 };
 

@@ -49,9 +49,11 @@ export const HTTP_ANSWERS: Readonly<Record<SandcellErrorCode, HttpAnswer | 'by-l
   'model-configuration': { status: 500 },
   'model-unavailable': { status: 500 },
   'model-error': { status: 500 },
-  // A snapshot that is not there, and one that failed its integrity check (nothing of it was loaded).
+  // A snapshot that is not there, one that failed its integrity check (nothing of it was loaded), one
+  // larger than it may be (the server's key quota is the limit `snapshot-bytes`).
   'snapshot-not-found': { status: 404 },
   'snapshot-invalid': { status: 422 },
+  'snapshot-too-large': { status: 507 },
   'session-lost': { status: 410 },
   // The server's core.
   'limit-exceeded': 'by-limit',
@@ -72,6 +74,8 @@ export const LIMIT_ANSWERS: Readonly<Record<LimitName, { status: number; code: s
   'queued-executions': { status: 429, code: 'queue-full' },
   'executions-per-minute': { status: 429, code: 'rate-limited' },
   'code-bytes': { status: 413, code: 'code-too-large' },
+  // Storage, not a request's size: 507 Insufficient Storage, until snapshots are deleted.
+  'snapshot-bytes': { status: 507, code: 'snapshot-quota-exceeded' },
 };
 
 /** How each reason a file operation fails for answers; the code a client reads is `file-<reason>`. */

@@ -37,6 +37,8 @@ export const HTTP_WORDS: DoorWords = {
     'queued-executions': 'Retry when they have run, or raise --max-queued-executions.',
     'executions-per-minute': 'The server option --executions-per-minute sets it.',
     'code-bytes': 'Upload large data as a file instead.',
+    'snapshot-bytes':
+      'Delete snapshots (GET /v1/snapshots, DELETE /v1/snapshots/{id}) or paused sessions (DELETE /v1/sessions/{id}) it no longer needs, or raise --snapshot-bytes-per-key.',
   },
   hints: {
     'shutting-down': 'Retry against another instance.',

@@ -37,6 +37,8 @@ const JUPYTER_WORDS: DoorWords = {
       'Run the cell again once those queued on this kernel have run, or raise --max-queued-executions.',
     'executions-per-minute': 'Run the cell again then; the server option --executions-per-minute sets the limit.',
     'code-bytes': 'Split the cell, or write large data into a file in /mnt/data and read it from there.',
+    'snapshot-bytes':
+      'Shut down kernels you no longer need (DELETE /api/kernels/{id}): an idle one is paused to a snapshot. Or raise --snapshot-bytes-per-key.',
   },
 };
 

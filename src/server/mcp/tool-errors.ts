@@ -25,6 +25,8 @@ const LIMIT_HINTS: Record<McpDeployment, Record<LimitName, string>> = {
     'executions-per-minute':
       'Wait, or start `sandcell mcp` with SANDCELL_EXECUTIONS_PER_MINUTE set higher (0 for no limit).',
     'code-bytes': 'Write large data into /mnt/data with the write_file tool instead.',
+    'snapshot-bytes':
+      'Remove files from /mnt/data that need not be kept, or start `sandcell mcp` with SANDCELL_SNAPSHOT_BYTES_PER_KEY set higher.',
   },
   http: {
     'sessions-per-key':
@@ -35,6 +37,8 @@ const LIMIT_HINTS: Record<McpDeployment, Record<LimitName, string>> = {
       "Wait for the code already running to finish; the server's operator can raise `sandcell serve --max-queued-executions`.",
     'executions-per-minute': "Wait; the server's operator can raise `sandcell serve --executions-per-minute`.",
     'code-bytes': 'Write large data into /mnt/data with the write_file tool instead.',
+    'snapshot-bytes':
+      "Remove files from /mnt/data that need not be kept; the server's operator can raise `sandcell serve --snapshot-bytes-per-key`.",
   },
 };
 

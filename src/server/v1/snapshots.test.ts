@@ -21,7 +21,12 @@ const servers: SandcellServer[] = [];
 
 /** A server with its own state directory, or `stateDirectory`'s (a restart). */
 async function start(
-  options: { idleTimeoutMs?: number; onIdle?: 'pause' | 'close'; stateDirectory?: string | false } = {},
+  options: {
+    idleTimeoutMs?: number;
+    onIdle?: 'pause' | 'close';
+    stateDirectory?: string | false;
+    limits?: { snapshotBytes: number };
+  } = {},
 ) {
   const stateDirectory = options.stateDirectory ?? mkdtempSync(path.join(root, 'state-'));
   const server = await startScriptedServer(namesKernel, { apiKeys: KEYS, poolSize: 0, ...options, stateDirectory });
@@ -185,5 +190,50 @@ describe('/v1 snapshots (scripted backend)', () => {
     expect((await alice(`/v1/sessions/${id}`, { method: 'DELETE' })).status).toBe(204);
     expect((await alice(`/v1/sessions/${id}`)).status).toBe(404);
     expect((await alice.json<Json>('/v1/snapshots')).snapshots).toEqual([]);
+  });
+
+  it("refuses a snapshot or pause past the key's snapshot quota (507), keeping the session; an idle pause past it ends the session and says why", async () => {
+    const MiB = 1024 * 1024;
+    const { alice, bob } = await start({ idleTimeoutMs: 60_000, limits: { snapshotBytes: MiB } });
+    const { id } = await alice.json<Json>('/v1/sessions', { method: 'POST' });
+    // 600 KiB of files: one snapshot fits the 1 MiB, a second does not.
+    const uploaded = await alice(`/v1/sessions/${id}/files/data.bin`, {
+      method: 'PUT',
+      body: Buffer.alloc(600 * 1024),
+    });
+    expect(uploaded.status).toBe(201);
+    await run(alice, id, 'x = kept');
+    const first = await alice.json<Json>(`/v1/sessions/${id}/snapshots`, { method: 'POST' });
+    const refused = await alice(`/v1/sessions/${id}/snapshots`, { method: 'POST' });
+    expect(refused.status).toBe(507);
+    const body = (await refused.json()) as Json;
+    expect(body.error.code).toBe('snapshot-quota-exceeded');
+    expect(body.error.message).toMatch(/The key's snapshots hold .* of the 1 MiB they may; this one would pass it/);
+    expect(body.error.message).toContain('DELETE /v1/snapshots/{id}');
+    // Nothing of the refused one was kept, and the session runs on.
+    expect((await alice.json<Json>('/v1/snapshots')).snapshots.map((each: Json) => each.id)).toEqual([first.id]);
+    expect((await alice(`/v1/sessions/${id}/pause`, { method: 'POST' })).status).toBe(507);
+    expect(await alice.json<Json>(`/v1/sessions/${id}`)).toMatchObject({ state: 'running' });
+    expect(shown(await run(alice, id, 'x'))).toBe('kept');
+    // The quota is the key's: another key's snapshot is not counted against it.
+    const { id: bobs } = await bob.json<Json>('/v1/sessions', { method: 'POST' });
+    expect((await bob(`/v1/sessions/${bobs}/snapshots`, { method: 'POST' })).status).toBe(201);
+    // Deleting a snapshot makes room.
+    expect((await alice(`/v1/snapshots/${first.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await alice.json<Json>(`/v1/sessions/${id}/pause`, { method: 'POST' })).state).toBe('paused');
+    expect(shown(await run(alice, id, 'x'))).toBe('kept');
+
+    // Idle, over the quota: the session cannot be kept, and its next request says so.
+    const idle = await start({ idleTimeoutMs: 300, limits: { snapshotBytes: MiB } });
+    const { id: full } = await idle.alice.json<Json>('/v1/sessions', { method: 'POST' });
+    await idle.alice(`/v1/sessions/${full}/files/data.bin`, { method: 'PUT', body: Buffer.alloc(2 * MiB) });
+    await expect
+      .poll(async () => (await idle.alice.json<Json>(`/v1/sessions/${full}`)).state, { timeout: 5_000 })
+      .toBe('lost');
+    const lost = (await (
+      await idle.alice(`/v1/sessions/${full}/executions`, { method: 'POST', json: { code: 'x' } })
+    ).json()) as Json;
+    expect(lost.error.code).toBe('session-lost');
+    expect(lost.error.message).toMatch(/its pause \(idle\) failed: The key's snapshots hold 0 B of the 1 MiB/);
   });
 });
