@@ -104,6 +104,7 @@ export class JupyterKernel implements ShellKernel {
       this.executionCount = init.kept.executionCount;
       this.incarnation = init.kept.incarnation;
       this.lastActivity = new Date(init.kept.lastActivity);
+      this.history.restore(init.kept.history ?? []);
     }
     if (init.entry) this.take(init.entry);
   }
@@ -169,6 +170,7 @@ export class JupyterKernel implements ShellKernel {
       incarnation: this.incarnation,
       senderSession: this.sender.session,
       lastActivity: this.lastActivity.getTime(),
+      history: this.history.kept(),
     };
   }
 

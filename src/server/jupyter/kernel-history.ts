@@ -12,6 +12,13 @@ export interface HistoryEntry {
 
 const MAX_ENTRIES = 1_000;
 const MAX_BYTES = 4 * 1024 * 1024;
+/** What a pause keeps of it (in the paused session's record, which stays small): the newest entries. */
+export const KEPT_ENTRIES = 200;
+export const KEPT_INPUT_CHARS = 64 * 1024;
+const KEPT_CHARS = 256 * 1024;
+
+/** An entry as a record keeps it: `[session, line, input]`, as `history_request` answers. */
+export type KeptHistoryEntry = [number, number, string];
 
 export class KernelHistory {
   private readonly entries: HistoryEntry[] = [];
@@ -23,6 +30,29 @@ export class KernelHistory {
     while (this.entries.length > MAX_ENTRIES || (this.bytes > MAX_BYTES && this.entries.length > 1)) {
       this.bytes -= this.entries.shift()?.input.length ?? 0;
     }
+  }
+
+  /**
+   * The newest entries, within what a paused record keeps (an input longer than
+   * KEPT_INPUT_CHARS is left out rather than cut: a cut cell would read as one
+   * that ran).
+   */
+  kept(): KeptHistoryEntry[] {
+    const kept: KeptHistoryEntry[] = [];
+    let chars = 0;
+    for (let index = this.entries.length - 1; index >= 0 && kept.length < KEPT_ENTRIES; index--) {
+      const entry = this.entries[index] as HistoryEntry;
+      if (entry.input.length > KEPT_INPUT_CHARS) continue;
+      if (chars + entry.input.length > KEPT_CHARS) break;
+      chars += entry.input.length;
+      kept.push([entry.session, entry.line, entry.input]);
+    }
+    return kept.reverse();
+  }
+
+  /** Takes back what kept() gave (a resumed kernel's history, older than anything it runs now). */
+  restore(kept: KeptHistoryEntry[]): void {
+    for (const [session, line, input] of kept) this.add({ session, line, input });
   }
 
   /** `history_request` content → the `history` list of its reply: `[session, line, input]` triples. */

@@ -1,8 +1,9 @@
 /**
  * What a Jupyter kernel keeps with its session across a pause
  * (ManagedSession.keep, written into the paused record): its kernelspec, the
- * context it runs in, its execution count and `header.session`, and the
- * notebook sessions (`/api/sessions`) bound to it. So a kernel whose session
+ * context it runs in, its execution count and `header.session`, the newest of
+ * its history (`history_request`), and the notebook sessions (`/api/sessions`)
+ * bound to it. So a kernel whose session
  * the server paused (idle, or a shutdown) is listed and found by its id, also
  * by a server started after a restart, and resumed at its next use with the
  * same count and the same notebook sessions. Read back through a schema: a
@@ -14,6 +15,7 @@
  */
 import { z } from 'zod';
 import type { RestoreReport } from '../../session/session-state.js';
+import { KEPT_ENTRIES, KEPT_INPUT_CHARS } from './kernel-history.js';
 
 /** Notebook sessions a kernel keeps at most (more are forgotten by a restart); the record stays small. */
 export const MAX_KEPT_SESSIONS = 50;
@@ -40,6 +42,17 @@ export const KernelKeep = z.object({
   /** ms since the epoch. */
   lastActivity: z.number().int().nonnegative().max(8.64e15),
   sessions: z.array(KeptNotebookSession).max(MAX_KEPT_SESSIONS),
+  /** The newest of its history (`[session, line, input]`); absent in records of older versions. */
+  history: z
+    .array(
+      z.tuple([
+        z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+        z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+        z.string().max(KEPT_INPUT_CHARS),
+      ]),
+    )
+    .max(KEPT_ENTRIES)
+    .optional(),
 });
 export type KernelKeep = z.output<typeof KernelKeep>;
 

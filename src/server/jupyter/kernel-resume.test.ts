@@ -98,6 +98,18 @@ class Client {
     return msgId;
   }
 
+  /** A shell request's reply frame. */
+  async reply(msgType: string, content: Record<string, unknown> = {}): Promise<Json> {
+    const msgId = this.send(msgType, content);
+    for (;;) {
+      const answer = this.frames.find(
+        (frame) => frame.parent_header.msg_id === msgId && frame.msg_type === msgType.replace(/_request$/, '_reply'),
+      );
+      if (answer) return answer;
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
   /** Runs code: the frames answering it, once its idle status came. */
   async execute(code: string): Promise<Json[]> {
     const msgId = this.send('execute_request', { code });
@@ -193,6 +205,9 @@ describe('Jupyter kernels across a pause (scripted)', () => {
 
     const again = opened(await Client.open(second.server, kernel.id));
     expect(await sessionState(second.call)).toBe('running');
+    // Its history came back with it (what IPython's %history and the console's up-arrow read).
+    const history = await again.reply('history_request', { hist_access_type: 'tail', n: 10, output: false, raw: true });
+    expect(history.content).toMatchObject({ status: 'ok', history: [[1, 1, 'x = 41']] });
     const frames = await again.execute('x');
     expect(of(frames, 'execute_result')[0]?.content).toMatchObject({
       data: { 'text/plain': '41' },
