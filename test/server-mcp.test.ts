@@ -3,6 +3,8 @@
  * MCP over Streamable HTTP (/mcp) runs on the scripted backend in
  * src/server/mcp/http.test.ts.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -179,5 +181,43 @@ describe('sandcell mcp at its session limit', () => {
     expect(message).not.toMatch(/\/v1|DELETE|--sessions-per-key/);
     // The session it has still works.
     expect(textOf(await call(client, 'run_python', { code: 'print("again")', session: 'first' }))).toBe('again');
+  });
+});
+
+describe('sandcell mcp with a state directory', () => {
+  const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-mcp-state-'));
+  afterAll(() => rmSync(stateDirectory, { recursive: true, force: true }));
+
+  async function connect(): Promise<{ client: Client; transport: StdioClientTransport }> {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [bin, 'mcp', '--preload', 'none', '--state-dir', stateDirectory],
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'sandcell-test', version: '1.0.0' });
+    await client.connect(transport);
+    return { client, transport };
+  }
+
+  it('pauses its named sessions when the client goes away; the next `sandcell mcp` resumes each by its name', async () => {
+    const first = await connect();
+    expect(textOf(await call(first.client, 'run_python', { code: 'x = 41\nprint("set")', session: 'kept' }))).toBe(
+      'set',
+    );
+    await call(first.client, 'run_python', { code: 'y = "other"', session: 'second' });
+    const pid = first.transport.pid as number;
+    await first.client.close();
+    await expect.poll(() => isAlive(pid), { timeout: 15_000 }).toBe(false);
+
+    const second = await connect();
+    try {
+      expect(textOf(await call(second.client, 'run_python', { code: 'print(x + 1)', session: 'kept' }))).toBe('42');
+      expect(textOf(await call(second.client, 'run_python', { code: 'print(y)', session: 'second' }))).toBe('other');
+      // A name it never had is a new session.
+      const fresh = await call(second.client, 'run_python', { code: 'print(x)', session: 'new' });
+      expect(textOf(fresh)).toContain("name 'x' is not defined");
+    } finally {
+      await second.client.close();
+    }
   });
 });

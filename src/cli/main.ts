@@ -286,6 +286,11 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
       .option('--idle-timeout <duration>', 'close sessions unused this long (default: 20m, env SANDCELL_IDLE_TIMEOUT)')
       .option('--preload <modules>', 'comma-separated modules to import in warm sessions, or "none"')
       .option('--log-level <level>', 'pino log level, to stderr (default: warn)')
+      .option(
+        '--state-dir <dir>',
+        'pause named sessions here when the client goes away, and resume each at its next call after a restart; default as `sandcell serve` (env SANDCELL_STATE_DIR; "none": in memory only)',
+      )
+      .option('--no-state-dir', 'keep nothing once the client goes away')
       .addHelpText('after', UNITS_HELP),
   ).action(async (options) => {
     const { mcpCommand } = await import('./mcp-command.js');

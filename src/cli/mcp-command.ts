@@ -1,5 +1,6 @@
 /** `sandcell mcp`: an MCP server on stdio, for desktop clients and coding agents that spawn it. */
 import { InvalidInputError } from '../errors.js';
+import { defaultStateDirectory } from '../internal/state-directory.js';
 import { runMcpStdio } from '../server/index.js';
 import { type BackendCliOptions, backendFromOptions } from './backend-option.js';
 import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
@@ -13,6 +14,8 @@ export interface McpCommandOptions extends BackendCliOptions {
   idleTimeout?: string;
   preload?: string;
   logLevel?: string;
+  /** A directory, or false with --no-state-dir. */
+  stateDir?: string | false;
 }
 
 export async function mcpCommand(options: McpCommandOptions): Promise<number> {
@@ -29,6 +32,7 @@ export async function mcpCommand(options: McpCommandOptions): Promise<number> {
       ...settings,
       preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
       logLevel: options.logLevel,
+      stateDirectory: options.stateDir === false ? false : (options.stateDir ?? defaultStateDirectory()),
       ...(options.env ? { sessionOptions: { environmentName: options.env } } : {}),
     });
   } catch (error) {

@@ -13,6 +13,7 @@ import type { RouteSpec } from '../http/route.js';
 /** The HTTP API's words, but what lifts each of the server's limits said to an Azure dynamic-sessions client. */
 const AZURE_WORDS: DoorWords = {
   ...HTTP_WORDS,
+  hints: { ...HTTP_WORDS.hints, 'session-lost': 'The next request with this identifier starts a new session.' },
   limitHints: {
     'sessions-per-key':
       'End a session you no longer need (DELETE /azure/session?identifier=…, what LangChain’s delete_session() sends) or raise --sessions-per-key.',

@@ -508,6 +508,7 @@ export class SessionRegistry {
     // Paused (idle, or by a server before a restart): resumed, under its name.
     const creating = this.options.paused
       .findByName(owner.id, scope, name)
+      .then((paused) => this.forgetIfLost(owner, paused))
       .then((paused) =>
         paused
           ? this.open(owner, paused.id)
@@ -525,8 +526,18 @@ export class SessionRegistry {
     const entry = await this.byName.get(nameKey(owner.id, scope, name))?.catch(() => undefined);
     if (entry && !entry.session.closed && this.byId.get(entry.id) === entry && !entry.pausing) return entry;
     if (entry?.pausing) await entry.pausing.catch(() => undefined);
-    const paused = await this.options.paused.findByName(owner.id, scope, name);
+    const paused = await this.forgetIfLost(owner, await this.options.paused.findByName(owner.id, scope, name));
     return paused ? this.open(owner, paused.id) : undefined;
+  }
+
+  /**
+   * A named session whose state was lost is said once (SessionLostError), and its record goes:
+   * the name is free again, so the next use of it starts a new session rather than failing on.
+   */
+  private async forgetIfLost(owner: Owner, paused: PausedRecord | undefined): Promise<PausedRecord | undefined> {
+    if (paused === undefined || paused.snapshotId !== undefined || this.find(owner, paused.id)) return paused;
+    await this.options.paused.remove(owner.id, paused);
+    throw new SessionLostError(paused.id, paused.lost ?? 'it has no snapshot');
   }
 
   list(owner: Owner): ManagedSession[] {

@@ -2,7 +2,9 @@
  * `sandcell mcp`: the MCP server over stdio, for desktop clients and coding
  * agents that spawn it. stdout carries the protocol only; logs go to stderr.
  * The connection ends when stdin closes (or on SIGTERM/SIGINT), and every
- * sandbox closes with it.
+ * sandbox closes with it: with a state directory, each session is paused
+ * there first, and the next `sandcell mcp` resumes it at the first call that
+ * names it.
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import pino from 'pino';
@@ -24,6 +26,7 @@ export interface McpStdioOptions
     | 'backend'
     | 'logLevel'
     | 'sessionOptions'
+    | 'stateDirectory'
   > {
   input?: NodeJS.ReadableStream;
   output?: NodeJS.WritableStream;
@@ -48,6 +51,7 @@ export async function runMcpStdio(options: McpStdioOptions = {}): Promise<void> 
     logLevel: options.logLevel ?? process.env.SANDCELL_LOG_LEVEL ?? 'warn',
     logDestination: pino.destination({ fd: 2, sync: true }) as unknown as NodeJS.WritableStream,
     shutdownGraceMs: 5_000,
+    stateDirectory: options.stateDirectory,
   });
   const context = createRuntime(resolved);
   logOomScore(context.logger, oomScore);

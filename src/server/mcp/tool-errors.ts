@@ -49,7 +49,10 @@ const LIMIT_HINTS: Record<McpDeployment, Record<LimitName, string>> = {
  */
 const wordsFor = (deployment: McpDeployment): DoorWords => ({
   limitHints: LIMIT_HINTS[deployment],
-  hints: { 'environment-not-found': 'list_environments says which environments there are.' },
+  hints: {
+    'environment-not-found': 'list_environments says which environments there are.',
+    'session-lost': 'The next call with its name starts a new session.',
+  },
   sessionClosed:
     'The session was closed (it sat idle, or its sandbox ended); the next call with its name starts a new one.',
   unknownContext: (context) =>

@@ -236,4 +236,29 @@ describe('/v1 snapshots (scripted backend)', () => {
     expect(lost.error.code).toBe('session-lost');
     expect(lost.error.message).toMatch(/its pause \(idle\) failed: The key's snapshots hold 0 B of the 1 MiB/);
   });
+
+  it('says once that a named session (an Azure identifier) was lost, then gives the name a new session', async () => {
+    const MiB = 1024 * 1024;
+    const { server, alice } = await start({ idleTimeoutMs: 300, limits: { snapshotBytes: MiB } });
+    const azure = (code: string) =>
+      client(server, KEYS[0])('/azure/code/execute?identifier=big-one&api-version=2024-02-02-preview', {
+        method: 'POST',
+        json: { properties: { code } },
+      });
+    expect((await azure('x = named')).status).toBe(200);
+    const [listed] = (await alice.json<Json>('/v1/sessions')).sessions;
+    // More than the key's snapshots may hold: its idle pause cannot keep it.
+    await alice(`/v1/sessions/${listed.id}/files/data.bin`, { method: 'PUT', body: Buffer.alloc(2 * MiB) });
+    await expect
+      .poll(async () => (await alice.json<Json>(`/v1/sessions/${listed.id}`)).state, { timeout: 5_000 })
+      .toBe('lost');
+    const lost = await azure('x');
+    expect(lost.status).toBe(410);
+    const told = (await lost.json()) as Json;
+    expect(JSON.stringify(told)).toContain('The next request with this identifier starts a new session.');
+    // Said once: the identifier is free again, for a new session without the old state.
+    const fresh = await azure('x');
+    expect(fresh.status).toBe(200);
+    expect(((await fresh.json()) as Json).properties.stderr).toContain("name 'x' is not defined");
+  });
 });
