@@ -12,6 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createDockerBackend } from '../src/backends/docker/index.js';
+import { describeWhenAvailable, unavailableReason } from './support/backends.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;
@@ -25,10 +27,23 @@ interface Serve {
   logs: Record<string, unknown>[];
 }
 
-async function startServe(): Promise<Serve> {
+async function startServe(backend: 'bubblewrap' | 'docker' = 'bubblewrap', directory = stateDirectory): Promise<Serve> {
   const child = spawn(
     process.execPath,
-    [bin, 'serve', '--port', '0', '--pool-size', '1', '--preload', 'numpy,pandas', '--state-dir', stateDirectory],
+    [
+      bin,
+      'serve',
+      '--port',
+      '0',
+      '--pool-size',
+      '1',
+      '--preload',
+      'numpy,pandas',
+      '--state-dir',
+      directory,
+      '--backend',
+      backend,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SANDCELL_API_KEYS: '' } },
   );
   started.push(child);
@@ -74,33 +89,38 @@ afterAll(async () => {
   rmSync(stateDirectory, { recursive: true, force: true });
 });
 
+/** SIGTERM pauses every session; the next server resumes each at its first request, DataFrame and files included. */
+async function pausedAcrossRestart(backend: 'bubblewrap' | 'docker', directory: string): Promise<void> {
+  const first = await startServe(backend, directory);
+  const { json: session } = await call(first, '/v1/sessions', {});
+  const made = await run(
+    first,
+    session.id,
+    'import pandas as pd, socket\ndf = pd.DataFrame({"a": range(1000)})\nconn = socket.socket()\nopen("notes.txt", "w").write("kept")',
+  );
+  expect(made.json.status).toBe('ok');
+  await stop(first, 'SIGTERM');
+  expect(first.logs).toContainEqual(expect.objectContaining({ msg: 'session paused', session: session.id }));
+
+  const second = await startServe(backend, directory);
+  try {
+    const listed = await call(second, `/v1/sessions/${session.id}`);
+    expect(listed.json).toMatchObject({ state: 'paused', pauseReason: 'shutdown' });
+    const resumed = await run(second, session.id, 'print(df.a.sum(), open("notes.txt").read())');
+    expect(resumed.json.stdout).toBe('499500 kept\n');
+    const live = await call(second, `/v1/sessions/${session.id}`);
+    expect(live.json.state).toBe('running');
+    const python = live.json.restored.contexts.find((context: Json) => context.id === 'python');
+    expect(python.restored).toEqual(expect.arrayContaining(['df', 'pd']));
+    expect(python.skipped).toEqual([{ name: 'conn', reason: 'socket' }]);
+  } finally {
+    await stop(second, 'SIGTERM');
+  }
+}
+
 describe('sandcell serve stopped and started again, on one state directory (bubblewrap)', () => {
   it('SIGTERM pauses every session; the next server resumes each at its first request, DataFrame and files included', async () => {
-    const first = await startServe();
-    const { json: session } = await call(first, '/v1/sessions', {});
-    const made = await run(
-      first,
-      session.id,
-      'import pandas as pd, socket\ndf = pd.DataFrame({"a": range(1000)})\nconn = socket.socket()\nopen("notes.txt", "w").write("kept")',
-    );
-    expect(made.json.status).toBe('ok');
-    await stop(first, 'SIGTERM');
-    expect(first.logs).toContainEqual(expect.objectContaining({ msg: 'session paused', session: session.id }));
-
-    const second = await startServe();
-    try {
-      const listed = await call(second, `/v1/sessions/${session.id}`);
-      expect(listed.json).toMatchObject({ state: 'paused', pauseReason: 'shutdown' });
-      const resumed = await run(second, session.id, 'print(df.a.sum(), open("notes.txt").read())');
-      expect(resumed.json.stdout).toBe('499500 kept\n');
-      const live = await call(second, `/v1/sessions/${session.id}`);
-      expect(live.json.state).toBe('running');
-      const python = live.json.restored.contexts.find((context: Json) => context.id === 'python');
-      expect(python.restored).toEqual(expect.arrayContaining(['df', 'pd']));
-      expect(python.skipped).toEqual([{ name: 'conn', reason: 'socket' }]);
-    } finally {
-      await stop(second, 'SIGTERM');
-    }
+    await pausedAcrossRestart('bubblewrap', stateDirectory);
   }, 120_000);
 
   it('kill -9 pauses nothing: the next server says the session was lost (410), and never runs it empty', async () => {
@@ -145,3 +165,21 @@ describe('sandcell serve stopped and started again, on one state directory (bubb
     }
   }, 120_000);
 });
+
+// The same over Docker: the archive crosses the container's attach stream as it crosses bubblewrap's pipes.
+const docker = createDockerBackend();
+describeWhenAvailable(
+  'sandcell serve stopped and started again (docker)',
+  'docker',
+  await unavailableReason(docker),
+  () => {
+    it('SIGTERM pauses every session; the next server resumes each at its first request (docker)', async () => {
+      const directory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-server-snapshots-docker-'));
+      try {
+        await pausedAcrossRestart('docker', directory);
+      } finally {
+        rmSync(directory, { recursive: true, force: true });
+      }
+    }, 180_000);
+  },
+);
