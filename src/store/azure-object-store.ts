@@ -1,0 +1,100 @@
+/**
+ * The object store in an Azure Blob container
+ * (`azure://ACCOUNT/CONTAINER/PREFIX`). Credentials are what Azure's SDK is
+ * given: a connection string (AZURE_STORAGE_CONNECTION_STRING, which also
+ * names the endpoint, e.g. Azurite's) or a SAS token (AZURE_STORAGE_SAS_TOKEN)
+ * for the account's endpoint; none is ever in a location, a log or a message.
+ *
+ * A write streams as blocks of BLOCK_BYTES, two in flight, and commits the
+ * block list once the body has ended: until then the blob is the old one whole
+ * (uncommitted blocks of a failed write are never visible, and Azure drops
+ * them). `writeIfAbsent` commits with `If-None-Match: *`.
+ */
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { type ContainerClient, RestError } from '@azure/storage-blob';
+import { checkKey, type ObjectBody, type ObjectStore, type StoredObject, type WrittenObject } from './object-store.js';
+import { boundedBytes, joinPrefix, MAX_CONDITIONAL_BYTES, measured, stripPrefix } from './remote-objects.js';
+
+const BLOCK_BYTES = 8 * 1024 * 1024;
+const BLOCKS_IN_FLIGHT = 2;
+
+export interface AzureObjectStoreOptions {
+  /** The container's client (its account, credentials and endpoint). */
+  container: ContainerClient;
+  /** `azure://ACCOUNT/CONTAINER`: what the store says it is. */
+  account: string;
+  /** Words before every key; none by default. */
+  prefix?: string;
+}
+
+export class AzureObjectStore implements ObjectStore {
+  readonly location: string;
+  private readonly container: ContainerClient;
+  private readonly prefix: string;
+
+  constructor(options: AzureObjectStoreOptions) {
+    this.container = options.container;
+    this.prefix = options.prefix ?? '';
+    this.location = `azure://${options.account}/${options.container.containerName}${this.prefix ? `/${this.prefix}` : ''}`;
+  }
+
+  async write(key: string, body: ObjectBody): Promise<WrittenObject> {
+    const measuring = measured(body);
+    await this.blob(key).uploadStream(Readable.from(measuring.chunks), BLOCK_BYTES, BLOCKS_IN_FLIGHT);
+    return measuring.written();
+  }
+
+  async writeIfAbsent(key: string, body: ObjectBody): Promise<WrittenObject | undefined> {
+    const bytes = await boundedBytes(body, MAX_CONDITIONAL_BYTES, key);
+    try {
+      await this.blob(key).upload(bytes, bytes.byteLength, { conditions: { ifNoneMatch: '*' } });
+    } catch (error) {
+      // 409 BlobAlreadyExists (412 from some versions): the key is taken.
+      if (error instanceof RestError && (error.statusCode === 409 || error.statusCode === 412)) return undefined;
+      throw error;
+    }
+    return { bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') };
+  }
+
+  async read(key: string, maxBytes: number): Promise<Uint8Array | undefined> {
+    const stream = await this.get(key, maxBytes);
+    return stream === undefined ? undefined : boundedBytes(stream, maxBytes, key);
+  }
+
+  open(key: string): Promise<AsyncIterable<Uint8Array> | undefined> {
+    return this.get(key);
+  }
+
+  async *list(prefix: string): AsyncIterable<StoredObject> {
+    for await (const blob of this.container.listBlobsFlat({ prefix: joinPrefix(this.prefix, prefix) })) {
+      const key = stripPrefix(this.prefix, blob.name);
+      if (key === undefined) continue;
+      yield { key, bytes: blob.properties.contentLength ?? 0, modifiedAt: blob.properties.lastModified };
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.blob(key).deleteIfExists();
+  }
+
+  private blob(key: string) {
+    return this.container.getBlockBlobClient(joinPrefix(this.prefix, checkKey(key)));
+  }
+
+  /** The blob's body as a stream, or undefined when there is none; over `maxBytes`, an error before a byte is read. */
+  private async get(key: string, maxBytes?: number): Promise<AsyncIterable<Uint8Array> | undefined> {
+    try {
+      const answer = await this.blob(key).download(0);
+      const size = answer.contentLength;
+      if (maxBytes !== undefined && size !== undefined && size > maxBytes) {
+        (answer.readableStreamBody as Readable | undefined)?.destroy();
+        throw new Error(`The object ${key} is ${size} bytes, over the ${maxBytes} expected.`);
+      }
+      return answer.readableStreamBody as AsyncIterable<Uint8Array> | undefined;
+    } catch (error) {
+      if (error instanceof RestError && error.statusCode === 404) return undefined;
+      throw error;
+    }
+  }
+}

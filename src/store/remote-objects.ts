@@ -1,0 +1,63 @@
+/**
+ * What the object stores on a network (S3, Azure Blob) share: keys under a
+ * prefix, a body's size and SHA-256 counted as it streams past, and a body
+ * read whole only within a bound.
+ */
+import { createHash } from 'node:crypto';
+import type { ObjectBody, WrittenObject } from './object-store.js';
+
+/** The most a conditional write (writeIfAbsent) takes: records and claims, never archives. */
+export const MAX_CONDITIONAL_BYTES = 4 * 1024 * 1024;
+
+/** `prefix/key`, or `key` without a prefix. */
+export function joinPrefix(prefix: string, key: string): string {
+  return prefix ? `${prefix}/${key}` : key;
+}
+
+/** A stored name back to its key; undefined for a name outside the prefix. */
+export function stripPrefix(prefix: string, name: string): string | undefined {
+  if (!prefix) return name;
+  return name.startsWith(`${prefix}/`) ? name.slice(prefix.length + 1) : undefined;
+}
+
+/** The body's chunks as they are taken, and its size and SHA-256 once they all were. */
+export function measured(body: ObjectBody): { chunks: AsyncIterable<Uint8Array>; written: () => WrittenObject } {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  let ended = false;
+  async function* chunks(): AsyncIterable<Uint8Array> {
+    for await (const chunk of body instanceof Uint8Array ? [body] : body) {
+      hash.update(chunk);
+      bytes += chunk.byteLength;
+      yield chunk;
+    }
+    ended = true;
+  }
+  return {
+    chunks: chunks(),
+    written: () => {
+      if (!ended) throw new Error('The body was not read to its end.');
+      return { bytes, sha256: hash.digest('hex') };
+    },
+  };
+}
+
+/** A body's bytes whole; more than `maxBytes` is an error (what is over is not read). */
+export async function boundedBytes(body: ObjectBody, maxBytes: number, key: string): Promise<Buffer> {
+  if (body instanceof Uint8Array) {
+    if (body.byteLength > maxBytes) throw tooLarge(key, body.byteLength, maxBytes);
+    return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  }
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of body) {
+    bytes += chunk.byteLength;
+    if (bytes > maxBytes) throw tooLarge(key, bytes, maxBytes);
+    chunks.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(chunks);
+}
+
+function tooLarge(key: string, bytes: number, maxBytes: number): Error {
+  return new Error(`The object ${key} is ${bytes} bytes or more, over the ${maxBytes} expected.`);
+}
