@@ -4,7 +4,7 @@
 // server resumes, and with a cold start as resumeSession does), a fork of the large one beside its resume, the snapshot's size beside the data's, and many paused sessions: the host memory
 // they hold once paused (none: no process is left) and a sample of them resumed, each checked.
 // Snapshots go to a store in a temporary state directory, removed after.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createBackend, openSnapshotStore, resumeSession, Session } from '../dist/index.js';
@@ -18,9 +18,25 @@ const LARGE =
   'import numpy as np, pandas as pd\ndf = pd.DataFrame(np.random.default_rng(7).random((1_310_720, 10)))\nexpected = float(df.values.sum())';
 const CHECK_LARGE = 'float(df.values.sum()) == expected';
 
-/** The host's memory in use: what live sessions hold and paused ones no longer do. */
-async function usedMemoryMiB() {
-  return (os.totalmem() - os.freemem()) / MiB;
+/**
+ * What sessions hold on the host outside this process, that a paused one must not: sandbox
+ * processes, and shared memory (their /mnt/data and /tmp are tmpfs, counted as Shmem). The host's
+ * "available" memory is not used: page cache freed or filled by the snapshots' own files moves it
+ * by hundreds of MiB either way.
+ */
+function sandboxFootprint() {
+  const meminfo = readFileSync('/proc/meminfo', 'utf8');
+  const shmemKiB = Number(/^Shmem:\s+(\d+)/m.exec(meminfo)?.[1] ?? 0);
+  let processes = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'bwrap') processes++;
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return { processes, shmemMiB: shmemKiB / 1024, rssMiB: process.memoryUsage().rss / MiB };
 }
 
 async function timed(work) {
@@ -97,19 +113,21 @@ export async function runSnapshotBench({ quick }) {
 
     // Many paused sessions: made four at a time (a cold start each), each paused; then a sample resumed.
     const count = quick ? 40 : 1000;
-    const before = await usedMemoryMiB();
+    const before = sandboxFootprint();
     const paused = [];
     const makeOne = async (index) => {
       const session = await Session.create({ backend, snapshots: store, preloadModules: [] });
       await session.run(`n = ${index}`);
       paused.push({ index, id: (await session.pause()).id });
+      // pause() resolves once the snapshot is written; the sandbox's teardown is waited for here.
+      await session.close();
     };
     const started = now();
     for (let next = 0; next < count; next += 4) {
       await Promise.all([0, 1, 2, 3].filter((offset) => next + offset < count).map((offset) => makeOne(next + offset)));
     }
     const madeSeconds = (now() - started) / 1000;
-    const after = await usedMemoryMiB();
+    const after = sandboxFootprint();
     const sample = paused.filter((_, position) => position % Math.max(1, Math.floor(count / 20)) === 0);
     for (const { index, id } of sample) {
       const session = await resumeSession(id, { backend, snapshots: store, preloadModules: [] });
@@ -136,8 +154,8 @@ export async function runSnapshotBench({ quick }) {
     result.paused = {
       count,
       madeSeconds: round(madeSeconds),
-      hostMemoryBeforeMiB: round(before),
-      hostMemoryAfterMiB: round(after),
+      before,
+      after,
       resumedAndChecked: sample.length,
     };
     const largeResume = p50(large.warmResumes);
@@ -172,7 +190,30 @@ export async function runSnapshotBench({ quick }) {
         p50(forks) <= largeResume,
       ],
       ['100 MB DataFrame: snapshot size / data size', 'ratio', round(large.bytes / dataBytes, 3), '', '', null],
-      [`${count} paused sessions: host memory after − before`, 'used', round(after - before), 'MiB', '≈ 0', null],
+      [
+        `${count} paused sessions: sandbox processes left`,
+        'count',
+        after.processes - before.processes,
+        '',
+        '0',
+        after.processes - before.processes === 0,
+      ],
+      [
+        `${count} paused sessions: shared memory (tmpfs) after − before`,
+        'Shmem',
+        round(after.shmemMiB - before.shmemMiB),
+        'MiB',
+        '≈ 0',
+        null,
+      ],
+      [
+        `${count} paused sessions: this process's RSS after − before`,
+        'rss',
+        round(after.rssMiB - before.rssMiB),
+        'MiB',
+        '',
+        null,
+      ],
       [`${count} paused sessions: a sample resumed and checked`, 'resumed', sample.length, '', 'all', true],
     );
   } catch (error) {
