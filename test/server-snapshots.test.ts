@@ -7,7 +7,7 @@
  * snapshot (resumed) or a clear "lost", never half a state.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -82,6 +82,12 @@ async function call(serve: Serve, route: string, body?: unknown): Promise<{ stat
 
 const run = (serve: Serve, id: string, code: string) => call(serve, `/v1/sessions/${id}/executions`, { code });
 
+/** Whether the session's record (`paused/<owner>/<id>.json` in the store) is on disk. */
+function recordOnDisk(id: string): boolean {
+  const paused = path.join(stateDirectory, 'store', 'paused');
+  return existsSync(paused) && readdirSync(paused).some((owner) => existsSync(path.join(paused, owner, `${id}.json`)));
+}
+
 afterAll(async () => {
   for (const child of started) {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -127,6 +133,9 @@ describe('sandcell serve stopped and started again, on one state directory (bubb
     const first = await startServe();
     const { json: session } = await call(first, '/v1/sessions', {});
     expect((await run(first, session.id, 'x = 1')).json.status).toBe('ok');
+    // The session's record is written beside its start, not before it is answered: the kill comes
+    // once it is on disk (a kill before it would find nothing of the session to report).
+    await expect.poll(() => recordOnDisk(session.id), { timeout: 10_000 }).toBe(true);
     await stop(first, 'SIGKILL');
     const second = await startServe();
     try {

@@ -1,9 +1,10 @@
 /**
  * Errors of Docker Engine's API: their text, the ones a removal may ignore,
  * and the ones that pass. Under many parallel creations runc answers "cannot
- * start a stopped process", a removal still in progress answers 409, the
- * socket is reset: creation retries those (a few times, backing off) and
- * nothing else, so a wrong image or a refused option fails at once.
+ * start a stopped process" (or "… an already running container"), a removal
+ * still in progress answers 409, the socket is reset: creation retries those
+ * (a few times, backing off) and nothing else, so a wrong image or a refused
+ * option fails at once.
  */
 
 /** Attempts in all, the first included. */
@@ -14,6 +15,9 @@ export const RETRY_BASE_DELAY_MS = 100;
 const TRANSIENT_MESSAGES = [
   // runc: "cannot start a stopped process: unknown", under parallel creations.
   /stopped process/i,
+  // runc, the same race seen from the other side: "OCI runtime start failed: cannot start an
+  // already running container" (each attempt makes its objects anew, so nothing is started twice).
+  /cannot start an already running container/i,
   // A removal (of a container or volume of an earlier attempt) the engine is still doing.
   /is already in progress/i,
   /socket hang up/i,
