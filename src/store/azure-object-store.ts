@@ -10,11 +10,18 @@
  * (uncommitted blocks of a failed write are never visible, and Azure drops
  * them). `writeIfAbsent` commits with `If-None-Match: *`.
  */
-import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { type ContainerClient, RestError } from '@azure/storage-blob';
 import { checkKey, type ObjectBody, type ObjectStore, type StoredObject, type WrittenObject } from './object-store.js';
-import { boundedBytes, joinPrefix, MAX_CONDITIONAL_BYTES, measured, stripPrefix } from './remote-objects.js';
+import {
+  boundedBytes,
+  joinPrefix,
+  MAX_CONDITIONAL_BYTES,
+  measured,
+  stripPrefix,
+  tooLarge,
+  writtenOf,
+} from './remote-objects.js';
 
 const BLOCK_BYTES = 8 * 1024 * 1024;
 const BLOCKS_IN_FLIGHT = 2;
@@ -54,7 +61,7 @@ export class AzureObjectStore implements ObjectStore {
       if (error instanceof RestError && (error.statusCode === 409 || error.statusCode === 412)) return undefined;
       throw error;
     }
-    return { bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') };
+    return writtenOf(bytes);
   }
 
   async read(key: string, maxBytes: number): Promise<Uint8Array | undefined> {
@@ -89,7 +96,7 @@ export class AzureObjectStore implements ObjectStore {
       const size = answer.contentLength;
       if (maxBytes !== undefined && size !== undefined && size > maxBytes) {
         (answer.readableStreamBody as Readable | undefined)?.destroy();
-        throw new Error(`The object ${key} is ${size} bytes, over the ${maxBytes} expected.`);
+        throw tooLarge(key, size, maxBytes, false);
       }
       return answer.readableStreamBody as AsyncIterable<Uint8Array> | undefined;
     } catch (error) {

@@ -42,6 +42,11 @@ export function measured(body: ObjectBody): { chunks: AsyncIterable<Uint8Array>;
   };
 }
 
+/** What a write of `bytes` in hand took in: its size and SHA-256. */
+export function writtenOf(bytes: Uint8Array): WrittenObject {
+  return { bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') };
+}
+
 /** A body's bytes whole; more than `maxBytes` is an error (what is over is not read). */
 export async function boundedBytes(body: ObjectBody, maxBytes: number, key: string): Promise<Buffer> {
   if (body instanceof Uint8Array) {
@@ -58,6 +63,7 @@ export async function boundedBytes(body: ObjectBody, maxBytes: number, key: stri
   return Buffer.concat(chunks);
 }
 
-function tooLarge(key: string, bytes: number, maxBytes: number): Error {
-  return new Error(`The object ${key} is ${bytes} bytes or more, over the ${maxBytes} expected.`);
+/** An object over what its reader expects (`or more`: counted while it streamed, not read to its end). */
+export function tooLarge(key: string, bytes: number, maxBytes: number, orMore = true): Error {
+  return new Error(`The object ${key} is ${bytes} bytes${orMore ? ' or more' : ''}, over the ${maxBytes} expected.`);
 }

@@ -12,7 +12,6 @@
  * object whole or the new one whole. `writeIfAbsent` is a PutObject with
  * `If-None-Match: *` (S3 refuses it with 412 when the key exists).
  */
-import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import {
   DeleteObjectCommand,
@@ -25,7 +24,15 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { checkKey, type ObjectBody, type ObjectStore, type StoredObject, type WrittenObject } from './object-store.js';
-import { boundedBytes, joinPrefix, MAX_CONDITIONAL_BYTES, measured, stripPrefix } from './remote-objects.js';
+import {
+  boundedBytes,
+  joinPrefix,
+  MAX_CONDITIONAL_BYTES,
+  measured,
+  stripPrefix,
+  tooLarge,
+  writtenOf,
+} from './remote-objects.js';
 
 /** A multipart upload's part: S3's minimum is 5 MiB; two in flight bound a write's memory to about 16 MiB. */
 const PART_BYTES = 8 * 1024 * 1024;
@@ -80,7 +87,7 @@ export class S3ObjectStore implements ObjectStore {
       if (status === 412 || status === 409) return undefined;
       throw error;
     }
-    return { bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') };
+    return writtenOf(bytes);
   }
 
   async read(key: string, maxBytes: number): Promise<Uint8Array | undefined> {
@@ -127,7 +134,7 @@ export class S3ObjectStore implements ObjectStore {
       const size = answer.ContentLength;
       if (maxBytes !== undefined && size !== undefined && size > maxBytes) {
         (answer.Body as Readable | undefined)?.destroy?.();
-        throw new Error(`The object ${key} is ${size} bytes, over the ${maxBytes} expected.`);
+        throw tooLarge(key, size, maxBytes, false);
       }
       return answer.Body as unknown as AsyncIterable<Uint8Array>;
     } catch (error) {
