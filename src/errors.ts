@@ -43,6 +43,7 @@ export type SandcellErrorCode =
   | 'not-found'
   | 'approval-decided'
   | 'conversation-busy'
+  | 'session-elsewhere'
   | 'conversation-expired'
   | 'conversation-active'
   | 'model-not-configured';

@@ -8,22 +8,22 @@
  * chain. s3rver ignores If-None-Match on a put, so the S3 driver's
  * conditional write is checked at its request in src/store/s3-object-store.test.ts.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { BlobServiceClient } from '@azure/storage-blob';
-import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FsObjectStore } from '../src/store/fs-object-store.js';
 import { openObjectStore } from '../src/store/open-object-store.js';
 import { runObjectStoreContract } from './contract/object-store-contract.js';
-
-/** Azurite's well-known development account (public, the same in every installation). */
-const AZURITE_ACCOUNT = 'devstoreaccount1';
-const AZURITE_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+import {
+  AZURITE_ACCOUNT,
+  AZURITE_KEY,
+  type Azurite,
+  type S3Server,
+  startAzurite,
+  startS3rver,
+} from './support/object-store-emulators.js';
 
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'sandcell-object-stores-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -32,40 +32,14 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const casePrefix = () => `case-${randomBytes(6).toString('hex')}`;
 
 describe('object store: Azure Blob on Azurite (azure://)', () => {
-  let azurite: ChildProcess;
+  let azurite: Azurite;
   let environment: Record<string, string>;
 
   beforeAll(async () => {
-    azurite = spawn(
-      path.resolve('node_modules/.bin/azurite-blob'),
-      [
-        '--blobHost',
-        '127.0.0.1',
-        '--blobPort',
-        '0',
-        '--inMemoryPersistence',
-        '--disableTelemetry',
-        '--skipApiVersionCheck',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    const port = await new Promise<number>((resolve, reject) => {
-      createInterface({ input: azurite.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-        const listening = /listens on http:\/\/127\.0\.0\.1:(\d+)/.exec(line);
-        if (listening) resolve(Number(listening[1]));
-      });
-      azurite.once('exit', (code) => reject(new Error(`azurite exited (${code})`)));
-    });
-    environment = {
-      AZURE_STORAGE_CONNECTION_STRING: `DefaultEndpointsProtocol=http;AccountName=${AZURITE_ACCOUNT};AccountKey=${AZURITE_KEY};BlobEndpoint=http://127.0.0.1:${port}/${AZURITE_ACCOUNT};`,
-    };
-    await BlobServiceClient.fromConnectionString(environment.AZURE_STORAGE_CONNECTION_STRING as string)
-      .getContainerClient('sandcell')
-      .create();
+    azurite = await startAzurite(['sandcell']);
+    environment = { AZURE_STORAGE_CONNECTION_STRING: azurite.connectionString };
   }, 60_000);
-  afterAll(() => {
-    azurite?.kill();
-  });
+  afterAll(() => azurite?.stop());
 
   runObjectStoreContract({
     store: () => openObjectStore(`azure://${AZURITE_ACCOUNT}/sandcell/${casePrefix()}`, environment),
@@ -73,36 +47,25 @@ describe('object store: Azure Blob on Azurite (azure://)', () => {
   });
 
   it('names the account it needs credentials for, and never a secret', async () => {
-    await expect(openObjectStore('azure://otheraccount/sandcell', environment)).rejects.toThrow(
-      'is for the account "devstoreaccount1", not "otheraccount"',
-    );
-    const refused = await openObjectStore('azure://devstoreaccount1/sandcell', {}).catch((error: Error) => error);
-    expect((refused as Error).message).toContain('set AZURE_STORAGE_CONNECTION_STRING');
+    const refused = await openObjectStore('azure://otheraccount/sandcell', environment).catch((error: Error) => error);
+    expect((refused as Error).message).toContain('is for the account "devstoreaccount1", not "otheraccount"');
     expect((refused as Error).message).not.toContain(AZURITE_KEY);
+  });
+
+  it("without a connection string or a SAS, @azure/identity's default credential is used for the account", async () => {
+    const store = await openObjectStore(`azure://${AZURITE_ACCOUNT}/sandcell/x`, {});
+    expect(store.location).toBe(`azure://${AZURITE_ACCOUNT}/sandcell/x`);
   });
 });
 
 describe('object store: S3 on s3rver (s3://)', () => {
-  let server: S3rver;
+  let server: S3Server;
   const saved: Record<string, string | undefined> = {};
 
   beforeAll(async () => {
-    server = new S3rver({
-      address: '127.0.0.1',
-      port: 0,
-      silent: true,
-      directory: mkdtempSync(path.join(scratch, 's3rver-')),
-      configureBuckets: [{ name: 'sandcell', configs: [] }],
-    });
-    const { port } = await server.run();
-    // What the SDK's default chain reads; s3rver's fixed development credentials.
-    const environment: Record<string, string> = {
-      AWS_ENDPOINT_URL: `http://127.0.0.1:${port}`,
-      AWS_ACCESS_KEY_ID: 'S3RVER',
-      AWS_SECRET_ACCESS_KEY: 'S3RVER',
-      AWS_REGION: 'us-east-1',
-    };
-    for (const [name, value] of Object.entries(environment)) {
+    server = await startS3rver(['sandcell']);
+    // What the SDK's default chain reads.
+    for (const [name, value] of Object.entries(server.environment)) {
       saved[name] = process.env[name];
       process.env[name] = value;
     }
@@ -112,7 +75,7 @@ describe('object store: S3 on s3rver (s3://)', () => {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
     }
-    await server?.close();
+    await server?.stop();
   });
 
   runObjectStoreContract({

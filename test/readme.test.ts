@@ -61,6 +61,8 @@ const RUN_ELSEWHERE: Record<string, string> = {
   'snapshots-serve': 'test/readme-servers.test.ts',
   'snapshots-rest': 'test/readme-servers.test.ts',
   'snapshots-cli': 'test/readme-servers.test.ts',
+  'store-s3': 'test/server-shared-store.test.ts',
+  'store-azure': 'test/server-shared-store.test.ts',
   'e2b-serve': 'test/readme-e2b.test.ts',
   'e2b-sdk': 'test/readme-e2b.test.ts',
   'jupyter-gateway': 'test/jupyter-gateway-notebook.test.ts',

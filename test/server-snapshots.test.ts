@@ -6,78 +6,34 @@
  * empty sandbox; `kill -9` in the middle of a pause leaves either the whole
  * snapshot (resumed) or a clear "lost", never half a state.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDockerBackend } from '../src/backends/docker/index.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
+import {
+  callServe as call,
+  type Json,
+  killServes,
+  type Serve,
+  startServe as startProcess,
+  stopServe as stop,
+} from './support/serve-process.js';
 
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
-type Json = Record<string, any>;
-const bin = path.resolve(import.meta.dirname, '..', 'bin', 'sandcell.js');
 const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-server-snapshots-'));
-const started: ChildProcess[] = [];
 
-interface Serve {
-  child: ChildProcess;
-  url: string;
-  logs: Record<string, unknown>[];
-}
-
-async function startServe(backend: 'bubblewrap' | 'docker' = 'bubblewrap', directory = stateDirectory): Promise<Serve> {
-  const child = spawn(
-    process.execPath,
-    [
-      bin,
-      'serve',
-      '--port',
-      '0',
-      '--pool-size',
-      '1',
-      '--preload',
-      'numpy,pandas',
-      '--state-dir',
-      directory,
-      '--backend',
-      backend,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SANDCELL_API_KEYS: '' } },
-  );
-  started.push(child);
-  const logs: Record<string, unknown>[] = [];
-  let stderr = '';
-  child.stderr?.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      const entry = JSON.parse(line) as Record<string, unknown>;
-      logs.push(entry);
-      if (typeof entry.url === 'string') resolve(entry.url);
-    });
-    child.once('exit', (code, signal) => reject(new Error(`serve exited (${code ?? signal}): ${stderr.slice(-2000)}`)));
-  });
-  return { child, url, logs };
-}
-
-async function stop(serve: Serve, signal: NodeJS.Signals): Promise<void> {
-  if (serve.child.exitCode !== null || serve.child.signalCode !== null) return;
-  const exited = new Promise((resolve) => serve.child.once('exit', resolve));
-  serve.child.kill(signal);
-  await exited;
-}
-
-async function call(serve: Serve, route: string, body?: unknown): Promise<{ status: number; json: Json }> {
-  const response = await fetch(`${serve.url}${route}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text ? (JSON.parse(text) as Json) : {} };
+function startServe(backend: 'bubblewrap' | 'docker' = 'bubblewrap', directory = stateDirectory): Promise<Serve> {
+  return startProcess([
+    '--pool-size',
+    '1',
+    '--preload',
+    'numpy,pandas',
+    '--state-dir',
+    directory,
+    '--backend',
+    backend,
+  ]);
 }
 
 const run = (serve: Serve, id: string, code: string) => call(serve, `/v1/sessions/${id}/executions`, { code });
@@ -88,10 +44,8 @@ function recordOnDisk(id: string): boolean {
   return existsSync(paused) && readdirSync(paused).some((owner) => existsSync(path.join(paused, owner, `${id}.json`)));
 }
 
-afterAll(async () => {
-  for (const child of started) {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }
+afterAll(() => {
+  killServes();
   rmSync(stateDirectory, { recursive: true, force: true });
 });
 

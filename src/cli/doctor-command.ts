@@ -44,7 +44,12 @@ interface Check {
 
 const MARK: Record<Level, string> = { ok: '✓', warn: '!', fail: '✗' };
 
-export async function doctorCommand(options: { json?: boolean; backend?: string; rootfs?: string }): Promise<number> {
+export async function doctorCommand(options: {
+  json?: boolean;
+  backend?: string;
+  rootfs?: string;
+  store?: string;
+}): Promise<number> {
   const checks: Check[] = [];
   const add = (level: Level, title: string, detail?: string) => {
     checks.push({ level, title, detail });
@@ -69,6 +74,8 @@ export async function doctorCommand(options: { json?: boolean; backend?: string;
 
   checkAllowHost(add);
   await checkGateChannel(add);
+  const store = options.store ?? (process.env.SANDCELL_STORE || undefined);
+  if (store !== undefined) await checkStore(add, store);
 
   const failed = checks.some((check) => check.level === 'fail');
   if (options.json) process.stdout.write(`${JSON.stringify({ ok: !failed, checks }, null, 2)}\n`);
@@ -78,6 +85,28 @@ export async function doctorCommand(options: { json?: boolean; backend?: string;
 }
 
 type Add = (level: Level, title: string, detail?: string) => void;
+
+/** A clock further than this from the store's makes retention and stale claims misjudge ages. */
+const CLOCK_SKEW_WARN_MS = 30_000;
+
+/** The store `serve --store` would use: its credentials and secret, an object written, read, listed, deleted; the clocks. */
+async function checkStore(add: Add, location: string): Promise<void> {
+  try {
+    const { PausedSessions } = await import('../server/core/paused-sessions.js');
+    const { clockSkewMs } = await new PausedSessions({ stateDirectory: false, store: location }).check();
+    add('ok', `Store ${location}: written, read back, listed and deleted`);
+    const skew = `${(Math.abs(clockSkewMs) / 1000).toFixed(1)} s ${clockSkewMs > 0 ? 'ahead of' : 'behind'} this machine`;
+    if (Math.abs(clockSkewMs) > CLOCK_SKEW_WARN_MS) {
+      add(
+        'warn',
+        `The store's clock is ${skew}`,
+        "Retention and stale resume claims go by it: keep this machine's clock in sync (NTP).",
+      );
+    } else add('ok', `The store's clock agrees with this machine's${clockSkewMs === 0 ? '' : ` (${skew})`}`);
+  } catch (error) {
+    add('fail', `Store ${location.split('?')[0]}`, (error as Error).message);
+  }
+}
 
 /** Runtime builds of earlier versions (~2 GB each) that `sandcell image prune` would look at. */
 async function checkOlderBuilds(add: Add, backend: string | undefined): Promise<void> {

@@ -134,6 +134,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
       ).choices(['bubblewrap', 'docker']),
     )
     .option('--rootfs <dir>', 'check bubblewrap on a runtime root filesystem (`runtime`: the built one)')
+    .option('--store <location>', 'check the store `sandcell serve --store` would use (env SANDCELL_STORE)')
     .action(async (options) => setExitCode(await doctorCommand(options)));
 
   addModelOptions(
@@ -266,6 +267,10 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         .option(
           '--no-state-dir',
           'keep conversation histories and paused sessions in memory only (lost when the server stops)',
+        )
+        .option(
+          '--store <location>',
+          "keep paused sessions and snapshots here instead of the state directory: fs:///DIR, s3://BUCKET/PREFIX or azure://ACCOUNT/CONTAINER/PREFIX; servers sharing one resume each other's (needs SANDCELL_SNAPSHOT_SECRET; env SANDCELL_STORE)",
         ),
     ).addHelpText('after', `${UNITS_HELP}${KEYS_HELP}\nWithout a model the web UI still runs notebook cells.`),
   ).action(async (options) => {
@@ -331,6 +336,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .command('list')
     .description('list the snapshots and paused sessions the state directory holds')
     .option('--state-dir <dir>', 'the state directory (default: as `sandcell serve`, env SANDCELL_STATE_DIR)')
+    .option('--store <location>', 'the store `sandcell serve --store` was given (env SANDCELL_STORE)')
     .option('--json', 'print them as JSON')
     .action(async (options) => {
       const { snapshotsListCommand } = await import('./snapshots-command.js');
@@ -341,6 +347,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .description('delete paused sessions and snapshots older than a duration, and what unfinished snapshots left')
     .option('--older-than <duration>', "how old (default: 7d, the server's default --snapshot-retention)")
     .option('--state-dir <dir>', 'the state directory (default: as `sandcell serve`, env SANDCELL_STATE_DIR)')
+    .option('--store <location>', 'the store `sandcell serve --store` was given (env SANDCELL_STORE)')
     .option('--dry-run', 'say what would be deleted, delete nothing')
     .option('--json', 'print the result as JSON')
     .action(async (options) => {

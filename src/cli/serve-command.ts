@@ -47,6 +47,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   logLevel?: string;
   /** A directory, or false with --no-state-dir. */
   stateDir?: string | false;
+  store?: string;
   logFormat?: LogFormat;
   allowHost?: string[];
   permitHost?: string[];
@@ -97,6 +98,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     logLevel: options.logLevel,
     ...(options.onIdle ? { onIdle: options.onIdle } : {}),
     stateDirectory: options.stateDir === false ? false : (options.stateDir ?? defaultStateDirectory()),
+    ...(options.store !== undefined ? { store: options.store } : {}),
     logDestination: logDestinationFor(options.logFormat ?? 'auto'),
     ...(options.approve ? { approvalDefault: 'ask' as const } : {}),
     ...(options.ui === false ? { webRoot: false as const } : {}),

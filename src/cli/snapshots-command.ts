@@ -1,6 +1,6 @@
 /**
  * `sandcell snapshots list|prune`: the operator's view of what the server keeps
- * in its state directory: paused sessions and snapshots of every key (by the
+ * in its state directory (or the store `--store` names): paused sessions and snapshots of every key (by the
  * digest of the key's owner, never the key), and deleting what is past the
  * retention. Safe beside a running server: the store's objects are written
  * whole, and a snapshot is deleted manifest first.
@@ -16,15 +16,18 @@ import { durationFlag } from './unit-flags.js';
 
 interface SnapshotsOptions {
   stateDir?: string;
+  store?: string;
   json?: boolean;
 }
 
 function openPaused(options: SnapshotsOptions): PausedSessions {
   const directory = options.stateDir ?? defaultStateDirectory();
+  const store = options.store ?? (process.env.SANDCELL_STORE || undefined);
+  if (store !== undefined) return new PausedSessions({ stateDirectory: directory, store });
   if (directory === false) {
     throw new CliExit(
       EXIT_USAGE,
-      'SANDCELL_STATE_DIR is `none`: there is no state directory to keep snapshots in. Give --state-dir.',
+      'SANDCELL_STATE_DIR is `none`: there is no state directory to keep snapshots in. Give --state-dir (or --store).',
     );
   }
   return new PausedSessions(directory);
@@ -71,7 +74,7 @@ export async function snapshotsListCommand(options: SnapshotsOptions): Promise<n
   for (const record of lost) process.stdout.write(`lost session ${record.id}: ${record.lost ?? 'no snapshot'}\n`);
   if (unverified > 0) {
     process.stdout.write(
-      `${unverified} snapshot(s) do not verify with this state directory's secret (written by another server, or changed)\n`,
+      `${unverified} snapshot(s) do not verify with this store's secret (written by another server, or changed)\n`,
     );
   }
   return EXIT_OK;

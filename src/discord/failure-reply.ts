@@ -53,6 +53,7 @@ const TELLING: Readonly<Record<SandcellErrorCode, Telling>> = {
   'not-found': 'log',
   'approval-decided': 'log',
   'conversation-busy': 'log',
+  'session-elsewhere': 'log',
   'conversation-expired': 'log',
   'conversation-active': 'log',
   'model-not-configured': 'log',

@@ -73,6 +73,9 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
   });
   const { app, mcp, jupyter } = createApp(context, { connections });
   if (resolved.stateDirectory !== false) await context.conversations.keepOnDisk(resolved.stateDirectory);
+  // A store named for paused sessions is proven before the first session: wrong credentials fail here, not at a pause.
+  if (resolved.store !== undefined)
+    logger.info({ store: await context.registry.checkStore() }, 'paused sessions are kept in the store');
   try {
     await context.pool.start();
   } catch (error) {

@@ -2,8 +2,10 @@
  * The object store in an Azure Blob container
  * (`azure://ACCOUNT/CONTAINER/PREFIX`). Credentials are what Azure's SDK is
  * given: a connection string (AZURE_STORAGE_CONNECTION_STRING, which also
- * names the endpoint, e.g. Azurite's) or a SAS token (AZURE_STORAGE_SAS_TOKEN)
- * for the account's endpoint; none is ever in a location, a log or a message.
+ * names the endpoint, e.g. Azurite's), a SAS token (AZURE_STORAGE_SAS_TOKEN)
+ * for the account's endpoint, or else `@azure/identity`'s default credential
+ * (a managed identity, a workload identity, `az login`); none is ever in a
+ * location, a log or a message.
  *
  * A write streams as blocks of BLOCK_BYTES, two in flight, and commits the
  * block list once the body has ended: until then the blob is the old one whole
@@ -11,7 +13,8 @@
  * them). `writeIfAbsent` commits with `If-None-Match: *`.
  */
 import { Readable } from 'node:stream';
-import { type ContainerClient, RestError } from '@azure/storage-blob';
+import { BlobServiceClient, type ContainerClient, RestError } from '@azure/storage-blob';
+import { InvalidInputError } from '../errors.js';
 import { checkKey, type ObjectBody, type ObjectStore, type StoredObject, type WrittenObject } from './object-store.js';
 import {
   boundedBytes,
@@ -104,4 +107,38 @@ export class AzureObjectStore implements ObjectStore {
       throw error;
     }
   }
+}
+
+/**
+ * The container's client with the credentials the environment gives: a
+ * connection string (which must be the account's), a SAS token, or else
+ * `@azure/identity`'s default credential when that package is installed.
+ */
+export async function azureContainer(
+  account: string,
+  container: string,
+  environment: Record<string, string | undefined>,
+): Promise<ContainerClient> {
+  const connection = environment.AZURE_STORAGE_CONNECTION_STRING;
+  const sas = environment.AZURE_STORAGE_SAS_TOKEN;
+  let service: BlobServiceClient;
+  if (connection) {
+    service = BlobServiceClient.fromConnectionString(connection);
+    if (service.accountName !== account) {
+      throw new InvalidInputError(
+        `AZURE_STORAGE_CONNECTION_STRING is for the account ${JSON.stringify(service.accountName)}, not ${JSON.stringify(account)}.`,
+      );
+    }
+  } else if (sas) {
+    service = new BlobServiceClient(`https://${account}.blob.core.windows.net?${sas.replace(/^\?/, '')}`);
+  } else {
+    const identity = await import('@azure/identity').catch(() => undefined);
+    if (!identity) {
+      throw new InvalidInputError(
+        'set AZURE_STORAGE_CONNECTION_STRING (the account\u2019s connection string) or AZURE_STORAGE_SAS_TOKEN (a SAS for the container), or install @azure/identity to use its default credential (a managed identity, `az login`).',
+      );
+    }
+    service = new BlobServiceClient(`https://${account}.blob.core.windows.net`, new identity.DefaultAzureCredential());
+  }
+  return service.getContainerClient(container);
 }

@@ -24,10 +24,6 @@ afterEach(async () => {
 
 const text = (bytes: Uint8Array | undefined) => (bytes === undefined ? undefined : Buffer.from(bytes).toString());
 
-async function* chunks(...parts: string[]): AsyncIterable<Uint8Array> {
-  for (const part of parts) yield Buffer.from(part);
-}
-
 async function* failingAfter(part: string): AsyncIterable<Uint8Array> {
   yield Buffer.from(part);
   throw new Error('the sandbox went away');

@@ -79,6 +79,21 @@ export class ApprovalDecidedError extends SandcellError {
   }
 }
 
+/**
+ * The session is another server's: one sharing this server's store claimed it first to resume
+ * it, or it is live there (its marker names that server). Requests for it go to that server.
+ */
+export class SessionElsewhereError extends SandcellError {
+  constructor(id: string, node?: string) {
+    super(
+      'session-elsewhere',
+      node === undefined
+        ? `The paused session ${JSON.stringify(id)} is being resumed by another server that shares this server's store; it lives there now.`
+        : `The session ${JSON.stringify(id)} was last live on the server ${JSON.stringify(node)}, which shares this server's store: send its requests there (if that server stopped without pausing it, its state is gone).`,
+    );
+  }
+}
+
 /** A turn is still running in the conversation: one runs at a time. */
 export class ConversationBusyError extends SandcellError {
   constructor() {

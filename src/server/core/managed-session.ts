@@ -58,6 +58,11 @@ export interface PausedRecord {
   /** Its snapshot; absent when the pause failed (`lost` says why). */
   snapshotId?: string;
   lost?: string;
+  /**
+   * The server (node name) the session is live on, in the marker a live session leaves: with a
+   * store shared by several servers, another server's marker may be of a session live there.
+   */
+  node?: string;
   /** The front door's own data (ManagedSession.keep). */
   keep?: Record<string, unknown>;
 }

@@ -5,6 +5,7 @@ import { InvalidInputError } from '../../errors.js';
 import { resolveNetworkOption } from '../../network/network-option.js';
 import { checkNetworkSecret } from '../../network/network-secret.js';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_PRELOAD_MODULES } from '../../session/pool.js';
+import { parseStoreLocation } from '../../store/open-object-store.js';
 import { MAX_CONVERSATION_HISTORY_BYTES } from '../conversations/history-limits.js';
 import { NO_STATE_DIRECTORY } from '../conversations/state-directory.js';
 import { defaultPermission, type NetworkPermission } from './network-permission.js';
@@ -130,6 +131,7 @@ export function resolveServerOptions(
     approvalDefault: approvalMode(options.approvalDefault ?? environment.SANDCELL_APPROVAL),
     webRoot: options.webRoot ?? fileURLToPath(new URL('../../../dist/web', import.meta.url)),
     stateDirectory: options.stateDirectory ?? environment.SANDCELL_STATE_DIR ?? false,
+    ...storeOf(options.store ?? (environment.SANDCELL_STORE || undefined)),
     onIdle: idleMode(options.onIdle ?? environment.SANDCELL_ON_IDLE),
   };
   checkConversationBounds(resolved);
@@ -150,6 +152,13 @@ export function resolveServerOptions(
     );
   }
   return resolved;
+}
+
+/** The store's location, checked for its form now (its credentials are checked when the server starts). */
+function storeOf(store: string | undefined): { store?: string } {
+  if (store === undefined) return {};
+  parseStoreLocation(store);
+  return { store };
 }
 
 function networkPermissionOf(options: ServerOptions, environment: Environment): NetworkPermission {

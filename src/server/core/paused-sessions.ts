@@ -13,19 +13,27 @@
  * failed has a record that says so (`lost`), and its next request is told
  * (410 session-lost), never answered by a fresh sandbox under its id.
  *
- * With no state directory (`--state-dir none`) the store is a temporary
- * directory with a secret in memory: sessions pause and resume while the
- * process lives, and the directory goes with it.
+ * The store is the state directory's (`<state dir>/store`), or the one
+ * `--store` names (a directory, an S3 bucket, an Azure container), which
+ * several servers may share: any of them resumes a session another paused.
+ * A shared store's snapshots are signed with SANDCELL_SNAPSHOT_SECRET, the
+ * same on every server. Resuming first claims the snapshot with a conditional
+ * write, so of two servers asked for one paused session at once exactly one
+ * resumes it. With neither a state directory (`--state-dir none`) nor a
+ * store, the store is a temporary directory with a secret in memory: sessions
+ * pause and resume while the process lives, and the directory goes with it.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { openSnapshotStore } from '../../snapshots/local-snapshots.js';
+import { InvalidInputError } from '../../errors.js';
 import { SnapshotNotFoundError } from '../../snapshots/snapshot-errors.js';
+import { SNAPSHOT_SECRET_VARIABLE, snapshotSecret } from '../../snapshots/snapshot-secret.js';
 import { SnapshotStore, snapshotOwner } from '../../snapshots/snapshot-store.js';
 import { FsObjectStore } from '../../store/fs-object-store.js';
-import { listKeys, type ObjectStore } from '../../store/object-store.js';
+import { listKeys, type ObjectStore, type StoredObject } from '../../store/object-store.js';
+import { openObjectStore } from '../../store/open-object-store.js';
 import type { PausedRecord } from './managed-session.js';
 
 export type { PausedRecord } from './managed-session.js';
@@ -34,14 +42,96 @@ export type { PausedRecord } from './managed-session.js';
 const MAX_RECORD_BYTES = 256 * 1024;
 const SESSION_ID = /^[a-z0-9_-]{1,64}$/;
 
+/** Where paused sessions are kept: a state directory's store, or the store `--store` names. */
+export interface PausedPlace {
+  stateDirectory: string | false;
+  /** A store's location (`fs:///DIR`, `s3://BUCKET/PREFIX`, `azure://ACCOUNT/CONTAINER/PREFIX`). */
+  store?: string;
+  /** Where credentials, SANDCELL_SNAPSHOT_SECRET and SANDCELL_NODE_NAME are read (the process's environment by default). */
+  environment?: Record<string, string | undefined>;
+}
+
+/** A claim on a paused session's snapshot older than this was left by a server that died resuming it. */
+const STALE_CLAIM_MS = 10 * 60_000;
+
 export class PausedSessions {
   private opened?: Promise<{ objects: ObjectStore; snapshots: SnapshotStore; temporary?: string }>;
+  private readonly place: PausedPlace;
+  /** This process, in the claims it writes. */
+  private readonly holder = randomBytes(12).toString('hex');
 
-  constructor(private readonly stateDirectory: string | false) {}
+  /** This server's name among those sharing a store (SANDCELL_NODE_NAME, else the host's name). */
+  readonly node: string;
 
-  /** Whether paused sessions outlive this process (a state directory holds them). */
+  constructor(place: PausedPlace | string | false) {
+    this.place = typeof place === 'object' ? place : { stateDirectory: place };
+    this.node = (this.place.environment ?? process.env).SANDCELL_NODE_NAME || os.hostname();
+  }
+
+  /** Whether a lost marker (no snapshot) is another server's live session: the store is shared, the node not this one. */
+  elsewhere(record: PausedRecord): boolean {
+    return record.snapshotId === undefined && record.node !== undefined && record.node !== this.node;
+  }
+
+  /** Whether paused sessions outlive this process (a state directory or a store holds them). */
   get durable(): boolean {
-    return this.stateDirectory !== false;
+    return this.place.store !== undefined || this.place.stateDirectory !== false;
+  }
+
+  /**
+   * Opens the store and proves it works: a probe object written (conditionally),
+   * read back, listed and deleted. Wrong credentials, a missing bucket or a
+   * missing secret fail here, at start, with the store's location in the message.
+   */
+  async check(): Promise<{ location: string; clockSkewMs: number }> {
+    const { objects } = await this.open();
+    const key = `probes/${randomBytes(8).toString('hex')}`;
+    const bytes = randomBytes(32);
+    try {
+      const before = Date.now();
+      if ((await objects.writeIfAbsent(key, bytes)) === undefined)
+        throw new Error('a new probe object already existed');
+      const after = Date.now();
+      const back = await objects.read(key, 1024);
+      if (!back || !bytes.equals(Buffer.from(back))) throw new Error('a probe object read back different bytes');
+      let listed: StoredObject | undefined;
+      for await (const object of objects.list('probes/')) if (object.key === key) listed = object;
+      if (!listed) throw new Error('a probe object was not listed');
+      await objects.delete(key);
+      // The store's clock (its objects' times, whole seconds on S3 and Azure) against this machine's.
+      const stored = listed.modifiedAt.getTime();
+      const clockSkewMs = stored < before - 1000 ? stored - before + 1000 : stored > after ? stored - after : 0;
+      return { location: objects.location, clockSkewMs };
+    } catch (error) {
+      await objects.delete(key).catch(() => undefined);
+      throw new InvalidInputError(`Cannot use the store ${objects.location}: ${storeErrorText(error)}`);
+    }
+  }
+
+  /**
+   * Claims the paused session's snapshot for this process's resume: true when
+   * it is this one's to resume, false when another server claimed it first (and
+   * is resuming it). A claim left by a server that died resuming goes stale.
+   */
+  async claim(ownerId: string, record: PausedRecord): Promise<boolean> {
+    const holder = this.holder;
+    if (record.snapshotId === undefined) return false;
+    const { objects } = await this.open();
+    const key = claimKey(ownerId, record.snapshotId);
+    const body = () => Buffer.from(JSON.stringify({ holder, at: Date.now() }));
+    if ((await objects.writeIfAbsent(key, body())) !== undefined) return true;
+    const claimed = await objects.read(key, MAX_RECORD_BYTES).catch(() => undefined);
+    const { holder: other, at } = parseClaim(claimed);
+    if (other === holder) return true;
+    if (Date.now() - at < STALE_CLAIM_MS) return false;
+    await objects.delete(key);
+    return (await objects.writeIfAbsent(key, body())) !== undefined;
+  }
+
+  /** Lets go of a claim (a resume that failed), so another attempt may take it. */
+  async release(ownerId: string, snapshotId: string): Promise<void> {
+    const { objects } = await this.open();
+    await objects.delete(claimKey(ownerId, snapshotId));
   }
 
   /** The snapshot store the server's sessions pause into. */
@@ -102,6 +192,7 @@ export class PausedSessions {
       await snapshots.delete(ownerId, record.snapshotId).catch((error) => {
         if (!(error instanceof SnapshotNotFoundError)) throw error;
       });
+      await objects.delete(claimKey(ownerId, record.snapshotId));
     }
   }
 
@@ -126,6 +217,11 @@ export class PausedSessions {
       if (record?.name !== undefined && owner !== undefined) {
         await objects.delete(`paused-names/${owner}/${nameDigest(record.scope ?? record.source, record.name)}`);
       }
+    }
+    // Claims outlive their snapshot only when a resume died between its claim and its end.
+    for await (const object of objects.list('claims/')) {
+      if (!options.dryRun && now - object.modifiedAt.getTime() >= Math.max(olderThanMs, STALE_CLAIM_MS))
+        await objects.delete(object.key);
     }
     const expired = await snapshots.expire(olderThanMs, { now, ...(options.dryRun ? { dryRun: true } : {}) });
     const orphans = options.dryRun ? 0 : await snapshots.pruneOrphans(now);
@@ -152,15 +248,70 @@ export class PausedSessions {
 
   private open() {
     this.opened ??= (async () => {
-      if (this.stateDirectory === false) {
+      const { stateDirectory, store, environment = process.env } = this.place;
+      if (store !== undefined) {
+        const objects = await openObjectStore(store, environment);
+        return {
+          objects,
+          snapshots: new SnapshotStore(objects, await storeSecret(store, stateDirectory, environment)),
+        };
+      }
+      if (stateDirectory === false) {
         const temporary = await mkdtemp(path.join(os.tmpdir(), 'sandcell-snapshots-'));
         const objects = new FsObjectStore(temporary);
         return { objects, snapshots: new SnapshotStore(objects, randomBytes(32)), temporary };
       }
-      const snapshots = await openSnapshotStore(this.stateDirectory);
-      return { objects: new FsObjectStore(path.join(this.stateDirectory, 'store')), snapshots };
+      const objects = new FsObjectStore(path.join(stateDirectory, 'store'));
+      return { objects, snapshots: new SnapshotStore(objects, await snapshotSecret(stateDirectory, environment)) };
     })();
+    // A store that could not be opened is tried again by the next call (its error said why).
+    this.opened.catch(() => {
+      this.opened = undefined;
+    });
     return this.opened;
+  }
+}
+
+/**
+ * The secret a named store's snapshots are signed with: SANDCELL_SNAPSHOT_SECRET,
+ * which every server sharing the store must have the same; a directory on this
+ * machine may instead use the state directory's own secret.
+ */
+async function storeSecret(
+  store: string,
+  stateDirectory: string | false,
+  environment: Record<string, string | undefined>,
+): Promise<Buffer> {
+  const given = environment[SNAPSHOT_SECRET_VARIABLE];
+  if ((given === undefined || given === '') && !(store.startsWith('fs://') && stateDirectory !== false)) {
+    throw new InvalidInputError(
+      `The store ${store.split('?')[0]} needs ${SNAPSHOT_SECRET_VARIABLE}: the secret its snapshots are signed with, the same on every server that shares it (e.g. \`openssl rand -hex 32\`, kept where your other secrets are).`,
+    );
+  }
+  return snapshotSecret(stateDirectory === false ? '' : stateDirectory, environment);
+}
+
+/** What a store's error says, without what could hold a secret (an SDK's request, headers or URL with a SAS). */
+function storeErrorText(error: unknown): string {
+  const { name, message, code } = error as { name?: string; message?: string; code?: string };
+  const text = (message ?? String(error)).replace(/([?&](?:sig|se|sv|sp|st|sr|skoid|sktid)=)[^&\s]+/gi, '$1…');
+  const label = code ?? (name && name !== 'Error' ? name : undefined);
+  return label && !text.startsWith(label) ? `${label}: ${text}` : text;
+}
+
+function claimKey(ownerId: string, snapshotId: string): string {
+  return `claims/${snapshotOwner(ownerId)}/${snapshotId}`;
+}
+
+function parseClaim(bytes: Uint8Array | undefined): { holder?: string; at: number } {
+  try {
+    const claim = JSON.parse(Buffer.from(bytes ?? []).toString('utf8')) as { holder?: unknown; at?: unknown };
+    return {
+      ...(typeof claim.holder === 'string' ? { holder: claim.holder } : {}),
+      at: typeof claim.at === 'number' ? claim.at : 0,
+    };
+  } catch {
+    return { at: 0 };
   }
 }
 

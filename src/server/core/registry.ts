@@ -17,7 +17,7 @@ import type { Session } from '../../session/session.js';
 import { type RestoreReport, type SnapshotInfo, snapshotInfo } from '../../session/session-state.js';
 import { SessionLostError, SnapshotTooLargeError } from '../../snapshots/snapshot-errors.js';
 import type { Owner } from './auth.js';
-import { LimitExceededError, SessionNotFoundError, ShuttingDownError } from './errors.js';
+import { LimitExceededError, SessionElsewhereError, SessionNotFoundError, ShuttingDownError } from './errors.js';
 import { ImageStore } from './image-store.js';
 import type { ManagedSession, SessionSource } from './managed-session.js';
 import type { Metrics } from './metrics.js';
@@ -211,6 +211,7 @@ export class SessionRegistry {
           ...this.recordBase(entry, 'stopped'),
           pausedAt: new Date().toISOString(),
           lost: STOPPED_UNPAUSED,
+          node: this.options.paused.node,
         }),
       ).catch(() => undefined); // logged by writeRecord
     this.options.metrics.sessionsCreated.inc({ api: source });
@@ -243,6 +244,11 @@ export class SessionRegistry {
       this.resuming.set(key, resuming);
     }
     return resuming;
+  }
+
+  /** Proves the store of paused sessions works (server start, with `--store`); its location. */
+  async checkStore(): Promise<string> {
+    return (await this.options.paused.check()).location;
   }
 
   /** The owner's paused sessions (live ones are `list`). */
@@ -426,17 +432,22 @@ export class SessionRegistry {
   private async resume(owner: Owner, id: string): Promise<ManagedSession> {
     const record = await this.options.paused.find(owner.id, id);
     if (!record) throw new SessionNotFoundError(id);
+    if (this.options.paused.elsewhere(record)) throw new SessionElsewhereError(id, record.node);
     if (record.snapshotId === undefined) throw new SessionLostError(id, record.lost ?? 'it has no snapshot');
+    // A store shared with other servers: of those asked for this session at once, one resumes it.
+    if (!(await this.options.paused.claim(owner.id, record))) throw new SessionElsewhereError(id);
     const started = performance.now();
-    const session = await this.acquire(owner, { environment: record.environment });
+    let session: Session | undefined;
     let report: RestoreReport;
     try {
+      session = await this.acquire(owner, { environment: record.environment });
       report = await session.load(record.snapshotId, {
         owner: owner.id,
         snapshots: await this.options.paused.snapshots(),
       });
     } catch (error) {
-      await session.close();
+      await session?.close();
+      await this.options.paused.release(owner.id, record.snapshotId).catch(() => undefined);
       throw error;
     }
     // The record goes first: the entry's own marker (register) must not be removed after it is written.
@@ -448,6 +459,8 @@ export class SessionRegistry {
     });
     const entry = this.register(session, owner, record.source, record);
     entry.restored = report;
+    // Its marker is in the store before it is answered: a server sharing the store then knows where it lives.
+    await this.records.get(entry);
     if (entry.name !== undefined)
       this.byName.set(nameKey(owner.id, entry.scope ?? entry.source, entry.name), Promise.resolve(entry));
     this.options.logger.info(
@@ -536,6 +549,7 @@ export class SessionRegistry {
    */
   private async forgetIfLost(owner: Owner, paused: PausedRecord | undefined): Promise<PausedRecord | undefined> {
     if (paused === undefined || paused.snapshotId !== undefined || this.find(owner, paused.id)) return paused;
+    if (this.options.paused.elsewhere(paused)) throw new SessionElsewhereError(paused.id, paused.node);
     await this.options.paused.remove(owner.id, paused);
     throw new SessionLostError(paused.id, paused.lost ?? 'it has no snapshot');
   }

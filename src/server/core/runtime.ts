@@ -82,7 +82,10 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     maxCodeBytes: options.sessionOptions.maxCodeBytes ?? DEFAULT_MAX_CODE_BYTES,
     maxQueuedExecutions: options.limits.maxQueuedExecutions,
     networkPermission: options.networkPermission,
-    paused: new PausedSessions(options.stateDirectory),
+    paused: new PausedSessions({
+      stateDirectory: options.stateDirectory,
+      ...(options.store !== undefined ? { store: options.store } : {}),
+    }),
     onIdle: options.onIdle,
     pauseGraceMs: options.shutdownGraceMs,
     snapshotRetentionMs: options.snapshotRetentionMs,

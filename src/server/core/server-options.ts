@@ -142,6 +142,14 @@ export interface ServerOptions {
    */
   stateDirectory?: string | false;
   /**
+   * Where paused sessions and their snapshots are kept, when not in the state directory:
+   * `fs:///DIR`, `s3://BUCKET/PREFIX` or `azure://ACCOUNT/CONTAINER/PREFIX`, with the
+   * credentials each cloud's SDK finds itself. Servers that share a store resume each other's
+   * paused sessions; they must share SANDCELL_SNAPSHOT_SECRET too. Checked at start (written,
+   * read back, deleted). @default env SANDCELL_STORE, else `<state directory>/store`
+   */
+  store?: string;
+  /**
    * What a session idle for `idleTimeoutMs` becomes: `pause` writes its state to a snapshot (in
    * the state directory) and ends its sandbox, and its next request resumes it; `close` ends it
    * and its state. @default 'pause' (env SANDCELL_ON_IDLE)
@@ -191,6 +199,7 @@ export interface ResolvedServerOptions {
   conversationOutputBytes: number;
   conversationHistoryBytes: number;
   stateDirectory: string | false;
+  store?: string;
   onIdle: 'pause' | 'close';
   snapshotRetentionMs: number;
 }

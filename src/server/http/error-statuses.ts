@@ -62,6 +62,7 @@ export const HTTP_ANSWERS: Readonly<Record<SandcellErrorCode, HttpAnswer | 'by-l
   'not-found': { status: 404 },
   'approval-decided': { status: 409 },
   'conversation-busy': { status: 409 },
+  'session-elsewhere': { status: 409 },
   'conversation-expired': { status: 410 },
   'conversation-active': { status: 409 },
   'model-not-configured': { status: 409 },
