@@ -120,6 +120,8 @@ export const FILE_ERROR_REASONS = [
   'too-large',
   /** /mnt/data is full (the session's `limits.dataBytes`). */
   'no-space',
+  /** The file changed while it was read in chunks (a stream): read it again once nothing writes to it. */
+  'changed',
   /** Any other operating-system error. */
   'io',
   /** The kernel failed handling the request (a bug, or a malformed request). */

@@ -81,7 +81,7 @@ export type {
   RunOptions,
 } from './session/execution.js';
 export { formatTraceback } from './session/execution.js';
-export type { FileEntry, SessionFiles } from './session/files.js';
+export type { FileEntry, FileStreamOptions, SessionFiles } from './session/files.js';
 export { LANGUAGES, type Language } from './session/languages.js';
 export type { LimitNames } from './session/limit-names.js';
 export {

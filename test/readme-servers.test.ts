@@ -120,6 +120,12 @@ describe('README.md server blocks run as written', () => {
       expect(readFileSync(path.join(clone, 'chart.png')).subarray(1, 4).toString()).toBe('PNG');
     }, 180_000);
 
+    it('publish-outputs: a session that publishes, its file fetched by its link without a key', async () => {
+      const result = await runShell(onPort(block('publish-outputs').code, server.port), { cwd: clone });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toBe('hello');
+    }, 180_000);
+
     it('snapshots-rest: a pause that a request undoes, a checkpoint restored, a fork', async () => {
       const result = await runShell(onPort(block('snapshots-rest').code, server.port), { cwd: clone });
       expect(result.code, result.stderr).toBe(0);

@@ -53,6 +53,7 @@ const RUN_ELSEWHERE: Record<string, string> = {
   'mcp-config': 'test/readme-library.test.ts',
   serve: 'test/readme-servers.test.ts',
   rest: 'test/readme-servers.test.ts',
+  'publish-outputs': 'test/readme-servers.test.ts',
   'rest-quick': 'test/readme-servers.test.ts',
   conversations: 'test/readme-servers.test.ts',
   'web-ui': 'test/readme-servers.test.ts',

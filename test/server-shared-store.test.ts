@@ -186,6 +186,7 @@ async function storeBlockRuns(id: string, store: string, env: Record<string, str
     try {
       expect(first.output()).toContain(`✓ Store ${store}: written, read back, listed and deleted`);
       expect(first.output()).toContain("✓ The store's clock agrees with this machine's");
+      expect(first.output()).toContain('✓ Links to published outputs (--publish-outputs) download what was written');
       expect(first.output()).not.toContain('Some checks failed');
       expect(first.output()).toContain('paused sessions are kept in the store');
       const session = (await (await fetch(`${url}/v1/sessions`, { method: 'POST' })).json()) as { id: string };

@@ -93,8 +93,17 @@ const CLOCK_SKEW_WARN_MS = 30_000;
 async function checkStore(add: Add, location: string): Promise<void> {
   try {
     const { PausedSessions } = await import('../server/core/paused-sessions.js');
-    const { clockSkewMs } = await new PausedSessions({ stateDirectory: false, store: location }).check();
+    const { OutputPublisher } = await import('../server/core/output-publisher.js');
+    const paused = new PausedSessions({ stateDirectory: false, store: location });
+    const { clockSkewMs } = await paused.check();
     add('ok', `Store ${location}: written, read back, listed and deleted`);
+    try {
+      const logger = (await import('pino')).default({ level: 'silent' });
+      await new OutputPublisher(() => paused.store(), { linkTtlMs: 60_000, logger }).check();
+      add('ok', 'Links to published outputs (--publish-outputs) download what was written');
+    } catch (error) {
+      add('warn', 'Links to published outputs (--publish-outputs) do not work', (error as Error).message);
+    }
     const skew = `${(Math.abs(clockSkewMs) / 1000).toFixed(1)} s ${clockSkewMs > 0 ? 'ahead of' : 'behind'} this machine`;
     if (Math.abs(clockSkewMs) > CLOCK_SKEW_WARN_MS) {
       add(

@@ -269,6 +269,14 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           'keep conversation histories and paused sessions in memory only (lost when the server stops)',
         )
         .option(
+          '--publish-outputs',
+          'upload the files each execution writes to the store and answer each with a signed link (env SANDCELL_PUBLISH_OUTPUTS=1)',
+        )
+        .option(
+          '--link-ttl <duration>',
+          "how long a published file's link works, at most 7d (default: 1h, env SANDCELL_LINK_TTL)",
+        )
+        .option(
           '--store <location>',
           "keep paused sessions and snapshots here instead of the state directory: fs:///DIR, s3://BUCKET/PREFIX or azure://ACCOUNT/CONTAINER/PREFIX; servers sharing one resume each other's (needs SANDCELL_SNAPSHOT_SECRET; env SANDCELL_STORE)",
         ),

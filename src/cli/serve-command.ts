@@ -48,6 +48,8 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   /** A directory, or false with --no-state-dir. */
   stateDir?: string | false;
   store?: string;
+  publishOutputs?: boolean;
+  linkTtl?: string;
   logFormat?: LogFormat;
   allowHost?: string[];
   permitHost?: string[];
@@ -99,6 +101,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     ...(options.onIdle ? { onIdle: options.onIdle } : {}),
     stateDirectory: options.stateDir === false ? false : (options.stateDir ?? defaultStateDirectory()),
     ...(options.store !== undefined ? { store: options.store } : {}),
+    ...(options.publishOutputs ? { publishOutputs: true } : {}),
     logDestination: logDestinationFor(options.logFormat ?? 'auto'),
     ...(options.approve ? { approvalDefault: 'ask' as const } : {}),
     ...(options.ui === false ? { webRoot: false as const } : {}),

@@ -1,7 +1,7 @@
-"""The file requests (file-read, file-write, file-list, file-remove), which
-the supervisor answers itself, so files work whatever a kernel is doing.
-Every path stays inside /mnt/data; symbolic links, hard links, FIFOs and
-sockets are refused rather than followed or opened.
+"""The file requests (file-read, file-chunk, file-write, file-list,
+file-remove), which the supervisor answers itself, so files work whatever a
+kernel is doing. Every path stays inside /mnt/data; symbolic links, hard
+links, FIFOs and sockets are refused rather than followed or opened.
 """
 
 import base64
@@ -13,6 +13,8 @@ DATA_DIR = "/mnt/data"
 # Set by the supervisor from the kernel options (fileTransferBytes).
 FILE_LIMIT = 64 << 20
 LIST_LIMIT = 10000
+# The most raw bytes one reply's frame carries: the host's FRAME_MAX_BYTES.
+FRAME_BYTES = 4 << 20
 
 
 class FileError(Exception):
@@ -106,6 +108,36 @@ def file_read(message):
     return {"data": base64.b64encode(b"".join(chunks)).decode("ascii")}
 
 
+def file_chunk(message):
+    """Up to `bytes` of a file from `offset`, sent raw after the reply's line
+    (a frame): how the host reads a file of any size with bounded memory on
+    both sides, so FILE_LIMIT does not apply. Returns the body and the frame."""
+    offset = message.get("offset")
+    count = message.get("bytes")
+    if not _is_integer(offset) or offset < 0 or not _is_integer(count) or not 0 <= count <= FRAME_BYTES:
+        raise FileError("invalid-request", "file-chunk: offset must be an integer >= 0, bytes an integer from 0 to %d" % FRAME_BYTES)
+    full, parts = _resolve(message.get("path", ""))
+    if not parts:
+        raise FileError("is-a-directory", "/mnt/data is a directory")
+    fd, before = _open_regular(full, os.O_RDONLY)
+    try:
+        # An offset at or past the end reads nothing (and a huge one never reaches pread's off_t).
+        data = os.pread(fd, count, offset) if count and offset < before.st_size else b""
+        after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    # The host compares size and mtime between chunks; within one, they must
+    # not move either, or the bytes read belong to neither.
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        raise FileError("changed", "%s changed while it was read; read it again once nothing writes to it" % full)
+    body = {"bytes": len(data), "size": after.st_size, "modifiedNs": after.st_mtime_ns, "eof": offset + len(data) >= after.st_size}
+    return body, data
+
+
+def _is_integer(value):
+    return type(value) is int  # not a bool, not a float
+
+
 def file_write(message):
     full, parts = _resolve(message.get("path", ""))
     if not parts:
@@ -189,6 +221,7 @@ def file_remove(message):
 
 HANDLERS = {
     "file-read": file_read,
+    "file-chunk": file_chunk,
     "file-write": file_write,
     "file-list": file_list,
     "file-remove": file_remove,
@@ -196,12 +229,13 @@ HANDLERS = {
 
 
 def reply(message):
-    """The reply to a file request, as a protocol message."""
+    """The reply to a file request, as a protocol message, and the raw bytes
+    (a frame, empty for most requests) its `bytes` announces after it."""
     request_id = message.get("id")
     try:
-        body = HANDLERS[message.get("type")](message)
-        body.update({"type": "reply", "id": request_id, "ok": True})
-        return body
+        answer = HANDLERS[message.get("type")](message)
+        body, frame = answer if isinstance(answer, tuple) else (answer, b"")
+        return dict({"type": "reply", "id": request_id, "ok": True}, **body), frame
     except FileError as error:
         failure = {"code": error.code, "message": str(error)}
     except (ValueError, TypeError) as error:  # bad base64, a path of the wrong type
@@ -210,4 +244,4 @@ def reply(message):
         failure = {"code": _os_file_error(error.filename or "/mnt/data", error).code, "message": str(error)}
     except Exception as error:  # never let a bad request end the supervisor
         failure = {"code": "internal", "message": "%s: %s" % (type(error).__name__, error)}
-    return {"type": "reply", "id": request_id, "ok": False, "error": failure}
+    return {"type": "reply", "id": request_id, "ok": False, "error": failure}, b""

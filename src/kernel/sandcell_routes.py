@@ -26,9 +26,9 @@ PROTOCOL_VERSION = 2
 DATA_DIR = "/mnt/data"
 DEFAULT_CONTEXT = "python"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
-VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "state-begin", "state-read", "state-write", "state-end"))
+VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "state-begin", "state-read", "state-write", "state-end", "file-chunk"))
 CONTEXT_REQUESTS = frozenset(("execute", "interrupt", "reset", "ping", "is-complete", "complete", "inspect", "input-reply", "state-save", "state-load"))
-FILE_REQUESTS = frozenset(("file-read", "file-write", "file-list", "file-remove"))
+FILE_REQUESTS = frozenset(("file-read", "file-chunk", "file-write", "file-list", "file-remove"))
 LOG_MESSAGE_CHARS = 4096
 # Room on top of what a line carries, as the host's (src/session/output-limits.ts).
 FRAMING_BYTES = 1 << 20
@@ -356,7 +356,10 @@ class Supervisor:
         import sandcell_files
 
         sandcell_files.FILE_LIMIT = self.file_limit
-        self.send(sandcell_files.reply(message))
+        answer, frame = sandcell_files.reply(message)
+        self.send(answer)
+        if frame:
+            self.send_parts(frame)
 
     def terminate(self, status):
         """Ends everything this sandbox started, then the supervisor."""

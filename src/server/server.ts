@@ -76,6 +76,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
   // A store named for paused sessions is proven before the first session: wrong credentials fail here, not at a pause.
   if (resolved.store !== undefined)
     logger.info({ store: await context.registry.checkStore() }, 'paused sessions are kept in the store');
+  if (resolved.publishOutputs) await context.registry.checkLinks();
   try {
     await context.pool.start();
   } catch (error) {

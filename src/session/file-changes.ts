@@ -36,6 +36,11 @@ export class FileChanges {
     return this.known.has(path);
   }
 
+  /** Forgets a file, so the next look reports it again (a publish that failed is tried again). */
+  forget(path: string): void {
+    this.known.delete(path);
+  }
+
   /** Remembers a file written on purpose (so it is not reported as changed). */
   async remember(path: string): Promise<void> {
     const directory = path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '';

@@ -10,10 +10,28 @@ import { FileOperationError, InvalidInputError } from '../errors.js';
 import { normalizeDataPath } from '../internal/data-path.js';
 import { writeNewFile } from '../internal/new-file.js';
 import { formatBytes } from '../protocol/format-bytes.js';
+import { FRAME_MAX_BYTES } from './kernel-messages.js';
 import type { FileRequest, KernelFileEntry, ReplyTo } from './kernel-protocol.js';
 import type { LimitNames } from './limit-names.js';
 
 export type FileEntry = KernelFileEntry;
+
+/** What stream() reads per request to the sandbox at most, and by default: one frame. */
+export const STREAM_CHUNK_MAX_BYTES = FRAME_MAX_BYTES;
+
+export interface FileStreamOptions {
+  /**
+   * The most bytes one request to the sandbox reads, and so the most one chunk holds.
+   * @default 4 MiB (STREAM_CHUNK_MAX_BYTES, also the most it may be)
+   */
+  chunkBytes?: number;
+  /**
+   * The size the caller counts on (the file's `size` in list(), sent on as a
+   * Content-Length, say): a file of another size is refused before the first
+   * chunk is yielded, so what is yielded is exactly this many bytes or an error.
+   */
+  expectedBytes?: number;
+}
 
 export interface FileLimits {
   /** The largest file moved in or out. */
@@ -77,6 +95,58 @@ export class SessionFiles {
   async read(path: string): Promise<Buffer> {
     const reply = await this.request({ type: 'file-read', path: normalizeDataPath(path) });
     return Buffer.from(reply.data, 'base64');
+  }
+
+  /**
+   * Reads a regular file as chunks, one request to the sandbox each, so a file
+   * of any size (not bounded by the transfer limit, as read() is) passes
+   * through the host in bounded memory. Refuses what read() refuses. A file
+   * whose size or modification time changes between chunks ends the stream
+   * with a FileOperationError: its bytes would belong to no one version.
+   * Its size is known beforehand from list(); pass it as `expectedBytes` to
+   * be sure the stream yields exactly that.
+   */
+  stream(path: string, options: FileStreamOptions = {}): AsyncGenerator<Buffer, void, undefined> {
+    const relative = normalizeDataPath(path);
+    const { chunkBytes = STREAM_CHUNK_MAX_BYTES, expectedBytes } = options;
+    if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1 || chunkBytes > STREAM_CHUNK_MAX_BYTES) {
+      throw new InvalidInputError(
+        `chunkBytes must be an integer from 1 to ${STREAM_CHUNK_MAX_BYTES} (${formatBytes(STREAM_CHUNK_MAX_BYTES)}).`,
+      );
+    }
+    if (expectedBytes !== undefined && !(Number.isSafeInteger(expectedBytes) && expectedBytes >= 0)) {
+      throw new InvalidInputError('expectedBytes must be an integer of at least 0.');
+    }
+    return this.chunks(relative, chunkBytes, expectedBytes);
+  }
+
+  private async *chunks(
+    path: string,
+    chunkBytes: number,
+    expectedBytes: number | undefined,
+  ): AsyncGenerator<Buffer, void, undefined> {
+    let first: { size: number; modifiedNs: number } | undefined;
+    for (let offset = 0; ; ) {
+      const chunk = await this.request({ type: 'file-chunk', path, offset, bytes: chunkBytes });
+      if (first === undefined) {
+        first = chunk;
+        if (expectedBytes !== undefined && chunk.size !== expectedBytes) {
+          throw new FileOperationError(
+            'changed',
+            `${path} is ${chunk.size} bytes, not the ${expectedBytes} expected: it changed since its size was taken; list it again.`,
+          );
+        }
+      } else if (chunk.size !== first.size || chunk.modifiedNs !== first.modifiedNs) {
+        throw new FileOperationError(
+          'changed',
+          `${path} changed while it was read (at byte ${offset} of ${first.size}); read it again once nothing writes to it.`,
+        );
+      }
+      // The reply was checked against the request (kernel-replies.ts): a chunk short of the end holds at least a byte.
+      offset += chunk.data.length;
+      if (chunk.data.length > 0) yield chunk.data;
+      if (chunk.eof) return;
+    }
   }
 
   /** Lists a directory (default: /mnt/data itself). */

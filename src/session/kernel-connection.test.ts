@@ -7,6 +7,7 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Sandbox, SandboxExit } from '../backends/spec.js';
+import { ProtocolError } from '../errors.js';
 import { KernelConnection } from './kernel-connection.js';
 import { FRAME_MAX_BYTES } from './kernel-messages.js';
 import { messageLimits } from './output-limits.js';
@@ -175,6 +176,27 @@ describe('KernelConnection routing', () => {
       made.send({ type: 'reply', id, ok: true, bytes: 2, eof: true });
       made.sendBytes(Buffer.from('ok'));
       expect((await reading).data.toString()).toBe('ok');
+    });
+
+    it("takes a file's piece as its frame, and refuses one that holds more than was asked", async () => {
+      const made = channel();
+      const connection = connect(made);
+      const honest = connection.request({ type: 'file-chunk', path: 'big.bin', offset: 4, bytes: 3 }, 5_000);
+      const greedy = connection.request({ type: 'file-chunk', path: 'big.bin', offset: 0, bytes: 3 }, 5_000);
+      await tick();
+      const [first, second] = made.sent.map((message) => message.id);
+      made.send({ type: 'reply', id: first, ok: true, bytes: 3, size: 10, modifiedNs: 1e18, eof: false });
+      made.sendBytes(Buffer.from('abc'));
+      made.send({ type: 'reply', id: second, ok: true, bytes: 4, size: 10, modifiedNs: 1e18, eof: false });
+      made.sendBytes(Buffer.from('abcd'));
+      expect(await honest).toEqual({ data: Buffer.from('abc'), size: 10, modifiedNs: 1e18, eof: false });
+      await expect(greedy).rejects.toThrow(ProtocolError);
+      await expect(greedy).rejects.toThrow('a file-chunk reply of 4 bytes, when 3 were asked');
+      // Its bytes were taken as its frame all the same: the channel is in step.
+      const pinging = connection.request({ type: 'ping' }, 5_000);
+      await tick();
+      made.send({ type: 'reply', id: made.sent[2]?.id, ok: true });
+      await expect(pinging).resolves.toEqual({});
     });
 
     it('kills a sandbox whose reply announces more raw bytes than a frame holds', async () => {

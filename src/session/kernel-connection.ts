@@ -254,7 +254,7 @@ export class KernelConnection {
       this.write({ ...request, id }, frame);
     });
     if (!reply.ok) throw requestFailure(request, reply.error);
-    const body = parseReplyBody(request.type, reply.body);
+    const body = parseReplyBody(request.type, reply.body, request);
     if ('invalid' in body) {
       throw new ProtocolError(`The kernel sent ${body.invalid}; restart the session if this persists.`);
     }

@@ -17,6 +17,8 @@ import type { Language } from './languages.js';
 
 export type FileRequest =
   | { type: 'file-read'; path: string }
+  /** Up to `bytes` (at most FRAME_MAX_BYTES) of a file from `offset`, raw in a frame after the reply's line. */
+  | { type: 'file-chunk'; path: string; offset: number; bytes: number }
   | { type: 'file-write'; path: string; data: string }
   | { type: 'file-list'; path: string; recursive: boolean }
   | { type: 'file-remove'; path: string };
@@ -162,6 +164,8 @@ export interface ReplyMessageBodies {
   complete: Completion;
   inspect: Inspection;
   'file-read': { data: string };
+  /** `bytes` raw bytes follow the line; `size` and `modifiedNs` are the file's as it was read. */
+  'file-chunk': { bytes: number; size: number; modifiedNs: number; eof: boolean };
   'file-write': { size: number };
   'file-list': { entries: KernelFileEntry[] };
   'file-remove': NoBody;

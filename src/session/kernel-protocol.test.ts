@@ -252,6 +252,55 @@ describe('parseReplyBody', () => {
   });
 });
 
+describe('parseReplyBody: file-chunk', () => {
+  const request = { type: 'file-chunk', path: 'big.bin', offset: 8, bytes: 4 } as const;
+  const reply = (fields: Record<string, unknown>) => ({
+    data: Buffer.from('abcd'),
+    bytes: 4,
+    size: 20,
+    modifiedNs: 1.7e18,
+    eof: false,
+    ...fields,
+  });
+
+  it('reads a piece whose frame, size, time and end agree with what was asked', () => {
+    expect(parseReplyBody('file-chunk', reply({}), request)).toEqual({
+      data: Buffer.from('abcd'),
+      size: 20,
+      modifiedNs: 1.7e18,
+      eof: false,
+    });
+    expect(parseReplyBody('file-chunk', reply({ size: 12, eof: true }), request)).toMatchObject({ eof: true });
+    const past = { data: Buffer.alloc(0), bytes: 0, size: 5, eof: true };
+    expect(parseReplyBody('file-chunk', reply(past), request)).toMatchObject({ data: Buffer.alloc(0), eof: true });
+  });
+
+  it('refuses one that lacks a field, holds more than asked, or would end a read early or never', () => {
+    const refused: [Record<string, unknown>, string][] = [
+      [{ data: 'YWJjZA==' }, 'without its data'],
+      [{ bytes: 5 }, 'without its data'],
+      [{ size: -1 }, 'size, modification time or end'],
+      [{ size: '20' }, 'size, modification time or end'],
+      [{ modifiedNs: 1.5 }, 'size, modification time or end'],
+      [{ modifiedNs: undefined }, 'size, modification time or end'],
+      [{ eof: 'no' }, 'size, modification time or end'],
+      [{ data: Buffer.from('abcde'), bytes: 5 }, 'of 5 bytes, when 4 were asked'],
+      [{ size: 10, eof: true }, 'past the end of a file of 10 bytes'],
+      [{ eof: true }, 'whose end disagrees with its size'],
+      [{ size: 12 }, 'whose end disagrees with its size'],
+      [{ data: Buffer.alloc(0), bytes: 0 }, 'an empty file-chunk reply before the end'],
+    ];
+    for (const [fields, invalid] of refused) {
+      const parsed = parseReplyBody('file-chunk', reply(fields), request);
+      expect(parsed, JSON.stringify(fields)).toEqual({ invalid: expect.stringContaining(invalid) });
+    }
+    // What was asked bounds the reply: without it, no reply is taken.
+    expect(parseReplyBody('file-chunk', reply({}))).toEqual({
+      invalid: 'a file-chunk reply without the request it answers',
+    });
+  });
+});
+
 describe('fileErrorReason', () => {
   it('keeps the reasons it knows and reads any other code as internal', () => {
     expect(fileErrorReason('not-found')).toBe('not-found');

@@ -38,6 +38,8 @@ export interface ReplyBodies {
   complete: Completion;
   inspect: Inspection;
   'file-read': { data: string };
+  /** A piece of a file; `size` and `modifiedNs` are the file's as the piece was read. */
+  'file-chunk': { data: Buffer; size: number; modifiedNs: number; eof: boolean };
   'file-write': Record<string, never>;
   'file-list': { entries: KernelFileEntry[] };
   'file-remove': Record<string, never>;
@@ -55,20 +57,24 @@ export interface ReplyBodies {
 
 /**
  * The body of a successful reply to `type`, or a description of what is wrong
- * with it (the caller rejects the request with a ProtocolError).
+ * with it (the caller rejects the request with a ProtocolError). `request`:
+ * what was asked, for a reply bounded by it (a file-chunk's bytes and offset).
  */
 export function parseReplyBody<Type extends KernelRequest['type']>(
   type: Type,
   body: Record<string, unknown>,
+  request?: KernelRequest,
 ): ReplyBodies[Type] | { invalid: string } {
-  return REPLY_PARSERS[type](body) as ReplyBodies[Type] | { invalid: string };
+  return REPLY_PARSERS[type](body, request) as ReplyBodies[Type] | { invalid: string };
 }
 
 const FILE_ENTRY_TYPES = new Set(['file', 'directory', 'symlink']);
 
 const empty = () => ({});
 
-const REPLY_PARSERS: { [Type in KernelRequest['type']]: (body: Record<string, unknown>) => unknown } = {
+const REPLY_PARSERS: {
+  [Type in KernelRequest['type']]: (body: Record<string, unknown>, request?: KernelRequest) => unknown;
+} = {
   reset: empty,
   ping: empty,
   'file-write': empty,
@@ -84,6 +90,7 @@ const REPLY_PARSERS: { [Type in KernelRequest['type']]: (body: Record<string, un
   inspect: parseInspection,
   'file-read': (body) =>
     typeof body.data === 'string' ? { data: body.data } : { invalid: 'a file-read reply without its data' },
+  'file-chunk': parseFileChunk,
   'file-list': (body) => {
     if (!Array.isArray(body.entries)) return { invalid: 'a file-list reply without its entries' };
     const entries: KernelFileEntry[] = [];
@@ -139,6 +146,41 @@ const REPLY_PARSERS: { [Type in KernelRequest['type']]: (body: Record<string, un
     return { commands };
   },
 };
+
+/**
+ * A file-chunk's reply, checked whole and against its request: its frame
+ * (kernel-connection.ts made `data` of exactly `bytes`), no more than was
+ * asked, and an `eof` that says what the offset and size say, so a sandbox
+ * can neither end a read early nor keep one going with empty pieces.
+ */
+function parseFileChunk(
+  body: Record<string, unknown>,
+  request?: KernelRequest,
+): ReplyBodies['file-chunk'] | { invalid: string } {
+  const { data, bytes, size, modifiedNs, eof } = body;
+  if (!Buffer.isBuffer(data) || data.length !== bytes) return { invalid: 'a file-chunk reply without its data' };
+  if (
+    !isByteCount(size) ||
+    typeof modifiedNs !== 'number' ||
+    !Number.isInteger(modifiedNs) ||
+    typeof eof !== 'boolean'
+  ) {
+    return { invalid: 'a file-chunk reply without the file’s size, modification time or end' };
+  }
+  if (request?.type !== 'file-chunk') return { invalid: 'a file-chunk reply without the request it answers' };
+  if (data.length > request.bytes) {
+    return { invalid: `a file-chunk reply of ${data.length} bytes, when ${request.bytes} were asked` };
+  }
+  const end = request.offset + data.length;
+  if (data.length > 0 && end > size) return { invalid: `a file-chunk reply past the end of a file of ${size} bytes` };
+  if (eof !== end >= size) return { invalid: 'a file-chunk reply whose end disagrees with its size' };
+  if (!eof && data.length === 0 && request.bytes > 0) return { invalid: 'an empty file-chunk reply before the end' };
+  return { data, size, modifiedNs, eof };
+}
+
+function isByteCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
 
 /** A report's names are the sandbox's words: each bounded, and so many of them. */
 const REPORT_NAMES = 10_000;

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedBackend, type ScriptedRunContext, type ScriptedStep } from '../backends/scripted/index.js';
-import { AbortError, FileOperationError, SandboxStartError, SessionClosedError } from '../errors.js';
+import { AbortError, FileOperationError, InvalidInputError, SandboxStartError, SessionClosedError } from '../errors.js';
 import type { SessionOptions } from './options.js';
 import { Session } from './session.js';
 
@@ -276,6 +276,44 @@ describe('Session on the scripted backend', () => {
     await session.files.remove('in');
     await expect(session.files.read('in/data.bin')).rejects.toMatchObject({ reason: 'not-found' });
     await expect(session.files.read('in/data.bin')).rejects.toBeInstanceOf(FileOperationError);
+  });
+
+  it('streams a file in chunks past the transfer limit, and stops with an error when it changes meanwhile', async () => {
+    const content = Buffer.from(Array.from({ length: 5_000_000 }, (_, index) => (index * 7) % 251));
+    // The code makes a file over the transfer limit, which files.write could not have.
+    const { session } = await scriptedSession(
+      (context) => {
+        if (context.code === 'make big.bin') context.files.write('big.bin', content);
+        return toyPython(context);
+      },
+      { fileTransferBytes: 1 << 20 },
+    );
+    await session.run('make big.bin');
+    const chunks: Buffer[] = [];
+    for await (const chunk of session.files.stream('big.bin', { chunkBytes: 2 << 20, expectedBytes: 5_000_000 })) {
+      chunks.push(chunk);
+    }
+    expect(chunks.map((chunk) => chunk.length)).toEqual([2 << 20, 2 << 20, 5_000_000 - (4 << 20)]);
+    expect(Buffer.concat(chunks).equals(content)).toBe(true);
+
+    const reading = session.files.stream('big.bin', { chunkBytes: 1 << 20 });
+    expect((await reading.next()).value).toHaveLength(1 << 20);
+    await session.files.write('big.bin', 'rewritten');
+    const error = await reading.next().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(FileOperationError);
+    expect(error).toMatchObject({ reason: 'changed', message: expect.stringContaining('changed while it was read') });
+
+    await expect(session.files.stream('big.bin', { expectedBytes: 10 }).next()).rejects.toMatchObject({
+      reason: 'changed',
+    });
+    await expect(session.files.stream('missing.bin').next()).rejects.toMatchObject({ reason: 'not-found' });
+    const empty: Buffer[] = [];
+    await session.files.write('empty.txt', '');
+    for await (const chunk of session.files.stream('empty.txt')) empty.push(chunk);
+    expect(empty).toEqual([]);
+    for (const chunkBytes of [0, 1.5, (4 << 20) + 1]) {
+      expect(() => session.files.stream('big.bin', { chunkBytes })).toThrow(InvalidInputError);
+    }
   });
 
   it('refuses a kernel of another protocol version, and one that never says it is ready', async () => {

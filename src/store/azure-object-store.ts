@@ -13,9 +13,24 @@
  * them). `writeIfAbsent` commits with `If-None-Match: *`.
  */
 import { Readable } from 'node:stream';
-import { BlobServiceClient, type ContainerClient, RestError } from '@azure/storage-blob';
+import {
+  type BlobGenerateSasUrlOptions,
+  BlobSASPermissions,
+  BlobServiceClient,
+  type ContainerClient,
+  RestError,
+  StorageSharedKeyCredential,
+  type UserDelegationKey,
+} from '@azure/storage-blob';
 import { InvalidInputError } from '../errors.js';
-import { checkKey, type ObjectBody, type ObjectStore, type StoredObject, type WrittenObject } from './object-store.js';
+import {
+  checkKey,
+  type LinkOptions,
+  type ObjectBody,
+  type ObjectStore,
+  type StoredObject,
+  type WrittenObject,
+} from './object-store.js';
 import {
   boundedBytes,
   joinPrefix,
@@ -28,10 +43,15 @@ import {
 
 const BLOCK_BYTES = 8 * 1024 * 1024;
 const BLOCKS_IN_FLIGHT = 2;
+/** A user delegation key (an identity's signer) is asked for this long, and renewed an hour before it ends. */
+const DELEGATION_KEY_MS = 24 * 3600_000;
+const DELEGATION_RENEW_MS = 3600_000;
 
 export interface AzureObjectStoreOptions {
   /** The container's client (its account, credentials and endpoint). */
   container: ContainerClient;
+  /** The account's client, for a user delegation key when the credential is an identity (links). */
+  service?: BlobServiceClient;
   /** `azure://ACCOUNT/CONTAINER`: what the store says it is. */
   account: string;
   /** Words before every key; none by default. */
@@ -41,10 +61,13 @@ export interface AzureObjectStoreOptions {
 export class AzureObjectStore implements ObjectStore {
   readonly location: string;
   private readonly container: ContainerClient;
+  private readonly service?: BlobServiceClient;
   private readonly prefix: string;
+  private delegation?: { key: Promise<UserDelegationKey>; until: number };
 
   constructor(options: AzureObjectStoreOptions) {
     this.container = options.container;
+    this.service = options.service;
     this.prefix = options.prefix ?? '';
     this.location = `azure://${options.account}/${options.container.containerName}${this.prefix ? `/${this.prefix}` : ''}`;
   }
@@ -88,6 +111,43 @@ export class AzureObjectStore implements ObjectStore {
     await this.blob(key).deleteIfExists();
   }
 
+  /**
+   * A read-only SAS for this one blob (`sr=b`, `sp=r`), signed with the account key of a connection
+   * string, or with a user delegation key when the credential is an identity. A SAS token given to
+   * sandcell cannot sign another: that is an error, said at start when links are wanted.
+   */
+  async link(key: string, options: LinkOptions): Promise<string> {
+    const blob = this.blob(key);
+    const sas: BlobGenerateSasUrlOptions = {
+      permissions: BlobSASPermissions.parse('r'),
+      expiresOn: options.expiresAt,
+      contentType: options.contentType,
+      contentDisposition: options.contentDisposition,
+    };
+    if (blob.credential instanceof StorageSharedKeyCredential) return blob.generateSasUrl(sas);
+    if (this.service && !blob.url.includes('sig=')) {
+      return blob.generateUserDelegationSasUrl(sas, await this.delegationKey(options.expiresAt));
+    }
+    throw new Error(
+      'links need a signer: a connection string with the account key, or an identity (@azure/identity) with the Storage Blob Delegator role; a SAS token cannot sign links',
+    );
+  }
+
+  /** A user delegation key valid past `until` (one is asked for a day, and reused). */
+  private delegationKey(until: Date): Promise<UserDelegationKey> {
+    const now = Date.now();
+    if (!this.delegation || this.delegation.until - DELEGATION_RENEW_MS < Math.max(now, until.getTime())) {
+      const ends = Math.max(now + DELEGATION_KEY_MS, until.getTime() + DELEGATION_RENEW_MS);
+      const service = this.service as BlobServiceClient;
+      const key = service.getUserDelegationKey(new Date(now - 5 * 60_000), new Date(ends)).then((answer) => answer);
+      this.delegation = { key, until: ends };
+      key.catch(() => {
+        if (this.delegation?.key === key) this.delegation = undefined;
+      });
+    }
+    return this.delegation.key;
+  }
+
   private blob(key: string) {
     return this.container.getBlockBlobClient(joinPrefix(this.prefix, checkKey(key)));
   }
@@ -118,7 +178,7 @@ export async function azureContainer(
   account: string,
   container: string,
   environment: Record<string, string | undefined>,
-): Promise<ContainerClient> {
+): Promise<{ service: BlobServiceClient; container: ContainerClient }> {
   const connection = environment.AZURE_STORAGE_CONNECTION_STRING;
   const sas = environment.AZURE_STORAGE_SAS_TOKEN;
   let service: BlobServiceClient;
@@ -140,5 +200,5 @@ export async function azureContainer(
     }
     service = new BlobServiceClient(`https://${account}.blob.core.windows.net`, new identity.DefaultAzureCredential());
   }
-  return service.getContainerClient(container);
+  return { service, container: service.getContainerClient(container) };
 }

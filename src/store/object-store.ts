@@ -30,6 +30,16 @@ export interface WrittenObject {
 /** A body: bytes in hand, or a stream of them (a sandbox's archive), never gathered whole in memory. */
 export type ObjectBody = Uint8Array | AsyncIterable<Uint8Array>;
 
+/** What a link to one object says when it is followed. */
+export interface LinkOptions {
+  /** When the link stops working. */
+  expiresAt: Date;
+  /** Its media type. */
+  contentType: string;
+  /** `inline` or `attachment; filename=…`: the name a browser saves it under (a key is not a file's name). */
+  contentDisposition: string;
+}
+
 export interface ObjectStore {
   /** `fs:///var/lib/sandcell`, `s3://bucket/prefix`: for logs and messages; never holds a secret. */
   readonly location: string;
@@ -45,6 +55,12 @@ export interface ObjectStore {
   list(prefix: string): AsyncIterable<StoredObject>;
   /** Removes the object; removing one that is not there is not an error. */
   delete(key: string): Promise<void>;
+  /**
+   * A URL anyone may GET this one object with until `expiresAt`, and nothing else (no listing, no
+   * other object, no write): a presigned GET, a read-only SAS. Absent on a store with no signer of
+   * its own (a directory): the server then serves its own signed links.
+   */
+  link?(key: string, options: LinkOptions): Promise<string>;
 }
 
 /** A key's words: lower-case letters, digits, `.`, `_` and `-`, none of them `.` or `..`. */

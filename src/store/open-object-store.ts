@@ -59,7 +59,7 @@ export async function openObjectStore(
   if (parsed.scheme === 's3') {
     const { S3ObjectStore } = await optional(
       location,
-      '@aws-sdk/client-s3 @aws-sdk/lib-storage',
+      '@aws-sdk/client-s3 @aws-sdk/lib-storage @aws-sdk/s3-request-presigner',
       () => import('./s3-object-store.js'),
     );
     // The SDK warns at its first client that its releases from 2027 on need Node 22; the release sandcell
@@ -73,12 +73,14 @@ export async function openObjectStore(
     '@azure/storage-blob',
     () => import('./azure-object-store.js'),
   );
-  const container = await azureContainer(parsed.account, parsed.container, environment).catch((error: Error) => {
-    throw error instanceof InvalidInputError
-      ? new InvalidInputError(`Cannot open ${location}: ${error.message}`)
-      : error;
-  });
-  return new AzureObjectStore({ container, account: parsed.account, prefix: parsed.prefix });
+  const { service, container } = await azureContainer(parsed.account, parsed.container, environment).catch(
+    (error: Error) => {
+      throw error instanceof InvalidInputError
+        ? new InvalidInputError(`Cannot open ${location}: ${error.message}`)
+        : error;
+    },
+  );
+  return new AzureObjectStore({ container, service, account: parsed.account, prefix: parsed.prefix });
 }
 
 /** A driver whose SDK may not be installed: loaded, or a clear error naming the packages to install. */

@@ -23,7 +23,14 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { checkKey, type ObjectBody, type ObjectStore, type StoredObject, type WrittenObject } from './object-store.js';
+import {
+  checkKey,
+  type LinkOptions,
+  type ObjectBody,
+  type ObjectStore,
+  type StoredObject,
+  type WrittenObject,
+} from './object-store.js';
 import {
   boundedBytes,
   joinPrefix,
@@ -37,6 +44,8 @@ import {
 /** A multipart upload's part: S3's minimum is 5 MiB; two in flight bound a write's memory to about 16 MiB. */
 const PART_BYTES = 8 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 2;
+/** SigV4's longest presigned link. */
+const MAX_LINK_SECONDS = 7 * 24 * 3600;
 
 export interface S3ObjectStoreOptions {
   bucket: string;
@@ -121,6 +130,21 @@ export class S3ObjectStore implements ObjectStore {
   async delete(key: string): Promise<void> {
     // S3 answers a delete of a missing key with success.
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
+  }
+
+  /** A presigned GET of this one object (SigV4: at most 7 days), saying its name and type to the browser. */
+  async link(key: string, options: LinkOptions): Promise<string> {
+    const { getSignedUrl } = await import('@aws-sdk/s3-request-presigner');
+    const seconds = Math.ceil((options.expiresAt.getTime() - Date.now()) / 1000);
+    if (seconds < 1 || seconds > MAX_LINK_SECONDS)
+      throw new Error(`A presigned link lasts 1 s to 7 days, not ${seconds} s.`);
+    const command = new GetObjectCommand({
+      Bucket: this.bucket,
+      Key: this.objectKey(key),
+      ResponseContentType: options.contentType,
+      ResponseContentDisposition: options.contentDisposition,
+    });
+    return getSignedUrl(this.client, command, { expiresIn: seconds });
   }
 
   private objectKey(key: string): string {

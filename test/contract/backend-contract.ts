@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   FileOperationError,
@@ -168,6 +169,42 @@ print("data owner is me", os.stat("/mnt/data").st_uid == os.getuid())`,
       await session.files.remove('in');
       await expect(session.files.read('in/data.bin')).rejects.toMatchObject({ reason: 'not-found' });
       await expect(session.files.read('missing.txt')).rejects.toBeInstanceOf(FileOperationError);
+    });
+
+    it('streams a file over the transfer limit in chunks, and ends with an error when it changes meanwhile', async () => {
+      await withSession(backend, { fileTransferBytes: 1 << 20 }, async (small) => {
+        const written = await small.run(
+          'import hashlib, os\ndata = os.urandom(10_000_000)\nopen("big.bin", "wb").write(data)\nhashlib.sha256(data).hexdigest()',
+        );
+        const digest = String(written.results[0]?.data['text/plain']).replace(/'/g, '');
+        expect(digest).toMatch(/^[0-9a-f]{64}$/);
+        // The point: read() stops at the transfer limit, stream() does not.
+        await expect(small.files.read('big.bin')).rejects.toMatchObject({ reason: 'too-large' });
+        const hash = createHash('sha256');
+        const sizes: number[] = [];
+        for await (const chunk of small.files.stream('big.bin', { expectedBytes: 10_000_000 })) {
+          hash.update(chunk);
+          sizes.push(chunk.length);
+        }
+        expect(sizes).toEqual([4 << 20, 4 << 20, 10_000_000 - (8 << 20)]);
+        expect(hash.digest('hex')).toBe(digest);
+
+        const reading = small.files.stream('big.bin', { chunkBytes: 1 << 20 });
+        expect((await reading.next()).value).toHaveLength(1 << 20);
+        await small.run('open("big.bin", "ab").write(b"more")');
+        const error = await (async () => {
+          for await (const _ of reading);
+        })().catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(FileOperationError);
+        expect(error).toMatchObject({
+          reason: 'changed',
+          message: expect.stringContaining('changed while it was read'),
+        });
+        await expect(small.files.stream('big.bin', { expectedBytes: 10_000_000 }).next()).rejects.toMatchObject({
+          reason: 'changed',
+        });
+        await expect(small.files.stream('missing.bin').next()).rejects.toMatchObject({ reason: 'not-found' });
+      });
     });
 
     it('refuses FIFOs, sockets and over-long names with typed errors, without blocking the kernel', async () => {

@@ -139,6 +139,27 @@ export function runSupervisorContract(options: ContractOptions): void {
       });
     });
 
+    it('refuses to read in pieces what file-read refuses: links the code planted, a FIFO', async () => {
+      const made = await raw.command(
+        'mkdir links && cd links && printf kept > canary.txt && printf x > own.txt && ln own.txt hard && ' +
+          'ln -s /etc/passwd passwd && ln -s /etc etc && mkfifo fifo',
+      );
+      expect(made.end).toMatchObject({ exitCode: 0 });
+      // Canary: a plain file beside them reads, so each refusal below is the one asked for.
+      const canary = await raw.request({ type: 'file-chunk', path: 'links/canary.txt', offset: 0, bytes: 100 });
+      expect(canary).toMatchObject({ ok: true, bytes: 4, eof: true });
+      expect((canary.data as Buffer).toString()).toBe('kept');
+      const expected = { passwd: 'symlink', 'etc/passwd': 'symlink', hard: 'hard-link', fifo: 'not-a-file' };
+      for (const [name, code] of Object.entries(expected)) {
+        const path = `links/${name}`;
+        const read = await raw.request({ type: 'file-read', path });
+        const chunk = await raw.request({ type: 'file-chunk', path, offset: 0, bytes: 100 });
+        expect(chunk, name).toMatchObject({ ok: false, error: { code } });
+        expect(read, name).toMatchObject({ ok: false, error: { code } });
+      }
+      expect(await raw.request({ type: 'ping' })).toMatchObject({ ok: true });
+    });
+
     it('removes a context with its kernel’s processes', async () => {
       const created = await raw.request({ type: 'context-create', context: 'removable', language: 'python' });
       expect(await raw.request({ type: 'context-remove', context: 'removable' })).toMatchObject({ ok: true });

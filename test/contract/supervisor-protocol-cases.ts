@@ -5,6 +5,7 @@
  * not know. Run in every real sandbox by supervisor-contract.ts, and on the
  * scripted backend by src/backends/scripted/scripted-supervisor.test.ts.
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxBackend } from '../../src/backends/spec.js';
 import { RawSandbox } from '../support/raw-sandbox.js';
@@ -85,6 +86,63 @@ export function runSupervisorProtocolCases({ name, createBackend }: ProtocolCase
       expect(end).toMatchObject({ status: 'error', context: 'python' });
       const missing = await raw.request({ type: 'file-read', path: 'no-such-file' });
       expect(missing).toMatchObject({ ok: false, error: { code: 'not-found' } });
+    });
+
+    it('reads a file in pieces, each a raw frame after its reply, and refuses what file-read refuses', async () => {
+      const path = 'chunked/big.bin';
+      // One byte over a frame's 4 MiB and a bit: two pieces.
+      const content = randomBytes((4 << 20) + 1000);
+      expect(await raw.request({ type: 'file-write', path, data: content.toString('base64') })).toMatchObject({
+        ok: true,
+      });
+      const pieces: Buffer[] = [];
+      for (let offset = 0; ; ) {
+        const piece = await raw.request({ type: 'file-chunk', path, offset, bytes: 4 << 20 });
+        expect(piece).toMatchObject({ ok: true, size: content.length, modifiedNs: expect.any(Number) });
+        // The supervisor's own reply: only one without a context may announce a frame.
+        expect(piece).not.toHaveProperty('context');
+        const data = piece.data as Buffer;
+        expect(data.length).toBe(piece.bytes);
+        pieces.push(data);
+        offset += data.length;
+        expect(piece.eof).toBe(offset >= content.length);
+        if (piece.eof) break;
+      }
+      expect(pieces.map((piece) => piece.length)).toEqual([4 << 20, 1000]);
+      expect(Buffer.concat(pieces).equals(content)).toBe(true);
+
+      const middle = await raw.request({ type: 'file-chunk', path, offset: 10, bytes: 5 });
+      expect(middle).toMatchObject({ ok: true, bytes: 5, eof: false });
+      expect(middle.data).toEqual(content.subarray(10, 15));
+      const past = await raw.request({ type: 'file-chunk', path, offset: content.length + 10, bytes: 100 });
+      expect(past).toMatchObject({ ok: true, bytes: 0, size: content.length, eof: true });
+      expect(past.data).toEqual(Buffer.alloc(0));
+
+      for (const refused of ['no-such-file', 'chunked', '']) {
+        const read = await raw.request({ type: 'file-read', path: refused });
+        expect(read.ok).toBe(false);
+        const chunk = await raw.request({ type: 'file-chunk', path: refused, offset: 0, bytes: 10 });
+        expect(chunk, refused).toMatchObject({ ok: false, error: read.error as object });
+      }
+      expect(await raw.request({ type: 'file-chunk', path: 'no-such-file', offset: 0, bytes: 10 })).toMatchObject({
+        error: { code: 'not-found' },
+      });
+      for (const fields of [
+        { offset: 0, bytes: (4 << 20) + 1 },
+        { offset: -1, bytes: 10 },
+        { offset: 0, bytes: -1 },
+        { offset: 0.5, bytes: 10 },
+        { offset: 0, bytes: '10' },
+        { offset: true, bytes: 10 },
+        { bytes: 10 },
+      ]) {
+        expect(await raw.request({ type: 'file-chunk', path, ...fields }), JSON.stringify(fields)).toMatchObject({
+          ok: false,
+          error: { code: 'invalid-request' },
+        });
+      }
+      // No frame followed a refusal: the channel is in step.
+      expect(await raw.request({ type: 'ping' })).toMatchObject({ ok: true });
     });
 
     it('keeps a second Python context apart from the first, each with its count and cwd', async () => {

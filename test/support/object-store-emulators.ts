@@ -63,20 +63,27 @@ export async function startAzurite(containers: string[], account?: { name: strin
 export interface S3Server {
   /** What the AWS SDK's default chain reads to reach it: endpoint, s3rver's fixed credentials, a region. */
   environment: Record<string, string>;
+  /** Stops serving, keeping its objects (the store "goes away"). */
+  close(): Promise<void>;
+  /** Serves again on the same port, with the objects it had. */
+  reopen(): Promise<void>;
   stop(): Promise<void>;
 }
 
 /** s3rver on a free port, its objects in a temporary directory, with `buckets` made. */
 export async function startS3rver(buckets: string[]): Promise<S3Server> {
   const directory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-s3rver-'));
-  const server = new S3rver({
-    address: '127.0.0.1',
-    port: 0,
-    silent: true,
-    directory,
-    configureBuckets: buckets.map((name) => ({ name, configs: [] })),
-  });
+  const open = (port: number) =>
+    new S3rver({
+      address: '127.0.0.1',
+      port,
+      silent: true,
+      directory,
+      configureBuckets: buckets.map((name) => ({ name, configs: [] })),
+    });
+  let server = open(0);
   const { port } = await server.run();
+  let serving = true;
   return {
     environment: {
       AWS_ENDPOINT_URL: `http://127.0.0.1:${port}`,
@@ -84,8 +91,17 @@ export async function startS3rver(buckets: string[]): Promise<S3Server> {
       AWS_SECRET_ACCESS_KEY: 'S3RVER',
       AWS_REGION: 'us-east-1',
     },
-    stop: async () => {
+    close: async () => {
+      serving = false;
       await server.close();
+    },
+    reopen: async () => {
+      server = open(port);
+      await server.run();
+      serving = true;
+    },
+    stop: async () => {
+      if (serving) await server.close();
       rmSync(directory, { recursive: true, force: true });
     },
   };

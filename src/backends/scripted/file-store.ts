@@ -44,11 +44,25 @@ export class ScriptedFileStore {
   }
 
   read(path: string): Buffer {
+    return Buffer.from(this.file(path).data);
+  }
+
+  /** Up to `bytes` of the file at `path` from `offset`, with its size and modification time. */
+  readChunk(path: string, offset: number, bytes: number): { data: Buffer; size: number; modifiedNs: number } {
+    const file = this.file(path);
+    return {
+      data: Buffer.from(file.data.subarray(offset, offset + bytes)),
+      size: file.data.length,
+      modifiedNs: file.modifiedMs * 1_000_000,
+    };
+  }
+
+  private file(path: string): StoredFile {
     if (path === '' || this.directories.has(path))
       throw new ScriptedFileError('is-a-directory', `${path} is a directory`);
     const file = this.files.get(path);
     if (!file) throw new ScriptedFileError('not-found', `no such file: ${path}`);
-    return Buffer.from(file.data);
+    return file;
   }
 
   list(path = '', options: { recursive?: boolean } = {}): ScriptedFileEntry[] {

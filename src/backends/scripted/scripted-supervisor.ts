@@ -9,16 +9,17 @@
  * SupervisorMessage (src/session/kernel-messages.ts), so it cannot drift from
  * what the real supervisor (src/kernel/sandcell_routes.py) says.
  */
-import type {
-  ContextBoundMessage,
-  FileRequest,
-  HostMessage,
-  KernelMessage,
-  KernelRequest,
-  ReplyMessage,
-  ReplyMessageBodies,
-  StartedKernel,
-  SupervisorMessage,
+import {
+  type ContextBoundMessage,
+  type FileRequest,
+  FRAME_MAX_BYTES,
+  type HostMessage,
+  type KernelMessage,
+  type KernelRequest,
+  type ReplyMessage,
+  type ReplyMessageBodies,
+  type StartedKernel,
+  type SupervisorMessage,
 } from '../../session/kernel-messages.js';
 import { ScriptedFileError, type ScriptedFileStore } from './file-store.js';
 import type { CommandScript, ScriptedRun } from './script.js';
@@ -59,6 +60,7 @@ const HOST_MESSAGE_TYPES: Record<HostMessage['type'], true> = {
   complete: true,
   inspect: true,
   'file-read': true,
+  'file-chunk': true,
   'file-write': true,
   'file-list': true,
   'file-remove': true,
@@ -127,6 +129,7 @@ export class ScriptedSupervisor {
   handle(message: HostMessage, frame: Buffer = Buffer.alloc(0)): void {
     switch (message.type) {
       case 'file-read':
+      case 'file-chunk':
       case 'file-write':
       case 'file-list':
       case 'file-remove':
@@ -210,6 +213,19 @@ export class ScriptedSupervisor {
     switch (request.type) {
       case 'file-read':
         this.reply(request, () => ({ data: files.read(request.path).toString('base64') }));
+        return;
+      case 'file-chunk':
+        this.replyWithFrame(request, () => {
+          const { offset, bytes } = request;
+          if (!isCount(offset) || !isCount(bytes) || bytes > FRAME_MAX_BYTES) {
+            throw new Refusal(
+              'invalid-request',
+              `file-chunk: offset must be an integer >= 0, bytes an integer from 0 to ${FRAME_MAX_BYTES}`,
+            );
+          }
+          const { data, size, modifiedNs } = files.readChunk(request.path, offset, bytes);
+          return { body: { bytes: data.length, size, modifiedNs, eof: offset + data.length >= size }, frame: data };
+        });
         return;
       case 'file-write':
         this.reply(request, () => {
@@ -373,9 +389,9 @@ export class ScriptedSupervisor {
   }
 
   /** A reply whose line announces raw bytes, and those bytes after it. */
-  private replyWithFrame(
-    request: { type: 'state-read'; id: string },
-    answer: () => { body: ReplyMessageBodies['state-read']; frame: Buffer },
+  private replyWithFrame<Type extends 'state-read' | 'file-chunk'>(
+    request: { type: Type; id: string },
+    answer: () => { body: ReplyMessageBodies[Type]; frame: Buffer },
   ): void {
     let made: ReturnType<typeof answer>;
     try {
@@ -396,6 +412,11 @@ export class ScriptedSupervisor {
           : 'internal';
     this.options.send({ type: 'reply', id, ok: false, error: { code, message: (error as Error).message } });
   }
+}
+
+/** An offset or a byte count, as the supervisor takes them: an integer, not negative. */
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0;
 }
 
 /** The working directory a context or command asks for: /mnt/data by default, a relative one under it. */

@@ -62,6 +62,7 @@ import {
 } from '../core/errors.js';
 import { ImageStore } from '../core/image-store.js';
 import type { ManagedSession, PausedRecord } from '../core/managed-session.js';
+import type { PublishedFile } from '../core/output-publisher.js';
 import type { SessionRegistry } from '../core/registry.js';
 import { HttpError } from '../http/errors.js';
 import { presentResult, sessionFileUrl } from '../http/present-result.js';
@@ -127,6 +128,8 @@ export class ServerConversation {
   private chat?: DataChat;
   private fileAgent?: FileAccessAgent;
   private cellFiles?: FileChanges;
+  /** The newest published link of each file its executions wrote, when its session publishes them. */
+  private readonly published = new Map<string, string>();
   /** The resume under way: two requests at once share it. */
   private resuming?: Promise<void>;
   /** What the last resume did not bring back, said at the start of the next turn. */
@@ -349,6 +352,7 @@ export class ServerConversation {
       turns: this.turns,
       approve: (request) => this.requestApproval(request),
       onEvent: (event) => this.onAgentEvent(event),
+      onPublished: (files) => this.notePublished(files),
     });
     this.current = entry;
     this.chat = bound.chat;
@@ -451,6 +455,7 @@ export class ServerConversation {
         onStderr: (text) => this.emit({ type: 'stderr-delta', callId, text }),
         onResult: (result) => this.emitResult(running, callId, result),
       });
+      if (execution.files) this.notePublished(execution.files);
       const files = (await cellFiles.changed()).map((file) =>
         this.codeFile({ path: file.path, size: file.size, kind: 'file' }),
       );
@@ -750,7 +755,17 @@ export class ServerConversation {
   }
 
   private codeFile(file: SessionFile): CodeFile {
-    return { path: file.path, size: file.size, kind: file.kind, url: this.fileUrl(file.path) };
+    // A published file's link outlives the session; the session's own download lasts while it does.
+    const url = this.published.get(file.path) ?? this.fileUrl(file.path);
+    return { path: file.path, size: file.size, kind: file.kind, url };
+  }
+
+  /** Remembers the links of published files, for the files the turn tells of. */
+  private notePublished(files: PublishedFile[]): void {
+    for (const file of files) {
+      if (file.url) this.published.set(file.path, file.url);
+      else this.published.delete(file.path);
+    }
   }
 
   private fileUrl(path: string): string {

@@ -16,6 +16,7 @@ import { FileChanges } from '../../session/file-changes.js';
 import { SessionLostError, SnapshotInvalidError, SnapshotNotFoundError } from '../../snapshots/snapshot-errors.js';
 import { SessionNotFoundError } from '../core/errors.js';
 import type { ManagedSession } from '../core/managed-session.js';
+import type { PublishedFile } from '../core/output-publisher.js';
 import type { SessionRegistry } from '../core/registry.js';
 import { resumedContext } from './continuation.js';
 
@@ -43,6 +44,8 @@ export interface BindOptions {
   turns: readonly Turn[];
   approve: (request: ApprovalRequest) => Promise<ApprovalDecision>;
   onEvent: AgentEventListener;
+  /** The files an execution of the chat's published, before the chat tells of them. */
+  onPublished?: (files: PublishedFile[]) => void;
 }
 
 /** What a conversation binds to `entry`; the chat's code and commands go through the registry, on this entry. */
@@ -53,7 +56,11 @@ export async function bindSession(entry: ManagedSession, options: BindOptions): 
         model,
         session: entry.session,
         ownSession: false,
-        run: (code, runOptions) => registry.execute(entry, code, runOptions),
+        run: async (code, runOptions) => {
+          const execution = await registry.execute(entry, code, runOptions);
+          if (execution.files) options.onPublished?.(execution.files);
+          return execution;
+        },
         runCommand: (command, commandOptions) => registry.commands.run(entry, command, commandOptions),
         approve: options.approve,
         onEvent: options.onEvent,

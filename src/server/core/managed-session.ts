@@ -3,7 +3,9 @@
  * front door that made it, and the server's bookkeeping. A leaf, so the
  * registry and what it hands sessions to can all name it.
  */
+
 import type { CommandHandle } from '../../session/command.js';
+import type { FileChanges } from '../../session/file-changes.js';
 import type { Session } from '../../session/session.js';
 import type { RestoreReport } from '../../session/session-state.js';
 import type { Owner } from './auth.js';
@@ -37,6 +39,10 @@ export interface ManagedSession {
   keep?: Record<string, unknown>;
   /** What its resume brought back, when it was resumed from a pause. */
   restored?: RestoreReport;
+  /** Whether the files its executions write are published (uploaded, with links). */
+  publishOutputs?: boolean;
+  /** What /mnt/data held at the end of its last execution, when it publishes: the next one's changes are new. */
+  outputs?: FileChanges;
   /** When and why the server let go of the session (idle, deleted, shutdown, closed). */
   closedAt?: number;
   closedReason?: string;
@@ -63,6 +69,8 @@ export interface PausedRecord {
    * store shared by several servers, another server's marker may be of a session live there.
    */
   node?: string;
+  /** It publishes its executions' files (ManagedSession.publishOutputs). */
+  publishOutputs?: boolean;
   /** The front door's own data (ManagedSession.keep). */
   keep?: Record<string, unknown>;
 }

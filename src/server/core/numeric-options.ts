@@ -30,6 +30,8 @@ export const DEFAULT_EXECUTION_TIMEOUT_MS = 60_000;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
 /** How long a paused session's snapshot is kept: a week, so a session paused on a Friday resumes on Monday. */
 export const DEFAULT_SNAPSHOT_RETENTION_MS = 7 * 24 * 3_600_000;
+/** How long a published output's link works: an hour, as long as a chat's reader needs. */
+export const DEFAULT_LINK_TTL_MS = 3_600_000;
 export const DEFAULT_MAX_QUEUED_EXECUTIONS = 16;
 export const DEFAULT_MCP_SESSIONS_PER_KEY = 16;
 export const DEFAULT_MAX_CONNECTIONS = 1024;
@@ -51,6 +53,7 @@ export type ServerNumber =
   | 'executionTimeoutMs'
   | 'shutdownGraceMs'
   | 'snapshotRetentionMs'
+  | 'linkTtlMs'
   | 'conversationOutputBytes'
   | 'conversationHistoryBytes';
 
@@ -241,6 +244,14 @@ export const NUMERIC_OPTIONS: readonly NumericOption[] = [
     unit: 'duration',
     default: DEFAULT_SNAPSHOT_RETENTION_MS,
     minimum: 1,
+  },
+  {
+    option: 'linkTtlMs',
+    variable: 'SANDCELL_LINK_TTL',
+    flag: '--link-ttl',
+    unit: 'duration',
+    default: DEFAULT_LINK_TTL_MS,
+    minimum: 1000,
   },
   {
     option: 'conversationOutputBytes',

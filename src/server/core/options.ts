@@ -132,9 +132,15 @@ export function resolveServerOptions(
     webRoot: options.webRoot ?? fileURLToPath(new URL('../../../dist/web', import.meta.url)),
     stateDirectory: options.stateDirectory ?? environment.SANDCELL_STATE_DIR ?? false,
     ...storeOf(options.store ?? (environment.SANDCELL_STORE || undefined)),
+    publishOutputs: options.publishOutputs ?? ['1', 'true'].includes(environment.SANDCELL_PUBLISH_OUTPUTS ?? ''),
     onIdle: idleMode(options.onIdle ?? environment.SANDCELL_ON_IDLE),
   };
   checkConversationBounds(resolved);
+  if (resolved.linkTtlMs > MAX_LINK_TTL_MS) {
+    throw new InvalidInputError(
+      `\`linkTtlMs\` (--link-ttl, SANDCELL_LINK_TTL) is at most 7 days (a presigned link's longest); got ${resolved.linkTtlMs} ms.`,
+    );
+  }
   checkPoolMax(resolved);
   if (resolved.stateDirectory === '' || resolved.stateDirectory === NO_STATE_DIRECTORY) resolved.stateDirectory = false;
   if (resolved.stateDirectory !== false) resolved.stateDirectory = path.resolve(resolved.stateDirectory);
@@ -153,6 +159,8 @@ export function resolveServerOptions(
   }
   return resolved;
 }
+
+const MAX_LINK_TTL_MS = 7 * 24 * 3_600_000;
 
 /** The store's location, checked for its form now (its credentials are checked when the server starts). */
 function storeOf(store: string | undefined): { store?: string } {

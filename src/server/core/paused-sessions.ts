@@ -55,7 +55,7 @@ export interface PausedPlace {
 const STALE_CLAIM_MS = 10 * 60_000;
 
 export class PausedSessions {
-  private opened?: Promise<{ objects: ObjectStore; snapshots: SnapshotStore; temporary?: string }>;
+  private opened?: Promise<{ objects: ObjectStore; snapshots: SnapshotStore; secret: Uint8Array; temporary?: string }>;
   private readonly place: PausedPlace;
   /** This process, in the claims it writes. */
   private readonly holder = randomBytes(12).toString('hex');
@@ -132,6 +132,12 @@ export class PausedSessions {
   async release(ownerId: string, snapshotId: string): Promise<void> {
     const { objects } = await this.open();
     await objects.delete(claimKey(ownerId, snapshotId));
+  }
+
+  /** The store itself and its secret (published outputs go beside the snapshots). */
+  async store(): Promise<{ objects: ObjectStore; secret: Uint8Array }> {
+    const { objects, secret } = await this.open();
+    return { objects, secret };
   }
 
   /** The snapshot store the server's sessions pause into. */
@@ -251,18 +257,18 @@ export class PausedSessions {
       const { stateDirectory, store, environment = process.env } = this.place;
       if (store !== undefined) {
         const objects = await openObjectStore(store, environment);
-        return {
-          objects,
-          snapshots: new SnapshotStore(objects, await storeSecret(store, stateDirectory, environment)),
-        };
+        const secret = await storeSecret(store, stateDirectory, environment);
+        return { objects, snapshots: new SnapshotStore(objects, secret), secret };
       }
       if (stateDirectory === false) {
         const temporary = await mkdtemp(path.join(os.tmpdir(), 'sandcell-snapshots-'));
         const objects = new FsObjectStore(temporary);
-        return { objects, snapshots: new SnapshotStore(objects, randomBytes(32)), temporary };
+        const secret = randomBytes(32);
+        return { objects, snapshots: new SnapshotStore(objects, secret), secret, temporary };
       }
       const objects = new FsObjectStore(path.join(stateDirectory, 'store'));
-      return { objects, snapshots: new SnapshotStore(objects, await snapshotSecret(stateDirectory, environment)) };
+      const secret = await snapshotSecret(stateDirectory, environment);
+      return { objects, snapshots: new SnapshotStore(objects, secret), secret };
     })();
     // A store that could not be opened is tried again by the next call (its error said why).
     this.opened.catch(() => {

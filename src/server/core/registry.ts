@@ -12,6 +12,7 @@ import { InvalidInputError, SandcellError } from '../../errors.js';
 import type { NetworkOption } from '../../network/network-option.js';
 import { formatBytes } from '../../protocol/format-bytes.js';
 import type { Execution, RunOptions } from '../../session/execution.js';
+import { FileChanges } from '../../session/file-changes.js';
 import type { SessionPool } from '../../session/pool.js';
 import type { Session } from '../../session/session.js';
 import { type RestoreReport, type SnapshotInfo, snapshotInfo } from '../../session/session-state.js';
@@ -22,6 +23,7 @@ import { ImageStore } from './image-store.js';
 import type { ManagedSession, SessionSource } from './managed-session.js';
 import type { Metrics } from './metrics.js';
 import { type NetworkPermission, permittedNetwork } from './network-permission.js';
+import type { OutputPublisher, PublishedFile } from './output-publisher.js';
 import type { PausedRecord, PausedSessions } from './paused-sessions.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { RegistryCommands } from './registry-commands.js';
@@ -50,7 +52,14 @@ export interface RegistryOptions {
   snapshotRetentionMs: number;
   /** What one owner's snapshots (paused sessions' included) may take in the store. */
   snapshotBytesPerOwner: number;
+  /** Publishes what executions write, for sessions that ask (or all, with `publishOutputs`). */
+  publisher?: OutputPublisher;
+  /** Whether a session publishes when it does not say. */
+  publishOutputs?: boolean;
 }
+
+/** An execution as the server answers it: with the files it wrote, published, when its session publishes. */
+export type ServerExecution = Execution & { files?: PublishedFile[] };
 
 export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
   timeoutMs?: number;
@@ -128,7 +137,14 @@ export class SessionRegistry {
   async create(
     owner: Owner,
     source: SessionSource,
-    naming: { id?: string; name?: string; scope?: string; environment?: string; network?: NetworkOption } = {},
+    naming: {
+      id?: string;
+      name?: string;
+      scope?: string;
+      environment?: string;
+      network?: NetworkOption;
+      publishOutputs?: boolean;
+    } = {},
   ) {
     if (naming.id !== undefined && (!SESSION_ID.test(naming.id) || this.byId.has(naming.id))) {
       throw new InvalidInputError(`Not a free session id: ${JSON.stringify(naming.id)}.`);
@@ -139,7 +155,13 @@ export class SessionRegistry {
       ...(naming.environment !== undefined ? { environment: naming.environment } : {}),
       ...(network !== undefined ? { network } : {}),
     });
-    return this.register(session, owner, source, { ...naming, id: naming.id ?? session.id });
+    const entry = this.register(session, owner, source, {
+      ...naming,
+      id: naming.id ?? session.id,
+      publishOutputs: naming.publishOutputs ?? this.options.publishOutputs === true,
+    });
+    await this.watchOutputs(entry);
+    return entry;
   }
 
   /** A session from the pool, within the owner's and the server's limits. */
@@ -186,14 +208,18 @@ export class SessionRegistry {
     session: Session,
     owner: Owner,
     source: SessionSource,
-    naming: { id: string; name?: string; scope?: string; keep?: Record<string, unknown> },
+    naming: { id: string; name?: string; scope?: string; keep?: Record<string, unknown>; publishOutputs?: boolean },
   ): ManagedSession {
+    if (naming.publishOutputs && !this.options.publisher) {
+      throw new InvalidInputError('This server does not publish outputs.');
+    }
     const entry: ManagedSession = {
       id: naming.id,
       owner,
       source,
       ...(naming.name !== undefined ? { name: naming.name, scope: naming.scope ?? source } : {}),
       ...(naming.keep !== undefined ? { keep: naming.keep } : {}),
+      ...(naming.publishOutputs ? { publishOutputs: true } : {}),
       session,
       createdAt: Date.now(),
       images: new ImageStore(),
@@ -249,6 +275,16 @@ export class SessionRegistry {
   /** Proves the store of paused sessions works (server start, with `--store`); its location. */
   async checkStore(): Promise<string> {
     return (await this.options.paused.check()).location;
+  }
+
+  /** Proves published outputs' links work on the store (server start, with `--publish-outputs`). */
+  async checkLinks(): Promise<void> {
+    try {
+      await this.options.publisher?.check();
+    } catch (error) {
+      const { objects } = await this.options.paused.store();
+      throw new InvalidInputError(`Cannot publish outputs to ${objects.location}: ${(error as Error).message}`);
+    }
   }
 
   /** The owner's paused sessions (live ones are `list`). */
@@ -400,8 +436,13 @@ export class SessionRegistry {
       await session.close();
       throw error;
     }
-    const forked = this.register(session, entry.owner, entry.source === 'v1' ? 'v1' : entry.source, { id: session.id });
+    const forked = this.register(session, entry.owner, entry.source === 'v1' ? 'v1' : entry.source, {
+      id: session.id,
+      // A fork publishes as its source does.
+      ...(entry.publishOutputs ? { publishOutputs: true } : {}),
+    });
     forked.restored = report;
+    await this.watchOutputs(forked);
     return forked;
   }
 
@@ -459,6 +500,7 @@ export class SessionRegistry {
     });
     const entry = this.register(session, owner, record.source, record);
     entry.restored = report;
+    await this.watchOutputs(entry);
     // Its marker is in the store before it is answered: a server sharing the store then knows where it lives.
     await this.records.get(entry);
     if (entry.name !== undefined)
@@ -610,7 +652,7 @@ export class SessionRegistry {
   }
 
   /** Runs code in a session under the owner's limits. */
-  async execute(entry: ManagedSession, code: string, options: ExecuteOptions = {}): Promise<Execution> {
+  async execute(entry: ManagedSession, code: string, options: ExecuteOptions = {}): Promise<ServerExecution> {
     if (!options.admitted) this.admit(entry, code);
     // Checked again: an admitted stream may start after others took the queue's last place.
     else this.refuseWhenQueueFull(entry);
@@ -619,11 +661,57 @@ export class SessionRegistry {
     this.inFlight++;
     entry.inFlight++;
     try {
-      return await this.track(() => this.runCounted(entry, code, { ...runOptions, timeoutMs }), 'execution');
+      return await this.track(async () => {
+        // Nothing is awaited before the run: executions are queued in the order they were asked for.
+        const execution: ServerExecution = await this.runCounted(entry, code, { ...runOptions, timeoutMs });
+        if (entry.outputs && this.options.publisher) execution.files = await this.publish(entry, entry.outputs);
+        return execution;
+      }, 'execution');
     } finally {
       this.inFlight--;
       entry.inFlight--;
     }
+  }
+
+  /**
+   * A session that publishes its outputs remembers what /mnt/data holds before its first
+   * execution (uploads, a resumed session's files): only what executions write is published.
+   */
+  private async watchOutputs(entry: ManagedSession): Promise<void> {
+    if (!entry.publishOutputs) return;
+    entry.outputs = new FileChanges(entry.session.files);
+    await entry.outputs.snapshot().catch((error: Error) => {
+      this.options.logger.warn({ session: entry.id, error: error.message }, 'outputs not listed');
+    });
+  }
+
+  /**
+   * Publishes the files the execution wrote. A failure costs only the files: the execution's
+   * result stands, each unpublished file says why, and is tried again after the next execution.
+   */
+  private async publish(entry: ManagedSession, outputs: FileChanges): Promise<PublishedFile[]> {
+    const publisher = this.options.publisher as OutputPublisher;
+    let changed: { path: string; size: number }[];
+    try {
+      changed = await outputs.changed();
+    } catch (error) {
+      // The sandbox is gone (the code killed it): there is nothing to read files from.
+      this.options.logger.warn({ session: entry.id, error: (error as Error).message }, 'outputs not listed');
+      return [];
+    }
+    const files = await publisher.publish(entry.owner.id, entry.id, changed, (file) =>
+      // Exactly the size listed, or a 'changed' error: what is published is one version of the file.
+      entry.session.files.stream(file.path, { expectedBytes: file.size }),
+    );
+    for (const file of files) if (file.error !== undefined) outputs.forget(file.path);
+    return files;
+  }
+
+  /** The published file a server-signed link names (`GET /v1/outputs/{token}`), if the link is good. */
+  async openOutput(token: string): Promise<{ path: string; body: AsyncIterable<Uint8Array> } | undefined> {
+    const output = await this.options.publisher?.resolve(token);
+    const body = output && (await output.objects.open(output.key));
+    return output && body ? { path: output.path, body } : undefined;
   }
 
   /** Runs the code and counts it in the metrics. */
@@ -718,6 +806,8 @@ export class SessionRegistry {
   private async expireSnapshots(): Promise<void> {
     try {
       const expired = await this.options.paused.expire(this.options.snapshotRetentionMs);
+      const outputs = (await this.options.publisher?.expire(this.options.snapshotRetentionMs)) ?? 0;
+      if (outputs > 0) this.options.logger.info({ outputs }, 'published outputs past their retention deleted');
       if (expired.sessions.length + expired.snapshots.length + expired.orphanParts > 0) {
         this.options.logger.info(
           {
@@ -796,6 +886,7 @@ export class SessionRegistry {
       environment: entry.session.environment.name,
       reason,
       ...(entry.keep !== undefined ? { keep: entry.keep } : {}),
+      ...(entry.publishOutputs ? { publishOutputs: true } : {}),
     };
   }
 

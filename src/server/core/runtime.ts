@@ -12,6 +12,7 @@ import { ApiKeys } from './auth.js';
 import type { ServerContext } from './context.js';
 import { Metrics } from './metrics.js';
 import type { ResolvedServerOptions } from './options.js';
+import { OutputPublisher } from './output-publisher.js';
 import { PausedSessions } from './paused-sessions.js';
 import { RateLimiter } from './rate-limiter.js';
 import { SessionRegistry } from './registry.js';
@@ -70,6 +71,10 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
       preloadModules: options.preloadModules,
     },
   });
+  const paused = new PausedSessions({
+    stateDirectory: options.stateDirectory,
+    ...(options.store !== undefined ? { store: options.store } : {}),
+  });
   const registry = new SessionRegistry({
     pool,
     metrics,
@@ -82,10 +87,9 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     maxCodeBytes: options.sessionOptions.maxCodeBytes ?? DEFAULT_MAX_CODE_BYTES,
     maxQueuedExecutions: options.limits.maxQueuedExecutions,
     networkPermission: options.networkPermission,
-    paused: new PausedSessions({
-      stateDirectory: options.stateDirectory,
-      ...(options.store !== undefined ? { store: options.store } : {}),
-    }),
+    paused,
+    publisher: new OutputPublisher(() => paused.store(), { linkTtlMs: options.linkTtlMs, logger }),
+    publishOutputs: options.publishOutputs,
     onIdle: options.onIdle,
     pauseGraceMs: options.shutdownGraceMs,
     snapshotRetentionMs: options.snapshotRetentionMs,

@@ -150,6 +150,14 @@ export interface ServerOptions {
    */
   store?: string;
   /**
+   * Publish what executions write: the files an execution creates or changes are uploaded to the
+   * store as it ends, and each comes back with a signed read-only link (`files` in /v1's execution,
+   * conversations' links). A session on /v1 may ask for it itself. @default false (env SANDCELL_PUBLISH_OUTPUTS=1 for true)
+   */
+  publishOutputs?: boolean;
+  /** How long a published output's link works, at most 7 days. @default 3_600_000 (1 h) (env SANDCELL_LINK_TTL, a duration) */
+  linkTtlMs?: number;
+  /**
    * What a session idle for `idleTimeoutMs` becomes: `pause` writes its state to a snapshot (in
    * the state directory) and ends its sandbox, and its next request resumes it; `close` ends it
    * and its state. @default 'pause' (env SANDCELL_ON_IDLE)
@@ -200,6 +208,8 @@ export interface ResolvedServerOptions {
   conversationHistoryBytes: number;
   stateDirectory: string | false;
   store?: string;
+  publishOutputs: boolean;
+  linkTtlMs: number;
   onIdle: 'pause' | 'close';
   snapshotRetentionMs: number;
 }

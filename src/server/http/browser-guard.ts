@@ -13,7 +13,9 @@
  * - A request from another site — its `Origin` is not this server (nor an
  *   allowed name), or `Sec-Fetch-Site` says `cross-site`/`same-site` — is 403
  *   unless a valid key came with it. Top-level navigations (GET, HEAD) pass, so
- *   a link to the web UI still opens it; no GET creates anything.
+ *   a link to the web UI still opens it; no GET creates anything. A published
+ *   output's link (GET /v1/outputs/{token}) passes from any site: the token is
+ *   its credential, it only reads one file, and pages elsewhere (a chat) show it.
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { ApiKeys } from '../core/auth.js';
@@ -31,6 +33,7 @@ export interface BrowserGuardOptions {
 }
 
 const SAFE_NAVIGATION_METHODS = new Set(['GET', 'HEAD']);
+const SIGNED_LINKS = '/v1/outputs/';
 const FOREIGN_FETCH_SITES = new Set(['cross-site', 'same-site']);
 
 /** `host[:port]` parsed as a browser would: lower-case hostname (IPv6 in brackets) and `host` with the port. */
@@ -94,7 +97,8 @@ export function browserGuard(options: BrowserGuardOptions): MiddlewareHandler {
     const origin = context.req.header('origin');
     const fetchSite = context.req.header('sec-fetch-site')?.toLowerCase();
     const navigation =
-      SAFE_NAVIGATION_METHODS.has(context.req.method) && context.req.header('sec-fetch-mode') === 'navigate';
+      SAFE_NAVIGATION_METHODS.has(context.req.method) &&
+      (context.req.header('sec-fetch-mode') === 'navigate' || context.req.path.startsWith(SIGNED_LINKS));
     let foreign = fetchSite !== undefined && FOREIGN_FETCH_SITES.has(fetchSite);
     if (origin !== undefined) {
       const from = parseOrigin(origin);

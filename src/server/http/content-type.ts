@@ -28,16 +28,19 @@ export function contentTypeFor(path: string): string {
  * run as a page of this origin; images display inline, the rest downloads.
  */
 export function fileHeaders(path: string, size: number): Record<string, string> {
-  const type = contentTypeFor(path);
-  const name = path.split('/').pop() ?? 'file';
-  const inline = isRasterImage(type);
   return {
-    'content-type': type,
+    'content-type': contentTypeFor(path),
     'content-length': String(size),
-    'content-disposition': `${inline ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(name)}`,
+    'content-disposition': contentDispositionFor(path),
     'x-content-type-options': 'nosniff',
     'content-security-policy': "sandbox; default-src 'none'",
   };
+}
+
+/** Images display inline, the rest downloads, under the file's own name. */
+export function contentDispositionFor(path: string): string {
+  const name = path.split('/').pop() ?? 'file';
+  return `${isRasterImage(contentTypeFor(path)) ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
 
 /** An image from an ImageStore, as the answer to GET …/images/{name}. */

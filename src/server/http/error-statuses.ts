@@ -95,6 +95,7 @@ export const FILE_REASON_STATUSES: Readonly<Record<FileErrorReason, number>> = {
   'permission-denied': 409,
   'no-space': 507,
   // The sandbox's own failures, not the request's.
+  changed: 409,
   io: 500,
   internal: 500,
 };

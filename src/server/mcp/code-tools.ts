@@ -8,13 +8,14 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { formatBytes } from '../../protocol/format-bytes.js';
 import { findImage } from '../../protocol/images.js';
 import type { CommandResult } from '../../session/command.js';
-import { type Execution, formatTraceback } from '../../session/execution.js';
+import { formatTraceback } from '../../session/execution.js';
 import { LANGUAGES, type Language } from '../../session/languages.js';
 import { MAX_PATH_BYTES } from '../../session/sandbox-inputs.js';
 import type { ManagedSession } from '../core/managed-session.js';
-import type { SessionRegistry } from '../core/registry.js';
+import type { ServerExecution, SessionRegistry } from '../core/registry.js';
 import { ENVIRONMENT_ARGUMENT } from './environment-tools.js';
 
 export interface CodeToolsOptions {
@@ -29,7 +30,7 @@ export interface CodeToolsOptions {
 const TIMEOUT_SECONDS = z.number().positive().max(3600).optional().describe('Time limit for this run.');
 
 /** An execution as tool content: its output and values as text, raster images as images. */
-function executionContent(execution: Execution): CallToolResult {
+function executionContent(execution: ServerExecution): CallToolResult {
   const parts: string[] = [];
   if (execution.stdout) parts.push(execution.stdout.trimEnd());
   if (execution.stderr) parts.push(`[stderr]\n${execution.stderr.trimEnd()}`);
@@ -51,6 +52,14 @@ function executionContent(execution: Execution): CallToolResult {
     const kept = execution.language === 'python' ? ' with its variables' : '';
     parts.push(
       `[note] the code exited with status ${execution.exitStatus} and stopped there; the session goes on${kept}.`,
+    );
+  }
+  // Published files: a link that needs no key (until it expires), or why there is none.
+  for (const file of execution.files ?? []) {
+    parts.push(
+      file.url
+        ? `[file] ${file.path} (${formatBytes(file.size)}): ${file.url} (the link expires ${file.expiresAt})`
+        : `[file] ${file.path} (${formatBytes(file.size)}): ${file.error}`,
     );
   }
   return {

@@ -1,8 +1,8 @@
 /** How sessions, executions and files look on the native /v1 wire. */
-import type { Execution } from '../../session/execution.js';
 import type { FileEntry } from '../../session/files.js';
 import type { ManagedSession } from '../core/managed-session.js';
 import type { PausedRecord } from '../core/paused-sessions.js';
+import type { ServerExecution } from '../core/registry.js';
 import { presentResult, sessionFileUrl } from '../http/present-result.js';
 
 export function presentSession(entry: ManagedSession) {
@@ -18,6 +18,7 @@ export function presentSession(entry: ManagedSession) {
     busy: entry.session.busy,
     active: entry.session.active,
     ...(entry.restored ? { restored: entry.restored } : {}),
+    ...(entry.publishOutputs ? { publishOutputs: true } : {}),
   };
 }
 
@@ -49,7 +50,7 @@ export function presentFile(entry: ManagedSession, file: FileEntry) {
 export function presentExecution(
   entry: ManagedSession,
   executionId: string,
-  execution: Execution,
+  execution: ServerExecution,
   images: 'url' | 'inline',
 ) {
   return {
@@ -65,5 +66,6 @@ export function presentExecution(
     ...(execution.stateLost ? { stateLost: true, stateLostReason: execution.stateLostReason } : {}),
     ...(execution.outputTruncated ? { outputTruncated: true } : {}),
     ...(execution.exitStatus !== undefined ? { exitStatus: execution.exitStatus } : {}),
+    ...(execution.files ? { files: execution.files } : {}),
   };
 }

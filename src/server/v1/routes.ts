@@ -52,6 +52,7 @@ async function uploadMultipart(context: Context, entry: ManagedSession) {
   const written = [];
   for (const { file, path } of targets) {
     await entry.session.files.write(path, new Uint8Array(await file.arrayBuffer()));
+    await entry.outputs?.remember(path); // the client's own file, not an execution's output
     written.push(path);
   }
   return written;
@@ -92,10 +93,11 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         503: { description: 'The server is at capacity or cannot start sandboxes.', json: ErrorSchema },
       },
       handler: async (c, { owner, body }) => {
-        const { environment, network } = (body ?? {}) as z.output<typeof CreateSessionBody>;
+        const { environment, network, publishOutputs } = (body ?? {}) as z.output<typeof CreateSessionBody>;
         const entry = await registry.create(owner, 'v1', {
           ...(environment !== undefined ? { environment } : {}),
           ...(network !== undefined ? { network } : {}),
+          ...(publishOutputs !== undefined ? { publishOutputs } : {}),
         });
         return c.json(presentSession(entry), 201, { location: `/v1/sessions/${entry.id}` });
       },
@@ -298,6 +300,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         const path = normalizeDataPath(params.path);
         const data = new Uint8Array(await c.req.raw.arrayBuffer());
         await entry.session.files.write(path, data);
+        await entry.outputs?.remember(path); // the client's own file, not an execution's output
         const [file] = await describeWritten(entry, [path]);
         return c.json(file, 201);
       },
@@ -320,6 +323,26 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         const path = normalizeDataPath(params.path);
         const data = await entry.session.files.read(path);
         return c.body(new Uint8Array(data), 200, fileHeaders(path, data.length));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/outputs/{token}',
+      operationId: 'getPublishedOutput',
+      summary:
+        'A published output, by the signed link an execution answered with (on a server whose store is a directory); needs no key until the link expires.',
+      tags: TAG_FILES,
+      authenticated: false,
+      params: z.object({ token: z.string().max(2048) }),
+      responses: {
+        200: { description: 'The bytes.', contentTypes: ['application/octet-stream'] },
+        404: { description: 'No such link, or it expired.', json: ErrorSchema },
+      },
+      handler: async (c, { params }) => {
+        const output = await registry.openOutput(params.token);
+        if (!output) throw notFound('No such published output, or its link expired.');
+        const { 'content-length': _length, ...headers } = fileHeaders(output.path, 0);
+        return c.body(ReadableStream.from(output.body), 200, { ...headers, 'cache-control': 'private, no-store' });
       },
     }),
     defineRoute({

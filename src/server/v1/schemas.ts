@@ -61,6 +61,10 @@ export const SessionSchema = z
     restored: RestoreReportSchema.optional().meta({
       description: 'When it was resumed from a pause: what came back of each context, and what did not.',
     }),
+    publishOutputs: z
+      .boolean()
+      .optional()
+      .meta({ description: 'Its executions’ files are published with signed links.' }),
   })
   .meta({ title: 'Session' });
 
@@ -128,6 +132,10 @@ export const CreateSessionBody = z
         description:
           "A built environment (`sandcell env build`; GET /v1/environments lists them). Default: the server's.",
       }),
+    publishOutputs: z.boolean().optional().meta({
+      description:
+        "Upload the files each execution writes to the server's store and answer each with a signed read-only link (`files` in the execution). Default: the server's (`--publish-outputs`).",
+    }),
   })
   .strict()
   .meta({ description: "Send `{}` or nothing for a session with the server's defaults (environment, network)." });
@@ -160,6 +168,23 @@ export const ExecutionSchema = z
     stateLost: z.boolean().optional(),
     stateLostReason: z.string().optional(),
     outputTruncated: z.boolean().optional(),
+    files: z
+      .array(
+        z.object({
+          path: z.string().meta({ description: 'Relative to /mnt/data.' }),
+          size: z.number().int(),
+          url: z.string().optional().meta({
+            description:
+              'A signed read-only link to this one file, needing no key: on S3 or Azure the cloud’s own, on a directory a path on this server.',
+          }),
+          expiresAt: z.string().optional(),
+          error: z.string().optional().meta({
+            description: 'Why it was not published; it is tried again after the next execution.',
+          }),
+        }),
+      )
+      .optional()
+      .meta({ description: 'The files the execution created or changed, when its session publishes outputs.' }),
     exitStatus: z.number().int().min(0).max(255).optional().meta({
       description:
         "The code asked to exit with this status (Python's sys.exit(n), exit(), quit(); bash's exit) and stopped there; the session goes on. Python keeps its state: 0 is a success, another status a `SystemExit` error.",
