@@ -3,14 +3,17 @@
  * fake Discord of test/support/fake-discord, the model played by the fake OpenAI provider, code run
  * in real bubblewrap sandboxes. Each test is a conversation people would have in a channel.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
-import { Permission, startFakeDiscord } from './support/fake-discord/index.js';
+import { type FakeDiscord, Permission, startFakeDiscord } from './support/fake-discord/index.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
+import { type Azurite, startAzurite } from './support/object-store-emulators.js';
 import {
   CONVERSATION_MS,
   INTERACTION_DEADLINE_MS,
+  type RunningBot,
   readableText,
   startSandcellDiscord,
   withSandcellDiscord,
@@ -341,6 +344,70 @@ describe('sandcell discord --approve', () => {
       );
       expect(modelSaw(provider, 'never 42')).toBe(false);
       expect(discord.messagesIn(question.id).some((message) => message.ephemeral)).toBe(false);
+    },
+    CONVERSATION_MS,
+  );
+});
+
+describe('sandcell discord --store (Azure Blob on Azurite)', () => {
+  let azurite: Azurite;
+  let discord: FakeDiscord;
+  let provider: FakeProvider;
+  let bot: RunningBot;
+  beforeAll(async () => {
+    azurite = await startAzurite(['sandcell']);
+    discord = await startFakeDiscord({ interactionDeadlineMs: INTERACTION_DEADLINE_MS });
+    provider = await startFakeOpenAI([]);
+    bot = await startSandcellDiscord(discord, provider, ['--store', 'azure://devstoreaccount1/sandcell/discord'], {
+      AZURE_STORAGE_CONNECTION_STRING: azurite.connectionString,
+    });
+  }, CONVERSATION_MS);
+  afterAll(async () => {
+    await bot?.stop();
+    await discord?.close();
+    await provider?.close();
+    azurite?.stop();
+  });
+
+  it(
+    'a file too big to attach is published to the store and linked; the link downloads it without a key',
+    async () => {
+      provider.enqueue(
+        {
+          toolCalls: [
+            run(
+              'import os, hashlib\ndata = os.urandom(12 << 20)\nopen("/mnt/data/big.bin", "wb").write(data)\n' +
+                'print("sha", hashlib.sha256(data).hexdigest())',
+            ),
+          ],
+        },
+        { text: 'The file is ready.' },
+      );
+      const question = discord.userSays({
+        author: discord.users.alice,
+        channelId: discord.channel.id,
+        content: 'Make me a 12 MB file.',
+        mentionBot: true,
+      });
+      const thread = await discord.waitFor(
+        () => discord.threadsOf(discord.channel.id).find((t) => t.id === question.id),
+        { timeoutMs: CONVERSATION_MS },
+      );
+      const note = await discord.waitFor(
+        () =>
+          /big\.bin \(12 MiB\): (http\S+) \(the link works until /.exec(readableText(discord.messagesIn(thread.id))),
+        { timeoutMs: CONVERSATION_MS },
+      );
+      const sha = /sha ([0-9a-f]{64})/.exec(provider.requests.map((request) => request.raw).join('\n'))?.[1];
+      expect(sha).toBeDefined();
+      const link = await fetch(note[1] as string);
+      expect(link.status).toBe(200);
+      expect(
+        createHash('sha256')
+          .update(Buffer.from(await link.arrayBuffer()))
+          .digest('hex'),
+      ).toBe(sha);
+      expect(discord.messagesIn(thread.id).flatMap((message) => message.attachments)).toEqual([]);
     },
     CONVERSATION_MS,
   );

@@ -5,9 +5,13 @@
  * bound: an unreachable Discord does not keep the process alive).
  */
 
+import { randomBytes } from 'node:crypto';
+import pino from 'pino';
 import { DiscordBot } from '../discord/discord-bot.js';
-import { DEFAULT_REPLY_FILE_LIMITS } from '../discord/reply-files.js';
+import { DEFAULT_REPLY_FILE_LIMITS, type PublishFile } from '../discord/reply-files.js';
+import { OutputPublisher } from '../server/core/output-publisher.js';
 import { DEFAULT_FILE_TRANSFER_BYTES } from '../session/options.js';
+import { openObjectStore } from '../store/open-object-store.js';
 import { createModel, openDataChat, toCliExit } from './agent-options.js';
 import { backendFromOptions } from './backend-option.js';
 import type { CommandIo } from './command-io.js';
@@ -71,6 +75,44 @@ function loginFailure(error: unknown): unknown {
   return error;
 }
 
+/** Longest a link may last: a presigned S3 link's longest. */
+const MAX_LINK_TTL_MS = 7 * 24 * 3_600_000;
+
+/**
+ * With --store: files too big for Discord are published to the store and linked. Only a store
+ * that signs its own links (S3, Azure Blob): a directory's are served by `sandcell serve`. The
+ * store and its links are proven now, not at the first big file.
+ */
+async function publishFileFor(options: DiscordCliOptions): Promise<{ publishFile: PublishFile } | undefined> {
+  const location = options.store ?? (process.env.SANDCELL_STORE || undefined);
+  if (location === undefined) return undefined;
+  const linkTtlMs = durationFlag('--link-ttl', options.linkTtl, 1000);
+  if (linkTtlMs > MAX_LINK_TTL_MS) throw new CliExit(EXIT_USAGE, 'sandcell discord: --link-ttl is at most 7d.');
+  const objects = await openObjectStore(location).catch((error: Error) => {
+    throw new CliExit(EXIT_USAGE, `sandcell discord: ${error.message}`);
+  });
+  if (!objects.link) {
+    throw new CliExit(
+      EXIT_USAGE,
+      `sandcell discord: --store ${location} cannot sign links; use an S3 or Azure Blob store (a directory's links are served by \`sandcell serve\`).`,
+    );
+  }
+  const logger = pino({ level: 'silent' });
+  // Links are the store's own (a presigned GET, a SAS): no secret of sandcell's signs them.
+  const publisher = new OutputPublisher(async () => ({ objects, secret: randomBytes(32) }), { linkTtlMs, logger });
+  await publisher.check().catch((error: Error) => {
+    throw new CliExit(EXIT_USAGE, `sandcell discord: cannot publish files to ${objects.location}: ${error.message}`);
+  });
+  return {
+    publishFile: async (session, file) => {
+      const [published] = await publisher.publish('discord', session.id, [file], (entry) =>
+        session.files.stream(entry.path, { expectedBytes: entry.size }),
+      );
+      return published ?? { error: 'nothing was published' };
+    },
+  };
+}
+
 export async function discordCommand(options: DiscordCliOptions, io: CommandIo = processIo()): Promise<number> {
   const token = process.env.DISCORD_BOT_TOKEN?.trim();
   if (!token) {
@@ -110,6 +152,7 @@ export async function discordCommand(options: DiscordCliOptions, io: CommandIo =
         { ...options, outputDir: undefined },
         { onEvent: hooks.onEvent, ...(hooks.approve ? { approve: hooks.approve } : {}), backend },
       ),
+    ...((await publishFileFor(options)) ?? {}),
     secrets,
     log,
   });

@@ -19,6 +19,8 @@ export interface DiscordCliOptions extends AgentCommandOptions {
   maxAttachment: string;
   maxConversationData: string;
   maxReplyFiles: string;
+  store?: string;
+  linkTtl: string;
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -78,6 +80,11 @@ export function addDiscordOptions(command: Command): Command {
       withDefault('--max-conversation-data <size>', "what one conversation's attachments may add up to", '100M'),
     )
     .addOption(withDefault('--max-reply-files <n>', 'files sent back with one answer at most (Discord takes 10)', '10'))
+    .option(
+      '--store <location>',
+      'publish files too big to attach (or past --max-reply-files) to this S3 or Azure Blob store and link them: s3://BUCKET/PREFIX or azure://ACCOUNT/CONTAINER/PREFIX (env SANDCELL_STORE)',
+    )
+    .addOption(withDefault('--link-ttl <duration>', 'how long a published file’s link works, at most 7d', '1h'))
     .addOption(
       new Option('--discord-api <url>', "Discord's REST API base, for a stand-in Discord in tests")
         .env('DISCORD_API_URL')

@@ -29,7 +29,7 @@ import { type ConversationSettings, DiscordConversation } from './discord-conver
 import { failureReply } from './failure-reply.js';
 import { inviteUrl } from './invite-url.js';
 import { QuestionRateLimit } from './question-rate-limit.js';
-import type { ReplyFileLimits } from './reply-files.js';
+import type { PublishFile, ReplyFileLimits } from './reply-files.js';
 
 export interface DiscordBotOptions {
   token: string;
@@ -42,6 +42,8 @@ export interface DiscordBotOptions {
   maxConversations: number;
   attachmentLimits: AttachmentLimits;
   replyFileLimits: ReplyFileLimits;
+  /** With --store: files too big to attach are published there and linked. */
+  publishFile?: PublishFile;
   /** Set with --approve. */
   approval?: { approverRoles: readonly string[]; timeoutMs: number };
   openChat: ConversationSettings['openChat'];
@@ -204,6 +206,7 @@ export class DiscordBot {
       openChat: this.options.openChat,
       attachmentLimits: this.options.attachmentLimits,
       replyFileLimits: this.options.replyFileLimits,
+      ...(this.options.publishFile ? { publishFile: this.options.publishFile } : {}),
       ...(this.approvals ? { approvals: this.approvals } : {}),
       secrets: this.options.secrets,
       log: this.options.log,

@@ -19,7 +19,7 @@ import {
 import type { PooledConversation } from './conversation-pool.js';
 import { type ErrorLog, failureReply } from './failure-reply.js';
 import { LiveReply } from './live-reply.js';
-import { type ReplyFileLimits, replyFiles } from './reply-files.js';
+import { type PublishFile, type ReplyFileLimits, replyFiles } from './reply-files.js';
 import { TypingIndicator } from './typing-indicator.js';
 
 export interface ConversationSettings {
@@ -30,6 +30,8 @@ export interface ConversationSettings {
   }) => Promise<DataChat>;
   attachmentLimits: AttachmentLimits;
   replyFileLimits: ReplyFileLimits;
+  /** With --store: files too big to attach are published there and linked. */
+  publishFile?: PublishFile;
   /** Set with --approve. */
   approvals?: ApprovalDesk;
   /** Never posted (the bot's token, the model's key). */
@@ -130,7 +132,13 @@ export class DiscordConversation implements PooledConversation {
       typing.stop();
       view.finish(answer);
       await live.finish(view.render());
-      const { files, notes } = await replyFiles(chat.session, answer.files, view.files, this.settings.replyFileLimits);
+      const { files, notes } = await replyFiles(
+        chat.session,
+        answer.files,
+        view.files,
+        this.settings.replyFileLimits,
+        this.settings.publishFile,
+      );
       if (files.length > 0 || notes.length > 0) {
         await this.channel.send({ ...(notes.length ? { content: notes.join('\n') } : {}), files });
       }

@@ -1,7 +1,8 @@
 /**
  * The files an answer sends back: charts and files the code wrote (read from
  * the session's /mnt/data), then long code and output. Bounded in count and
- * size; a file too big for Discord is named, not sent.
+ * size; a file too big for Discord (or past the count) is named, not sent, or
+ * with a store (`--store`) published there and linked.
  */
 import { AttachmentBuilder } from 'discord.js';
 import type { SessionFile } from '../agents/index.js';
@@ -16,6 +17,12 @@ export interface ReplyFileLimits {
   maxBytes: number;
 }
 
+/** Uploads a session's file to the store and links it (the server's OutputPublisher), or says why it could not. */
+export type PublishFile = (
+  session: Session,
+  file: { path: string; size: number },
+) => Promise<{ url?: string; expiresAt?: string; error?: string }>;
+
 export const DEFAULT_REPLY_FILE_LIMITS: ReplyFileLimits = { maxFiles: 10, maxBytes: 10 * 1024 * 1024 };
 
 /** The attachments to send, and notes about the files left out. */
@@ -24,6 +31,7 @@ export async function replyFiles(
   written: readonly SessionFile[],
   extra: readonly ViewFile[],
   limits: ReplyFileLimits,
+  publish?: PublishFile,
 ): Promise<{ files: AttachmentBuilder[]; notes: string[] }> {
   const files: AttachmentBuilder[] = [];
   const notes: string[] = [];
@@ -37,7 +45,17 @@ export async function replyFiles(
   const ordered = [...written].sort((a, b) => Number(b.kind === 'figure') - Number(a.kind === 'figure'));
   for (const file of ordered) {
     const name = file.path.split('/').pop() ?? file.path;
-    if (file.size > limits.maxBytes || total + file.size > limits.maxBytes) {
+    const tooBig = file.size > limits.maxBytes || total + file.size > limits.maxBytes;
+    if (publish && (tooBig || files.length >= limits.maxFiles)) {
+      const published = await publish(session, file);
+      notes.push(
+        published.url
+          ? `${name} (${formatBytes(file.size)}): ${published.url} (the link works until ${published.expiresAt})`
+          : `${name} (${formatBytes(file.size)}) could not be linked (${published.error}); it is in the sandbox as /mnt/data/${file.path}.`,
+      );
+      continue;
+    }
+    if (tooBig) {
       notes.push(
         `${name} (${formatBytes(file.size)}) is too big to send here; it is in the sandbox as /mnt/data/${file.path}.`,
       );

@@ -22,6 +22,7 @@ export async function startSandcellDiscord(
   discord: FakeDiscord,
   provider: FakeProvider,
   extraArgs: string[] = [],
+  extraEnv: Record<string, string> = {},
 ): Promise<RunningBot> {
   const home = mkdtempSync(path.join(os.tmpdir(), 'sandcell-discord-'));
   const bot = startProcessGroup(
@@ -38,6 +39,7 @@ export async function startSandcellDiscord(
         SANDCELL_PROVIDER: '',
         SANDCELL_MODEL: '',
         XDG_CONFIG_HOME: home,
+        ...extraEnv,
       },
     },
   );
