@@ -126,26 +126,38 @@ export class SessionFiles {
     expectedBytes: number | undefined,
   ): AsyncGenerator<Buffer, void, undefined> {
     let first: { size: number; modifiedNs: number } | undefined;
-    for (let offset = 0; ; ) {
-      const chunk = await this.request({ type: 'file-chunk', path, offset, bytes: chunkBytes });
-      if (first === undefined) {
-        first = chunk;
-        if (expectedBytes !== undefined && chunk.size !== expectedBytes) {
+    let offset = 0;
+    type Chunk = ReplyTo<Extract<FileRequest, { type: 'file-chunk' }>>;
+    let next: Promise<Chunk> | undefined = this.request({ type: 'file-chunk', path, offset, bytes: chunkBytes });
+    try {
+      for (;;) {
+        const chunk: Chunk = await (next as Promise<Chunk>);
+        next = undefined;
+        if (first === undefined) {
+          first = chunk;
+          if (expectedBytes !== undefined && chunk.size !== expectedBytes) {
+            throw new FileOperationError(
+              'changed',
+              `${path} is ${chunk.size} bytes, not the ${expectedBytes} expected: it changed since its size was taken; list it again.`,
+            );
+          }
+        } else if (chunk.size !== first.size || chunk.modifiedNs !== first.modifiedNs) {
           throw new FileOperationError(
             'changed',
-            `${path} is ${chunk.size} bytes, not the ${expectedBytes} expected: it changed since its size was taken; list it again.`,
+            `${path} changed while it was read (at byte ${offset} of ${first.size}); read it again once nothing writes to it.`,
           );
         }
-      } else if (chunk.size !== first.size || chunk.modifiedNs !== first.modifiedNs) {
-        throw new FileOperationError(
-          'changed',
-          `${path} changed while it was read (at byte ${offset} of ${first.size}); read it again once nothing writes to it.`,
-        );
+        // The reply was checked against the request (kernel-replies.ts): a chunk short of the end holds at least a byte.
+        offset += chunk.data.length;
+        // The next chunk is asked for before this one is handed on: the sandbox reads it while the caller
+        // uploads this one (two chunks at most in flight).
+        if (!chunk.eof) next = this.request({ type: 'file-chunk', path, offset, bytes: chunkBytes });
+        if (chunk.data.length > 0) yield chunk.data;
+        if (chunk.eof) return;
       }
-      // The reply was checked against the request (kernel-replies.ts): a chunk short of the end holds at least a byte.
-      offset += chunk.data.length;
-      if (chunk.data.length > 0) yield chunk.data;
-      if (chunk.eof) return;
+    } finally {
+      // A caller that stopped early leaves a request asked for ahead: its answer is not wanted.
+      next?.catch(() => undefined);
     }
   }
 

@@ -74,7 +74,11 @@ export class AzureObjectStore implements ObjectStore {
 
   async write(key: string, body: ObjectBody): Promise<WrittenObject> {
     const measuring = measured(body);
-    await this.blob(key).uploadStream(Readable.from(measuring.chunks), BLOCK_BYTES, BLOCKS_IN_FLIGHT);
+    await this.blob(key).uploadStream(
+      Readable.from(measuring.chunks, { highWaterMark: 1 }),
+      BLOCK_BYTES,
+      BLOCKS_IN_FLIGHT,
+    );
     return measuring.written();
   }
 

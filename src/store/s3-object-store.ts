@@ -74,7 +74,11 @@ export class S3ObjectStore implements ObjectStore {
     const measuring = measured(body);
     const upload = new Upload({
       client: this.client,
-      params: { Bucket: this.bucket, Key: this.objectKey(key), Body: Readable.from(measuring.chunks) },
+      params: {
+        Bucket: this.bucket,
+        Key: this.objectKey(key),
+        Body: Readable.from(measuring.chunks, { highWaterMark: 1 }),
+      },
       partSize: PART_BYTES,
       queueSize: PARTS_IN_FLIGHT,
       leavePartsOnError: false,

@@ -51,9 +51,13 @@ async function rawUpload(context: Context, server: ServerContext): Promise<Uploa
   return [{ path, bytes }];
 }
 
-async function multipartUpload(context: Context): Promise<Upload[]> {
+async function multipartUpload(context: Context, pathOnly: boolean): Promise<Upload[]> {
   const { files } = await readUploadForm(context, 'Upload files as multipart/form-data in the field `file`.');
   const path = context.req.query('path');
+  if (pathOnly && path && files.length > 1) {
+    // Several parts are named by their own paths, which the link's signature did not cover (envd refuses them too).
+    throw new E2bError(400, `An upload link for one path takes one file; this request has ${files.length}.`);
+  }
   // One part and ?path=: the SDK's write(path, data); several parts: writeFiles, each named by its path.
   return Promise.all(
     files.map(async (file) => ({
@@ -63,9 +67,22 @@ async function multipartUpload(context: Context): Promise<Upload[]> {
   );
 }
 
-export async function uploadFiles(context: Context, sandbox: E2bSandbox, server: ServerContext): Promise<Response> {
+export interface UploadOptions {
+  /**
+   * Write only the file `?path=` names, when it names one: a signed upload link signs that path.
+   * @default false
+   */
+  pathOnly?: boolean;
+}
+
+export async function uploadFiles(
+  context: Context,
+  sandbox: E2bSandbox,
+  server: ServerContext,
+  options: UploadOptions = {},
+): Promise<Response> {
   const raw = /^application\/octet-stream\b/i.test(context.req.header('content-type') ?? '');
-  const uploads = raw ? await rawUpload(context, server) : await multipartUpload(context);
+  const uploads = raw ? await rawUpload(context, server) : await multipartUpload(context, options.pathOnly ?? false);
   // Every path is checked before anything is written.
   const targets = uploads.map((upload) => ({ ...upload, ...resolveSandboxPath(upload.path) }));
   server.registry.admitUpload(sandbox.entry);

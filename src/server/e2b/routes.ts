@@ -17,6 +17,9 @@
  * a paused one answers 409 (E2B's "The sandbox is paused") unless it was created
  * with `autoResume`, whose traffic resumes it; one the server paused while idle
  * is resumed by its traffic, its clients never told.
+ *
+ * One exception to the prefix: the SDK's signed file URLs (`downloadUrl`, `uploadUrl`) are at the
+ * server's root, `/files?…&signature=…`, where it makes them (envd-signed-urls.ts).
  */
 import type { Context, Hono } from 'hono';
 import type { Owner } from '../core/auth.js';
@@ -24,7 +27,9 @@ import type { ServerContext } from '../core/context.js';
 import { limitBody } from '../http/body-limit.js';
 import { HttpError } from '../http/errors.js';
 import { controlPlane } from './control-plane.js';
+import { downloadFile, uploadFiles } from './envd-files.js';
 import { handleEnvd, isConnectPath } from './envd-routes.js';
+import { SIGNED_FILES_PATH, sandboxOfSignedLink } from './envd-signed-urls.js';
 import { connectErrorResponse, E2bError, e2bErrorResponse } from './errors.js';
 import { handleInterpreter } from './interpreter-routes.js';
 import { type E2bSandbox, type SandboxRow, SandboxTable, tokenMatches } from './sandbox-table.js';
@@ -106,6 +111,27 @@ export function mountE2bRoutes(app: Hono, server: ServerContext): SandboxTable {
       throw error;
     }
   };
+
+  /**
+   * E2B's signed file URLs (envd-signed-urls.ts), at the server's root where the SDK makes them, and
+   * only with a `signature`: anything else at /files is answered as before (the web UI, or a 404).
+   * They are served as envd's /files is, under the same limits; a sandbox its client paused is not
+   * resumed by its links (409, unless created with autoResume, as for all its traffic): E2B's links
+   * too need a running sandbox. One the server paused while idle is resumed: to its client it runs.
+   */
+  app.on(['GET', 'POST'], SIGNED_FILES_PATH, async (context, next) => {
+    if (context.req.query('signature') === undefined) return next();
+    const upload = context.req.method === 'POST';
+    try {
+      const row = await sandboxOfSignedLink(context, table, upload ? 'write' : 'read');
+      const sandbox = await table.serve(row);
+      return await limited(context, upload, () =>
+        upload ? uploadFiles(context, sandbox, server, { pathOnly: true }) : downloadFile(context, sandbox),
+      );
+    } catch (error) {
+      return e2bErrorResponse(context, error);
+    }
+  });
 
   app.all(`${E2B_PREFIX}/*`, async (context) => {
     const port = context.req.header('e2b-sandbox-port');

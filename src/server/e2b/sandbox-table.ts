@@ -16,7 +16,8 @@
  * A sandbox whose deadline passes is killed (or paused, per its lifecycle).
  *
  * The control plane finds a sandbox by id within its owner; sandbox traffic,
- * which carries no API key, by id, then checks its tokens (routes.ts). After a
+ * which carries no API key, by id, then checks its tokens (routes.ts); a signed
+ * file URL, which names no sandbox, by the token its signature proves. After a
  * restart the table starts empty and fills from the registry's paused records
  * (of every key the server knows) and from resumed sessions' `keep`.
  */
@@ -237,6 +238,19 @@ export class SandboxTable {
     if (!row) return undefined;
     await row.entry?.pausing?.catch(() => undefined);
     return this.settle(row) === undefined ? undefined : row;
+  }
+
+  /**
+   * The sandbox whose envd token `accepts` takes, whoever owns it: for a signed file URL, which
+   * names no sandbox but proves one's token (envd-signed-urls.ts). Every sandbox the table holds is
+   * tried, one hash each; the one found is then settled as traffic's is (undefined when it is gone).
+   */
+  async findByEnvdToken(accepts: (envdAccessToken: string) => boolean): Promise<SandboxRow | undefined> {
+    await this.loaded();
+    for (const row of [...this.byId.values()]) {
+      if (accepts(row.envdAccessToken)) return this.forTraffic(row.id);
+    }
+    return undefined;
   }
 
   /**

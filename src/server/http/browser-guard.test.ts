@@ -16,8 +16,8 @@ function guarded(keys: string[], allowedHosts: string[] = []) {
     return c.json(errorBody(error), error.status as 400);
   });
   app.all('*', (c) => c.text('ok'));
-  const send = async (method: string, headers: Record<string, string>) => {
-    const response = await app.request('http://server/v1/sessions', { method, headers });
+  const send = async (method: string, headers: Record<string, string>, path = '/v1/sessions') => {
+    const response = await app.request(`http://server${path}`, { method, headers });
     return response.status === 200 ? 200 : `${response.status} ${((await response.json()) as ErrorBody).error.code}`;
   };
   return { send, refused };
@@ -88,6 +88,30 @@ describe('browser guard without keys', () => {
   it('a key sent to a server without keys proves nothing', async () => {
     const headers = { host: '127.0.0.1:8080', origin: 'http://attacker.example', authorization: `Bearer ${KEY}` };
     expect(await send('POST', headers)).toBe('403 cross-site-request');
+  });
+});
+
+describe('browser guard and signed links', () => {
+  const { send } = guarded([]);
+  const host = '127.0.0.1:8080';
+  const page = { host, origin: 'https://elsewhere.example', 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors' };
+  const signed = `/files?path=notes.txt&signature=v1_${'A'.repeat(42)}k&signature_expiration=1700000000`;
+
+  it('passes E2B signed file URLs from any site, to download or upload: the signature is their credential', async () => {
+    expect(await send('GET', page, signed)).toBe(200);
+    expect(await send('HEAD', page, signed)).toBe(200);
+    expect(await send('POST', page, signed)).toBe(200);
+    expect(await send('GET', page, '/v1/outputs/some-token')).toBe(200);
+  });
+
+  it('refuses what only resembles one, other methods, and foreign names (DNS rebinding)', async () => {
+    expect(await send('POST', page, '/files?path=notes.txt')).toBe('403 cross-site-request');
+    expect(await send('POST', page, '/files?path=notes.txt&signature=v1_short')).toBe('403 cross-site-request');
+    expect(await send('POST', page, `/e2b${signed}`)).toBe('403 cross-site-request');
+    expect(await send('PUT', page, signed)).toBe('403 cross-site-request');
+    expect(await send('DELETE', page, signed)).toBe('403 cross-site-request');
+    expect(await send('POST', page, '/v1/outputs/some-token')).toBe('403 cross-site-request');
+    expect(await send('GET', { ...page, host: 'rebind.attacker.example:8080' }, signed)).toBe('421 host-not-allowed');
   });
 });
 

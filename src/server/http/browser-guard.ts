@@ -13,13 +13,17 @@
  * - A request from another site — its `Origin` is not this server (nor an
  *   allowed name), or `Sec-Fetch-Site` says `cross-site`/`same-site` — is 403
  *   unless a valid key came with it. Top-level navigations (GET, HEAD) pass, so
- *   a link to the web UI still opens it; no GET creates anything. A published
- *   output's link (GET /v1/outputs/{token}) passes from any site: the token is
- *   its credential, it only reads one file, and pages elsewhere (a chat) show it.
+ *   a link to the web UI still opens it; no GET creates anything. Signed links
+ *   pass from any site, since what they carry is their credential, not the
+ *   browser's, and pages elsewhere (a chat, another app) use them: a published
+ *   output's (GET /v1/outputs/{token}), which only reads one file, and E2B's
+ *   signed file URLs (GET or POST /files?…&signature=v1_…), which read or write
+ *   the file their signature names (e2b/envd-signed-urls.ts).
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { ApiKeys } from '../core/auth.js';
 import { isLoopback } from '../core/options.js';
+import { SIGNATURE_FORMAT, SIGNED_FILES_PATH } from '../e2b/envd-signed-urls.js';
 import { HttpError } from './errors.js';
 
 export interface BrowserGuardOptions {
@@ -35,6 +39,14 @@ export interface BrowserGuardOptions {
 const SAFE_NAVIGATION_METHODS = new Set(['GET', 'HEAD']);
 const SIGNED_LINKS = '/v1/outputs/';
 const FOREIGN_FETCH_SITES = new Set(['cross-site', 'same-site']);
+
+/** A signed link (see above), judged by its shape: the route checks the signature itself. */
+function isSignedLink(context: Context): boolean {
+  const { method, path } = context.req;
+  if (path.startsWith(SIGNED_LINKS)) return SAFE_NAVIGATION_METHODS.has(method);
+  if (path !== SIGNED_FILES_PATH || !(SAFE_NAVIGATION_METHODS.has(method) || method === 'POST')) return false;
+  return SIGNATURE_FORMAT.test(context.req.query('signature') ?? '');
+}
 
 /** `host[:port]` parsed as a browser would: lower-case hostname (IPv6 in brackets) and `host` with the port. */
 function parseAuthority(authority: string, scheme = 'http'): { hostname: string; host: string } | undefined {
@@ -97,8 +109,8 @@ export function browserGuard(options: BrowserGuardOptions): MiddlewareHandler {
     const origin = context.req.header('origin');
     const fetchSite = context.req.header('sec-fetch-site')?.toLowerCase();
     const navigation =
-      SAFE_NAVIGATION_METHODS.has(context.req.method) &&
-      (context.req.header('sec-fetch-mode') === 'navigate' || context.req.path.startsWith(SIGNED_LINKS));
+      (SAFE_NAVIGATION_METHODS.has(context.req.method) && context.req.header('sec-fetch-mode') === 'navigate') ||
+      isSignedLink(context);
     let foreign = fetchSite !== undefined && FOREIGN_FETCH_SITES.has(fetchSite);
     if (origin !== undefined) {
       const from = parseOrigin(origin);
