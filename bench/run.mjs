@@ -16,6 +16,7 @@ import { runE2bBench } from './e2b.mjs';
 import { runEnvironmentBench } from './environment.mjs';
 import { runJupyterBench } from './jupyter.mjs';
 import { runNetworkGateBench } from './network-gate.mjs';
+import { runOutputsBench } from './outputs.mjs';
 import { runServerBench } from './server.mjs';
 import { runSnapshotBench } from './snapshots.mjs';
 
@@ -440,6 +441,8 @@ const arrivals = withServer ? await runArrivalsBench({ quick }) : { rows: [], re
 const e2b = withServer ? await runE2bBench({ quick }) : { rows: [], result: undefined };
 // The Jupyter front door (bench/jupyter.mjs): the channels websocket beside /v1 and a raw ipykernel.
 const jupyter = withServer ? await runJupyterBench({ quick }) : { rows: [], result: undefined };
+// Published outputs (bench/outputs.mjs): what publishing adds to an execution, 100 MB beside the SDK alone.
+const outputs = withServer ? await runOutputsBench({ quick }) : { rows: [], result: undefined };
 // The network gate (bench/network-gate.mjs): its added latency on a small HTTPS request; no sandbox.
 const networkGate = await runNetworkGateBench({ quick });
 for (const [measureName, stat, observed, unit, target, met] of networkGate.rows) {
@@ -450,6 +453,7 @@ for (const [measureName, stat, observed, unit, target, met] of [
   ...arrivals.rows,
   ...e2b.rows,
   ...jupyter.rows,
+  ...outputs.rows,
 ]) {
   rows.push([
     measureName,
@@ -518,6 +522,7 @@ const result = {
   arrivals: arrivals.result,
   e2b: e2b.result,
   jupyter: jupyter.result,
+  outputs: outputs.result,
   networkGate: networkGate.result,
   environment: environment.result,
   snapshots: snapshots.result,
