@@ -84,6 +84,9 @@ describe('paused sessions on a named store', () => {
     const stale = Buffer.from(JSON.stringify({ holder: 'dead', at: Date.now() - 86_400_000 }));
     await new FsObjectStore(directory).write(claim as string, stale);
     expect(await onStore(directory, 'b').claim('owner', paused)).toBe(true);
+    // A claim of an earlier process of this server (the same node name) is a dead one's, whatever its age.
+    expect(await onStore(directory, 'c').claim('owner', paused)).toBe(false);
+    expect(await onStore(directory, 'b').claim('owner', paused)).toBe(true);
     // Retention removes claims whose snapshot is long gone.
     utimesSync(path.join(directory, claim as string), new Date(0), new Date(0));
     await onStore(directory, 'b').expire(60_000);

@@ -118,12 +118,14 @@ export class PausedSessions {
     if (record.snapshotId === undefined) return false;
     const { objects } = await this.open();
     const key = claimKey(ownerId, record.snapshotId);
-    const body = () => Buffer.from(JSON.stringify({ holder, at: Date.now() }));
+    const body = () => Buffer.from(JSON.stringify({ holder, node: this.node, at: Date.now() }));
     if ((await objects.writeIfAbsent(key, body())) !== undefined) return true;
     const claimed = await objects.read(key, MAX_RECORD_BYTES).catch(() => undefined);
-    const { holder: other, at } = parseClaim(claimed);
-    if (other === holder) return true;
-    if (Date.now() - at < STALE_CLAIM_MS) return false;
+    const other = parseClaim(claimed);
+    if (other.holder === holder) return true;
+    // An earlier process of this server (its node name) died resuming it; another server's claim goes stale.
+    const dead = other.node === this.node || Date.now() - other.at >= STALE_CLAIM_MS;
+    if (!dead) return false;
     await objects.delete(key);
     return (await objects.writeIfAbsent(key, body())) !== undefined;
   }
@@ -309,11 +311,16 @@ function claimKey(ownerId: string, snapshotId: string): string {
   return `claims/${snapshotOwner(ownerId)}/${snapshotId}`;
 }
 
-function parseClaim(bytes: Uint8Array | undefined): { holder?: string; at: number } {
+function parseClaim(bytes: Uint8Array | undefined): { holder?: string; node?: string; at: number } {
   try {
-    const claim = JSON.parse(Buffer.from(bytes ?? []).toString('utf8')) as { holder?: unknown; at?: unknown };
+    const claim = JSON.parse(Buffer.from(bytes ?? []).toString('utf8')) as {
+      holder?: unknown;
+      node?: unknown;
+      at?: unknown;
+    };
     return {
       ...(typeof claim.holder === 'string' ? { holder: claim.holder } : {}),
+      ...(typeof claim.node === 'string' ? { node: claim.node } : {}),
       at: typeof claim.at === 'number' ? claim.at : 0,
     };
   } catch {
