@@ -25,6 +25,7 @@ import { startTestServer } from './support/server.js';
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
 type Json = Record<string, any>;
 const KEY = 'publisher:published-outputs-key-0123';
+const OTHER_KEY = 'other:another-teams-key-456789';
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'sandcell-published-'));
 const saved: Record<string, string | undefined> = {};
 
@@ -60,7 +61,7 @@ afterAll(async () => {
 
 async function serve(options: ServerOptions): Promise<SandcellServer> {
   const server = await startTestServer({
-    apiKeys: [KEY],
+    apiKeys: [KEY, OTHER_KEY],
     stateDirectory: mkdtempSync(path.join(scratch, 'state-')),
     ...options,
   });
@@ -68,14 +69,39 @@ async function serve(options: ServerOptions): Promise<SandcellServer> {
   return server;
 }
 
-async function call(server: SandcellServer, route: string, body?: unknown): Promise<Json> {
-  const response = await fetch(`${server.url}${route}`, {
+async function request(server: SandcellServer, route: string, body?: unknown, key = KEY): Promise<Response> {
+  return fetch(`${server.url}${route}`, {
     method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${KEY.split(':')[1]}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${key.split(':')[1]}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
+}
+
+async function call(server: SandcellServer, route: string, body?: unknown, key = KEY): Promise<Json> {
+  const response = await request(server, route, body, key);
   expect(response.status, await response.clone().text()).toBeLessThan(300);
   return (await response.json()) as Json;
+}
+
+/**
+ * A published output copied into another session of the same key by its link (read from the store,
+ * not fetched); another key's session, or a link to elsewhere, is refused.
+ */
+async function importedElsewhere(server: SandcellServer, url: string, bytes: Buffer): Promise<void> {
+  const other = await call(server, '/v1/sessions', {});
+  const imported = await call(server, `/v1/sessions/${other.id}/files/import`, { url, path: 'in/trend.png' });
+  expect(imported.files).toEqual([expect.objectContaining({ path: 'in/trend.png', size: bytes.length })]);
+  const copy = await fetch(`${server.url}/v1/sessions/${other.id}/files/in/trend.png`, {
+    headers: { authorization: `Bearer ${KEY.split(':')[1]}` },
+  });
+  expect(Buffer.from(await copy.arrayBuffer()).equals(bytes)).toBe(true);
+  const stranger = await call(server, '/v1/sessions', {}, OTHER_KEY);
+  const refused = await request(server, `/v1/sessions/${stranger.id}/files/import`, { url }, OTHER_KEY);
+  expect(refused.status).toBe(400);
+  const elsewhere = await request(server, `/v1/sessions/${other.id}/files/import`, {
+    url: 'https://example.com/x.png',
+  });
+  expect(elsewhere.status).toBe(400);
 }
 
 const CHART = `
@@ -124,6 +150,8 @@ describe('published outputs on a directory (the state directory’s store)', () 
     // A changed token is no link.
     const changed = `${execution.files[0].url.slice(0, -3)}AAA`;
     expect((await fetch(`${server.url}${changed}`)).status).toBe(404);
+
+    await importedElsewhere(server, execution.files[0].url, bytes);
 
     const quiet = await call(server, '/v1/sessions', { publishOutputs: false });
     expect(
@@ -188,6 +216,8 @@ describe('published outputs on Azure Blob (Azurite): a read-only SAS', () => {
     expect(link.status).toBe(200);
     expect(link.headers.get('content-type')).toBe('image/png');
     expect(Buffer.from(await link.arrayBuffer()).equals(bytes)).toBe(true);
+
+    await importedElsewhere(server, execution.files[0].url, bytes);
 
     const otherBlob = new URL(url);
     otherBlob.pathname = `${url.pathname.slice(0, url.pathname.lastIndexOf('/'))}/other.png`;

@@ -50,6 +50,11 @@ export class SessionFiles {
     private readonly limits: FileLimits,
   ) {}
 
+  /** The largest file write() and read() move in or out (the session's `fileTransferBytes`). */
+  get transferBytes(): number {
+    return this.limits.transferBytes;
+  }
+
   /** Sends a file request; a limit the kernel hit is said in the words of where the session was made. */
   private readonly request: KernelRequester = async (request) => {
     try {

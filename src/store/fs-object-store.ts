@@ -25,7 +25,14 @@ import {
   unlink,
 } from 'node:fs/promises';
 import path from 'node:path';
-import { checkKey, type ObjectBody, type ObjectStore, type StoredObject, type WrittenObject } from './object-store.js';
+import {
+  checkKey,
+  type ObjectBody,
+  type ObjectStore,
+  ObjectTooLargeError,
+  type StoredObject,
+  type WrittenObject,
+} from './object-store.js';
 
 const DIRECTORY_MODE = 0o700;
 const FILE_MODE = 0o600;
@@ -76,7 +83,7 @@ export class FsObjectStore implements ObjectStore {
     const file = this.file(key);
     try {
       const { size } = await stat(file);
-      if (size > maxBytes) throw new Error(`The object ${key} is ${size} bytes, over the ${maxBytes} expected.`);
+      if (size > maxBytes) throw new ObjectTooLargeError(key, size, maxBytes);
       return new Uint8Array(await readFile(file));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;

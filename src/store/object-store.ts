@@ -63,6 +63,18 @@ export interface ObjectStore {
   link?(key: string, options: LinkOptions): Promise<string>;
 }
 
+/** An object larger than its reader's bound (`read(key, maxBytes)`). */
+export class ObjectTooLargeError extends Error {
+  constructor(
+    readonly key: string,
+    readonly bytes: number,
+    readonly maxBytes: number,
+    orMore = false,
+  ) {
+    super(`The object ${key} is ${bytes} bytes${orMore ? ' or more' : ''}, over the ${maxBytes} expected.`);
+  }
+}
+
 /** A key's words: lower-case letters, digits, `.`, `_` and `-`, none of them `.` or `..`. */
 const WORD = /^[a-z0-9_-][a-z0-9._-]{0,127}$/;
 

@@ -4,7 +4,7 @@
  * read whole only within a bound.
  */
 import { createHash } from 'node:crypto';
-import type { ObjectBody, WrittenObject } from './object-store.js';
+import { type ObjectBody, ObjectTooLargeError, type WrittenObject } from './object-store.js';
 
 /** The most a conditional write (writeIfAbsent) takes: records and claims, never archives. */
 export const MAX_CONDITIONAL_BYTES = 4 * 1024 * 1024;
@@ -65,5 +65,5 @@ export async function boundedBytes(body: ObjectBody, maxBytes: number, key: stri
 
 /** An object over what its reader expects (`or more`: counted while it streamed, not read to its end). */
 export function tooLarge(key: string, bytes: number, maxBytes: number, orMore = true): Error {
-  return new Error(`The object ${key} is ${bytes} bytes${orMore ? ' or more' : ''}, over the ${maxBytes} expected.`);
+  return new ObjectTooLargeError(key, bytes, maxBytes, orMore);
 }

@@ -15,8 +15,10 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
+import { FileOperationError } from '../../errors.js';
+import { formatBytes } from '../../protocol/format-bytes.js';
 import { snapshotOwner } from '../../snapshots/snapshot-store.js';
-import type { ObjectStore } from '../../store/object-store.js';
+import { type ObjectStore, ObjectTooLargeError } from '../../store/object-store.js';
 import { contentDispositionFor, contentTypeFor } from '../http/content-type.js';
 
 /** A file an execution wrote, as the client sees it: its link, or why it has none. */
@@ -108,6 +110,40 @@ export class OutputPublisher {
       return undefined;
     if (typeof claims.e !== 'number' || claims.e * 1000 < Date.now()) return undefined;
     return { objects, key: claims.k, path: claims.p };
+  }
+
+  /**
+   * The caller's published output a link names, read from this server's store (never fetched from
+   * the link: no request leaves the server): a link this server signed, or a cloud link whose path
+   * ends in an output's key. Another key's output, or anything else, is undefined.
+   */
+  async read(
+    ownerId: string,
+    link: string,
+    maxBytes: number,
+  ): Promise<{ name: string; bytes: Uint8Array } | undefined> {
+    let pathname: string;
+    try {
+      pathname = decodeURIComponent(new URL(link, 'http://link.invalid').pathname);
+    } catch {
+      return undefined;
+    }
+    const own = `${OUTPUTS_PREFIX}${snapshotOwner(ownerId)}/`;
+    const signed = /\/v1\/outputs\/([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(pathname);
+    let key: string | undefined;
+    if (signed) key = (await this.resolve(signed[1] as string))?.key;
+    else key = /(outputs\/[0-9a-f]{32}\/[a-z0-9_-]{1,64}\/[0-9a-f]{32}\/[a-z0-9._-]{1,100})$/.exec(pathname)?.[1];
+    if (key === undefined || !key.startsWith(own)) return undefined;
+    const { objects } = await this.store();
+    const name = key.slice(key.lastIndexOf('/') + 1);
+    const bytes = await objects.read(key, maxBytes).catch((error: unknown) => {
+      if (!(error instanceof ObjectTooLargeError)) throw error;
+      throw new FileOperationError(
+        'too-large',
+        `${name} is ${formatBytes(error.bytes)}, over ${formatBytes(maxBytes)}, the most a file moved into the session may be.`,
+      );
+    });
+    return bytes && { name, bytes };
   }
 
   /** Proves links work on the store: a probe published, its link followed (a cloud's) or verified (this server's). */

@@ -707,6 +707,22 @@ export class SessionRegistry {
     return files;
   }
 
+  /**
+   * Copies the caller's published output that `link` names into the session's /mnt/data (at `path`,
+   * else its name): read from the store, never fetched. Another key's output is not found.
+   */
+  async importOutput(entry: ManagedSession, link: string, path: string | undefined): Promise<string> {
+    const output = await this.options.publisher?.read(entry.owner.id, link, entry.session.files.transferBytes);
+    if (!output) {
+      throw new InvalidInputError(
+        'Not a link to one of your published outputs on this server’s store (a `url` from an execution’s `files`).',
+      );
+    }
+    const written = await entry.session.files.write(path ?? output.name, output.bytes);
+    await entry.outputs?.remember(written.path); // brought in, not written by an execution
+    return written.path;
+  }
+
   /** The published file a server-signed link names (`GET /v1/outputs/{token}`), if the link is good. */
   async openOutput(token: string): Promise<{ path: string; body: AsyncIterable<Uint8Array> } | undefined> {
     const output = await this.options.publisher?.resolve(token);

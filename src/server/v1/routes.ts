@@ -24,6 +24,7 @@ import {
   FileListSchema,
   FilePathParams,
   FileSchema,
+  ImportBody,
   ListFilesQuery,
   PausedSessionSchema,
   SessionIdParams,
@@ -277,6 +278,33 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         const entry = await registry.open(owner, params.id);
         const written = await uploadMultipart(c, entry);
         return c.json({ files: await describeWritten(entry, written) }, 201);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/sessions/{id}/files/import',
+      operationId: 'importFile',
+      summary:
+        'Copy a published output of this key (its link, from an execution’s `files`) into the session: read from the server’s store, not fetched.',
+      tags: TAG_FILES,
+      params: SessionIdParams,
+      body: { json: ImportBody, required: true },
+      responses: {
+        201: { description: 'The file written.', json: UploadedSchema },
+        400: badRequestResponse,
+        404: notFoundResponse,
+        413: { description: 'Over the session’s file transfer limit.', json: ErrorSchema },
+      },
+      handler: async (c, { owner, params, body }) => {
+        const { url, path } = body as z.output<typeof ImportBody>;
+        const entry = await registry.open(owner, params.id);
+        registry.admitUpload(entry);
+        const written = await registry.importOutput(
+          entry,
+          url,
+          path === undefined ? undefined : normalizeDataPath(path),
+        );
+        return c.json({ files: await describeWritten(entry, [written]) }, 201);
       },
     }),
     defineRoute({

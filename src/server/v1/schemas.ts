@@ -239,6 +239,15 @@ export const ListFilesQuery = z.object({
     .transform((value) => value === 'true'),
 });
 
+export const ImportBody = z
+  .object({
+    url: z.string().min(1).max(8192).meta({
+      description: 'A link from an execution’s `files` (a published output of this key, on this server’s store).',
+    }),
+    path: z.string().optional().meta({ description: 'Where in /mnt/data to write it. Default: the file’s name.' }),
+  })
+  .strict();
+
 export const UploadedSchema = z.object({ files: z.array(FileSchema) });
 
 // The schemas and src/protocol/ describe the same shapes, or this does not compile.
