@@ -159,6 +159,17 @@ describe('published outputs on a directory (the state directory’s store)', () 
     ).toBeUndefined();
   }, 120_000);
 
+  it('a conversation’s cell links the published copy of what it wrote (the web UI shows the turn as the API answers it)', async () => {
+    const server = await serve({ publishOutputs: true });
+    const conversation = await call(server, '/v1/conversations', {});
+    const turn = await call(server, `/v1/conversations/${conversation.id}/cells`, {
+      code: 'open("notes.md", "w").write("# Notes")',
+    });
+    const files = JSON.stringify(turn).match(/"url":"(\/v1\/outputs\/[^"]+)"/);
+    expect(files, JSON.stringify(turn)).not.toBeNull();
+    expect(await (await fetch(`${server.url}${files?.[1]}`)).text()).toBe('# Notes');
+  }, 120_000);
+
   it('an MCP client (the SDK, over /mcp) is told each file with its link', async () => {
     const server = await serve({ publishOutputs: true });
     const client = new Client({ name: 'published-outputs', version: '1.0.0' });
