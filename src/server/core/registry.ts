@@ -149,6 +149,9 @@ export class SessionRegistry {
     if (naming.id !== undefined && (!SESSION_ID.test(naming.id) || this.byId.has(naming.id))) {
       throw new InvalidInputError(`Not a free session id: ${JSON.stringify(naming.id)}.`);
     }
+    if (naming.publishOutputs && !this.options.publisher) {
+      throw new InvalidInputError('This server does not publish outputs.');
+    }
     // Within the operator's bound, or a 403 before any session is counted or started.
     const network = permittedNetwork(naming.network, this.options.networkPermission ?? 'none');
     const session = await this.acquire(owner, {
@@ -210,9 +213,6 @@ export class SessionRegistry {
     source: SessionSource,
     naming: { id: string; name?: string; scope?: string; keep?: Record<string, unknown>; publishOutputs?: boolean },
   ): ManagedSession {
-    if (naming.publishOutputs && !this.options.publisher) {
-      throw new InvalidInputError('This server does not publish outputs.');
-    }
     const entry: ManagedSession = {
       id: naming.id,
       owner,
