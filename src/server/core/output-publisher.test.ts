@@ -103,6 +103,16 @@ describe('published outputs on a directory store', () => {
     expect(files[1]?.url).toBeDefined();
   });
 
+  it('publishes at most 100 files after one execution; the rest are listed, to follow after the next', async () => {
+    const { publisher } = onDirectory();
+    const files = Array.from({ length: 103 }, (_, index) => ({ path: `f${index}.txt`, size: 1 }));
+    const published = await publisher.publish('owner', 'session1', files, () => chunks('x'));
+    expect(published.filter((file) => file.url)).toHaveLength(100);
+    expect(published.slice(100).map((file) => file.error)).toEqual(
+      Array(3).fill('not published yet: one execution publishes at most 100 files; the rest follow after the next'),
+    );
+  });
+
   it('check() publishes a probe, verifies its link and leaves nothing; expire() deletes old outputs', async () => {
     const { objects, publisher } = onDirectory();
     await publisher.check();

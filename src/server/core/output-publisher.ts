@@ -42,6 +42,8 @@ export interface PublisherStore {
 /** How often an upload is tried before the file is reported unpublished, and the pause between tries. */
 const ATTEMPTS = 3;
 const RETRY_PAUSE_MS = 500;
+/** Files one execution publishes at most; the rest are listed, unpublished, so an answer never waits on thousands. */
+export const MAX_FILES_PER_EXECUTION = 100;
 /** A token's payload is small: a key, an expiry, a name. */
 const MAX_TOKEN_CHARS = 2048;
 export const OUTPUTS_PREFIX = 'outputs/';
@@ -64,7 +66,7 @@ export class OutputPublisher {
     if (files.length === 0) return [];
     const { objects, secret } = await this.store();
     const published: PublishedFile[] = [];
-    for (const file of files) {
+    for (const file of files.slice(0, MAX_FILES_PER_EXECUTION)) {
       const key = outputKey(ownerId, sessionId, file.path);
       let failure: unknown;
       for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
@@ -85,6 +87,13 @@ export class OutputPublisher {
         this.options.logger.warn({ session: sessionId, path: file.path, error: why }, 'an output was not published');
         published.push({ path: file.path, size: file.size, error: `not published: ${why}` });
       }
+    }
+    for (const file of files.slice(MAX_FILES_PER_EXECUTION)) {
+      published.push({
+        path: file.path,
+        size: file.size,
+        error: `not published yet: one execution publishes at most ${MAX_FILES_PER_EXECUTION} files; the rest follow after the next`,
+      });
     }
     return published;
   }
