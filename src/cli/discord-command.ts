@@ -11,6 +11,7 @@ import { DiscordBot } from '../discord/discord-bot.js';
 import { DEFAULT_REPLY_FILE_LIMITS, type PublishFile } from '../discord/reply-files.js';
 import { OutputPublisher } from '../server/core/output-publisher.js';
 import { DEFAULT_FILE_TRANSFER_BYTES } from '../session/options.js';
+import { MAX_LINK_TTL_MS } from '../store/object-store.js';
 import { openObjectStore } from '../store/open-object-store.js';
 import { createModel, openDataChat, toCliExit } from './agent-options.js';
 import { backendFromOptions } from './backend-option.js';
@@ -74,9 +75,6 @@ function loginFailure(error: unknown): unknown {
   }
   return error;
 }
-
-/** Longest a link may last: a presigned S3 link's longest. */
-const MAX_LINK_TTL_MS = 7 * 24 * 3_600_000;
 
 /**
  * With --store: files too big for Discord are published to the store and linked. Only a store

@@ -30,6 +30,9 @@ export interface WrittenObject {
 /** A body: bytes in hand, or a stream of them (a sandbox's archive), never gathered whole in memory. */
 export type ObjectBody = Uint8Array | AsyncIterable<Uint8Array>;
 
+/** The longest a link may last: SigV4's longest presigned URL, and so every store's. */
+export const MAX_LINK_TTL_MS = 7 * 24 * 3_600_000;
+
 /** What a link to one object says when it is followed. */
 export interface LinkOptions {
   /** When the link stops working. */

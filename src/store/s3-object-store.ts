@@ -26,6 +26,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import {
   checkKey,
   type LinkOptions,
+  MAX_LINK_TTL_MS,
   type ObjectBody,
   type ObjectStore,
   type StoredObject,
@@ -44,8 +45,6 @@ import {
 /** A multipart upload's part: S3's minimum is 5 MiB; two in flight bound a write's memory to about 16 MiB. */
 const PART_BYTES = 8 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 2;
-/** SigV4's longest presigned link. */
-const MAX_LINK_SECONDS = 7 * 24 * 3600;
 
 export interface S3ObjectStoreOptions {
   bucket: string;
@@ -140,7 +139,7 @@ export class S3ObjectStore implements ObjectStore {
   async link(key: string, options: LinkOptions): Promise<string> {
     const { getSignedUrl } = await import('@aws-sdk/s3-request-presigner');
     const seconds = Math.ceil((options.expiresAt.getTime() - Date.now()) / 1000);
-    if (seconds < 1 || seconds > MAX_LINK_SECONDS)
+    if (seconds < 1 || seconds > MAX_LINK_TTL_MS / 1000)
       throw new Error(`A presigned link lasts 1 s to 7 days, not ${seconds} s.`);
     const command = new GetObjectCommand({
       Bucket: this.bucket,

@@ -5,6 +5,7 @@ import { InvalidInputError } from '../../errors.js';
 import { resolveNetworkOption } from '../../network/network-option.js';
 import { checkNetworkSecret } from '../../network/network-secret.js';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_PRELOAD_MODULES } from '../../session/pool.js';
+import { MAX_LINK_TTL_MS } from '../../store/object-store.js';
 import { parseStoreLocation } from '../../store/open-object-store.js';
 import { MAX_CONVERSATION_HISTORY_BYTES } from '../conversations/history-limits.js';
 import { NO_STATE_DIRECTORY } from '../conversations/state-directory.js';
@@ -159,8 +160,6 @@ export function resolveServerOptions(
   }
   return resolved;
 }
-
-const MAX_LINK_TTL_MS = 7 * 24 * 3_600_000;
 
 /** The store's location, checked for its form now (its credentials are checked when the server starts). */
 function storeOf(store: string | undefined): { store?: string } {
