@@ -5,14 +5,9 @@
  * bound: an unreachable Discord does not keep the process alive).
  */
 
-import { randomBytes } from 'node:crypto';
-import pino from 'pino';
 import { DiscordBot } from '../discord/discord-bot.js';
 import { DEFAULT_REPLY_FILE_LIMITS, type PublishFile } from '../discord/reply-files.js';
-import { OutputPublisher } from '../server/core/output-publisher.js';
 import { DEFAULT_FILE_TRANSFER_BYTES } from '../session/options.js';
-import { MAX_LINK_TTL_MS } from '../store/object-store.js';
-import { openObjectStore } from '../store/open-object-store.js';
 import { createModel, openDataChat, toCliExit } from './agent-options.js';
 import { backendFromOptions } from './backend-option.js';
 import type { CommandIo } from './command-io.js';
@@ -20,6 +15,7 @@ import { processIo } from './command-io.js';
 import type { DiscordCliOptions } from './discord-flags.js';
 import { CliExit, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { limitSessionOptions } from './limit-options.js';
+import { openLinkPublisher } from './link-publisher.js';
 import { networkSessionOptions } from './network-options.js';
 import { durationFlag, sizeFlag } from './unit-flags.js';
 
@@ -77,33 +73,15 @@ function loginFailure(error: unknown): unknown {
 }
 
 /**
- * With --store: files too big for Discord are published to the store and linked. Only a store
- * that signs its own links (S3, Azure Blob): a directory's are served by `sandcell serve`. The
- * store and its links are proven now, not at the first big file.
+ * With --store: files too big for Discord are published to the store and linked. The store and its
+ * links are proven now, not at the first big file.
  */
 async function publishFileFor(options: DiscordCliOptions): Promise<{ publishFile: PublishFile } | undefined> {
-  const location = options.store ?? (process.env.SANDCELL_STORE || undefined);
-  if (location === undefined) return undefined;
-  const linkTtlMs = durationFlag('--link-ttl', options.linkTtl, 1000);
-  if (linkTtlMs > MAX_LINK_TTL_MS) throw new CliExit(EXIT_USAGE, 'sandcell discord: --link-ttl is at most 7d.');
-  const objects = await openObjectStore(location).catch((error: Error) => {
-    throw new CliExit(EXIT_USAGE, `sandcell discord: ${error.message}`);
-  });
-  if (!objects.link) {
-    throw new CliExit(
-      EXIT_USAGE,
-      `sandcell discord: --store ${location} cannot sign links; use an S3 or Azure Blob store (a directory's links are served by \`sandcell serve\`).`,
-    );
-  }
-  const logger = pino({ level: 'silent' });
-  // Links are the store's own (a presigned GET, a SAS): no secret of sandcell's signs them.
-  const publisher = new OutputPublisher(async () => ({ objects, secret: randomBytes(32) }), { linkTtlMs, logger });
-  await publisher.check().catch((error: Error) => {
-    throw new CliExit(EXIT_USAGE, `sandcell discord: cannot publish files to ${objects.location}: ${error.message}`);
-  });
+  const publisher = await openLinkPublisher('discord', options);
+  if (!publisher) return undefined;
   return {
     publishFile: async (session, file) => {
-      const [published] = await publisher.publish('discord', session.id, [file], (entry) =>
+      const [published] = await publisher.publish(session.id, [file], (entry) =>
         session.files.stream(entry.path, { expectedBytes: entry.size }),
       );
       return published ?? { error: 'nothing was published' };

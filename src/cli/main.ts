@@ -51,6 +51,11 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
       .option('-o, --output-dir <dir>', 'where to save charts and files the code wrote', DEFAULT_OUTPUT_DIR)
       .option('-t, --timeout <duration>', `wall-clock limit for the code, e.g. 30s or 5m (default: ${DEFAULT_TIMEOUT})`)
       .option('--json', 'print the whole execution as one JSON object')
+      .option(
+        '--store <location>',
+        'also publish each saved file to this S3 or Azure Blob store and give its signed read-only link: s3://BUCKET/PREFIX or azure://ACCOUNT/CONTAINER/PREFIX (env SANDCELL_STORE)',
+      )
+      .option('--link-ttl <duration>', "how long a published file's link works, at most 7d (default: 1h)")
       .addHelpText(
         'after',
         `${UNITS_HELP}\nExit codes: 0 ok, 1 error in the code (any language), 2 usage, 3 sandbox failure, 124 timeout, 130 interrupted (Ctrl-C); code that exits itself (sys.exit(n), exit n in bash): its status.`,

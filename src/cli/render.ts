@@ -30,6 +30,11 @@ export interface SavedFile {
   savedTo: string;
   /** Set when a file of the same name was there already, so this one got a number. */
   existing?: string;
+  /** With --store: the file's signed read-only link, and when it stops working (ISO 8601)… */
+  url?: string;
+  expiresAt?: string;
+  /** …or why it was not published (the local copy stands). */
+  publishError?: string;
 }
 
 /**
@@ -113,11 +118,18 @@ export function printRefused(path: string, reason: string): void {
   process.stderr.write(`${dim(`[file not saved: ${path}: ${reason}]`, process.stderr)}\n`);
 }
 
-/** The line a saved file gets, saying so when it did not take its own name. */
+/** The line a saved file gets, saying so when it did not take its own name, and its link when published. */
 export function savedFileLine(file: SavedFile): string {
   return file.existing
-    ? `[file saved to ${file.savedTo}: ${file.existing} already existed and was kept]`
-    : `[file saved to ${file.savedTo}]`;
+    ? `[file saved to ${file.savedTo}: ${file.existing} already existed and was kept${linkNote(file)}]`
+    : `[file saved to ${file.savedTo}${linkNote(file)}]`;
+}
+
+/** What a line says of a file published with --store: its link and until when, or why it has none. */
+function linkNote(file: SavedFile | undefined): string {
+  if (file?.url) return `; link: ${file.url} (works until ${file.expiresAt})`;
+  if (file?.publishError) return `; ${file.publishError}`;
+  return '';
 }
 
 /**
@@ -128,8 +140,8 @@ export function savedFileLine(file: SavedFile): string {
 export function savedImageLine(image: { file: string }, files: SavedFile[]): string {
   const file = files.find((candidate) => candidate.savedTo === image.file);
   return file?.existing
-    ? `[image saved to ${image.file}: ${file.existing} already existed and was kept]`
-    : `[image saved to ${image.file}]`;
+    ? `[image saved to ${image.file}: ${file.existing} already existed and was kept${linkNote(file)}]`
+    : `[image saved to ${image.file}${linkNote(file)}]`;
 }
 
 /** Files to list after the output: those not already named by an image line. */

@@ -6,6 +6,7 @@ import type { Language } from '../session/languages.js';
 import { printErrorOrExit } from './code-exit.js';
 import { CliExit, EXIT_CODE_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from './exit-codes.js';
 import type { LimitCliOptions } from './limit-options.js';
+import { type LinkCliOptions, openLinkPublisher, publishSavedFiles } from './link-publisher.js';
 import { missingFileHint } from './missing-file-hint.js';
 import type { NetworkCliOptions } from './network-options.js';
 import {
@@ -21,9 +22,10 @@ import {
 } from './render.js';
 import { LANGUAGE_NAMES, scriptLanguage } from './script-language.js';
 import { startSessionWithUploads } from './start-session.js';
+import { startStatus } from './status.js';
 import { optionalDurationFlag, optionalSizeFlag } from './unit-flags.js';
 
-export interface RunCommandOptions extends LimitCliOptions, NetworkCliOptions {
+export interface RunCommandOptions extends LimitCliOptions, NetworkCliOptions, LinkCliOptions {
   upload: string[];
   outputDir: string;
   timeout?: string;
@@ -91,6 +93,8 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
     throw error;
   }
   const code = await readCode(file, language);
+  // With --store, a store that cannot link (a directory, a wrong credential) is said before any sandbox starts.
+  const publisher = await openLinkPublisher('run', options);
   const { session, uploaded } = await startSessionWithUploads(options, { timeoutMs, quiet: options.json });
   try {
     const live = !options.json;
@@ -119,8 +123,12 @@ export async function runCommand(file: string | undefined, options: RunCommandOp
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
       });
-    const files = await copyOutputFiles(session, options.outputDir, uploaded, printRefused);
+    let files = await copyOutputFiles(session, options.outputDir, uploaded, printRefused);
     const images = await saveResultImages(execution, options.outputDir, files);
+    if (publisher && files.length > 0) {
+      const status = startStatus(live ? process.stderr : undefined, `publishing files to ${publisher.location}`);
+      files = await publishSavedFiles(publisher, session.id, files).finally(() => status.stop());
+    }
     if (options.json) {
       process.stdout.write(`${JSON.stringify({ ...execution, images: images.map((image) => image.file), files })}\n`);
       return exitCodeFor(execution, interrupt.signal.aborted);
