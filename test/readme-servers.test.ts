@@ -4,7 +4,7 @@
  * free port, given as SANDCELL_PORT), and the REST and conversation blocks run
  * in bash with curl and jq against one, with a fake OpenAI-compatible model.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -124,6 +124,13 @@ describe('README.md server blocks run as written', () => {
       const result = await runShell(onPort(block('publish-outputs').code, server.port), { cwd: clone });
       expect(result.code, result.stderr).toBe(0);
       expect(result.stdout).toBe('hello');
+    }, 180_000);
+
+    it('upload-link: a file PUT by its upload link without a key, its size read by the code', async () => {
+      const result = await runShell(onPort(block('upload-link').code, server.port), { cwd: clone });
+      expect(result.code, result.stderr).toBe(0);
+      const size = statSync(path.join(clone, 'examples', 'traffic_accidents.csv')).size;
+      expect(result.stdout.trim()).toBe(JSON.stringify({ 'text/plain': String(size) }));
     }, 180_000);
 
     it('snapshots-rest: a pause that a request undoes, a checkpoint restored, a fork', async () => {

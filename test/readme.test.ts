@@ -54,6 +54,7 @@ const RUN_ELSEWHERE: Record<string, string> = {
   serve: 'test/readme-servers.test.ts',
   rest: 'test/readme-servers.test.ts',
   'publish-outputs': 'test/readme-servers.test.ts',
+  'upload-link': 'test/readme-servers.test.ts',
   'rest-quick': 'test/readme-servers.test.ts',
   conversations: 'test/readme-servers.test.ts',
   'web-ui': 'test/readme-servers.test.ts',

@@ -20,6 +20,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer, ServerOptions } from '../src/server/index.js';
 import { type Azurite, type S3Server, startAzurite, startS3rver } from './support/object-store-emulators.js';
+import { runProcess } from './support/process.js';
 import { startTestServer } from './support/server.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely in tests
@@ -211,6 +212,23 @@ describe('published outputs on a directory (the state directory’s store)', () 
   }, 120_000);
 });
 
+/** PUTs 200 MB of random bytes, made and hashed piece by piece, to the URL it is given; prints the answer and the digest. */
+const UPLOADER = `
+import { createHash, randomBytes } from 'node:crypto';
+const hash = createHash('sha256');
+let pieces = 0;
+const body = new ReadableStream({
+  pull(controller) {
+    if (pieces++ === 50) return controller.close();
+    const piece = randomBytes(4 << 20);
+    hash.update(piece);
+    controller.enqueue(piece);
+  },
+});
+const answer = await fetch(process.argv[1], { method: 'PUT', body, duplex: 'half' });
+console.log(JSON.stringify({ status: answer.status, file: await answer.json(), digest: hash.digest('hex') }));
+`;
+
 describe('published outputs on Azure Blob (Azurite): a read-only SAS', () => {
   it('downloads the same bytes without a key, names no other blob, lists nothing, and expires', async () => {
     const server = await serve({
@@ -245,15 +263,28 @@ describe('published outputs on Azure Blob (Azurite): a read-only SAS', () => {
     expect((await fetch(url)).status).toBe(403);
   }, 120_000);
 
-  // Azurite runs in its own process: what this process holds is the server's (and s3rver would hold the upload).
-  it('a 200 MB output streams to the store with the server’s memory bounded', async () => {
-    const server = await serve({ store: 'azure://devstoreaccount1/sandcell/large', publishOutputs: true });
+  // Azurite runs in its own process: what this process holds is the server's (and s3rver would hold the upload),
+  // and the client's here, which makes and hashes its 200 MB upload piece by piece.
+  it('200 MB stream out to the store, back in by import, and in by an upload link, with the server’s memory bounded', async () => {
+    const server = await serve({
+      store: 'azure://devstoreaccount1/sandcell/large',
+      publishOutputs: true,
+      limits: { maxUploadBytes: 256 << 20 },
+    });
     const session = await call(server, '/v1/sessions', {});
+    const other = await call(server, '/v1/sessions', {});
+    const digest = async (id: string, name: string) => {
+      const execution = await call(server, `/v1/sessions/${id}/executions`, {
+        code: `import hashlib\nh = hashlib.sha256()\nwith open("${name}", "rb") as f:\n    for piece in iter(lambda: f.read(1 << 20), b""): h.update(piece)\nh.hexdigest()`,
+      });
+      return String(execution.results[0]?.data['text/plain']).replaceAll("'", '');
+    };
     const before = process.memoryUsage().rss;
     let peak = before;
     const sampler = setInterval(() => {
       peak = Math.max(peak, process.memoryUsage().rss);
     }, 20);
+    let uploaded = '';
     try {
       const execution = await call(server, `/v1/sessions/${session.id}/executions`, {
         code: 'import os\nwith open("big.bin", "wb") as f:\n    for _ in range(50): f.write(os.urandom(4 << 20))',
@@ -263,14 +294,39 @@ describe('published outputs on Azure Blob (Azurite): a read-only SAS', () => {
       expect(execution.files).toEqual([
         expect.objectContaining({ path: 'big.bin', size: 200 << 20, url: expect.any(String) }),
       ]);
+
+      // Back in by its link: read from the store into another session, past the 64 MiB transfer limit.
+      const imported = await call(server, `/v1/sessions/${other.id}/files/import`, {
+        url: execution.files[0].url,
+        path: 'copy.bin',
+      });
+      expect(imported.files).toEqual([expect.objectContaining({ path: 'copy.bin', size: 200 << 20 })]);
+
+      // A large input by an upload link, PUT with no key as the bytes are made, by a client in a process
+      // of its own (so what this process holds is the server's).
+      const link = await call(server, `/v1/sessions/${other.id}/files/upload-link`, { path: 'input.bin' });
+      const client = await runProcess(process.execPath, [
+        '--input-type=module',
+        '-e',
+        UPLOADER,
+        `${server.url}${link.url}`,
+      ]);
+      expect(client.code, client.stderr).toBe(0);
+      const answer = JSON.parse(client.stdout);
+      expect(answer).toMatchObject({ status: 201, file: { path: 'input.bin', size: 200 << 20 } });
+      uploaded = answer.digest;
     } finally {
       clearInterval(sampler);
     }
     const growth = (peak - before) / (1 << 20);
     process.stderr.write(
-      `[measure] 200 MB publish: the test process's RSS grew by ${growth.toFixed(0)} MiB at its peak\n`,
+      `[measure] 200 MB publish, import and upload: the test process's RSS grew by ${growth.toFixed(0)} MiB at its peak\n`,
     );
     expect(growth).toBeLessThan(120);
+    const published = await digest(session.id, 'big.bin');
+    expect(published).toMatch(/^[0-9a-f]{64}$/);
+    expect(await digest(other.id, 'copy.bin')).toBe(published);
+    expect(await digest(other.id, 'input.bin')).toBe(uploaded);
   }, 300_000);
 });
 

@@ -1,5 +1,5 @@
-"""The file requests (file-read, file-chunk, file-write, file-list,
-file-remove), which the supervisor answers itself, so files work whatever a
+"""The file requests (file-read, file-chunk, file-write, file-write-chunk,
+file-list, file-remove), which the supervisor answers itself, so files work whatever a
 kernel is doing. Every path stays inside /mnt/data; symbolic links, hard
 links, FIFOs and sockets are refused rather than followed or opened.
 """
@@ -138,11 +138,7 @@ def _is_integer(value):
     return type(value) is int  # not a bool, not a float
 
 
-def file_write(message):
-    full, parts = _resolve(message.get("path", ""))
-    if not parts:
-        raise FileError("is-a-directory", "/mnt/data is a directory")
-    data = base64.b64decode(message.get("data", ""), validate=True)
+def _make_parents(parts):
     current = DATA_DIR
     for part in parts[:-1]:
         current = current + "/" + part
@@ -153,17 +149,62 @@ def file_write(message):
                 raise FileError("not-a-directory", "%s is not a directory" % current)
         except OSError as error:
             raise _os_file_error(current, error)
+
+
+def _write_at(fd, full, data, offset):
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(fd, view, offset)
+            view = view[written:]
+            offset += written
+    except OSError as error:
+        raise _os_file_error(full, error)
+
+
+def file_write(message):
+    full, parts = _resolve(message.get("path", ""))
+    if not parts:
+        raise FileError("is-a-directory", "/mnt/data is a directory")
+    data = base64.b64decode(message.get("data", ""), validate=True)
+    _make_parents(parts)
     fd, _ = _open_regular(full, os.O_WRONLY | os.O_CREAT)
     try:
         os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    except OSError as error:
-        raise _os_file_error(full, error)
+        _write_at(fd, full, data, 0)
     finally:
         os.close(fd)
     return {"size": len(data)}
+
+
+def file_write_chunk(message):
+    """A piece of a file the host writes in order, raw in the frame after the
+    request's line (`data`, set by the channel): offset 0 makes the file (and
+    its parents) anew, each later piece must start where the file ends, so a
+    file of any size comes in with bounded memory on both sides and two
+    writers of one path cannot interleave unnoticed."""
+    offset = message.get("offset")
+    data = message.get("data")
+    if not _is_integer(offset) or offset < 0 or not isinstance(data, bytes):
+        raise FileError("invalid-request", "file-write-chunk: offset must be an integer >= 0, and bytes the length of the frame after the line, at most %d" % FRAME_BYTES)
+    full, parts = _resolve(message.get("path", ""))
+    if not parts:
+        raise FileError("is-a-directory", "/mnt/data is a directory")
+    if offset == 0:
+        _make_parents(parts)
+        fd, _ = _open_regular(full, os.O_WRONLY | os.O_CREAT)
+    else:
+        fd, info = _open_regular(full, os.O_WRONLY)
+        if info.st_size != offset:
+            os.close(fd)
+            raise FileError("changed", "%s is %d bytes, not the %d written so far: something else wrote to it; write it again" % (full, info.st_size, offset))
+    try:
+        if offset == 0:
+            os.ftruncate(fd, 0)
+        _write_at(fd, full, data, offset)
+    finally:
+        os.close(fd)
+    return {"size": offset + len(data)}
 
 
 def file_list(message):
@@ -223,6 +264,7 @@ HANDLERS = {
     "file-read": file_read,
     "file-chunk": file_chunk,
     "file-write": file_write,
+    "file-write-chunk": file_write_chunk,
     "file-list": file_list,
     "file-remove": file_remove,
 }

@@ -26,9 +26,12 @@ PROTOCOL_VERSION = 2
 DATA_DIR = "/mnt/data"
 DEFAULT_CONTEXT = "python"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
-VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "state-begin", "state-read", "state-write", "state-end", "file-chunk"))
+VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "state-begin", "state-read", "state-write", "state-end", "file-chunk", "file-write-chunk"))
 CONTEXT_REQUESTS = frozenset(("execute", "interrupt", "reset", "ping", "is-complete", "complete", "inspect", "input-reply", "state-save", "state-load"))
-FILE_REQUESTS = frozenset(("file-read", "file-chunk", "file-write", "file-list", "file-remove"))
+FILE_REQUESTS = frozenset(("file-read", "file-chunk", "file-write", "file-write-chunk", "file-list", "file-remove"))
+# The requests whose line a frame of raw bytes follows, and the most each may carry (one
+# bound: the host's FRAME_MAX_BYTES, also sandcell_files.FRAME_BYTES, loaded only when asked).
+FRAMED_REQUESTS = {"state-write": sandcell_state.CHUNK_BYTES, "file-write-chunk": sandcell_state.CHUNK_BYTES}
 LOG_MESSAGE_CHARS = 4096
 # Room on top of what a line carries, as the host's (src/session/output-limits.ts).
 FRAMING_BYTES = 1 << 20
@@ -126,10 +129,10 @@ class Supervisor:
         if self.legacy and ("context" in message or kind in VERSION_2_REQUESTS):
             self.legacy = False
         count = message.get("bytes")
-        if kind == "state-write" and type(count) is int and count >= 0:
+        if kind in FRAMED_REQUESTS and type(count) is int and count >= 0:
             # Its bytes follow the line raw (a frame): the request is handled once they are in. Too
             # many are passed over, so the channel stays in step, and the request is refused.
-            keep = count <= sandcell_state.CHUNK_BYTES
+            keep = count <= FRAMED_REQUESTS[kind]
             self.host.expect_bytes(count, lambda data: self.handle(kind, dict(message, data=data) if keep else message, line), keep)
             return
         self.handle(kind, message, line)

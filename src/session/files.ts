@@ -19,6 +19,9 @@ export type FileEntry = KernelFileEntry;
 /** What stream() reads per request to the sandbox at most, and by default: one frame. */
 export const STREAM_CHUNK_MAX_BYTES = FRAME_MAX_BYTES;
 
+/** The chunks stream() asks the sandbox for ahead of the one it hands on: its supervisor answers in order, so they keep its pipe full. */
+const READ_AHEAD_CHUNKS = 3;
+
 export interface FileStreamOptions {
   /**
    * The most bytes one request to the sandbox reads, and so the most one chunk holds.
@@ -41,8 +44,25 @@ export interface FileLimits {
   names: LimitNames;
 }
 
-/** Sends a file request to the session's kernel (starting one if needed) and resolves with its reply. */
-export type KernelRequester = <Request extends FileRequest>(request: Request) => Promise<ReplyTo<Request>>;
+/**
+ * Sends a file request to the session's kernel (starting one if needed) and resolves with its
+ * reply; `frame`: the raw bytes the request's line announces (a file-write-chunk's).
+ */
+export type KernelRequester = <Request extends FileRequest>(
+  request: Request,
+  frame?: Uint8Array,
+) => Promise<ReplyTo<Request>>;
+
+export interface FileWriteStreamOptions {
+  /**
+   * The most bytes the file may have: past it the write stops with a FileOperationError
+   * (`too-large`) and what was written is removed. The session's /mnt/data capacity bounds it
+   * anyway (`no-space`).
+   */
+  maxBytes?: number;
+  /** Says past how many bytes `maxBytes` was passed, in the caller's words (a server's upload limit, say). */
+  tooLarge?: (maxBytes: number) => string;
+}
 
 export class SessionFiles {
   constructor(
@@ -56,9 +76,9 @@ export class SessionFiles {
   }
 
   /** Sends a file request; a limit the kernel hit is said in the words of where the session was made. */
-  private readonly request: KernelRequester = async (request) => {
+  private readonly request: KernelRequester = async (request, frame) => {
     try {
-      return await this.send(request);
+      return await this.send(request, frame);
     } catch (error) {
       if (!(error instanceof FileOperationError)) throw error;
       const { transferBytes, dataCapacityBytes, names } = this.limits;
@@ -96,6 +116,73 @@ export class SessionFiles {
     return { path: relative, size: bytes.length };
   }
 
+  /**
+   * Writes the bytes `source` yields at `path` (creating parent directories, replacing any file),
+   * a frame of up to 4 MiB per request to the sandbox, so a file of any size (not bounded by the
+   * transfer limit, as write() is) passes through the host in bounded memory: the piece being
+   * written and the next one gathered. A write that fails part-way (the source's error, no
+   * space, `maxBytes`) removes what it wrote, unless something else wrote to the file meanwhile
+   * (`changed`), and rethrows.
+   */
+  async writeStream(
+    path: string,
+    source: AsyncIterable<Uint8Array>,
+    options: FileWriteStreamOptions = {},
+  ): Promise<{ path: string; size: number }> {
+    const relative = normalizeDataPath(path);
+    const { maxBytes = Number.MAX_SAFE_INTEGER } = options;
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
+      throw new InvalidInputError('maxBytes must be an integer of at least 0.');
+    }
+    let offset = 0;
+    let writing: Promise<unknown> | undefined;
+    const send = async (piece: Buffer) => {
+      await writing; // one piece in flight: its reply comes before the next is sent
+      const request = { type: 'file-write-chunk', path: relative, offset, bytes: piece.length } as const;
+      offset += piece.length;
+      writing = this.request(request, piece);
+      // Its failure is the write's: awaited by the next send or at the end, never unhandled meanwhile.
+      writing.catch(() => undefined);
+    };
+    try {
+      let pieces: Buffer[] = [];
+      let gathered = 0;
+      for await (const chunk of source) {
+        let bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+        if (offset + gathered + bytes.length > maxBytes) {
+          throw new FileOperationError(
+            'too-large',
+            options.tooLarge?.(maxBytes) ?? `${relative} is over ${formatBytes(maxBytes)}, the most it may be.`,
+          );
+        }
+        while (gathered + bytes.length >= FRAME_MAX_BYTES) {
+          const room = FRAME_MAX_BYTES - gathered;
+          pieces.push(bytes.subarray(0, room));
+          bytes = bytes.subarray(room);
+          await send(Buffer.concat(pieces, FRAME_MAX_BYTES));
+          pieces = [];
+          gathered = 0;
+        }
+        if (bytes.length > 0) {
+          // A copy: the source may reuse its buffer once the chunk is handed on.
+          pieces.push(Buffer.from(bytes));
+          gathered += bytes.length;
+        }
+      }
+      // The last piece, or the one empty piece that makes an empty file.
+      if (gathered > 0 || offset === 0) await send(Buffer.concat(pieces, gathered));
+      await writing;
+      return { path: relative, size: offset };
+    } catch (error) {
+      const sent = offset > 0 || writing !== undefined;
+      await writing?.catch(() => undefined);
+      if (sent && !(error instanceof FileOperationError && error.reason === 'changed')) {
+        await this.request({ type: 'file-remove', path: relative }).catch(() => undefined);
+      }
+      throw error;
+    }
+  }
+
   /** Reads a regular file. Symlinks, hard-linked files, devices and FIFOs are refused. */
   async read(path: string): Promise<Buffer> {
     const reply = await this.request({ type: 'file-read', path: normalizeDataPath(path) });
@@ -130,14 +217,23 @@ export class SessionFiles {
     chunkBytes: number,
     expectedBytes: number | undefined,
   ): AsyncGenerator<Buffer, void, undefined> {
+    type Chunk = ReplyTo<Extract<FileRequest, { type: 'file-chunk' }>>;
     let first: { size: number; modifiedNs: number } | undefined;
     let offset = 0;
-    type Chunk = ReplyTo<Extract<FileRequest, { type: 'file-chunk' }>>;
-    let next: Promise<Chunk> | undefined = this.request({ type: 'file-chunk', path, offset, bytes: chunkBytes });
+    // Requests asked for ahead, in order from `offset`; `asked` is where the next one starts. The
+    // sandbox reads them while the caller uploads what came before (READ_AHEAD_CHUNKS at most in flight).
+    let ahead: Promise<Chunk>[] = [];
+    let asked = 0;
+    const ask = () => {
+      const chunk = this.request({ type: 'file-chunk', path, offset: asked, bytes: chunkBytes });
+      chunk.catch(() => undefined); // awaited in its turn; a caller that stops early does not want it
+      ahead.push(chunk);
+      asked += chunkBytes;
+    };
+    ask();
     try {
       for (;;) {
-        const chunk: Chunk = await (next as Promise<Chunk>);
-        next = undefined;
+        const chunk: Chunk = await (ahead.shift() as Promise<Chunk>);
         if (first === undefined) {
           first = chunk;
           if (expectedBytes !== undefined && chunk.size !== expectedBytes) {
@@ -154,15 +250,20 @@ export class SessionFiles {
         }
         // The reply was checked against the request (kernel-replies.ts): a chunk short of the end holds at least a byte.
         offset += chunk.data.length;
-        // The next chunk is asked for before this one is handed on: the sandbox reads it while the caller
-        // uploads this one (two chunks at most in flight).
-        if (!chunk.eof) next = this.request({ type: 'file-chunk', path, offset, bytes: chunkBytes });
+        if (!chunk.eof) {
+          // A chunk shorter than asked moves every later offset: what was asked ahead is asked again from here.
+          if (asked !== offset + ahead.length * chunkBytes) {
+            ahead = [];
+            asked = offset;
+          }
+          while (ahead.length < READ_AHEAD_CHUNKS && asked < first.size) ask();
+          if (ahead.length === 0) ask();
+        }
         if (chunk.data.length > 0) yield chunk.data;
         if (chunk.eof) return;
       }
     } finally {
-      // A caller that stopped early leaves a request asked for ahead: its answer is not wanted.
-      next?.catch(() => undefined);
+      ahead = [];
     }
   }
 

@@ -20,6 +20,11 @@ export type FileRequest =
   /** Up to `bytes` (at most FRAME_MAX_BYTES) of a file from `offset`, raw in a frame after the reply's line. */
   | { type: 'file-chunk'; path: string; offset: number; bytes: number }
   | { type: 'file-write'; path: string; data: string }
+  /**
+   * `bytes` (at most FRAME_MAX_BYTES) raw in a frame after the line, written at `offset`: 0 makes
+   * the file anew, a later piece must start where the file ends.
+   */
+  | { type: 'file-write-chunk'; path: string; offset: number; bytes: number }
   | { type: 'file-list'; path: string; recursive: boolean }
   | { type: 'file-remove'; path: string };
 
@@ -167,6 +172,8 @@ export interface ReplyMessageBodies {
   /** `bytes` raw bytes follow the line; `size` and `modifiedNs` are the file's as it was read. */
   'file-chunk': { bytes: number; size: number; modifiedNs: number; eof: boolean };
   'file-write': { size: number };
+  /** The file's size once the piece is written. */
+  'file-write-chunk': { size: number };
   'file-list': { entries: KernelFileEntry[] };
   'file-remove': NoBody;
   'context-create': StartedKernel;

@@ -41,6 +41,7 @@ export interface ReplyBodies {
   /** A piece of a file; `size` and `modifiedNs` are the file's as the piece was read. */
   'file-chunk': { data: Buffer; size: number; modifiedNs: number; eof: boolean };
   'file-write': Record<string, never>;
+  'file-write-chunk': { size: number };
   'file-list': { entries: KernelFileEntry[] };
   'file-remove': Record<string, never>;
   'context-create': { pid: number; version: string | null };
@@ -91,6 +92,10 @@ const REPLY_PARSERS: {
   'file-read': (body) =>
     typeof body.data === 'string' ? { data: body.data } : { invalid: 'a file-read reply without its data' },
   'file-chunk': parseFileChunk,
+  'file-write-chunk': (body, request) =>
+    request?.type === 'file-write-chunk' && body.size === request.offset + request.bytes
+      ? { size: body.size }
+      : { invalid: 'a file-write-chunk reply whose size is not where the piece ends' },
   'file-list': (body) => {
     if (!Array.isArray(body.entries)) return { invalid: 'a file-list reply without its entries' };
     const entries: KernelFileEntry[] = [];

@@ -105,7 +105,7 @@ export class Session {
     readonly environment: Environment,
     private readonly networkChannel?: NetworkChannel,
   ) {
-    this.files = new SessionFiles((message) => this.request(message), {
+    this.files = new SessionFiles((message, frame) => this.request(message, frame), {
       transferBytes: options.fileTransferBytes,
       dataCapacityBytes: dataCapacityBytes(options.limits),
       names: options.limitNames,
@@ -711,10 +711,13 @@ export class Session {
     return result;
   }
 
-  private async request<Request extends KernelRequest>(request: Request): Promise<ReplyTo<Request>> {
+  private async request<Request extends KernelRequest>(
+    request: Request,
+    frame?: Uint8Array,
+  ): Promise<ReplyTo<Request>> {
     const connection = await this.sandbox.ensure();
     this.lastActivity = Date.now();
-    return connection.request(request, DEFAULT_REQUEST_TIMEOUT_MS);
+    return connection.request(request, DEFAULT_REQUEST_TIMEOUT_MS, frame);
   }
 
   private async execute(context: SessionContext, code: string, options: RunOptions): Promise<Execution> {

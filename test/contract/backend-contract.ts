@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   FileOperationError,
@@ -204,6 +204,48 @@ print("data owner is me", os.stat("/mnt/data").st_uid == os.getuid())`,
           reason: 'changed',
         });
         await expect(small.files.stream('missing.bin').next()).rejects.toMatchObject({ reason: 'not-found' });
+      });
+    });
+
+    it('writes a file over the transfer limit from a stream, and removes what it wrote when the write fails', async () => {
+      await withSession(backend, { fileTransferBytes: 1 << 20 }, async (small) => {
+        const content = randomBytes(10_000_000);
+        // Pieces of odd sizes, as a socket gives them: the host cuts them into frames.
+        async function* pieces(data: Buffer, failAfter?: number) {
+          for (let at = 0; at < data.length; at += 65_537) {
+            if (failAfter !== undefined && at >= failAfter) throw new Error('the client went away');
+            yield data.subarray(at, at + 65_537);
+          }
+        }
+        // The point: write() stops at the transfer limit, writeStream() does not.
+        await expect(small.files.write('in/big.bin', content)).rejects.toBeInstanceOf(InvalidInputError);
+        expect(await small.files.writeStream('in/big.bin', pieces(content))).toEqual({
+          path: 'in/big.bin',
+          size: content.length,
+        });
+        const digest = await small.run('import hashlib\nhashlib.sha256(open("in/big.bin", "rb").read()).hexdigest()');
+        expect(digest.results[0]?.data['text/plain']).toBe(`'${createHash('sha256').update(content).digest('hex')}'`);
+        expect(await small.files.writeStream('empty.txt', pieces(Buffer.alloc(0)))).toEqual({
+          path: 'empty.txt',
+          size: 0,
+        });
+        expect(await small.files.read('empty.txt')).toEqual(Buffer.alloc(0));
+
+        // A source that fails part-way, and one past maxBytes: nothing is left of either.
+        await expect(small.files.writeStream('cut.bin', pieces(content, 6_000_000))).rejects.toThrow(
+          'the client went away',
+        );
+        await expect(
+          small.files.writeStream('capped.bin', pieces(content), {
+            maxBytes: 5_000_000,
+            tooLarge: (max) => `over ${max}`,
+          }),
+        ).rejects.toMatchObject({ reason: 'too-large', message: 'over 5000000' });
+        const names = (await small.files.list()).map((entry) => entry.path);
+        expect(names).toContain('in');
+        expect(names).not.toContain('cut.bin');
+        expect(names).not.toContain('capped.bin');
+        await expect(small.files.writeStream('/etc/passwd', pieces(content))).rejects.toBeInstanceOf(InvalidPathError);
       });
     });
 

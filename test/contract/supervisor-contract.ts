@@ -156,7 +156,23 @@ export function runSupervisorContract(options: ContractOptions): void {
         const chunk = await raw.request({ type: 'file-chunk', path, offset: 0, bytes: 100 });
         expect(chunk, name).toMatchObject({ ok: false, error: { code } });
         expect(read, name).toMatchObject({ ok: false, error: { code } });
+        // Nor is one written in pieces, at the start or further on.
+        for (const offset of [0, 1]) {
+          const piece = Buffer.from('x');
+          const written = await raw.request({ type: 'file-write-chunk', path, offset, bytes: 1 }, undefined, piece);
+          expect(written, `${name} at ${offset}`).toMatchObject({ ok: false, error: { code } });
+        }
       }
+      for (const path of ['../escape', '/etc/escape', 'links/../../escape']) {
+        const written = await raw.request(
+          { type: 'file-write-chunk', path, offset: 0, bytes: 1 },
+          undefined,
+          Buffer.from('x'),
+        );
+        expect(written, path).toMatchObject({ ok: false, error: { code: 'invalid-path' } });
+      }
+      // The hard link's other name still holds what it held.
+      expect((await raw.command('cat links/own.txt')).stdout).toBe('x');
       expect(await raw.request({ type: 'ping' })).toMatchObject({ ok: true });
     });
 

@@ -145,6 +145,51 @@ export function runSupervisorProtocolCases({ name, createBackend }: ProtocolCase
       expect(await raw.request({ type: 'ping' })).toMatchObject({ ok: true });
     });
 
+    it('writes a file in pieces, each a raw frame after its line, only where the file ends', async () => {
+      const path = 'written/big.bin';
+      const content = randomBytes((4 << 20) + 1000);
+      const first = content.subarray(0, 4 << 20);
+      const rest = content.subarray(4 << 20);
+      const write = (offset: number, piece: Buffer, target = path) =>
+        raw.request({ type: 'file-write-chunk', path: target, offset, bytes: piece.length }, undefined, piece);
+      expect(await write(0, first)).toMatchObject({ ok: true, size: 4 << 20 });
+      expect(await write(4 << 20, rest)).toMatchObject({ ok: true, size: content.length });
+      const read = await raw.request({ type: 'file-chunk', path, offset: (4 << 20) - 10, bytes: 1010 });
+      expect(read.data).toEqual(content.subarray((4 << 20) - 10));
+      expect(read).toMatchObject({ size: content.length, eof: true });
+
+      // A piece that does not start where the file ends is refused, and the file stays as it was.
+      expect(await write(10, Buffer.from('x'))).toMatchObject({ ok: false, error: { code: 'changed' } });
+      expect(await write(0, Buffer.from('anew'))).toMatchObject({ ok: true, size: 4 });
+      expect(await write(4, Buffer.alloc(0))).toMatchObject({ ok: true, size: 4 });
+      expect(await write(1, Buffer.from('x'), 'no-such-file')).toMatchObject({
+        ok: false,
+        error: { code: 'not-found' },
+      });
+      expect(await write(0, Buffer.from('x'), '')).toMatchObject({ ok: false, error: { code: 'is-a-directory' } });
+
+      // A frame over 4 MiB is passed over unread, and the request refused; so is one without its frame.
+      const over = Buffer.alloc((4 << 20) + 1, 1);
+      expect(await write(0, over, 'over.bin')).toMatchObject({ ok: false, error: { code: 'invalid-request' } });
+      for (const fields of [{ offset: -1 }, { offset: 0.5 }, { offset: '0' }, {}]) {
+        const refused = await raw.request(
+          { type: 'file-write-chunk', path: 'fields.bin', bytes: 1, ...fields },
+          undefined,
+          Buffer.from('y'),
+        );
+        expect(refused, JSON.stringify(fields)).toMatchObject({ ok: false, error: { code: 'invalid-request' } });
+      }
+      expect(
+        await raw.request({ type: 'file-write-chunk', path: 'fields.bin', offset: 0, data: 'eQ==' }),
+      ).toMatchObject({ ok: false, error: { code: 'invalid-request' } });
+      expect(await raw.request({ type: 'file-list', path: '' })).toMatchObject({ ok: true });
+      const listed = (await raw.request({ type: 'file-list', path: '' })).entries as { path: string }[];
+      expect(listed.map((entry) => entry.path)).not.toContain('over.bin');
+      expect(listed.map((entry) => entry.path)).not.toContain('fields.bin');
+      // No byte of a refused frame was taken for a request: the channel is in step.
+      expect(await raw.request({ type: 'ping' })).toMatchObject({ ok: true });
+    });
+
     it('keeps a second Python context apart from the first, each with its count and cwd', async () => {
       await raw.request({ type: 'file-write', path: 'work/f.txt', data: '' });
       await raw.execute(CODE.setShared, 'python');

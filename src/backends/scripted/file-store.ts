@@ -33,7 +33,8 @@ export class ScriptedFileStore {
 
   /** Writes (creating parent directories, replacing any file) `data` at `path`. */
   write(path: string, data: Buffer | string): void {
-    if (path === '' || this.directories.has(path)) throw new ScriptedFileError('not-a-file', `${path} is a directory`);
+    if (path === '' || this.directories.has(path))
+      throw new ScriptedFileError('is-a-directory', `${path} is a directory`);
     const parts = path.split('/');
     for (let index = 1; index < parts.length; index++) {
       const parent = parts.slice(0, index).join('/');
@@ -41,6 +42,23 @@ export class ScriptedFileStore {
       this.directories.add(parent);
     }
     this.files.set(path, { data: Buffer.from(data), modifiedMs: Date.now() });
+  }
+
+  /** A piece written at `offset`: 0 writes the file anew, a later piece must start where it ends. */
+  writeChunk(path: string, offset: number, data: Buffer): number {
+    if (offset === 0) {
+      this.write(path, data);
+      return data.length;
+    }
+    const file = this.file(path);
+    if (file.data.length !== offset) {
+      throw new ScriptedFileError(
+        'changed',
+        `${path} is ${file.data.length} bytes, not the ${offset} written so far: something else wrote to it; write it again`,
+      );
+    }
+    this.files.set(path, { data: Buffer.concat([file.data, data]), modifiedMs: Date.now() });
+    return offset + data.length;
   }
 
   read(path: string): Buffer {

@@ -165,8 +165,9 @@ export class ScriptedSandbox implements Sandbox {
     }
     const request = message as Record<string, unknown>;
     const { bytes } = request;
-    // As the real supervisor reads it: a state-write's line is followed by its bytes.
-    if (request.type === 'state-write' && typeof bytes === 'number' && Number.isSafeInteger(bytes) && bytes >= 0) {
+    // As the real supervisor reads it: a state-write's or file-write-chunk's line is followed by its bytes.
+    const framed = request.type === 'state-write' || request.type === 'file-write-chunk';
+    if (framed && typeof bytes === 'number' && Number.isSafeInteger(bytes) && bytes >= 0) {
       this.splitter.expectBytes(bytes, (frame) => this.supervisor.receive(request, frame));
       return;
     }

@@ -62,6 +62,7 @@ const HOST_MESSAGE_TYPES: Record<HostMessage['type'], true> = {
   'file-read': true,
   'file-chunk': true,
   'file-write': true,
+  'file-write-chunk': true,
   'file-list': true,
   'file-remove': true,
   'context-create': true,
@@ -134,6 +135,17 @@ export class ScriptedSupervisor {
       case 'file-list':
       case 'file-remove':
         this.fileRequest(message);
+        break;
+      case 'file-write-chunk':
+        this.reply(message, () => {
+          if (!isCount(message.offset) || message.bytes !== frame.length || frame.length > FRAME_MAX_BYTES) {
+            throw new Refusal(
+              'invalid-request',
+              `file-write-chunk: offset must be an integer >= 0, and bytes the length of the frame after the line, at most ${FRAME_MAX_BYTES}`,
+            );
+          }
+          return { size: this.options.files.writeChunk(message.path, message.offset, frame) };
+        });
         break;
       case 'execute':
       case 'interrupt':

@@ -43,6 +43,13 @@ export class ApiKeys {
     return this.owners.size > 0;
   }
 
+  /** The owner of this id, if a key of this server still makes it (a signed link's, say). */
+  ownerById(id: string): Owner | undefined {
+    if (!this.enabled) return id === LOCAL_OWNER.id ? LOCAL_OWNER : undefined;
+    for (const owner of this.owners.values()) if (owner.id === id) return owner;
+    return undefined;
+  }
+
   /**
    * The owner of a request from its `Authorization` header (or `api-key` header).
    * Without configured keys every request is the local owner, whatever it sends.

@@ -13,13 +13,12 @@
  * beside the execution's result, which stays intact; the file is published at
  * the next execution's end if it still is there.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { FileOperationError } from '../../errors.js';
-import { formatBytes } from '../../protocol/format-bytes.js';
 import { snapshotOwner } from '../../snapshots/snapshot-store.js';
-import { type ObjectStore, ObjectTooLargeError } from '../../store/object-store.js';
+import type { ObjectStore } from '../../store/object-store.js';
 import { contentDispositionFor, contentTypeFor } from '../http/content-type.js';
+import { SignedTokens } from './signed-tokens.js';
 
 /** A file an execution wrote, as the client sees it: its link, or why it has none. */
 export interface PublishedFile {
@@ -44,12 +43,10 @@ const ATTEMPTS = 3;
 const RETRY_PAUSE_MS = 500;
 /** Files one execution publishes at most; the rest are listed, unpublished, so an answer never waits on thousands. */
 export const MAX_FILES_PER_EXECUTION = 100;
-/** A token's payload is small: a key, an expiry, a name. */
-const MAX_TOKEN_CHARS = 2048;
 export const OUTPUTS_PREFIX = 'outputs/';
 
 export class OutputPublisher {
-  private linkKey?: Buffer;
+  private readonly tokens = new SignedTokens('sandcell output links');
 
   constructor(
     private readonly store: () => Promise<PublisherStore>,
@@ -103,34 +100,20 @@ export class OutputPublisher {
    * for the browser. Any other token (changed, expired, too long) is nothing.
    */
   async resolve(token: string): Promise<{ objects: ObjectStore; key: string; path: string } | undefined> {
-    if (token.length > MAX_TOKEN_CHARS) return undefined;
-    const [payload = '', signature = ''] = token.split('.');
     const { objects, secret } = await this.store();
-    const expected = this.sign(secret, payload);
-    const given = Buffer.from(signature, 'base64url');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
-    let claims: { k?: unknown; p?: unknown; e?: unknown };
-    try {
-      claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-    } catch {
+    const claims = this.tokens.verify(secret, token);
+    if (typeof claims?.k !== 'string' || !claims.k.startsWith(OUTPUTS_PREFIX) || typeof claims.p !== 'string')
       return undefined;
-    }
-    if (typeof claims.k !== 'string' || !claims.k.startsWith(OUTPUTS_PREFIX) || typeof claims.p !== 'string')
-      return undefined;
-    if (typeof claims.e !== 'number' || claims.e * 1000 < Date.now()) return undefined;
     return { objects, key: claims.k, path: claims.p };
   }
 
   /**
    * The caller's published output a link names, read from this server's store (never fetched from
    * the link: no request leaves the server): a link this server signed, or a cloud link whose path
-   * ends in an output's key. Another key's output, or anything else, is undefined.
+   * ends in an output's key, as a stream (its size is the reader's to bound). Another key's output,
+   * or anything else, is undefined.
    */
-  async read(
-    ownerId: string,
-    link: string,
-    maxBytes: number,
-  ): Promise<{ name: string; bytes: Uint8Array } | undefined> {
+  async open(ownerId: string, link: string): Promise<{ name: string; body: AsyncIterable<Uint8Array> } | undefined> {
     let pathname: string;
     try {
       pathname = decodeURIComponent(new URL(link, 'http://link.invalid').pathname);
@@ -144,15 +127,8 @@ export class OutputPublisher {
     else key = /(outputs\/[0-9a-f]{32}\/[a-z0-9_-]{1,64}\/[0-9a-f]{32}\/[a-z0-9._-]{1,100})$/.exec(pathname)?.[1];
     if (key === undefined || !key.startsWith(own)) return undefined;
     const { objects } = await this.store();
-    const name = key.slice(key.lastIndexOf('/') + 1);
-    const bytes = await objects.read(key, maxBytes).catch((error: unknown) => {
-      if (!(error instanceof ObjectTooLargeError)) throw error;
-      throw new FileOperationError(
-        'too-large',
-        `${name} is ${formatBytes(error.bytes)}, over ${formatBytes(maxBytes)}, the most a file moved into the session may be.`,
-      );
-    });
-    return bytes && { name, bytes };
+    const body = await objects.open(key);
+    return body && { name: key.slice(key.lastIndexOf('/') + 1), body };
   }
 
   /** Proves links work on the store: a probe published, its link followed (a cloud's) or verified (this server's). */
@@ -192,16 +168,7 @@ export class OutputPublisher {
     const contentType = contentTypeFor(path);
     const contentDisposition = contentDispositionFor(path);
     if (objects.link) return objects.link(key, { expiresAt, contentType, contentDisposition });
-    const payload = Buffer.from(
-      JSON.stringify({ k: key, p: path, e: Math.floor(expiresAt.getTime() / 1000) }),
-    ).toString('base64url');
-    return `/v1/outputs/${payload}.${this.sign(secret, payload).toString('base64url')}`;
-  }
-
-  private sign(secret: Uint8Array, payload: string): Buffer {
-    // A key of its own, derived from the store's secret: a link's HMAC is never a snapshot's.
-    this.linkKey ??= createHmac('sha256', secret).update('sandcell output links').digest();
-    return createHmac('sha256', this.linkKey).update(payload).digest();
+    return `/v1/outputs/${this.tokens.sign(secret, { k: key, p: path }, expiresAt)}`;
   }
 }
 

@@ -27,6 +27,7 @@ import type { OutputPublisher, PublishedFile } from './output-publisher.js';
 import type { PausedRecord, PausedSessions } from './paused-sessions.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { RegistryCommands } from './registry-commands.js';
+import { SignedTokens } from './signed-tokens.js';
 
 export interface RegistryOptions {
   pool: SessionPool;
@@ -88,6 +89,8 @@ export class SessionRegistry {
   private readonly records = new WeakMap<ManagedSession, Promise<void>>();
   /** Resumes under way, by owner and id: two requests for a paused session share one. */
   private readonly resuming = new Map<string, Promise<ManagedSession>>();
+  /** Upload links' tokens: their key is derived from the store's secret, so every server sharing it honours them. */
+  private readonly uploadTokens = new SignedTokens('sandcell upload links');
   private pendingCreations = 0;
   private readonly pendingByOwner = new Map<string, number>();
   /** Executions in `execute()` now. */
@@ -709,18 +712,52 @@ export class SessionRegistry {
 
   /**
    * Copies the caller's published output that `link` names into the session's /mnt/data (at `path`,
-   * else its name): read from the store, never fetched. Another key's output is not found.
+   * else its name): read from the store, never fetched, streamed in (at most `maxBytes`, the
+   * server's upload limit). Another key's output is not found.
    */
-  async importOutput(entry: ManagedSession, link: string, path: string | undefined): Promise<string> {
-    const output = await this.options.publisher?.read(entry.owner.id, link, entry.session.files.transferBytes);
+  async importOutput(entry: ManagedSession, link: string, path: string | undefined, maxBytes: number): Promise<string> {
+    const output = await this.options.publisher?.open(entry.owner.id, link);
     if (!output) {
       throw new InvalidInputError(
         'Not a link to one of your published outputs on this server’s store (a `url` from an execution’s `files`).',
       );
     }
-    const written = await entry.session.files.write(path ?? output.name, output.bytes);
-    await entry.outputs?.remember(written.path); // brought in, not written by an execution
+    const written = await this.writeUpload(entry, path ?? output.name, output.body, maxBytes);
     return written.path;
+  }
+
+  /**
+   * Streams a client's file into the session (a PUT, an import, an upload link), at most `maxBytes`:
+   * past it nothing stays and the error names the server's limit. It is the client's, not an
+   * execution's output, so it is not published.
+   */
+  async writeUpload(
+    entry: ManagedSession,
+    path: string,
+    body: AsyncIterable<Uint8Array>,
+    maxBytes: number,
+  ): Promise<{ path: string; size: number }> {
+    const written = await entry.session.files.writeStream(path, body, {
+      maxBytes,
+      tooLarge: (limit) =>
+        `${path} is over ${formatBytes(limit)}, the most one upload may be (the server's --max-upload-bytes).`,
+    });
+    await entry.outputs?.remember(written.path);
+    return written;
+  }
+
+  /** A link that writes the client's file at `path` into the session until `expiresAt`, with no key: `PUT` its bytes. */
+  async uploadLink(entry: ManagedSession, path: string, expiresAt: Date): Promise<string> {
+    const { secret } = await this.options.paused.store();
+    return `/v1/uploads/${this.uploadTokens.sign(secret, { o: entry.owner.id, s: entry.id, p: path }, expiresAt)}`;
+  }
+
+  /** What an upload link names, if it is one of this server's (or its store's other servers') and unexpired. */
+  async uploadTarget(token: string): Promise<{ ownerId: string; sessionId: string; path: string } | undefined> {
+    const { secret } = await this.options.paused.store();
+    const claims = this.uploadTokens.verify(secret, token);
+    if (typeof claims?.o !== 'string' || typeof claims.s !== 'string' || typeof claims.p !== 'string') return undefined;
+    return { ownerId: claims.o, sessionId: claims.s, path: claims.p };
   }
 
   /** The published file a server-signed link names (`GET /v1/outputs/{token}`), if the link is good. */

@@ -5,12 +5,17 @@
  * makes the Node adapter build a web Request and stream around the socket,
  * and every later read go through them, where otherwise the handler reads the
  * bytes straight from the socket. A body of unknown size is counted as it
- * arrives (Hono's bodyLimit), and cut off past the limit.
+ * arrives (Hono's bodyLimit), and cut off past the limit, unless `count` is false: the handler
+ * streams the body and counts it itself.
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 
-export function limitBody(maxSize: number, onTooLarge: (context: Context) => never): MiddlewareHandler {
+export function limitBody(
+  maxSize: number,
+  onTooLarge: (context: Context) => never,
+  { count = true }: { count?: boolean } = {},
+): MiddlewareHandler {
   const counting = bodyLimit({ maxSize, onError: onTooLarge });
   return async (context, next) => {
     const length = context.req.header('content-length');
@@ -19,6 +24,7 @@ export function limitBody(maxSize: number, onTooLarge: (context: Context) => nev
       if (Number.parseInt(length, 10) > maxSize) onTooLarge(context);
       return next();
     }
-    return counting(context, next);
+    // A body the handler streams is counted there: Hono's counter would take it all in first.
+    return count ? counting(context, next) : next();
   };
 }

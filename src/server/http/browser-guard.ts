@@ -16,9 +16,10 @@
  *   a link to the web UI still opens it; no GET creates anything. Signed links
  *   pass from any site, since what they carry is their credential, not the
  *   browser's, and pages elsewhere (a chat, another app) use them: a published
- *   output's (GET /v1/outputs/{token}), which only reads one file, and E2B's
- *   signed file URLs (GET or POST /files?…&signature=v1_…), which read or write
- *   the file their signature names (e2b/envd-signed-urls.ts).
+ *   output's (GET /v1/outputs/{token}), which only reads one file, an upload
+ *   link's (PUT /v1/uploads/{token}), which writes only the file it names, and
+ *   E2B's signed file URLs (GET or POST /files?…&signature=v1_…), which read or
+ *   write the file their signature names (e2b/envd-signed-urls.ts).
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { ApiKeys } from '../core/auth.js';
@@ -38,12 +39,14 @@ export interface BrowserGuardOptions {
 
 const SAFE_NAVIGATION_METHODS = new Set(['GET', 'HEAD']);
 const SIGNED_LINKS = '/v1/outputs/';
+const SIGNED_UPLOADS = '/v1/uploads/';
 const FOREIGN_FETCH_SITES = new Set(['cross-site', 'same-site']);
 
 /** A signed link (see above), judged by its shape: the route checks the signature itself. */
 function isSignedLink(context: Context): boolean {
   const { method, path } = context.req;
   if (path.startsWith(SIGNED_LINKS)) return SAFE_NAVIGATION_METHODS.has(method);
+  if (path.startsWith(SIGNED_UPLOADS)) return method === 'PUT';
   if (path !== SIGNED_FILES_PATH || !(SAFE_NAVIGATION_METHODS.has(method) || method === 'POST')) return false;
   return SIGNATURE_FORMAT.test(context.req.query('signature') ?? '');
 }

@@ -28,6 +28,11 @@ export interface RequestBodySpec {
   multipart?: ZodType;
   /** Also accepted: a raw body of any type (parsed by the handler). */
   raw?: boolean;
+  /**
+   * The raw body is streamed by the handler, which bounds it itself: only a declared
+   * Content-Length is judged up front, and nothing is buffered on the way.
+   */
+  streamed?: boolean;
   required?: boolean;
 }
 
@@ -114,6 +119,22 @@ async function readJsonBody(context: Context, spec: RequestBodySpec): Promise<un
   }
 }
 
+/** A body over its route's limit: counted, and answered 413 on a connection that then closes. */
+export function tooLargeBody(
+  kind: 'request' | 'upload',
+  maxSize: number,
+  onTooLarge: (kind: 'request' | 'upload') => void,
+): never {
+  onTooLarge(kind);
+  throw new HttpError(
+    413,
+    'body-too-large',
+    `The request body is over the server's limit of ${formatBytes(maxSize)} (its operator's setting ${kind === 'upload' ? '--max-upload-bytes' : '--max-request-bytes'}).`,
+    // The rest of the body is not read: the connection cannot carry another request.
+    { connection: 'close' },
+  );
+}
+
 export function registerRoutes(app: Hono, routes: RouteSpec<never, never, never>[], context: RouteContext): void {
   for (const spec of routes as unknown as RouteSpec[]) {
     if (spec.register === false) continue;
@@ -122,15 +143,8 @@ export function registerRoutes(app: Hono, routes: RouteSpec<never, never, never>
       const kind = spec.bodyKind ?? 'request';
       const maxSize = kind === 'upload' ? context.limits.maxUploadBytes : context.limits.maxRequestBytes;
       middlewares.push(
-        limitBody(maxSize, () => {
-          context.onTooLarge(kind);
-          throw new HttpError(
-            413,
-            'body-too-large',
-            `The request body is over the server's limit of ${formatBytes(maxSize)} (its operator's setting ${kind === 'upload' ? '--max-upload-bytes' : '--max-request-bytes'}).`,
-            // The rest of the body is not read: the connection cannot carry another request.
-            { connection: 'close' },
-          );
+        limitBody(maxSize, () => tooLargeBody(kind, maxSize, context.onTooLarge), {
+          count: spec.body.streamed !== true,
         }),
       );
     }

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import { z } from 'zod';
+import { FileOperationError } from '../../errors.js';
 import { normalizeDataPath } from '../../internal/data-path.js';
 import { IMAGE_TYPES } from '../../protocol/images.js';
 import type { ExecutionResult } from '../../session/execution.js';
@@ -14,7 +15,7 @@ import { notFound } from '../http/errors.js';
 import { requestedStreamFormat, streamExecution } from '../http/execution-stream.js';
 import { readUploadForm } from '../http/multipart.js';
 import { presentResult } from '../http/present-result.js';
-import { defineRoute, type RouteSpec } from '../http/route.js';
+import { defineRoute, type RouteSpec, tooLargeBody } from '../http/route.js';
 import { presentExecution, presentFile, presentPausedSession, presentSession } from './present.js';
 import {
   CreateSessionBody,
@@ -31,9 +32,13 @@ import {
   SessionListSchema,
   SessionSchema,
   UploadedSchema,
+  UploadLinkBody,
+  UploadLinkSchema,
 } from './schemas.js';
 
 const TAG_SESSIONS = ['sessions'];
+/** A request without a body, read as one: an empty file. */
+async function* emptyBody(): AsyncGenerator<Uint8Array> {}
 const TAG_FILES = ['files'];
 const notFoundResponse = { description: 'No such session (or not yours), or no such file.', json: ErrorSchema };
 const badRequestResponse = { description: 'Invalid input.', json: ErrorSchema };
@@ -78,6 +83,19 @@ async function describeWritten(entry: ManagedSession, paths: string[]) {
 
 export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[] {
   const { registry } = server;
+  const { maxUploadBytes } = server.options.limits;
+
+  /** The raw request body streamed into the session at `path`, never whole in memory, at most the upload limit. */
+  const streamUpload = async (c: Context, entry: ManagedSession, path: string) => {
+    try {
+      return await registry.writeUpload(entry, path, c.req.raw.body ?? emptyBody(), maxUploadBytes);
+    } catch (error) {
+      if (!(error instanceof FileOperationError && error.reason === 'too-large')) throw error;
+      return tooLargeBody('upload', maxUploadBytes, (kind) =>
+        server.metrics.rejected.inc({ reason: `${kind}-too-large` }),
+      );
+    }
+  };
   const routes = [
     defineRoute({
       method: 'post',
@@ -293,7 +311,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         201: { description: 'The file written.', json: UploadedSchema },
         400: badRequestResponse,
         404: notFoundResponse,
-        413: { description: 'Over the session’s file transfer limit.', json: ErrorSchema },
+        413: { description: 'Over the server’s upload limit (--max-upload-bytes).', json: ErrorSchema },
       },
       handler: async (c, { owner, params, body }) => {
         const { url, path } = body as z.output<typeof ImportBody>;
@@ -303,6 +321,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
           entry,
           url,
           path === undefined ? undefined : normalizeDataPath(path),
+          server.options.limits.maxUploadBytes,
         );
         return c.json({ files: await describeWritten(entry, [written]) }, 201);
       },
@@ -315,7 +334,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       summary: 'Write a file from the raw request body (any content type), replacing it if it exists.',
       tags: TAG_FILES,
       params: FilePathParams,
-      body: { raw: true, required: true },
+      body: { raw: true, streamed: true, required: true },
       bodyKind: 'upload',
       responses: {
         201: { description: 'The file written.', json: FileSchema },
@@ -325,11 +344,61 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       },
       handler: async (c, { owner, params }) => {
         const entry = await registry.open(owner, params.id);
-        const path = normalizeDataPath(params.path);
-        const data = new Uint8Array(await c.req.raw.arrayBuffer());
-        await entry.session.files.write(path, data);
-        await entry.outputs?.remember(path); // the client's own file, not an execution's output
-        const [file] = await describeWritten(entry, [path]);
+        const written = await streamUpload(c, entry, normalizeDataPath(params.path));
+        const [file] = await describeWritten(entry, [written.path]);
+        return c.json(file, 201);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/sessions/{id}/files/upload-link',
+      operationId: 'createUploadLink',
+      summary:
+        'A signed link that writes one file into the session: PUT its bytes there with no key, streamed (large inputs, a browser, another service) until it expires.',
+      tags: TAG_FILES,
+      params: SessionIdParams,
+      body: { json: UploadLinkBody, required: true },
+      responses: {
+        201: { description: 'The link.', json: UploadLinkSchema },
+        400: badRequestResponse,
+        404: notFoundResponse,
+      },
+      handler: async (c, { owner, params, body }) => {
+        const { path, expiresIn } = body as z.output<typeof UploadLinkBody>;
+        const entry = await registry.open(owner, params.id);
+        const target = normalizeDataPath(path);
+        const expiresAt = new Date(
+          Date.now() + (expiresIn === undefined ? server.options.linkTtlMs : expiresIn * 1000),
+        );
+        const url = await registry.uploadLink(entry, target, expiresAt);
+        return c.json({ url, method: 'PUT' as const, path: target, expiresAt: expiresAt.toISOString() }, 201);
+      },
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/v1/uploads/{token}',
+      operationId: 'putByUploadLink',
+      summary:
+        'Write the file an upload link names from the raw request body; needs no key until the link expires, and may be used again until then.',
+      tags: TAG_FILES,
+      authenticated: false,
+      params: z.object({ token: z.string().max(2048) }),
+      body: { raw: true, streamed: true, required: true },
+      bodyKind: 'upload',
+      responses: {
+        201: { description: 'The file written.', json: FileSchema },
+        404: { description: 'No such link, or it expired, or its session is gone.', json: ErrorSchema },
+        413: { description: 'Over the upload limit.', json: ErrorSchema },
+      },
+      handler: async (c, { params }) => {
+        const target = await registry.uploadTarget(params.token);
+        // A link outlives neither its key (removed from the server) nor its session.
+        const owner = target && server.apiKeys.ownerById(target.ownerId);
+        if (!target || !owner) throw notFound('No such upload link, or it expired.');
+        const entry = await registry.open(owner, target.sessionId);
+        registry.admitUpload(entry);
+        const written = await streamUpload(c, entry, target.path);
+        const [file] = await describeWritten(entry, [written.path]);
         return c.json(file, 201);
       },
     }),
@@ -370,6 +439,12 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         const output = await registry.openOutput(params.token);
         if (!output) throw notFound('No such published output, or its link expired.');
         const { 'content-length': _length, ...headers } = fileHeaders(output.path, 0);
+        if (c.req.method === 'HEAD') {
+          // HEAD runs this GET handler and drops its body, and a stream never read stays open until
+          // collected (a file per HEAD): start reading and stop, which closes it.
+          for await (const _chunk of output.body) break;
+          return c.body(null, 200, { ...headers, 'cache-control': 'private, no-store' });
+        }
         return c.body(ReadableStream.from(output.body), 200, { ...headers, 'cache-control': 'private, no-store' });
       },
     }),

@@ -6,6 +6,7 @@ import { MAX_ALLOW_RULES, MAX_RULE_LENGTH, MAX_TRUSTED_CERTIFICATE_BYTES } from 
 import { MAX_NETWORK_SECRETS, MAX_SECRET_VALUE_BYTES } from '../../network/network-secret.js';
 import type * as Protocol from '../../protocol/index.js';
 import { CONTEXT_ID, LANGUAGES } from '../../session/languages.js';
+import { MAX_LINK_TTL_MS } from '../../store/object-store.js';
 
 export const SessionIdParams = z.object({
   id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a session id is 1 to 64 letters, digits, "-" or "_"'),
@@ -249,6 +250,28 @@ export const ImportBody = z
   .strict();
 
 export const UploadedSchema = z.object({ files: z.array(FileSchema) });
+
+export const UploadLinkBody = z
+  .object({
+    path: z.string().min(1).max(4096).meta({ description: 'Where in /mnt/data the upload is written.' }),
+    expiresIn: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_LINK_TTL_MS / 1000)
+      .optional()
+      .meta({ description: 'Seconds the link works. Default: the server’s --link-ttl (1 hour).' }),
+  })
+  .strict();
+
+export const UploadLinkSchema = z
+  .object({
+    url: z.string().meta({ description: 'PUT the file’s bytes here, with no key (a path on this server).' }),
+    method: z.literal('PUT'),
+    path: z.string().meta({ description: 'Where the file will be, relative to /mnt/data.' }),
+    expiresAt: z.string(),
+  })
+  .meta({ title: 'UploadLink' });
 
 // The schemas and src/protocol/ describe the same shapes, or this does not compile.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
