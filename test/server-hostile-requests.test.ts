@@ -7,11 +7,11 @@
  * (A backslash in the path used to end the process with ERR_HTTP_HEADERS_SENT.)
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from './support/process.js';
+import { CRLF, head, host, sendRaw } from './support/raw-socket.js';
 
 const bin = path.resolve(import.meta.dirname, '..', 'bin', 'sandcell.js');
 const KEY = 'hostile-test-key-000000000001';
@@ -48,54 +48,6 @@ async function startServe(keys: string): Promise<Serve> {
   return { child, port: Number(new URL(url).port), exited: () => exit, logs };
 }
 
-interface RawAnswer {
-  /** The status of the first answer, or undefined when the server closed without one. */
-  status?: number;
-  text: string;
-}
-
-/** Writes `bytes` on a fresh connection and reads what comes back until the server closes or `waitMs` passes. */
-function sendRaw(
-  port: number,
-  bytes: Buffer | string,
-  options: { halfClose?: boolean; waitMs?: number; untilClose?: boolean } = {},
-) {
-  return new Promise<RawAnswer>((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    const finish = () => {
-      clearTimeout(timer);
-      socket.destroy();
-      const text = Buffer.concat(chunks).toString('latin1');
-      const match = /^HTTP\/1\.[01] (\d{3})/.exec(text);
-      resolve({ status: match ? Number(match[1]) : undefined, text });
-    };
-    const timer = setTimeout(finish, options.waitMs ?? 1_500);
-    socket.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      // A whole answer read: the connection may stay open (keep-alive) without anything more to come.
-      if (!options.untilClose && answerComplete(Buffer.concat(chunks).toString('latin1'))) finish();
-    });
-    socket.on('error', finish);
-    socket.on('close', finish);
-    socket.write(bytes, () => {
-      if (options.halfClose) socket.end();
-    });
-  });
-}
-
-/** Whether `text` holds a whole HTTP answer (its head, and its body by length or by the last chunk). */
-function answerComplete(text: string): boolean {
-  const end = text.indexOf('\r\n\r\n');
-  if (end === -1) return false;
-  const headText = text.slice(0, end).toLowerCase();
-  if (/^http\/1\.[01] (1\d\d|204|304)/.test(headText)) return true;
-  const length = /\r\ncontent-length: *(\d+)/.exec(headText);
-  if (length) return Buffer.byteLength(text.slice(end + 4), 'latin1') >= Number(length[1]);
-  if (/\r\ntransfer-encoding: *chunked/.test(headText)) return text.endsWith('\r\n0\r\n\r\n');
-  return false;
-}
-
 /** One hostile request: its bytes for a front door's path, and how to send them. */
 interface HostileCase {
   name: string;
@@ -105,10 +57,6 @@ interface HostileCase {
   /** Read until the server closes (more than one answer may come). */
   untilClose?: boolean;
 }
-
-const CRLF = '\r\n';
-const head = (lines: string[]) => `${lines.join(CRLF)}${CRLF}${CRLF}`;
-const host = (port: number) => `Host: 127.0.0.1:${port}`;
 
 const CASES: HostileCase[] = [
   {

@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import { snapshotOwner } from '../../snapshots/snapshot-store.js';
 import type { ObjectStore } from '../../store/object-store.js';
 import { contentDispositionFor, contentTypeFor } from '../http/content-type.js';
-import { SignedTokens } from './signed-tokens.js';
+import { linkExpiry, SignedTokens } from './signed-tokens.js';
 
 /** A file an execution wrote, as the client sees it: its link, or why it has none. */
 export interface PublishedFile {
@@ -69,7 +69,7 @@ export class OutputPublisher {
       for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
         try {
           const written = await objects.write(key, read(file));
-          const expiresAt = new Date(Date.now() + this.options.linkTtlMs);
+          const expiresAt = linkExpiry(this.options.linkTtlMs);
           const url = await this.link(objects, secret, key, file.path, expiresAt);
           published.push({ path: file.path, size: written.bytes, url, expiresAt: expiresAt.toISOString() });
           failure = undefined;
