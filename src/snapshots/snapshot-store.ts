@@ -96,8 +96,9 @@ export class SnapshotStore {
         if (!PART_NAME.test(name) || name === MANIFEST || parts.some((part) => part.name === name)) {
           throw new Error(`Not a valid or new snapshot part name: ${JSON.stringify(name)}`);
         }
-        const written = await this.store.write(`${prefix}/${name}`, body);
-        const part = { name, ...written };
+        const { bytes, sha256 } = await this.store.write(`${prefix}/${name}`, body, { digest: true });
+        if (sha256 === undefined) throw new Error(`The store wrote ${name} without the digest asked for.`);
+        const part = { name, bytes, sha256 };
         parts.push(part);
         return part;
       },

@@ -29,6 +29,7 @@ import {
   type ObjectBody,
   type ObjectStore,
   type StoredObject,
+  type WriteOptions,
   type WrittenObject,
 } from './object-store.js';
 import {
@@ -72,8 +73,8 @@ export class AzureObjectStore implements ObjectStore {
     this.location = `azure://${options.account}/${options.container.containerName}${this.prefix ? `/${this.prefix}` : ''}`;
   }
 
-  async write(key: string, body: ObjectBody): Promise<WrittenObject> {
-    const measuring = measured(body);
+  async write(key: string, body: ObjectBody, options?: WriteOptions): Promise<WrittenObject> {
+    const measuring = measured(body, options);
     await this.blob(key).uploadStream(
       Readable.from(measuring.chunks, { highWaterMark: 1 }),
       BLOCK_BYTES,

@@ -31,6 +31,7 @@ import {
   type ObjectStore,
   ObjectTooLargeError,
   type StoredObject,
+  type WriteOptions,
   type WrittenObject,
 } from './object-store.js';
 
@@ -51,9 +52,9 @@ export class FsObjectStore implements ObjectStore {
     this.location = `fs://${this.root}`;
   }
 
-  async write(key: string, body: ObjectBody): Promise<WrittenObject> {
+  async write(key: string, body: ObjectBody, options?: WriteOptions): Promise<WrittenObject> {
     const file = this.file(key);
-    const { temporary, written } = await this.writeTemporary(file, body);
+    const { temporary, written } = await this.writeTemporary(file, body, options);
     try {
       await rename(temporary, file);
     } catch (error) {
@@ -154,7 +155,11 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  private async writeTemporary(file: string, body: ObjectBody): Promise<{ temporary: string; written: WrittenObject }> {
+  private async writeTemporary(
+    file: string,
+    body: ObjectBody,
+    { digest = true }: WriteOptions = {},
+  ): Promise<{ temporary: string; written: WrittenObject }> {
     const temporary = path.join(path.dirname(file), `${TEMPORARY}${randomBytes(6).toString('hex')}`);
     let handle: FileHandle;
     try {
@@ -166,7 +171,7 @@ export class FsObjectStore implements ObjectStore {
       await mkdir(path.dirname(file), { recursive: true, mode: DIRECTORY_MODE });
       handle = await open(temporary, 'wx', FILE_MODE);
     }
-    const hash = createHash('sha256');
+    const hash = digest ? createHash('sha256') : undefined;
     let bytes = 0;
     // A large object goes to disk as it is written, not all at the final flush:
     // a flush of what is written so far runs beside the writing, one at a time.
@@ -175,7 +180,7 @@ export class FsObjectStore implements ObjectStore {
     let unflushed = 0;
     try {
       for await (const chunk of body instanceof Uint8Array ? [body] : body) {
-        hash.update(chunk);
+        hash?.update(chunk);
         bytes += chunk.byteLength;
         let offset = 0;
         while (offset < chunk.byteLength) {
@@ -208,7 +213,7 @@ export class FsObjectStore implements ObjectStore {
       throw error;
     }
     await handle.close();
-    return { temporary, written: { bytes, sha256: hash.digest('hex') } };
+    return { temporary, written: hash ? { bytes, sha256: hash.digest('hex') } : { bytes } };
   }
 }
 

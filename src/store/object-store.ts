@@ -24,7 +24,17 @@ export interface StoredObject {
 /** What a write took in: its size and SHA-256, counted as the bytes went by (a manifest records them). */
 export interface WrittenObject {
   bytes: number;
-  sha256: string;
+  /** Absent when the write was asked for none (`digest: false`). */
+  sha256?: string;
+}
+
+export interface WriteOptions {
+  /**
+   * Whether to take the body's SHA-256 as it goes by. A snapshot's manifest needs it; a published
+   * output does not, and hashing costs about as much CPU as the upload itself.
+   * @default true
+   */
+  digest?: boolean;
 }
 
 /** A body: bytes in hand, or a stream of them (a sandbox's archive), never gathered whole in memory. */
@@ -47,7 +57,7 @@ export interface ObjectStore {
   /** `fs:///var/lib/sandcell`, `s3://bucket/prefix`: for logs and messages; never holds a secret. */
   readonly location: string;
   /** Writes the object whole, replacing one already there. */
-  write(key: string, body: ObjectBody): Promise<WrittenObject>;
+  write(key: string, body: ObjectBody, options?: WriteOptions): Promise<WrittenObject>;
   /** Writes the object whole only if no object has the key; undefined when one had it (nothing written). */
   writeIfAbsent(key: string, body: ObjectBody): Promise<WrittenObject | undefined>;
   /** The object's bytes, or undefined if there is none. Bounded: an object over `maxBytes` is an error. */

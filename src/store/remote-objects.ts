@@ -4,7 +4,7 @@
  * read whole only within a bound.
  */
 import { createHash } from 'node:crypto';
-import { type ObjectBody, ObjectTooLargeError, type WrittenObject } from './object-store.js';
+import { type ObjectBody, ObjectTooLargeError, type WriteOptions, type WrittenObject } from './object-store.js';
 
 /** The most a conditional write (writeIfAbsent) takes: records and claims, never archives. */
 export const MAX_CONDITIONAL_BYTES = 4 * 1024 * 1024;
@@ -20,14 +20,17 @@ export function stripPrefix(prefix: string, name: string): string | undefined {
   return name.startsWith(`${prefix}/`) ? name.slice(prefix.length + 1) : undefined;
 }
 
-/** The body's chunks as they are taken, and its size and SHA-256 once they all were. */
-export function measured(body: ObjectBody): { chunks: AsyncIterable<Uint8Array>; written: () => WrittenObject } {
-  const hash = createHash('sha256');
+/** The body's chunks as they are taken, and its size and SHA-256 (unless `digest` is false) once they all were. */
+export function measured(
+  body: ObjectBody,
+  { digest = true }: WriteOptions = {},
+): { chunks: AsyncIterable<Uint8Array>; written: () => WrittenObject } {
+  const hash = digest ? createHash('sha256') : undefined;
   let bytes = 0;
   let ended = false;
   async function* chunks(): AsyncIterable<Uint8Array> {
     for await (const chunk of body instanceof Uint8Array ? [body] : body) {
-      hash.update(chunk);
+      hash?.update(chunk);
       bytes += chunk.byteLength;
       yield chunk;
     }
@@ -37,7 +40,7 @@ export function measured(body: ObjectBody): { chunks: AsyncIterable<Uint8Array>;
     chunks: chunks(),
     written: () => {
       if (!ended) throw new Error('The body was not read to its end.');
-      return { bytes, sha256: hash.digest('hex') };
+      return hash ? { bytes, sha256: hash.digest('hex') } : { bytes };
     },
   };
 }

@@ -30,6 +30,7 @@ import {
   type ObjectBody,
   type ObjectStore,
   type StoredObject,
+  type WriteOptions,
   type WrittenObject,
 } from './object-store.js';
 import {
@@ -69,8 +70,8 @@ export class S3ObjectStore implements ObjectStore {
     this.client = options.client ?? new S3Client(clientConfig(options.endpoint));
   }
 
-  async write(key: string, body: ObjectBody): Promise<WrittenObject> {
-    const measuring = measured(body);
+  async write(key: string, body: ObjectBody, options?: WriteOptions): Promise<WrittenObject> {
+    const measuring = measured(body, options);
     const upload = new Upload({
       client: this.client,
       params: {

@@ -74,6 +74,9 @@ export function runObjectStoreContract({ store: make, conditionalWrites }: Objec
     const back = await gathered(await store.open('large/archive'));
     expect(back.length).toBe(whole.length);
     expect(back.equals(whole)).toBe(true);
+    // Asked for no digest (a published output): the same bytes, only their count.
+    expect(await store.write('large/output', chunks(...pieces), { digest: false })).toEqual({ bytes: whole.length });
+    expect((await gathered(await store.open('large/output'))).equals(whole)).toBe(true);
   });
 
   it('keeps the old object whole when a new body fails half-way', async () => {

@@ -136,6 +136,16 @@ export class SessionRegistry {
     return this.shuttingDown;
   }
 
+  /** This server's name among the nodes sharing its store (SANDCELL_NODE_NAME, else the host name). */
+  get node(): string {
+    return this.options.paused.node;
+  }
+
+  /** The most sessions this server holds (--max-sessions). */
+  get maxSessions(): number {
+    return this.options.maxSessions;
+  }
+
   /** A new session for `owner`, within the owner's and the server's limits. */
   async create(
     owner: Owner,

@@ -123,6 +123,11 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     'Cores that preloaded starts would keep busy at the recent arrival rates (rate × measured start CPU, all environments).',
     () => [{ labels: {}, value: pool.stats().startCpuDemand }],
   );
+  metrics.gauge(
+    'sandcell_sessions_capacity_used_ratio',
+    'Live sessions over --max-sessions (0 to 1): what a HorizontalPodAutoscaler scales nodes on.',
+    () => [{ labels: {}, value: registry.stats.live / registry.maxSessions }],
+  );
   metrics.gauge('sandcell_executions_running', 'Executions running now.', () => [
     { labels: {}, value: registry.stats.running },
   ]);

@@ -10,6 +10,13 @@ export const HealthSchema = z.object({
   lastError: z.string().optional(),
 });
 
+export const ReadySchema = z.object({
+  status: z.enum(['ready', 'draining']),
+  /** This server's node name (SANDCELL_NODE_NAME, else the host name): which pod answered. */
+  node: z.string(),
+  sessions: z.object({ live: z.number(), max: z.number() }),
+});
+
 export function systemRoutes(
   server: ServerContext,
   document: () => Record<string, unknown>,
@@ -36,6 +43,32 @@ export function systemRoutes(
           ...(pool.lastError ? { lastError: pool.lastError } : {}),
         };
         return c.json(body, shuttingDown ? 503 : 200);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/readyz',
+      operationId: 'ready',
+      summary:
+        'Whether this node takes requests for new sessions (a load balancer’s or Kubernetes’ readiness probe): 503 from the moment it starts draining.',
+      tags: ['system'],
+      authenticated: false,
+      responses: {
+        200: { description: 'Ready.', json: ReadySchema },
+        503: {
+          description: 'Draining: it finishes what runs, pauses its sessions to the store, and exits.',
+          json: ReadySchema,
+        },
+      },
+      handler: (c) => {
+        const draining = server.registry.isShuttingDown;
+        const { live } = server.registry.stats;
+        const body = {
+          status: draining ? ('draining' as const) : ('ready' as const),
+          node: server.registry.node,
+          sessions: { live, max: server.registry.maxSessions },
+        };
+        return c.json(body, draining ? 503 : 200);
       },
     }),
     defineRoute({
