@@ -536,4 +536,71 @@ describe('hostile requests to the routes of a server that publishes outputs', ()
     }
     await expectStillServing('after the imports');
   });
+  it('PUT /v1/uploads/{token}: a link writes its one file, anything else is refused, and a body cut off leaves nothing', async () => {
+    const made = await api(`/v1/sessions/${sessionId}/files/upload-link`, { path: 'uploads/control.txt' });
+    expect(made.status, made.text).toBe(201);
+    const link = String(made.json?.url);
+    const token = link.slice('/v1/uploads/'.length);
+    const control = await raw(link, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'sent' });
+    expect(control.status, control.text).toBe(201);
+
+    const [payload = '', signature = ''] = token.split('.');
+    const theirs = await api(`/v1/sessions/${theirSessionId}/files/upload-link`, { path: 'x.txt' }, OTHER_KEY);
+    const theirSignature = String(theirs.json?.url).split('.')[1] ?? '';
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    const elsewhere = Buffer.from(JSON.stringify({ ...claims, p: '../../etc/passwd' })).toString('base64url');
+    const refusedTokens: [string, string][] = [
+      ['', 'no token'],
+      ['x', 'garbage'],
+      [payload, 'a payload without its signature'],
+      [`${payload}.${theirSignature}`, 'another link’s signature'],
+      [`${payload}.${flipped(signature, 5)}`, 'a signature with one character changed'],
+      [`${payload}.${signature}%00`, 'a NUL after the signature'],
+      [`${elsewhere}.${signature}`, 'a payload naming another path'],
+      [`${token}/..%2f..%2fetc%2fpasswd`, 'a path after the token'],
+      ['a'.repeat(3000), 'a token over 2 KB'],
+    ];
+    for (const [bad, what] of refusedTokens) {
+      expectRefused(await raw(`/v1/uploads/${bad}`, { method: 'PUT', body: 'written' }), what);
+    }
+    for (const method of ['GET', 'POST', 'DELETE']) {
+      expectRefused(
+        await raw(link, { method, body: method === 'GET' || method === 'DELETE' ? undefined : 'x' }),
+        method,
+      );
+    }
+    expectRefused(
+      await raw(link, { method: 'PUT', body: 'x'.repeat(MAX_UPLOAD_BYTES + 1) }),
+      'a body over the limit',
+      413,
+    );
+
+    // A body that says more than it sends, then stops: the server waits no longer than the client stays.
+    const cut = await sendRaw(
+      port,
+      `${head([`PUT ${link} HTTP/1.1`, host(port), 'Content-Length: 100000'])}only this much`,
+      { halfClose: true, waitMs: 2000 },
+    );
+    expect(cut.status === undefined || (cut.status >= 400 && cut.status < 500), cut.text).toBe(true);
+    // A chunked body that breaks its own framing.
+    const broken = await sendRaw(
+      port,
+      `${head([`PUT ${link} HTTP/1.1`, host(port), 'Transfer-Encoding: chunked'])}5\r\nhello\r\nzz\r\n`,
+      { waitMs: 2000 },
+    );
+    expect(broken.status === undefined || (broken.status >= 400 && broken.status < 500), broken.text).toBe(true);
+
+    const listed = await api(`/v1/sessions/${sessionId}/files?path=uploads`);
+    expect(listed.status, listed.text).toBe(200);
+    // The control's file, written whole; what was cut off or refused left nothing of its own.
+    const files = ((listed.json?.files ?? []) as Json[]).map((file) => [file.path, file.size]);
+    expect(files).toEqual([['uploads/control.txt', 4]]);
+    const content = await fetch(`${serve.url}/v1/sessions/${sessionId}/files/uploads/control.txt`, {
+      headers: { authorization: `Bearer ${KEY}` },
+    });
+    expect(await content.text()).toBe('sent');
+    // The link itself still writes: each refusal above was of the request.
+    expect((await raw(link, { method: 'PUT', body: 'again' })).status).toBe(201);
+    await expectStillServing('after the upload links');
+  });
 });
