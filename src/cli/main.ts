@@ -236,6 +236,10 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           '--shutdown-grace <duration>',
           'on SIGTERM, how long running executions may finish, then how long the pauses of the live sessions may take (default: 30s)',
         )
+        .option(
+          '--drain-delay <duration>',
+          'on SIGTERM, how long to go on serving while /readyz answers 503, before taking no new connections: time for a load balancer to take this node out (default: 0, env SANDCELL_DRAIN_DELAY)',
+        )
         .option('--log-level <level>', 'pino log level (default: info, env SANDCELL_LOG_LEVEL)')
         .addOption(
           new Option(

@@ -44,6 +44,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   preload?: string;
   preloadWhenBehind?: boolean;
   shutdownGrace?: string;
+  drainDelay?: string;
   logLevel?: string;
   /** A directory, or false with --no-state-dir. */
   stateDir?: string | false;

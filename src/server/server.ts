@@ -133,6 +133,13 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      context.registry.beginDrain();
+      if (resolved.drainDelayMs > 0) {
+        // Serving as before, while /readyz says 503: a load balancer's health check takes this node
+        // out of rotation before connections are refused.
+        logger.info({ drainDelayMs: resolved.drainDelayMs }, 'draining: /readyz answers 503');
+        await new Promise((resolve) => setTimeout(resolve, resolved.drainDelayMs));
+      }
       logger.info('shutting down: no new connections');
       const connectionsClosed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
       httpServer.closeIdleConnections();

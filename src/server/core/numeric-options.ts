@@ -52,6 +52,7 @@ export type ServerNumber =
   | 'idleTimeoutMs'
   | 'executionTimeoutMs'
   | 'shutdownGraceMs'
+  | 'drainDelayMs'
   | 'snapshotRetentionMs'
   | 'linkTtlMs'
   | 'conversationOutputBytes'
@@ -227,6 +228,14 @@ export const NUMERIC_OPTIONS: readonly NumericOption[] = [
     flag: '--shutdown-grace',
     unit: 'duration',
     default: DEFAULT_SHUTDOWN_GRACE_MS,
+    minimum: 0,
+  },
+  {
+    option: 'drainDelayMs',
+    variable: 'SANDCELL_DRAIN_DELAY',
+    flag: '--drain-delay',
+    unit: 'duration',
+    default: 0,
     minimum: 0,
   },
   {

@@ -92,6 +92,7 @@ export class SessionRegistry {
   /** Upload links' tokens: their key is derived from the store's secret, so every server sharing it honours them. */
   private readonly uploadTokens = new SignedTokens('sandcell upload links');
   private pendingCreations = 0;
+  private draining = false;
   private readonly pendingByOwner = new Map<string, number>();
   /** Executions in `execute()` now. */
   private inFlight = 0;
@@ -134,6 +135,16 @@ export class SessionRegistry {
 
   get isShuttingDown(): boolean {
     return this.shuttingDown;
+  }
+
+  /** Draining: going away (a SIGTERM came), while it may still serve as before for --drain-delay. */
+  get isDraining(): boolean {
+    return this.draining || this.shuttingDown;
+  }
+
+  /** Says the node is going away (/readyz answers 503), and changes nothing else. */
+  beginDrain(): void {
+    this.draining = true;
   }
 
   /** This server's name among the nodes sharing its store (SANDCELL_NODE_NAME, else the host name). */

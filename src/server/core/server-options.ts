@@ -99,6 +99,12 @@ export interface ServerOptions {
   preloadWhenBehind?: boolean;
   /** On shutdown, how long running executions get to finish before their sandboxes are closed. @default 30_000 */
   shutdownGraceMs?: number;
+  /**
+   * On shutdown, how long the server goes on serving as before while /readyz says it is draining,
+   * so a load balancer's health check takes it out of rotation before it stops accepting
+   * connections. @default 0 (env SANDCELL_DRAIN_DELAY)
+   */
+  drainDelayMs?: number;
   /** Where sandboxes run. @default `resolveBackend()`: the backend SANDCELL_BACKEND names, else bubblewrap */
   backend?: SandboxBackend;
   /** Further options of every session (limits, output caps, environment, `network`: the default of sessions that ask for none). */
@@ -195,6 +201,7 @@ export interface ResolvedServerOptions {
   preloadModules: string[];
   preloadWhenBehind: boolean;
   shutdownGraceMs: number;
+  drainDelayMs: number;
   backend?: SandboxBackend;
   sessionOptions: NonNullable<ServerOptions['sessionOptions']>;
   networkPermission: NetworkPermission;

@@ -61,7 +61,7 @@ export function systemRoutes(
         },
       },
       handler: (c) => {
-        const draining = server.registry.isShuttingDown;
+        const draining = server.registry.isDraining;
         const { live } = server.registry.stats;
         const body = {
           status: draining ? ('draining' as const) : ('ready' as const),
