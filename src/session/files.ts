@@ -126,7 +126,7 @@ export class SessionFiles {
    */
   async writeStream(
     path: string,
-    source: AsyncIterable<Uint8Array>,
+    source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
     options: FileWriteStreamOptions = {},
   ): Promise<{ path: string; size: number }> {
     const relative = normalizeDataPath(path);

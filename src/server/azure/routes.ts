@@ -97,12 +97,18 @@ async function describe(entry: ManagedSession, path: string): Promise<FileEntry>
   return file;
 }
 
-async function upload(context: Context, entry: ManagedSession, directory?: string): Promise<FileEntry[]> {
+/** Writes the form's files into the session, each up to the server's upload limit (not bound by the transfer limit). */
+async function upload(
+  context: Context,
+  server: ServerContext,
+  entry: ManagedSession,
+  directory?: string,
+): Promise<FileEntry[]> {
   const { files } = await readUploadForm(context, 'Upload files as multipart/form-data in the field `file`.');
   const targets = files.map((file) => ({ file, path: dataPath(file.name, directory) }));
   const written: FileEntry[] = [];
   for (const { file, path } of targets) {
-    await entry.session.files.write(path, new Uint8Array(await file.arrayBuffer()));
+    await server.registry.writeUpload(entry, path, file.stream(), server.options.limits.maxUploadBytes);
     written.push(await describe(entry, path));
   }
   return written;
@@ -258,7 +264,7 @@ export function azureRoutes(server: ServerContext): RouteSpec<never, never, neve
       responses: { 200: { description: 'The file written.', json: AzureFileListResponse }, ...errors },
       handler: async (c, { owner, query }) => {
         const entry = await session(owner, query);
-        return c.json(oldFileList(await upload(c, entry, query.path)));
+        return c.json(oldFileList(await upload(c, server, entry, query.path)));
       },
     }),
     defineRoute({
@@ -273,7 +279,7 @@ export function azureRoutes(server: ServerContext): RouteSpec<never, never, neve
       responses: { 200: { description: 'The file written.', json: AzureFileSchema }, ...errors },
       handler: async (c, { owner, query }) => {
         const entry = await session(owner, query);
-        const written = (await upload(c, entry, query.path)).map(presentNewFile);
+        const written = (await upload(c, server, entry, query.path)).map(presentNewFile);
         return c.json(written.length === 1 ? written[0] : { value: written });
       },
     }),

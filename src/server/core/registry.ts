@@ -755,7 +755,7 @@ export class SessionRegistry {
   async writeUpload(
     entry: ManagedSession,
     path: string,
-    body: AsyncIterable<Uint8Array>,
+    body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
     maxBytes: number,
   ): Promise<{ path: string; size: number }> {
     const written = await entry.session.files.writeStream(path, body, {

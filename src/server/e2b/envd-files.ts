@@ -88,7 +88,13 @@ export async function uploadFiles(
   server.registry.admitUpload(sandbox.entry);
   const written = [];
   for (const target of targets) {
-    await sandbox.entry.session.files.write(target.relative, target.bytes);
+    // Up to the server's upload limit, which the body as a whole is within: not bound by the transfer limit.
+    await server.registry.writeUpload(
+      sandbox.entry,
+      target.relative,
+      [target.bytes],
+      server.options.limits.maxUploadBytes,
+    );
     const path = sandboxPathOf(target.root, target.relative);
     written.push({ name: path.slice(path.lastIndexOf('/') + 1), type: 'file', path });
   }

@@ -44,7 +44,7 @@ const TAG_FILES = ['files'];
 const notFoundResponse = { description: 'No such session (or not yours), or no such file.', json: ErrorSchema };
 const badRequestResponse = { description: 'Invalid input.', json: ErrorSchema };
 
-async function uploadMultipart(context: Context, entry: ManagedSession) {
+async function uploadMultipart(context: Context, server: ServerContext, entry: ManagedSession) {
   const { form, files } = await readUploadForm(
     context,
     'Upload with multipart/form-data (field `file`), or PUT the raw bytes to /v1/sessions/{id}/files/{path}.',
@@ -58,8 +58,8 @@ async function uploadMultipart(context: Context, entry: ManagedSession) {
   });
   const written = [];
   for (const { file, path } of targets) {
-    await entry.session.files.write(path, new Uint8Array(await file.arrayBuffer()));
-    await entry.outputs?.remember(path); // the client's own file, not an execution's output
+    // Up to the server's upload limit, which the form as a whole is within: not bound by the transfer limit.
+    await server.registry.writeUpload(entry, path, file.stream(), server.options.limits.maxUploadBytes);
     written.push(path);
   }
   return written;
@@ -295,7 +295,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       },
       handler: async (c, { owner, params }) => {
         const entry = await registry.open(owner, params.id);
-        const written = await uploadMultipart(c, entry);
+        const written = await uploadMultipart(c, server, entry);
         return c.json({ files: await describeWritten(entry, written) }, 201);
       },
     }),

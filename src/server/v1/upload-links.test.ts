@@ -109,6 +109,13 @@ describe('files in by stream', () => {
     expect(put.status).toBe(201);
     expect(await put.json()).toMatchObject({ path: 'in/big.bin', size: content.length });
     expect(await digests(id)).toEqual({ 'in/big.bin': sha256(content) });
+    // A multipart upload too: the form is within the upload limit, so is each file.
+    const form = new FormData();
+    form.append('file', new Blob([content]), 'form.bin');
+    const posted = await alice(`/v1/sessions/${id}/files`, { method: 'POST', body: form });
+    expect(posted.status).toBe(201);
+    expect(await digests(id)).toEqual({ 'in/big.bin': sha256(content), 'form.bin': sha256(content) });
+    expect((await alice(`/v1/sessions/${id}/files/form.bin`, { method: 'DELETE' })).status).toBe(204);
 
     // Past the upload limit without a Content-Length: cut there, 413, and nothing of it stays.
     const over = await putChunked(`/v1/sessions/${id}/files/over.bin`, 20, 64 * 1024, {
