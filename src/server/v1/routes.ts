@@ -86,16 +86,22 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
   const { registry } = server;
   const { maxUploadBytes } = server.options.limits;
 
-  /** The raw request body streamed into the session at `path`, never whole in memory, at most the upload limit. */
-  const streamUpload = async (c: Context, entry: ManagedSession, path: string) => {
+  /**
+   * The raw request body streamed into the session at `path`, never whole in memory, at most the
+   * upload limit; answered with the file written.
+   */
+  const putUpload = async (c: Context, entry: ManagedSession, path: string) => {
+    let written: { path: string };
     try {
-      return await registry.writeUpload(entry, path, c.req.raw.body ?? emptyBody(), maxUploadBytes);
+      written = await registry.writeUpload(entry, path, c.req.raw.body ?? emptyBody(), maxUploadBytes);
     } catch (error) {
       if (!(error instanceof FileOperationError && error.reason === 'too-large')) throw error;
       return tooLargeBody('upload', maxUploadBytes, (kind) =>
         server.metrics.rejected.inc({ reason: `${kind}-too-large` }),
       );
     }
+    const [file] = await describeWritten(entry, [written.path]);
+    return c.json(file, 201);
   };
   const routes = [
     defineRoute({
@@ -345,9 +351,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       },
       handler: async (c, { owner, params }) => {
         const entry = await registry.open(owner, params.id);
-        const written = await streamUpload(c, entry, normalizeDataPath(params.path));
-        const [file] = await describeWritten(entry, [written.path]);
-        return c.json(file, 201);
+        return putUpload(c, entry, normalizeDataPath(params.path));
       },
     }),
     defineRoute({
@@ -396,9 +400,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         if (!target || !owner) throw notFound('No such upload link, or it expired.');
         const entry = await registry.open(owner, target.sessionId);
         registry.admitUpload(entry);
-        const written = await streamUpload(c, entry, target.path);
-        const [file] = await describeWritten(entry, [written.path]);
-        return c.json(file, 201);
+        return putUpload(c, entry, target.path);
       },
     }),
     defineRoute({
