@@ -122,7 +122,7 @@ export class SessionFiles {
    * transfer limit, as write() is) passes through the host in bounded memory: the piece being
    * written and the next one gathered. A write that fails part-way (the source's error, no
    * space, `maxBytes`) removes what it wrote, unless something else wrote to the file meanwhile
-   * (`changed`), and rethrows.
+   * (`changed`), and rethrows; one whose first piece is refused touches nothing.
    */
   async writeStream(
     path: string,
@@ -136,11 +136,16 @@ export class SessionFiles {
     }
     let offset = 0;
     let writing: Promise<unknown> | undefined;
+    // Whether a piece was written: only then is there a file of this write's to remove on a failure
+    // (a first piece refused, say at a FIFO the code made, leaves what is there alone).
+    let made = false;
     const send = async (piece: Buffer) => {
       await writing; // one piece in flight: its reply comes before the next is sent
       const request = { type: 'file-write-chunk', path: relative, offset, bytes: piece.length } as const;
       offset += piece.length;
-      writing = this.request(request, piece);
+      writing = this.request(request, piece).then(() => {
+        made = true;
+      });
       // Its failure is the write's: awaited by the next send or at the end, never unhandled meanwhile.
       writing.catch(() => undefined);
     };
@@ -174,9 +179,8 @@ export class SessionFiles {
       await writing;
       return { path: relative, size: offset };
     } catch (error) {
-      const sent = offset > 0 || writing !== undefined;
       await writing?.catch(() => undefined);
-      if (sent && !(error instanceof FileOperationError && error.reason === 'changed')) {
+      if (made && !(error instanceof FileOperationError && error.reason === 'changed')) {
         await this.request({ type: 'file-remove', path: relative }).catch(() => undefined);
       }
       throw error;

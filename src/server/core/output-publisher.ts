@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import { snapshotOwner } from '../../snapshots/snapshot-store.js';
 import type { ObjectStore } from '../../store/object-store.js';
 import { contentDispositionFor, contentTypeFor } from '../http/content-type.js';
-import { linkExpiry, SignedTokens } from './signed-tokens.js';
+import { SignedTokens } from './signed-tokens.js';
 
 /** A file an execution wrote, as the client sees it: its link, or why it has none. */
 export interface PublishedFile {
@@ -70,7 +70,7 @@ export class OutputPublisher {
         try {
           // No digest: nothing records it, and taking it costs about as much CPU as the upload.
           const written = await objects.write(key, read(file), { digest: false });
-          const expiresAt = linkExpiry(this.options.linkTtlMs);
+          const expiresAt = new Date(Date.now() + this.options.linkTtlMs);
           const url = await this.link(objects, secret, key, file.path, expiresAt);
           published.push({ path: file.path, size: written.bytes, url, expiresAt: expiresAt.toISOString() });
           failure = undefined;

@@ -10,20 +10,15 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 /** A token's payload is small: a key or a session, a path, an expiry. */
 const MAX_TOKEN_CHARS = 2048;
 
-/** When a link made now for `ttlMs` expires: on a whole second, as its token (and a presigned URL) says it. */
-export function linkExpiry(ttlMs: number, now = Date.now()): Date {
-  return new Date(Math.ceil((now + ttlMs) / 1000) * 1000);
-}
-
 export class SignedTokens {
   private key?: Buffer;
 
   /** `purpose`: the kind of link, which its key is derived for ('sandcell output links'). */
   constructor(private readonly purpose: string) {}
 
-  /** A token for `claims` that works until `expiresAt` (rounded up to the second: never less than said). */
+  /** A token for `claims` that works until `expiresAt`, to the second below it: never longer than said. */
   sign(secret: Uint8Array, claims: Record<string, unknown>, expiresAt: Date): string {
-    const payload = Buffer.from(JSON.stringify({ ...claims, e: Math.ceil(expiresAt.getTime() / 1000) })).toString(
+    const payload = Buffer.from(JSON.stringify({ ...claims, e: Math.floor(expiresAt.getTime() / 1000) })).toString(
       'base64url',
     );
     return `${payload}.${this.signature(secret, payload).toString('base64url')}`;

@@ -9,7 +9,6 @@ import type { ExecutionResult } from '../../session/execution.js';
 import type { ServerContext } from '../core/context.js';
 import { SessionNotFoundError } from '../core/errors.js';
 import type { ManagedSession } from '../core/managed-session.js';
-import { linkExpiry } from '../core/signed-tokens.js';
 import { ErrorSchema, UploadForm } from '../http/common-schemas.js';
 import { fileHeaders, imageResponse } from '../http/content-type.js';
 import { notFound } from '../http/errors.js';
@@ -372,7 +371,9 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         const { path, expiresIn } = body as z.output<typeof UploadLinkBody>;
         const entry = await registry.open(owner, params.id);
         const target = normalizeDataPath(path);
-        const expiresAt = linkExpiry(expiresIn === undefined ? server.options.linkTtlMs : expiresIn * 1000);
+        const expiresAt = new Date(
+          Date.now() + (expiresIn === undefined ? server.options.linkTtlMs : expiresIn * 1000),
+        );
         const url = await registry.uploadLink(entry, target, expiresAt);
         return c.json({ url, method: 'PUT' as const, path: target, expiresAt: expiresAt.toISOString() }, 201);
       },
