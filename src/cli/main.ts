@@ -288,6 +288,10 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         .option(
           '--store <location>',
           "keep paused sessions and snapshots here instead of the state directory: fs:///DIR, s3://BUCKET/PREFIX or azure://ACCOUNT/CONTAINER/PREFIX; servers sharing one resume each other's (needs SANDCELL_SNAPSHOT_SECRET; env SANDCELL_STORE)",
+        )
+        .option(
+          '--advertise-url <url>',
+          'be a node of a cluster sharing --store: where the other nodes reach this one, e.g. http://sandcell-0.sandcell-peers:8080; requests for sessions another node holds are sent there (node name: SANDCELL_NODE_NAME; env SANDCELL_ADVERTISE_URL)',
         ),
     ).addHelpText('after', `${UNITS_HELP}${KEYS_HELP}\nWithout a model the web UI still runs notebook cells.`),
   ).action(async (options) => {

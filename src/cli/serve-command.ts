@@ -49,6 +49,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   /** A directory, or false with --no-state-dir. */
   stateDir?: string | false;
   store?: string;
+  advertiseUrl?: string;
   publishOutputs?: boolean;
   linkTtl?: string;
   logFormat?: LogFormat;
@@ -102,6 +103,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     ...(options.onIdle ? { onIdle: options.onIdle } : {}),
     stateDirectory: options.stateDir === false ? false : (options.stateDir ?? defaultStateDirectory()),
     ...(options.store !== undefined ? { store: options.store } : {}),
+    ...(options.advertiseUrl !== undefined ? { advertiseUrl: options.advertiseUrl } : {}),
     ...(options.publishOutputs ? { publishOutputs: true } : {}),
     logDestination: logDestinationFor(options.logFormat ?? 'auto'),
     ...(options.approve ? { approvalDefault: 'ask' as const } : {}),

@@ -17,6 +17,7 @@ import { isLoopback, type ResolvedServerOptions, resolveServerOptions, type Serv
 import { createRuntime } from './core/runtime.js';
 import { createApp } from './http/app.js';
 import { ConnectionLimiter } from './http/connection-limiter.js';
+import { Forwarder } from './http/forwarding.js';
 import { answerUpgradeAsHttp, createRequestListener } from './http/request-listener.js';
 import { jupyterChannels } from './jupyter/channels-socket.js';
 
@@ -84,7 +85,13 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     throw error;
   }
   // Node would announce the keep-alive timeout it enforces; every answer announces the shorter one.
-  const listener = createRequestListener(app, { logger, keepAliveHint: `timeout=${KEEP_ALIVE_TIMEOUT_MS / 1000}` });
+  const { cluster } = context;
+  const forwarder = cluster && new Forwarder({ cluster, registry: context.registry, apiKeys: context.apiKeys, logger });
+  const listener = createRequestListener(app, {
+    logger,
+    keepAliveHint: `timeout=${KEEP_ALIVE_TIMEOUT_MS / 1000}`,
+    ...(forwarder ? { forwarder } : {}),
+  });
   const httpServer = createHttpServer(
     {
       // A connection that never completes its request header is closed (slow-header floods).
@@ -99,8 +106,15 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
   const channels = jupyterChannels(context, jupyter, connections);
   // Hono does not see upgrades: Jupyter's websocket is the one front door that takes them.
   httpServer.on('upgrade', (request, socket, head) => {
-    if (channels.matches(request)) channels.upgrade(request, socket, head);
-    else answerUpgradeAsHttp(request, socket, listener);
+    if (!channels.matches(request)) answerUpgradeAsHttp(request, socket, listener);
+    else if (!forwarder) channels.upgrade(request, socket, head);
+    else
+      void forwarder
+        .target(request)
+        .catch(() => undefined)
+        .then((peer) =>
+          peer ? forwarder.upgrade(request, socket, head, peer) : channels.upgrade(request, socket, head),
+        );
   });
   try {
     await new Promise<void>((resolve, reject) => {
@@ -115,6 +129,17 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     throw error;
   }
   const port = (httpServer.address() as AddressInfo).port;
+  if (cluster) {
+    // Listening first: a peer may forward here as soon as it reads this node's record.
+    try {
+      await cluster.start();
+    } catch (error) {
+      httpServer.close();
+      await context.pool.close();
+      throw error;
+    }
+    logger.info({ node: cluster.node, tag: cluster.tag, advertised: cluster.url }, 'a node of the cluster');
+  }
   const url = `http://${urlHost(resolved.host)}:${port}`;
   logger.info(
     {
@@ -140,10 +165,23 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
         logger.info({ drainDelayMs: resolved.drainDelayMs }, 'draining: /readyz answers 503');
         await new Promise((resolve) => setTimeout(resolve, resolved.drainDelayMs));
       }
-      logger.info('shutting down: no new connections');
-      const connectionsClosed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
-      httpServer.closeIdleConnections();
+      // A node of a cluster takes requests until its sessions are paused: it sends new sessions, and those
+      // it has paused, to peers, which would otherwise find its sessions neither here nor paused.
+      let connectionsClosed = Promise.resolve();
+      const stopAccepting = () => {
+        logger.info('shutting down: no new connections');
+        connectionsClosed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
+        httpServer.closeIdleConnections();
+      };
+      if (!cluster) stopAccepting();
       await context.registry.shutdown(resolved.shutdownGraceMs);
+      if (cluster) {
+        await cluster
+          .stop()
+          .catch((error: Error) => logger.warn({ error: error.message }, 'could not leave the cluster'));
+        stopAccepting();
+        forwarder?.close();
+      }
       context.conversations.shutdown();
       await context.conversations.flushed();
       await mcp.close();

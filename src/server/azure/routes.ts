@@ -45,7 +45,9 @@ import {
 } from './schemas.js';
 
 const TAGS = ['azure dynamic sessions'];
-const SCOPE = 'azure';
+/** The registry's scope of Azure's identifiers (names the client chose). */
+export const AZURE_SCOPE = 'azure';
+const SCOPE = AZURE_SCOPE;
 /** The first api-version of the newer executions API. */
 const EXECUTIONS_API = '2024-10-02';
 

@@ -133,6 +133,9 @@ export function resolveServerOptions(
     webRoot: options.webRoot ?? fileURLToPath(new URL('../../../dist/web', import.meta.url)),
     stateDirectory: options.stateDirectory ?? environment.SANDCELL_STATE_DIR ?? false,
     ...storeOf(options.store ?? (environment.SANDCELL_STORE || undefined)),
+    ...advertiseUrlOf(options.advertiseUrl ?? (environment.SANDCELL_ADVERTISE_URL || undefined)),
+    heartbeatMs: options.heartbeatMs ?? 2_000,
+    ...(options.nodeName !== undefined ? { nodeName: options.nodeName } : {}),
     publishOutputs: options.publishOutputs ?? ['1', 'true'].includes(environment.SANDCELL_PUBLISH_OUTPUTS ?? ''),
     onIdle: idleMode(options.onIdle ?? environment.SANDCELL_ON_IDLE),
   };
@@ -143,6 +146,11 @@ export function resolveServerOptions(
     );
   }
   checkPoolMax(resolved);
+  if (resolved.advertiseUrl !== undefined && resolved.store === undefined) {
+    throw new InvalidInputError(
+      '--advertise-url (SANDCELL_ADVERTISE_URL) makes this server a node of a cluster, whose nodes share one store: name it with --store (SANDCELL_STORE).',
+    );
+  }
   if (resolved.stateDirectory === '' || resolved.stateDirectory === NO_STATE_DIRECTORY) resolved.stateDirectory = false;
   if (resolved.stateDirectory !== false) resolved.stateDirectory = path.resolve(resolved.stateDirectory);
   for (const key of apiKeys) {
@@ -159,6 +167,31 @@ export function resolveServerOptions(
     );
   }
   return resolved;
+}
+
+/** Where peers reach this node: an http(s) URL with no path, query or credentials. */
+function advertiseUrlOf(url: string | undefined): { advertiseUrl?: string } {
+  if (url === undefined) return {};
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (
+    !parsed ||
+    !['http:', 'https:'].includes(parsed.protocol) ||
+    parsed.username !== '' ||
+    parsed.password !== '' ||
+    parsed.search !== '' ||
+    parsed.hash !== '' ||
+    parsed.pathname !== '/'
+  ) {
+    throw new InvalidInputError(
+      `--advertise-url (SANDCELL_ADVERTISE_URL) is where the other nodes reach this one, such as http://sandcell-0.sandcell-peers:8080, with no path; got ${JSON.stringify(url)}.`,
+    );
+  }
+  return { advertiseUrl: parsed.origin };
 }
 
 /** The store's location, checked for its form now (its credentials are checked when the server starts). */

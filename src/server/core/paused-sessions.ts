@@ -49,6 +49,8 @@ export interface PausedPlace {
   store?: string;
   /** Where credentials, SANDCELL_SNAPSHOT_SECRET and SANDCELL_NODE_NAME are read (the process's environment by default). */
   environment?: Record<string, string | undefined>;
+  /** This server's node name, when not SANDCELL_NODE_NAME's (or the host's). */
+  node?: string;
 }
 
 /** A claim on a paused session's snapshot older than this was left by a server that died resuming it. */
@@ -65,7 +67,7 @@ export class PausedSessions {
 
   constructor(place: PausedPlace | string | false) {
     this.place = typeof place === 'object' ? place : { stateDirectory: place };
-    this.node = (this.place.environment ?? process.env).SANDCELL_NODE_NAME || os.hostname();
+    this.node = this.place.node ?? ((this.place.environment ?? process.env).SANDCELL_NODE_NAME || os.hostname());
   }
 
   /** Whether a lost marker (no snapshot) is another server's live session: the store is shared, the node not this one. */
@@ -154,6 +156,26 @@ export class PausedSessions {
     if (record.name !== undefined) {
       await objects.write(nameKey(ownerId, record.scope ?? record.source, record.name), Buffer.from(record.id));
     }
+  }
+
+  /**
+   * Takes `name` in `scope` for a new session `id` of the owner's, with a conditional write: of the
+   * nodes of a cluster asked for a new name at once, one gets it. Undefined when taken; else the id
+   * that holds it (a name whose session is gone is taken over).
+   */
+  async claimName(ownerId: string, scope: string, name: string, id: string): Promise<string | undefined> {
+    const { objects } = await this.open();
+    const key = nameKey(ownerId, scope, name);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if ((await objects.writeIfAbsent(key, Buffer.from(id))) !== undefined) return undefined;
+      const holder = await objects.read(key, MAX_RECORD_BYTES);
+      if (holder === undefined) continue;
+      const held = Buffer.from(holder).toString('utf8');
+      if (held === id || (await this.find(ownerId, held)) !== undefined) return held === id ? undefined : held;
+      // Its session's record is gone (deleted, expired): the name is free.
+      await objects.delete(key);
+    }
+    throw new Error(`the name ${JSON.stringify(name)} is being taken by another node; try again`);
   }
 
   /** The owner's paused session called `name` in `scope`, if there is one. */

@@ -18,6 +18,7 @@ import type { Session } from '../../session/session.js';
 import { type RestoreReport, type SnapshotInfo, snapshotInfo } from '../../session/session-state.js';
 import { SessionLostError, SnapshotTooLargeError } from '../../snapshots/snapshot-errors.js';
 import type { Owner } from './auth.js';
+import type { Cluster } from './cluster.js';
 import { LimitExceededError, SessionElsewhereError, SessionNotFoundError, ShuttingDownError } from './errors.js';
 import { ImageStore } from './image-store.js';
 import type { ManagedSession, SessionSource } from './managed-session.js';
@@ -57,6 +58,8 @@ export interface RegistryOptions {
   publisher?: OutputPublisher;
   /** Whether a session publishes when it does not say. */
   publishOutputs?: boolean;
+  /** The nodes sharing the store, when this server is one of several (--advertise-url). */
+  cluster?: Cluster;
 }
 
 /** An execution as the server answers it: with the files it wrote, published, when its session publishes. */
@@ -142,9 +145,42 @@ export class SessionRegistry {
     return this.draining || this.shuttingDown;
   }
 
-  /** Says the node is going away (/readyz answers 503), and changes nothing else. */
+  /** Says the node is going away (/readyz answers 503; peers stop sending it new sessions), and changes nothing else. */
   beginDrain(): void {
     this.draining = true;
+    void this.options.cluster?.announce();
+  }
+
+  /** An id a front door hands out (a UUID, a sandbox's), made this node's in a cluster: a peer then forwards its requests here. */
+  ownId(id: string): string {
+    return this.options.cluster?.own(id) ?? id;
+  }
+
+  /** Whether this node holds the session with this id live now (any owner's; one being paused is not). */
+  holds(id: string): boolean {
+    const entry = this.byId.get(id);
+    return entry !== undefined && !entry.session.closed && !entry.pausing;
+  }
+
+  /**
+   * Where the owner's session called `name` in `scope` is, for a request that names it so (an Azure
+   * identifier): held live here, or the id the store's name index gives (none for a new name).
+   */
+  async whereNamed(owner: Owner, scope: string, name: string): Promise<{ held: true } | { held: false; id?: string }> {
+    const entry = await this.byName.get(nameKey(owner.id, scope, name))?.catch(() => undefined);
+    if (entry && this.byId.get(entry.id) === entry && this.holds(entry.id)) return { held: true };
+    const record = await this.options.paused.findByName(owner.id, scope, name);
+    return record ? { held: false, id: record.id } : { held: false };
+  }
+
+  /** Resolves once the session with this id is not being paused (paused, or its pause failed). */
+  async settled(id: string): Promise<void> {
+    await this.byId.get(id)?.pausing?.catch(() => undefined);
+  }
+
+  /** Whether a new session fits under --max-sessions now. */
+  hasRoom(): boolean {
+    return this.byId.size + this.pendingCreations < this.options.maxSessions;
   }
 
   /** This server's name among the nodes sharing its store (SANDCELL_NODE_NAME, else the host name). */
@@ -184,7 +220,7 @@ export class SessionRegistry {
     });
     const entry = this.register(session, owner, source, {
       ...naming,
-      id: naming.id ?? session.id,
+      id: naming.id ?? this.options.cluster?.newSessionId() ?? session.id,
       publishOutputs: naming.publishOutputs ?? this.options.publishOutputs === true,
     });
     await this.watchOutputs(entry);
@@ -257,12 +293,14 @@ export class SessionRegistry {
     // sandbox. Without a state directory nothing outlives the process, so there is nothing to say.
     if (this.options.paused.durable)
       this.writeRecord(entry, () =>
-        this.options.paused.record(owner.id, {
-          ...this.recordBase(entry, 'stopped'),
-          pausedAt: new Date().toISOString(),
-          lost: STOPPED_UNPAUSED,
-          node: this.options.paused.node,
-        }),
+        this.options.paused
+          .record(owner.id, {
+            ...this.recordBase(entry, 'stopped'),
+            pausedAt: new Date().toISOString(),
+            lost: STOPPED_UNPAUSED,
+            node: this.options.paused.node,
+          })
+          .then(() => this.options.cluster?.place(entry.id)),
       ).catch(() => undefined); // logged by writeRecord
     this.options.metrics.sessionsCreated.inc({ api: source });
     this.options.logger.info({ session: entry.id, owner: owner.label, source, name: naming.name }, 'session created');
@@ -497,7 +535,7 @@ export class SessionRegistry {
   private async resume(owner: Owner, id: string): Promise<ManagedSession> {
     const record = await this.options.paused.find(owner.id, id);
     if (!record) throw new SessionNotFoundError(id);
-    if (this.options.paused.elsewhere(record)) throw new SessionElsewhereError(id, record.node);
+    await this.refuseElsewhere(record);
     if (record.snapshotId === undefined) throw new SessionLostError(id, record.lost ?? 'it has no snapshot');
     // A store shared with other servers: of those asked for this session at once, one resumes it.
     if (!(await this.options.paused.claim(owner.id, record))) throw new SessionElsewhereError(id);
@@ -591,13 +629,33 @@ export class SessionRegistry {
       .then((paused) =>
         paused
           ? this.open(owner, paused.id)
-          : this.create(owner, source, { name, scope, ...(environment === undefined ? {} : { environment }) }),
+          : this.createNamed(owner, source, { name, scope, ...(environment === undefined ? {} : { environment }) }),
       );
     this.byName.set(key, creating);
     creating.catch(() => {
       if (this.byName.get(key) === creating) this.byName.delete(key);
     });
     return creating;
+  }
+
+  /**
+   * A new named session. In a cluster its name is claimed first (a conditional write), so two nodes
+   * asked for a new name at once do not both make one: the one that loses answers where it lives.
+   * The session's record is written before it is answered, so every node finds it by its name.
+   */
+  private async createNamed(
+    owner: Owner,
+    source: SessionSource,
+    naming: { name: string; scope: string; environment?: string },
+  ): Promise<ManagedSession> {
+    const cluster = this.options.cluster;
+    if (!cluster) return this.create(owner, source, naming);
+    const id = cluster.newSessionId();
+    const holder = await this.options.paused.claimName(owner.id, naming.scope, naming.name, id);
+    if (holder !== undefined) return this.open(owner, holder);
+    const entry = await this.create(owner, source, { ...naming, id });
+    await this.records.get(entry);
+    return entry;
   }
 
   /** The named session if it exists (no creation); a paused one is resumed. */
@@ -615,9 +673,24 @@ export class SessionRegistry {
    */
   private async forgetIfLost(owner: Owner, paused: PausedRecord | undefined): Promise<PausedRecord | undefined> {
     if (paused === undefined || paused.snapshotId !== undefined || this.find(owner, paused.id)) return paused;
-    if (this.options.paused.elsewhere(paused)) throw new SessionElsewhereError(paused.id, paused.node);
+    await this.refuseElsewhere(paused);
     await this.options.paused.remove(owner.id, paused);
     throw new SessionLostError(paused.id, paused.lost ?? 'it has no snapshot');
+  }
+
+  /**
+   * Throws SessionElsewhereError for another server's live session. In a cluster, one on a node
+   * that is no longer alive is lost: it stopped without pausing it.
+   */
+  private async refuseElsewhere(record: PausedRecord): Promise<void> {
+    if (!this.options.paused.elsewhere(record)) return;
+    const cluster = this.options.cluster;
+    if (!cluster || record.node === undefined || (await cluster.isAlive(record.node)))
+      throw new SessionElsewhereError(record.id, record.node);
+    throw new SessionLostError(
+      record.id,
+      `its node ${record.node} stopped without pausing it (a crash, or it was killed)`,
+    );
   }
 
   list(owner: Owner): ManagedSession[] {
@@ -832,6 +905,13 @@ export class SessionRegistry {
     this.shuttingDown = true;
     clearInterval(this.sweeper);
     clearTimeout(this.retention);
+    // In a cluster, idle sessions are paused at once: their next requests go to a peer, which resumes
+    // them, instead of waiting here for this node's running work.
+    const early =
+      this.options.cluster && this.options.paused.durable
+        ? [...this.byId.values()].filter((entry) => entry.inFlight === 0 && !entry.session.busy)
+        : [];
+    for (const entry of early) this.pause(entry, 'shutdown').catch(() => undefined);
     if (this.working > 0) {
       const { foreground, background } = this.commands.running;
       this.options.logger.info(
@@ -849,7 +929,7 @@ export class SessionRegistry {
     }
     // Every live session is paused, so the next server resumes it; what does not pause in time is lost, and said.
     // Without a state directory nothing would outlive this process: they close as they are.
-    const live = this.options.paused.durable ? [...this.byId.values()] : [];
+    const live = this.options.paused.durable ? [...new Set([...early, ...this.byId.values()])] : [];
     const pauses = Promise.allSettled(live.map((entry) => this.pause(entry, 'shutdown')));
     if (live.length > 0) {
       this.options.logger.info(
@@ -944,6 +1024,8 @@ export class SessionRegistry {
     }
     this.options.metrics.sessionsClosed.inc({ reason });
     this.options.logger.info({ session: entry.id, owner: entry.owner.label, reason }, 'session closed');
+    const cluster = this.options.cluster;
+    if (cluster) this.writeRecord(entry, () => cluster.unplace(entry.id)).catch(() => undefined); // logged by writeRecord
     // Closed on purpose (deleted, idle with --on-idle close, its sandbox gone): nothing is left to resume or to report.
     if (reason !== 'paused' && reason !== 'pause-failed' && this.options.paused.durable) {
       this.writeRecord(entry, () =>

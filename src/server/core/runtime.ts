@@ -9,6 +9,7 @@ import { DEFAULT_MAX_CODE_BYTES } from '../../session/options.js';
 import { SessionPool } from '../../session/pool.js';
 import { ConversationStore } from '../conversations/store.js';
 import { ApiKeys } from './auth.js';
+import { Cluster } from './cluster.js';
 import type { ServerContext } from './context.js';
 import { Metrics } from './metrics.js';
 import type { ResolvedServerOptions } from './options.js';
@@ -74,8 +75,20 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
   const paused = new PausedSessions({
     stateDirectory: options.stateDirectory,
     ...(options.store !== undefined ? { store: options.store } : {}),
+    ...(options.nodeName !== undefined ? { node: options.nodeName } : {}),
   });
-  const registry = new SessionRegistry({
+  const cluster =
+    options.advertiseUrl === undefined
+      ? undefined
+      : new Cluster({
+          node: paused.node,
+          url: options.advertiseUrl,
+          objects: async () => (await paused.store()).objects,
+          logger,
+          heartbeatMs: options.heartbeatMs,
+          load: () => ({ live: registry.stats.live, max: registry.maxSessions, draining: registry.isDraining }),
+        });
+  const registry: SessionRegistry = new SessionRegistry({
     pool,
     metrics,
     logger,
@@ -94,6 +107,7 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     pauseGraceMs: options.shutdownGraceMs,
     snapshotRetentionMs: options.snapshotRetentionMs,
     snapshotBytesPerOwner: options.limits.snapshotBytes,
+    ...(cluster ? { cluster } : {}),
   });
   metrics.gauge('sandcell_sessions_live', 'Sessions handed to clients and alive, by API.', () =>
     Object.entries(registry.stats.bySource).map(([api, value]) => ({ labels: { api }, value })),
@@ -128,6 +142,10 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     'Live sessions over --max-sessions (0 to 1): what a HorizontalPodAutoscaler scales nodes on.',
     () => [{ labels: {}, value: registry.stats.live / registry.maxSessions }],
   );
+  if (cluster)
+    metrics.gauge('sandcell_cluster_peer_alive', 'The other nodes of the cluster this node sees alive (1 each).', () =>
+      cluster.livePeers().map((peer) => ({ labels: { peer: peer.node }, value: 1 })),
+    );
   metrics.gauge('sandcell_executions_running', 'Executions running now.', () => [
     { labels: {}, value: registry.stats.running },
   ]);
@@ -157,6 +175,7 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
   });
   return {
     registry,
+    ...(cluster ? { cluster } : {}),
     conversations,
     pool,
     metrics,

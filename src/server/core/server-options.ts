@@ -156,6 +156,17 @@ export interface ServerOptions {
    */
   store?: string;
   /**
+   * Where the other nodes of a cluster reach this one, e.g. `http://sandcell-0.sandcell-peers:8080`:
+   * with it, this server is a node among those sharing its store (`store` must be named). Ids it
+   * hands out name it, and it forwards each request for a session another node holds to that node.
+   * Its name is SANDCELL_NODE_NAME (a DNS label), else the host's name. @default env SANDCELL_ADVERTISE_URL
+   */
+  advertiseUrl?: string;
+  /** This server's name among the nodes sharing its store. @default env SANDCELL_NODE_NAME, else the host's name */
+  nodeName?: string;
+  /** How often a node says it is alive, in the store; one silent for four of these is dead. @default 2_000 */
+  heartbeatMs?: number;
+  /**
    * Publish what executions write: the files an execution creates or changes are uploaded to the
    * store as it ends, and each comes back with a signed read-only link (`files` in /v1's execution,
    * conversations' links). A session on /v1 may ask for it itself. @default false (env SANDCELL_PUBLISH_OUTPUTS=1 for true)
@@ -215,6 +226,9 @@ export interface ResolvedServerOptions {
   conversationHistoryBytes: number;
   stateDirectory: string | false;
   store?: string;
+  advertiseUrl?: string;
+  nodeName?: string;
+  heartbeatMs: number;
   publishOutputs: boolean;
   linkTtlMs: number;
   onIdle: 'pause' | 'close';

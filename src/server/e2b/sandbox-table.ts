@@ -139,7 +139,7 @@ export class SandboxTable {
 
   /** A new sandbox on a session from the registry (under the sandbox's id), within the key's limits. */
   async create(request: NewSandbox): Promise<E2bSandbox> {
-    const id = newSandboxId();
+    const id = this.registry.ownId(newSandboxId());
     const environment = request.snapshot
       ? { environment: request.snapshot.environment }
       : environmentOfTemplate(request.templateId);

@@ -18,6 +18,7 @@ import { getRequestListener } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { errorBody, HttpError } from './errors.js';
+import type { Forwarder } from './forwarding.js';
 
 /** The response header naming a request, as it appears in the server's log. */
 export const REQUEST_ID_HEADER = 'X-Request-Id';
@@ -33,6 +34,8 @@ export interface RequestListenerOptions {
   logger: Logger;
   /** Sent as `Keep-Alive` on every answer (Node would announce the timeout it enforces, a longer one). */
   keepAliveHint: string;
+  /** In a cluster: sends a request for a session another node holds to that node (forwarding.ts). */
+  forwarder?: Forwarder;
 }
 
 const jsonResponse = (error: HttpError, requestId: string | undefined): Response =>
@@ -64,22 +67,36 @@ export function createRequestListener(
       return jsonResponse(internalError(requestId), requestId);
     },
   });
+  const { forwarder } = options;
+  const answer = (request: IncomingMessage, response: ServerResponse, requestId: string): Promise<void> => {
+    if (!forwarder) return requestIds.run(requestId, () => honoListener(request, response));
+    return requestIds.run(requestId, async () => {
+      // A peer found dead on the way is passed over: the next look finds where the session went, or this node.
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const peer = await forwarder.target(request).catch((error: Error) => {
+          logger.warn({ requestId, error: error.message }, 'could not tell which node holds the session');
+          return undefined;
+        });
+        if (!peer) break;
+        if (await forwarder.forward(request, response, peer)) return;
+      }
+      await honoListener(request, response);
+    });
+  };
   return (request, response) => {
     const requestId = randomUUID();
     response.setHeader(REQUEST_ID_HEADER, requestId);
     response.setHeader('Keep-Alive', options.keepAliveHint);
-    requestIds
-      .run(requestId, () => honoListener(request, response))
-      .catch((error: unknown) => {
-        logger.error({ err: error, requestId, method: request.method }, 'unexpected error answering a request');
-        if (response.headersSent) {
-          response.destroy();
-          return;
-        }
-        const body = JSON.stringify(errorBody(internalError(requestId)));
-        response.writeHead(500, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-        response.end(body);
-      });
+    answer(request, response, requestId).catch((error: unknown) => {
+      logger.error({ err: error, requestId, method: request.method }, 'unexpected error answering a request');
+      if (response.headersSent) {
+        response.destroy();
+        return;
+      }
+      const body = JSON.stringify(errorBody(internalError(requestId)));
+      response.writeHead(500, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      response.end(body);
+    });
   };
 }
 

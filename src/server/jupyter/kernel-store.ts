@@ -55,7 +55,7 @@ export class KernelStore {
     if (!spec) throw new JupyterHttpError(404, `No such kernel spec ${JSON.stringify(name)}; see /api/kernelspecs.`);
     const { registry } = this.server;
     // Jupyter's kernel ids are UUIDs, which fit the registry's session ids: the kernel's id is its session's.
-    const id = randomUUID();
+    const id = registry.ownId(randomUUID());
     const entry = await registry.create(owner, 'jupyter', {
       id,
       ...(spec.environment ? { environment: spec.environment } : {}),

@@ -56,7 +56,8 @@ export class NotebookSessions {
     if (this.known(owner).length >= MAX_SESSIONS_PER_OWNER) {
       throw new JupyterHttpError(429, `This key holds ${MAX_SESSIONS_PER_OWNER} sessions, the limit.`);
     }
-    const session = { id: randomUUID(), owner, ...fields };
+    // Tagged as its kernel's id is: in a cluster, a request for it reaches the kernel's node.
+    const session = { id: fields.kernel.id.slice(0, 8) + randomUUID().slice(8), owner, ...fields };
     this.sessions.set(session.id, session);
     this.kernels.syncKeep(session.kernel);
     return session;

@@ -81,7 +81,7 @@ export class McpHttpEndpoint {
   }
 
   private async open(context: Context, owner: Owner): Promise<Response> {
-    const id = randomUUID();
+    const id = this.server.registry.ownId(randomUUID());
     const scope = `mcp:${id}`;
     const { maxRequestBytes, maxUploadBytes } = this.server.options.limits;
     const host = context.req.header('host');

@@ -1,0 +1,289 @@
+/**
+ * A cluster's front: any node takes any request and sends it on to the node
+ * holding its session (cluster.ts), so a plain round-robin load balancer in
+ * front of the nodes is enough. It sits before the app, in the Node request
+ * listener and the upgrade handler, so bodies, streamed answers (SSE, NDJSON)
+ * and websockets pass through as bytes, unread.
+ *
+ * Which session a request is for comes from where each front door names it:
+ * `/v1/sessions/{id}`, an upload link's token, E2B's `/sandboxes/{id}` and
+ * `E2b-Sandbox-Id`, Jupyter's `/jupyter/api/kernels/{id}` and `/jupyter/api/sessions/{id}`,
+ * MCP's `Mcp-Session-Id`. A request is sent on when:
+ * - its id's tag names a live peer, and this node does not hold the session
+ *   (it may have moved here);
+ * - or this node does not hold it and the catalog (`located/`) says a live
+ *   peer does (a session resumed elsewhere after its home drained or died);
+ * - or it asks for a new session while this node is full or draining, to the
+ *   peer with most room;
+ * - or this node is draining and the session is not (or no longer) live here:
+ *   a peer that is not draining resumes it.
+ * A forwarded request is not forwarded again, except by a draining node to
+ * one that is not: no loops. A peer that refuses the connection before
+ * anything was sent is taken for dead, and the request is answered here.
+ */
+import {
+  type ClientRequest,
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { connect as netConnect, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { connect as tlsConnect } from 'node:tls';
+import type { Logger } from 'pino';
+import { AZURE_SCOPE } from '../azure/routes.js';
+import type { ApiKeys, Owner } from '../core/auth.js';
+import { type Cluster, FORWARDED_BY_HEADER, type Peer } from '../core/cluster.js';
+import type { SessionRegistry } from '../core/registry.js';
+import { E2B_PREFIX } from '../e2b/routes.js';
+
+/** What a request names: a registry session (found in the catalog when moved), or another id a node hands out. */
+export interface NamedId {
+  id: string;
+  kind: 'session' | 'other';
+}
+
+const ID = '([A-Za-z0-9_-]{1,64})';
+const SESSION_PATHS = [
+  new RegExp(`^/v1/sessions/${ID}(?:/|$)`),
+  new RegExp(`^${E2B_PREFIX}/+(?:v2/)?sandboxes/${ID}(?:/|$)`),
+  new RegExp(`^/jupyter/api/kernels/${ID}(?:/|$)`),
+];
+const NOTEBOOK_SESSION_PATH = new RegExp(`^/jupyter/api/sessions/${ID}$`);
+const UPLOAD_LINK_PATH = /^\/v1\/uploads\/([A-Za-z0-9_-]{1,2048})\.[A-Za-z0-9_-]+$/;
+const CREATIONS: { method: string; path: RegExp; header?: string }[] = [
+  { method: 'POST', path: /^\/v1\/sessions\/?$/ },
+  { method: 'POST', path: new RegExp(`^${E2B_PREFIX}/+(?:v2/)?sandboxes\\/?$`) },
+  { method: 'POST', path: /^\/jupyter\/api\/(?:kernels|sessions)\/?$/ },
+];
+const MCP_PATH = /^\/mcp\/?$/;
+const AZURE_PREFIX = '/azure/';
+/** Hop-by-hop headers (RFC 9110 §7.6.1): never passed on. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** The session (or other node-tagged id) a request is for, from where its front door names it. */
+export function namedIdOf(request: IncomingMessage): NamedId | undefined {
+  const target = request.url ?? '';
+  const path = target.split('?', 1)[0] ?? '';
+  for (const pattern of SESSION_PATHS) {
+    const match = pattern.exec(path);
+    if (match?.[1]) return { id: match[1], kind: 'session' };
+  }
+  const sandbox = request.headers['e2b-sandbox-id'];
+  if (typeof sandbox === 'string' && path.startsWith(`${E2B_PREFIX}/`) && /^[a-z0-9]{1,64}$/.test(sandbox))
+    return { id: sandbox, kind: 'session' };
+  const upload = UPLOAD_LINK_PATH.exec(path);
+  if (upload?.[1]) {
+    // The token's claims name its session; only the node that verifies it trusts it.
+    try {
+      const { s } = JSON.parse(Buffer.from(upload[1], 'base64url').toString('utf8')) as { s?: unknown };
+      if (typeof s === 'string' && /^[a-z0-9_-]{1,64}$/.test(s)) return { id: s, kind: 'session' };
+    } catch {
+      return undefined;
+    }
+  }
+  const notebook = NOTEBOOK_SESSION_PATH.exec(path);
+  if (notebook?.[1]) return { id: notebook[1], kind: 'other' };
+  const mcp = request.headers['mcp-session-id'];
+  if (typeof mcp === 'string' && MCP_PATH.test(path) && mcp.length <= 64) return { id: mcp, kind: 'other' };
+  return undefined;
+}
+
+/** Whether the request asks for a new session (which a full or draining node hands to a peer). */
+function isCreation(request: IncomingMessage): boolean {
+  const path = (request.url ?? '').split('?', 1)[0] ?? '';
+  if (request.method === 'POST' && MCP_PATH.test(path) && request.headers['mcp-session-id'] === undefined) return true;
+  return CREATIONS.some((creation) => creation.method === request.method && creation.path.test(path));
+}
+
+const hasBody = (request: IncomingMessage): boolean =>
+  request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+
+export interface ForwarderOptions {
+  cluster: Cluster;
+  apiKeys: ApiKeys;
+  registry: SessionRegistry;
+  logger: Logger;
+}
+
+export class Forwarder {
+  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
+  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
+
+  constructor(private readonly options: ForwarderOptions) {}
+
+  /** The peer this request goes to, or undefined when this node answers it. */
+  async target(request: IncomingMessage): Promise<Peer | undefined> {
+    const { cluster, registry } = this.options;
+    const draining = registry.isDraining;
+    // A forwarded request is answered where it arrived, unless this node is going away.
+    if (!draining && request.headers[FORWARDED_BY_HEADER] !== undefined) return undefined;
+    const named = namedIdOf(request) ?? (await this.azureNamed(request));
+    if (named === undefined || named === 'new') {
+      const creation = named === 'new' || isCreation(request);
+      return creation && (draining || !registry.hasRoom()) ? this.roomiest() : undefined;
+    }
+    if (named.kind === 'session') {
+      // One being paused by a drain: once it is, a peer resumes it.
+      if (draining) await registry.settled(named.id);
+      if (registry.holds(named.id)) return undefined;
+    }
+    const peer = await cluster.peerOf(named.id);
+    if (peer || named.kind === 'other') return peer;
+    const located = await cluster.locate(named.id).catch(() => undefined);
+    return located ?? (draining ? this.roomiest() : undefined);
+  }
+
+  /**
+   * An Azure request's session, found by its identifier (a name the client chose, so not tagged):
+   * undefined when it is held here (or the key is not one), 'new' when no node has it yet.
+   */
+  private async azureNamed(request: IncomingMessage): Promise<NamedId | 'new' | undefined> {
+    const url = new URL(request.url ?? '/', 'http://request.invalid');
+    const identifier = url.searchParams.get('identifier');
+    if (!url.pathname.startsWith(AZURE_PREFIX) || identifier === null) return undefined;
+    let owner: Owner;
+    try {
+      owner = this.options.apiKeys.authenticate(request.headers.authorization);
+    } catch {
+      return undefined;
+    }
+    const where = await this.options.registry.whereNamed(owner, AZURE_SCOPE, identifier).catch(() => undefined);
+    if (!where || where.held) return undefined;
+    return where.id === undefined ? 'new' : { id: where.id, kind: 'session' };
+  }
+
+  /**
+   * Sends the request to `peer` and its answer back. False when the peer could not be reached
+   * before anything of the request was sent: the caller answers it here (the peer is taken for dead).
+   */
+  forward(request: IncomingMessage, response: ServerResponse, peer: Peer): Promise<boolean> {
+    const url = new URL(request.url ?? '/', peer.url);
+    const https = url.protocol === 'https:';
+    const headers = this.passedOn(request.headers);
+    return new Promise<boolean>((resolve) => {
+      let bodySent = false;
+      const upstream: ClientRequest = (https ? httpsRequest : httpRequest)(url, {
+        method: request.method ?? 'GET',
+        headers,
+        agent: https ? this.httpsAgent : this.httpAgent,
+      });
+      upstream.on('socket', (socket) => {
+        // The body is read only once the peer is reached: a dead peer leaves it for this node to answer.
+        const send = () => {
+          bodySent = hasBody(request);
+          request.pipe(upstream);
+        };
+        if (socket.connecting) socket.once('connect', send);
+        else send();
+      });
+      upstream.on('response', (answer) => {
+        const passed: Record<string, string | string[]> = {};
+        for (const [name, value] of Object.entries(answer.headers)) {
+          if (value !== undefined && !HOP_BY_HOP.has(name)) passed[name] = value;
+        }
+        response.writeHead(answer.statusCode ?? 502, passed);
+        response.flushHeaders();
+        answer.pipe(response);
+        answer.on('error', () => response.destroy());
+        resolve(true);
+      });
+      upstream.on('error', (error: NodeJS.ErrnoException) => {
+        if (!bodySent && !response.headersSent && isUnreachable(error)) {
+          this.options.cluster.suspect(peer.node);
+          this.options.logger.warn({ peer: peer.node, error: error.message }, 'peer unreachable: answering here');
+          resolve(false);
+          return;
+        }
+        this.options.logger.warn({ peer: peer.node, error: error.message }, 'forwarded request failed');
+        if (!response.headersSent) {
+          const body = JSON.stringify({
+            error: {
+              code: 'node-unreachable',
+              message: `The node ${peer.node} holding this session did not answer (${error.code ?? error.message}); try again.`,
+            },
+          });
+          response.writeHead(502, { 'content-type': 'application/json', 'retry-after': '1' });
+          response.end(body);
+        } else response.destroy();
+        resolve(true);
+      });
+      // The client went away (a closed event stream): so does the forwarded request.
+      response.on('close', () => {
+        if (!response.writableFinished) upstream.destroy();
+      });
+    });
+  }
+
+  /** Passes an upgrade (Jupyter's channels websocket) on to `peer` as bytes, both ways. */
+  upgrade(request: IncomingMessage, socket: Duplex, head: Buffer, peer: Peer): void {
+    const url = new URL(peer.url);
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    const upstream: Socket =
+      url.protocol === 'https:'
+        ? tlsConnect({ host: url.hostname, port, servername: url.hostname })
+        : netConnect({ host: url.hostname, port });
+    socket.on('error', () => upstream.destroy());
+    upstream.on('error', (error) => {
+      this.options.logger.warn({ peer: peer.node, error: error.message }, 'forwarded upgrade failed');
+      socket.destroy();
+    });
+    upstream.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+      const lines = [`${request.method ?? 'GET'} ${request.url ?? '/'} HTTP/1.1`];
+      const raw = request.rawHeaders;
+      for (let index = 0; index + 1 < raw.length; index += 2) {
+        if (raw[index]?.toLowerCase() === FORWARDED_BY_HEADER) continue;
+        lines.push(`${raw[index]}: ${raw[index + 1]}`);
+      }
+      lines.push(`${FORWARDED_BY_HEADER}: ${this.options.cluster.node}`);
+      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+      if (head.length > 0) upstream.write(head);
+      socket.pipe(upstream);
+      upstream.pipe(socket);
+    });
+    socket.on('close', () => upstream.destroy());
+    upstream.on('close', () => socket.destroy());
+  }
+
+  close(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+
+  /** The live peer with the most room that is not draining, for a new session; undefined when none has room. */
+  private roomiest(): Peer | undefined {
+    let best: Peer | undefined;
+    for (const peer of this.options.cluster.livePeers()) {
+      if (peer.draining || peer.live >= peer.max) continue;
+      if (!best || peer.live / peer.max < best.live / best.max) best = peer;
+    }
+    return best;
+  }
+
+  private passedOn(incoming: IncomingMessage['headers']): Record<string, string | string[]> {
+    const headers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(incoming)) {
+      if (value !== undefined && !HOP_BY_HOP.has(name) && name !== FORWARDED_BY_HEADER) headers[name] = value;
+    }
+    headers[FORWARDED_BY_HEADER] = this.options.cluster.node;
+    return headers;
+  }
+}
+
+/** Errors that mean nothing reached the peer: it is not there (or not yet). */
+function isUnreachable(error: NodeJS.ErrnoException): boolean {
+  // Not ECONNRESET: a kept-alive connection the peer closed says nothing of whether it is alive.
+  return ['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(error.code ?? '');
+}
