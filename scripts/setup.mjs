@@ -29,6 +29,9 @@ const TEST_PACKAGES = [
   'python3-httpx',
   // `npm run lint` checks the kernels' Python with pyflakes (pyflakes3).
   'python3-pyflakes',
+  // The cluster's test puts HAProxy in front of its nodes, as a Kubernetes Service would be
+  // (test/cluster-haproxy.test.ts).
+  'haproxy',
 ];
 const { say, run, aptInstall } = setupSteps('setup');
 

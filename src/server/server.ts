@@ -180,7 +180,6 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
           .stop()
           .catch((error: Error) => logger.warn({ error: error.message }, 'could not leave the cluster'));
         stopAccepting();
-        forwarder?.close();
       }
       context.conversations.shutdown();
       await context.conversations.flushed();
@@ -191,6 +190,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       await Promise.race([connectionsClosed, new Promise((resolve) => setTimeout(resolve, CONNECTIONS_DRAIN_MS))]);
       clearInterval(idle);
       httpServer.closeAllConnections();
+      forwarder?.close();
       logger.info('stopped');
       logger.flush();
     })();

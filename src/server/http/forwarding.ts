@@ -59,6 +59,9 @@ const CREATIONS: { method: string; path: RegExp; header?: string }[] = [
   { method: 'POST', path: /^\/jupyter\/api\/(?:kernels|sessions)\/?$/ },
 ];
 const MCP_PATH = /^\/mcp\/?$/;
+/** How long a peer may take to accept a connection before it is taken for gone. */
+const CONNECT_TIMEOUT_MS = 3_000;
+const IDLE_CONNECTION_MS = 4_000;
 const AZURE_PREFIX = '/azure/';
 /** Hop-by-hop headers (RFC 9110 §7.6.1): never passed on. */
 const HOP_BY_HOP = new Set([
@@ -119,8 +122,10 @@ export interface ForwarderOptions {
 }
 
 export class Forwarder {
-  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
-  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
+  // Idle connections are dropped well before a peer's own keep-alive timeout (5 s said, 15 s kept):
+  // a request is never sent on a connection the peer is closing.
+  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256, timeout: IDLE_CONNECTION_MS });
+  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256, timeout: IDLE_CONNECTION_MS });
 
   constructor(private readonly options: ForwarderOptions) {}
 
@@ -180,9 +185,17 @@ export class Forwarder {
         headers,
         agent: https ? this.httpsAgent : this.httpAgent,
       });
+      // A machine gone answers nothing at all: without this, a connection would wait minutes for it.
+      const connecting = setTimeout(() => {
+        const error: NodeJS.ErrnoException = new Error(`no connection within ${CONNECT_TIMEOUT_MS} ms`);
+        error.code = 'ETIMEDOUT';
+        upstream.destroy(error);
+      }, CONNECT_TIMEOUT_MS);
+      upstream.on('close', () => clearTimeout(connecting));
       upstream.on('socket', (socket) => {
         // The body is read only once the peer is reached: a dead peer leaves it for this node to answer.
         const send = () => {
+          clearTimeout(connecting);
           bodySent = hasBody(request);
           request.pipe(upstream);
         };
@@ -235,12 +248,16 @@ export class Forwarder {
       url.protocol === 'https:'
         ? tlsConnect({ host: url.hostname, port, servername: url.hostname })
         : netConnect({ host: url.hostname, port });
+    upstream.setTimeout(CONNECT_TIMEOUT_MS, () => {
+      if (upstream.connecting) upstream.destroy(new Error(`no connection within ${CONNECT_TIMEOUT_MS} ms`));
+    });
     socket.on('error', () => upstream.destroy());
     upstream.on('error', (error) => {
       this.options.logger.warn({ peer: peer.node, error: error.message }, 'forwarded upgrade failed');
       socket.destroy();
     });
     upstream.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+      upstream.setTimeout(0);
       const lines = [`${request.method ?? 'GET'} ${request.url ?? '/'} HTTP/1.1`];
       const raw = request.rawHeaders;
       for (let index = 0; index + 1 < raw.length; index += 2) {
@@ -257,6 +274,7 @@ export class Forwarder {
     upstream.on('close', () => socket.destroy());
   }
 
+  /** Closes its connections to peers: only once no forwarded request is left (the server's connections are closed). */
   close(): void {
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
@@ -285,5 +303,7 @@ export class Forwarder {
 /** Errors that mean nothing reached the peer: it is not there (or not yet). */
 function isUnreachable(error: NodeJS.ErrnoException): boolean {
   // Not ECONNRESET: a kept-alive connection the peer closed says nothing of whether it is alive.
-  return ['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(error.code ?? '');
+  return ['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT'].includes(
+    error.code ?? '',
+  );
 }
