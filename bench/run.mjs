@@ -1,7 +1,7 @@
 // `npm run bench`: sandcell's speed and memory on this machine, one column per backend, against the
 // targets of the engine and Docker issues. Prints a table and writes bench/results/latest.json.
 // Not a test: nothing here fails a build. A backend that cannot run here gets an empty column and a note.
-// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs, bench/arrivals.mjs, bench/e2b.mjs and bench/jupyter.mjs).
+// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs, bench/arrivals.mjs, bench/e2b.mjs, bench/jupyter.mjs, bench/outputs.mjs and bench/cluster.mjs).
 // Over 500 lines, kept whole: each measure is small, and all of them feed the one table (rows × backends) below.
 
 import { execFile } from 'node:child_process';
@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createBackend, Session, SessionPool } from '../dist/index.js';
 import { runArrivalsBench } from './arrivals.mjs';
+import { runClusterBench } from './cluster.mjs';
 import { runE2bBench } from './e2b.mjs';
 import { runEnvironmentBench } from './environment.mjs';
 import { runJupyterBench } from './jupyter.mjs';
@@ -443,6 +444,8 @@ const e2b = withServer ? await runE2bBench({ quick }) : { rows: [], result: unde
 const jupyter = withServer ? await runJupyterBench({ quick }) : { rows: [], result: undefined };
 // Published outputs (bench/outputs.mjs): what publishing adds to an execution, 100 MB beside the SDK alone.
 const outputs = withServer ? await runOutputsBench({ quick }) : { rows: [], result: undefined };
+// Several nodes as one service (bench/cluster.mjs): forwarding, a drain, a moved session.
+const cluster = withServer ? await runClusterBench({ quick }) : { rows: [], result: undefined };
 // The network gate (bench/network-gate.mjs): its added latency on a small HTTPS request; no sandbox.
 const networkGate = await runNetworkGateBench({ quick });
 for (const [measureName, stat, observed, unit, target, met] of networkGate.rows) {
@@ -454,6 +457,7 @@ for (const [measureName, stat, observed, unit, target, met] of [
   ...e2b.rows,
   ...jupyter.rows,
   ...outputs.rows,
+  ...cluster.rows,
 ]) {
   rows.push([
     measureName,
@@ -523,6 +527,7 @@ const result = {
   e2b: e2b.result,
   jupyter: jupyter.result,
   outputs: outputs.result,
+  cluster: cluster.result,
   networkGate: networkGate.result,
   environment: environment.result,
   snapshots: snapshots.result,

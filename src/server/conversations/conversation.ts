@@ -163,7 +163,8 @@ export class ServerConversation {
   ): Promise<ServerConversation> {
     const continuedFrom = continues ? { id: continues.id, title: continues.title } : undefined;
     const conversation = new ServerConversation(settings, title, {
-      id: randomUUID(),
+      // Tagged as its session's id is: in a cluster, a request for it reaches the node that keeps it.
+      id: entry.id.slice(0, 8) + randomUUID().slice(8),
       createdAt: Date.now(),
       owner: entry.owner,
       sessionId: entry.id,

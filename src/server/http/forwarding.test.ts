@@ -130,6 +130,15 @@ describe('a cluster of nodes sharing a store', () => {
       unknown
     >;
     expect(held).toMatchObject({ id, executions: 3 });
+    // Every node lists it live, whichever one holds it (a lone node's list would call it lost).
+    for (const name of ['node-a', 'node-b', 'node-c']) {
+      const { sessions } = (await (await fetch(`${node(name).url}/v1/sessions`, { headers: AUTH })).json()) as {
+        sessions: { id: string; state: string }[];
+      };
+      expect(sessions.filter((session) => session.id === id)).toEqual([
+        expect.objectContaining({ id, state: 'running' }),
+      ]);
+    }
 
     // A streamed execution comes through a peer as it happens (server-sent events).
     const streamed = await fetch(`${node('node-c').url}/v1/sessions/${id}/executions?stream=sse`, {
@@ -172,6 +181,10 @@ describe('a cluster of nodes sharing a store', () => {
     expect(kernel.id).toMatch(new RegExp(`^${nodeTag('node-c')}-[0-9a-f]{4}-`));
     const described = await fetch(`${node('node-a').url}/jupyter/api/kernels/${kernel.id}`, { headers: AUTH });
     expect(described.status).toBe(200);
+    const listed = (await (await fetch(`${node('node-b').url}/jupyter/api/kernels`, { headers: AUTH })).json()) as {
+      id: string;
+    }[];
+    expect(listed.map((entry) => entry.id)).toContain(kernel.id);
 
     const socket = new WebSocket(
       `${node('node-a').url.replace('http', 'ws')}/jupyter/api/kernels/${kernel.id}/channels?token=${KEY}`,
@@ -296,6 +309,29 @@ describe('a cluster of nodes sharing a store', () => {
       expect(run.status).toBe(200);
       expect(((await run.json()) as { properties: { stdout: string } }).properties.stdout).toBe('azure notes');
     }
+  });
+
+  it("keeps a conversation on its session's node, and lists conversations from every node", async () => {
+    const created = await post(node('node-a'), '/v1/conversations', {});
+    expect(created.status).toBe(201);
+    const conversation = (await created.json()) as { id: string };
+    expect(conversation.id.slice(0, 8)).toBe(nodeTag('node-a'));
+    for (const name of ['node-b', 'node-c']) {
+      const cell = await post(node(name), `/v1/conversations/${conversation.id}/cells`, { code: '1+1' });
+      expect(cell.status, await cell.clone().text()).toBe(200);
+      const turn = (await cell.json()) as { steps: { results?: { data: Record<string, string> }[] }[] };
+      expect(turn.steps[0]?.results?.[0]?.data['text/plain']).toBe('2');
+    }
+    const history = (await (
+      await fetch(`${node('node-c').url}/v1/conversations/${conversation.id}`, { headers: AUTH })
+    ).json()) as { turnCount: number };
+    expect(history.turnCount).toBe(2);
+    const { conversations } = (await (
+      await fetch(`${node('node-b').url}/v1/conversations`, { headers: AUTH })
+    ).json()) as {
+      conversations: { id: string }[];
+    };
+    expect(conversations.map((entry) => entry.id)).toContain(conversation.id);
   });
 
   it('a full node hands a new session to a peer with room', async () => {

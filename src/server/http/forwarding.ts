@@ -8,7 +8,7 @@
  * Which session a request is for comes from where each front door names it:
  * `/v1/sessions/{id}`, an upload link's token, E2B's `/sandboxes/{id}` and
  * `E2b-Sandbox-Id`, Jupyter's `/jupyter/api/kernels/{id}` and `/jupyter/api/sessions/{id}`,
- * MCP's `Mcp-Session-Id`. A request is sent on when:
+ * MCP's `Mcp-Session-Id`, `/v1/conversations/{id}`. A request is sent on when:
  * - its id's tag names a live peer, and this node does not hold the session
  *   (it may have moved here);
  * - or this node does not hold it and the catalog (`located/`) says a live
@@ -52,16 +52,21 @@ const SESSION_PATHS = [
   new RegExp(`^/jupyter/api/kernels/${ID}(?:/|$)`),
 ];
 const NOTEBOOK_SESSION_PATH = new RegExp(`^/jupyter/api/sessions/${ID}$`);
+/** A conversation is kept by the node that holds its session (its history in that node's state directory). */
+const CONVERSATION_PATH = new RegExp(`^/v1/conversations/${ID}(?:/|$)`);
 const UPLOAD_LINK_PATH = /^\/v1\/uploads\/([A-Za-z0-9_-]{1,2048})\.[A-Za-z0-9_-]+$/;
 const CREATIONS: { method: string; path: RegExp; header?: string }[] = [
   { method: 'POST', path: /^\/v1\/sessions\/?$/ },
   { method: 'POST', path: new RegExp(`^${E2B_PREFIX}/+(?:v2/)?sandboxes\\/?$`) },
   { method: 'POST', path: /^\/jupyter\/api\/(?:kernels|sessions)\/?$/ },
+  { method: 'POST', path: /^\/v1\/conversations\/?$/ },
 ];
 const MCP_PATH = /^\/mcp\/?$/;
 /** How long a peer may take to accept a connection before it is taken for gone. */
 const CONNECT_TIMEOUT_MS = 3_000;
 const IDLE_CONNECTION_MS = 4_000;
+/** How long a node waits for each peer's part of a list. */
+const LIST_TIMEOUT_MS = 5_000;
 const AZURE_PREFIX = '/azure/';
 /** Hop-by-hop headers (RFC 9110 §7.6.1): never passed on. */
 const HOP_BY_HOP = new Set([
@@ -75,6 +80,40 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding',
   'upgrade',
 ]);
+
+/**
+ * Lists that every node answers only in part (the sessions it holds live, and the paused ones all
+ * see): a node asks every live node, itself included, and answers their union. An entry for the same
+ * id from several nodes is the live one (a live session is a `lost` marker to the others).
+ */
+const LISTS: {
+  path: RegExp;
+  items(body: unknown): unknown[] | undefined;
+  wrap(items: unknown[]): unknown;
+  /** The field (an ISO time) the merged list is ordered by, newest first. */
+  newestFirst?: string;
+}[] = [
+  {
+    path: /^\/v1\/sessions\/?$/,
+    items: (body) => (isObject(body) && Array.isArray(body.sessions) ? body.sessions : undefined),
+    wrap: (items) => ({ sessions: items }),
+  },
+  {
+    path: /^\/v1\/conversations\/?$/,
+    items: (body) => (isObject(body) && Array.isArray(body.conversations) ? body.conversations : undefined),
+    wrap: (items) => ({ conversations: items }),
+    newestFirst: 'updatedAt',
+  },
+  {
+    path: /^\/jupyter\/api\/(?:kernels|sessions)\/?$/,
+    items: (body) => (Array.isArray(body) ? body : undefined),
+    wrap: (items) => items,
+  },
+];
+const MAX_LIST_BYTES = 16 * 1024 * 1024;
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The session (or other node-tagged id) a request is for, from where its front door names it. */
 export function namedIdOf(request: IncomingMessage): NamedId | undefined {
@@ -97,8 +136,8 @@ export function namedIdOf(request: IncomingMessage): NamedId | undefined {
       return undefined;
     }
   }
-  const notebook = NOTEBOOK_SESSION_PATH.exec(path);
-  if (notebook?.[1]) return { id: notebook[1], kind: 'other' };
+  const other = NOTEBOOK_SESSION_PATH.exec(path) ?? CONVERSATION_PATH.exec(path);
+  if (other?.[1]) return { id: other[1], kind: 'other' };
   const mcp = request.headers['mcp-session-id'];
   if (typeof mcp === 'string' && MCP_PATH.test(path) && mcp.length <= 64) return { id: mcp, kind: 'other' };
   return undefined;
@@ -237,6 +276,103 @@ export class Forwarder {
       response.on('close', () => {
         if (!response.writableFinished) upstream.destroy();
       });
+    });
+  }
+
+  /** The list this request asks for, when it is one that every node answers in part. */
+  listOf(request: IncomingMessage): (typeof LISTS)[number] | undefined {
+    if (request.method !== 'GET' || request.headers[FORWARDED_BY_HEADER] !== undefined) return undefined;
+    const path = (request.url ?? '').split('?', 1)[0] ?? '';
+    return LISTS.find((list) => list.path.test(path));
+  }
+
+  /**
+   * Answers a list from every live node, this one included (asked over HTTP, as a peer asks it):
+   * this node's answer as it is unless it is a 200, with each peer's entries added (a peer that does
+   * not answer in time is left out, and logged). False when this node could not be asked so: the
+   * caller answers it alone.
+   */
+  async gather(request: IncomingMessage, response: ServerResponse, list: (typeof LISTS)[number]): Promise<boolean> {
+    const { cluster, logger } = this.options;
+    const self = { node: cluster.node, url: cluster.url } as Peer;
+    const answers = await Promise.all(
+      [self, ...cluster.livePeers()].map((peer) =>
+        this.fetchFrom(peer, request).catch((error: Error) => {
+          logger.warn({ peer: peer.node, error: error.message }, 'a node did not answer a list');
+          return undefined;
+        }),
+      ),
+    );
+    const own = answers[0];
+    // Its own answer could not be read over HTTP (its advertised address does not reach it): answered here alone.
+    if (!own) return false;
+    if (own.status !== 200) {
+      response.writeHead(own.status, { 'content-type': own.contentType ?? 'application/json' });
+      response.end(own.body);
+      return true;
+    }
+    const byId = new Map<string, unknown>();
+    const unnamed: unknown[] = [];
+    for (const answer of answers) {
+      if (answer?.status !== 200) continue;
+      let items: unknown[] | undefined;
+      try {
+        items = list.items(JSON.parse(answer.body));
+      } catch {
+        items = undefined;
+      }
+      for (const item of items ?? []) {
+        const id = isObject(item) && typeof item.id === 'string' ? item.id : undefined;
+        if (id === undefined) unnamed.push(item);
+        else if (!byId.has(id) || (isObject(item) && item.state === 'running')) byId.set(id, item);
+      }
+    }
+    const merged = [...byId.values(), ...unnamed];
+    const field = list.newestFirst;
+    if (field !== undefined) {
+      const time = (item: unknown) => (isObject(item) && typeof item[field] === 'string' ? String(item[field]) : '');
+      merged.sort((a, b) => time(b).localeCompare(time(a)));
+    }
+    const body = JSON.stringify(list.wrap(merged));
+    response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    response.end(body);
+    return true;
+  }
+
+  /** A GET of the same request from `peer`, answered there (never forwarded again); its status and body. */
+  private fetchFrom(
+    peer: Peer,
+    request: IncomingMessage,
+  ): Promise<{ status: number; contentType?: string; body: string }> {
+    const url = new URL(request.url ?? '/', peer.url);
+    const https = url.protocol === 'https:';
+    return new Promise((resolve, reject) => {
+      const upstream = (https ? httpsRequest : httpRequest)(url, {
+        method: 'GET',
+        headers: this.passedOn(request.headers),
+        agent: https ? this.httpsAgent : this.httpAgent,
+        timeout: LIST_TIMEOUT_MS,
+      });
+      upstream.on('timeout', () => upstream.destroy(new Error(`no answer within ${LIST_TIMEOUT_MS} ms`)));
+      upstream.on('error', reject);
+      upstream.on('response', (answer) => {
+        const chunks: Buffer[] = [];
+        let bytes = 0;
+        answer.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          if (bytes > MAX_LIST_BYTES) upstream.destroy(new Error(`a list over ${MAX_LIST_BYTES} bytes`));
+          else chunks.push(chunk);
+        });
+        answer.on('error', reject);
+        answer.on('end', () =>
+          resolve({
+            status: answer.statusCode ?? 502,
+            ...(answer.headers['content-type'] ? { contentType: answer.headers['content-type'] } : {}),
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+      });
+      upstream.end();
     });
   }
 

@@ -71,6 +71,8 @@ export function createRequestListener(
   const answer = (request: IncomingMessage, response: ServerResponse, requestId: string): Promise<void> => {
     if (!forwarder) return requestIds.run(requestId, () => honoListener(request, response));
     return requestIds.run(requestId, async () => {
+      const list = forwarder.listOf(request);
+      if (list && (await forwarder.gather(request, response, list))) return;
       // A peer found dead on the way is passed over: the next look finds where the session went, or this node.
       for (let attempt = 0; attempt < 2; attempt++) {
         const peer = await forwarder.target(request).catch((error: Error) => {
