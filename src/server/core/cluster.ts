@@ -38,6 +38,8 @@ const STALE_HEARTBEATS = 4;
 const REFRESH_MS = 250;
 /** A node first seen with a heartbeat older than this (by its own clock) is a dead one's leftover record. */
 const LEFTOVER_MS = 60_000;
+/** Reads of the catalog a node makes for requests it does not hold, at most, each second. */
+const LOCATES_PER_SECOND = 200;
 
 export interface Peer {
   node: string;
@@ -75,6 +77,8 @@ export class Cluster {
   private timer?: NodeJS.Timeout;
   private beating?: Promise<void>;
   private refreshedAt = 0;
+  private locateSecond = 0;
+  private locates = 0;
   private stopped = false;
 
   constructor(private readonly options: ClusterOptions) {
@@ -170,8 +174,19 @@ export class Cluster {
     if (known && node !== this.node) known.seen = 0;
   }
 
-  /** The live peer that holds session `id` by the catalog (a session that moved), if another one does. */
+  /**
+   * The live peer that holds session `id` by the catalog (a session that moved), if another one
+   * does. Each look is a read of the store, asked before any key is checked: past LOCATES_PER_SECOND
+   * a node stops looking (and answers the request itself), so requests for made-up ids cannot turn
+   * into a flood of reads.
+   */
   async locate(id: string): Promise<Peer | undefined> {
+    const second = Math.floor(Date.now() / 1000);
+    if (second !== this.locateSecond) {
+      this.locateSecond = second;
+      this.locates = 0;
+    }
+    if (++this.locates > LOCATES_PER_SECOND) return undefined;
     const objects = await this.options.objects();
     const bytes = await objects.read(locatedKey(id), MAX_NODE_RECORD_BYTES).catch(() => undefined);
     if (bytes === undefined) return undefined;

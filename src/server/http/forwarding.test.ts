@@ -334,6 +334,44 @@ describe('a cluster of nodes sharing a store', () => {
     expect(conversations.map((entry) => entry.id)).toContain(conversation.id);
   });
 
+  it('answers made-up ids, tags and tokens, and a forged forwarding mark, without forwarding them anywhere', async () => {
+    const { id } = (await (await post(node('node-a'), '/v1/sessions')).json()) as { id: string };
+    const unknownTag = `${'f'.repeat(8)}${randomBytes(8).toString('hex')}`;
+    const otherTag = `${nodeTag('node-c')}${randomBytes(8).toString('hex')}`;
+    const answers = await Promise.all([
+      // An id no node has: 404 wherever it lands, whatever its tag.
+      execute(node('node-b'), unknownTag, '1+1'),
+      execute(node('node-b'), otherTag, '1+1'),
+      execute(node('node-b'), 'not-a-tagged-id', '1+1'),
+      // A client that says a peer sent it is answered where it is, never sent on.
+      post(
+        node('node-b'),
+        `/v1/sessions/${id}/executions`,
+        { code: '1+1' },
+        { 'x-sandcell-forwarded-by': 'node-a' },
+      ).then(async (response) => ({
+        status: response.status,
+        body: (await response.json()) as Record<string, unknown>,
+      })),
+    ]);
+    expect(answers.slice(0, 3).map((answer) => answer.status)).toEqual([404, 404, 404]);
+    // Not run there: node-b does not hold it (404 until node-a's record of it is written, then 409).
+    expect([404, 409]).toContain(answers[3]?.status);
+    // An upload link whose claims are not JSON, or name a session of another node, but are not signed.
+    const forged = Buffer.from(JSON.stringify({ o: 'x', s: id, p: 'a.txt', e: 9e9 })).toString('base64url');
+    for (const token of ['%%%.x', `${Buffer.from('not json').toString('base64url')}.abc`, `${forged}.forged`]) {
+      const response = await fetch(`${node('node-c').url}/v1/uploads/${token}`, { method: 'PUT', body: 'x' });
+      expect([400, 401, 403, 404]).toContain(response.status);
+    }
+    // An E2B sandbox id that is not one, and a websocket for a kernel no node has.
+    const sandbox = await fetch(`${node('node-a').url}/e2b/files?path=%2Fx`, {
+      headers: { 'e2b-sandbox-id': `${nodeTag('node-b')}${'z'.repeat(300)}`, 'e2b-sandbox-port': '49983' },
+    });
+    expect(sandbox.status).toBeGreaterThanOrEqual(400);
+    // Each node still serves.
+    for (const name of ['node-a', 'node-b', 'node-c']) expect((await execute(node(name), id, '1+1')).status).toBe(200);
+  });
+
   it('a full node hands a new session to a peer with room', async () => {
     const full = await startNode('node-full', { maxSessions: 1 });
     await settled();
