@@ -124,7 +124,14 @@ export async function runClusterBench({ quick }) {
 
     // A drain: C holds idle sessions, each with a variable, and gets SIGTERM.
     const count = quick ? 20 : 100;
-    const c = await startNode(scratch, store, secret, 'bench-c', ['--pool-size', '2', '--max-sessions', '128']);
+    const c = await startNode(scratch, store, secret, 'bench-c', [
+      '--pool-size',
+      '2',
+      '--max-sessions',
+      '128',
+      '--sessions-per-key',
+      '128',
+    ]);
     nodes.push(c);
     await Promise.all([peered(a, [b, c]), peered(c, [a, b])]);
     const held = [];
