@@ -34,6 +34,10 @@ const SKIPPED: Record<string, string> = {
   'azure-langchain':
     'needs @langchain/azure-dynamic-sessions, not a dependency; test/server-azure.test.ts speaks its protocol',
   'azure-python': 'needs the Python LangChain packages (no PyPI here); test/server-azure.test.ts speaks their protocol',
+  'server-image-push': 'needs a container registry; test/container-image.test.ts builds the image it would push',
+  'kubernetes-seccomp': "writes into a Kubernetes node's kubelet directory; no node here",
+  'kubernetes-secret':
+    'needs a Kubernetes API server; test/container-image.test.ts checks that the StatefulSet takes every variable from the Secret sandcell',
   'internet-access-pip':
     'needs the internet (PyPI); test/network-tools-bubblewrap.test.ts runs `!pip install` then `import` in one kernel from an index on 127.0.0.1',
 };
@@ -41,6 +45,11 @@ const SKIPPED: Record<string, string> = {
 /** Blocks run by another test file. */
 const RUN_ELSEWHERE: Record<string, string> = {
   'internet-secrets': 'test/readme-internet.test.ts',
+  'server-image-build': 'test/container-image.test.ts',
+  'container-doctor': 'test/container-image.test.ts',
+  'container-run': 'test/container-image.test.ts',
+  'container-nodes': 'test/container-image.test.ts',
+  'kubernetes-apply': 'test/container-image.test.ts',
   environment: 'test/readme-environments.test.ts',
   'environment-dockerfile': 'test/readme-environments-docker.test.ts',
   'environment-image': 'test/readme-environments-docker.test.ts',

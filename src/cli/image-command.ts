@@ -10,6 +10,7 @@ import { buildRuntimeImage, type ImageRoute, runtimeImagePresent } from '../imag
 import { type PrunedBuild, pruneRootfsBuilds, pruneRuntimeImages } from '../image/prune.js';
 import { runtimeImageTag, runtimeRootfsDirectory, runtimeVersion } from '../image/recipe.js';
 import { type BuildProgress, buildRuntimeRootfs, rootfsIsBuilt } from '../image/rootfs.js';
+import { buildServerImage, SERVER_IMAGE_REPOSITORY } from '../image/server-image.js';
 import { formatBytes } from '../protocol/format-bytes.js';
 import { CliExit, EXIT_OK, EXIT_SANDBOX_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { dim } from './render.js';
@@ -21,6 +22,8 @@ export interface ImageBuildOptions {
   force?: boolean;
   mirror?: string;
   json?: boolean;
+  /** sandcell itself as a Docker image, not the runtime. */
+  server?: boolean;
 }
 
 const ROUTES = ['auto', 'dockerfile', 'debootstrap'];
@@ -39,6 +42,12 @@ export async function imageBuildCommand(options: ImageBuildOptions): Promise<num
       'The bubblewrap runtime is a root filesystem; it is built with debootstrap (--route debootstrap).',
     );
   }
+  if (options.server && (backend !== 'docker' || route === 'dockerfile')) {
+    throw new CliExit(
+      EXIT_USAGE,
+      "--server builds a Docker image on the runtime's image; it takes no --backend bubblewrap or --route dockerfile.",
+    );
+  }
   const progress = progressReporter(options.json === true);
   const started = Date.now();
   const seconds = () => ((Date.now() - started) / 1000).toFixed(0);
@@ -46,7 +55,13 @@ export async function imageBuildCommand(options: ImageBuildOptions): Promise<num
   let result: Record<string, unknown>;
   let summary: string;
   try {
-    if (backend === 'bubblewrap') {
+    if (options.server) {
+      const image = await buildServerImage({ ...build, docker: await connectDocker() });
+      result = { ...image };
+      summary =
+        `${image.reused ? 'Up to date' : `Built in ${seconds()} s`}: ${image.tag} (also tagged ${SERVER_IMAGE_REPOSITORY}:latest), on ${image.runtimeTag}\n` +
+        dim('Run it as docs/kubernetes.md says: the container needs a few privileges for bubblewrap.\n');
+    } else if (backend === 'bubblewrap') {
       const rootfs = await buildRuntimeRootfs(build);
       result = { ...rootfs };
       summary =

@@ -334,6 +334,10 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
         .default('auto'),
     )
     .option('--mirror <url>', 'Debian mirror for debootstrap (env SANDCELL_DEBIAN_MIRROR)')
+    .option(
+      '--server',
+      'build sandcell itself as a Docker image (sandcell:VERSION and sandcell:latest), whose `sandcell serve` runs bubblewrap sandboxes; see docs/kubernetes.md',
+    )
     .option('--force', 'rebuild even when this version is already built')
     .option('--json', 'print the result as JSON')
     .action(async (options) => setExitCode(await imageBuildCommand(options)));

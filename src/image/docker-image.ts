@@ -156,7 +156,7 @@ async function buildWithDockerfile(options: DockerImageBuildOptions, tag: string
       { context, src: ['Dockerfile', ...runtimeFiles().map((file) => file.name)] },
       { t: tag, labels: { [RUNTIME_VERSION_LABEL]: runtimeVersion() }, rm: true, forcerm: true },
     );
-    await follow(options.docker, stream, (event: { stream?: string; error?: string }) => {
+    await followBuild(options.docker, stream, (event: { stream?: string; error?: string }) => {
       const line = event.stream?.trim();
       if (line) {
         const step = /^Step (\d+\/\d+)/.exec(line);
@@ -225,11 +225,11 @@ export async function importDirectoryAsImage(options: DirectoryImportOptions): P
       ...Object.entries(options.labels).map(([name, value]) => `LABEL ${name}=${value}`),
     ],
   });
-  await Promise.all([follow(options.docker, stream, () => undefined), tarDone]);
+  await Promise.all([followBuild(options.docker, stream, () => undefined), tarDone]);
 }
 
 /** Follows an engine progress stream to its end; an `error` event fails the build. */
-function follow<T extends { error?: string }>(
+export function followBuild<T extends { error?: string }>(
   docker: Dockerode,
   stream: NodeJS.ReadableStream,
   onEvent: (event: T) => void,

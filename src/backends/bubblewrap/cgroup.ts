@@ -69,11 +69,12 @@ export async function detectCgroups(): Promise<CgroupLayout | undefined> {
     if (directory && (await probeWritable(directory))) parents[controller] = directory;
   }
   if (parents.memory) return { version: 1, parents };
-  // cgroup v2: a delegated subtree in which memory and pids are enabled for children.
+  // cgroup v2: a delegated subtree in which memory and pids are enabled for children: our own cgroup, or
+  // SANDCELL_CGROUP_PARENT (set by the container image's entrypoint, which moved the server into a leaf beside it).
   const unified = mounts.find((entry) => entry.type === 'cgroup2');
   const ownPath = own.get('');
   if (!unified || ownPath === undefined) return undefined;
-  const directory = hostPath(unified, ownPath);
+  const directory = process.env.SANDCELL_CGROUP_PARENT ?? hostPath(unified, ownPath);
   if (!directory) return undefined;
   try {
     const available = (await readFile(path.join(directory, 'cgroup.controllers'), 'utf8')).trim().split(/\s+/);
