@@ -247,7 +247,9 @@ export class Forwarder {
           if (value !== undefined && !HOP_BY_HOP.has(name)) passed[name] = value;
         }
         response.writeHead(answer.statusCode ?? 502, passed);
-        response.flushHeaders();
+        // A stream's headers go at once (its first event may be long in coming); a sized answer's go
+        // with its body, in one write.
+        if (answer.headers['content-length'] === undefined) response.flushHeaders();
         answer.pipe(response);
         answer.on('error', () => response.destroy());
         resolve(true);
