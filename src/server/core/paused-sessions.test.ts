@@ -93,6 +93,35 @@ describe('paused sessions on a named store', () => {
     expect(await listKeys(new FsObjectStore(directory), 'claims/')).toEqual([]);
   });
 
+  it('a new name claimed by one node is respected by another while its session starts, and taken over once stale', async () => {
+    const directory = mkdtempSync(path.join(scratch, 'names-'));
+    const [a, b] = [onStore(directory, 'a'), onStore(directory, 'b')];
+    // Both nodes are asked for the same new name: a claims it first; b is told a's id, not given the name.
+    expect(await a.claimName('owner', 'azure', 'my-pool-1', 'aaaaaaaa-1')).toBeUndefined();
+    expect(await b.claimName('owner', 'azure', 'my-pool-1', 'bbbbbbbb-1')).toBe('aaaaaaaa-1');
+    expect(await a.claimName('owner', 'azure', 'my-pool-1', 'aaaaaaaa-1')).toBeUndefined();
+    // Once a's session is recorded, its name finds it.
+    const started = { ...record(undefined, 'a'), id: 'aaaaaaaa-1', name: 'my-pool-1', scope: 'azure' };
+    await a.record('owner', started);
+    expect((await b.findByName('owner', 'azure', 'my-pool-1'))?.id).toBe('aaaaaaaa-1');
+    expect(await b.claimName('owner', 'azure', 'my-pool-1', 'bbbbbbbb-2')).toBe('aaaaaaaa-1');
+    // A claim whose session never started (no record), older than CLAIM_STALE_MS, is free to take.
+    const store = new FsObjectStore(directory);
+    const [nameKey] = await listKeys(store, 'paused-names/');
+    expect(nameKey).toBeDefined();
+    await a.remove('owner', started);
+    expect(await listKeys(store, 'paused-names/')).toEqual([]);
+    await store.write(
+      nameKey as string,
+      Buffer.from(JSON.stringify({ id: 'dead0000-1', claimedAt: Date.now() - 600_000 })),
+    );
+    expect(await b.claimName('owner', 'azure', 'my-pool-1', 'bbbbbbbb-3')).toBeUndefined();
+    expect(await a.claimName('owner', 'azure', 'my-pool-1', 'aaaaaaaa-4')).toBe('bbbbbbbb-3');
+    // Bytes that are no claim and no id do not stand for a session: the name is free.
+    await store.write(nameKey as string, Buffer.from('{"claimedAt": "soon"}'));
+    expect(await a.claimName('owner', 'azure', 'my-pool-1', 'aaaaaaaa-5')).toBeUndefined();
+  });
+
   it("a lost marker names its server: another server's is elsewhere, this server's (or an unnamed one) is lost", () => {
     const a = onStore(scratch, 'node-a');
     expect(a.elsewhere(record(undefined, 'node-b'))).toBe(true);

@@ -161,18 +161,24 @@ export class PausedSessions {
   /**
    * Takes `name` in `scope` for a new session `id` of the owner's, with a conditional write: of the
    * nodes of a cluster asked for a new name at once, one gets it. Undefined when taken; else the id
-   * that holds it (a name whose session is gone is taken over).
+   * that holds it. The claim carries its time: until its session's record is written (the session
+   * is starting), another node respects it for CLAIM_STALE_MS; a claim older than that whose
+   * session has no record (it never started, or is gone) is taken over.
    */
   async claimName(ownerId: string, scope: string, name: string, id: string): Promise<string | undefined> {
     const { objects } = await this.open();
     const key = nameKey(ownerId, scope, name);
+    const claim = Buffer.from(JSON.stringify({ id, claimedAt: Date.now() }));
     for (let attempt = 0; attempt < 2; attempt++) {
-      if ((await objects.writeIfAbsent(key, Buffer.from(id))) !== undefined) return undefined;
-      const holder = await objects.read(key, MAX_RECORD_BYTES);
-      if (holder === undefined) continue;
-      const held = Buffer.from(holder).toString('utf8');
-      if (held === id || (await this.find(ownerId, held)) !== undefined) return held === id ? undefined : held;
-      // Its session's record is gone (deleted, expired): the name is free.
+      if ((await objects.writeIfAbsent(key, claim)) !== undefined) return undefined;
+      const bytes = await objects.read(key, MAX_RECORD_BYTES);
+      if (bytes === undefined) continue;
+      const holder = parseNameEntry(bytes);
+      if (holder?.id === id) return undefined;
+      if (holder && (await this.find(ownerId, holder.id)) !== undefined) return holder.id;
+      const age = Date.now() - (holder?.claimedAt ?? 0);
+      if (holder?.claimedAt !== undefined && age >= 0 && age < CLAIM_STALE_MS) return holder.id;
+      // Its session's record is gone (deleted, expired), it never started, or the entry is no entry: free.
       await objects.delete(key);
     }
     throw new Error(`the name ${JSON.stringify(name)} is being taken by another node; try again`);
@@ -181,9 +187,9 @@ export class PausedSessions {
   /** The owner's paused session called `name` in `scope`, if there is one. */
   async findByName(ownerId: string, scope: string, name: string): Promise<PausedRecord | undefined> {
     const { objects } = await this.open();
-    const id = await objects.read(nameKey(ownerId, scope, name), MAX_RECORD_BYTES);
-    if (id === undefined) return undefined;
-    const record = await this.find(ownerId, Buffer.from(id).toString('utf8'));
+    const entry = parseNameEntry(await objects.read(nameKey(ownerId, scope, name), MAX_RECORD_BYTES));
+    if (entry === undefined) return undefined;
+    const record = await this.find(ownerId, entry.id);
     return record?.name === name && (record.scope ?? record.source) === scope ? record : undefined;
   }
 
@@ -368,6 +374,26 @@ function parseRecord(bytes: Uint8Array): PausedRecord | undefined {
     if (typeof record?.id !== 'string' || !SESSION_ID.test(record.id) || typeof record.source !== 'string')
       return undefined;
     return record;
+  } catch {
+    return undefined;
+  }
+}
+
+/** How long a name claimed for a session that is still starting (no record yet) is respected. */
+export const CLAIM_STALE_MS = 120_000;
+
+/**
+ * A name's entry: the id of the session recorded under it (plain text), or a claim for one still
+ * starting (`{"id", "claimedAt"}`). Undefined when there is none or it is not one of these.
+ */
+function parseNameEntry(bytes: Uint8Array | undefined): { id: string; claimedAt?: number } | undefined {
+  if (bytes === undefined) return undefined;
+  const text = Buffer.from(bytes).toString('utf8');
+  if (!text.startsWith('{')) return text.length > 0 ? { id: text } : undefined;
+  try {
+    const parsed = JSON.parse(text) as { id?: unknown; claimedAt?: unknown };
+    if (typeof parsed.id !== 'string') return undefined;
+    return typeof parsed.claimedAt === 'number' ? { id: parsed.id, claimedAt: parsed.claimedAt } : { id: parsed.id };
   } catch {
     return undefined;
   }

@@ -84,6 +84,8 @@ const QUEUE_FULL_RETRY_AFTER_MS = 5_000;
 /** What a session refused at the server's capacity is told to wait: sessions idle out or get closed. */
 const SERVER_FULL_RETRY_AFTER_MS = 5_000;
 
+/** How long a request waits for the record of a named session another node is starting. */
+const NAMED_START_WAIT_MS = 15_000;
 export class SessionRegistry {
   private readonly byId = new Map<string, ManagedSession>();
   private readonly byName = new Map<string, Promise<ManagedSession>>();
@@ -652,7 +654,15 @@ export class SessionRegistry {
     if (!cluster) return this.create(owner, source, naming);
     const id = cluster.newSessionId();
     const holder = await this.options.paused.claimName(owner.id, naming.scope, naming.name, id);
-    if (holder !== undefined) return this.open(owner, holder);
+    if (holder !== undefined) {
+      // Another node claimed the name a moment ago and is starting its session: once its record is
+      // written, this request is told where it lives (409 session-elsewhere; sent again, it is forwarded).
+      const deadline = Date.now() + NAMED_START_WAIT_MS;
+      while (!(await this.options.paused.find(owner.id, holder)) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      return this.open(owner, holder);
+    }
     const entry = await this.create(owner, source, { ...naming, id });
     await this.records.get(entry);
     return entry;
