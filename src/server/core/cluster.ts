@@ -197,12 +197,15 @@ export class Cluster {
 
   /** Says in the catalog that session `id` is live here. */
   async place(id: string): Promise<void> {
+    // One whose id names this node is found by its tag: only a session away from home needs an entry.
+    if (id.startsWith(this.tag)) return;
     const objects = await this.options.objects();
     await objects.write(locatedKey(id), Buffer.from(JSON.stringify({ node: this.node })));
   }
 
   /** Takes session `id` out of the catalog, unless another node has placed it since. */
   async unplace(id: string): Promise<void> {
+    if (id.startsWith(this.tag)) return;
     const objects = await this.options.objects();
     const bytes = await objects.read(locatedKey(id), MAX_NODE_RECORD_BYTES).catch(() => undefined);
     if (bytes !== undefined && parseLocated(bytes) === this.node) await objects.delete(locatedKey(id));
