@@ -191,7 +191,7 @@ describeWhenAvailable("sandcell's container image", 'docker', reason, () => {
     }
   }, 120_000);
 
-  it('container-run: one node serves /v1, and `docker stop` drains it', async () => {
+  it('container-run: one node serves /v1; `docker stop` drains it, and the next container on its volume resumes the session', async () => {
     const port = await freePort();
     const name = `sandcell-one-${run}`;
     const volume = `sandcell-state-${run}`;
@@ -207,12 +207,43 @@ describeWhenAvailable("sandcell's container image", 'docker', reason, () => {
     const execution = JSON.parse(result.stdout.trim().split('\n').pop() as string);
     expect(execution.status).toBe('ok');
     expect(execution.stdout).toBe('42\n');
-    const metrics = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: 'Bearer change-me' } });
+    const url = `http://127.0.0.1:${port}`;
+    const headers = { authorization: 'Bearer change-me', 'content-type': 'application/json' };
+    const metrics = await fetch(`${url}/metrics`, { headers });
     expect(await metrics.text()).toMatch(/^sandcell_sessions_capacity_used_ratio /m);
+    const session = execution.sessionId as string;
+    const set = await fetch(`${url}/v1/sessions/${session}/executions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ code: 'x = 6 * 7' }),
+    });
+    expect(set.status).toBe(200);
     const stopped = await runProcess('docker', ['stop', '-t', '60', name]);
     expect(stopped.code).toBe(0);
     const state = await runProcess('docker', ['inspect', '-f', '{{.State.ExitCode}}', name]);
     expect(state.stdout.trim()).toBe('0');
+    // The next container on the volume resumes the session the drain paused, variables and all.
+    await runProcess('docker', ['rm', '-v', name]);
+    const [again] = commandsOf(code);
+    expect(again).toMatch(/^docker run -d /);
+    const restarted = await runShell(again as string, { cwd: root });
+    expect(restarted.code, restarted.stderr).toBe(0);
+    const deadline = Date.now() + 90_000;
+    while (
+      !(await fetch(`${url}/readyz`).then(
+        (response) => response.ok,
+        () => false,
+      ))
+    ) {
+      if (Date.now() > deadline) throw new Error('the second container never became ready');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    const resumed = await fetch(`${url}/v1/sessions/${session}/executions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ code: 'print(x)' }),
+    });
+    expect(((await resumed.json()) as { stdout: string }).stdout).toBe('42\n');
   }, 300_000);
 
   it('container-nodes: two nodes share a store; a session made through one is used through the other', async () => {
