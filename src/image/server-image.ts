@@ -56,7 +56,7 @@ if [ "$(id -u)" = 0 ]; then
     export SANDCELL_CGROUP_PARENT=/sys/fs/cgroup
   fi
 fi
-exec /usr/bin/tini -s -g -- "$@"
+exec /usr/bin/tini -s -- "$@"
 `;
 
 const COMMAND = `#!/bin/sh
