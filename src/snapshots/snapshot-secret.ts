@@ -6,7 +6,7 @@
  * takes its place there. The secret never appears in a message or a log.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidInputError } from '../errors.js';
 
@@ -23,11 +23,17 @@ export async function snapshotSecret(
   if (given !== undefined && given !== '') return secretFromVariable(given);
   const file = path.join(stateDirectory, SECRET_FILE);
   await mkdir(stateDirectory, { recursive: true, mode: 0o700 });
+  // Written whole under a name of its own, then linked into place: a process racing to make it
+  // never reads a file that exists but is not written yet.
+  const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  await writeFile(draft, randomBytes(SECRET_BYTES), { flag: 'wx', mode: 0o600 });
   try {
-    await writeFile(file, randomBytes(SECRET_BYTES), { flag: 'wx', mode: 0o600 });
+    await link(draft, file);
   } catch (error) {
     // Made before (or by another process at the same moment): read that one.
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    await unlink(draft).catch(() => undefined);
   }
   return readSecretFile(file);
 }
