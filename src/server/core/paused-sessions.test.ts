@@ -117,6 +117,12 @@ describe('paused sessions on a named store', () => {
     );
     expect(await b.claimName('owner', 'azure', 'my-pool-1', 'bbbbbbbb-3')).toBeUndefined();
     expect(await a.claimName('owner', 'azure', 'my-pool-1', 'aaaaaaaa-4')).toBe('bbbbbbbb-3');
+    // A claim from a node whose clock runs a few seconds ahead is a fresh one, not a stale one.
+    await store.write(
+      nameKey as string,
+      Buffer.from(JSON.stringify({ id: 'cccccccc-1', claimedAt: Date.now() + 5_000 })),
+    );
+    expect(await a.claimName('owner', 'azure', 'my-pool-1', 'aaaaaaaa-6')).toBe('cccccccc-1');
     // Bytes that are no claim and no id do not stand for a session: the name is free.
     await store.write(nameKey as string, Buffer.from('{"claimedAt": "soon"}'));
     expect(await a.claimName('owner', 'azure', 'my-pool-1', 'aaaaaaaa-5')).toBeUndefined();

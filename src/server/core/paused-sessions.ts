@@ -176,8 +176,9 @@ export class PausedSessions {
       const holder = parseNameEntry(bytes);
       if (holder?.id === id) return undefined;
       if (holder && (await this.find(ownerId, holder.id)) !== undefined) return holder.id;
+      // Nodes' clocks differ: a claim that seems to come from the near future is a fresh one.
       const age = Date.now() - (holder?.claimedAt ?? 0);
-      if (holder?.claimedAt !== undefined && age >= 0 && age < CLAIM_STALE_MS) return holder.id;
+      if (holder?.claimedAt !== undefined && Math.abs(age) < CLAIM_STALE_MS) return holder.id;
       // Its session's record is gone (deleted, expired), it never started, or the entry is no entry: free.
       await objects.delete(key);
     }
