@@ -55,6 +55,9 @@ async function startNode(scratch, store, secret, name, extra = []) {
       url,
       '--log-format',
       'json',
+      // The bench sends more executions a minute than a key may start by default.
+      '--executions-per-minute',
+      '0',
       ...extra,
     ],
     {
