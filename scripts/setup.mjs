@@ -27,7 +27,7 @@ const TEST_PACKAGES = [
   // httpx, the transport of the OpenAI and Anthropic Python SDKs, reaches host.sandcell.internal
   // through a gate with a sandbox's proxy variables (test/network-host-loopback.test.ts).
   'python3-httpx',
-  // `npm run lint` checks the kernels' Python with pyflakes (pyflakes3).
+  // `npm run lint` checks the kernels' Python with pyflakes (Debian's `/usr/bin/python3 -m pyflakes`).
   'python3-pyflakes',
   // The cluster's test puts HAProxy in front of its nodes, as a Kubernetes Service would be
   // (test/cluster-haproxy.test.ts).

@@ -9,6 +9,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import type { Owner } from '../core/auth.js';
+import { FORWARDED_BY_HEADER } from '../core/cluster.js';
 import type { ServerContext } from '../core/context.js';
 import {
   ConnectBody,
@@ -26,7 +27,7 @@ import {
 } from './control-schemas.js';
 import { deleteSnapshot, parseSnapshotQuery, snapshotOfTemplate, snapshotPage } from './control-snapshots.js';
 import { E2bError, toE2bError } from './errors.js';
-import { listPage, parseListQuery } from './list-query.js';
+import { CURSORS_HEADER, listPage, parseListQuery } from './list-query.js';
 import { networkOfCreation } from './network-fields.js';
 import { presentConnection, presentInfo } from './present.js';
 import type { Lifecycle } from './sandbox-keep.js';
@@ -187,9 +188,11 @@ export function controlPlane(server: ServerContext, table: SandboxTable) {
   };
 
   const list: Handler = async (context, owner) => {
-    const query = parseListQuery(context.req.query());
-    const { page, nextToken } = listPage(await table.list(owner), query);
+    const query = parseListQuery(new URL(context.req.url).searchParams);
+    const { page, cursors, nextToken } = listPage(await table.list(owner), query);
     const headers: Record<string, string> = nextToken ? { 'x-next-token': nextToken } : {};
+    // A peer gathering the list merges the nodes' pages by these.
+    if (context.req.header(FORWARDED_BY_HEADER) !== undefined) headers[CURSORS_HEADER] = cursors.join(',');
     return context.json(
       page.map(({ row, state }) => presentInfo(row, state, server.options)),
       200,

@@ -278,7 +278,7 @@ describe('E2B pause and resume (scripted)', () => {
     // Traffic first, before any call of the control plane: the table fills from the records.
     expect((await execute(second.server, paused, 'x')).status).toBe(409);
     expect(await execute(second.server, running, 'y')).toMatchObject({ status: 200, text: '7' });
-    const listed = await second.json('/v2/sandboxes');
+    const listed = await second.json('/v2/sandboxes?order=asc');
     expect(listed.map((each: Json) => [each.sandboxID, each.state, each.metadata])).toEqual([
       [paused.sandboxID, 'paused', { who: 'paused' }],
       [running.sandboxID, 'running', {}],

@@ -186,26 +186,40 @@ describe('E2B routes (scripted)', () => {
     await control(`/sandboxes/${sandbox.sandboxID}`, { method: 'DELETE' });
   });
 
-  it('pages the list with an opaque token and refuses a forged one', async () => {
+  it('pages the list newest first (or oldest first) with an opaque token, filters it, and refuses a forged token', async () => {
     const created = [
       await createSandbox({ metadata: { page: 'yes' } }),
       await createSandbox({ metadata: { page: 'yes' } }),
     ];
+    const ids = async (response: Response) =>
+      ((await response.json()) as { sandboxID: string }[]).map((entry) => entry.sandboxID);
     // The SDK encodes the filter's keys and values, then the query string encodes it again.
     const filter = encodeURIComponent(new URLSearchParams({ page: 'yes' }).toString());
     const first = await control(`/v2/sandboxes?metadata=${filter}&limit=1`);
     const token = first.headers.get('x-next-token');
     expect(token).toBeTruthy();
-    expect(((await first.json()) as { sandboxID: string }[]).map((entry) => entry.sandboxID)).toEqual([
-      created[0]?.sandboxID,
-    ]);
+    expect(await ids(first)).toEqual([created[1]?.sandboxID]);
     const second = await control(`/v2/sandboxes?metadata=${filter}&limit=1&nextToken=${token}`);
     expect(second.headers.get('x-next-token')).toBeNull();
-    expect(((await second.json()) as { sandboxID: string }[]).map((entry) => entry.sandboxID)).toEqual([
-      created[1]?.sandboxID,
-    ]);
+    expect(await ids(second)).toEqual([created[0]?.sandboxID]);
+    const oldest = await control(`/v2/sandboxes?metadata=${filter}&order=asc&limit=1`);
+    expect(await ids(oldest)).toEqual([created[0]?.sandboxID]);
+    const after = await control(
+      `/v2/sandboxes?metadata=${filter}&order=asc&limit=1&nextToken=${oldest.headers.get('x-next-token')}`,
+    );
+    expect(await ids(after)).toEqual([created[1]?.sandboxID]);
+    // Repeated states (as the SDK sends a list), a start time, a template.
+    expect(await ids(await control(`/v2/sandboxes?metadata=${filter}&state=running&state=paused`))).toHaveLength(2);
+    const future = new Date(Date.now() + 60_000).toISOString();
+    expect(await ids(await control(`/v2/sandboxes?metadata=${filter}&startedAfter=${future}`))).toEqual([]);
+    const past = new Date(Date.now() - 60_000).toISOString();
+    expect(await ids(await control(`/v2/sandboxes?metadata=${filter}&startedAfter=${past}`))).toHaveLength(2);
+    expect(await ids(await control(`/v2/sandboxes?metadata=${filter}&template=base`))).toHaveLength(2);
+    expect(await ids(await control(`/v2/sandboxes?metadata=${filter}&template=other`))).toEqual([]);
     expect((await control('/v2/sandboxes?nextToken=bm90LWEtbnVtYmVy')).status).toBe(400);
     expect((await control('/v2/sandboxes?limit=1000')).status).toBe(400);
+    expect((await control('/v2/sandboxes?order=sideways')).status).toBe(400);
+    expect((await control('/v2/sandboxes?startedAfter=yesterday')).status).toBe(400);
     for (const sandbox of created) await control(`/sandboxes/${sandbox.sandboxID}`, { method: 'DELETE' });
   });
 });

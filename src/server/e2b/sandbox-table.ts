@@ -49,7 +49,7 @@ export interface SandboxRow {
   /** Reach every command and execution of the sandbox (a call's own variables win). */
   readonly envVars: Record<string, string>;
   readonly metadata: Record<string, string>;
-  /** When it was created (ms, unique within a server): the list's order. */
+  /** When it was created (ms, unique within a server): with its id, where it stands in the list. */
   readonly order: number;
   startedAt: Date;
   /** When the sandbox is killed (or paused) unless its timeout is extended. */

@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { Sandbox } from 'e2b';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { byCode, printed, value } from '../../../test/support/kernel-script.js';
@@ -281,6 +282,57 @@ describe('a cluster of nodes sharing a store', () => {
     expect(listed.status, listed.text).toBe(200);
     const tools = JSON.parse(listed.text) as { result: { tools: { name: string }[] } };
     expect(tools.result.tools.length).toBeGreaterThan(0);
+  });
+
+  it("lists E2B's sandboxes of every node as one list, page by page, with the SDK's paginator", async () => {
+    const suite = randomBytes(4).toString('hex');
+    const made: string[] = [];
+    for (const name of ['node-a', 'node-b', 'node-c', 'node-a', 'node-b']) {
+      const created = await fetch(`${node(name).url}/e2b/sandboxes`, {
+        method: 'POST',
+        headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+        body: JSON.stringify({ templateID: 'base', metadata: { suite } }),
+      });
+      expect(created.status).toBe(201);
+      made.push(((await created.json()) as { sandboxID: string }).sandboxID);
+    }
+    // One of node-b's paused: every node sees its record, and the list names it once.
+    const pause = await fetch(`${node('node-c').url}/e2b/sandboxes/${made[1]}/pause`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEY },
+    });
+    expect(pause.status, await pause.clone().text()).toBe(204);
+    const listAt = async (name: string, order: 'asc' | 'desc') => {
+      // The SDK takes its API's address from the environment only.
+      vi.stubEnv('E2B_API_URL', `${node(name).url}/e2b`);
+      try {
+        const paginator = Sandbox.list({ apiKey: KEY, query: { metadata: { suite } }, order, limit: 2 });
+        const pages: [string, string][][] = [];
+        while (paginator.hasNext) pages.push((await paginator.nextItems()).map((info) => [info.sandboxId, info.state]));
+        return pages;
+      } finally {
+        vi.unstubAllEnvs();
+      }
+    };
+    const state = (id: string | undefined) => (id === made[1] ? 'paused' : 'running');
+    const oldestFirst = made.map((id) => [id, state(id)]);
+    for (const name of ['node-a', 'node-c']) {
+      expect(await listAt(name, 'asc')).toEqual([
+        oldestFirst.slice(0, 2),
+        oldestFirst.slice(2, 4),
+        oldestFirst.slice(4),
+      ]);
+      const newestFirst = [...oldestFirst].reverse();
+      expect(await listAt(name, 'desc')).toEqual([
+        newestFirst.slice(0, 2),
+        newestFirst.slice(2, 4),
+        newestFirst.slice(4),
+      ]);
+    }
+    for (const id of made) {
+      await fetch(`${node('node-b').url}/e2b/sandboxes/${id}`, { method: 'DELETE', headers: { 'x-api-key': KEY } });
+    }
+    expect(await listAt('node-b', 'desc')).toEqual([[]]);
   });
 
   it("finds an Azure identifier's session (a name the client chose) on the node that holds it", async () => {
