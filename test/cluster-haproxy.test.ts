@@ -72,6 +72,9 @@ async function startNode(index: number): Promise<Node> {
       '--preload',
       'none',
       '--no-ui',
+      // The drain's load sends executions back to back: on a fast machine, more than a key's 600 a minute.
+      '--executions-per-minute',
+      '0',
       '--state-dir',
       mkdtempSync(path.join(scratch, `${name}-`)),
       '--store',
@@ -170,6 +173,23 @@ async function call(route: string, body?: unknown, method = body === undefined ?
 const run = (id: string, code: string) => call(`/v1/sessions/${id}/executions`, { code });
 
 /** New /v1 sessions through the front until one is on each of `names`, by their ids' tags; the others are deleted. */
+/** An MCP client through the front whose connection node `name` opened (others are closed). */
+async function mcpClientOn(name: string): Promise<Client> {
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const client = new Client({ name: 'cluster-test', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${front}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${KEY}` } },
+    });
+    await client.connect(transport);
+    if (transport.sessionId?.startsWith(nodeTag(name))) return client;
+    await client.close();
+  }
+  throw new Error(`no MCP connection landed on ${name}`);
+}
+
+const mcpText = (result: CallToolResult) =>
+  result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+
 async function sessionsOn(names: string[]): Promise<Map<string, string>> {
   const found = new Map<string, string>();
   const extra: string[] = [];
@@ -258,8 +278,7 @@ describeWhenAvailable('a cluster of nodes in network namespaces behind HAProxy',
       }),
     );
     try {
-      const text = (result: CallToolResult) =>
-        result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+      const text = mcpText;
       await client.callTool({ name: 'run_python', arguments: { code: 'w = 7', session: 'cluster' } });
       const answer = (await client.callTool({
         name: 'run_python',
@@ -301,6 +320,9 @@ describeWhenAvailable('a cluster of nodes in network namespaces behind HAProxy',
     const on = await sessionsOn(['node-2', 'node-3']);
     const ids = [...on.values()];
     for (const id of ids) expect((await run(id, 'n = 0')).json.status).toBe('ok');
+    // An MCP connection of node-2's, with a variable in one of its named sessions.
+    const mcp = await mcpClientOn('node-2');
+    await mcp.callTool({ name: 'run_python', arguments: { code: 'm = 99', session: 'kept' } });
     const counts = new Map<string, string[]>(ids.map((id) => [id, []]));
     const draining = nodes.get(2) as Node;
     let drained = false;
@@ -339,6 +361,16 @@ describeWhenAvailable('a cluster of nodes in network namespaces behind HAProxy',
     // node-2's session lives on node-3 now, under its id.
     const moved = on.get('node-2') as string;
     expect((await call(`/v1/sessions/${moved}`)).json).toMatchObject({ id: moved, state: 'running' });
+    // So does its MCP connection: the same client goes on, its variable kept.
+    try {
+      const kept = (await mcp.callTool({
+        name: 'run_python',
+        arguments: { code: 'print(m)', session: 'kept' },
+      })) as CallToolResult;
+      expect(mcpText(kept)).toBe('99');
+    } finally {
+      await mcp.close();
+    }
   }, 180_000);
 
   it('a fourth node, once started, takes new sessions', async () => {

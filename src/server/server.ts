@@ -86,7 +86,9 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
   }
   // Node would announce the keep-alive timeout it enforces; every answer announces the shorter one.
   const { cluster } = context;
-  const forwarder = cluster && new Forwarder({ cluster, registry: context.registry, apiKeys: context.apiKeys, logger });
+  const forwarder =
+    cluster &&
+    new Forwarder({ cluster, registry: context.registry, apiKeys: context.apiKeys, logger, connections: mcp });
   const listener = createRequestListener(app, {
     logger,
     keepAliveHint: `timeout=${KEEP_ALIVE_TIMEOUT_MS / 1000}`,

@@ -40,6 +40,8 @@ export type { PausedRecord } from './managed-session.js';
 
 /** Records are small: ids, names, a reason, and a front door's own data (E2B's metadata, up to 56 KiB). */
 const MAX_RECORD_BYTES = 256 * 1024;
+const MAX_CONNECTION_BYTES = 16 * 1024;
+const connectionKey = (id: string): string => `connections/${id}.json`;
 const SESSION_ID = /^[a-z0-9_-]{1,64}$/;
 
 /** Where paused sessions are kept: a state directory's store, or the store `--store` names. */
@@ -216,6 +218,31 @@ export class PausedSessions {
     return records.sort((a, b) => b.pausedAt.localeCompare(a.pausedAt));
   }
 
+  /**
+   * Keeps what a node needs to take up the MCP connection `id` (its owner, the host it is bound to,
+   * the client's name): another node after a drain or a crash of this one, or this one restarted.
+   * Its sessions are kept apart, as named sessions of the connection's scope.
+   */
+  async keepConnection(id: string, record: Uint8Array): Promise<void> {
+    if (!SESSION_ID.test(id) || record.length > MAX_CONNECTION_BYTES) throw new Error('not a connection record');
+    const { objects } = await this.open();
+    await objects.write(connectionKey(id), record);
+  }
+
+  /** The record of MCP connection `id`, if one is kept. */
+  async findConnection(id: string): Promise<Uint8Array | undefined> {
+    if (!SESSION_ID.test(id)) return undefined;
+    const { objects } = await this.open();
+    return objects.read(connectionKey(id), MAX_CONNECTION_BYTES);
+  }
+
+  /** Forgets MCP connection `id` (its client closed it, or it idled out). */
+  async forgetConnection(id: string): Promise<void> {
+    if (!SESSION_ID.test(id)) return;
+    const { objects } = await this.open();
+    await objects.delete(connectionKey(id));
+  }
+
   /** Forgets a paused session, and deletes its snapshot unless `keepSnapshot`. */
   async remove(
     ownerId: string,
@@ -254,6 +281,10 @@ export class PausedSessions {
       if (record?.name !== undefined && owner !== undefined) {
         await objects.delete(`paused-names/${owner}/${nameDigest(record.scope ?? record.source, record.name)}`);
       }
+    }
+    // A connection no node closed (its node died, or its client never came back).
+    for await (const object of objects.list('connections/')) {
+      if (!options.dryRun && now - object.modifiedAt.getTime() >= olderThanMs) await objects.delete(object.key);
     }
     // Claims outlive their snapshot only when a resume died between its claim and its end.
     for await (const object of objects.list('claims/')) {

@@ -180,6 +180,22 @@ export class SessionRegistry {
     await this.byId.get(id)?.pausing?.catch(() => undefined);
   }
 
+  /**
+   * Once the sessions of `scope` (an MCP connection's) being paused are paused: true. False at once
+   * when one of them is live and not being paused (still working, in a drain: its pause comes later).
+   */
+  async settledScope(scope: string): Promise<boolean> {
+    const entries = [...this.byId.values()].filter((entry) => entry.scope === scope && !entry.session.closed);
+    if (entries.some((entry) => entry.pausing === undefined)) return false;
+    await Promise.all(entries.map((entry) => entry.pausing?.catch(() => undefined)));
+    return true;
+  }
+
+  /** The records of MCP connections, kept beside the paused sessions (paused-sessions.ts). */
+  get connections(): Pick<PausedSessions, 'keepConnection' | 'findConnection' | 'forgetConnection'> {
+    return this.options.paused;
+  }
+
   /** Whether a new session fits under --max-sessions now. */
   hasRoom(): boolean {
     return this.byId.size + this.pendingCreations < this.options.maxSessions;

@@ -438,6 +438,84 @@ describe('a cluster of nodes sharing a store', () => {
     nodes.delete('node-full');
   });
 
+  it("a drained node's MCP connection is taken up by a peer under its id, its named session resumed with it", async () => {
+    const leaving = await startNode('node-mcp');
+    await settled();
+    const headers = { ...AUTH, accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
+    const initialized = await postAs(
+      leaving,
+      '/mcp',
+      headers,
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'drain-test', version: '1' } },
+      }),
+    );
+    expect(initialized.status, initialized.text).toBe(200);
+    const connection = String(initialized.headers['mcp-session-id']);
+    let calls = 1;
+    const call = async (server: SandcellServer, name: string, args: Record<string, unknown>) => {
+      const answer = await postAs(
+        server,
+        '/mcp',
+        { ...headers, 'mcp-session-id': connection, 'mcp-protocol-version': '2025-03-26' },
+        JSON.stringify({ jsonrpc: '2.0', id: ++calls, method: 'tools/call', params: { name, arguments: args } }),
+      );
+      expect(answer.status, answer.text).toBe(200);
+      return (JSON.parse(answer.text) as { result: { content: { text: string }[]; isError?: boolean } }).result;
+    };
+    const wrote = await call(leaving, 'write_file', { path: 'notes.txt', content: 'kept', session: 'work' });
+    expect(wrote.isError).toBeUndefined();
+    // Answered by the node holding it, whichever node the request reaches.
+    expect(
+      (await call(node('node-b'), 'run_python', { code: 'cat notes.txt', session: 'work' })).content[0]?.text,
+    ).toBe('kept');
+
+    await leaving.close();
+    nodes.delete('node-mcp');
+    // Taken up where the next request lands, and found there from every other node.
+    for (const name of ['node-a', 'node-c', 'node-b']) {
+      const again = await call(node(name), 'run_python', { code: 'cat notes.txt', session: 'work' });
+      expect(again.content[0]?.text, JSON.stringify(again)).toBe('kept');
+    }
+    // Another key's request for it is not taken up.
+    const stranger = await postAs(
+      node('node-b'),
+      '/mcp',
+      { ...headers, authorization: 'Bearer not-a-key', 'mcp-session-id': connection },
+      JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list', params: {} }),
+    );
+    expect(stranger.status).toBe(401);
+    // Closed by its client: gone everywhere.
+    const closed = await new Promise<number>((resolve, reject) => {
+      const request = httpRequest(`${node('node-c').url}/mcp`, {
+        method: 'DELETE',
+        headers: {
+          ...AUTH,
+          host: 'sandcell.cluster.test',
+          'mcp-session-id': connection,
+          'mcp-protocol-version': '2025-03-26',
+        },
+      });
+      request.on('response', (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      });
+      request.on('error', reject);
+      request.end();
+    });
+    expect(closed).toBe(200);
+    const after = await postAs(
+      node('node-a'),
+      '/mcp',
+      { ...headers, 'mcp-session-id': connection, 'mcp-protocol-version': '2025-03-26' },
+      JSON.stringify({ jsonrpc: '2.0', id: 100, method: 'tools/list', params: {} }),
+    );
+    expect(after.status).toBe(404);
+  });
+
   it("a drained node's sessions are paused, resumed by a peer under the same id, and found there from any node", async () => {
     const leaving = await startNode('node-leaving');
     await settled();

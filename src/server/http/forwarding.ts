@@ -44,7 +44,8 @@ import { E2B_PREFIX } from '../e2b/routes.js';
 /** What a request names: a registry session (found in the catalog when moved), or another id a node hands out. */
 export interface NamedId {
   id: string;
-  kind: 'session' | 'other';
+  /** `mcp`: an MCP connection, which any node takes up from its record once its node lets it go. */
+  kind: 'session' | 'mcp' | 'other';
 }
 
 const ID = '([A-Za-z0-9_-]{1,64})';
@@ -172,7 +173,7 @@ export function namedIdOf(request: IncomingMessage): NamedId | undefined {
   const other = NOTEBOOK_SESSION_PATH.exec(path) ?? CONVERSATION_PATH.exec(path);
   if (other?.[1]) return { id: other[1], kind: 'other' };
   const mcp = request.headers['mcp-session-id'];
-  if (typeof mcp === 'string' && MCP_PATH.test(path) && mcp.length <= 64) return { id: mcp, kind: 'other' };
+  if (typeof mcp === 'string' && MCP_PATH.test(path) && mcp.length <= 64) return { id: mcp, kind: 'mcp' };
   return undefined;
 }
 
@@ -191,6 +192,8 @@ export interface ForwarderOptions {
   apiKeys: ApiKeys;
   registry: SessionRegistry;
   logger: Logger;
+  /** The MCP connections (mcp/http.ts): whether this node holds one, and which node does by its record. */
+  connections?: { holds(id: string): boolean; holder(id: string): Promise<string | undefined> };
 }
 
 export class Forwarder {
@@ -205,9 +208,17 @@ export class Forwarder {
   async target(request: IncomingMessage): Promise<Peer | undefined> {
     const { cluster, registry } = this.options;
     const draining = registry.isDraining;
+    const forwarded = request.headers[FORWARDED_BY_HEADER] !== undefined;
+    const direct = namedIdOf(request);
+    if (direct?.kind === 'mcp') {
+      if (!this.options.connections?.holds(direct.id)) return this.connectionTarget(request, direct.id, forwarded);
+      // Held here: answered here, or, in a drain, taken up by a peer once its sessions are paused.
+      if (!draining) return undefined;
+      return (await registry.settledScope(`mcp:${direct.id}`)) ? this.roomiest() : undefined;
+    }
     // A forwarded request is answered where it arrived, unless this node is going away.
-    if (!draining && request.headers[FORWARDED_BY_HEADER] !== undefined) return undefined;
-    const named = namedIdOf(request) ?? (await this.azureNamed(request));
+    if (!draining && forwarded) return undefined;
+    const named = direct ?? (await this.azureNamed(request));
     if (named === undefined || named === 'new') {
       const creation = named === 'new' || isCreation(request);
       return creation && (draining || !registry.hasRoom()) ? this.roomiest() : undefined;
@@ -218,9 +229,35 @@ export class Forwarder {
       if (registry.holds(named.id)) return undefined;
     }
     const peer = await cluster.peerOf(named.id);
-    if (peer || named.kind === 'other') return peer;
+    if (peer || named.kind !== 'session') return peer;
     const located = await cluster.locate(named.id).catch(() => undefined);
     return located ?? (draining ? this.roomiest() : undefined);
+  }
+
+  /**
+   * Where a request for MCP connection `id`, which this node does not hold, goes: to its id's node
+   * (first), which holds it unless another node took it up; there, to the node its record names
+   * (one hop more); else nowhere, and this node takes it up (mcp/http.ts), unless it is draining:
+   * then a peer with room does.
+   */
+  private async connectionTarget(request: IncomingMessage, id: string, forwarded: boolean): Promise<Peer | undefined> {
+    const { cluster, registry, connections, apiKeys } = this.options;
+    if (!forwarded) {
+      const home = await cluster.peerOf(id);
+      if (home) return home;
+    }
+    // The record is read from the store for a key only: no one else makes this node read it at will.
+    try {
+      apiKeys.authenticate(request.headers.authorization);
+    } catch {
+      return undefined;
+    }
+    const holder = await connections?.holder(id);
+    if (holder !== undefined && holder !== cluster.node) {
+      const peer = cluster.livePeers().find((candidate) => candidate.node === holder);
+      if (peer) return peer;
+    }
+    return registry.isDraining ? this.roomiest() : undefined;
   }
 
   /**

@@ -3,11 +3,16 @@
  * server's own logic: kernels answer from a script. `sandcell mcp` over stdio
  * runs on real sandboxes in test/server-mcp.test.ts.
  */
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assign, byCode, printed, recall, value } from '../../../test/support/kernel-script.js';
+import { freePort } from '../../../test/support/readme.js';
 import { client as httpClient, type LogCapture, startScriptedServer } from '../../../test/support/server.js';
 import type { CommandScript, ExecuteScript, ScriptedRun } from '../../backends/scripted/script.js';
 import type { SandcellServer } from '../index.js';
@@ -178,6 +183,32 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     } finally {
       await mine.transport.terminateSession();
       await mine.client.close();
+    }
+  });
+
+  it('keeps a connection and its named sessions across a restart: the same client goes on where it was', async () => {
+    const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-mcp-restart-'));
+    const port = await freePort();
+    const first = await startScriptedServer(kernel, { apiKeys: [KEY], stateDirectory, port });
+    const client = new Client({ name: 'restart-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${first.url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${KEY}` } },
+      }),
+    );
+    let second: (SandcellServer & { logs: LogCapture }) | undefined;
+    try {
+      await call(client, 'run_python', { code: 'value = "first"', session: 'kept' });
+      await first.close();
+      second = await startScriptedServer(kernel, { apiKeys: [KEY], stateDirectory, port });
+      expect(textOf(await call(client, 'run_python', { code: 'value', session: 'kept' }))).toBe("'first'");
+      // Its other sessions are its own still: a new name is a new session.
+      expect(textOf(await call(client, 'run_python', { code: 'value', session: 'new' }))).toContain('NameError');
+      expect(second.logs.lines.some((line) => line.msg === 'MCP session taken up from its record')).toBe(true);
+    } finally {
+      await client.close();
+      await second?.close();
+      rmSync(stateDirectory, { recursive: true, force: true });
     }
   });
 });
