@@ -322,7 +322,9 @@ describe('published outputs on Azure Blob (Azurite): a read-only SAS', () => {
     process.stderr.write(
       `[measure] 200 MB publish, import and upload: the test process's RSS grew by ${growth.toFixed(0)} MiB at its peak\n`,
     );
-    expect(growth).toBeLessThan(120);
+    // One of the files held whole would add 200 MiB; the pieces in flight and the collector's timing stay
+    // under this (a CI run saw 122 MiB).
+    expect(growth).toBeLessThan(160);
     const published = await digest(session.id, 'big.bin');
     expect(published).toMatch(/^[0-9a-f]{64}$/);
     expect(await digest(other.id, 'copy.bin')).toBe(published);

@@ -78,18 +78,33 @@ describe('E2B lifecycle', () => {
     await expect(Sandbox.connect(sandbox.sandboxId)).rejects.toBeInstanceOf(SandboxNotFoundError);
   });
 
-  it('lists by metadata, a page at a time', async () => {
+  it('lists by metadata, a page at a time, newest first unless asked oldest first', async () => {
     const created = [];
     for (const index of [1, 2, 3])
       created.push(await Sandbox.create({ metadata: { suite: 'list', index: String(index) } }));
     const other = await Sandbox.create({ metadata: { suite: 'other' } });
     try {
-      const paginator = Sandbox.list({ query: { metadata: { suite: 'list' } }, limit: 2 });
-      const pages: SandboxInfo[][] = [];
-      while (paginator.hasNext) pages.push(await paginator.nextItems());
-      expect(pages.map((page) => page.length)).toEqual([2, 1]);
-      expect(pages.flat().map((info) => info.sandboxId)).toEqual(created.map((sandbox) => sandbox.sandboxId));
-      expect(pages.flat().map((info) => info.metadata.index)).toEqual(['1', '2', '3']);
+      const pagesOf = async (order?: 'asc' | 'desc') => {
+        const paginator = Sandbox.list({
+          query: { metadata: { suite: 'list' } },
+          limit: 2,
+          ...(order ? { order } : {}),
+        });
+        const pages: SandboxInfo[][] = [];
+        while (paginator.hasNext) pages.push(await paginator.nextItems());
+        return pages;
+      };
+      const newest = await pagesOf();
+      expect(newest.map((page) => page.length)).toEqual([2, 1]);
+      expect(newest.flat().map((info) => info.sandboxId)).toEqual(
+        created.map((sandbox) => sandbox.sandboxId).reverse(),
+      );
+      const oldest = await pagesOf('asc');
+      expect(oldest.flat().map((info) => info.metadata.index)).toEqual(['1', '2', '3']);
+      const started = await Sandbox.list({
+        query: { metadata: { suite: 'list' }, startedAfter: new Date(Date.now() + 60_000) },
+      }).nextItems();
+      expect(started).toEqual([]);
 
       const both = await Sandbox.list({ query: { metadata: { suite: 'other' } } }).nextItems();
       expect(both.map((info) => info.sandboxId)).toEqual([other.sandboxId]);
