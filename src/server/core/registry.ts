@@ -730,10 +730,13 @@ export class SessionRegistry {
     await entry.session.close();
   }
 
-  /** Closes every session of a scope (an MCP connection that ended). */
+  /** Closes every session of a scope (an MCP connection that ended), and deletes its paused ones. */
   async removeScope(owner: Owner, scope: string): Promise<void> {
     const entries = [...this.byId.values()].filter((entry) => entry.owner.id === owner.id && entry.scope === scope);
     await Promise.all(entries.map((entry) => this.remove(entry, 'connection-closed')));
+    for (const record of await this.options.paused.list(owner.id)) {
+      if (record.scope === scope && !this.find(owner, record.id)) await this.options.paused.remove(owner.id, record);
+    }
   }
 
   /**

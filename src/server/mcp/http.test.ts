@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { assign, byCode, printed, recall, value } from '../../../test/support/kernel-script.js';
 import { freePort } from '../../../test/support/readme.js';
 import { client as httpClient, type LogCapture, startScriptedServer } from '../../../test/support/server.js';
@@ -191,11 +191,10 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     const port = await freePort();
     const first = await startScriptedServer(kernel, { apiKeys: [KEY], stateDirectory, port });
     const client = new Client({ name: 'restart-test', version: '1.0.0' });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${first.url}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${KEY}` } },
-      }),
-    );
+    const transport = new StreamableHTTPClientTransport(new URL(`${first.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${KEY}` } },
+    });
+    await client.connect(transport);
     let second: (SandcellServer & { logs: LogCapture }) | undefined;
     try {
       await call(client, 'run_python', { code: 'value = "first"', session: 'kept' });
@@ -205,6 +204,17 @@ describe('MCP over Streamable HTTP at /mcp', () => {
       // Its other sessions are its own still: a new name is a new session.
       expect(textOf(await call(client, 'run_python', { code: 'value', session: 'new' }))).toContain('NameError');
       expect(second.logs.lines.some((line) => line.msg === 'MCP session taken up from its record')).toBe(true);
+      // Ended by its client (DELETE /mcp), its sessions go, a paused one too.
+      const api = httpClient(second, KEY);
+      const listed = async () =>
+        ((await api.json('/v1/sessions')) as { sessions: { id: string; name?: string }[] }).sessions.filter(
+          (session) => session.name === 'kept' || session.name === 'new',
+        );
+      const mine = await listed();
+      expect(mine).toHaveLength(2);
+      expect((await api(`/v1/sessions/${mine[0]?.id}/pause`, { method: 'POST' })).status).toBe(200);
+      await transport.terminateSession();
+      await vi.waitFor(async () => expect(await listed()).toEqual([]), { timeout: 5_000, interval: 50 });
     } finally {
       await client.close();
       await second?.close();
