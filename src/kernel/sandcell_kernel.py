@@ -198,7 +198,11 @@ class Kernel:
             self.budget.truncated = True
             return
         self.results_used += len(line)
-        self.channel.write(line)
+        # The cell's value comes last: it goes out with what follows it (its end, as a rule).
+        if kind == "result":
+            self.channel.hold(line)
+        else:
+            self.channel.write(line)
 
     def emit_error(self, etype, evalue, stb):
         execution_id = self.execution_id()
@@ -292,6 +296,7 @@ class Kernel:
             try:
                 self.stdout.flush()
                 self.stderr.flush()
+                self.channel.release_held()
             except Exception:
                 pass
 

@@ -18,6 +18,7 @@ class Channel:
     def __init__(self, fd):
         self._fd = fd
         self._lock = threading.Lock()
+        self._held = None
 
     @staticmethod
     def encode(message):
@@ -28,13 +29,32 @@ class Channel:
     def send(self, message):
         self.write(self.encode(message))
 
+    def hold(self, data):
+        """Keeps a line to go out in front of the next one: a cell's result, which its end follows
+        at once, so the two cross the supervisor and reach the host in one write, not two. The
+        flusher sends it on its own if nothing follows (release_held)."""
+        with self._lock:
+            if self._held is not None:
+                self._write_locked(self._held)
+            self._held = data
+
+    def release_held(self):
+        with self._lock:
+            if self._held is not None:
+                held, self._held = self._held, None
+                self._write_locked(held)
+
     def write(self, data):
         with self._lock:
-            view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
+            if self._held is not None:
+                data, self._held = self._held + data, None
+            self._write_locked(data)
 
+    def _write_locked(self, data):
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
 
 
 class StreamBuffer:
