@@ -278,13 +278,12 @@ describeWhenAvailable('a cluster of nodes in network namespaces behind HAProxy',
       }),
     );
     try {
-      const text = mcpText;
       await client.callTool({ name: 'run_python', arguments: { code: 'w = 7', session: 'cluster' } });
       const answer = (await client.callTool({
         name: 'run_python',
         arguments: { code: 'print(w * 6)', session: 'cluster' },
       })) as CallToolResult;
-      expect(text(answer)).toBe('42');
+      expect(mcpText(answer)).toBe('42');
     } finally {
       await client.close();
     }

@@ -84,6 +84,23 @@ function postAs(server: SandcellServer, route: string, headers: Record<string, s
   });
 }
 
+/** Opens an MCP connection at `server` (through the one address's Host); its Mcp-Session-Id. */
+async function initializeMcp(server: SandcellServer, headers: Record<string, string>): Promise<string> {
+  const initialized = await postAs(
+    server,
+    '/mcp',
+    headers,
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'test', version: '1' } },
+    }),
+  );
+  expect(initialized.status, initialized.text).toBe(200);
+  return String(initialized.headers['mcp-session-id']);
+}
+
 const post = (server: SandcellServer, route: string, json?: unknown, headers: Record<string, string> = {}) =>
   fetch(`${server.url}${route}`, {
     method: 'POST',
@@ -259,19 +276,7 @@ describe('a cluster of nodes sharing a store', () => {
     expect(info.status, await info.clone().text()).toBe(200);
 
     const mcpHeaders = { ...AUTH, accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
-    const initialized = await postAs(
-      node('node-c'),
-      '/mcp',
-      mcpHeaders,
-      JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'test', version: '1' } },
-      }),
-    );
-    expect(initialized.status, initialized.text).toBe(200);
-    const mcpSession = String(initialized.headers['mcp-session-id']);
+    const mcpSession = await initializeMcp(node('node-c'), mcpHeaders);
     expect(mcpSession.slice(0, 8)).toBe(nodeTag('node-c'));
     const listed = await postAs(
       node('node-a'),
@@ -442,19 +447,7 @@ describe('a cluster of nodes sharing a store', () => {
     const leaving = await startNode('node-mcp');
     await settled();
     const headers = { ...AUTH, accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
-    const initialized = await postAs(
-      leaving,
-      '/mcp',
-      headers,
-      JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'drain-test', version: '1' } },
-      }),
-    );
-    expect(initialized.status, initialized.text).toBe(200);
-    const connection = String(initialized.headers['mcp-session-id']);
+    const connection = await initializeMcp(leaving, headers);
     let calls = 1;
     const call = async (server: SandcellServer, name: string, args: Record<string, unknown>) => {
       const answer = await postAs(
