@@ -473,6 +473,22 @@ describe('a cluster of nodes sharing a store', () => {
       const again = await call(node(name), 'run_python', { code: 'cat notes.txt', session: 'work' });
       expect(again.content[0]?.text, JSON.stringify(again)).toBe('kept');
     }
+    // Its home node comes back under its name (a StatefulSet's pod after an upgrade): requests its id
+    // sends there go on to node-a, which holds the connection now; none is taken up twice.
+    const back = await startNode('node-mcp');
+    await settled();
+    for (const server of [node('node-b'), back]) {
+      const again = await call(server, 'run_python', { code: 'cat notes.txt', session: 'work' });
+      expect(again.content[0]?.text, JSON.stringify(again)).toBe('kept');
+    }
+    const takenUp = (server: Node) =>
+      server.logs.lines.filter((line) => line.msg === 'MCP session taken up from its record').length;
+    expect([takenUp(node('node-a')), takenUp(node('node-b')), takenUp(node('node-c')), takenUp(back)]).toEqual([
+      1, 0, 0, 0,
+    ]);
+    await back.close();
+    nodes.delete('node-mcp');
+    await settled();
     // Another key's request for it is not taken up.
     const stranger = await postAs(
       node('node-b'),
