@@ -89,6 +89,8 @@ const NAMED_START_WAIT_MS = 15_000;
 export class SessionRegistry {
   private readonly byId = new Map<string, ManagedSession>();
   private readonly byName = new Map<string, Promise<ManagedSession>>();
+  /** Scopes (MCP connections) with sessions that may be paused in the store: removeScope deletes those. */
+  private readonly pausedScopes = new Set<string>();
   private readonly bySession = new WeakMap<Session, ManagedSession>();
   /** Each session's record writes, in order. */
   private readonly records = new WeakMap<ManagedSession, Promise<void>>();
@@ -416,6 +418,7 @@ export class SessionRegistry {
       );
       const record: PausedRecord = { ...base, pausedAt: new Date().toISOString(), snapshotId: info.id };
       await this.writeRecord(entry, () => this.options.paused.record(entry.owner.id, record));
+      if (entry.scope !== undefined) this.pausedScopes.add(entry.scope);
       this.forget(entry, 'paused');
       this.options.logger.info(
         {
@@ -437,6 +440,7 @@ export class SessionRegistry {
       await this.writeRecord(entry, () =>
         this.options.paused.record(entry.owner.id, { ...base, pausedAt: new Date().toISOString(), lost }),
       );
+      if (entry.scope !== undefined) this.pausedScopes.add(entry.scope);
       this.forget(entry, 'pause-failed');
       if (!entry.session.closed) void entry.session.close().catch(() => undefined);
       this.options.logger.warn({ session: entry.id, owner: entry.owner.label, reason, error: lost }, 'session lost');
@@ -730,13 +734,22 @@ export class SessionRegistry {
     await entry.session.close();
   }
 
-  /** Closes every session of a scope (an MCP connection that ended), and deletes its paused ones. */
+  /**
+   * Closes every session of a scope (an MCP connection that ended), and deletes its paused ones:
+   * looked for among the owner's records only when one may be there (markScopePaused).
+   */
   async removeScope(owner: Owner, scope: string): Promise<void> {
     const entries = [...this.byId.values()].filter((entry) => entry.owner.id === owner.id && entry.scope === scope);
     await Promise.all(entries.map((entry) => this.remove(entry, 'connection-closed')));
+    if (!this.pausedScopes.delete(scope)) return;
     for (const record of await this.options.paused.list(owner.id)) {
       if (record.scope === scope && !this.find(owner, record.id)) await this.options.paused.remove(owner.id, record);
     }
+  }
+
+  /** Says that sessions of `scope` may be paused in the store (paused here, or by a node before this one). */
+  markScopePaused(scope: string): void {
+    this.pausedScopes.add(scope);
   }
 
   /**

@@ -198,26 +198,58 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     let second: (SandcellServer & { logs: LogCapture }) | undefined;
     try {
       await call(client, 'run_python', { code: 'value = "first"', session: 'kept' });
+      await call(client, 'run_python', { code: 'value = "first"', session: 'left' });
       await first.close();
       second = await startScriptedServer(kernel, { apiKeys: [KEY], stateDirectory, port });
       expect(textOf(await call(client, 'run_python', { code: 'value', session: 'kept' }))).toBe("'first'");
       // Its other sessions are its own still: a new name is a new session.
       expect(textOf(await call(client, 'run_python', { code: 'value', session: 'new' }))).toContain('NameError');
       expect(second.logs.lines.some((line) => line.msg === 'MCP session taken up from its record')).toBe(true);
-      // Ended by its client (DELETE /mcp), its sessions go, a paused one too.
+      // Ended by its client (DELETE /mcp), its sessions go, the one still paused by the restart too.
       const api = httpClient(second, KEY);
       const listed = async () =>
-        ((await api.json('/v1/sessions')) as { sessions: { id: string; name?: string }[] }).sessions.filter(
-          (session) => session.name === 'kept' || session.name === 'new',
-        );
-      const mine = await listed();
-      expect(mine).toHaveLength(2);
-      expect((await api(`/v1/sessions/${mine[0]?.id}/pause`, { method: 'POST' })).status).toBe(200);
+        ((await api.json('/v1/sessions')) as { sessions: { name?: string; state: string }[] }).sessions
+          .map((session) => [session.name, session.state])
+          .sort();
+      expect(await listed()).toEqual([
+        ['kept', 'running'],
+        ['left', 'paused'],
+        ['new', 'running'],
+      ]);
       await transport.terminateSession();
       await vi.waitFor(async () => expect(await listed()).toEqual([]), { timeout: 5_000, interval: 50 });
     } finally {
       await client.close();
       await second?.close();
+      rmSync(stateDirectory, { recursive: true, force: true });
+    }
+  });
+
+  it('deletes the sessions of a connection its client ends, one it paused meanwhile too', async () => {
+    const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-mcp-end-'));
+    const own = await startScriptedServer(kernel, { apiKeys: [KEY], stateDirectory });
+    const client = new Client({ name: 'end-test', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${own.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${KEY}` } },
+    });
+    await client.connect(transport);
+    try {
+      await call(client, 'run_python', { code: 'value = "first"', session: 'paused' });
+      await call(client, 'run_python', { code: 'value = "first"', session: 'live' });
+      const api = httpClient(own, KEY);
+      const sessions = async () =>
+        ((await api.json('/v1/sessions')) as { sessions: { id: string; name?: string; state: string }[] }).sessions;
+      const paused = (await sessions()).find((session) => session.name === 'paused');
+      expect((await api(`/v1/sessions/${paused?.id}/pause`, { method: 'POST' })).status).toBe(200);
+      expect((await sessions()).map((session) => [session.name, session.state]).sort()).toEqual([
+        ['live', 'running'],
+        ['paused', 'paused'],
+      ]);
+      await transport.terminateSession();
+      await vi.waitFor(async () => expect(await sessions()).toEqual([]), { timeout: 5_000, interval: 50 });
+    } finally {
+      await client.close();
+      await own.close();
       rmSync(stateDirectory, { recursive: true, force: true });
     }
   });
