@@ -187,8 +187,11 @@ async function mcpClientOn(name: string): Promise<Client> {
   throw new Error(`no MCP connection landed on ${name}`);
 }
 
-const mcpText = (result: CallToolResult) =>
-  result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+/** What `run_python` printed, in the named session of an MCP client's connection. */
+async function runPython(client: Client, code: string, session: string): Promise<string> {
+  const result = (await client.callTool({ name: 'run_python', arguments: { code, session } })) as CallToolResult;
+  return result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+}
 
 async function sessionsOn(names: string[]): Promise<Map<string, string>> {
   const found = new Map<string, string>();
@@ -278,12 +281,8 @@ describeWhenAvailable('a cluster of nodes in network namespaces behind HAProxy',
       }),
     );
     try {
-      await client.callTool({ name: 'run_python', arguments: { code: 'w = 7', session: 'cluster' } });
-      const answer = (await client.callTool({
-        name: 'run_python',
-        arguments: { code: 'print(w * 6)', session: 'cluster' },
-      })) as CallToolResult;
-      expect(mcpText(answer)).toBe('42');
+      await runPython(client, 'w = 7', 'cluster');
+      expect(await runPython(client, 'print(w * 6)', 'cluster')).toBe('42');
     } finally {
       await client.close();
     }
@@ -321,7 +320,7 @@ describeWhenAvailable('a cluster of nodes in network namespaces behind HAProxy',
     for (const id of ids) expect((await run(id, 'n = 0')).json.status).toBe('ok');
     // An MCP connection of node-2's, with a variable in one of its named sessions.
     const mcp = await mcpClientOn('node-2');
-    await mcp.callTool({ name: 'run_python', arguments: { code: 'm = 99', session: 'kept' } });
+    await runPython(mcp, 'm = 99', 'kept');
     const counts = new Map<string, string[]>(ids.map((id) => [id, []]));
     const draining = nodes.get(2) as Node;
     let drained = false;
@@ -362,11 +361,7 @@ describeWhenAvailable('a cluster of nodes in network namespaces behind HAProxy',
     expect((await call(`/v1/sessions/${moved}`)).json).toMatchObject({ id: moved, state: 'running' });
     // So does its MCP connection: the same client goes on, its variable kept.
     try {
-      const kept = (await mcp.callTool({
-        name: 'run_python',
-        arguments: { code: 'print(m)', session: 'kept' },
-      })) as CallToolResult;
-      expect(mcpText(kept)).toBe('99');
+      expect(await runPython(mcp, 'print(m)', 'kept')).toBe('99');
     } finally {
       await mcp.close();
     }

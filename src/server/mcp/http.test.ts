@@ -43,6 +43,24 @@ async function call(client: Client, name: string, args: Record<string, unknown>)
   return (await client.callTool({ name, arguments: args })) as CallToolResult;
 }
 
+/** An MCP client of `server`'s /mcp with `key`, and its transport (which ends the connection). */
+async function connectWithKey(server: SandcellServer, key: string) {
+  const client = new Client({ name: 'sandcell-test', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+    requestInit: { headers: { Authorization: `Bearer ${key}` } },
+  });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+/** The key's sessions, as `GET /v1/sessions` lists them (live and paused). */
+async function sessionsOf(server: SandcellServer, key: string) {
+  const listed = (await httpClient(server, key).json('/v1/sessions')) as {
+    sessions: { id: string; name?: string; state: string }[];
+  };
+  return listed.sessions;
+}
+
 function textOf(result: CallToolResult): string {
   return result.content
     .filter((part) => part.type === 'text')
@@ -190,27 +208,21 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-mcp-restart-'));
     const port = await freePort();
     const first = await startScriptedServer(kernel, { apiKeys: [KEY], stateDirectory, port });
-    const client = new Client({ name: 'restart-test', version: '1.0.0' });
-    const transport = new StreamableHTTPClientTransport(new URL(`${first.url}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${KEY}` } },
-    });
-    await client.connect(transport);
+    const { client, transport } = await connectWithKey(first, KEY);
     let second: (SandcellServer & { logs: LogCapture }) | undefined;
     try {
       await call(client, 'run_python', { code: 'value = "first"', session: 'kept' });
       await call(client, 'run_python', { code: 'value = "first"', session: 'left' });
       await first.close();
-      second = await startScriptedServer(kernel, { apiKeys: [KEY], stateDirectory, port });
+      const restarted = await startScriptedServer(kernel, { apiKeys: [KEY], stateDirectory, port });
+      second = restarted;
       expect(textOf(await call(client, 'run_python', { code: 'value', session: 'kept' }))).toBe("'first'");
       // Its other sessions are its own still: a new name is a new session.
       expect(textOf(await call(client, 'run_python', { code: 'value', session: 'new' }))).toContain('NameError');
-      expect(second.logs.lines.some((line) => line.msg === 'MCP session taken up from its record')).toBe(true);
+      expect(restarted.logs.lines.some((line) => line.msg === 'MCP session taken up from its record')).toBe(true);
       // Ended by its client (DELETE /mcp), its sessions go, the one still paused by the restart too.
-      const api = httpClient(second, KEY);
       const listed = async () =>
-        ((await api.json('/v1/sessions')) as { sessions: { name?: string; state: string }[] }).sessions
-          .map((session) => [session.name, session.state])
-          .sort();
+        (await sessionsOf(restarted, KEY)).map((session) => [session.name, session.state]).sort();
       expect(await listed()).toEqual([
         ['kept', 'running'],
         ['left', 'paused'],
@@ -228,19 +240,13 @@ describe('MCP over Streamable HTTP at /mcp', () => {
   it('deletes the sessions of a connection its client ends, one it paused meanwhile too', async () => {
     const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-mcp-end-'));
     const own = await startScriptedServer(kernel, { apiKeys: [KEY], stateDirectory });
-    const client = new Client({ name: 'end-test', version: '1.0.0' });
-    const transport = new StreamableHTTPClientTransport(new URL(`${own.url}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${KEY}` } },
-    });
-    await client.connect(transport);
+    const { client, transport } = await connectWithKey(own, KEY);
     try {
       await call(client, 'run_python', { code: 'value = "first"', session: 'paused' });
       await call(client, 'run_python', { code: 'value = "first"', session: 'live' });
-      const api = httpClient(own, KEY);
-      const sessions = async () =>
-        ((await api.json('/v1/sessions')) as { sessions: { id: string; name?: string; state: string }[] }).sessions;
+      const sessions = () => sessionsOf(own, KEY);
       const paused = (await sessions()).find((session) => session.name === 'paused');
-      expect((await api(`/v1/sessions/${paused?.id}/pause`, { method: 'POST' })).status).toBe(200);
+      expect((await httpClient(own, KEY)(`/v1/sessions/${paused?.id}/pause`, { method: 'POST' })).status).toBe(200);
       expect((await sessions()).map((session) => [session.name, session.state]).sort()).toEqual([
         ['live', 'running'],
         ['paused', 'paused'],
