@@ -23,7 +23,13 @@ export const SUPERVISOR_PYTHON_FLAGS = ['-I', '-B', '-S'] as const;
 /** sandcell's seccomp filter (python3-seccomp): compiled to BPF for bwrap, or loaded in place in a container. */
 export const SECCOMP_SCRIPT = path.join(kernelDirectory, 'seccomp_filter.py');
 
+/** Loads a compiled seccomp filter with the standard library alone: in a container, and in a session template. */
+export const SECCOMP_LOADER = 'seccomp_loader.py';
+
 export const KERNEL_PROTOCOL_VERSION = 2;
+
+/** Modules a Python kernel imports before the first cell (the pool's default preload, and what a session template warms). */
+export const DEFAULT_PRELOAD_MODULES = ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'];
 
 /** A file a sandbox needs: the supervisor, a kernel, or a module of theirs (not tests, not this TypeScript). */
 const KERNEL_FILE = /^sandcell_[a-z0-9_]+\.(py|mjs|R)$/;

@@ -58,17 +58,29 @@ def _read_options():
         return {}
 
 
-OPTIONS = _read_options()
-OUTPUT_LIMIT = int(OPTIONS.get("outputBytes", 1 << 20))
-RESULT_LIMIT = int(OPTIONS.get("resultBytes", 32 << 20))
-# Jupyter metadata is a few keys (image sizes, flags); past this a result
-# keeps its data and loses its metadata.
-METADATA_LIMIT = min(1 << 20, RESULT_LIMIT)
-# An error's parts, in UTF-8 bytes: the same bounds the host applies
+# An error's name, in UTF-8 bytes: the same bound the host applies
 # (src/session/output-limits.ts), so an honest error is never cut twice.
 ERROR_NAME_LIMIT = 1024
-ERROR_VALUE_LIMIT = OUTPUT_LIMIT
-ERROR_TRACEBACK_LIMIT = OUTPUT_LIMIT
+
+
+def configure(options):
+    """Takes the session's options: read from the environment when the kernel
+    starts, or by a kernel forked from a template (sandcell_zygote.py), which
+    loaded this module before any session existed."""
+    global OPTIONS, OUTPUT_LIMIT, RESULT_LIMIT, METADATA_LIMIT, ERROR_VALUE_LIMIT, ERROR_TRACEBACK_LIMIT
+    OPTIONS = options
+    OUTPUT_LIMIT = int(options.get("outputBytes", 1 << 20))
+    RESULT_LIMIT = int(options.get("resultBytes", 32 << 20))
+    # Jupyter metadata is a few keys (image sizes, flags); past this a result
+    # keeps its data and loses its metadata.
+    METADATA_LIMIT = min(1 << 20, RESULT_LIMIT)
+    # An error's value and traceback: bounded as the host bounds them.
+    ERROR_VALUE_LIMIT = OUTPUT_LIMIT
+    ERROR_TRACEBACK_LIMIT = OUTPUT_LIMIT
+
+
+configure(_read_options())
+
 # An input() prompt, in UTF-8 bytes (the host bounds it again).
 PROMPT_LIMIT = 64 * 1024
 

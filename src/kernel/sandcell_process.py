@@ -138,6 +138,72 @@ def spawn_kernel(argv, mode, cwd, env):
     return KernelProcess(pid, requests_write, events_read, output_read, errors_read)
 
 
+def fork_kernel(kernel_main, cwd, env):
+    """spawn_kernel's 'stdio' mode for a sandbox forked from a template
+    (sandcell_zygote.py): the child is a fork that becomes the kernel by
+    calling kernel_main(), with what an exec would have given it: its own
+    session, default signals, the children's limits, exactly descriptors
+    0/1/2, `env` as its environment, none of sandcell's modules importable,
+    and dumpable again (the supervisor is not, and a fork inherits that)."""
+    requests_read, requests_write = os.pipe()
+    events_read, events_write = os.pipe()
+    errors_read, errors_write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError as error:
+        for fd in (requests_read, requests_write, events_read, events_write, errors_read, errors_write):
+            os.close(fd)
+        raise SpawnError("fork", error.errno or 0, error.strerror or str(error))
+    if pid == 0:
+        try:
+            os.setsid()
+            signal.set_wakeup_fd(-1)
+            for number in RESET_SIGNALS:
+                signal.signal(number, signal.SIG_DFL)
+            if CHILD_LIMITS:
+                import resource
+
+                for which, pair in CHILD_LIMITS:
+                    resource.setrlimit(which, pair)
+            for target, source in enumerate((requests_read, events_write, errors_write)):
+                os.dup2(source, target)
+            os.closerange(3, 1 << 20)
+            os.chdir(cwd)
+            os.environ.clear()
+            os.environ.update(env)
+            become_script(kernel_main)
+        except BaseException:
+            import traceback
+
+            os.write(2, traceback.format_exc().encode("utf-8", "replace"))
+        finally:
+            os._exit(1)
+    for fd in (requests_read, events_write, errors_write):
+        os.close(fd)
+    return KernelProcess(pid, requests_write, events_read, None, errors_read)
+
+
+def become_script(kernel_main):
+    """What a fresh `python -I` running the kernel's script would be: no
+    sandcell module on sys.path or in sys.modules (the template loaded the
+    supervisor's), the script as argv[0], dumpable. Then runs it."""
+    import ctypes
+    import sys
+
+    directory = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [entry for entry in sys.path if entry != directory]
+    for name in [name for name in sys.modules if name.startswith("sandcell_") or name == "seccomp_loader"]:
+        del sys.modules[name]
+    sys.argv = [directory + "/sandcell_kernel.py"]
+    PR_SET_DUMPABLE = 4
+    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    # The signal dispositions a Python starts with (fork_kernel set them to the defaults an exec would give).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    kernel_main()
+
+
 def kill_group(pid, number=signal.SIGKILL):
     """Signals a whole process group; one that has ended is no error."""
     try:

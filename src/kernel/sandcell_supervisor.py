@@ -135,23 +135,43 @@ def keep_out_of_reach():
         os.write(2, ("supervisor: could not make itself non-dumpable: %s\n" % error).encode("utf-8", "replace"))
 
 
-def main():
+def prepare(options):
+    """What belongs to the whole sandbox, before any kernel starts; returns
+    sandcell_process, which starts them."""
     # Descriptors the host process leaked (anything beyond stdio) must not
     # reach any process of the sandbox.
     os.closerange(3, 1 << 20)
-    options = read_options()
     child_limits = apply_rlimits(options["limits"]) if isinstance(options.get("limits"), dict) else []
     write_accounts()
-    sys.path.insert(0, KERNEL_DIRECTORY)
+    if KERNEL_DIRECTORY not in sys.path:
+        sys.path.insert(0, KERNEL_DIRECTORY)
     import sandcell_process
-    from sandcell_kernels import kernel_table
 
     sandcell_process.CHILD_LIMITS = child_limits
-    start_network_forwarder(options.get("network"))
     # Before any kernel or command starts: Python adds the user site only if it exists then.
     import sandcell_user_site
 
     sandcell_user_site.create()
+    return sandcell_process
+
+
+def run(options, process):
+    """Serves the host, with `process` as the `python` context's kernel."""
+    # While the kernel boots (ctypes costs milliseconds), and before the loop passes on any request.
+    keep_out_of_reach()
+    from sandcell_routes import Supervisor
+
+    supervisor = Supervisor(options, KERNEL_DIRECTORY)
+    supervisor.boot(process)
+    supervisor.loop.run()
+
+
+def main():
+    options = read_options()
+    sandcell_process = prepare(options)
+    start_network_forwarder(options.get("network"))
+    from sandcell_kernels import kernel_table
+
     # The Python kernel takes far longer to start than anything here: start
     # it first, and load the rest of the supervisor while it boots.
     argv, mode = kernel_table(KERNEL_DIRECTORY, sys.executable or "/usr/bin/python3")["python"]
@@ -160,13 +180,23 @@ def main():
     except sandcell_process.SpawnError as error:
         os.write(2, ("the python kernel could not start: %s\n" % error).encode("utf-8", "replace"))
         sys.exit(1)
-    # While the kernel boots (ctypes costs milliseconds), and before the loop passes on any request.
-    keep_out_of_reach()
-    from sandcell_routes import Supervisor
+    run(options, process)
 
-    supervisor = Supervisor(options, KERNEL_DIRECTORY)
-    supervisor.boot(process)
-    supervisor.loop.run()
+
+def main_forked(kernel_main):
+    """main() in a session forked from a template (sandcell_zygote.py): the
+    modules are loaded already, and the kernel is a fork that calls
+    `kernel_main` rather than a new Python. It is forked before the network
+    forwarder starts its thread: a fork copies only the calling thread."""
+    options = read_options()
+    sandcell_process = prepare(options)
+    try:
+        process = sandcell_process.fork_kernel(kernel_main, DATA_DIR, dict(os.environ))
+    except sandcell_process.SpawnError as error:
+        os.write(2, ("the python kernel could not start: %s\n" % error).encode("utf-8", "replace"))
+        os._exit(1)
+    start_network_forwarder(options.get("network"))
+    run(options, process)
 
 
 if __name__ == "__main__":

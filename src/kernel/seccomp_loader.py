@@ -29,6 +29,12 @@ class SockFprog(ctypes.Structure):
 def load(path):
     with open(path, "rb") as handle:
         program = handle.read()
+    load_program(program, path)
+
+
+def load_program(program, name="the filter"):
+    """Loads a compiled filter (BPF instructions) on this thread and every child it makes."""
+    path = name
     count = len(program) // INSTRUCTION_BYTES
     if count == 0 or count > MAX_INSTRUCTIONS or len(program) % INSTRUCTION_BYTES:
         raise OSError("%s is not a BPF program (%d bytes)" % (path, len(program)))

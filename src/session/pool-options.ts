@@ -2,11 +2,12 @@
 import os from 'node:os';
 import type { SessionOptions } from './options.js';
 
+export { DEFAULT_PRELOAD_MODULES } from '../kernel/index.js';
+
 export const DEFAULT_POOL_SIZE = 2;
 export const DEFAULT_MAX_SESSIONS = 16;
 /** How long a handed-out session may sit unused before it is closed: the one default, for pools and servers. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 20 * 60_000;
-export const DEFAULT_PRELOAD_MODULES = ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'];
 /**
  * Sandboxes started at once: one more than the CPUs, because a start waits
  * on more than the CPU (bwrap's set-up, the kernel's handshake). Measured on 2

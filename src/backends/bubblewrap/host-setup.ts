@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { BackendUnavailableError } from '../../errors.js';
-import { kernelDirectory, SECCOMP_SCRIPT } from '../../kernel/index.js';
+import { kernelDirectory, SECCOMP_LOADER, SECCOMP_SCRIPT } from '../../kernel/index.js';
 import { kernelFiles, SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID } from '../sandbox-environment.js';
 
 const execFileAsync = promisify(execFile);
@@ -89,7 +89,8 @@ export async function prepareRuntime(root: string): Promise<RuntimeLayout> {
   for (const [name, content] of Object.entries(syntheticEtcFiles())) {
     await writeAtomically(path.join(layout.etcDirectory, name), content, 0o644);
   }
-  for (const name of kernelFiles()) {
+  // The loader too: a session template (zygote.ts) loads each session's filter with it.
+  for (const name of [...kernelFiles(), SECCOMP_LOADER]) {
     const content = await readFile(path.join(kernelDirectory, name));
     await writeAtomically(path.join(layout.kernelDirectory, name), content, 0o644);
   }

@@ -16,12 +16,13 @@ import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeRootfsDirectory } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
 import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
+import { DEFAULT_PRELOAD_MODULES, kernelFiles } from '../../kernel/index.js';
 import { certificateBundle } from '../../network/certificate-bundle.js';
 import { CERTIFICATE_BUNDLE, forwarderOptions, proxyEnvironment } from '../../network/sandbox-proxy.js';
 import { sharedDataBudget } from '../data-budget.js';
-import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
+import { DEFAULT_LIMITS, dataCapacityBytes, type SandboxLimits } from '../limits.js';
 import { processesCpuSeconds } from '../process-cpu.js';
-import { sandboxEnvironment } from '../sandbox-environment.js';
+import { KERNEL_MOUNT, sandboxEnvironment } from '../sandbox-environment.js';
 import type {
   CreateVolumeOptions,
   Sandbox,
@@ -33,6 +34,7 @@ import type {
 import { checkUidRangeIsFree, resolveUidRange, type UidLease, UidLeases, type UidRange } from '../uid-leases.js';
 import { buildBubblewrapArguments, encodeArguments, sandboxFileSources } from './arguments.js';
 import { type CgroupLayout, detectCgroups, SandboxCgroup, SessionCgroup, sweepStaleCgroups } from './cgroup.js';
+import { exitReason, ForkedSandbox } from './forked-sandbox.js';
 import {
   defaultCacheDirectory,
   defaultRuntimeDirectory,
@@ -43,6 +45,7 @@ import {
   which,
 } from './host-setup.js';
 import { BubblewrapVolume, sweepStaleVolumes } from './volume.js';
+import { Zygote } from './zygote.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -74,7 +77,16 @@ export interface BubblewrapBackendOptions {
    * for this version of sandcell. @default the host (env SANDCELL_ROOTFS)
    */
   rootfs?: string;
+  /**
+   * How a session's sandbox starts: `fork`, from a warm template of its root
+   * filesystem (as root only: each fork becomes its session's host uid), or
+   * `exec`, a new bwrap and Python each time. `auto` forks where it can and
+   * execs where it cannot. @default 'exec' (env SANDCELL_START)
+   */
+  start?: StartMode;
 }
+
+export type StartMode = 'auto' | 'fork' | 'exec';
 
 /** What the backend found about the host; `doctor` prints it. */
 export interface BubblewrapHostReport {
@@ -93,6 +105,10 @@ export class BubblewrapBackend implements SandboxBackend {
   readonly name = 'bubblewrap';
   private readonly prepareOnce = onceUntilFailure(() => this.doPrepare());
   private readonly rooted = new Map<string, BubblewrapBackend>();
+  /** This root's session template, while forking is how sessions start. */
+  private template?: Promise<Zygote>;
+  /** Why forking was given up (in `auto`), for doctor. */
+  private forkUnavailable?: string;
 
   constructor(private readonly options: BubblewrapBackendOptions = {}) {}
 
@@ -233,6 +249,108 @@ export class BubblewrapBackend implements SandboxBackend {
           options.volume.memoryBudget,
         )
       : undefined;
+    try {
+      const network = options.network;
+      const kernelOptions = {
+        ...options.kernelOptions,
+        limits: rlimitsFor(limits, cgroup),
+        ...(network ? { network: forwarderOptions() } : {}),
+      };
+      const extra = network ? { ...options.environment, ...proxyEnvironment() } : options.environment;
+      const environment = sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra });
+      const bundle = network ? await certificateBundle(prepared.systemRoot, network.trustedCertificates) : undefined;
+      const owner = options.volume.owner;
+      if (!owner && this.startMode() === 'fork') {
+        throw new BackendUnavailableError(
+          "Forked sessions (SANDCELL_START=fork) need sandcell to run as root: each fork becomes its session's own host uid. Use SANDCELL_START=auto or exec.",
+        );
+      }
+      const template = owner ? await this.forkTemplate(prepared, options.kernelOptions) : undefined;
+      if (template && owner) {
+        const files = sandboxFileSources(prepared.runtime);
+        for (const name of kernelFiles()) delete files[`${KERNEL_MOUNT}/${name}`];
+        const forking = template.fork({
+          uid: owner.uid,
+          gid: owner.gid,
+          cgroupProcs: cgroup?.procsFiles ?? [],
+          dataDirectory: options.volume.directory,
+          tmpBytes: limits.tmpBytes,
+          ...(network ? { gateSocket: network.socketPath } : {}),
+          environment,
+          files,
+          ...(bundle !== undefined ? { contents: { [CERTIFICATE_BUNDLE]: Buffer.from(bundle) } } : {}),
+        });
+        return await ForkedSandbox.started(forking, cgroup);
+      }
+      return await this.execute(prepared, options, cgroup, environment, bundle);
+    } catch (error) {
+      await cgroup?.remove();
+      throw error;
+    }
+  }
+
+  private startMode(): StartMode {
+    const mode = this.options.start ?? process.env.SANDCELL_START ?? 'exec';
+    if (mode !== 'auto' && mode !== 'fork' && mode !== 'exec') {
+      throw new BackendUnavailableError(`SANDCELL_START must be auto, fork or exec (got ${JSON.stringify(mode)}).`);
+    }
+    return mode;
+  }
+
+  /**
+   * The session template of this root, started at first use and again after
+   * it died; undefined when sessions start by exec. In `auto`, a template that
+   * cannot start makes this backend exec from then on, and doctor says why.
+   */
+  private async forkTemplate(
+    prepared: BubblewrapHostReport,
+    kernelOptions: Record<string, unknown> | undefined,
+  ): Promise<Zygote | undefined> {
+    const mode = this.startMode();
+    if (mode === 'exec' || this.forkUnavailable !== undefined) return undefined;
+    const starting = this.template;
+    const current = await starting?.catch(() => undefined);
+    if (current?.alive) return current;
+    // Concurrent starts share one new template: the first to get here makes it.
+    if (this.template === starting) {
+      const warmImports = Array.isArray(kernelOptions?.warmImports) ? (kernelOptions.warmImports as string[]) : [];
+      this.template = Zygote.start({
+        bwrapPath: prepared.bwrapPath,
+        systemRoot: prepared.systemRoot,
+        runtime: prepared.runtime,
+        seccompFilter: prepared.seccompFilter,
+        environment: sandboxEnvironment({ kernelOptions: {}, threads: DEFAULT_LIMITS.cpus }),
+        warmModules: [...new Set([...DEFAULT_PRELOAD_MODULES, ...warmImports])],
+      });
+    }
+    try {
+      return await this.template;
+    } catch (error) {
+      if (mode === 'fork') throw error;
+      this.forkUnavailable = error instanceof Error ? error.message : String(error);
+      return undefined;
+    }
+  }
+
+  /** How this backend's sessions start, and why not by fork when they do not (for doctor). */
+  startPath(): { mode: 'fork' | 'exec'; reason?: string } {
+    const mode = this.startMode();
+    if (mode === 'exec') return { mode: 'exec', reason: 'SANDCELL_START=exec' };
+    if (!isRoot()) return { mode: 'exec', reason: "forking needs root (each fork becomes its session's own host uid)" };
+    if (this.forkUnavailable !== undefined) return { mode: 'exec', reason: this.forkUnavailable };
+    return { mode: 'fork' };
+  }
+
+  /** A new bwrap (and Python) for the sandbox: the start without a template. */
+  private async execute(
+    prepared: BubblewrapHostReport,
+    options: StartSandboxOptions,
+    cgroup: SandboxCgroup | undefined,
+    environment: Record<string, string>,
+    bundle: string | undefined,
+  ): Promise<Sandbox> {
+    const volume = options.volume as BubblewrapVolume;
+    const network = options.network;
     // Descriptors of the child: 3 the seccomp filter, 4 bwrap's options, then the files copied in.
     const opened: FileHandle[] = [];
     const openForChild = async (file: string) => {
@@ -248,30 +366,22 @@ export class BubblewrapBackend implements SandboxBackend {
         files[target] = FIRST_FILE_DESCRIPTOR + copied.length;
         copied.push(await openForChild(source));
       }
-      const network = options.network;
       // The certificate bundle goes in through a pipe of its own, after the copied files: it is made per session.
       const bundleDescriptor = FIRST_FILE_DESCRIPTOR + copied.length;
       if (network) files[CERTIFICATE_BUNDLE] = bundleDescriptor;
-      const kernelOptions = {
-        ...options.kernelOptions,
-        limits: rlimitsFor(limits, cgroup),
-        ...(network ? { network: forwarderOptions() } : {}),
-      };
-      const extra = network ? { ...options.environment, ...proxyEnvironment() } : options.environment;
       const commandLine = buildBubblewrapArguments({
-        dataDirectory: options.volume.directory,
+        dataDirectory: volume.directory,
         files,
         seccompDescriptor: SECCOMP_DESCRIPTOR,
-        tmpBytes: limits.tmpBytes,
-        environment: sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra }),
+        tmpBytes: options.limits.tmpBytes,
+        environment,
         pythonPath: this.options.pythonPath ?? '/usr/bin/python3',
         systemRoot: prepared.systemRoot,
         ...(network ? { gateSocket: network.socketPath } : {}),
       });
-      const bundle = network ? await certificateBundle(prepared.systemRoot, network.trustedCertificates) : undefined;
       const encodedOptions = encodeArguments(commandLine.options);
       const bwrap = [prepared.bwrapPath, '--args', String(OPTIONS_DESCRIPTOR), '--', ...commandLine.command];
-      const [command, ...commandArguments] = launcher(options.volume.owner, cgroup, bwrap);
+      const [command, ...commandArguments] = launcher(volume.owner, cgroup, bwrap);
       const child = spawn(command as string, commandArguments, {
         stdio: ['pipe', 'pipe', 'pipe', filter, 'pipe', ...copied, ...(network ? ['pipe' as const] : [])],
         cwd: '/',
@@ -290,9 +400,6 @@ export class BubblewrapBackend implements SandboxBackend {
         bundlePipe.end(bundle);
       }
       return await BubblewrapSandbox.started(child, cgroup);
-    } catch (error) {
-      await cgroup?.remove();
-      throw error;
     } finally {
       await Promise.all(opened.map((file) => file.close()));
     }
@@ -360,7 +467,7 @@ class BubblewrapSandbox implements Sandbox {
       child.once('close', async (code, signal) => {
         const oomKills = (await this.cgroup?.oomKills()) ?? 0;
         await this.release();
-        resolve({ code, signal, reason: this.exitReason(code, oomKills) });
+        resolve({ code, signal, reason: exitReason(code, null, oomKills, this.killedByUs) });
       });
     });
   }
@@ -385,15 +492,6 @@ class BubblewrapSandbox implements Sandbox {
 
   get diagnostics() {
     return this.child.stderr as NonNullable<ChildProcess['stderr']>;
-  }
-
-  private exitReason(code: number | null, oomKills: number): SandboxExit['reason'] {
-    if (oomKills > 0) return 'out-of-memory';
-    if (this.killedByUs) return 'killed';
-    // bwrap reports a child killed by a signal as 128 + signal: SIGXCPU is the CPU-time limit.
-    if (code === 128 + 24) return 'cpu-limit';
-    if (code === 128 + 9) return 'killed';
-    return 'exited';
   }
 
   private release(): Promise<void> {

@@ -13,12 +13,19 @@ import { chmod, copyFile, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type Dockerode from 'dockerode';
 import { runtimeVersion } from '../../image/recipe.js';
-import { kernelDirectory, kernelFiles, SUPERVISOR_PYTHON_FLAGS, SUPERVISOR_SCRIPT } from '../../kernel/index.js';
+import {
+  kernelDirectory,
+  kernelFiles,
+  SECCOMP_LOADER,
+  SUPERVISOR_PYTHON_FLAGS,
+  SUPERVISOR_SCRIPT,
+} from '../../kernel/index.js';
 import { defaultCacheDirectory, ensureSeccompFilter } from '../bubblewrap/host-setup.js';
 import { KERNEL_MOUNT } from '../sandbox-environment.js';
 
 /** The loader beside the kernel files: it is not a kernel file, so it is not part of the runtime's version. */
-export const SECCOMP_LOADER = 'seccomp_loader.py';
+export { SECCOMP_LOADER };
+
 const FILTER_FILE = 'seccomp.bpf';
 
 let staged: Promise<string> | undefined;
