@@ -9,6 +9,7 @@ export {
   type BubblewrapBackendOptions,
   type BubblewrapHostReport,
   createBubblewrapBackend,
+  type StartMode,
 } from './backends/bubblewrap/index.js';
 // The Docker backend's own names are in `sandcell/docker`: its types name dockerode's.
 export type { DockerBackendSettings } from './backends/docker/settings.js';

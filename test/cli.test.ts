@@ -185,6 +185,10 @@ describe('sandcell doctor', () => {
     // Run as root with cgroups here: both budgets hold, and doctor says so.
     expect(titles).toContain('memory budget per session: its kernels and its /mnt/data share limits.memoryBytes');
     expect(titles).toMatch(/data budget: all sessions' \/mnt\/data together stay within [\d.]+ [KMG]iB/);
+    // As root, sessions fork from a warm template; doctor tried one.
+    expect(titles).toMatch(
+      /session start: forked from a warm template of the environment \(its first start \d+ ms, a fork \d+ ms\)/,
+    );
   });
 });
 

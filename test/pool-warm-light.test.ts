@@ -5,7 +5,12 @@
  * on the scripted backend in src/session/pool-warm-light.test.ts; bench/arrivals.mjs measures it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { SessionPool } from '../src/session/pool.js';
+
+// Starts by exec: a session forked from a template (SANDCELL_START's default as root, from a process's second
+// start) has the preload imported whatever it asked, since its template did, so no start of it is light.
+const backend = createBubblewrapBackend({ start: 'exec' });
 
 /** Which of the preload modules the kernel had imported before this ran. */
 const IMPORTED = `sorted(name for name in ('numpy', 'csv') if name in __import__('sys').modules)`;
@@ -22,7 +27,7 @@ describe('SessionPool warming light, on bubblewrap', () => {
       size: 1,
       maxSessions: 4,
       warmLightCpuShare: 0,
-      sessionOptions: { preloadModules: ['numpy', 'csv'] },
+      sessionOptions: { backend, preloadModules: ['numpy', 'csv'] },
     });
     // No arrival yet: no demand, so the first warm session preloads.
     await pool.start();

@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { isRoot, which } from '../backends/bubblewrap/host-setup.js';
-import { createBubblewrapBackend } from '../backends/bubblewrap/index.js';
+import { type BubblewrapBackend, createBubblewrapBackend } from '../backends/bubblewrap/index.js';
 import { sharedDataBudget } from '../backends/data-budget.js';
 import { connectDocker, createDockerBackend, type DockerEngineReport } from '../backends/docker/index.js';
 import type { SandboxBackend } from '../backends/spec.js';
@@ -310,5 +310,45 @@ async function checkBubblewrap(add: Add, rootfs: string | undefined): Promise<vo
     add('fail', 'the bubblewrap backend is unavailable', (error as Error).message);
   }
 
-  if (backendReady) await trialSession(backend, add, '');
+  if (backendReady) {
+    await trialSession(backend, add, '');
+    await checkStartPath(backend, rootfs, add);
+  }
+}
+
+/** How sessions start here: forked from a warm template (tried once, as a server's second start would), or by exec. */
+async function checkStartPath(backend: BubblewrapBackend, rootfs: string | undefined, add: Add): Promise<void> {
+  const path = backend.startPath();
+  if (path.mode === 'exec') {
+    add(
+      'ok',
+      `session start: a new bwrap and Python for each sandbox (not forked from a warm template: ${path.reason})`,
+    );
+    return;
+  }
+  const forking = createBubblewrapBackend({ rootfs, start: 'fork' });
+  const started = performance.now();
+  try {
+    const session = await createSession({ backend: forking, timeoutMs: 60_000 });
+    try {
+      const booted = performance.now();
+      const second = await createSession({ backend: forking, timeoutMs: 60_000 });
+      const forkMs = performance.now() - booted;
+      const answer = await second.run('1 + 1');
+      await second.close();
+      if (answer.results[0]?.data['text/plain'] !== '2') throw new Error('a forked session answered 1 + 1 wrongly');
+      add(
+        'ok',
+        `session start: forked from a warm template of the environment (its first start ${Math.round(booted - started)} ms, a fork ${Math.round(forkMs)} ms); a server forks from its second session on`,
+      );
+    } finally {
+      await session.close();
+    }
+  } catch (error) {
+    add(
+      'warn',
+      `session start: sessions cannot be forked from a template here, so each starts a new bwrap and Python (${(error as Error).message})`,
+      'Sessions still start, each by exec. Set SANDCELL_START=exec to start them that way without trying a template.',
+    );
+  }
 }

@@ -315,11 +315,14 @@ class Kernel:
     # --- main thread -------------------------------------------------------
     def sync_descriptors(self):
         """Waits until what was written to fd 1/2 before now has been sent:
-        a marker goes down each pipe, and its reader signals when it sees it."""
+        at once when the pipe is drained (as a rule), else a marker goes down
+        the pipe and its reader signals when it sees it."""
         if self.libc is not None:
             self.libc.fflush(None)
         waiting = []
         for fd, capture in self.captures:
+            if capture.drained():
+                continue
             capture.synced.clear()
             try:
                 os.write(fd, self.sync_marker)

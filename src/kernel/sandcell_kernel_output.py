@@ -6,6 +6,7 @@ error's parts are kept within before they become protocol messages.
 
 import json
 import os
+import sys
 import threading
 
 STREAM_CHUNK_BYTES = 8192
@@ -138,7 +139,12 @@ class TextStream:
 
 
 class DescriptorCapture:
-    """Reads one of the redirected descriptors (1 or 2) and forwards it."""
+    """Reads one of the redirected descriptors (1 or 2) and forwards it.
+
+    Bytes leave the pipe only under `lock`, and are forwarded before it is
+    released: so under the lock, an empty pipe means that everything written
+    to it so far has been forwarded (drained), and the execution's end need
+    not send a marker down the pipe and wait for the reader to see it."""
 
     def __init__(self, fd, buffer, marker):
         import codecs
@@ -147,39 +153,68 @@ class DescriptorCapture:
         self.buffer = buffer
         self.marker = marker
         self.synced = threading.Event()
+        self.lock = threading.Lock()
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.pending = b""
+        os.set_blocking(fd, False)
         thread = threading.Thread(target=self._run, name="capture-%d" % fd, daemon=True)
         thread.start()
 
+    def drained(self):
+        """Whether everything written to the pipe so far has been forwarded."""
+        import fcntl
+        import termios
+
+        with self.lock:
+            if self.pending:
+                return False
+            count = bytearray(4)
+            try:
+                fcntl.ioctl(self.read_fd, termios.FIONREAD, count)
+            except OSError:
+                return False
+            return int.from_bytes(count, sys.byteorder) == 0
+
     def _run(self):
+        import select
+
+        poller = select.poll()
+        poller.register(self.read_fd, select.POLLIN)
         while True:
             try:
-                chunk = os.read(self.read_fd, 65536)
+                poller.poll()
             except InterruptedError:
                 continue
-            if not chunk:
-                return
-            data = self.pending + chunk
-            self.pending = b""
-            while True:
-                index = data.find(self.marker)
-                if index < 0:
-                    break
-                self._forward(data[:index])
-                data = data[index + len(self.marker) :]
-                self.buffer.flush()
-                self.synced.set()
-            # Keep a possible partial marker for the next read.
-            keep = 0
-            for size in range(min(len(self.marker) - 1, len(data)), 0, -1):
-                if self.marker.startswith(data[-size:]):
-                    keep = size
-                    break
-            if keep:
-                self.pending = data[-keep:]
-                data = data[:-keep]
-            self._forward(data)
+            with self.lock:
+                try:
+                    chunk = os.read(self.read_fd, 65536)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                if not chunk:
+                    return
+                self._take(chunk)
+
+    def _take(self, chunk):
+        data = self.pending + chunk
+        self.pending = b""
+        while True:
+            index = data.find(self.marker)
+            if index < 0:
+                break
+            self._forward(data[:index])
+            data = data[index + len(self.marker) :]
+            self.buffer.flush()
+            self.synced.set()
+        # Keep a possible partial marker for the next read.
+        keep = 0
+        for size in range(min(len(self.marker) - 1, len(data)), 0, -1):
+            if self.marker.startswith(data[-size:]):
+                keep = size
+                break
+        if keep:
+            self.pending = data[-keep:]
+            data = data[:-keep]
+        self._forward(data)
 
     def _forward(self, data):
         if data:

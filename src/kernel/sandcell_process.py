@@ -183,6 +183,24 @@ def fork_kernel(kernel_main, cwd, env):
     return KernelProcess(pid, requests_write, events_read, None, errors_read)
 
 
+def set_command_line(words):
+    """Shows `words` as this process's command line (/proc/PID/cmdline, what
+    ps prints): a forked session's processes are not exec'd, so each would
+    otherwise show its template's. Written over the process's own argument
+    area, as setproctitle does: the title, a NUL, and a non-NUL last byte (so
+    the kernel reads the title to its NUL). The template leaves room for it."""
+    import ctypes
+
+    with open("/proc/self/stat", "rb") as handle:
+        stat = handle.read()
+    fields = stat[stat.rindex(b")") + 2 :].split()
+    start, end = int(fields[45]), int(fields[46])  # arg_start and arg_end, fields 48 and 49
+    title = " ".join(words).encode("utf-8", "replace")
+    if len(title) + 2 > end - start:
+        return
+    ctypes.memmove(start, title + b"\0" * (end - start - len(title) - 1) + b" ", end - start)
+
+
 def become_script(kernel_main):
     """What a fresh `python -I` running the kernel's script would be: no
     sandcell module on sys.path or in sys.modules (the template loaded the
@@ -195,6 +213,7 @@ def become_script(kernel_main):
     for name in [name for name in sys.modules if name.startswith("sandcell_") or name == "seccomp_loader"]:
         del sys.modules[name]
     sys.argv = [directory + "/sandcell_kernel.py"]
+    set_command_line([sys.executable, "-I", "-B", sys.argv[0]])
     PR_SET_DUMPABLE = 4
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
     # The signal dispositions a Python starts with (fork_kernel set them to the defaults an exec would give).

@@ -189,10 +189,23 @@ def build_root(request, files, kernel, scratch):
     """The session's root in a tmpfs of its own, as bwrap's arguments build it
     (src/backends/bubblewrap/arguments.ts), then pivots into it."""
     mount(None, "/", None, MS_SLAVE | MS_REC)
+    system = request["systemRoot"]
+    # Every host path bound in, held open before the root's tmpfs goes over /tmp, where some may live (a gate's
+    # socket does): bound from /proc/self/fd, they are found whatever is mounted over their names.
+    held = []
+
+    def hold(path):
+        held.append(os.open(path, os.O_PATH | os.O_CLOEXEC))
+        return "/proc/self/fd/%d" % held[-1]
+
+    usr = hold(os.path.join(system, "usr"))
+    etc = {name: hold(os.path.join(system, "etc", name)) for name in request["etcFiles"] if os.path.exists(os.path.join(system, "etc", name))}
+    devices = {name: hold("/dev/" + name) for name in DEVICES}
+    data = hold(request["dataDirectory"])
+    gate = hold(request["gateSocket"]) if request.get("gateSocket") else None
     root = "/tmp"
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    system = request["systemRoot"]
-    bind(os.path.join(system, "usr"), root + "/usr", recursive=True)
+    bind(usr, root + "/usr", recursive=True)
     for link in ("bin", "sbin", "lib", "lib64"):
         os.symlink("usr/" + link, os.path.join(root, link))
     os.makedirs(root + "/proc")
@@ -201,14 +214,12 @@ def build_root(request, files, kernel, scratch):
     with open(root + "/proc/sys/user/max_user_namespaces", "w") as handle:
         handle.write("0")
     bind(root + "/proc/sys", root + "/proc/sys")
-    build_dev(root + "/dev")
+    build_dev(root + "/dev", devices)
     if os.path.isdir(root + "/usr/local"):
         mount("tmpfs", root + "/usr/local", "tmpfs", MS_NOSUID | MS_NODEV, "size=4096,mode=0755")
         remount_read_only(root + "/usr/local")
-    for name in request["etcFiles"]:
-        source = os.path.join(system, "etc", name)
-        if os.path.exists(source):
-            bind(source, root + "/etc/" + name, recursive=True)
+    for name, source in etc.items():
+        bind(source, root + "/etc/" + name, recursive=True)
     for target, content in files.items():
         if target.startswith("/proc/"):
             # Over a file of procfs: a bind of a copy, which goes with the copy's name.
@@ -231,10 +242,12 @@ def build_root(request, files, kernel, scratch):
             os.chmod(target, mode)
         else:
             write_file(target, content, mode)
-    bind(request["dataDirectory"], root + "/mnt/data", read_only=False)
-    bind(request["dataDirectory"], root + "/home/user", read_only=False)
-    if request.get("gateSocket"):
-        bind(request["gateSocket"], root + request["gateSocketMount"], read_only=False)
+    bind(data, root + "/mnt/data", read_only=False)
+    bind(data, root + "/home/user", read_only=False)
+    if gate is not None:
+        bind(gate, root + request["gateSocketMount"], read_only=False)
+    for descriptor in held:
+        os.close(descriptor)
     remount_read_only(root + "/dev")
     os.chdir(root)
     check(libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
@@ -243,12 +256,12 @@ def build_root(request, files, kernel, scratch):
     remount_read_only("/")
 
 
-def build_dev(dev):
+def build_dev(dev, devices):
     """A /dev of the few devices a program expects, as bwrap's --dev makes it."""
     os.makedirs(dev)
     mount("tmpfs", dev, "tmpfs", MS_NOSUID, "mode=0755")
-    for name in DEVICES:
-        bind("/dev/" + name, dev + "/" + name, read_only=False)
+    for name, source in devices.items():
+        bind(source, dev + "/" + name, read_only=False)
     for name, target in DEVICE_LINKS.items():
         os.symlink(target, dev + "/" + name)
     os.makedirs(dev + "/shm")
@@ -256,10 +269,24 @@ def build_dev(dev):
     mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
 
 
+def loopback_up():
+    """A new network namespace's loopback is down: bring it up, as bwrap does (the network forwarder and
+    anything the code serves to itself listen on it)."""
+    import fcntl
+    import struct
+
+    SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP, IFF_RUNNING = 0x8913, 0x8914, 0x1, 0x40
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(probe.fileno(), SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(probe.fileno(), SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP | IFF_RUNNING))
+
+
 def confine(seccomp):
     """What bwrap does last: the host name, no capabilities, a session of its
     own, the filter."""
     check(libc.sethostname(SANDBOX_HOSTNAME, len(SANDBOX_HOSTNAME)), "sethostname")
+    loopback_up()
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     for capability in range(64):
         libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
@@ -282,7 +309,11 @@ def session_main(request, report, kernel_module, kernel_files, host_mounts, scra
             pass
         os._exit(1)
     try:
+        import sandcell_process
         import sandcell_supervisor
+
+        # What a bwrap-started sandbox's PID 1 shows (src/backends/bubblewrap/arguments.ts).
+        sandcell_process.set_command_line([sys.executable, "-I", "-B", "-S", KERNEL_DIRECTORY + "/sandcell_supervisor.py"])
 
         def kernel_main():
             kernel_module.configure(kernel_module._read_options())

@@ -81,7 +81,7 @@ export interface BubblewrapBackendOptions {
    * How a session's sandbox starts: `fork`, from a warm template of its root
    * filesystem (as root only: each fork becomes its session's host uid), or
    * `exec`, a new bwrap and Python each time. `auto` forks where it can and
-   * execs where it cannot. @default 'exec' (env SANDCELL_START)
+   * execs where it cannot (see forkTemplate). @default 'auto' (env SANDCELL_START)
    */
   start?: StartMode;
 }
@@ -105,10 +105,16 @@ export class BubblewrapBackend implements SandboxBackend {
   readonly name = 'bubblewrap';
   private readonly prepareOnce = onceUntilFailure(() => this.doPrepare());
   private readonly rooted = new Map<string, BubblewrapBackend>();
-  /** This root's session template, while forking is how sessions start. */
+  /** This root's session template while it boots. */
   private template?: Promise<Zygote>;
+  /** The template, once it is ready (`auto` forks only from a ready one, and never waits for one). */
+  private readyTemplate?: Zygote;
+  /** Sandboxes started so far: in `auto`, a process that starts one (a CLI run) never pays for a template. */
+  private starts = 0;
   /** Why forking was given up (in `auto`), for doctor. */
   private forkUnavailable?: string;
+  /** Why the last fork that failed did (in `auto`, that start went on by exec). */
+  private lastForkFailure?: string;
 
   constructor(private readonly options: BubblewrapBackendOptions = {}) {}
 
@@ -280,7 +286,13 @@ export class BubblewrapBackend implements SandboxBackend {
           files,
           ...(bundle !== undefined ? { contents: { [CERTIFICATE_BUNDLE]: Buffer.from(bundle) } } : {}),
         });
-        return await ForkedSandbox.started(forking, cgroup);
+        try {
+          return await ForkedSandbox.started(forking, cgroup);
+        } catch (error) {
+          if (this.startMode() !== 'auto') throw error;
+          // A template's fault costs this start its speed, not its session: it starts by exec, and doctor says why.
+          this.lastForkFailure = error instanceof Error ? error.message : String(error);
+        }
       }
       return await this.execute(prepared, options, cgroup, environment, bundle);
     } catch (error) {
@@ -290,7 +302,7 @@ export class BubblewrapBackend implements SandboxBackend {
   }
 
   private startMode(): StartMode {
-    const mode = this.options.start ?? process.env.SANDCELL_START ?? 'exec';
+    const mode = this.options.start ?? process.env.SANDCELL_START ?? 'auto';
     if (mode !== 'auto' && mode !== 'fork' && mode !== 'exec') {
       throw new BackendUnavailableError(`SANDCELL_START must be auto, fork or exec (got ${JSON.stringify(mode)}).`);
     }
@@ -298,9 +310,12 @@ export class BubblewrapBackend implements SandboxBackend {
   }
 
   /**
-   * The session template of this root, started at first use and again after
-   * it died; undefined when sessions start by exec. In `auto`, a template that
-   * cannot start makes this backend exec from then on, and doctor says why.
+   * The session template to fork from, or undefined to exec. `fork` starts
+   * the template at first use (and again after it died) and waits for it.
+   * `auto` starts it at the second start of the process (one start alone, a
+   * CLI run, is cheaper by exec than a template's imports) and execs until it
+   * is ready; a template that cannot start makes it exec from then on, and
+   * doctor says why.
    */
   private async forkTemplate(
     prepared: BubblewrapHostReport,
@@ -308,28 +323,40 @@ export class BubblewrapBackend implements SandboxBackend {
   ): Promise<Zygote | undefined> {
     const mode = this.startMode();
     if (mode === 'exec' || this.forkUnavailable !== undefined) return undefined;
-    const starting = this.template;
-    const current = await starting?.catch(() => undefined);
-    if (current?.alive) return current;
-    // Concurrent starts share one new template: the first to get here makes it.
-    if (this.template === starting) {
-      const warmImports = Array.isArray(kernelOptions?.warmImports) ? (kernelOptions.warmImports as string[]) : [];
-      this.template = Zygote.start({
-        bwrapPath: prepared.bwrapPath,
-        systemRoot: prepared.systemRoot,
-        runtime: prepared.runtime,
-        seccompFilter: prepared.seccompFilter,
-        environment: sandboxEnvironment({ kernelOptions: {}, threads: DEFAULT_LIMITS.cpus }),
-        warmModules: [...new Set([...DEFAULT_PRELOAD_MODULES, ...warmImports])],
-      });
-    }
-    try {
-      return await this.template;
-    } catch (error) {
-      if (mode === 'fork') throw error;
-      this.forkUnavailable = error instanceof Error ? error.message : String(error);
-      return undefined;
-    }
+    this.starts++;
+    if (this.readyTemplate?.alive) return this.readyTemplate;
+    if (mode === 'fork') return this.startTemplate(prepared, kernelOptions);
+    if (this.starts >= 2) this.startTemplate(prepared, kernelOptions).catch(() => undefined);
+    return undefined;
+  }
+
+  /** Starts a template, or gives the one booting (concurrent starts share it). */
+  private startTemplate(
+    prepared: BubblewrapHostReport,
+    kernelOptions: Record<string, unknown> | undefined,
+  ): Promise<Zygote> {
+    if (this.template) return this.template;
+    const warmImports = Array.isArray(kernelOptions?.warmImports) ? (kernelOptions.warmImports as string[]) : [];
+    const template = Zygote.start({
+      bwrapPath: prepared.bwrapPath,
+      systemRoot: prepared.systemRoot,
+      runtime: prepared.runtime,
+      seccompFilter: prepared.seccompFilter,
+      environment: sandboxEnvironment({ kernelOptions: {}, threads: DEFAULT_LIMITS.cpus }),
+      warmModules: [...new Set([...DEFAULT_PRELOAD_MODULES, ...warmImports])],
+    });
+    this.template = template;
+    template.then(
+      (ready) => {
+        this.template = undefined;
+        this.readyTemplate = ready;
+      },
+      (error: unknown) => {
+        this.template = undefined;
+        if (this.startMode() === 'auto') this.forkUnavailable = error instanceof Error ? error.message : String(error);
+      },
+    );
+    return template;
   }
 
   /** How this backend's sessions start, and why not by fork when they do not (for doctor). */
@@ -338,7 +365,7 @@ export class BubblewrapBackend implements SandboxBackend {
     if (mode === 'exec') return { mode: 'exec', reason: 'SANDCELL_START=exec' };
     if (!isRoot()) return { mode: 'exec', reason: "forking needs root (each fork becomes its session's own host uid)" };
     if (this.forkUnavailable !== undefined) return { mode: 'exec', reason: this.forkUnavailable };
-    return { mode: 'fork' };
+    return { mode: 'fork', ...(this.lastForkFailure !== undefined ? { reason: this.lastForkFailure } : {}) };
   }
 
   /** A new bwrap (and Python) for the sandbox: the start without a template. */

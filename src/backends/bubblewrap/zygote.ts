@@ -30,6 +30,8 @@ const HELLO_TIMEOUT_MS = 5_000;
 const HELLO_BYTES = 33;
 /** The template's events are short; anything longer is not one of them. */
 const EVENT_LINE_BYTES = 64 * 1024;
+/** An argument the template ignores, whose bytes a forked process's command line is written over. */
+const TITLE_ROOM = '--room-for-the-command-lines-of-forked-sessions';
 /** What is kept of the template's stderr, for the error that says why it died. */
 const STDERR_BYTES = 8192;
 
@@ -340,6 +342,7 @@ export function templateArguments(options: Pick<ZygoteOptions, 'systemRoot' | 'r
     }
   }
   args.push('--unshare-ipc', '--unshare-uts', '--unshare-net', '--cap-add', 'ALL', '--die-with-parent', '--');
-  args.push('/usr/bin/python3', '-I', '-B', `${KERNEL_MOUNT}/sandcell_zygote.py`);
+  // The last argument is room: each forked process writes its own command line over the template's.
+  args.push('/usr/bin/python3', '-I', '-B', `${KERNEL_MOUNT}/sandcell_zygote.py`, TITLE_ROOM);
   return args;
 }
