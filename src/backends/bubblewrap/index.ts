@@ -45,7 +45,7 @@ import {
   which,
 } from './host-setup.js';
 import { BubblewrapVolume, sweepStaleVolumes } from './volume.js';
-import { Zygote } from './zygote.js';
+import { sweepStaleTemplateSockets, Zygote } from './zygote.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -161,6 +161,7 @@ export class BubblewrapBackend implements SandboxBackend {
     const cgroups = this.options.cgroups === 'off' || !isRoot() ? undefined : await detectCgroups();
     if (cgroups) await sweepStaleCgroups(cgroups);
     await sweepStaleVolumes(runtime.sessionsDirectory, uidLeases !== undefined);
+    await sweepStaleTemplateSockets(runtime.root);
     await this.checkUserNamespaces(bwrapPath, uidLeases);
     return { bwrapPath, uidLeases, cgroups, seccompFilter, runtime, systemRoot };
   }

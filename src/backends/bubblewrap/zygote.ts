@@ -15,11 +15,17 @@ import path from 'node:path';
 import { SandboxStartError } from '../../errors.js';
 import { LineSplitter } from '../../internal/line-splitter.js';
 import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
+import { sweepDeadOwnersEntries } from '../../internal/process-alive.js';
 import { GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
 import { KERNEL_MOUNT } from '../sandbox-environment.js';
 import { HOST_ETC_FILES } from './arguments.js';
 import type { RuntimeLayout } from './host-setup.js';
 
+/**
+ * How long a template with no session left may wait for the next: a server keeps its template while it
+ * starts sessions, and one whose environment was rebuilt (or whose traffic stopped) lets it go.
+ */
+const IDLE_TEMPLATE_MS = 10 * 60_000;
 /** How long a template may take to import what it warms (the first one after boot reads it all from disk). */
 const BOOT_TIMEOUT_MS = 120_000;
 /** How long a fork may take to dial in and report, past which the start fails. */
@@ -96,6 +102,7 @@ export class Zygote {
   private stderr = '';
   private ready?: { resolve: () => void; reject: (error: Error) => void };
   private dead = false;
+  private idleTimer?: NodeJS.Timeout;
 
   private constructor(
     private readonly child: ChildProcess,
@@ -156,6 +163,7 @@ export class Zygote {
     );
     try {
       await booted;
+      this.idleIfUnused();
     } catch (error) {
       this.close();
       throw error;
@@ -171,6 +179,7 @@ export class Zygote {
   /** Forks a session; it is isolated and its supervisor running when this resolves. */
   fork(request: ForkRequest): Promise<ForkedSession> {
     if (this.dead) return Promise.reject(new SandboxStartError('The session template has ended.'));
+    clearTimeout(this.idleTimer);
     const token = randomBytes(16).toString('hex');
     const contents = Object.fromEntries(
       Object.entries(request.contents ?? {}).map(([target, content]) => [target, content.toString('base64')]),
@@ -265,6 +274,7 @@ export class Zygote {
         if (settle) {
           this.running.delete(token);
           settle(exit);
+          this.idleIfUnused();
         } else {
           // Ended before its start was whole: the start fails, with what the session said.
           const pending = this.pending.get(token);
@@ -309,10 +319,20 @@ export class Zygote {
     pending.diagnostics?.destroy();
     if (pending.pid !== undefined) this.child.stdin?.write(`${JSON.stringify({ type: 'kill', token })}\n`);
     pending.reject(error);
+    this.idleIfUnused();
+  }
+
+  /** With no session started or starting, the template ends after IDLE_TEMPLATE_MS unless one is asked for. */
+  private idleIfUnused(): void {
+    if (this.dead || this.running.size > 0 || this.pending.size > 0) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.close(), IDLE_TEMPLATE_MS);
+    this.idleTimer.unref();
   }
 
   private onDeath(code: number | null, signal: NodeJS.Signals | null): void {
     this.dead = true;
+    clearTimeout(this.idleTimer);
     const detail = this.stderr.trim();
     const error = new SandboxStartError(
       `The session template ended (${signal ?? `exit ${code}`})${detail ? `: ${detail.slice(-2000)}` : ''}.`,
@@ -345,4 +365,9 @@ export function templateArguments(options: Pick<ZygoteOptions, 'systemRoot' | 'r
   // The last argument is room: each forked process writes its own command line over the template's.
   args.push('/usr/bin/python3', '-I', '-B', `${KERNEL_MOUNT}/sandcell_zygote.py`, TITLE_ROOM);
   return args;
+}
+
+/** Removes the sockets of templates whose sandcell process is no longer alive. */
+export async function sweepStaleTemplateSockets(runtimeRoot: string): Promise<void> {
+  await sweepDeadOwnersEntries(runtimeRoot, /^zygote-(\d+)-[0-9a-f]+\.sock$/, (entry) => rm(entry, { force: true }));
 }

@@ -70,6 +70,10 @@ describe('conversations in a state directory', () => {
     expect(imageUrl).toMatch(/\/images\//);
     bobId = (await bob.json<Conversation>('/v1/conversations', { method: 'POST', json: { title: 'bob' } })).id;
     await server!.flushed();
+    // A snapshot the store is writing (a `.partial-` file, renamed into place when whole) is let finish first.
+    await expect
+      .poll(async () => (await allFiles(stateDirectory)).filter((file) => path.basename(file).startsWith('.partial-')))
+      .toEqual([]);
 
     const files = await allFiles(stateDirectory);
     expect(files.some((file) => file.endsWith(`${aliceId}.jsonl`))).toBe(true);
