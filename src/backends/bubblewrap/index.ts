@@ -113,8 +113,6 @@ export class BubblewrapBackend implements SandboxBackend {
   private starts = 0;
   /** Why forking was given up (in `auto`), for doctor. */
   private forkUnavailable?: string;
-  /** Why the last fork that failed did (in `auto`, that start went on by exec). */
-  private lastForkFailure?: string;
 
   constructor(private readonly options: BubblewrapBackendOptions = {}) {}
 
@@ -290,9 +288,11 @@ export class BubblewrapBackend implements SandboxBackend {
         try {
           return await ForkedSandbox.started(forking, cgroup);
         } catch (error) {
-          if (this.startMode() !== 'auto') throw error;
-          // A template's fault costs this start its speed, not its session: it starts by exec, and doctor says why.
-          this.lastForkFailure = error instanceof Error ? error.message : String(error);
+          if (this.startMode() !== 'auto' || !(error instanceof SandboxStartError)) throw error;
+          // A fork that fails costs this start its speed, not its session: it starts by exec, and so does every
+          // later one (a fork that fails here would fail again, and each try would add its cost); doctor says why.
+          this.forkUnavailable = `a forked session could not start: ${error.message}`;
+          this.readyTemplate?.close();
         }
       }
       return await this.execute(prepared, options, cgroup, environment, bundle);
@@ -366,7 +366,7 @@ export class BubblewrapBackend implements SandboxBackend {
     if (mode === 'exec') return { mode: 'exec', reason: 'SANDCELL_START=exec' };
     if (!isRoot()) return { mode: 'exec', reason: "forking needs root (each fork becomes its session's own host uid)" };
     if (this.forkUnavailable !== undefined) return { mode: 'exec', reason: this.forkUnavailable };
-    return { mode: 'fork', ...(this.lastForkFailure !== undefined ? { reason: this.lastForkFailure } : {}) };
+    return { mode: 'fork' };
   }
 
   /** A new bwrap (and Python) for the sandbox: the start without a template. */

@@ -355,11 +355,11 @@ export class Zygote {
 export function templateArguments(options: Pick<ZygoteOptions, 'systemRoot' | 'runtime'>): string[] {
   const args = ['--dev-bind', '/', '/', '--tmpfs', '/tmp', '--tmpfs', path.dirname(KERNEL_MOUNT)];
   args.push('--ro-bind', options.runtime.kernelDirectory, KERNEL_MOUNT);
+  // Another root's whole /etc too (its loader's cache, its Python's configuration): the template's own view.
+  // Sessions bind theirs from the host's paths (sandcell_zygote.py), whatever this view holds.
   if (options.systemRoot !== '/') {
-    args.push('--ro-bind', path.join(options.systemRoot, 'usr'), '/usr');
-    for (const name of HOST_ETC_FILES) {
-      args.push('--ro-bind-try', path.join(options.systemRoot, 'etc', name), `/etc/${name}`);
-    }
+    for (const directory of ['usr', 'etc'])
+      args.push('--ro-bind', path.join(options.systemRoot, directory), `/${directory}`);
   }
   args.push('--unshare-ipc', '--unshare-uts', '--unshare-net', '--cap-add', 'ALL', '--die-with-parent', '--');
   // The last argument is room: each forked process writes its own command line over the template's.
