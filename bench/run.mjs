@@ -15,6 +15,7 @@ import { runArrivalsBench } from './arrivals.mjs';
 import { runClusterBench } from './cluster.mjs';
 import { runE2bBench } from './e2b.mjs';
 import { runEnvironmentBench } from './environment.mjs';
+import { runForkBench } from './fork.mjs';
 import { runJupyterBench } from './jupyter.mjs';
 import { runNetworkGateBench } from './network-gate.mjs';
 import { runOutputsBench } from './outputs.mjs';
@@ -430,6 +431,10 @@ const bubblewrapRow = ([measureName, stat, observed, unit, target, met]) => [
 const poolRow = rows.findIndex((cells) => cells[0] === 'session from a warm pool → first result');
 rows.splice(poolRow + 2, 0, ...environment.rows.map(bubblewrapRow));
 
+// Sessions forked from a warm template beside a start by exec (bench/fork.mjs, bubblewrap as root).
+const forked = BACKENDS.includes('bubblewrap') ? await runForkBench({ quick }) : { rows: [], result: undefined };
+rows.push(...forked.rows.map(bubblewrapRow));
+
 // Pause, resume and fork (bench/snapshots.mjs, bubblewrap).
 const snapshots = BACKENDS.includes('bubblewrap') ? await runSnapshotBench({ quick }) : { rows: [], result: undefined };
 rows.push(...snapshots.rows.map(bubblewrapRow));
@@ -530,6 +535,7 @@ const result = {
   cluster: cluster.result,
   networkGate: networkGate.result,
   environment: environment.result,
+  forked: forked.result,
   snapshots: snapshots.result,
 };
 mkdirSync(path.join(here, 'results'), { recursive: true });

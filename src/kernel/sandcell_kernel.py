@@ -128,13 +128,8 @@ MAIN_THREAD_REQUESTS = frozenset(("execute", "reset", "ping", "complete", "inspe
 
 class Kernel:
     def __init__(self, channel, proto_in):
-        self.channel = channel
-        self.proto_in = proto_in
         self.requests = queue.Queue()
-        # Shared by stdout and stderr, whose buffers flush from several threads.
-        self.budget = OutputBudget(OUTPUT_LIMIT, threading.Lock())
-        self.stdout = StreamBuffer(channel, self.budget, "stdout")
-        self.stderr = StreamBuffer(channel, self.budget, "stderr")
+        self.attach(channel, proto_in)
         self.current = None
         self.current_lock = threading.Lock()
         self.results_used = 0
@@ -150,6 +145,17 @@ class Kernel:
             self.libc = None
 
     # --- set-up -----------------------------------------------------------
+    def attach(self, channel, proto_in):
+        """Takes the session's channel: at once, or in a kernel a template
+        prepared before any session existed (prepare()), when its fork
+        starts. The output budget is the session's (configure())."""
+        self.channel = channel
+        self.proto_in = proto_in
+        # Shared by stdout and stderr, whose buffers flush from several threads.
+        self.budget = OutputBudget(OUTPUT_LIMIT, threading.Lock())
+        self.stdout = StreamBuffer(channel, self.budget, "stdout")
+        self.stderr = StreamBuffer(channel, self.budget, "stderr")
+
     def capture_descriptors(self):
         marker = b"\x00sandcell-sync-" + os.urandom(8).hex().encode("ascii") + b"\x00"
         self.sync_marker = marker
@@ -520,16 +526,41 @@ def main():
     kernel.main_loop()
 
 
+# The kernel and its shell made by a template before any session (prepare()), which start() takes over.
+PREPARED = None
+
+
+def prepare():
+    """In a session template (sandcell_zygote.py): the kernel object and its
+    IPython shell, made once, so that every fork shares their pages until it
+    writes to them, and starts with its shell made. No thread is started and
+    nothing is opened: the template forks."""
+    global PREPARED
+    kernel = Kernel(None, None)
+    kernel.start_shell()
+    kernel.shell.run_cell("None", store_history=False, silent=True)
+    PREPARED = kernel
+
+
 def start():
     proto_out = os.dup(1)
     proto_in_fd = os.dup(0)
     os.set_inheritable(proto_out, False)
     os.set_inheritable(proto_in_fd, False)
     channel = Channel(proto_out)
-    kernel = Kernel(channel, os.fdopen(proto_in_fd, "rb", buffering=1 << 16))
+    proto_in = os.fdopen(proto_in_fd, "rb", buffering=1 << 16)
+    kernel = PREPARED
+    if kernel is None:
+        kernel = Kernel(channel, proto_in)
+    else:
+        kernel.attach(channel, proto_in)
     kernel.capture_descriptors()
     load_sibling("sandcell_user_site").add_to_path()
-    kernel.start_shell()
+    if kernel.shell is None:
+        kernel.start_shell()
+    else:
+        # IPython's directory history began where the template was.
+        kernel.shell.user_ns["_dh"][:] = [os.getcwd()]
     # An environment's warm imports are `import NAME` run before the first cell: the module is loaded
     # and its top-level name bound in the user's namespace (`import a.b` binds `a`).
     for name in OPTIONS.get("warmImports", []):

@@ -36,6 +36,7 @@ import signal
 import socket
 import stat
 import sys
+import threading
 
 KERNEL_DIRECTORY = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, KERNEL_DIRECTORY)
@@ -372,6 +373,29 @@ SESSION_MODULES = (
 )
 
 
+# What a session's first DataFrame and first chart load lazily (pandas' describe and HTML, matplotlib's Agg
+# canvas and fonts), done once here in a namespace of their own: a session that uses them shares those pages
+# instead of making its own. Each runs only when its module was preloaded.
+WARM_UPS = {
+    "pandas": """
+import pandas
+frame = pandas.DataFrame({"a": range(10), "b": [0.5] * 10})
+frame["c"] = frame.a + frame.b
+frame.describe()
+repr(frame)
+frame._repr_html_()
+""",
+    "matplotlib": """
+import io
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+figure = Figure()
+figure.add_subplot().plot([1, 2, 3], [3, 1, 2])
+FigureCanvasAgg(figure).print_png(io.BytesIO())
+""",
+}
+
+
 def warm(preload):
     """Everything a session would import before its first cell; returns what failed to import."""
     import importlib
@@ -382,6 +406,13 @@ def warm(preload):
             importlib.import_module(name)
         except Exception as error:  # noqa: BLE001 - a missing optional package costs only its warmth
             failed.append("%s: %s" % (name, error))
+    for name, code in WARM_UPS.items():
+        if name not in preload or name not in sys.modules:
+            continue
+        try:
+            exec(code, {"__name__": "sandcell_warm_up"})
+        except Exception as error:  # noqa: BLE001
+            failed.append("warming %s: %s" % (name, error))
     return failed
 
 
@@ -411,7 +442,15 @@ class Template:
             if name.startswith("sandcell_"):
                 self.kernel_files[name] = read_file(os.path.join(KERNEL_DIRECTORY, name))
         failed = warm(self.config.get("preload", []))
+        try:
+            self.kernel.prepare()
+        except Exception as error:  # noqa: BLE001 - each session then makes its own shell
+            failed.append("the kernel's shell: %s" % error)
         self.scratch = scratch_files("/tmp")
+        threads = [thread.name for thread in threading.enumerate() if thread is not threading.main_thread()]
+        if threads:
+            # A fork copies the calling thread alone: locks the others held would stay held in every session.
+            raise RuntimeError("the template's imports started threads (%s): sessions cannot be forked from it" % ", ".join(threads))
         gc.collect()
         # The objects of the imports stay where they are: a session's collections do not touch (and copy) their pages.
         gc.freeze()

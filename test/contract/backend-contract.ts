@@ -12,7 +12,7 @@ import { assistContractCases } from './assist-contract.js';
 import { commandCases } from './commands-contract.js';
 import { contextCases } from './contexts-contract.js';
 
-import { type ContractOptions, isAlive, withSession } from './contract-support.js';
+import { type ContractOptions, isAlive, KERNEL_FROM_SHELL, withSession } from './contract-support.js';
 
 export function runBackendContract({ name, createBackend }: ContractOptions): void {
   describe(`backend contract: ${name}`, () => {
@@ -371,8 +371,9 @@ print("data owner is me", os.stat("/mnt/data").st_uid == os.getuid())`,
       // The kernel's own channel object, found by user code: everything sent on
       // it skips the kernel's caps, so only the host's bounds apply.
       const forge = [
-        'import gc, json, os',
-        "kernel = next(o for o in gc.get_objects() if type(o).__name__ == 'Kernel' and hasattr(o, 'channel'))",
+        'import json, os',
+        // Through the shell's display hook, which holds it (gc.get_objects() misses a template's frozen objects).
+        KERNEL_FROM_SHELL,
         "execution = kernel.current['id']",
         'def forged_display(metadata_bytes):',
         "    message = {'type': 'display', 'id': execution, 'data': {'text/plain': 'forged'}, 'metadata': {'m': 'M' * metadata_bytes}}",

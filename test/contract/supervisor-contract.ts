@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxBackend } from '../../src/backends/spec.js';
 import { RawSandbox } from '../support/raw-sandbox.js';
-import { type ContractOptions, isAlive } from './contract-support.js';
+import { type ContractOptions, isAlive, KERNEL_FROM_SHELL } from './contract-support.js';
 import { runSupervisorProtocolCases } from './supervisor-protocol-cases.js';
 
 /** A bash line listing every process of the sandbox as `pid command line`. */
@@ -212,7 +212,8 @@ export function runSupervisorContract(options: ContractOptions): void {
     it('drops a line its kernel sends that is not a protocol message, and the kernel goes on', async () => {
       await raw.request({ type: 'context-create', context: 'forger', language: 'python' });
       const forged = await raw.execute(
-        'import gc, os\nkernel = next(o for o in gc.get_objects() if type(o).__name__ == "Kernel" and hasattr(o, "channel"))\nkernel.channel.write(b"not json\\n")\nkernel.channel.write(b\'{"type": "stream", "id": "x", "context": "other"}\\n\')\n"after"',
+        `import os\n${KERNEL_FROM_SHELL}\n` +
+          'kernel.channel.write(b"not json\\n")\nkernel.channel.write(b\'{"type": "stream", "id": "x", "context": "other"}\\n\')\n"after"',
         'forger',
       );
       expect(forged.find((message) => message.type === 'result')?.data).toEqual({ 'text/plain': "'after'" });
