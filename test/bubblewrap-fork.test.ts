@@ -15,12 +15,15 @@ import { isAlive } from './contract/contract-support.js';
 import { hostIsolationCases } from './contract/host-isolation-cases.js';
 import { runNetworkContract } from './contract/network-contract.js';
 import { runSecurityContract } from './contract/security-contract.js';
+import { runSupervisorContract } from './contract/supervisor-contract.js';
+import { describeWhenAvailable, unavailableReason } from './support/backends.js';
 
 const forking = () => createBubblewrapBackend({ start: 'fork' });
 
 runBackendContract({ name: 'bubblewrap (forked)', createBackend: forking });
 runSecurityContract({ name: 'bubblewrap (forked)', createBackend: forking });
 runNetworkContract({ name: 'bubblewrap (forked)', createBackend: forking });
+runSupervisorContract({ name: 'bubblewrap (forked)', createBackend: forking });
 
 /** The parent's pid, from /proc/PID/stat. */
 function parentOf(pid: number): number {
@@ -105,9 +108,6 @@ describe('sessions forked from a template', () => {
   });
 
   hostIsolationCases(backend);
-
-  /** The template this suite's backend forks from: the parent of its sessions' PID 1. */
-  const templateOf = async (session: Session) => parentOf(await firstProcess(session));
 
   it("each session's PID 1 is a fork of the template, past the imports every session makes", async () => {
     const template = await templateOf(first);
@@ -209,3 +209,65 @@ describe('sessions forked from a template', () => {
     for (const pid of orphaned) expect(isAlive(pid)).toBe(false);
   });
 });
+
+describe('starting by fork where it pays (SANDCELL_START=auto, the default)', () => {
+  it("starts a process's first sandbox by exec, warms a template at its second, and forks once it is ready", async () => {
+    const backend = createBubblewrapBackend({ start: 'auto' });
+    const sessions: Session[] = [];
+    try {
+      sessions.push(await Session.create({ backend }));
+      // By exec: the first of its processes is bwrap (the launcher's exec), not a template's fork.
+      expect(commandLine(await firstProcess(sessions[0] as Session))).toMatch(/^\S*bwrap /);
+      expect(backend.startPath()).toEqual({ mode: 'fork' });
+      let forked: Session | undefined;
+      await expect
+        .poll(
+          async () => {
+            const session = await Session.create({ backend });
+            sessions.push(session);
+            if (commandLine(await templateOf(session)).includes('sandcell_zygote.py')) forked = session;
+            return forked !== undefined;
+          },
+          { timeout: 30_000, interval: 200 },
+        )
+        .toBe(true);
+      expect((await (forked as Session).run('6 * 7')).results[0]?.data['text/plain']).toBe('42');
+    } finally {
+      await Promise.all(sessions.map((session) => session.close()));
+    }
+  });
+});
+
+const onRuntime = createBubblewrapBackend({ start: 'fork', rootfs: 'runtime' });
+describeWhenAvailable(
+  "each root filesystem's own template",
+  'bubblewrap-rootfs',
+  await unavailableReason(onRuntime),
+  () => {
+    it('sessions of another root (an environment, or one rebuilt into a new directory) fork from a template that runs on it', async () => {
+      const onHost = forking();
+      const hostSession = await Session.create({ backend: onHost });
+      const runtimeSession = await Session.create({ backend: onRuntime });
+      try {
+        const hostTemplate = await templateOf(hostSession);
+        const runtimeTemplate = await templateOf(runtimeSession);
+        expect(runtimeTemplate).not.toBe(hostTemplate);
+        const root = (await onRuntime.report()).systemRoot;
+        expect(commandLine(parentOf(runtimeTemplate))).toContain(`--ro-bind ${root}/usr /usr`);
+        expect(commandLine(parentOf(hostTemplate))).not.toContain('/usr /usr');
+        // The runtime's /usr has no bwrap; the host's has.
+        const probe = 'import os\nos.path.exists("/usr/bin/bwrap")';
+        expect((await runtimeSession.run(probe)).results[0]?.data['text/plain']).toBe('False');
+        expect((await hostSession.run(probe)).results[0]?.data['text/plain']).toBe('True');
+      } finally {
+        await hostSession.close();
+        await runtimeSession.close();
+      }
+    });
+  },
+);
+
+/** The parent of a session's PID 1: its template when forked, bwrap when started by exec. */
+async function templateOf(session: Session): Promise<number> {
+  return parentOf(await firstProcess(session));
+}
