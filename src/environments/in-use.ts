@@ -6,10 +6,14 @@
  * device and inode of the build's /usr — no registry of sessions needed, and
  * it sees sandboxes of every sandcell process on the machine.
  */
-import { readdir, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { isSessionTemplate } from '../backends/bubblewrap/zygote.js';
 
-/** Pids of processes whose /usr is `<rootfs>/usr` (none when the build is gone). */
+/**
+ * Pids of processes whose /usr is `<rootfs>/usr` (none when the build is gone). A session template
+ * (bubblewrap/zygote.ts) is not counted: it holds no session, and lets its root go when idle.
+ */
 export async function processesOnRootfs(rootfs: string): Promise<number[]> {
   const usr = await stat(path.join(rootfs, 'usr')).catch(() => undefined);
   if (!usr) return [];
@@ -18,7 +22,9 @@ export async function processesOnRootfs(rootfs: string): Promise<number[]> {
     if (!/^\d+$/.test(entry)) continue;
     // A process that ended meanwhile, or one we may not look into, is not counted.
     const theirs = await stat(`/proc/${entry}/root/usr`).catch(() => undefined);
-    if (theirs && theirs.dev === usr.dev && theirs.ino === usr.ino) pids.push(Number(entry));
+    if (!theirs || theirs.dev !== usr.dev || theirs.ino !== usr.ino) continue;
+    const commandLine = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (!isSessionTemplate(commandLine.split('\0'))) pids.push(Number(entry));
   }
   return pids;
 }

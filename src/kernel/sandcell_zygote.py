@@ -477,15 +477,20 @@ class Template:
         try:
             pid = int(answer.decode("ascii").strip())
         except ValueError:
+            pid = None
             try:
                 os.kill(helper_pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        # The helper exits as it reports: reaped here, its CPU is the part of the start no process of the session
+        # counts (the session's usage adds it).
+        _, _, usage = os.wait4(helper_pid, 0)
+        if pid is None:
             message = answer.decode("utf-8", "replace").strip() or "the session's helper ended without a word"
             self.send({"type": "failed", "token": token, "message": message})
             return
         self.sessions[pid] = token
-        self.send({"type": "started", "token": token, "pid": pid})
+        self.send({"type": "started", "token": token, "pid": pid, "cpuSeconds": usage.ru_utime + usage.ru_stime})
 
     def read_report(self, descriptor):
         answer = b""

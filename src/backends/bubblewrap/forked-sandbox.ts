@@ -73,7 +73,7 @@ export class ForkedSandbox implements Sandbox {
     return {
       memoryBytes: await this.cgroup?.memoryBytes(),
       processIds,
-      cpuSeconds: processIds ? await processesCpuSeconds(processIds) : undefined,
+      cpuSeconds: processIds ? (await processesCpuSeconds(processIds)) + this.session.startCpuSeconds : undefined,
     };
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { templateArguments } from './zygote.js';
+import { isSessionTemplate, templateArguments } from './zygote.js';
 
 const runtime = {
   root: '/run/sandcell',
@@ -29,5 +29,16 @@ describe('the session template’s bwrap arguments', () => {
     expect(args).toContain('--ro-bind /var/lib/env/rootfs/usr /usr');
     expect(args).toContain('--ro-bind /var/lib/env/rootfs/etc /etc');
     expect(templateArguments({ systemRoot: '/', runtime }).join(' ')).not.toContain('/usr /usr');
+  });
+});
+
+describe('isSessionTemplate', () => {
+  it("knows a template's command line, and not a forked session's (written over it) or bwrap's", () => {
+    const args = templateArguments({ systemRoot: '/', runtime });
+    expect(isSessionTemplate(args.slice(args.indexOf('--') + 1))).toBe(true);
+    expect(isSessionTemplate(['/usr/bin/python3 -I -B /opt/sandcell/sandcell_kernel.py', ''])).toBe(false);
+    expect(isSessionTemplate(['/usr/bin/python3', '-I', '-B', '-S', '/opt/sandcell/sandcell_supervisor.py'])).toBe(
+      false,
+    );
   });
 });

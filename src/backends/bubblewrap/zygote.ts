@@ -77,6 +77,8 @@ export interface SessionExit {
 /** A forked session as the host holds it. */
 export interface ForkedSession {
   pid: number;
+  /** CPU the fork's helper used (reaped by the template, so in no process of the session). */
+  startCpuSeconds: number;
   channel: net.Socket;
   diagnostics: net.Socket;
   /** The exit of the session's PID 1, when the template saw it (not when the template died first). */
@@ -89,6 +91,7 @@ interface PendingFork {
   channel?: net.Socket;
   diagnostics?: net.Socket;
   pid?: number;
+  cpuSeconds?: number;
   resolve: (session: ForkedSession) => void;
   reject: (error: Error) => void;
   timer: NodeJS.Timeout;
@@ -243,7 +246,15 @@ export class Zygote {
   }
 
   private onEvent(line: string): void {
-    let event: { type?: unknown; token?: unknown; pid?: unknown; message?: unknown; code?: unknown; signal?: unknown };
+    let event: {
+      type?: unknown;
+      token?: unknown;
+      pid?: unknown;
+      cpuSeconds?: unknown;
+      message?: unknown;
+      code?: unknown;
+      signal?: unknown;
+    };
     try {
       event = JSON.parse(line);
     } catch {
@@ -258,6 +269,7 @@ export class Zygote {
         const pending = this.pending.get(token);
         if (pending && typeof event.pid === 'number') {
           pending.pid = event.pid;
+          pending.cpuSeconds = typeof event.cpuSeconds === 'number' ? event.cpuSeconds : 0;
           this.settleIfWhole(token);
         }
         return;
@@ -300,6 +312,7 @@ export class Zygote {
     const exited = new Promise<SessionExit | undefined>((resolve) => this.running.set(token, resolve));
     pending.resolve({
       pid,
+      startCpuSeconds: pending.cpuSeconds ?? 0,
       channel: pending.channel,
       diagnostics: pending.diagnostics,
       exited,
@@ -365,6 +378,11 @@ export function templateArguments(options: Pick<ZygoteOptions, 'systemRoot' | 'r
   // The last argument is room: each forked process writes its own command line over the template's.
   args.push('/usr/bin/python3', '-I', '-B', `${KERNEL_MOUNT}/sandcell_zygote.py`, TITLE_ROOM);
   return args;
+}
+
+/** Whether a command line (its arguments) is a session template's: the one templateArguments runs. */
+export function isSessionTemplate(argv: readonly string[]): boolean {
+  return argv.includes(`${KERNEL_MOUNT}/sandcell_zygote.py`) && argv.includes(TITLE_ROOM);
 }
 
 /** Removes the sockets of templates whose sandcell process is no longer alive. */
