@@ -1,7 +1,7 @@
 // Sessions forked from a warm template (issue 31), beside a start by exec in the same run: bubblewrap as
 // root (`node bench/fork.mjs [--quick]` alone, or part of `npm run bench`).
 //   - a new session → the first result of 1+1, pandas imported, nothing warm: wall time and CPU (the
-//     session's processes, what the template spent forking it, and Node's own);
+//     session's processes and its fork's helper, the template's own share, and Node's);
 //   - where a fork's time goes: isolated and dialed in, its kernel ready, the first result;
 //   - idle memory after ten cells touching pandas: PSS, and how much of it each session holds alone;
 //   - 200 sessions asked for at once over HTTP (`sandcell serve`), every output checked;
@@ -19,12 +19,15 @@ const TICKS_PER_SECOND = 100;
 const PANDAS_CELL = (index) =>
   `import pandas as pd\nframe = pd.DataFrame({"a": range(${1000 + index}), "b": [x * 0.5 for x in range(${1000 + index})]})\nframe["c"] = frame.a + frame.b\nresult_${index} = frame.describe()\nlen(frame)`;
 
-/** utime + stime + cutime + cstime of a process, in seconds (0 once it is gone). */
+/**
+ * CPU-seconds of a process alone (utime + stime; 0 once it is gone). A template's own: the helpers it reaps are
+ * in their session's usage already.
+ */
 function cpuOf(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0) / TICKS_PER_SECOND;
+    return fields.slice(11, 13).reduce((sum, field) => sum + Number(field), 0) / TICKS_PER_SECOND;
   } catch {
     return 0;
   }
