@@ -68,14 +68,22 @@ export class ForkedSandbox implements Sandbox {
     return (await this.cgroup?.oomKills()) ?? 0;
   }
 
-  async usage(): Promise<SandboxUsage> {
-    const processIds = this.cgroup ? await this.cgroup.processIds() : undefined;
-    return {
-      memoryBytes: await this.cgroup?.memoryBytes(),
-      processIds,
-      cpuSeconds: processIds ? (await processesCpuSeconds(processIds)) + this.session.startCpuSeconds : undefined,
-    };
+  usage(): Promise<SandboxUsage> {
+    return cgroupUsage(this.cgroup, this.session.startCpuSeconds);
   }
+}
+
+/**
+ * A bubblewrap sandbox's usage, read from its cgroups (none without them); `startCpuSeconds`: CPU its start
+ * spent in a process no longer among them (a fork's helper).
+ */
+export async function cgroupUsage(cgroup: SandboxCgroup | undefined, startCpuSeconds = 0): Promise<SandboxUsage> {
+  const processIds = cgroup ? await cgroup.processIds() : undefined;
+  return {
+    memoryBytes: await cgroup?.memoryBytes(),
+    processIds,
+    cpuSeconds: processIds ? (await processesCpuSeconds(processIds)) + startCpuSeconds : undefined,
+  };
 }
 
 /**

@@ -21,7 +21,6 @@ import { certificateBundle } from '../../network/certificate-bundle.js';
 import { CERTIFICATE_BUNDLE, forwarderOptions, proxyEnvironment } from '../../network/sandbox-proxy.js';
 import { sharedDataBudget } from '../data-budget.js';
 import { DEFAULT_LIMITS, dataCapacityBytes, type SandboxLimits } from '../limits.js';
-import { processesCpuSeconds } from '../process-cpu.js';
 import { KERNEL_MOUNT, sandboxEnvironment } from '../sandbox-environment.js';
 import type {
   CreateVolumeOptions,
@@ -34,7 +33,7 @@ import type {
 import { checkUidRangeIsFree, resolveUidRange, type UidLease, UidLeases, type UidRange } from '../uid-leases.js';
 import { buildBubblewrapArguments, encodeArguments, sandboxFileSources } from './arguments.js';
 import { type CgroupLayout, detectCgroups, SandboxCgroup, SessionCgroup, sweepStaleCgroups } from './cgroup.js';
-import { exitReason, ForkedSandbox } from './forked-sandbox.js';
+import { cgroupUsage, exitReason, ForkedSandbox } from './forked-sandbox.js';
 import {
   defaultCacheDirectory,
   defaultRuntimeDirectory,
@@ -544,13 +543,8 @@ class BubblewrapSandbox implements Sandbox {
     return (await this.cgroup?.oomKills()) ?? 0;
   }
 
-  async usage(): Promise<SandboxUsage> {
-    const processIds = this.cgroup ? await this.cgroup.processIds() : undefined;
-    return {
-      memoryBytes: await this.cgroup?.memoryBytes(),
-      processIds,
-      cpuSeconds: processIds ? await processesCpuSeconds(processIds) : undefined,
-    };
+  usage(): Promise<SandboxUsage> {
+    return cgroupUsage(this.cgroup);
   }
 }
 
