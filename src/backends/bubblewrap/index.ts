@@ -292,6 +292,8 @@ export class BubblewrapBackend implements SandboxBackend {
           // later one (a fork that fails here would fail again, and each try would add its cost); doctor says why.
           this.forkUnavailable = `a forked session could not start: ${error.message}`;
           this.readyTemplate?.close();
+          // Whatever of the fork got as far as the cgroups is not the exec's to share them with.
+          await cgroup?.killAll();
         }
       }
       return await this.execute(prepared, options, cgroup, environment, bundle);
