@@ -115,13 +115,7 @@ class EventLoop:
                 pass
         except BlockingIOError:
             pass
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
+        for pid, status in ended_children():
             callback = self.exit_callbacks.pop(pid, None)
             if callback is not None:
                 callback(status)
@@ -129,6 +123,18 @@ class EventLoop:
 
 def _ignore_signal(number, frame):
     pass
+
+
+def ended_children():
+    """Reaps every child that has ended, now, without waiting: (pid, wait status) pairs."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, status
 
 
 def exit_status(status):

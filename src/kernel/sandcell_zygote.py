@@ -511,21 +511,13 @@ class Template:
                 os.kill(pid, signal.SIGKILL)
 
     def reap(self):
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
+        from sandcell_event_loop import ended_children, exit_status
+
+        for pid, status in ended_children():
             token = self.sessions.pop(pid, None)
             if token is None:
                 continue  # a helper, or an orphan of a session's that came to us
-            code, signal_name = None, None
-            if os.WIFSIGNALED(status):
-                signal_name = signal.Signals(os.WTERMSIG(status)).name
-            else:
-                code = os.waitstatus_to_exitcode(status)
+            code, signal_name = exit_status(status)
             self.send({"type": "exited", "token": token, "code": code, "signal": signal_name})
 
     def serve(self):
