@@ -39,6 +39,25 @@ def find_executable(name, path):
     return None
 
 
+def own_session():
+    """In a child: a session and process group of its own, and the signal
+    dispositions an exec gives (RESET_SIGNALS back to their defaults, no
+    wake-up descriptor of the supervisor's loop)."""
+    os.setsid()
+    signal.set_wakeup_fd(-1)
+    for number in RESET_SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+
+
+def take_child_limits():
+    """In a child: the limits every child of the sandbox takes (CHILD_LIMITS)."""
+    if CHILD_LIMITS:
+        import resource
+
+        for which, pair in CHILD_LIMITS:
+            resource.setrlimit(which, pair)
+
+
 def spawn(argv, cwd, env, descriptors):
     """Starts argv in a new session; descriptors[n] (one of ours, or None for
     /dev/null) becomes the child's descriptor n. Returns the child's pid, which
@@ -56,16 +75,9 @@ def spawn(argv, cwd, env, descriptors):
     if pid == 0:  # the child: only async-signal-safe-ish work until exec
         step = "setsid"
         try:
-            os.setsid()
-            signal.set_wakeup_fd(-1)
-            for number in RESET_SIGNALS:
-                signal.signal(number, signal.SIG_DFL)
+            own_session()
             step = "setrlimit"
-            if CHILD_LIMITS:
-                import resource
-
-                for which, pair in CHILD_LIMITS:
-                    resource.setrlimit(which, pair)
+            take_child_limits()
             step = "descriptors"
             moved = []
             for source in descriptors:
@@ -156,15 +168,8 @@ def fork_kernel(kernel_main, cwd, env):
         raise SpawnError("fork", error.errno or 0, error.strerror or str(error))
     if pid == 0:
         try:
-            os.setsid()
-            signal.set_wakeup_fd(-1)
-            for number in RESET_SIGNALS:
-                signal.signal(number, signal.SIG_DFL)
-            if CHILD_LIMITS:
-                import resource
-
-                for which, pair in CHILD_LIMITS:
-                    resource.setrlimit(which, pair)
+            own_session()
+            take_child_limits()
             for target, source in enumerate((requests_read, events_write, errors_write)):
                 os.dup2(source, target)
             os.closerange(3, 1 << 20)
