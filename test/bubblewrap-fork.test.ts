@@ -118,6 +118,15 @@ describe('sessions forked from a template', () => {
     expect(warm.results[0]?.data['text/plain']).toBe('True');
   });
 
+  it("leaves none of sandcell's modules to the code, though the template and the supervisor loaded them", async () => {
+    // The canary: a module the template loaded is there to find.
+    const probe = await first.run(
+      'import sys\nprint("json" in sys.modules)\nprint(sorted(m for m in sys.modules if m.startswith("sandcell") or m == "seccomp_loader"))\nimport sandcell_routes',
+    );
+    expect(probe.stdout).toBe('True\n[]\n');
+    expect(probe.error?.name).toBe('ModuleNotFoundError');
+  });
+
   it('two forks are two host uids, and neither can signal, open or read the memory of the other or of the template', async () => {
     const template = await templateOf(first);
     const others = [...((await second.usage()).processIds ?? []), template];

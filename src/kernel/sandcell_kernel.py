@@ -85,15 +85,23 @@ configure(_read_options())
 PROMPT_LIMIT = 64 * 1024
 
 
+# The siblings loaded so far, each loaded once.
+SIBLINGS = {}
+
+
 def load_sibling(name):
     """A module beside this file, loaded by path: the kernel runs isolated
     (-I), so its directory is not on sys.path, and stays off it so that user
     code never imports sandcell's modules by accident."""
+    module = SIBLINGS.get(name)
+    if module is not None:
+        return module
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    SIBLINGS[name] = module
     return module
 
 
@@ -539,6 +547,10 @@ def prepare():
     kernel = Kernel(None, None)
     kernel.start_shell()
     kernel.shell.run_cell("None", store_history=False, silent=True)
+    # What a session loads at its start (the user site) or on its first snapshot or completion: loaded in a
+    # session, each would be pages of that session's alone.
+    for name in ("sandcell_user_site", "sandcell_python_state", "sandcell_python_assist"):
+        load_sibling(name)
     PREPARED = kernel
 
 
@@ -575,8 +587,9 @@ def start():
         except Exception as error:  # a missing optional package must not stop the kernel
             channel.send({"type": "log", "message": "preload of %s failed: %s" % (name, error)})
     # One silent cell walks IPython's execution path once, so the user's first
-    # run costs what every later one does.
-    kernel.shell.run_cell("None", store_history=False, silent=True)
+    # run costs what every later one does (a template's kernel walked it before the fork).
+    if PREPARED is None:
+        kernel.shell.run_cell("None", store_history=False, silent=True)
     # What a snapshot leaves out: everything bound before the user's first cell.
     kernel.baseline = (dict(kernel.shell.user_ns), dict(os.environ), list(sys.path))
     threading.Thread(target=kernel.control_loop, name="control", daemon=True).start()

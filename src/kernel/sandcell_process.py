@@ -7,6 +7,7 @@ import errno
 import fcntl
 import os
 import signal
+import sys
 
 # Python ignores these itself; an ignored signal stays ignored across exec,
 # so a child would never die of SIGPIPE (`yes | head` would spin) or of the
@@ -206,16 +207,46 @@ def set_command_line(words):
     ctypes.memmove(start, title + b"\0" * (end - start - len(title) - 1) + b" ", end - start)
 
 
+def is_sandcell_module(name):
+    return name.startswith("sandcell_") or name == "seccomp_loader"
+
+
+# sandcell's modules in sys.modules when a template forks (sandcell_zygote.py), and the name last added then:
+# a walk over all of sys.modules in every fork would write to the page of each of the ~1,200 names it holds
+# (their reference counts), and copy them all, some 2.5 MB a session.
+TEMPLATE_MODULES = None
+
+
+def note_template_modules():
+    """In the template, before its first fork."""
+    global TEMPLATE_MODULES
+    TEMPLATE_MODULES = ([name for name in sys.modules if is_sandcell_module(name)], next(reversed(sys.modules)))
+
+
+def sandcell_modules():
+    """sandcell's modules in sys.modules. In a fork of a template, its list and
+    the names added since (the last ones: a dict keeps the order of insertion)."""
+    if TEMPLATE_MODULES is None:
+        return [name for name in sys.modules if is_sandcell_module(name)]
+    listed, last = TEMPLATE_MODULES
+    found = []
+    for name in reversed(sys.modules):
+        if name == last:
+            return list(dict.fromkeys(found + [name for name in listed if name in sys.modules]))
+        if is_sandcell_module(name):
+            found.append(name)
+    return found  # the template's last name is gone: every name was looked at
+
+
 def become_script(kernel_main):
     """What a fresh `python -I` running the kernel's script would be: no
     sandcell module on sys.path or in sys.modules (the template loaded the
     supervisor's), the script as argv[0], dumpable. Then runs it."""
     import ctypes
-    import sys
 
     directory = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [entry for entry in sys.path if entry != directory]
-    for name in [name for name in sys.modules if name.startswith("sandcell_") or name == "seccomp_loader"]:
+    for name in sandcell_modules():
         del sys.modules[name]
     sys.argv = [directory + "/sandcell_kernel.py"]
     set_command_line([sys.executable, "-I", "-B", sys.argv[0]])

@@ -451,6 +451,9 @@ class Template:
         if threads:
             # A fork copies the calling thread alone: locks the others held would stay held in every session.
             raise RuntimeError("the template's imports started threads (%s): sessions cannot be forked from it" % ", ".join(threads))
+        import sandcell_process
+
+        sandcell_process.note_template_modules()
         gc.collect()
         # The objects of the imports stay where they are: a session's collections do not touch (and copy) their pages.
         gc.freeze()
