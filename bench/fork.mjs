@@ -148,6 +148,24 @@ async function forkPhases(backend, samples, failures) {
   return phases;
 }
 
+/** Ten cells with pandas in a session, each result checked. */
+async function runPandasCells(session) {
+  for (let cell = 0; cell < 10; cell++) {
+    const execution = await session.run(PANDAS_CELL(cell));
+    if (execution.results[0]?.data['text/plain'] !== String(1000 + cell)) throw new Error('pandas cell: wrong result');
+  }
+}
+
+/** PSS and what is held alone, per session, of these sessions' processes, once they have settled. */
+async function memoryPerSession(sessions) {
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const pids = (await Promise.all(sessions.map((session) => session.usage()))).flatMap(
+    (usage) => usage.processIds ?? [],
+  );
+  const memory = memoryOf(pids);
+  return { pssMB: memory.pss / sessions.length, aloneMB: memory.alone / sessions.length, sessions: sessions.length };
+}
+
 /** Idle sessions after ten cells with pandas: PSS per session, and what each holds alone. */
 async function idleMemory(backend, count, failures) {
   const sessions = [];
@@ -155,18 +173,9 @@ async function idleMemory(backend, count, failures) {
     for (let index = 0; index < count; index++) {
       const session = await Session.create({ backend, preloadModules: PRELOAD });
       sessions.push(session);
-      for (let cell = 0; cell < 10; cell++) {
-        const execution = await session.run(PANDAS_CELL(cell));
-        if (execution.results[0]?.data['text/plain'] !== String(1000 + cell))
-          throw new Error('pandas cell: wrong result');
-      }
+      await runPandasCells(session);
     }
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    const pids = (await Promise.all(sessions.map((session) => session.usage()))).flatMap(
-      (usage) => usage.processIds ?? [],
-    );
-    const memory = memoryOf(pids);
-    return { pssMB: memory.pss / count, aloneMB: memory.alone / count, sessions: count };
+    return await memoryPerSession(sessions);
   } catch (error) {
     failures.add(error);
     return undefined;
@@ -241,8 +250,9 @@ async function burstOverHttp(start, count, failures) {
   }
 }
 
-/** Many live idle sessions at once (forked), each answering 1+1 once all are up. */
-async function manyIdle(backend, count, failures) {
+/** Many live idle sessions at once (forked), each answering 1+1 once all are up; then, with all of them
+ * alive, a few run ten cells with pandas, measured as idleMemory measures its sessions. */
+async function manyIdle(backend, count, busyCount, failures) {
   const sessions = [];
   const started = now();
   const limits = { dataBytes: 16 * 1024 * 1024 };
@@ -276,6 +286,14 @@ async function manyIdle(backend, count, failures) {
     (usage) => usage.processIds ?? [],
   );
   const memory = memoryOf(pids);
+  const busy = sessions.slice(0, busyCount);
+  let afterCells;
+  try {
+    for (const session of busy) await runPandasCells(session);
+    afterCells = await memoryPerSession(busy);
+  } catch (error) {
+    failures.add(error);
+  }
   const closing = now();
   await Promise.all(sessions.map((session) => session.close().catch((error) => failures.add(error))));
   return {
@@ -285,6 +303,7 @@ async function manyIdle(backend, count, failures) {
     answeredSeconds,
     closedSeconds: (now() - closing) / 1000,
     pssMBEach: memory.pss / Math.max(1, sessions.length),
+    afterCells,
   };
 }
 
@@ -318,7 +337,7 @@ export async function runForkBench({ quick = false } = {}) {
   const burstCount = quick ? 20 : 200;
   const forkBurst = await burstOverHttp('fork', burstCount, failures);
   const execBurst = quick ? undefined : await burstOverHttp('exec', burstCount, failures);
-  const many = await manyIdle(fork, quick ? 100 : 1000, failures);
+  const many = await manyIdle(fork, quick ? 100 : 1000, idleCount, failures);
 
   const p = percentile;
   const ms = (values, fraction) => (values.length ? round(p(values, fraction), 1) : '');
@@ -374,6 +393,15 @@ export async function runForkBench({ quick = false } = {}) {
     stat('', 'created in', round(many.createdSeconds, 1), 's'),
     stat('', 'all answered in', round(many.answeredSeconds, 1), 's'),
     stat('', 'PSS each', round(many.pssMBEach, 1), 'MB'),
+    stat(
+      `… ${many.afterCells?.sessions ?? idleCount} of them after 10 pandas cells, all alive`,
+      'PSS',
+      round(many.afterCells?.pssMB ?? 0, 1),
+      'MB',
+      '≤ 15',
+      (many.afterCells?.pssMB ?? Infinity) <= 15,
+    ),
+    stat('', 'held alone', round(many.afterCells?.aloneMB ?? 0, 1), 'MB'),
     stat('forked sessions: the measures above', 'failed samples', failures.count, '', '0', failures.count === 0),
   ];
   const result = {
