@@ -6,7 +6,8 @@
 //
 // DIST is a build's `dist` directory (this checkout's by default for --after). A build from before the
 // supervisor, for example: `git worktree add /tmp/before ca22ea8^ && cd /tmp/before && npm ci && npm run build`,
-// then `--before /tmp/before/dist`. Each round measures, for each build:
+// then `--before /tmp/before/dist` (for Docker, that build's runtime image too: `node bin/sandcell.js image build
+// --backend docker` in /tmp/before). Each round measures, for each build:
 // - warm round trips of `1 + 1` in one session (p50), and the CPU each process of the session and Node
 //   spent per execution (bubblewrap: the session's processes are the host's);
 // - 20 sessions each running `runs` executions at once: executions per second.
