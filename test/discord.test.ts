@@ -173,6 +173,9 @@ describe('sandcell discord', () => {
     async () => {
       const { discord, provider } = setup;
       const dm = discord.directMessageChannel(discord.users.bob);
+      // The question is still asked, without the file: its answer ends the conversation's turn, so that no
+      // request of this test's is left to take the next test's scripted answer.
+      provider.enqueue({ text: 'There is no file I could read; big.csv was too large.' });
       discord.userSays({
         author: discord.users.bob,
         channelId: dm.id,
@@ -182,12 +185,14 @@ describe('sandcell discord', () => {
       const refusal = await discord.waitFor(
         () => {
           const text = readableText(discord.messagesIn(dm.id));
-          return text.includes('big.csv') ? text : undefined;
+          return text.includes('big.csv was too large') ? text : undefined;
         },
         { timeoutMs: CONVERSATION_MS },
       );
       expect(refusal).toContain('64 KiB');
       expect(refusal).not.toMatch(/Traceback|\n\s+at |\/work\//);
+      // The model was asked (the canary) and never saw the file's contents.
+      expect(modelSaw(provider, 'Summarise this file')).toBe(true);
       expect(modelSaw(provider, '1,2\\n1,2\\n1,2')).toBe(false);
     },
     CONVERSATION_MS,
