@@ -10,7 +10,15 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Download, type Locator, type Page } from 'playwright-core';
+import {
+  type Browser,
+  type BrowserContext,
+  chromium,
+  type Download,
+  type Locator,
+  type Page,
+  type Route,
+} from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ScriptedChatModel } from '../src/agents/scripted-chat-model.js';
 import type { Conversation } from '../src/protocol/index.js';
@@ -112,10 +120,11 @@ afterEach(async () => {
   }
 });
 
-/** Fills the chat box and sends with Enter. */
+/** Fills the chat box and sends with Enter, once the box offers Send (not Stop), as a person would wait for. */
 async function ask(page: Page, question: string): Promise<void> {
   const box = page.getByLabel('Your question');
   await box.fill(question);
+  // XXWAIT
   await box.press('Enter');
 }
 
@@ -248,7 +257,18 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
     await ask(page, 'What drives the number of accidents?');
 
     const finalAnswer = page.locator('.final-answer');
-    await finalAnswer.waitFor();
+    await finalAnswer.waitFor().catch(async (error: unknown) => {
+      // CI has seen this wait run out with the model never asked: say what the page and the server showed.
+      const shown = await page
+        .locator('body')
+        .textContent({ timeout: 5_000 })
+        .catch(() => '(unreadable)');
+      const logged = server.logs.lines.map((line) => JSON.stringify(line)).join('\n');
+      throw new Error(
+        `no final answer; scripted responses still queued: ${model.remaining}\n--- the page:\n${(shown ?? '').slice(0, 4000)}\n--- the server's log:\n${logged.slice(-8000)}`,
+        { cause: error },
+      );
+    });
     expect(await finalAnswer.textContent()).toContain('Higher fines go with markedly fewer accidents');
     expect(await finalAnswer.locator('strong').textContent()).toBe('markedly fewer');
     expect(await page.locator('.question-bubble').textContent()).toBe('What drives the number of accidents?');
@@ -467,6 +487,62 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
     await page.waitForTimeout(300); // give any handler that slipped through the time to run
     expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).__xss)).toBeUndefined();
     expect(dialogs).toEqual([]);
+  });
+
+  it('after an upload opens a conversation, the box sends at once, whatever a fetch made during the upload said', async () => {
+    expectNoLeftoverScript();
+    const { page } = await openTab(server.url);
+    const api = client(server);
+    // The page fetches the conversation it opened as it starts uploading. Here that fetch is answered while the
+    // upload runs (the conversation busy) and delivered after the upload's own answer: the order a busy
+    // machine can give. Before, the page kept that copy and offered Stop, not Send, dropping an Enter.
+    const uploaded = page.waitForResponse(
+      (response) => response.request().method() === 'POST' && /\/v1\/conversations\/[^/]+\/files$/.test(response.url()),
+    );
+    let stale: Promise<void> | undefined;
+    // Its later fetches (the poll that would correct a stale copy within a second) wait until the box is looked at.
+    const held: Route[] = [];
+    let holding = true;
+    await page.route(/\/v1\/conversations\/[^/?]+$/, async (route) => {
+      if (route.request().method() !== 'GET') return route.continue();
+      if (stale) return holding ? void held.push(route) : route.continue();
+      const id = new URL(route.request().url()).pathname.split('/').pop();
+      stale = (async () => {
+        await expect
+          .poll(async () => (await api.json<{ busy: boolean }>(`/v1/conversations/${id}`)).busy, {
+            interval: 5,
+            timeout: UI_TIMEOUT,
+          })
+          .toBe(true);
+        const response = await route.fetch();
+        expect((await response.json()).busy).toBe(true);
+        await uploaded;
+        await route.fulfill({ response });
+      })();
+      await stale;
+    });
+    // Large enough that its upload (read into the session, previewed there) outlasts the polling above.
+    const rows = Array.from({ length: 150_000 }, (_, index) => `${index},${index % 7},${(index * 0.37).toFixed(2)}`);
+    await page
+      .getByTestId('upload-input')
+      .first()
+      .setInputFiles({
+        name: 'many-rows.csv',
+        mimeType: 'text/csv',
+        buffer: Buffer.from(`id,weekday,amount\n${rows.join('\n')}\n`),
+      });
+    await page.locator('.file-preview .file-name').waitFor();
+    await stale;
+    await page.waitForTimeout(300); // the page's handling of that late copy
+    expect(await page.getByRole('button', { name: 'Stop the running answer' }).isVisible()).toBe(false);
+    expect(await page.getByRole('button', { name: 'Send', exact: true }).isVisible()).toBe(true);
+    holding = false;
+    for (const route of held.splice(0)) await route.continue();
+    model.enqueue({ text: 'It has 150,000 rows.' });
+    const box = page.getByLabel('Your question');
+    await box.fill('How many rows?');
+    await box.press('Enter');
+    await expect.poll(() => page.locator('.final-answer').textContent()).toContain('150,000 rows');
   });
 });
 

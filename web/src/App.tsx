@@ -98,6 +98,9 @@ export function App() {
   const [filesVersion, setFilesVersion] = useState(0);
   const [announcement, setAnnouncement] = useState('');
   const streamingRef = useRef(new Set<string>());
+  /** Per conversation, how many times this page changed it from a request's answer (an upload's): a fetch sent
+   * before the latest of those brings an older copy, and is not applied. */
+  const changedRef = useRef(new Map<string, number>());
   const detailsRef = useRef(details);
   detailsRef.current = details;
   const noticeSerial = useRef(0);
@@ -177,8 +180,10 @@ export function App() {
   const refreshConversation = useCallback(
     async (id: string) => {
       try {
+        const changes = changedRef.current.get(id);
         const conversation = await api.getConversation(id);
         if (streamingRef.current.has(id)) return; // the stream is newer
+        if (changedRef.current.get(id) !== changes) return conversation; // so is what changed it meanwhile
         setDetails((current) => ({ ...current, [id]: conversation }));
         setSummaries((current) =>
           current.some((summary) => summary.id === id)
@@ -401,11 +406,14 @@ export function App() {
     notify(`Uploading ${names}…`, 'info');
     try {
       const turn = await api.upload(conversation.id, files);
+      changedRef.current.set(conversation.id, (changedRef.current.get(conversation.id) ?? 0) + 1);
       setDetails((all) => {
         const current = all[conversation.id];
         if (!current) return all;
         const turns = [...current.turns.filter((candidate) => candidate.id !== turn.id), turn];
-        return { ...all, [conversation.id]: { ...current, turns, turnCount: turns.length } };
+        // The upload was the running turn, and it has ended: a copy of the conversation fetched while it ran
+        // says busy, which kept the box from sending (Enter did nothing) until the next poll.
+        return { ...all, [conversation.id]: { ...current, turns, turnCount: turns.length, busy: false } };
       });
       setNotices((current) => current.filter((notice) => !notice.text.startsWith('Uploading ')));
       setAnnouncement(`Added ${names}.`);
