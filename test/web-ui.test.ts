@@ -185,16 +185,6 @@ describe('web UI with a scripted model', { timeout: TEST_TIMEOUT }, () => {
       preloadModules: ['pandas', 'matplotlib'],
       webRoot: WEB_ROOT,
     });
-    // A run's first sandboxes pay for what is cold (files read for the first time, a chart's fonts): paid here,
-    // before the page's own waits. CI runs this file first, and its first question once outlasted UI_TIMEOUT.
-    const api = client(server);
-    const warm = await api.json<{ id: string }>('/v1/sessions', { method: 'POST' });
-    const warmed = await api.json<{ status: string }>(`/v1/sessions/${warm.id}/executions`, {
-      method: 'POST',
-      json: { code: 'import pandas, matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()', timeoutMs: 120_000 },
-    });
-    expect(warmed.status).toBe('ok');
-    await api(`/v1/sessions/${warm.id}`, { method: 'DELETE' });
   }, TEST_TIMEOUT);
 
   /** A test that failed halfway leaves its scripted answers queued: say so instead of failing strangely later. */
