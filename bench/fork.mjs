@@ -10,28 +10,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createBackend, DEFAULT_LIMITS, Session } from '../dist/index.js';
+import { cpuOf } from './process-cpu.mjs';
 import { percentile, startServer } from './server.mjs';
 
 const now = () => performance.now();
 const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 const PRELOAD = ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'];
-const TICKS_PER_SECOND = 100;
 const PANDAS_CELL = (index) =>
   `import pandas as pd\nframe = pd.DataFrame({"a": range(${1000 + index}), "b": [x * 0.5 for x in range(${1000 + index})]})\nframe["c"] = frame.a + frame.b\nresult_${index} = frame.describe()\nlen(frame)`;
-
-/**
- * CPU-seconds of a process alone (utime + stime; 0 once it is gone). A template's own: the helpers it reaps are
- * in their session's usage already.
- */
-function cpuOf(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields.slice(11, 13).reduce((sum, field) => sum + Number(field), 0) / TICKS_PER_SECOND;
-  } catch {
-    return 0;
-  }
-}
 
 function parentOf(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

@@ -13,10 +13,11 @@
 // - 20 sessions each running `runs` executions at once: executions per second.
 // The medians over the rounds are printed, and each round's figures.
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { cpuOf } from './process-cpu.mjs';
+import { percentile } from './server.mjs';
 
 const SERIAL_RUNS = 2000;
 const PARALLEL_SESSIONS = 20;
@@ -26,21 +27,7 @@ function option(name, fallback) {
   return index >= 0 && index + 1 < process.argv.length ? process.argv[index + 1] : fallback;
 }
 
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length ? sorted[Math.floor(sorted.length / 2)] : undefined;
-};
-
-/** Seconds of CPU a process has used (its own, not its children's), or undefined once it is gone. */
-function cpuSecondsOf(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
-}
+const median = (values) => percentile(values, 0.5);
 
 /** One build, one round: runs in a child process of its own. */
 async function measure(dist, backendName, start, runs) {
@@ -52,7 +39,7 @@ async function measure(dist, backendName, start, runs) {
   const session = await Session.create({ backend });
   for (let run = 0; run < 300; run++) await session.run('1 + 1');
   const pids = backendName === 'bubblewrap' ? ((await session.usage()).processIds ?? []) : [];
-  const cpuBefore = pids.map(cpuSecondsOf);
+  const cpuBefore = pids.map(cpuOf);
   const nodeBefore = process.cpuUsage();
   const times = [];
   for (let run = 0; run < SERIAL_RUNS; run++) {
@@ -61,10 +48,7 @@ async function measure(dist, backendName, start, runs) {
     times.push(performance.now() - begun);
   }
   const node = process.cpuUsage(nodeBefore);
-  const perProcessUs = pids.map((pid, index) => {
-    const after = cpuSecondsOf(pid);
-    return after === undefined ? null : Math.round(((after - cpuBefore[index]) / SERIAL_RUNS) * 1e6);
-  });
+  const perProcessUs = pids.map((pid, index) => Math.round(((cpuOf(pid) - cpuBefore[index]) / SERIAL_RUNS) * 1e6));
   await session.close();
 
   const sessions = [];
