@@ -114,9 +114,11 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       void forwarder
         .target(request)
         .catch(() => undefined)
-        .then((peer) =>
-          peer ? forwarder.upgrade(request, socket, head, peer) : channels.upgrade(request, socket, head),
-        );
+        .then((peer) => {
+          if (peer) return forwarder.upgrade(request, socket, head, peer);
+          socket.once('close', () => void forwarder.done(request));
+          channels.upgrade(request, socket, head);
+        });
   });
   try {
     await new Promise<void>((resolve, reject) => {

@@ -181,18 +181,48 @@ export class Cluster {
    * into a flood of reads.
    */
   async locate(id: string): Promise<Peer | undefined> {
-    const second = Math.floor(Date.now() / 1000);
-    if (second !== this.locateSecond) {
-      this.locateSecond = second;
-      this.locates = 0;
-    }
-    if (++this.locates > LOCATES_PER_SECOND) return undefined;
+    if (!this.withinLocates()) return undefined;
     const objects = await this.options.objects();
     const bytes = await objects.read(locatedKey(id), MAX_NODE_RECORD_BYTES).catch(() => undefined);
     if (bytes === undefined) return undefined;
     const node = parseLocated(bytes);
     if (node === undefined || node === this.node) return undefined;
     return this.alive(this.peers.get(nodeTag(node)));
+  }
+
+  /**
+   * Takes session `id`, whose home node is gone and which no live node holds, for this node to resume:
+   * a conditional write of its catalog entry, so that of nodes asked for it at once exactly one
+   * resumes it and the others send their requests there. Undefined when it is this node's to answer;
+   * else the live peer that took it first. An entry left by a node that is gone is taken over. Past
+   * LOCATES_PER_SECOND nothing is written: the request is answered here, and the snapshot's own claim
+   * (paused-sessions.ts) still lets only one node resume it.
+   */
+  async lease(id: string): Promise<Peer | undefined> {
+    if (id.startsWith(this.tag) || !this.withinLocates()) return undefined;
+    const objects = await this.options.objects();
+    const body = () => Buffer.from(JSON.stringify({ node: this.node }));
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if ((await objects.writeIfAbsent(locatedKey(id), body())) !== undefined) return undefined;
+      const bytes = await objects.read(locatedKey(id), MAX_NODE_RECORD_BYTES).catch(() => undefined);
+      const node = bytes === undefined ? undefined : parseLocated(bytes);
+      if (node === this.node) return undefined;
+      const peer = node === undefined ? undefined : this.alive(this.peers.get(nodeTag(node)));
+      if (peer) return peer;
+      // Left by a node that is gone (or unreadable): removed, and written again.
+      if (bytes !== undefined) await objects.delete(locatedKey(id)).catch(() => undefined);
+    }
+    return undefined;
+  }
+
+  /** Counts a read of the catalog for a request this node does not hold; false past LOCATES_PER_SECOND. */
+  private withinLocates(): boolean {
+    const second = Math.floor(Date.now() / 1000);
+    if (second !== this.locateSecond) {
+      this.locateSecond = second;
+      this.locates = 0;
+    }
+    return ++this.locates <= LOCATES_PER_SECOND;
   }
 
   /** Says in the catalog that session `id` is live here. */

@@ -224,6 +224,8 @@ export class SessionRegistry {
       environment?: string;
       network?: NetworkOption;
       publishOutputs?: boolean;
+      /** What its front door keeps with it, in its marker from the start (ManagedSession.keep). */
+      keep?: Record<string, unknown>;
     } = {},
   ) {
     if (naming.id !== undefined && (!SESSION_ID.test(naming.id) || this.byId.has(naming.id))) {
@@ -379,6 +381,18 @@ export class SessionRegistry {
   async findPaused(owner: Owner, id: string): Promise<PausedRecord | undefined> {
     if (this.find(owner, id)) return undefined;
     return this.options.paused.find(owner.id, id);
+  }
+
+  /**
+   * The owner's paused session with this id as the store has it now, to be resumed: undefined when
+   * there is none (or it is live here); SessionLostError when its record says its state is gone,
+   * SessionElsewhereError when it is live on another server.
+   */
+  async resumable(owner: Owner, id: string): Promise<PausedRecord | undefined> {
+    const record = await this.findPaused(owner, id);
+    if (!record || record.snapshotId !== undefined) return record;
+    await this.refuseElsewhere(record);
+    throw new SessionLostError(id, this.lostBecause(record));
   }
 
   /** Deletes a paused session and its snapshot; false when there is none. */
@@ -558,7 +572,7 @@ export class SessionRegistry {
     const record = await this.options.paused.find(owner.id, id);
     if (!record) throw new SessionNotFoundError(id);
     await this.refuseElsewhere(record);
-    if (record.snapshotId === undefined) throw new SessionLostError(id, record.lost ?? 'it has no snapshot');
+    if (record.snapshotId === undefined) throw new SessionLostError(id, this.lostBecause(record));
     // A store shared with other servers: of those asked for this session at once, one resumes it.
     if (!(await this.options.paused.claim(owner.id, record))) throw new SessionElsewhereError(id);
     const started = performance.now();
@@ -705,7 +719,7 @@ export class SessionRegistry {
     if (paused === undefined || paused.snapshotId !== undefined || this.find(owner, paused.id)) return paused;
     await this.refuseElsewhere(paused);
     await this.options.paused.remove(owner.id, paused);
-    throw new SessionLostError(paused.id, paused.lost ?? 'it has no snapshot');
+    throw new SessionLostError(paused.id, this.lostBecause(paused));
   }
 
   /**
@@ -721,6 +735,13 @@ export class SessionRegistry {
       record.id,
       `its node ${record.node} stopped without pausing it (a crash, or it was killed)`,
     );
+  }
+
+  /** Why a record without a snapshot has none; in a cluster its marker names the node that held it live, said alike by every node. */
+  private lostBecause(record: PausedRecord): string {
+    if (this.options.cluster && record.lost === STOPPED_UNPAUSED && record.node !== undefined)
+      return `its node ${record.node} stopped without pausing it (a crash, or it was killed)`;
+    return record.lost ?? 'it has no snapshot';
   }
 
   list(owner: Owner): ManagedSession[] {

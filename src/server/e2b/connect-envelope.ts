@@ -5,7 +5,8 @@
  * call failed. A streaming request's body is one such envelope; its length is
  * bounded before anything is parsed.
  */
-import { ConnectError } from './errors.js';
+import type { Context } from 'hono';
+import { ConnectError, toConnectError } from './errors.js';
 
 export const END_STREAM_FLAG = 0x02;
 const COMPRESSED_FLAG = 0x01;
@@ -51,4 +52,16 @@ export function parseMessage(text: string): unknown {
   } catch {
     throw new ConnectError('invalid_argument', 'The message is not valid JSON (only the JSON codec is served).');
   }
+}
+
+/** Whether a Connect call is a streaming one (its messages enveloped, connect-envelope.ts). */
+export const isStreamingCall = (context: Context): boolean =>
+  /^application\/connect\+/i.test(context.req.header('content-type') ?? '');
+
+/** A streaming Connect call refused before it began: HTTP 200 and an end of stream carrying the error. */
+export function connectStreamErrorResponse(error: unknown): Response {
+  return new Response(encodeEndStream(toConnectError(error)), {
+    status: 200,
+    headers: { 'content-type': 'application/connect+json' },
+  });
 }

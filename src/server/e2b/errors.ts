@@ -44,6 +44,16 @@ export class SandboxPausedError extends E2bError {
   }
 }
 
+/** Sandbox traffic for ids this server does not hold live caused more reads of the store this second than it allows. */
+export class TrafficLookupsExhaustedError extends E2bError {
+  constructor() {
+    super(503, 'This server is looking up too many sandboxes it does not hold; try again in a second.', {
+      'retry-after': '1',
+    });
+    this.name = 'TrafficLookupsExhaustedError';
+  }
+}
+
 export type ConnectCode =
   | 'canceled'
   | 'unknown'
@@ -58,6 +68,7 @@ export type ConnectCode =
   | 'unimplemented'
   | 'internal'
   | 'unavailable'
+  | 'data_loss'
   | 'unauthenticated';
 
 /** The HTTP status Connect pairs with each code (connectrpc.com/docs/protocol#error-codes). */
@@ -75,6 +86,7 @@ const STATUS_OF_CONNECT_CODE: Record<ConnectCode, number> = {
   unimplemented: 501,
   internal: 500,
   unavailable: 503,
+  data_loss: 500,
   unauthenticated: 401,
 };
 
@@ -142,6 +154,8 @@ const CONNECT_CODE_OF_STATUS: Record<number, ConnectCode> = {
   403: 'permission_denied',
   404: 'not_found',
   409: 'already_exists',
+  // A sandbox whose state is gone (its server stopped without pausing it).
+  410: 'data_loss',
   413: 'resource_exhausted',
   429: 'resource_exhausted',
   499: 'canceled',

@@ -26,6 +26,7 @@ import type { Owner } from '../core/auth.js';
 import type { ServerContext } from '../core/context.js';
 import { limitBody } from '../http/body-limit.js';
 import { HttpError } from '../http/errors.js';
+import { connectStreamErrorResponse, isStreamingCall } from './connect-envelope.js';
 import { controlPlane } from './control-plane.js';
 import { downloadFile, uploadFiles } from './envd-files.js';
 import { handleEnvd, isConnectPath } from './envd-routes.js';
@@ -156,7 +157,9 @@ export function mountE2bRoutes(app: Hono, server: ServerContext): SandboxTable {
       }
       throw new E2bError(SANDBOX_GONE, `Nothing listens on port ${port} of E2B sandboxes here (only 49983 and 49999).`);
     } catch (error) {
-      return connect ? connectErrorResponse(context, error) : e2bErrorResponse(context, error);
+      if (!connect) return e2bErrorResponse(context, error);
+      // A streaming call's refusal is its end of stream (Connect's framing): a status alone loses its message.
+      return isStreamingCall(context) ? connectStreamErrorResponse(error) : connectErrorResponse(context, error);
     }
   });
   return table;

@@ -17,20 +17,27 @@
  *
  * The control plane finds a sandbox by id within its owner; sandbox traffic,
  * which carries no API key, by id, then checks its tokens (routes.ts); a signed
- * file URL, which names no sandbox, by the token its signature proves. After a
- * restart the table starts empty and fills from the registry's paused records
- * (of every key the server knows) and from resumed sessions' `keep`.
+ * file URL, which names no sandbox, by the token its signature proves.
+ *
+ * The table is the truth only for the sandboxes this server holds live. Of any
+ * other it holds a copy at most (read from the registry's paused records at
+ * start, at a listing, by a request), and a copy is never trusted: each use
+ * reads the sandbox's record again, since another server sharing the store (a
+ * node of a cluster) may have resumed, paused, extended or killed it since, or
+ * drained it to the store after this one last looked. A record that says its
+ * sandbox was lost (its server stopped without pausing it) is answered as lost.
  */
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { NetworkOption } from '../../network/network-option.js';
 import type { SnapshotInfo } from '../../session/session-state.js';
+import { SessionLostError } from '../../snapshots/snapshot-errors.js';
 import type { Owner } from '../core/auth.js';
 import { SessionNotFoundError } from '../core/errors.js';
-import type { ManagedSession } from '../core/managed-session.js';
+import type { ManagedSession, PausedRecord } from '../core/managed-session.js';
 import type { SessionRegistry } from '../core/registry.js';
-import { E2bError, SandboxPausedError } from './errors.js';
+import { E2bError, SandboxPausedError, TrafficLookupsExhaustedError } from './errors.js';
 import { type Lifecycle, readKeep, type SandboxKeep } from './sandbox-keep.js';
 import { environmentOfTemplate } from './template-environment.js';
 
@@ -59,6 +66,8 @@ export interface SandboxRow {
   readonly lifecycle: Lifecycle;
   /** Set while it is paused as its clients see it. */
   pausedAt?: Date;
+  /** Set when its record says its state is gone (its server stopped without pausing it): its traffic is told so. */
+  lost?: SessionLostError;
 }
 
 /** A running sandbox: what sandbox traffic is served with. */
@@ -88,6 +97,11 @@ const MIN_AUTO_RESUME_MS = 60_000;
 /** A deadline pause refused (code still running) is tried again this much later, this many times, then the sandbox is killed. */
 const PAUSE_RETRY_MS = 15_000;
 const PAUSE_ATTEMPTS = 3;
+/**
+ * Reads of the store that sandbox traffic for ids this server does not hold live may cause, at most,
+ * each second: traffic carries no API key, so made-up ids must not turn into a flood of reads.
+ */
+const TRAFFIC_LOOKUPS_PER_SECOND = 200;
 /**
  * What a sandbox's `keep` may weigh: it is written into its paused record, which the registry reads
  * back only up to 64 KiB (paused-sessions.ts).
@@ -130,6 +144,8 @@ export class SandboxTable {
   private readonly pauseAttempts = new Map<string, number>();
   private lastOrder = 0;
   private loading?: Promise<void>;
+  private lookupSecond = 0;
+  private lookups = 0;
 
   constructor(private readonly options: TableOptions) {}
 
@@ -161,6 +177,8 @@ export class SandboxTable {
     refuseLargeKeep(row);
     const entry = await this.registry.create(request.owner, 'e2b', {
       id,
+      // In its marker from the start: a sandbox lost with its server is told so to traffic that proves its token.
+      keep: keepOf(row),
       ...environment,
       ...(request.network !== undefined ? { network: request.network } : {}),
     });
@@ -205,7 +223,7 @@ export class SandboxTable {
 
   /**
    * The owner's sandboxes, running (dormant ones too) and paused, oldest first: the live ones this
-   * table holds and the paused records of the registry.
+   * table holds and the paused records of the registry, which outrank any copy of them it held.
    */
   async list(owner: Owner): Promise<{ row: SandboxRow; state: SandboxState }[]> {
     await this.loaded();
@@ -214,14 +232,15 @@ export class SandboxTable {
     for (const record of records) {
       if (record.source !== 'e2b' || record.snapshotId === undefined) continue;
       recorded.add(record.id);
-      if (!this.byId.has(record.id)) this.adopt(owner, record.id, record.keep);
+      const held = this.byId.get(record.id);
+      if (!held || !this.heldLive(held)) this.adopt(owner, record.id, record.keep);
     }
     const listed: { row: SandboxRow; state: SandboxState }[] = [];
     for (const row of [...this.byId.values()]) {
       if (row.owner.id !== owner.id) continue;
       const state = this.settle(row);
       if (state === undefined) continue;
-      // Paused through another door (deleted, resumed and closed there): no longer a sandbox.
+      // Paused through another door (deleted, resumed and closed there), or live on another server now.
       if (state !== 'running' && !recorded.has(row.id) && !row.entry?.pausing) {
         this.forget(row);
         continue;
@@ -231,13 +250,22 @@ export class SandboxTable {
     return listed.sort((first, second) => first.row.order - second.row.order);
   }
 
-  /** The sandbox with this id whoever owns it, for sandbox traffic (which then proves its token). */
+  /**
+   * The sandbox with this id whoever owns it, for sandbox traffic (which then proves its token): one
+   * this server holds live, else as its record in the store says now. Undefined when there is none.
+   */
   async forTraffic(id: string): Promise<SandboxRow | undefined> {
     await this.loaded();
-    const row = this.byId.get(id);
-    if (!row) return undefined;
-    await row.entry?.pausing?.catch(() => undefined);
-    return this.settle(row) === undefined ? undefined : row;
+    const held = this.byId.get(id);
+    await held?.entry?.pausing?.catch(() => undefined);
+    if (held && this.heldLive(held)) return this.settle(held) === undefined ? undefined : held;
+    const owners = held ? [held.owner] : this.options.owners();
+    this.countLookups(owners.length);
+    for (const owner of owners) {
+      const row = await this.fromRecord(owner, id);
+      if (row) return row.lost || this.settle(row) !== undefined ? row : undefined;
+    }
+    return undefined;
   }
 
   /**
@@ -259,6 +287,7 @@ export class SandboxTable {
    */
   async serve(row: SandboxRow): Promise<E2bSandbox> {
     const gone = () => new E2bError(502, `The sandbox ${row.id} was not found.`);
+    if (row.lost) throw row.lost;
     const state = this.state(row);
     if (state === undefined) throw gone();
     if (state === 'running') return row as E2bSandbox;
@@ -368,31 +397,71 @@ export class SandboxTable {
     else await this.registry.removePaused(row.owner, row.id);
   }
 
-  /** The owner's sandbox with this id, brought into the table from the registry when it is not there. */
+  /**
+   * The owner's sandbox with this id: the one this server holds live, else as its record in the store
+   * says now (a copy this table held is replaced). Throws SessionLostError for one whose state is gone.
+   */
   private async lookup(owner: Owner, id: string): Promise<SandboxRow | undefined> {
     await this.loaded();
-    let row = this.byId.get(id);
-    if (row && row.owner.id !== owner.id) return undefined;
-    if (!row) {
-      const live = this.registry.find(owner, id);
-      if (live?.source === 'e2b') row = this.adopt(owner, id, live.keep, live);
-      else {
-        const record = await this.registry.findPaused(owner, id);
-        if (record?.source === 'e2b' && record.snapshotId !== undefined) row = this.adopt(owner, id, record.keep);
-      }
-      if (!row) return undefined;
+    const held = this.byId.get(id);
+    if (held && held.owner.id !== owner.id) return undefined;
+    await held?.entry?.pausing?.catch(() => undefined);
+    const row = held && this.heldLive(held) ? held : await this.fromRecord(owner, id);
+    if (!row) return undefined;
+    if (row.lost) throw row.lost;
+    return this.settle(row) === undefined ? undefined : row;
+  }
+
+  /** Whether this server holds the row's sandbox live now (its session here, or resumed here through another door). */
+  private heldLive(row: SandboxRow): boolean {
+    const entry = row.entry;
+    if (entry && !entry.pausing && !entry.session.closed && entry.closedAt === undefined) return true;
+    return this.registry.find(row.owner, row.id)?.source === 'e2b';
+  }
+
+  /**
+   * The owner's sandbox with this id as the registry has it now: live here (resumed through another
+   * door), or its paused record; a row whose record says it was lost carries why. Whatever copy the
+   * table held is replaced, or forgotten when there is nothing. SessionElsewhereError when it is live
+   * on another server (whose requests are sent there).
+   */
+  private async fromRecord(owner: Owner, id: string): Promise<SandboxRow | undefined> {
+    const live = this.registry.find(owner, id);
+    if (live?.source === 'e2b') {
+      const held = this.byId.get(id);
+      return held && held.owner.id === owner.id ? this.attach(held, live) : this.adopt(owner, id, live.keep, live);
     }
-    await row.entry?.pausing?.catch(() => undefined);
-    const state = this.settle(row);
-    if (state === undefined) return undefined;
-    if (state !== 'running' && !(await this.registry.findPaused(owner, id))) {
-      // Its paused state went through another door (/v1): no longer a sandbox.
-      if (this.state(row) !== 'running') {
-        this.forget(row);
-        return undefined;
+    let record: PausedRecord | undefined;
+    try {
+      record = await this.registry.resumable(owner, id);
+    } catch (error) {
+      if (!(error instanceof SessionLostError)) throw error;
+      const lost = this.adopt(owner, id, (await this.registry.findPaused(owner, id))?.keep);
+      if (lost) {
+        this.clearTimer(id);
+        lost.lost = error;
+        return lost;
       }
+      throw error;
     }
-    return row;
+    if (record?.source === 'e2b') {
+      const row = this.adopt(owner, id, record.keep);
+      if (row) return row;
+    }
+    const held = this.byId.get(id);
+    if (held) this.forget(held);
+    return undefined;
+  }
+
+  /** Counts reads of the store that traffic causes; past the budget, traffic is told to come back. */
+  private countLookups(reads: number): void {
+    const second = Math.floor(Date.now() / 1000);
+    if (second !== this.lookupSecond) {
+      this.lookupSecond = second;
+      this.lookups = 0;
+    }
+    this.lookups += reads;
+    if (this.lookups > TRAFFIC_LOOKUPS_PER_SECOND) throw new TrafficLookupsExhaustedError();
   }
 
   /** The row's state, forgetting it (and deleting what is left of it) when it is gone. */
@@ -484,7 +553,14 @@ export class SandboxTable {
   }
 
   /** Its deadline passed: a running sandbox is killed or paused; a dormant one is killed or left paused. */
-  private async expire(row: SandboxRow): Promise<void> {
+  private async expire(held: SandboxRow): Promise<void> {
+    let row = held;
+    if (!this.heldLive(held)) {
+      // Only a copy here: its record says whether it is still paused and when its deadline is now.
+      const fresh = await this.fromRecord(held.owner, held.id).catch(() => undefined);
+      if (!fresh || fresh.lost || fresh.endAt.getTime() > Date.now()) return;
+      row = fresh;
+    }
     const entry = row.entry;
     const running = entry && !entry.pausing && !entry.session.closed && entry.closedAt === undefined;
     if (row.lifecycle.onTimeout === 'kill') return this.kill(row, 'expired');

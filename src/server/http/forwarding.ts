@@ -16,9 +16,13 @@
  * - or it asks for a new session while this node is full or draining, to the
  *   peer with most room;
  * - or this node is draining and the session is not (or no longer) live here:
- *   a peer that is not draining resumes it.
+ *   a peer that is not draining resumes it;
+ * - or its home node is gone, no live node holds it, and another node took it
+ *   in the catalog (`located/`, a conditional write) a moment before this one
+ *   could: of nodes asked for it at once, one resumes it, the others forward.
  * A forwarded request is not forwarded again, except by a draining node to
- * one that is not: no loops. A peer that refuses the connection before
+ * one that is not, and by a session's home node (where its id's tag sent it)
+ * to the node the catalog says resumed it: no loops. A peer that refuses the connection before
  * anything was sent is taken for dead, and the request is answered here.
  */
 import {
@@ -202,6 +206,9 @@ export class Forwarder {
   private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256, timeout: IDLE_CONNECTION_MS });
   private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256, timeout: IDLE_CONNECTION_MS });
 
+  /** Sessions this node took in the catalog to resume (Cluster.lease), by the requests answering here that took them. */
+  private readonly leases = new Map<string, number>();
+
   constructor(private readonly options: ForwarderOptions) {}
 
   /** The peer this request goes to, or undefined when this node answers it. */
@@ -216,8 +223,13 @@ export class Forwarder {
       if (!draining) return undefined;
       return (await registry.settledScope(`mcp:${direct.id}`)) ? this.roomiest() : undefined;
     }
-    // A forwarded request is answered where it arrived, unless this node is going away.
-    if (!draining && forwarded) return undefined;
+    // A forwarded request is answered where it arrived, unless this node is going away, or it is its
+    // session's home (the peer went by the id's tag), which no longer holds it: then, once more, to the
+    // node the catalog says resumed it. No other node forwards it again: no loops.
+    if (!draining && forwarded) {
+      const moved = direct?.kind === 'session' && direct.id.startsWith(cluster.tag) && !registry.holds(direct.id);
+      return moved ? cluster.locate(direct.id).catch(() => undefined) : undefined;
+    }
     const named = direct ?? (await this.azureNamed(request));
     if (named === undefined || named === 'new') {
       const creation = named === 'new' || isCreation(request);
@@ -231,7 +243,29 @@ export class Forwarder {
     const peer = await cluster.peerOf(named.id);
     if (peer || named.kind !== 'session') return peer;
     const located = await cluster.locate(named.id).catch(() => undefined);
-    return located ?? (draining ? this.roomiest() : undefined);
+    if (located) return located;
+    if (draining) return this.roomiest();
+    // Its home is gone and no live node holds it: this node resumes it unless another took it first.
+    const leased = await cluster.lease(named.id).catch(() => undefined);
+    if (leased) return leased;
+    this.leases.set(named.id, (this.leases.get(named.id) ?? 0) + 1);
+    return undefined;
+  }
+
+  /**
+   * A request answered here is done: a session it leased (target) that this node did not go on to
+   * hold (it was not found, refused, or not resumed by this request) is let go in the catalog.
+   */
+  async done(request: IncomingMessage): Promise<void> {
+    const named = namedIdOf(request);
+    const count = named === undefined ? undefined : this.leases.get(named.id);
+    if (named === undefined || count === undefined) return;
+    if (count > 1) {
+      this.leases.set(named.id, count - 1);
+      return;
+    }
+    this.leases.delete(named.id);
+    if (!this.options.registry.holds(named.id)) await this.options.cluster.unplace(named.id).catch(() => undefined);
   }
 
   /**

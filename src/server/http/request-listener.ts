@@ -82,7 +82,11 @@ export function createRequestListener(
         if (!peer) break;
         if (await forwarder.forward(request, response, peer)) return;
       }
-      await honoListener(request, response);
+      try {
+        await honoListener(request, response);
+      } finally {
+        await forwarder.done(request);
+      }
     });
   };
   return (request, response) => {

@@ -1,0 +1,255 @@
+/**
+ * Every door finds a session the same way after its node drains, dies or comes back, whatever
+ * the node a request reaches had seen of it before (issue 43). Three nodes on bubblewrap behind
+ * HAProxy (test/support/cluster-nodes.ts); the real clients through its one address: E2B's SDK,
+ * @jupyterlab/services, an MCP client, /v1 and Azure's requests as their clients send them. Each
+ * door's lists are read through every node before a node goes, so each node has cached what it
+ * could of the sessions of the node that then goes.
+ */
+import { Sandbox } from '@e2b/code-interpreter';
+import { KernelManager, type KernelMessage, ServerConnection } from '@jupyterlab/services';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
+import { nodeTag } from '../src/server/core/cluster.js';
+import { describeWhenAvailable, unavailableReason } from './support/backends.js';
+import { CLUSTER_KEY, type Json, mcpClientOn, runPython, TestCluster } from './support/cluster-nodes.js';
+import { netnsUnavailable } from './support/netns-cluster.js';
+
+const reason = netnsUnavailable() ?? (await unavailableReason(createBubblewrapBackend()));
+const NODES = 3;
+
+let cluster: TestCluster;
+
+/** Azure's code/execute, as LangChain's and LlamaIndex's tools send it; what it printed. */
+async function azureRun(identifier: string, code: string): Promise<{ status: number; stdout?: string; json: Json }> {
+  const response = await fetch(
+    `${cluster.front}/azure/code/execute?identifier=${encodeURIComponent(identifier)}&api-version=2024-02-02-preview`,
+    {
+      method: 'POST',
+      headers: { authorization: `Bearer ${CLUSTER_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ properties: { codeInputType: 'inline', executionType: 'synchronous', code } }),
+    },
+  );
+  const json = (await response.json()) as Json;
+  return { status: response.status, stdout: json.properties?.stdout, json };
+}
+
+/** A Jupyter kernel manager through the front, with the websocket the way JupyterLab opens it. */
+function kernelManager(): KernelManager {
+  const settings = ServerConnection.makeSettings({
+    baseUrl: `${cluster.front}/jupyter/`,
+    wsUrl: `${cluster.front.replace('http', 'ws')}/jupyter/`,
+    token: CLUSTER_KEY,
+    appendToken: true,
+    WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
+  });
+  return new KernelManager({ serverSettings: settings });
+}
+
+type Kernel = Awaited<ReturnType<KernelManager['startNew']>>;
+
+/** What an expression's result reads in a Jupyter kernel. */
+async function jupyterValue(kernel: Kernel, code: string): Promise<string> {
+  const out: string[] = [];
+  const future = kernel.requestExecute({ code });
+  future.onIOPub = (message) => {
+    if (message.header.msg_type === 'execute_result')
+      out.push(String((message as KernelMessage.IExecuteResultMsg).content.data['text/plain']));
+  };
+  await future.done;
+  return out.join('');
+}
+
+/** Each door's list, read through every node (round robin: NODES reads reach each one). */
+async function listEverywhere(kernels: KernelManager): Promise<void> {
+  for (let round = 0; round < NODES; round++) {
+    await Sandbox.list().nextItems();
+    expect((await cluster.call('/v1/sessions')).status).toBe(200);
+    expect((await cluster.call('/jupyter/api/kernels')).status).toBe(200);
+    expect((await cluster.call('/jupyter/api/sessions')).status).toBe(200);
+    await kernels.refreshRunning();
+  }
+}
+
+describeWhenAvailable(
+  'every door after a node drains, dies or comes back (behind HAProxy)',
+  'bubblewrap',
+  reason,
+  () => {
+    beforeAll(async () => {
+      cluster = await TestCluster.start([1, 2, 3]);
+      process.env.E2B_API_URL = `${cluster.front}/e2b`;
+      process.env.E2B_SANDBOX_URL = `${cluster.front}/e2b`;
+      process.env.E2B_API_KEY = CLUSTER_KEY;
+      delete process.env.E2B_DOMAIN;
+    }, 120_000);
+
+    afterAll(async () => {
+      await cluster?.close();
+    }, 60_000);
+
+    it("SIGTERM: a drained node's sessions answer with their state through every door, after every node listed them", async () => {
+      const kernels = kernelManager();
+      try {
+        const sandbox = (
+          await cluster.madeOn(
+            ['node-1'],
+            () => Sandbox.create(),
+            (made) => made.sandboxId,
+            (made) => made.kill(),
+          )
+        ).get('node-1') as Sandbox;
+        await sandbox.runCode('x = 5');
+        await sandbox.files.write('/home/user/kept.txt', 'drained');
+        const session = (await cluster.sessionsOn(['node-1'])).get('node-1') as string;
+        expect((await cluster.run(session, 'v = "v1"')).json.status).toBe('ok');
+        const kernel = (
+          await cluster.madeOn(
+            ['node-1'],
+            () => kernels.startNew({ name: 'python3' }),
+            (made) => made.id,
+            (made) => made.shutdown(),
+          )
+        ).get('node-1') as Kernel;
+        await jupyterValue(kernel, 'z = 3');
+        const mcp = await mcpClientOn(cluster, 'node-1');
+        await runPython(mcp, 'm = 99', 'kept');
+        // An Azure identifier whose session node-1 started (a name the client chose, found through the store).
+        let identifier = '';
+        for (let attempt = 0; attempt < 12 && identifier === ''; attempt++) {
+          const candidate = `drain-${attempt}-${Date.now()}`;
+          await azureRun(candidate, 'a = 11');
+          const held = await cluster.call('/v1/sessions');
+          const found = (held.json.sessions as Json[]).find((entry) => entry.name === candidate);
+          if (found?.id.startsWith(nodeTag('node-1'))) identifier = candidate;
+        }
+        expect(identifier).not.toBe('');
+
+        await listEverywhere(kernels);
+        expect((await Sandbox.list().nextItems()).map((info) => info.sandboxId)).toContain(sandbox.sandboxId);
+        expect(await cluster.stopNode(1, 'SIGTERM')).toBe(0);
+        await cluster.unserved('node-1');
+
+        // Every node answers each door at least once (NODES - 1 nodes, round robin).
+        for (let round = 0; round < NODES; round++) {
+          expect((await sandbox.runCode('x')).text).toBe('5');
+          expect(await sandbox.files.read('/home/user/kept.txt')).toBe('drained');
+          expect((await Sandbox.getInfo(sandbox.sandboxId)).sandboxId).toBe(sandbox.sandboxId);
+          expect((await cluster.run(session, 'print(v)')).json.stdout).toBe('v1\n');
+          expect(await jupyterValue(kernel, 'z + 1')).toBe('4');
+          expect(await runPython(mcp, 'print(m)', 'kept')).toBe('99');
+          expect((await azureRun(identifier, 'print(a)')).stdout).toBe('11\n');
+        }
+        const connected = await Sandbox.connect(sandbox.sandboxId);
+        expect((await connected.runCode('x + 1')).text).toBe('6');
+
+        // node-1 back under its name: what it paused and others resumed goes on where it is.
+        await cluster.startNode(1);
+        await cluster.served(['node-1', 'node-2', 'node-3']);
+        for (let round = 0; round < NODES; round++) {
+          expect((await sandbox.runCode('x')).text).toBe('5');
+          expect((await cluster.run(session, 'print(v)')).json.stdout).toBe('v1\n');
+          expect(await jupyterValue(kernel, 'z')).toBe('3');
+        }
+        await mcp.close();
+        await sandbox.kill();
+        await kernel.shutdown();
+        expect((await cluster.call(`/v1/sessions/${session}`, undefined, 'DELETE')).status).toBe(204);
+      } finally {
+        kernels.dispose();
+      }
+    }, 240_000);
+
+    it('kill -9: its live sandboxes are said lost, its paused ones resume, and none is answered by a fresh sandbox, also once it is back', async () => {
+      const made = await cluster.madeOn(
+        ['node-2'],
+        () => Sandbox.create(),
+        (sandbox) => sandbox.sandboxId,
+        (sandbox) => sandbox.kill(),
+      );
+      const live = made.get('node-2') as Sandbox;
+      await live.runCode('w = "live"');
+      const pausedOne = (
+        await cluster.madeOn(
+          ['node-2'],
+          () => Sandbox.create({ lifecycle: { onTimeout: 'pause', autoResume: true } }),
+          (sandbox) => sandbox.sandboxId,
+          (sandbox) => sandbox.kill(),
+        )
+      ).get('node-2') as Sandbox;
+      await pausedOne.runCode('w = "paused"');
+      await pausedOne.pause();
+      const session = (await cluster.sessionsOn(['node-2'])).get('node-2') as string;
+      expect((await cluster.run(session, 'w = 1')).json.status).toBe('ok');
+      const kernels = kernelManager();
+      try {
+        await listEverywhere(kernels);
+      } finally {
+        kernels.dispose();
+      }
+      await cluster.stopNode(2, 'SIGKILL');
+      await cluster.unserved('node-2');
+
+      // Lost, in each door's words, from every node, as soon as node-2 is known to be gone.
+      const lostFrom = Date.now();
+      let lost = await cluster.run(session, 'print(w)');
+      while (lost.status !== 410 && Date.now() - lostFrom < 20_000) lost = await cluster.run(session, 'print(w)');
+      for (let round = 0; round < NODES; round++) {
+        const v1 = await cluster.run(session, 'print(w)');
+        expect(v1.status).toBe(410);
+        expect(v1.json.error.code).toBe('session-lost');
+        expect(v1.json.error.message).toContain('node-2');
+        // The interpreter's SDK shows a status alone; envd's Connect calls carry the message.
+        await expect(live.runCode('print(w)')).rejects.toThrow(/410/);
+        await expect(live.commands.run('echo fresh')).rejects.toThrow(/node-2 stopped without pausing it/);
+        await expect(Sandbox.getInfo(live.sandboxId)).rejects.toThrow(/node-2/);
+        // …and the paused one resumes, wherever its traffic lands.
+        expect((await pausedOne.runCode('w')).text).toBe('paused');
+      }
+
+      await cluster.startNode(2);
+      await cluster.served(['node-1', 'node-2', 'node-3']);
+      for (let round = 0; round < NODES; round++) {
+        expect((await cluster.run(session, 'print(w)')).status).toBe(410);
+        await expect(live.runCode('print(w)')).rejects.toThrow(/410/);
+        await expect(live.commands.run('echo fresh')).rejects.toThrow(/node-2 stopped without pausing it/);
+        expect((await pausedOne.runCode('w')).text).toBe('paused');
+      }
+      await pausedOne.kill();
+    }, 240_000);
+
+    it('a paused sandbox whose node is gone, asked for on two nodes at once: one resumes it, the other forwards, every increment counted once', async () => {
+      const sandbox = (
+        await cluster.madeOn(
+          ['node-3'],
+          () => Sandbox.create(),
+          (made) => made.sandboxId,
+          (made) => made.kill(),
+        )
+      ).get('node-3') as Sandbox;
+      await sandbox.runCode('n = 0');
+      const session = (await cluster.sessionsOn(['node-3'])).get('node-3') as string;
+      expect((await cluster.run(session, 'k = 0')).json.status).toBe('ok');
+      expect(await cluster.stopNode(3, 'SIGTERM')).toBe(0);
+      await cluster.unserved('node-3');
+
+      // Increments sent at once land on node-1 and node-2 in turn, all before either has resumed it.
+      const increments = 8;
+      const [sandboxAnswers, sessionAnswers] = await Promise.all([
+        Promise.all(Array.from({ length: increments }, () => sandbox.runCode('n += 1\nn'))),
+        Promise.all(Array.from({ length: increments }, () => cluster.run(session, 'k += 1\nprint(k)'))),
+      ]);
+      expect(sandboxAnswers.map((execution) => Number(execution.text)).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: increments }, (_, index) => index + 1),
+      );
+      for (const answer of sessionAnswers) expect(answer.status, JSON.stringify(answer.json)).toBe(200);
+      expect(sessionAnswers.map((answer) => Number(answer.json.stdout)).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: increments }, (_, index) => index + 1),
+      );
+      expect((await sandbox.runCode('n')).text).toBe(String(increments));
+      expect((await cluster.run(session, 'print(k)')).json.stdout).toBe(`${increments}\n`);
+      await sandbox.kill();
+    }, 240_000);
+  },
+);
