@@ -26,7 +26,7 @@ PROTOCOL_VERSION = 2
 DATA_DIR = "/mnt/data"
 DEFAULT_CONTEXT = "python"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
-VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "state-begin", "state-read", "state-write", "state-end", "file-chunk", "file-write-chunk"))
+VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "liveness", "state-begin", "state-read", "state-write", "state-end", "file-chunk", "file-write-chunk"))
 CONTEXT_REQUESTS = frozenset(("execute", "interrupt", "reset", "ping", "is-complete", "complete", "inspect", "input-reply", "state-save", "state-load"))
 FILE_REQUESTS = frozenset(("file-read", "file-chunk", "file-write", "file-write-chunk", "file-list", "file-remove"))
 # The requests whose line a frame of raw bytes follows, and the most each may carry (one
@@ -305,6 +305,12 @@ class Supervisor:
     def command_list(self, message):
         self.reply(message, {"commands": [command.describe() for command in self.commands.values()]})
 
+    def liveness(self, message):
+        """The host's liveness check, answered from this loop whatever the kernels do: that the supervisor
+        is there, and which contexts' kernels are stopped (SIGSTOP: they answer nothing until resumed)."""
+        stopped = [context.id for context in self.contexts.values() if context.pid is not None and process_stopped(context.pid)]
+        self.reply(message, {"stopped": stopped})
+
     # --- snapshots --------------------------------------------------------------
     def state_begin(self, message):
         mode = message.get("mode")
@@ -392,11 +398,22 @@ HANDLERS = {
     "command-stdin": Supervisor.command_stdin,
     "command-signal": Supervisor.command_signal,
     "command-list": Supervisor.command_list,
+    "liveness": Supervisor.liveness,
     "state-begin": Supervisor.state_begin,
     "state-read": Supervisor.state_read,
     "state-write": Supervisor.state_write,
     "state-end": Supervisor.state_end,
 }
+
+
+def process_stopped(pid):
+    """Whether a process is stopped by a signal (state T in /proc; a tracer's stop, t, is the tracer's business)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"T"
 
 
 def check_id(value, what):

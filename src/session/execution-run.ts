@@ -97,16 +97,19 @@ export function runExecution(
       connection.send({ type: 'interrupt', id, context: context.id });
       graceTimer = setTimeout(() => {
         replacing = true;
-        void settings.replaceKernel().then((outcome) => {
-          const what = timedOut
-            ? `Execution exceeded the time limit of ${timeoutMs / 1000} s and did not stop when interrupted`
-            : 'The execution was interrupted but did not stop';
-          const reason =
-            outcome.scope === 'context'
-              ? `${what}, so the kernel was killed and restarted: ${stateLostIn(context.id)}`
-              : `${what}, and its kernel could not be restarted alone (${outcome.why}), so the whole sandbox was killed and restarted: ${EVERY_CONTEXT_LOST}`;
-          lose({ name: 'KernelDied', reason });
-        });
+        void settings
+          .replaceKernel()
+          .catch((error: unknown) => ({ scope: 'sandbox' as const, why: (error as Error).message }))
+          .then((outcome) => {
+            const what = timedOut
+              ? `Execution exceeded the time limit of ${timeoutMs / 1000} s and did not stop when interrupted`
+              : 'The execution was interrupted but did not stop';
+            const reason =
+              outcome.scope === 'context'
+                ? `${what}, so the kernel was killed and restarted: ${stateLostIn(context.id)}`
+                : `${what}, and its kernel could not be restarted alone (${outcome.why}), so the whole sandbox was killed and restarted: ${EVERY_CONTEXT_LOST}`;
+            lose({ name: 'KernelDied', reason });
+          });
       }, settings.interruptGraceMs);
     };
 

@@ -7,7 +7,7 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Sandbox, SandboxExit } from '../backends/spec.js';
-import { ProtocolError } from '../errors.js';
+import { ProtocolError, SandboxCrashedError } from '../errors.js';
 import { KernelConnection } from './kernel-connection.js';
 import { FRAME_MAX_BYTES } from './kernel-messages.js';
 import { messageLimits } from './output-limits.js';
@@ -58,7 +58,11 @@ function channel(): Channel {
 
 function connect(made: Channel): KernelConnection {
   const limits = messageLimits({ outputBytes: 1 << 20, resultBytes: 1 << 20, fileTransferBytes: 1 << 20 });
-  return new KernelConnection(made.sandbox, { messageLimits: limits, startTimeoutMs: 5_000 });
+  return new KernelConnection(made.sandbox, {
+    messageLimits: limits,
+    startTimeoutMs: 5_000,
+    liveness: { quietMs: 60_000, answerMs: 60_000 },
+  });
 }
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
@@ -208,5 +212,64 @@ describe('KernelConnection routing', () => {
       await expect(reading).rejects.toThrow('The sandbox ended');
       expect(connection.violationReason).toBe(`a reply announced ${FRAME_MAX_BYTES + 1} raw bytes`);
     });
+  });
+});
+
+describe('KernelConnection liveness', () => {
+  const watched = (made: Channel) =>
+    new KernelConnection(made.sandbox, {
+      messageLimits: messageLimits({ outputBytes: 1 << 20, resultBytes: 1 << 20, fileTransferBytes: 1 << 20 }),
+      startTimeoutMs: 5_000,
+      liveness: { quietMs: 100, answerMs: 300 },
+    });
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('asks a quiet sandbox with work outstanding whether it is there, and keeps it while it answers', async () => {
+    const made = channel();
+    const connection = watched(made);
+    made.sandbox.input.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        const message = JSON.parse(line);
+        if (message.type === 'liveness') made.send({ type: 'reply', id: message.id, ok: true, stopped: [] });
+      }
+    });
+    const unsubscribe = connection.subscribe('run-1', 'python', () => undefined);
+    await sleep(1_000);
+    expect(made.sent.filter((message) => message.type === 'liveness').length).toBeGreaterThan(1);
+    expect(connection.alive).toBe(true);
+    expect(connection.lostReason).toBeUndefined();
+    unsubscribe();
+  });
+
+  it('takes a sandbox that goes quiet and does not answer for lost: it is killed and its requests fail', async () => {
+    const made = channel();
+    const connection = watched(made);
+    const reading = connection.request({ type: 'file-read', path: 'a.txt' }, 60_000);
+    await expect(reading).rejects.toThrow(SandboxCrashedError);
+    await expect(reading).rejects.toThrow(/did not answer a liveness check within 0.3 s/);
+    expect((await connection.exited).reason).toBe('killed');
+    expect(connection.alive).toBe(false);
+  });
+
+  it('tells of a context whose kernel the supervisor finds stopped while a run waits in it', async () => {
+    const made = channel();
+    const connection = watched(made);
+    made.sandbox.input.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        const message = JSON.parse(line);
+        if (message.type === 'liveness') made.send({ type: 'reply', id: message.id, ok: true, stopped: ['r', 'idle'] });
+      }
+    });
+    const stopped = new Promise<string>((resolve) => connection.onContextStopped(resolve));
+    connection.subscribe('run-1', 'r', () => undefined);
+    // Only a context with a run is told of: `idle` has none.
+    expect(await stopped).toBe('r');
+  });
+
+  it('sends no check while nothing is outstanding', async () => {
+    const made = channel();
+    watched(made);
+    await sleep(500);
+    expect(made.sent).toEqual([]);
   });
 });

@@ -4,8 +4,17 @@
  * command id, and context exits to whoever listens; and treats everything the
  * sandbox sends as untrusted (bounded line size, validated fields, a kernel
  * cannot reach another context's execution or a request sent elsewhere).
+ *
+ * Nothing sent to a sandbox waits forever (issue 44): `exited` settles however
+ * the sandbox goes — its backend reports the end, its channel closes (and the
+ * backend's report does not follow in time), or it goes quiet while work is
+ * outstanding and does not answer a liveness check (its processes stopped or
+ * stuck), when it is killed and counted as lost (`lostReason`). A kill is
+ * bounded too. Pending requests then fail with SandboxCrashedError, and the
+ * session ends what ran in it (session-sandbox.ts).
  */
 
+import { performance } from 'node:perf_hooks';
 import type { Sandbox, SandboxExit } from '../backends/spec.js';
 import { ProtocolError, SandboxCrashedError, TimeoutError } from '../errors.js';
 import { LineSplitter } from '../internal/line-splitter.js';
@@ -25,6 +34,19 @@ import {
 import { answeringContext, requestFailure } from './kernel-replies.js';
 import type { MessageLimits } from './output-limits.js';
 import { describeExit } from './state-loss.js';
+
+/** How a connection watches a sandbox that has work outstanding. */
+export interface LivenessOptions {
+  /** Quiet for this long with work outstanding: the supervisor is asked whether it is there. */
+  quietMs: number;
+  /** No byte at all this long after that question: the sandbox is lost, and killed. */
+  answerMs: number;
+}
+
+/** After the channel closed, how long the backend may take to report the sandbox's end before it is taken as lost. */
+const EXIT_AFTER_CLOSE_MS = 10_000;
+/** How long a kill may take to be confirmed before the sandbox is taken for ended anyway. */
+const KILL_CONFIRM_MS = 10_000;
 
 interface Pending {
   /** The context whose kernel answers; undefined when the supervisor itself does. */
@@ -55,6 +77,18 @@ export class KernelConnection {
   private readonly listeners = new Map<string, { context: string; listener: ExecutionListener }>();
   private readonly commandListeners = new Map<string, CommandListener>();
   private readonly contextExitListeners = new Set<(event: ContextExitEvent) => void>();
+  private readonly stoppedListeners = new Set<(context: string) => void>();
+  /** Settles `exited`, once: with the backend's report, or the one made when the sandbox was lost. */
+  private settleExit: (exit: SandboxExit) => void = () => undefined;
+  /** When the sandbox last sent anything (performance.now()). */
+  private lastHeard = performance.now();
+  private livenessTimer?: NodeJS.Timeout;
+  /** When the liveness check last ran: a check much later than its interval means this process itself stalled. */
+  private lastCheck = 0;
+  /** When the liveness question now unanswered was asked. */
+  private askedAt?: number;
+  /** Set when the sandbox was lost (it went quiet, or its end was never reported), in words for its runs' end. */
+  lostReason?: string;
   private readyEvent?: ReadyEvent;
   private nextId = 1;
   private diagnostics = '';
@@ -66,10 +100,13 @@ export class KernelConnection {
   private oomKillsExplained = 0;
   private readonly splitter: LineSplitter;
 
+  private readonly liveness: LivenessOptions;
+
   constructor(
     readonly sandbox: Sandbox,
-    options: { messageLimits: MessageLimits; startTimeoutMs: number },
+    options: { messageLimits: MessageLimits; startTimeoutMs: number; liveness: LivenessOptions },
   ) {
+    this.liveness = options.liveness;
     let markReady: (message: ReadyEvent) => void = () => undefined;
     let failReady: (error: Error) => void = () => undefined;
     this.ready = new Promise<ReadyEvent>((resolve, reject) => {
@@ -117,10 +154,23 @@ export class KernelConnection {
       onLine,
       (bytes) => this.dropped(bytes),
     );
-    sandbox.output.on('data', (chunk: Buffer) => this.splitter.push(chunk));
+    sandbox.output.on('data', (chunk: Buffer) => {
+      this.lastHeard = performance.now();
+      this.askedAt = undefined;
+      this.splitter.push(chunk);
+    });
     sandbox.diagnostics.on('data', (chunk: Buffer) => this.keepDiagnostics(chunk.toString('utf8')));
     // Writing to a dead sandbox must not crash the host.
     sandbox.input.on('error', () => undefined);
+    sandbox.output.on('error', () => undefined);
+    // A closed channel is an ended sandbox: its backend's report should follow at once; if it does not, it is lost.
+    sandbox.output.once('close', () => {
+      const timer = setTimeout(
+        () => this.lose(`its channel closed and its end was not reported within ${EXIT_AFTER_CLOSE_MS / 1000} s`),
+        EXIT_AFTER_CLOSE_MS,
+      );
+      void this.exited.then(() => clearTimeout(timer));
+    });
 
     const timer = setTimeout(() => {
       failReady(
@@ -133,8 +183,16 @@ export class KernelConnection {
       () => clearTimeout(timer),
     );
 
-    this.exited = sandbox.exited.then((exit) => {
+    const reported = new Promise<SandboxExit>((resolve) => {
+      this.settleExit = resolve;
+    });
+    sandbox.exited.then(
+      (exit) => this.settleExit(exit),
+      () => this.settleExit({ code: null, signal: null }),
+    );
+    this.exited = reported.then((exit) => {
       this.dead = true;
+      this.stopWatching();
       this.exitInfo = exit;
       clearTimeout(timer);
       failReady(
@@ -142,7 +200,9 @@ export class KernelConnection {
           `The sandbox exited before the kernel was ready (${describeExit(exit)}).${this.diagnosticsNote()}`,
         ),
       );
-      const error = new SandboxCrashedError(`The sandbox ended (${describeExit(exit)}).`);
+      const error = new SandboxCrashedError(
+        this.lostReason ? `The sandbox was lost: ${this.lostReason}.` : `The sandbox ended (${describeExit(exit)}).`,
+      );
       for (const pending of this.pending.values()) pending.reject(error);
       this.pending.clear();
       return exit;
@@ -206,13 +266,21 @@ export class KernelConnection {
   /** Routes every execution event carrying `id` from `context`'s kernel to `listener` until unsubscribed. */
   subscribe(id: string, context: string, listener: ExecutionListener): () => void {
     this.listeners.set(id, { context, listener });
+    this.watch();
     return () => this.listeners.delete(id);
   }
 
   /** Routes the events of command `id` to `listener` until unsubscribed. */
   subscribeCommand(id: string, listener: CommandListener): () => void {
     this.commandListeners.set(id, listener);
+    this.watch();
     return () => this.commandListeners.delete(id);
+  }
+
+  /** Calls `listener` with each context whose kernel a liveness check found stopped while work was outstanding. */
+  onContextStopped(listener: (context: string) => void): () => void {
+    this.stoppedListeners.add(listener);
+    return () => this.stoppedListeners.delete(listener);
   }
 
   /** Calls `listener` with every context whose kernel ended on its own. Returns the function that stops it. */
@@ -251,6 +319,7 @@ export class KernelConnection {
           reject(error);
         },
       });
+      this.watch();
       this.write({ ...request, id }, frame);
     });
     if (!reply.ok) throw requestFailure(request, reply.error);
@@ -305,8 +374,94 @@ export class KernelConnection {
     void this.sandbox.kill();
   }
 
+  /**
+   * Kills the sandbox; resolves with its end, or, when the backend does not
+   * confirm it in time, with the end this connection records for it then.
+   */
   async kill(): Promise<SandboxExit> {
     this.dead = true;
-    return this.sandbox.kill();
+    const confirmed = this.sandbox.kill().catch(() => ({ code: null, signal: null }) as SandboxExit);
+    let timer: NodeJS.Timeout | undefined;
+    const unconfirmed = new Promise<SandboxExit>((resolve) => {
+      timer = setTimeout(() => {
+        this.lostReason ??= `it was killed and its end was not confirmed within ${KILL_CONFIRM_MS / 1000} s`;
+        this.settleExit({ code: null, signal: null, reason: 'killed' });
+        resolve(this.exitInfo ?? { code: null, signal: null, reason: 'killed' });
+      }, KILL_CONFIRM_MS);
+    });
+    return Promise.race([confirmed, unconfirmed]).finally(() => clearTimeout(timer));
+  }
+
+  /** Whether anything sent to the sandbox still waits for its answer. */
+  private get outstanding(): boolean {
+    return this.pending.size > 0 || this.listeners.size > 0 || this.commandListeners.size > 0;
+  }
+
+  /** Watches the channel while work is outstanding (the check stops itself when none is). */
+  private watch(): void {
+    if (this.livenessTimer || this.dead) return;
+    // Quiet counts from when the work began: an idle sandbox has nothing to say.
+    this.lastHeard = performance.now();
+    this.lastCheck = this.lastHeard;
+    this.livenessTimer = setInterval(() => this.checkLiveness(), this.checkEveryMs);
+  }
+
+  private get checkEveryMs(): number {
+    return Math.max(50, Math.min(this.liveness.quietMs, this.liveness.answerMs) / 4);
+  }
+
+  private stopWatching(): void {
+    clearInterval(this.livenessTimer);
+    this.livenessTimer = undefined;
+    this.askedAt = undefined;
+  }
+
+  private checkLiveness(): void {
+    if (this.dead || !this.outstanding) {
+      this.stopWatching();
+      return;
+    }
+    const now = performance.now();
+    const { quietMs, answerMs } = this.liveness;
+    const stalled = now - this.lastCheck > 4 * this.checkEveryMs;
+    this.lastCheck = now;
+    if (stalled) {
+      // This process did not run for a while (its own event loop was blocked): what the sandbox sent meanwhile
+      // is still unread, so its silence proves nothing yet. Ask (again) from now.
+      if (this.askedAt !== undefined) this.askedAt = now;
+      return;
+    }
+    if (this.askedAt !== undefined) {
+      if (now - this.askedAt >= answerMs) {
+        this.lose(
+          `it sent nothing for ${Math.round((now - this.lastHeard) / 1000)} s while work was outstanding and did not answer a liveness check within ${answerMs / 1000} s (its processes were stopped or stuck), so it was killed`,
+        );
+      }
+      return;
+    }
+    if (now - this.lastHeard < quietMs) return;
+    this.askedAt = now;
+    this.request({ type: 'liveness' }, answerMs).then(
+      ({ stopped }) => {
+        for (const context of stopped) {
+          if ([...this.listeners.values()].some((subscription) => subscription.context === context)) {
+            for (const listener of this.stoppedListeners) listener(context);
+          }
+        }
+      },
+      // Any answer, even a refusal from a supervisor that does not know the check, says it is there.
+      () => undefined,
+    );
+  }
+
+  /**
+   * The sandbox is gone as far as this host can tell, though its backend has
+   * not said so: it is killed, and its end recorded now whatever the kill does.
+   */
+  private lose(reason: string): void {
+    if (this.exitInfo || this.lostReason) return;
+    this.lostReason = reason;
+    this.note(`sandbox lost: ${reason}`);
+    void this.kill().then((exit) => this.settleExit(exit));
   }
 }

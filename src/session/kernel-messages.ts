@@ -63,7 +63,9 @@ export type KernelRequest =
   | FileRequest
   | ContextRequest
   | StateRequest
-  | { type: 'command-list' };
+  | { type: 'command-list' }
+  /** The supervisor's own answer, from its loop whatever the kernels do: the host's liveness check. */
+  | { type: 'liveness' };
 
 export type CommandSignal = 'SIGINT' | 'SIGTERM' | 'SIGKILL' | 'SIGHUP' | 'SIGQUIT';
 
@@ -180,6 +182,8 @@ export interface ReplyMessageBodies {
   'context-restart': StartedKernel;
   'context-remove': NoBody;
   'command-list': { commands: CommandListing[] };
+  /** The contexts whose kernel is stopped (by SIGSTOP, say): they can answer nothing until resumed. */
+  liveness: { stopped: string[] };
   'state-begin': { directory: string };
   'state-read': { bytes: number; eof: boolean };
   'state-write': NoBody;

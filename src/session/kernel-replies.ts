@@ -48,6 +48,7 @@ export interface ReplyBodies {
   'context-restart': Record<string, never>;
   'context-remove': Record<string, never>;
   'command-list': { commands: CommandListing[] };
+  liveness: { stopped: string[] };
   'state-begin': { directory: string };
   'state-read': { data: Buffer; eof: boolean };
   'state-write': Record<string, never>;
@@ -123,6 +124,10 @@ const REPLY_PARSERS: {
     Buffer.isBuffer(body.data) && typeof body.eof === 'boolean'
       ? { data: body.data, eof: body.eof }
       : { invalid: 'a state-read reply without its data' },
+  // At most one name per context a session may hold, each a context id's length.
+  liveness: (body) => ({
+    stopped: (stringList(body.stopped) ?? []).filter((name) => name.length <= 64).slice(0, 64),
+  }),
   'state-write': empty,
   'state-end': empty,
   'state-save': (body) => {

@@ -20,6 +20,8 @@ export const DEFAULT_MAX_CONTEXTS = 8;
 export const DEFAULT_SNAPSHOT_WAIT_MS = 30_000;
 export const DEFAULT_MAX_COMMANDS = 64;
 export const DEFAULT_CONTEXT_RESTART_TIMEOUT_MS = 10_000;
+export const DEFAULT_LIVENESS_CHECK_MS = 5_000;
+export const DEFAULT_LIVENESS_TIMEOUT_MS = 30_000;
 
 export interface SessionOptions {
   /**
@@ -40,6 +42,17 @@ export interface SessionOptions {
    * before the whole sandbox is restarted instead (every context's state lost). @default 10_000
    */
   contextRestartTimeoutMs?: number;
+  /**
+   * While anything sent to the sandbox waits for its answer, how long it may send nothing before its
+   * supervisor is asked whether it is there (a liveness check, which also finds a stopped kernel). @default 5_000
+   */
+  livenessCheckMs?: number;
+  /**
+   * How long a liveness check may go unanswered before the sandbox is taken for lost (its processes stopped
+   * or stuck): it is killed, what ran in it ends saying so, and a new sandbox replaces it. Generous, because a
+   * busy host answers slowly. @default 30_000
+   */
+  livenessTimeoutMs?: number;
   /** Most contexts (kernels) a session holds at once, the python one included. @default 8 */
   maxContexts?: number;
   /** Most commands (`session.commands.run`) running at once, background ones included. @default 64 */
@@ -109,6 +122,8 @@ export interface ResolvedSessionOptions {
   interruptGraceMs: number;
   startTimeoutMs: number;
   contextRestartTimeoutMs: number;
+  livenessCheckMs: number;
+  livenessTimeoutMs: number;
   maxContexts: number;
   maxCommands: number;
   outputBytes: number;
@@ -162,6 +177,8 @@ export function resolveSessionOptions(options: SessionOptions): ResolvedSessionO
       options.contextRestartTimeoutMs,
       DEFAULT_CONTEXT_RESTART_TIMEOUT_MS,
     ),
+    livenessCheckMs: positive('livenessCheckMs', options.livenessCheckMs, DEFAULT_LIVENESS_CHECK_MS),
+    livenessTimeoutMs: positive('livenessTimeoutMs', options.livenessTimeoutMs, DEFAULT_LIVENESS_TIMEOUT_MS),
     maxContexts: Math.floor(positive('maxContexts', options.maxContexts, DEFAULT_MAX_CONTEXTS)),
     maxCommands: Math.floor(positive('maxCommands', options.maxCommands, DEFAULT_MAX_COMMANDS)),
     outputBytes: positive('outputBytes', options.outputBytes, DEFAULT_OUTPUT_BYTES),

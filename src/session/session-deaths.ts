@@ -28,6 +28,9 @@ export class SessionDeaths {
     if (connection.violationReason) {
       return `The sandbox broke the wire protocol (${connection.violationReason}; user code may have written to its private channel), so it was killed, ${SANDBOX_CONTENTS_ENDED}.`;
     }
+    if (connection.lostReason) {
+      return `The sandbox was lost: ${connection.lostReason}, ${SANDBOX_CONTENTS_ENDED}.`;
+    }
     if (exit.reason === 'out-of-memory') {
       const dataNote = await this.dataShareNote(DATA_SHARE_WORTH_NOTING);
       return `The sandbox ended, ${SANDBOX_CONTENTS_ENDED}: it was ${describeExit(exit)} (${formatBytes(this.memoryBytes)}); ${dataNote || `use less memory, or ${this.names.memoryBytes}.`}`;

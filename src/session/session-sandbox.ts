@@ -46,6 +46,8 @@ export class SessionSandbox {
   private connection?: KernelConnection;
   private starting?: Promise<KernelConnection>;
   private readonly retired = new WeakMap<KernelConnection, Retirement>();
+  /** Contexts whose stopped kernel is being replaced (a liveness check that finds it again waits for that). */
+  private readonly replacingStopped = new WeakSet<SessionContext>();
 
   constructor(private readonly host: SandboxHost) {}
 
@@ -117,6 +119,7 @@ export class SessionSandbox {
     const connection = new KernelConnection(sandbox, {
       messageLimits: messageLimits(options),
       startTimeoutMs: options.startTimeoutMs,
+      liveness: { quietMs: options.livenessCheckMs, answerMs: options.livenessTimeoutMs },
     });
     try {
       const ready = await connection.ready;
@@ -135,6 +138,7 @@ export class SessionSandbox {
       );
     }
     connection.onContextExit((event) => void this.contextExited(connection, event));
+    connection.onContextStopped((context) => void this.contextStopped(connection, context));
     void connection.exited.then((exit) => this.ended(connection, exit));
     this.host.contexts.sandboxStarted(connection);
     this.connection = connection;
@@ -162,6 +166,34 @@ export class SessionSandbox {
     if (!this.host.closed()) void this.host.contexts.ensureLive(context).catch(() => undefined);
   }
 
+  /**
+   * A liveness check found the kernel of a context with a run stopped (SIGSTOP): it can answer nothing until
+   * something resumes it, which nothing will. It is replaced as a kernel that ignored its interrupt is, and
+   * the run ends saying so.
+   */
+  private async contextStopped(connection: KernelConnection, contextId: string): Promise<void> {
+    const context = this.host.contexts.get(contextId);
+    const running = context?.running;
+    if (!context || !running || this.host.closed() || this.retired.has(connection) || !context.liveIn(connection)) {
+      return;
+    }
+    if (this.replacingStopped.has(context)) return;
+    this.replacingStopped.add(context);
+    try {
+      const outcome = await this.replaceStuckKernel(context, connection);
+      const what = 'Its kernel was stopped (SIGSTOP, or a debugger) and could not go on';
+      running.lose({
+        name: 'KernelDied',
+        reason:
+          outcome.scope === 'context'
+            ? `${what}, so it was killed and restarted: ${stateLostIn(context.id)}`
+            : `${what}, and it could not be restarted alone (${outcome.why}), so the whole sandbox was killed and restarted: ${EVERY_CONTEXT_LOST}`,
+      });
+    } finally {
+      this.replacingStopped.delete(context);
+    }
+  }
+
   /** The sandbox ended: what ran in it ends, each context's next run says its state was lost. */
   private async ended(connection: KernelConnection, exit: SandboxExit): Promise<void> {
     const retirement = this.retired.get(connection);
@@ -180,7 +212,9 @@ export class SessionSandbox {
     const why =
       retirement?.kind === 'stuck'
         ? `code in context ${JSON.stringify(retirement.context)} did not stop when interrupted and its kernel could not be restarted alone, so the whole sandbox was killed`
-        : `the sandbox ended (${describeExit(exit)})`;
+        : connection.lostReason
+          ? `the sandbox was lost (${connection.lostReason})`
+          : `the sandbox ended (${describeExit(exit)})`;
     this.host.commands.sandboxEnded(connection, new SandboxCrashedError(`The command was killed: ${why}.`));
     // Each context says it once: a run in it ends saying so, an idle one's next run does.
     for (const context of affected) {
@@ -188,7 +222,7 @@ export class SessionSandbox {
       context.stateLossNote =
         retirement?.kind === 'stuck'
           ? `Between runs, ${why} and restarted, so ${stateLostIn(context.id)}`
-          : `Between runs, the sandbox ended (${describeExit(exit)}), ${SANDBOX_CONTENTS_ENDED}; a new sandbox replaced it, so ${stateLostIn(context.id)}`;
+          : `Between runs, ${connection.lostReason ? `the sandbox was lost (${connection.lostReason})` : `the sandbox ended (${describeExit(exit)})`}, ${SANDBOX_CONTENTS_ENDED}; a new sandbox replaced it, so ${stateLostIn(context.id)}`;
     }
     const running = affected.filter((context) => context.running);
     if (running.length === 0) return;

@@ -8,7 +8,14 @@ import { SandboxStartError } from '../../errors.js';
 import { processesCpuSeconds } from '../process-cpu.js';
 import type { Sandbox, SandboxExit, SandboxUsage } from '../spec.js';
 import type { SandboxCgroup } from './cgroup.js';
-import type { ForkedSession } from './zygote.js';
+import type { ForkedSession, SessionExit } from './zygote.js';
+
+/**
+ * Once a session's channel has closed, how long its template's report of its end is waited for. The
+ * channel closes as the session's last process dies, so the report follows at once from a template that is
+ * well; one that is stopped or stuck must not hold the session's end (its cgroup says what is left).
+ */
+const TEMPLATE_REPORT_WAIT_MS = 2_000;
 
 export class ForkedSandbox implements Sandbox {
   readonly exited: Promise<SandboxExit>;
@@ -18,9 +25,13 @@ export class ForkedSandbox implements Sandbox {
     private readonly session: ForkedSession,
     private readonly cgroup: SandboxCgroup | undefined,
   ) {
-    const channelClosed = new Promise<void>((resolve) => session.channel.once('close', () => resolve()));
+    // A channel can close before this sandbox exists (its session died as it started): 'close' was then missed.
+    const channelClosed = session.channel.closed
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => session.channel.once('close', () => resolve()));
     this.exited = (async () => {
-      const [exit] = await Promise.all([session.exited, channelClosed]);
+      await channelClosed;
+      const exit = await reportOrNothing(session.exited, TEMPLATE_REPORT_WAIT_MS);
       const oomKills = (await this.cgroup?.oomKills()) ?? 0;
       // A session whose template died first is no child of anyone we hear from: its cgroup holds what is left.
       await this.cgroup?.remove();
@@ -71,6 +82,15 @@ export class ForkedSandbox implements Sandbox {
   usage(): Promise<SandboxUsage> {
     return cgroupUsage(this.cgroup, this.session.startCpuSeconds);
   }
+}
+
+/** The template's report of a session's end, or undefined once `waitMs` passed without it (a held timer). */
+function reportOrNothing(report: Promise<SessionExit | undefined>, waitMs: number): Promise<SessionExit | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), waitMs);
+  });
+  return Promise.race([report, late]).finally(() => clearTimeout(timer));
 }
 
 /**

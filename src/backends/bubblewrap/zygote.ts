@@ -144,11 +144,13 @@ export class Zygote {
       // Its own process group: a terminal's Ctrl-C is for sandcell, not the template (--die-with-parent ties it to us).
       detached: true,
     });
-    // A template keeps nothing alive: sandcell exits when its sessions are done.
+    // A template keeps nothing alive by itself: sandcell exits when its sessions are done. While a session is
+    // starting or running, though, the template's reports about it (`started`, `exited`) are awaited: its
+    // pipes are held then (holdWhileNeeded), or a process whose last handle was a session's closed channel
+    // would end in the middle of that wait (Node's exit 13, issue 44).
     server.unref();
-    child.unref();
-    for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as net.Socket | null)?.unref();
     const zygote = new Zygote(child, server, socketPath, options);
+    zygote.holdWhileNeeded();
     await zygote.boot();
     return zygote;
   }
@@ -177,6 +179,16 @@ export class Zygote {
 
   get alive(): boolean {
     return !this.dead;
+  }
+
+  /** Keeps the event loop alive through the template's pipes exactly while a session of it starts or runs. */
+  private holdWhileNeeded(): void {
+    const needed = !this.dead && (this.running.size > 0 || this.pending.size > 0);
+    const handles = [this.child, this.child.stdin, this.child.stdout, this.child.stderr] as Array<{
+      ref?: () => void;
+      unref?: () => void;
+    } | null>;
+    for (const handle of handles) (needed ? handle?.ref : handle?.unref)?.call(handle);
   }
 
   /** Forks a session; it is isolated and its supervisor running when this resolves. */
@@ -212,6 +224,7 @@ export class Zygote {
         FORK_TIMEOUT_MS,
       );
       this.pending.set(token, { resolve, reject, timer });
+      this.holdWhileNeeded();
       this.child.stdin?.write(`${JSON.stringify(message)}\n`);
     });
   }
@@ -286,6 +299,7 @@ export class Zygote {
         if (settle) {
           this.running.delete(token);
           settle(exit);
+          this.holdWhileNeeded();
           this.idleIfUnused();
         } else {
           // Ended before its start was whole: the start fails, with what the session said.
@@ -310,6 +324,7 @@ export class Zygote {
     clearTimeout(pending.timer);
     const pid = pending.pid;
     const exited = new Promise<SessionExit | undefined>((resolve) => this.running.set(token, resolve));
+    this.holdWhileNeeded();
     pending.resolve({
       pid,
       startCpuSeconds: pending.cpuSeconds ?? 0,
@@ -332,6 +347,7 @@ export class Zygote {
     pending.diagnostics?.destroy();
     if (pending.pid !== undefined) this.child.stdin?.write(`${JSON.stringify({ type: 'kill', token })}\n`);
     pending.reject(error);
+    this.holdWhileNeeded();
     this.idleIfUnused();
   }
 
@@ -355,6 +371,7 @@ export class Zygote {
     // Its sessions live on, no longer its children: their ends are seen only as their channels close.
     for (const settle of this.running.values()) settle(undefined);
     this.running.clear();
+    this.holdWhileNeeded();
     this.close();
   }
 }

@@ -72,6 +72,7 @@ const HOST_MESSAGE_TYPES: Record<HostMessage['type'], true> = {
   'command-stdin': true,
   'command-signal': true,
   'command-list': true,
+  liveness: true,
   'state-begin': true,
   'state-read': true,
   'state-write': true,
@@ -196,6 +197,10 @@ export class ScriptedSupervisor {
         break;
       case 'command-list':
         this.reply(message, () => ({ commands: [...this.commands.values()].map((running) => running.listing()) }));
+        break;
+      case 'liveness':
+        // A scripted kernel is never stopped: it runs in this process.
+        this.reply(message, () => ({ stopped: [] }));
         break;
       case 'shutdown':
         this.options.die({ code: 0, reason: 'exited' });
