@@ -10,6 +10,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createBackend, DEFAULT_LIMITS, Session } from '../dist/index.js';
+import { bounded, failedRow, minutes } from './bounded.mjs';
 import { cpuOf } from './process-cpu.mjs';
 import { percentile, startServer } from './server.mjs';
 
@@ -305,25 +306,69 @@ export async function runForkBench({ quick = false } = {}) {
   const exec = createBackend('bubblewrap', { bubblewrap: { start: 'exec' } });
   const fork = createBackend('bubblewrap', { bubblewrap: { start: 'fork' } });
   await exec.ensureAvailable();
+  // Each stage has a bound: one that throws or stalls is a failed row with its first error, and the rest go on.
+  const failedStages = [];
+  const stage = async (name, limitMs, run, fallback) => {
+    const outcome = await bounded(`forked sessions: ${name}`, limitMs, run);
+    if (!('failed' in outcome)) return outcome.value;
+    failedStages.push([name, outcome.failed]);
+    failures.add(outcome.failed);
+    return fallback;
+  };
   // The template's own start, once per environment and process.
   const bootCpuBefore = process.cpuUsage();
   const bootStarted = now();
-  await (await Session.create({ backend: fork })).close();
+  await stage("the template's start", minutes(3), async () => (await Session.create({ backend: fork })).close());
   const templateBootMs = now() - bootStarted;
   const [template] = templates();
   const nodeBoot = process.cpuUsage(bootCpuBefore);
   const templateBootCpu = (template ? cpuOf(template) : 0) + (nodeBoot.user + nodeBoot.system) / 1e6;
   const samples = quick ? 3 : 10;
-  const execStarts = await newSessions(exec, samples, failures);
-  const forkStarts = await newSessions(fork, samples, failures);
-  const phases = await forkPhases(fork, quick ? 3 : 10, failures);
+  const noStarts = { times: [], cpu: [] };
+  const execStarts = await stage(
+    'new sessions by exec',
+    minutes(5),
+    () => newSessions(exec, samples, failures),
+    noStarts,
+  );
+  const forkStarts = await stage(
+    'new forked sessions',
+    minutes(5),
+    () => newSessions(fork, samples, failures),
+    noStarts,
+  );
+  const phases = await stage("a fork's phases", minutes(3), () => forkPhases(fork, quick ? 3 : 10, failures), {
+    isolated: [],
+    ready: [],
+    firstResult: [],
+  });
   const idleCount = quick ? 4 : 20;
-  const execIdle = await idleMemory(exec, idleCount, failures);
-  const forkIdle = await idleMemory(fork, idleCount, failures);
+  const execIdle = await stage('idle memory by exec', minutes(5), () => idleMemory(exec, idleCount, failures));
+  const forkIdle = await stage('idle memory forked', minutes(5), () => idleMemory(fork, idleCount, failures));
   const burstCount = quick ? 20 : 200;
-  const forkBurst = await burstOverHttp('fork', burstCount, failures);
-  const execBurst = quick ? undefined : await burstOverHttp('exec', burstCount, failures);
-  const many = await manyIdle(fork, quick ? 100 : 1000, idleCount, failures);
+  const noBurst = { created: 0, checked: 0, createdSeconds: Number.NaN, checkedSeconds: Number.NaN };
+  const forkBurst = await stage(
+    'a burst over HTTP, forked',
+    minutes(10),
+    () => burstOverHttp('fork', burstCount, failures),
+    noBurst,
+  );
+  const execBurst = quick
+    ? undefined
+    : await stage('a burst over HTTP by exec', minutes(10), () => burstOverHttp('exec', burstCount, failures), noBurst);
+  const many = await stage(
+    'many idle sessions',
+    minutes(15),
+    () => manyIdle(fork, quick ? 100 : 1000, idleCount, failures),
+    {
+      alive: 0,
+      answered: 0,
+      createdSeconds: Number.NaN,
+      answeredSeconds: Number.NaN,
+      closedSeconds: Number.NaN,
+      pssMBEach: Number.NaN,
+    },
+  );
 
   const p = percentile;
   const ms = (values, fraction) => (values.length ? round(p(values, fraction), 1) : '');
@@ -398,14 +443,17 @@ export async function runForkBench({ quick = false } = {}) {
     failedSamples: failures.count,
     ...(failures.first ? { firstFailure: failures.first } : {}),
   };
-  return { rows, result };
+  rows.push(...failedStages.map(([name, why]) => failedRow(`forked sessions: ${name}`, why)));
+  return { rows, result, failed: failedStages.map(([name, why]) => `${name}: ${why}`) };
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { rows, result } = await runForkBench({ quick: process.argv.includes('--quick') });
+  const { rows, result, failed } = await runForkBench({ quick: process.argv.includes('--quick') });
   for (const row of rows)
     console.log(
       row.map((cell) => (cell === null ? '' : cell === true ? 'yes' : cell === false ? 'NO' : cell)).join(' | '),
     );
   console.log(JSON.stringify({ ...result, exec: undefined, fork: { ...result?.fork, startMs: undefined } }, null, 2));
+  // A stalled stage's work is abandoned, not awaited: end here, non-zero when a stage failed.
+  process.exit(failed?.length ? 1 : 0);
 }

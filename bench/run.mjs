@@ -1,6 +1,8 @@
 // `npm run bench`: sandcell's speed and memory on this machine, one column per backend, against the
 // targets of the engine and Docker issues. Prints a table and writes bench/results/latest.json.
-// Not a test: nothing here fails a build. A backend that cannot run here gets an empty column and a note.
+// Not a test: nothing here fails a build. A backend that cannot run here gets an empty column and a note. Each part has a
+// time bound (bench/bounded.mjs): one that fails or stalls is a FAILED row with its first error, the others still print,
+// and the bench then exits 1.
 // Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs, bench/arrivals.mjs, bench/e2b.mjs, bench/jupyter.mjs, bench/outputs.mjs and bench/cluster.mjs).
 // Over 500 lines, kept whole: each measure is small, and all of them feed the one table (rows × backends) below.
 
@@ -12,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createBackend, Session, SessionPool } from '../dist/index.js';
 import { runArrivalsBench } from './arrivals.mjs';
+import { bounded, minutes } from './bounded.mjs';
 import { runClusterBench } from './cluster.mjs';
 import { runE2bBench } from './e2b.mjs';
 import { runEnvironmentBench } from './environment.mjs';
@@ -278,17 +281,58 @@ async function languagesAndCommands(backend, coldSamples, warmRuns, failures) {
   return measured;
 }
 
+/**
+ * The parts of the bench that failed (threw, or stalled past their bound), as [name, first error]: each is a
+ * row of the table, and any makes the bench exit non-zero.
+ */
+const failedParts = [];
+
+/** `run()`'s value within `limitMs`; else the part is failed (failedParts) and `fallback` stands for it. */
+async function part(name, limitMs, run, fallback) {
+  const outcome = await bounded(name, limitMs, run);
+  if (!('failed' in outcome)) return outcome.value;
+  failedParts.push([name, outcome.failed]);
+  return fallback;
+}
+
 async function measure(backend) {
   const failures = newFailures();
+  const measurePart = async (name, limitMs, run, fallback) => {
+    const before = failedParts.length;
+    const value = await part(`${backend.name}: ${name}`, limitMs, run, fallback);
+    if (failedParts.length > before) failures.add(failedParts.at(-1)[1]);
+    return value;
+  };
+  const noIdle = { rssMB: undefined, pssMB: undefined };
   const result = {
-    cold: await coldStart(backend, quick ? 3 : 10, failures),
-    pooled: await poolFirstResult(backend, quick ? 5 : 20, failures),
-    warm: await warmRoundTrip(backend, quick ? 200 : 1000, failures),
-    idleCold: await idleMemory(backend, 4, [], failures),
-    idlePooled: await idleMemory(backend, 4, ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'], failures),
+    cold: await measurePart('cold start', minutes(5), () => coldStart(backend, quick ? 3 : 10, failures), []),
+    pooled: await measurePart('pooled start', minutes(5), () => poolFirstResult(backend, quick ? 5 : 20, failures), []),
+    warm: await measurePart(
+      'warm round trip',
+      minutes(5),
+      () => warmRoundTrip(backend, quick ? 200 : 1000, failures),
+      [],
+    ),
+    idleCold: await measurePart('idle memory', minutes(3), () => idleMemory(backend, 4, [], failures), noIdle),
+    idlePooled: await measurePart(
+      'idle pooled memory',
+      minutes(3),
+      () => idleMemory(backend, 4, ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'], failures),
+      noIdle,
+    ),
     // 4,000 executions: fewer take well under a second here, and the machine's swings then outweigh the build's.
-    load: await parallel(backend, 20, quick ? 50 : 200, failures),
-    languages: await languagesAndCommands(backend, quick ? 2 : 5, quick ? 100 : 500, failures),
+    load: await measurePart('parallel load', minutes(10), () => parallel(backend, 20, quick ? 50 : 200, failures), {
+      sessions: 20,
+      throughput: undefined,
+      p95: undefined,
+      wrong: undefined,
+    }),
+    languages: await measurePart(
+      'languages and commands',
+      minutes(10),
+      () => languagesAndCommands(backend, quick ? 2 : 5, quick ? 100 : 500, failures),
+      { languages: {}, command: [] },
+    ),
   };
   return { ...result, failures: failures.count, firstFailure: failures.first };
 }
@@ -311,11 +355,8 @@ for (const name of BACKENDS) {
     notes.push(`${name}: ${measured[name].failures} failed sample(s); the first: ${measured[name].firstFailure}`);
   }
   if (name === 'docker') {
-    measured[name].dockerExec = await dockerExecPerCall(backend.docker, backend.image, quick ? 5 : 20).catch(
-      (error) => {
-        notes.push(`docker exec comparison: ${error.message}`);
-        return undefined;
-      },
+    measured[name].dockerExec = await part('docker exec comparison', minutes(5), () =>
+      dockerExecPerCall(backend.docker, backend.image, quick ? 5 : 20),
     );
   }
 }
@@ -417,9 +458,10 @@ const rows = [
 ];
 
 // A custom environment's warm pool (bench/environment.mjs, bubblewrap), beside the default's pool row.
+const NOTHING = { rows: [], result: undefined };
 const environment = BACKENDS.includes('bubblewrap')
-  ? await runEnvironmentBench({ quick })
-  : { rows: [], result: undefined };
+  ? await part('environment pool (bench/environment.mjs)', minutes(15), () => runEnvironmentBench({ quick }), NOTHING)
+  : NOTHING;
 /** A row measured on bubblewrap alone (`[measure, stat, observed, unit, target, met]`), in the table's columns. */
 const bubblewrapRow = ([measureName, stat, observed, unit, target, met]) => [
   measureName,
@@ -433,27 +475,50 @@ const poolRow = rows.findIndex((cells) => cells[0] === 'session from a warm pool
 rows.splice(poolRow + 2, 0, ...environment.rows.map(bubblewrapRow));
 
 // Sessions forked from a warm template beside a start by exec (bench/fork.mjs, bubblewrap as root).
-const forked = BACKENDS.includes('bubblewrap') ? await runForkBench({ quick }) : { rows: [], result: undefined };
+// Its stages are bounded one by one (their failures are rows of its own); the whole is bounded too.
+const forked = BACKENDS.includes('bubblewrap')
+  ? await part('forked sessions (bench/fork.mjs)', minutes(60), () => runForkBench({ quick }), NOTHING)
+  : NOTHING;
+for (const failed of forked.failed ?? []) failedParts.push([`forked sessions: ${failed}`, '']);
 rows.push(...forked.rows.map(bubblewrapRow));
 
 // Pause, resume and fork (bench/snapshots.mjs, bubblewrap).
-const snapshots = BACKENDS.includes('bubblewrap') ? await runSnapshotBench({ quick }) : { rows: [], result: undefined };
+const snapshots = BACKENDS.includes('bubblewrap')
+  ? await part('snapshots (bench/snapshots.mjs)', minutes(15), () => runSnapshotBench({ quick }), NOTHING)
+  : NOTHING;
 rows.push(...snapshots.rows.map(bubblewrapRow));
 
 // --- server (sandcell serve over HTTP, on the default backend): bench/server.mjs ---------------------
-const server = withServer ? await runServerBench({ quick }) : { rows: [], result: undefined };
+const server = withServer
+  ? await part('server (bench/server.mjs)', minutes(20), () => runServerBench({ quick }), NOTHING)
+  : NOTHING;
 // New sessions arriving steadily, the pool sized by demand and fixed: bench/arrivals.mjs.
-const arrivals = withServer ? await runArrivalsBench({ quick }) : { rows: [], result: undefined };
+const arrivals = withServer
+  ? await part('arrivals (bench/arrivals.mjs)', minutes(20), () => runArrivalsBench({ quick }), NOTHING)
+  : NOTHING;
 // --- the E2B SDK against the same kind of server: bench/e2b.mjs ----------------------------------------
-const e2b = withServer ? await runE2bBench({ quick }) : { rows: [], result: undefined };
+const e2b = withServer
+  ? await part('E2B SDK (bench/e2b.mjs)', minutes(15), () => runE2bBench({ quick }), NOTHING)
+  : NOTHING;
 // The Jupyter front door (bench/jupyter.mjs): the channels websocket beside /v1 and a raw ipykernel.
-const jupyter = withServer ? await runJupyterBench({ quick }) : { rows: [], result: undefined };
+const jupyter = withServer
+  ? await part('Jupyter (bench/jupyter.mjs)', minutes(15), () => runJupyterBench({ quick }), NOTHING)
+  : NOTHING;
 // Published outputs (bench/outputs.mjs): what publishing adds to an execution, 100 MB beside the SDK alone.
-const outputs = withServer ? await runOutputsBench({ quick }) : { rows: [], result: undefined };
+const outputs = withServer
+  ? await part('published outputs (bench/outputs.mjs)', minutes(15), () => runOutputsBench({ quick }), NOTHING)
+  : NOTHING;
 // Several nodes as one service (bench/cluster.mjs): forwarding, a drain, a moved session.
-const cluster = withServer ? await runClusterBench({ quick }) : { rows: [], result: undefined };
+const cluster = withServer
+  ? await part('cluster (bench/cluster.mjs)', minutes(15), () => runClusterBench({ quick }), NOTHING)
+  : NOTHING;
 // The network gate (bench/network-gate.mjs): its added latency on a small HTTPS request; no sandbox.
-const networkGate = await runNetworkGateBench({ quick });
+const networkGate = await part(
+  'network gate (bench/network-gate.mjs)',
+  minutes(10),
+  () => runNetworkGateBench({ quick }),
+  NOTHING,
+);
 for (const [measureName, stat, observed, unit, target, met] of networkGate.rows) {
   rows.push([measureName, stat, String(observed), '', unit, target, met === null ? '' : met ? 'yes' : 'NO']);
 }
@@ -474,6 +539,12 @@ for (const [measureName, stat, observed, unit, target, met] of [
     target ? `bubblewrap: ${target}` : '',
     met === null ? '' : met ? 'yes' : 'NO',
   ]);
+}
+
+// Each part that failed: its name, FAILED, and its first error (a fork stage's row is its own, above).
+for (const [name, why] of failedParts) {
+  if (!why) continue;
+  rows.push([name, 'FAILED', ...BACKENDS.map((_, index) => (index === 0 ? why : '')), '', 'done', 'NO']);
 }
 
 const header = ['measure', 'stat', ...BACKENDS, 'unit', 'target', 'met'];
@@ -528,6 +599,7 @@ const result = {
     ]),
   ),
   notes,
+  failedParts: failedParts.map(([name, why]) => ({ name, why })),
   server: server.result,
   arrivals: arrivals.result,
   e2b: e2b.result,
@@ -542,3 +614,9 @@ const result = {
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
 console.log('\nwritten to bench/results/latest.json');
+if (failedParts.length > 0) {
+  console.log(`\n${failedParts.length} part(s) of the bench failed:`);
+  for (const [name, why] of failedParts) console.log(`  ${name}${why ? `: ${why}` : ''}`);
+}
+// A stalled part's work is abandoned, not awaited: end here, non-zero when a part failed.
+process.exit(failedParts.length > 0 ? 1 : 0);
