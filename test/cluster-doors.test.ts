@@ -61,6 +61,13 @@ async function jupyterValue(kernel: Kernel, code: string): Promise<string> {
   return out.join('');
 }
 
+/** Runs a notebook cell in a conversation through the front; what it printed. */
+async function cell(id: string, code: string): Promise<{ status: number; stdout: string }> {
+  const { status, json } = await cluster.call(`/v1/conversations/${id}/cells`, { code });
+  const steps = (json.steps ?? []) as Json[];
+  return { status, stdout: steps.map((step) => step.stdout ?? '').join('') };
+}
+
 /** Each door's list, read through every node (round robin: NODES reads reach each one). */
 async function listEverywhere(kernels: KernelManager): Promise<void> {
   for (let round = 0; round < NODES; round++) {
@@ -68,6 +75,7 @@ async function listEverywhere(kernels: KernelManager): Promise<void> {
     expect((await cluster.call('/v1/sessions')).status).toBe(200);
     expect((await cluster.call('/jupyter/api/kernels')).status).toBe(200);
     expect((await cluster.call('/jupyter/api/sessions')).status).toBe(200);
+    expect((await cluster.call('/v1/conversations')).status).toBe(200);
     await kernels.refreshRunning();
   }
 }
@@ -125,14 +133,31 @@ describeWhenAvailable(
           if (found?.id.startsWith(nodeTag('node-1'))) identifier = candidate;
         }
         expect(identifier).not.toBe('');
+        const conversation = (
+          await cluster.madeOn(
+            ['node-1'],
+            async () => (await cluster.call('/v1/conversations', {})).json.id as string,
+            (id) => id,
+            (id) => cluster.call(`/v1/conversations/${id}`, undefined, 'DELETE'),
+          )
+        ).get('node-1') as string;
+        expect(await cell(conversation, "c = 'conv'")).toEqual({ status: 200, stdout: '' });
 
         await listEverywhere(kernels);
         expect((await Sandbox.list().nextItems()).map((info) => info.sandboxId)).toContain(sandbox.sandboxId);
         expect(await cluster.stopNode(1, 'SIGTERM')).toBe(0);
         await cluster.unserved('node-1');
 
+        // Its conversation is listed from the store before any node takes it up, wherever the list lands.
+        for (let round = 0; round < NODES; round++) {
+          const listed = (await cluster.call('/v1/conversations')).json.conversations as Json[];
+          expect(listed.filter((entry) => entry.id === conversation)).toMatchObject([
+            { status: 'active', turnCount: 1 },
+          ]);
+        }
         // Every node answers each door at least once (NODES - 1 nodes, round robin).
         for (let round = 0; round < NODES; round++) {
+          expect(await cell(conversation, 'print(c)')).toEqual({ status: 200, stdout: 'conv\n' });
           expect((await sandbox.runCode('x')).text).toBe('5');
           expect(await sandbox.files.read('/home/user/kept.txt')).toBe('drained');
           expect((await Sandbox.getInfo(sandbox.sandboxId)).sandboxId).toBe(sandbox.sandboxId);
@@ -151,7 +176,11 @@ describeWhenAvailable(
           expect((await sandbox.runCode('x')).text).toBe('5');
           expect((await cluster.run(session, 'print(v)')).json.stdout).toBe('v1\n');
           expect(await jupyterValue(kernel, 'z')).toBe('3');
+          expect(await cell(conversation, 'print(c)')).toEqual({ status: 200, stdout: 'conv\n' });
         }
+        // Listed once, with every turn it had on each node.
+        const listed = (await cluster.call('/v1/conversations')).json.conversations as Json[];
+        expect(listed.filter((entry) => entry.id === conversation)).toMatchObject([{ turnCount: 1 + 2 * NODES }]);
         await mcp.close();
         await sandbox.kill();
         await kernel.shutdown();

@@ -88,7 +88,14 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
   const { cluster } = context;
   const forwarder =
     cluster &&
-    new Forwarder({ cluster, registry: context.registry, apiKeys: context.apiKeys, logger, connections: mcp });
+    new Forwarder({
+      cluster,
+      registry: context.registry,
+      apiKeys: context.apiKeys,
+      logger,
+      connections: mcp,
+      conversations: context.conversations,
+    });
   const listener = createRequestListener(app, {
     logger,
     keepAliveHint: `timeout=${KEEP_ALIVE_TIMEOUT_MS / 1000}`,
@@ -180,6 +187,8 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       if (!cluster) stopAccepting();
       await context.registry.shutdown(resolved.shutdownGraceMs);
       if (cluster) {
+        // Its sessions paused, its conversations go to the store too: whichever node is asked for one takes it up.
+        await context.conversations.handOver();
         await cluster
           .stop()
           .catch((error: Error) => logger.warn({ error: error.message }, 'could not leave the cluster'));

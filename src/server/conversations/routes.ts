@@ -84,8 +84,9 @@ async function readUpload(context: Context): Promise<{ name: string; bytes: Buff
 
 export function conversationRoutes(server: ServerContext): RouteSpec<never, never, never>[] {
   const { conversations } = server;
-  const find = (owner: Parameters<typeof conversations.get>[0], id: string): ServerConversation =>
-    conversations.get(owner, id);
+  // In a cluster, one handed over by a node that went is taken up here (handover.ts).
+  const find = (owner: Parameters<typeof conversations.get>[0], id: string): Promise<ServerConversation> =>
+    conversations.find(owner, id);
   const routes = [
     defineRoute({
       method: 'get',
@@ -134,8 +135,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
       summary: "The caller's conversations, most recently updated first (expired ones stay listed for a while).",
       tags: TAGS,
       responses: { 200: { description: 'Conversations.', json: ConversationListSchema } },
-      handler: (c, { owner }) =>
-        c.json({ conversations: conversations.list(owner).map((conversation) => conversation.summary()) }),
+      handler: async (c, { owner }) => c.json({ conversations: await conversations.summaries(owner) }),
     }),
     defineRoute({
       method: 'get',
@@ -145,7 +145,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
       tags: TAGS,
       params: ConversationIdParams,
       responses: { 200: { description: 'The conversation.', json: ConversationSchema }, 404: notFoundResponse },
-      handler: (c, { owner, params }) => c.json(find(owner, params.id).view()),
+      handler: async (c, { owner, params }) => c.json((await find(owner, params.id)).view()),
     }),
     defineRoute({
       method: 'patch',
@@ -160,8 +160,8 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         400: badRequestResponse,
         404: notFoundResponse,
       },
-      handler: (c, { owner, params, body }) => {
-        const conversation = find(owner, params.id);
+      handler: async (c, { owner, params, body }) => {
+        const conversation = await find(owner, params.id);
         conversation.mode = (body as z.output<typeof UpdateConversationBody>).mode;
         return c.json(conversation.summary());
       },
@@ -175,7 +175,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
       params: ConversationIdParams,
       responses: { 204: { description: 'Deleted.' }, 404: notFoundResponse },
       handler: async (c, { owner, params }) => {
-        await conversations.remove(find(owner, params.id));
+        await conversations.remove(await find(owner, params.id));
         return c.body(null, 204);
       },
     }),
@@ -198,7 +198,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         503: { description: 'The server is at capacity or cannot start sandboxes.', json: ErrorSchema },
       },
       handler: async (c, { owner, params }) => {
-        const conversation = await conversations.continue(owner, find(owner, params.id));
+        const conversation = await conversations.continue(owner, await find(owner, params.id));
         return c.json(conversation.view(), 201, { location: `/v1/conversations/${conversation.id}` });
       },
     }),
@@ -227,7 +227,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         },
       },
       handler: async (c, { owner, params, query, body }) => {
-        const conversation = find(owner, params.id);
+        const conversation = await find(owner, params.id);
         const request = body as z.output<typeof MessageBody>;
         // A paused session is resumed first (not for a question no model can answer).
         if (conversations.settings.model) await conversation.ensureSession();
@@ -260,7 +260,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         },
       },
       handler: async (c, { owner, params, query, body }) => {
-        const conversation = find(owner, params.id);
+        const conversation = await find(owner, params.id);
         const request = body as z.output<typeof CellBody>;
         await conversation.ensureSession(); // a paused session is resumed first
         return answerTurn(c, requestedStreamFormat(c.req.header('accept'), query.stream), (listener) =>
@@ -282,9 +282,9 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         404: { description: 'No such conversation or pending approval.', json: ErrorSchema },
         409: { description: 'The approval was already answered.', json: ErrorSchema },
       },
-      handler: (c, { owner, params, body }) => {
+      handler: async (c, { owner, params, body }) => {
         const answer = body as z.output<typeof ApprovalBody>;
-        find(owner, params.id).approve(params.approvalId, answer);
+        (await find(owner, params.id)).approve(params.approvalId, answer);
         return c.json({ approvalId: params.approvalId, decision: answer.decision });
       },
     }),
@@ -296,7 +296,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
       tags: TAGS,
       params: ConversationIdParams,
       responses: { 200: { description: 'Whether a turn was running.', json: CancelSchema }, 404: notFoundResponse },
-      handler: (c, { owner, params }) => c.json({ cancelled: find(owner, params.id).cancel() }),
+      handler: async (c, { owner, params }) => c.json({ cancelled: (await find(owner, params.id)).cancel() }),
     }),
     defineRoute({
       method: 'post',
@@ -321,7 +321,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         },
       },
       handler: async (c, { owner, params }) => {
-        const conversation = find(owner, params.id);
+        const conversation = await find(owner, params.id);
         await conversation.ensureSession(); // a paused session is resumed first
         conversation.admitUpload(); // before the body is read: a refusal costs the server nothing
         const files = await readUpload(c);
@@ -346,8 +346,8 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         200: { description: 'The image.', contentTypes: IMAGE_TYPES.map((type) => type.mimeType) },
         404: notFoundResponse,
       },
-      handler: (c, { owner, params }) => {
-        const image = find(owner, params.id).images.get(params.name);
+      handler: async (c, { owner, params }) => {
+        const image = (await find(owner, params.id)).images.get(params.name);
         if (!image) throw notFound(`No image ${params.name} in this conversation (only the latest images are kept).`);
         return imageResponse(c, image);
       },
@@ -364,7 +364,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
         404: notFoundResponse,
       },
       handler: async (c, { owner, params }) => {
-        const conversation = find(owner, params.id);
+        const conversation = await find(owner, params.id);
         const session = conversation.liveSession; // a paused session is not resumed for an export
         const notebook = await conversationNotebook({
           id: conversation.id,

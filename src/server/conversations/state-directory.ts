@@ -14,6 +14,7 @@ import { access, chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'no
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { InvalidInputError } from '../../errors.js';
+import { FILE_MODE } from './conversation-journal.js';
 import { type ReadHistory, readHistory, UnreadableHistoryError } from './history-records.js';
 
 export { defaultStateDirectory, NO_STATE_DIRECTORY } from '../../internal/state-directory.js';
@@ -82,22 +83,50 @@ export async function readStoredHistories(
     for (const entry of await readdir(directory, { withFileTypes: true })) {
       const id = entry.name.slice(0, -HISTORY_EXTENSION.length);
       if (!entry.isFile() || !entry.name.endsWith(HISTORY_EXTENSION) || !ID_PATTERN.test(id)) continue;
-      const file = path.join(directory, entry.name);
-      try {
-        const { size } = await stat(file);
-        if (size > maxFileBytes) throw new UnreadableHistoryError(`it is ${size} bytes, over ${maxFileBytes}`);
-        const history = readHistory(await readFile(file, 'utf8'));
-        if (history.header.id !== id || ownerDigest(history.header.ownerId) !== owner.name) {
-          throw new UnreadableHistoryError('its header does not match where it is');
-        }
-        if (history.skipped > 0 || history.torn) {
-          logger.warn({ file, skipped: history.skipped, torn: history.torn }, 'skipped damaged records of a history');
-        }
-        histories.push({ ...history, file, bytes: size });
-      } catch (error) {
-        logger.error({ file, reason: (error as Error).message }, 'skipped a conversation history that cannot be read');
-      }
+      const history = await readStoredHistory(path.join(directory, entry.name), maxFileBytes, logger);
+      if (history) histories.push(history);
     }
   }
   return histories;
 }
+
+/** One history file, checked against where it is (its id, its key's directory); undefined, logged, when it cannot be read. */
+export async function readStoredHistory(
+  file: string,
+  maxFileBytes: number,
+  logger: Logger,
+): Promise<StoredHistory | undefined> {
+  const id = path.basename(file, HISTORY_EXTENSION);
+  const owner = path.basename(path.dirname(file));
+  try {
+    const { size } = await stat(file);
+    if (size > maxFileBytes) throw new UnreadableHistoryError(`it is ${size} bytes, over ${maxFileBytes}`);
+    const history = readHistory(await readFile(file, 'utf8'));
+    if (history.header.id !== id || ownerDigest(history.header.ownerId) !== owner) {
+      throw new UnreadableHistoryError('its header does not match where it is');
+    }
+    if (history.skipped > 0 || history.torn) {
+      logger.warn({ file, skipped: history.skipped, torn: history.torn }, 'skipped damaged records of a history');
+    }
+    return { ...history, file, bytes: size };
+  } catch (error) {
+    logger.error({ file, reason: (error as Error).message }, 'skipped a conversation history that cannot be read');
+    return undefined;
+  }
+}
+
+/** Writes a history file (0600) into the key's directory, as a journal would have: a history taken up from elsewhere. */
+export async function writeStoredHistory(
+  stateDirectory: string,
+  ownerId: string,
+  conversationId: string,
+  bytes: Uint8Array,
+): Promise<string> {
+  await ownerDirectory(stateDirectory, ownerId);
+  const file = historyFile(stateDirectory, ownerId, conversationId);
+  await writeFile(file, bytes, { mode: FILE_MODE });
+  return file;
+}
+
+/** Whether `id` is a conversation's id (the form its history file is named by). */
+export const isConversationId = (id: string): boolean => ID_PATTERN.test(id);

@@ -18,21 +18,39 @@
  * the others (a server killed, a session that had ended) are read-only until
  * the user continues one in a new conversation.
  */
+import { readFile } from 'node:fs/promises';
+import type { ConversationSummary } from '../../protocol/index.js';
 import type { Owner } from '../core/auth.js';
 import { ConversationActiveError, ConversationNotFoundError } from '../core/errors.js';
 import { type ConversationSettings, ServerConversation } from './conversation.js';
 import { ConversationJournal } from './conversation-journal.js';
+import type { ConversationHandover } from './handover.js';
 import { DEFAULT_HISTORY_LIMITS, MAX_CONVERSATION_HISTORY_BYTES } from './history-limits.js';
-import { historyFile, ownerDirectory, prepareStateDirectory, readStoredHistories } from './state-directory.js';
+import {
+  historyFile,
+  ownerDirectory,
+  prepareStateDirectory,
+  readStoredHistories,
+  readStoredHistory,
+  type StoredHistory,
+  writeStoredHistory,
+} from './state-directory.js';
 
 /** Expired conversations kept per key, and for how long (in memory only). */
 export const MAX_EXPIRED_PER_OWNER = 50;
 export const EXPIRED_RETENTION_MS = 24 * 60 * 60_000;
 /** With a state directory, expired conversations are history the user keeps: more of them, for as long as there is room. */
 export const MAX_STORED_PER_OWNER = 200;
+/**
+ * A history file is at most about three times its history (conversation-journal.ts rewrites it then);
+ * measured against the largest bound there is, so lowering the bound does not lose older files.
+ */
+export const MAX_HISTORY_FILE_BYTES = 4 * MAX_CONVERSATION_HISTORY_BYTES + 8 * 1024 * 1024;
 
 export class ConversationStore {
   private readonly byId = new Map<string, ServerConversation>();
+  private readonly takingUp = new Map<string, Promise<ServerConversation | undefined>>();
+  private handover?: ConversationHandover;
   /** Where histories are kept across restarts; without one they live in memory only. */
   private stateDirectory?: string;
 
@@ -47,42 +65,130 @@ export class ConversationStore {
     const { settings } = this;
     await prepareStateDirectory(directory);
     this.stateDirectory = directory;
-    const limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
-    // A file is at most about three times its history (conversation-journal.ts rewrites it then);
-    // measured against the largest bound there is, so lowering the bound does not lose older files.
-    const maxFileBytes = 4 * MAX_CONVERSATION_HISTORY_BYTES + 8 * 1024 * 1024;
     const owners = new Map<string, Owner>();
-    for (const history of await readStoredHistories(directory, maxFileBytes, settings.logger)) {
+    for (const history of await readStoredHistories(directory, MAX_HISTORY_FILE_BYTES, settings.logger)) {
       const ownerId = history.header.ownerId;
       const owner = owners.get(ownerId) ?? { id: ownerId, label: `restored ${ownerId.slice(0, 12)}` };
       owners.set(ownerId, owner);
-      // Paused by the server that stopped (or idle before): its next turn resumes it.
-      const paused = await settings.registry.findPaused(owner, history.header.sessionId).catch((error: unknown) => {
-        settings.logger.warn(
-          { err: error, conversation: history.header.id },
-          'cannot read the paused session of a conversation',
-        );
-        return undefined;
-      });
-      const conversation = ServerConversation.restore(history, owner, this.conversationSettings(), paused);
-      conversation.journal = new ConversationJournal(history.file, conversation, settings.logger, {
-        bytes: history.bytes,
-        images: history.images.keys(),
-      });
-      // A torn or damaged file is written clean, so nothing is ever appended after a torn line.
-      if (history.torn || history.skipped > 0) conversation.journal.rewrite();
-      // The bound may have been lowered since it was written.
-      if (conversation.historyBytes > limits.historyBytes) {
-        conversation.dropOutputs(limits.historyBytes);
-        conversation.dropTurns(limits.historyBytes);
-      }
-      this.byId.set(conversation.id, conversation);
+      await this.adopt(history, owner);
     }
     for (const owner of owners.values()) {
       this.keepOwnerWithinLimit(owner);
       this.prune(owner);
     }
     settings.logger.info({ stateDirectory: directory, conversations: this.byId.size }, 'conversations read back');
+  }
+
+  /** A history read from a file into a conversation of this store: the journal goes on writing that file. */
+  private async adopt(history: StoredHistory, owner: Owner): Promise<ServerConversation> {
+    const { settings } = this;
+    const limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
+    // Paused by the server that stopped (or idle before): its next turn resumes it.
+    const paused = await settings.registry.findPaused(owner, history.header.sessionId).catch((error: unknown) => {
+      settings.logger.warn(
+        { err: error, conversation: history.header.id },
+        'cannot read the paused session of a conversation',
+      );
+      return undefined;
+    });
+    const conversation = ServerConversation.restore(history, owner, this.conversationSettings(), paused);
+    conversation.journal = new ConversationJournal(history.file, conversation, settings.logger, {
+      bytes: history.bytes,
+      images: history.images.keys(),
+    });
+    // A torn or damaged file is written clean, so nothing is ever appended after a torn line.
+    if (history.torn || history.skipped > 0) conversation.journal.rewrite();
+    // The bound may have been lowered since it was written.
+    if (conversation.historyBytes > limits.historyBytes) {
+      conversation.dropOutputs(limits.historyBytes);
+      conversation.dropTurns(limits.historyBytes);
+    }
+    this.byId.set(conversation.id, conversation);
+    return conversation;
+  }
+
+  /**
+   * In a cluster: where a draining node hands its histories over (handover.ts), and where this one
+   * takes up those of nodes that went. Needs a state directory (keepOnDisk) to take any up.
+   */
+  handOverThrough(handover: ConversationHandover): void {
+    this.handover = handover;
+  }
+
+  /** Whether this store holds the conversation (in a cluster, a request for it is answered here). */
+  holds(id: string): boolean {
+    return this.byId.has(id);
+  }
+
+  /**
+   * The owner's conversation, taken up from the store when a node that went handed it over; another
+   * owner's is "not found" too.
+   */
+  async find(owner: Owner, id: string): Promise<ServerConversation> {
+    if (this.byId.has(id)) return this.get(owner, id);
+    let taking = this.takingUp.get(id);
+    if (!taking) {
+      taking = this.takeUp(owner, id).finally(() => this.takingUp.delete(id));
+      this.takingUp.set(id, taking);
+    }
+    const taken = await taking;
+    if (!taken) throw new ConversationNotFoundError(id);
+    return this.get(owner, id);
+  }
+
+  private async takeUp(owner: Owner, id: string): Promise<ServerConversation | undefined> {
+    const { handover, stateDirectory } = this;
+    if (!handover || stateDirectory === undefined) return undefined;
+    const bytes = await handover.take(owner.id, id);
+    if (!bytes) return undefined;
+    const file = await writeStoredHistory(stateDirectory, owner.id, id, bytes);
+    const history = await readStoredHistory(file, MAX_HISTORY_FILE_BYTES, this.settings.logger);
+    if (!history) return undefined;
+    const conversation = await this.adopt(history, owner);
+    await handover.remove(owner.id, id);
+    this.keepOwnerWithinLimit(owner);
+    this.settings.logger.info({ conversation: id, owner: owner.label }, 'conversation taken up from the store');
+    return conversation;
+  }
+
+  /**
+   * A drain's end, in a cluster: every history this store keeps goes to the store (handover.ts), and
+   * its file and conversation here go; the node a request for one reaches next takes it up. One that
+   * could not be handed over stays here, for this node's return, and is said.
+   */
+  async handOver(): Promise<void> {
+    const { handover } = this;
+    if (!handover) return;
+    this.shutdown();
+    for (const conversation of [...this.byId.values()]) {
+      const journal = conversation.journal;
+      if (!journal) continue;
+      try {
+        await journal.flushed();
+        await handover.put(conversation.owner.id, conversation.summary(), await readFile(journal.file));
+        this.byId.delete(conversation.id);
+        await journal.delete();
+      } catch (error) {
+        this.settings.logger.warn(
+          { conversation: conversation.id, error: (error as Error).message },
+          'could not hand a conversation over to the store: it stays on this node until it comes back',
+        );
+      }
+    }
+  }
+
+  /** The owner's conversations as summaries, those handed over by nodes that went and not taken up yet included. */
+  async summaries(owner: Owner): Promise<ConversationSummary[]> {
+    const held = this.list(owner).map((conversation) => conversation.summary());
+    if (!this.handover) return held;
+    const known = new Set(held.map((summary) => summary.id));
+    const handedOver = await this.handover.summaries(owner.id).catch((error: Error) => {
+      this.settings.logger.warn({ error: error.message }, 'could not list the conversations handed over to the store');
+      return [];
+    });
+    return [...held, ...handedOver.filter((summary) => !known.has(summary.id))].sort((a, b) =>
+      b.updatedAt.localeCompare(a.updatedAt),
+    );
   }
 
   async create(owner: Owner, title?: string, continues?: ServerConversation): Promise<ServerConversation> {

@@ -7,7 +7,8 @@ import { createGateHost } from '../../network/gate-host.js';
 import { SERVER_LIMIT_NAMES } from '../../session/limit-names.js';
 import { DEFAULT_MAX_CODE_BYTES } from '../../session/options.js';
 import { SessionPool } from '../../session/pool.js';
-import { ConversationStore } from '../conversations/store.js';
+import { ConversationHandover } from '../conversations/handover.js';
+import { ConversationStore, MAX_HISTORY_FILE_BYTES } from '../conversations/store.js';
 import { ApiKeys } from './auth.js';
 import { Cluster } from './cluster.js';
 import type { ServerContext } from './context.js';
@@ -173,6 +174,14 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
       keyBytes: options.limits.conversationBytes,
     },
   });
+  if (cluster)
+    conversations.handOverThrough(
+      new ConversationHandover({
+        objects: async () => (await paused.store()).objects,
+        maxFileBytes: MAX_HISTORY_FILE_BYTES,
+        logger,
+      }),
+    );
   return {
     registry,
     ...(cluster ? { cluster } : {}),

@@ -48,8 +48,11 @@ import { E2B_PREFIX } from '../e2b/routes.js';
 /** What a request names: a registry session (found in the catalog when moved), or another id a node hands out. */
 export interface NamedId {
   id: string;
-  /** `mcp`: an MCP connection, which any node takes up from its record once its node lets it go. */
-  kind: 'session' | 'mcp' | 'other';
+  /**
+   * `mcp`: an MCP connection, which any node takes up from its record once its node lets it go;
+   * `conversation`: a conversation, which any node takes up from the store once its node handed it over.
+   */
+  kind: 'session' | 'mcp' | 'conversation' | 'other';
 }
 
 const ID = '([A-Za-z0-9_-]{1,64})';
@@ -59,7 +62,7 @@ const SESSION_PATHS = [
   new RegExp(`^/jupyter/api/kernels/${ID}(?:/|$)`),
 ];
 const NOTEBOOK_SESSION_PATH = new RegExp(`^/jupyter/api/sessions/${ID}$`);
-/** A conversation is kept by the node that holds its session (its history in that node's state directory). */
+/** A conversation is kept by one node (its history in that node's state directory), and moves with a drain. */
 const CONVERSATION_PATH = new RegExp(`^/v1/conversations/${ID}(?:/|$)`);
 const UPLOAD_LINK_PATH = /^\/v1\/uploads\/([A-Za-z0-9_-]{1,2048})\.[A-Za-z0-9_-]+$/;
 const CREATIONS: { method: string; path: RegExp; header?: string }[] = [
@@ -174,7 +177,9 @@ export function namedIdOf(request: IncomingMessage): NamedId | undefined {
       return undefined;
     }
   }
-  const other = NOTEBOOK_SESSION_PATH.exec(path) ?? CONVERSATION_PATH.exec(path);
+  const conversation = CONVERSATION_PATH.exec(path);
+  if (conversation?.[1]) return { id: conversation[1], kind: 'conversation' };
+  const other = NOTEBOOK_SESSION_PATH.exec(path);
   if (other?.[1]) return { id: other[1], kind: 'other' };
   const mcp = request.headers['mcp-session-id'];
   if (typeof mcp === 'string' && MCP_PATH.test(path) && mcp.length <= 64) return { id: mcp, kind: 'mcp' };
@@ -198,6 +203,8 @@ export interface ForwarderOptions {
   logger: Logger;
   /** The MCP connections (mcp/http.ts): whether this node holds one, and which node does by its record. */
   connections?: { holds(id: string): boolean; holder(id: string): Promise<string | undefined> };
+  /** The conversations (conversations/store.ts): whether this node holds one. */
+  conversations?: { holds(id: string): boolean };
 }
 
 export class Forwarder {
@@ -227,7 +234,8 @@ export class Forwarder {
     // session's home (the peer went by the id's tag), which no longer holds it: then, once more, to the
     // node the catalog says resumed it. No other node forwards it again: no loops.
     if (!draining && forwarded) {
-      const moved = direct?.kind === 'session' && direct.id.startsWith(cluster.tag) && !registry.holds(direct.id);
+      const moved =
+        direct !== undefined && direct.id.startsWith(cluster.tag) && this.movable(direct) && !this.holds(direct);
       return moved ? cluster.locate(direct.id).catch(() => undefined) : undefined;
     }
     const named = direct ?? (await this.azureNamed(request));
@@ -238,10 +246,10 @@ export class Forwarder {
     if (named.kind === 'session') {
       // One being paused by a drain: once it is, a peer resumes it.
       if (draining) await registry.settled(named.id);
-      if (registry.holds(named.id)) return undefined;
     }
+    if (this.movable(named) && this.holds(named)) return undefined;
     const peer = await cluster.peerOf(named.id);
-    if (peer || named.kind !== 'session') return peer;
+    if (peer || !this.movable(named)) return peer;
     const located = await cluster.locate(named.id).catch(() => undefined);
     if (located) return located;
     if (draining) return this.roomiest();
@@ -250,6 +258,17 @@ export class Forwarder {
     if (leased) return leased;
     this.leases.set(named.id, (this.leases.get(named.id) ?? 0) + 1);
     return undefined;
+  }
+
+  /** Whether what the id names moves between nodes (found in the catalog once it left its home). */
+  private movable(named: NamedId): boolean {
+    return named.kind === 'session' || named.kind === 'conversation';
+  }
+
+  /** Whether this node holds the session or conversation the id names. */
+  private holds(named: NamedId): boolean {
+    if (named.kind === 'conversation') return this.options.conversations?.holds(named.id) ?? false;
+    return this.options.registry.holds(named.id);
   }
 
   /**
@@ -265,7 +284,7 @@ export class Forwarder {
       return;
     }
     this.leases.delete(named.id);
-    if (!this.options.registry.holds(named.id)) await this.options.cluster.unplace(named.id).catch(() => undefined);
+    if (!this.holds(named)) await this.options.cluster.unplace(named.id).catch(() => undefined);
   }
 
   /**
