@@ -32,6 +32,7 @@ export class ForkedSandbox implements Sandbox {
     this.exited = (async () => {
       await channelClosed;
       const exit = await reportOrNothing(session.exited, TEMPLATE_REPORT_WAIT_MS);
+      session.forget();
       const oomKills = (await this.cgroup?.oomKills()) ?? 0;
       // A session whose template died first is no child of anyone we hear from: its cgroup holds what is left.
       await this.cgroup?.remove();

@@ -85,6 +85,11 @@ export interface ForkedSession {
   exited: Promise<SessionExit | undefined>;
   /** SIGKILLs the session's PID 1, which takes its whole PID namespace with it. */
   kill(): void;
+  /**
+   * The host no longer waits for the template's report of this session's end (its channel closed and the
+   * report was late): the template's pipes stop being held for it, so a stuck template keeps no process alive.
+   */
+  forget(): void;
 }
 
 interface PendingFork {
@@ -334,6 +339,14 @@ export class Zygote {
       kill: () => {
         if (!this.dead && this.running.has(token))
           this.child.stdin?.write(`${JSON.stringify({ type: 'kill', token })}\n`);
+      },
+      forget: () => {
+        const settle = this.running.get(token);
+        if (!settle) return;
+        this.running.delete(token);
+        settle(undefined);
+        this.holdWhileNeeded();
+        this.idleIfUnused();
       },
     });
   }
