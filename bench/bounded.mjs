@@ -6,10 +6,7 @@
 export async function bounded(name, limitMs, part) {
   let timer;
   const stalled = new Promise((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`${name} stalled: not done within ${limitMs / 1000} s`)),
-      limitMs,
-    );
+    timer = setTimeout(() => reject(new Error(`${name} stalled: not done within ${limitMs / 1000} s`)), limitMs);
   });
   try {
     return { value: await Promise.race([part(), stalled]) };
