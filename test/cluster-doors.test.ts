@@ -35,6 +35,18 @@ async function azureRun(identifier: string, code: string): Promise<{ status: num
   return { status: response.status, stdout: json.properties?.stdout, json };
 }
 
+/** An Azure identifier whose session node `name` started, after running `code` in it. */
+async function azureIdentifierOn(name: string, code: string): Promise<string> {
+  for (let attempt = 0; attempt < 12; attempt++) {
+    const candidate = `on-${name}-${attempt}-${Date.now()}`;
+    await azureRun(candidate, code);
+    const held = await cluster.call('/v1/sessions');
+    const found = (held.json.sessions as Json[]).find((entry) => entry.name === candidate);
+    if (found?.id.startsWith(nodeTag(name))) return candidate;
+  }
+  throw new Error(`no Azure session landed on ${name}`);
+}
+
 /** A Jupyter kernel manager through the front, with the websocket the way JupyterLab opens it. */
 function kernelManager(): KernelManager {
   const settings = ServerConnection.makeSettings({
@@ -124,15 +136,7 @@ describeWhenAvailable(
         const mcp = await mcpClientOn(cluster, 'node-1');
         await runPython(mcp, 'm = 99', 'kept');
         // An Azure identifier whose session node-1 started (a name the client chose, found through the store).
-        let identifier = '';
-        for (let attempt = 0; attempt < 12 && identifier === ''; attempt++) {
-          const candidate = `drain-${attempt}-${Date.now()}`;
-          await azureRun(candidate, 'a = 11');
-          const held = await cluster.call('/v1/sessions');
-          const found = (held.json.sessions as Json[]).find((entry) => entry.name === candidate);
-          if (found?.id.startsWith(nodeTag('node-1'))) identifier = candidate;
-        }
-        expect(identifier).not.toBe('');
+        const identifier = await azureIdentifierOn('node-1', 'a = 11');
         const conversation = (
           await cluster.madeOn(
             ['node-1'],
@@ -212,6 +216,17 @@ describeWhenAvailable(
       const session = (await cluster.sessionsOn(['node-2'])).get('node-2') as string;
       expect((await cluster.run(session, 'w = 1')).json.status).toBe('ok');
       const kernels = kernelManager();
+      const kernelId = (
+        await cluster.madeOn(
+          ['node-2'],
+          () => kernels.startNew({ name: 'python3' }),
+          (made) => made.id,
+          (made) => made.shutdown(),
+        )
+      ).get('node-2')?.id as string;
+      const mcp = await mcpClientOn(cluster, 'node-2');
+      await runPython(mcp, 'q = 1', 'doomed');
+      const identifier = await azureIdentifierOn('node-2', 'q = 1');
       try {
         await listEverywhere(kernels);
       } finally {
@@ -221,9 +236,24 @@ describeWhenAvailable(
       await cluster.unserved('node-2');
 
       // Lost, in each door's words, from every node, as soon as node-2 is known to be gone.
+      // Each node judges node-2 gone by its own clock: until every one does, some still forward to it.
       const lostFrom = Date.now();
-      let lost = await cluster.run(session, 'print(w)');
-      while (lost.status !== 410 && Date.now() - lostFrom < 20_000) lost = await cluster.run(session, 'print(w)');
+      let streak = 0;
+      while (streak < NODES && Date.now() - lostFrom < 20_000)
+        streak = (await cluster.run(session, 'print(w)')).status === 410 ? streak + 1 : 0;
+      expect(streak).toBe(NODES);
+      // Jupyter's words: its error shape, 410 with the reason.
+      const kernel = await cluster.call(`/jupyter/api/kernels/${kernelId}`);
+      expect(kernel).toMatchObject({ status: 410, json: { message: expect.stringContaining('node-2 stopped') } });
+      // A named session (MCP's, Azure's identifier) is said lost once; its name then starts a new session.
+      expect(await runPython(mcp, 'print(q)', 'doomed')).toMatch(/lost: its node node-2 stopped without pausing it/);
+      expect(await runPython(mcp, 'print(7 * 6)', 'doomed')).toBe('42');
+      expect(await runPython(mcp, "print('q' in globals())", 'doomed')).toBe('False');
+      const azureLost = await azureRun(identifier, 'print(q)');
+      expect(azureLost.status).toBe(410);
+      expect(azureLost.json.error).toMatchObject({ code: 'session-lost', message: expect.stringContaining('node-2') });
+      expect((await azureRun(identifier, "print('q' in globals())")).stdout).toBe('False\n');
+      await mcp.close();
       for (let round = 0; round < NODES; round++) {
         const v1 = await cluster.run(session, 'print(w)');
         expect(v1.status).toBe(410);

@@ -717,9 +717,17 @@ export class SessionRegistry {
    */
   private async forgetIfLost(owner: Owner, paused: PausedRecord | undefined): Promise<PausedRecord | undefined> {
     if (paused === undefined || paused.snapshotId !== undefined || this.find(owner, paused.id)) return paused;
-    await this.refuseElsewhere(paused);
+    let lost: SessionLostError;
+    try {
+      await this.refuseElsewhere(paused);
+      lost = new SessionLostError(paused.id, this.lostBecause(paused));
+    } catch (error) {
+      // Live on another server: not this one's to forget. Lost with a node that is gone: said once, as here.
+      if (!(error instanceof SessionLostError)) throw error;
+      lost = error;
+    }
     await this.options.paused.remove(owner.id, paused);
-    throw new SessionLostError(paused.id, this.lostBecause(paused));
+    throw lost;
   }
 
   /**

@@ -234,9 +234,9 @@ export class Forwarder {
     // session's home (the peer went by the id's tag), which no longer holds it: then, once more, to the
     // node the catalog says resumed it. No other node forwards it again: no loops.
     if (!draining && forwarded) {
-      const moved =
-        direct !== undefined && direct.id.startsWith(cluster.tag) && this.movable(direct) && !this.holds(direct);
-      return moved ? cluster.locate(direct.id).catch(() => undefined) : undefined;
+      if (direct === undefined || !this.movable(direct) || !direct.id.startsWith(cluster.tag) || this.holds(direct))
+        return undefined;
+      return cluster.locate(direct.id).catch(() => undefined);
     }
     const named = direct ?? (await this.azureNamed(request));
     if (named === undefined || named === 'new') {

@@ -165,7 +165,9 @@ export class KernelStore {
     const known = this.kernels.get(id);
     if (known) return known.owner.id === owner.id && !known.dead ? known : undefined;
     if (live) return live.source === 'jupyter' ? this.adoptKept(owner, id, live.keep, live) : undefined;
-    if (record?.source !== 'jupyter' || record.snapshotId === undefined) return undefined;
+    if (record?.source !== 'jupyter') return undefined;
+    // A kernel whose server stopped without pausing it is said lost (410), not unknown.
+    if (record.snapshotId === undefined) await registry.resumable(owner, id);
     return this.adoptRecord(owner, record);
   }
 
