@@ -122,6 +122,9 @@ describeWhenAvailable(
         ).get('node-1') as Sandbox;
         await sandbox.runCode('x = 5');
         await sandbox.files.write('/home/user/kept.txt', 'drained');
+        // More sandboxes through the balancer, wherever they land (node-1's among them).
+        const spread = await Promise.all(Array.from({ length: NODES * 2 }, () => Sandbox.create()));
+        for (const [index, other] of spread.entries()) await other.runCode(`s = ${index}`);
         const session = (await cluster.sessionsOn(['node-1'])).get('node-1') as string;
         expect((await cluster.run(session, 'v = "v1"')).json.status).toBe('ok');
         const kernel = (
@@ -163,6 +166,7 @@ describeWhenAvailable(
         for (let round = 0; round < NODES; round++) {
           expect(await cell(conversation, 'print(c)')).toEqual({ status: 200, stdout: 'conv\n' });
           expect((await sandbox.runCode('x')).text).toBe('5');
+          for (const [index, other] of spread.entries()) expect((await other.runCode('s')).text).toBe(String(index));
           expect(await sandbox.files.read('/home/user/kept.txt')).toBe('drained');
           expect((await Sandbox.getInfo(sandbox.sandboxId)).sandboxId).toBe(sandbox.sandboxId);
           expect((await cluster.run(session, 'print(v)')).json.stdout).toBe('v1\n');
@@ -187,6 +191,7 @@ describeWhenAvailable(
         expect(listed.filter((entry) => entry.id === conversation)).toMatchObject([{ turnCount: 1 + 2 * NODES }]);
         await mcp.close();
         await sandbox.kill();
+        await Promise.all(spread.map((other) => other.kill()));
         await kernel.shutdown();
         expect((await cluster.call(`/v1/sessions/${session}`, undefined, 'DELETE')).status).toBe(204);
       } finally {
