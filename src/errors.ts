@@ -45,6 +45,7 @@ export type SandcellErrorCode =
   | 'conversation-busy'
   | 'session-elsewhere'
   | 'conversation-expired'
+  | 'conversation-paused'
   | 'conversation-active'
   | 'model-not-configured';
 

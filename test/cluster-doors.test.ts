@@ -247,9 +247,9 @@ describeWhenAvailable(
       while (streak < NODES && Date.now() - lostFrom < 20_000)
         streak = (await cluster.run(session, 'print(w)')).status === 410 ? streak + 1 : 0;
       expect(streak).toBe(NODES);
-      // Jupyter's words: its error shape, 410 with the reason.
+      // Jupyter's words: a kernel that does not exist (gateway clients count it culled), saying why.
       const kernel = await cluster.call(`/jupyter/api/kernels/${kernelId}`);
-      expect(kernel).toMatchObject({ status: 410, json: { message: expect.stringContaining('node-2 stopped') } });
+      expect(kernel).toMatchObject({ status: 404, json: { message: expect.stringContaining('node-2 stopped') } });
       // A named session (MCP's, Azure's identifier) is said lost once; its name then starts a new session.
       expect(await runPython(mcp, 'print(q)', 'doomed')).toMatch(/lost: its node node-2 stopped without pausing it/);
       expect(await runPython(mcp, 'print(7 * 6)', 'doomed')).toBe('42');

@@ -55,6 +55,8 @@ const TELLING: Readonly<Record<SandcellErrorCode, Telling>> = {
   'conversation-busy': 'log',
   'session-elsewhere': 'log',
   'conversation-expired': 'log',
+  // Sent again, it resumes the session: the bot's next turn does.
+  'conversation-paused': 'say',
   'conversation-active': 'log',
   'model-not-configured': 'log',
 };

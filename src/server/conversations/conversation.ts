@@ -58,13 +58,13 @@ import {
   ApprovalNotFoundError,
   ConversationBusyError,
   ConversationExpiredError,
+  ConversationPausedError,
   ModelNotConfiguredError,
 } from '../core/errors.js';
 import { ImageStore } from '../core/image-store.js';
 import type { ManagedSession, PausedRecord } from '../core/managed-session.js';
 import type { PublishedFile } from '../core/output-publisher.js';
 import type { SessionRegistry } from '../core/registry.js';
-import { HttpError } from '../http/errors.js';
 import { presentResult, sessionFileUrl } from '../http/present-result.js';
 import { continuationContext } from './continuation.js';
 import { ConversationHistory, imageName } from './conversation-history.js';
@@ -545,11 +545,7 @@ export class ServerConversation {
     const entry = this.current;
     if (!entry || entry.session.closed || entry.pausing) {
       // Paused between `ensureSession` and the turn (an upload's body took longer than the idle timeout).
-      throw new HttpError(
-        409,
-        'conversation-paused',
-        "This conversation's session was paused just now; send the request again to resume it.",
-      );
+      throw new ConversationPausedError();
     }
     return entry;
   }

@@ -111,6 +111,16 @@ export class ConversationExpiredError extends SandcellError {
   }
 }
 
+/** The conversation's session was paused between its resume and the turn (an upload's body outlasted the idle timeout). */
+export class ConversationPausedError extends SandcellError {
+  constructor() {
+    super(
+      'conversation-paused',
+      "This conversation's session was paused just now; send the request again to resume it.",
+    );
+  }
+}
+
 /** Only a conversation whose session is gone is continued in a new one. */
 export class ConversationActiveError extends SandcellError {
   constructor() {

@@ -64,6 +64,8 @@ export const HTTP_ANSWERS: Readonly<Record<SandcellErrorCode, HttpAnswer | 'by-l
   'conversation-busy': { status: 409 },
   'session-elsewhere': { status: 409 },
   'conversation-expired': { status: 410 },
+  // Paused between its resume and its turn: sent again, the request resumes it.
+  'conversation-paused': { status: 409 },
   'conversation-active': { status: 409 },
   'model-not-configured': { status: 409 },
 };

@@ -14,6 +14,7 @@
  * as culled).
  */
 import { randomUUID } from 'node:crypto';
+import { SessionLostError } from '../../snapshots/snapshot-errors.js';
 import type { Owner } from '../core/auth.js';
 import type { ServerContext } from '../core/context.js';
 import type { ManagedSession, PausedRecord } from '../core/managed-session.js';
@@ -166,8 +167,13 @@ export class KernelStore {
     if (known) return known.owner.id === owner.id && !known.dead ? known : undefined;
     if (live) return live.source === 'jupyter' ? this.adoptKept(owner, id, live.keep, live) : undefined;
     if (record?.source !== 'jupyter') return undefined;
-    // A kernel whose server stopped without pausing it is said lost (410), not unknown.
-    if (record.snapshotId === undefined) await registry.resumable(owner, id);
+    // A kernel whose state is gone is culled, in Jupyter's words (a gateway client counts a 404 so), saying why.
+    if (record.snapshotId === undefined)
+      await registry.resumable(owner, id).catch((error: unknown) => {
+        if (error instanceof SessionLostError)
+          throw new JupyterHttpError(404, `Kernel does not exist: ${id}. ${error.message}`);
+        throw error;
+      });
     return this.adoptRecord(owner, record);
   }
 
