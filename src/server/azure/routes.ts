@@ -110,7 +110,7 @@ async function upload(
   const targets = files.map((file) => ({ file, path: dataPath(file.name, directory) }));
   const written: FileEntry[] = [];
   for (const { file, path } of targets) {
-    await server.registry.writeUpload(entry, path, file.stream(), server.options.limits.maxUploadBytes);
+    await server.registry.files.writeUpload(entry, path, file.stream(), server.options.limits.maxUploadBytes);
     written.push(await describe(entry, path));
   }
   return written;

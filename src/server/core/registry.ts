@@ -10,13 +10,11 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { InvalidInputError, SandcellError } from '../../errors.js';
 import type { NetworkOption } from '../../network/network-option.js';
-import { formatBytes } from '../../protocol/format-bytes.js';
 import type { Execution, RunOptions } from '../../session/execution.js';
-import { FileChanges } from '../../session/file-changes.js';
 import type { SessionPool } from '../../session/pool.js';
 import type { Session } from '../../session/session.js';
-import { type RestoreReport, type SnapshotInfo, snapshotInfo } from '../../session/session-state.js';
-import { SessionLostError, SnapshotTooLargeError } from '../../snapshots/snapshot-errors.js';
+import type { RestoreReport } from '../../session/session-state.js';
+import { SessionLostError } from '../../snapshots/snapshot-errors.js';
 import type { Owner } from './auth.js';
 import type { Cluster } from './cluster.js';
 import { LimitExceededError, SessionElsewhereError, SessionNotFoundError, ShuttingDownError } from './errors.js';
@@ -28,7 +26,8 @@ import type { OutputPublisher, PublishedFile } from './output-publisher.js';
 import type { PausedRecord, PausedSessions } from './paused-sessions.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { RegistryCommands } from './registry-commands.js';
-import { SignedTokens } from './signed-tokens.js';
+import { SessionFiles } from './session-files.js';
+import { SessionSnapshots } from './session-snapshots.js';
 
 export interface RegistryOptions {
   pool: SessionPool;
@@ -74,9 +73,6 @@ export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
 const SWEEP_INTERVAL_MS = 5_000;
 /** What a session's record says until it is paused or closed: if it is read, this process ended without pausing it. */
 const STOPPED_UNPAUSED = 'the server stopped without pausing it (a crash, or it was killed)';
-/** Retention runs this long after start (not in the way of a start), then every RETENTION_INTERVAL_MS. */
-const RETENTION_FIRST_MS = 60_000;
-const RETENTION_INTERVAL_MS = 3_600_000;
 /** An id a front door chooses: lower case, as object keys are (paused-sessions.ts). */
 const SESSION_ID = /^[a-z0-9_-]{1,64}$/;
 /** What a refused execution is told to wait: queued executions usually take seconds. */
@@ -96,8 +92,6 @@ export class SessionRegistry {
   private readonly records = new WeakMap<ManagedSession, Promise<void>>();
   /** Resumes under way, by owner and id: two requests for a paused session share one. */
   private readonly resuming = new Map<string, Promise<ManagedSession>>();
-  /** Upload links' tokens: their key is derived from the store's secret, so every server sharing it honours them. */
-  private readonly uploadTokens = new SignedTokens('sandcell upload links');
   private pendingCreations = 0;
   private draining = false;
   private readonly pendingByOwner = new Map<string, number>();
@@ -108,9 +102,12 @@ export class SessionRegistry {
   private drained?: () => void;
   private shuttingDown = false;
   private readonly sweeper: NodeJS.Timeout;
-  private retention: NodeJS.Timeout;
   /** The one path for shell commands in managed sessions, for every front door. */
   readonly commands: RegistryCommands;
+  /** Snapshots taken, restored, listed and deleted within the key's quota, and their retention. */
+  readonly snapshots: SessionSnapshots;
+  /** Published outputs, imports, uploads and upload links. */
+  readonly files: SessionFiles;
 
   constructor(private readonly options: RegistryOptions) {
     this.commands = new RegistryCommands({
@@ -119,10 +116,14 @@ export class SessionRegistry {
       admitWork: (entry) => this.admitUpload(entry),
       track: (work) => this.track(work, 'command'),
     });
+    this.snapshots = new SessionSnapshots({
+      ...options,
+      admitWork: (entry) => this.admitUpload(entry),
+      track: (work, what) => this.track(work, what),
+    });
+    this.files = new SessionFiles(options);
     this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
     this.sweeper.unref();
-    this.retention = setTimeout(() => void this.expireSnapshots(), RETENTION_FIRST_MS);
-    this.retention.unref();
     options.pool.onIdleClose(async (session) => {
       const entry = this.bySession.get(session);
       if (!entry || this.byId.get(entry.id) !== entry) return;
@@ -245,7 +246,7 @@ export class SessionRegistry {
       id: naming.id ?? this.options.cluster?.newSessionId() ?? session.id,
       publishOutputs: naming.publishOutputs ?? this.options.publishOutputs === true,
     });
-    await this.watchOutputs(entry);
+    await this.files.watch(entry);
     return entry;
   }
 
@@ -422,7 +423,7 @@ export class SessionRegistry {
     const base = this.recordBase(entry, reason);
     const started = performance.now();
     try {
-      const info = await this.withinQuota(entry.owner, async (maxBytes) =>
+      const info = await this.snapshots.withinQuota(entry.owner, async (maxBytes) =>
         entry.session.pause({
           owner: entry.owner.id,
           sessionId: entry.id,
@@ -462,67 +463,6 @@ export class SessionRegistry {
     }
   }
 
-  /**
-   * Runs a snapshot's write with the room left in the owner's snapshot quota
-   * as its bound; past it, the key's limit answers. Checked as each snapshot
-   * starts: two taken at the same moment may each use the room that was left.
-   */
-  private async withinQuota<T>(owner: Owner, write: (maxBytes: number) => Promise<T>): Promise<T> {
-    const limit = this.options.snapshotBytesPerOwner;
-    const store = await this.options.paused.snapshots();
-    const used = (await store.list(owner.id)).reduce(
-      (total, manifest) => total + manifest.parts.reduce((sum, part) => sum + part.bytes, 0),
-      0,
-    );
-    const refusal = () => {
-      this.options.metrics.rejected.inc({ reason: 'snapshot-quota' });
-      return new LimitExceededError(
-        'snapshot-bytes',
-        `The key's snapshots hold ${formatBytes(used)} of the ${formatBytes(limit)} they may; this one would pass it, so it was not kept.`,
-      );
-    };
-    if (used >= limit) throw refusal();
-    try {
-      return await write(limit - used);
-    } catch (error) {
-      throw error instanceof SnapshotTooLargeError ? refusal() : error;
-    }
-  }
-
-  /** A snapshot of a live session, which runs on (counted against the key's rate, like an upload). */
-  async snapshot(entry: ManagedSession): Promise<SnapshotInfo> {
-    this.admitUpload(entry);
-    const info = await this.track(
-      () =>
-        this.withinQuota(entry.owner, async (maxBytes) =>
-          entry.session.snapshot({
-            owner: entry.owner.id,
-            sessionId: entry.id,
-            snapshots: await this.options.paused.snapshots(),
-            maxBytes,
-          }),
-        ),
-      'snapshot',
-    );
-    this.options.logger.info(
-      { session: entry.id, owner: entry.owner.label, snapshot: info.id, bytes: info.bytes },
-      'snapshot taken',
-    );
-    return info;
-  }
-
-  /** Rolls a live session back to one of the owner's snapshots. */
-  async restore(entry: ManagedSession, snapshotId: string): Promise<RestoreReport> {
-    this.admitUpload(entry);
-    const snapshots = await this.options.paused.snapshots();
-    const report = await this.track(
-      () => entry.session.restore(snapshotId, { owner: entry.owner.id, snapshots }),
-      'restore',
-    );
-    this.options.logger.info({ session: entry.id, owner: entry.owner.label, snapshot: snapshotId }, 'session restored');
-    return report;
-  }
-
   /** A new session of the same owner holding what `entry` holds now. */
   async fork(entry: ManagedSession): Promise<ManagedSession> {
     this.admitUpload(entry);
@@ -540,32 +480,8 @@ export class SessionRegistry {
       ...(entry.publishOutputs ? { publishOutputs: true } : {}),
     });
     forked.restored = report;
-    await this.watchOutputs(forked);
+    await this.files.watch(forked);
     return forked;
-  }
-
-  /** The owner's snapshots, newest first (those of paused sessions included). */
-  async snapshots(owner: Owner): Promise<SnapshotInfo[]> {
-    const store = await this.options.paused.snapshots();
-    return (await store.list(owner.id)).flatMap((manifest) => {
-      try {
-        return [snapshotInfo(manifest)];
-      } catch {
-        return [];
-      }
-    });
-  }
-
-  /** Deletes one of the owner's snapshots; not one a paused session still needs. */
-  async deleteSnapshot(owner: Owner, snapshotId: string): Promise<void> {
-    const holder = (await this.options.paused.list(owner.id)).find((record) => record.snapshotId === snapshotId);
-    if (holder) {
-      throw new InvalidInputError(
-        `The snapshot holds the paused session ${holder.id}; delete that session (DELETE /v1/sessions/${holder.id}) to delete it.`,
-      );
-    }
-    const store = await this.options.paused.snapshots();
-    await store.delete(owner.id, snapshotId);
   }
 
   private async resume(owner: Owner, id: string): Promise<ManagedSession> {
@@ -598,7 +514,7 @@ export class SessionRegistry {
     });
     const entry = this.register(session, owner, record.source, record);
     entry.restored = report;
-    await this.watchOutputs(entry);
+    await this.files.watch(entry);
     // Its marker is in the store before it is answered: a server sharing the store then knows where it lives.
     await this.records.get(entry);
     if (entry.name !== undefined)
@@ -832,104 +748,13 @@ export class SessionRegistry {
       return await this.track(async () => {
         // Nothing is awaited before the run: executions are queued in the order they were asked for.
         const execution: ServerExecution = await this.runCounted(entry, code, { ...runOptions, timeoutMs });
-        if (entry.outputs && this.options.publisher) execution.files = await this.publish(entry, entry.outputs);
+        if (entry.outputs && this.options.publisher) execution.files = await this.files.publish(entry, entry.outputs);
         return execution;
       }, 'execution');
     } finally {
       this.inFlight--;
       entry.inFlight--;
     }
-  }
-
-  /**
-   * A session that publishes its outputs remembers what /mnt/data holds before its first
-   * execution (uploads, a resumed session's files): only what executions write is published.
-   */
-  private async watchOutputs(entry: ManagedSession): Promise<void> {
-    if (!entry.publishOutputs) return;
-    entry.outputs = new FileChanges(entry.session.files);
-    await entry.outputs.snapshot().catch((error: Error) => {
-      this.options.logger.warn({ session: entry.id, error: error.message }, 'outputs not listed');
-    });
-  }
-
-  /**
-   * Publishes the files the execution wrote. A failure costs only the files: the execution's
-   * result stands, each unpublished file says why, and is tried again after the next execution.
-   */
-  private async publish(entry: ManagedSession, outputs: FileChanges): Promise<PublishedFile[]> {
-    const publisher = this.options.publisher as OutputPublisher;
-    let changed: { path: string; size: number }[];
-    try {
-      changed = await outputs.changed();
-    } catch (error) {
-      // The sandbox is gone (the code killed it): there is nothing to read files from.
-      this.options.logger.warn({ session: entry.id, error: (error as Error).message }, 'outputs not listed');
-      return [];
-    }
-    const files = await publisher.publish(entry.owner.id, entry.id, changed, (file) =>
-      // Exactly the size listed, or a 'changed' error: what is published is one version of the file.
-      entry.session.files.stream(file.path, { expectedBytes: file.size }),
-    );
-    for (const file of files) if (file.error !== undefined) outputs.forget(file.path);
-    return files;
-  }
-
-  /**
-   * Copies the caller's published output that `link` names into the session's /mnt/data (at `path`,
-   * else its name): read from the store, never fetched, streamed in (at most `maxBytes`, the
-   * server's upload limit). Another key's output is not found.
-   */
-  async importOutput(entry: ManagedSession, link: string, path: string | undefined, maxBytes: number): Promise<string> {
-    const output = await this.options.publisher?.open(entry.owner.id, link);
-    if (!output) {
-      throw new InvalidInputError(
-        'Not a link to one of your published outputs on this server’s store (a `url` from an execution’s `files`).',
-      );
-    }
-    const written = await this.writeUpload(entry, path ?? output.name, output.body, maxBytes);
-    return written.path;
-  }
-
-  /**
-   * Streams a client's file into the session (a PUT, an import, an upload link), at most `maxBytes`:
-   * past it nothing stays and the error names the server's limit. It is the client's, not an
-   * execution's output, so it is not published.
-   */
-  async writeUpload(
-    entry: ManagedSession,
-    path: string,
-    body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
-    maxBytes: number,
-  ): Promise<{ path: string; size: number }> {
-    const written = await entry.session.files.writeStream(path, body, {
-      maxBytes,
-      tooLarge: (limit) =>
-        `${path} is over ${formatBytes(limit)}, the most one upload may be (the server's --max-upload-bytes).`,
-    });
-    await entry.outputs?.remember(written.path);
-    return written;
-  }
-
-  /** A link that writes the client's file at `path` into the session until `expiresAt`, with no key: `PUT` its bytes. */
-  async uploadLink(entry: ManagedSession, path: string, expiresAt: Date): Promise<string> {
-    const { secret } = await this.options.paused.store();
-    return `/v1/uploads/${this.uploadTokens.sign(secret, { o: entry.owner.id, s: entry.id, p: path }, expiresAt)}`;
-  }
-
-  /** What an upload link names, if it is one of this server's (or its store's other servers') and unexpired. */
-  async uploadTarget(token: string): Promise<{ ownerId: string; sessionId: string; path: string } | undefined> {
-    const { secret } = await this.options.paused.store();
-    const claims = this.uploadTokens.verify(secret, token);
-    if (typeof claims?.o !== 'string' || typeof claims.s !== 'string' || typeof claims.p !== 'string') return undefined;
-    return { ownerId: claims.o, sessionId: claims.s, path: claims.p };
-  }
-
-  /** The published file a server-signed link names (`GET /v1/outputs/{token}`), if the link is good. */
-  async openOutput(token: string): Promise<{ path: string; body: AsyncIterable<Uint8Array> } | undefined> {
-    const output = await this.options.publisher?.resolve(token);
-    const body = output && (await output.objects.open(output.key));
-    return output && body ? { path: output.path, body } : undefined;
   }
 
   /** Runs the code and counts it in the metrics. */
@@ -975,7 +800,7 @@ export class SessionRegistry {
   async shutdown(graceMs: number): Promise<void> {
     this.shuttingDown = true;
     clearInterval(this.sweeper);
-    clearTimeout(this.retention);
+    this.snapshots.stop();
     // In a cluster, idle sessions are paused at once: their next requests go to a peer, which resumes
     // them, instead of waiting here for this node's running work.
     const early =
@@ -1025,36 +850,6 @@ export class SessionRegistry {
     const paused = outcomes.filter((outcome) => outcome.status === 'fulfilled').length;
     await this.options.paused.close();
     this.options.logger.info({ paused, lost: live.length - paused }, 'every sandbox closed');
-  }
-
-  /** Deletes paused sessions and snapshots past the retention, and what unfinished snapshots left. */
-  private async expireSnapshots(): Promise<void> {
-    try {
-      const expired = await this.options.paused.expire(this.options.snapshotRetentionMs);
-      const outputs = (await this.options.publisher?.expire(this.options.snapshotRetentionMs)) ?? 0;
-      if (outputs > 0) this.options.logger.info({ outputs }, 'published outputs past their retention deleted');
-      if (expired.sessions.length + expired.snapshots.length + expired.orphanParts > 0) {
-        this.options.logger.info(
-          {
-            pausedSessions: expired.sessions.length,
-            snapshots: expired.snapshots.length,
-            bytes: expired.snapshots.reduce((total, snapshot) => total + snapshot.bytes, 0),
-            orphanParts: expired.orphanParts,
-            retentionMs: this.options.snapshotRetentionMs,
-          },
-          'snapshots past their retention deleted',
-        );
-      }
-    } catch (error) {
-      this.options.logger.warn(
-        { error: (error as Error).message },
-        'snapshot retention failed; it runs again in an hour',
-      );
-    }
-    if (!this.shuttingDown) {
-      this.retention = setTimeout(() => void this.expireSnapshots(), RETENTION_INTERVAL_MS);
-      this.retention.unref();
-    }
   }
 
   private refuseWhenShuttingDown(): void {

@@ -224,7 +224,7 @@ export function controlPlane(server: ServerContext, table: SandboxTable) {
       );
     }
     const sandbox = await running(await table.get(owner, id ?? ''), pausedNotFound(id ?? ''));
-    const snapshot = await registry.snapshot(sandbox.entry);
+    const snapshot = await registry.snapshots.take(sandbox.entry);
     return context.json({ snapshotID: snapshot.id, names: [] }, 201);
   };
 

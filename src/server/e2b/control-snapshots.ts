@@ -24,7 +24,7 @@ export function snapshotIdOf(name: string): string | undefined {
 /** The key's snapshots E2B's clients see: not those that hold its paused sandboxes, newest first. */
 async function ownSnapshots(registry: SessionRegistry, owner: Owner): Promise<SnapshotInfo[]> {
   const held = new Set((await registry.listPaused(owner)).map((record) => record.snapshotId));
-  return (await registry.snapshots(owner)).filter((snapshot) => !held.has(snapshot.id));
+  return (await registry.snapshots.list(owner)).filter((snapshot) => !held.has(snapshot.id));
 }
 
 /** The key's snapshot a create's `templateID` names, if it names one (else it names an environment). */
@@ -104,6 +104,6 @@ export async function deleteSnapshot(registry: SessionRegistry, owner: Owner, na
   const id = snapshotIdOf(name);
   if (id === undefined) return false;
   if (!(await ownSnapshots(registry, owner)).some((snapshot) => snapshot.id === id)) return false;
-  await registry.deleteSnapshot(owner, id);
+  await registry.snapshots.delete(owner, id);
   return true;
 }

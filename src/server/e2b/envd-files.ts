@@ -89,7 +89,7 @@ export async function uploadFiles(
   const written = [];
   for (const target of targets) {
     // Up to the server's upload limit, which the body as a whole is within: not bound by the transfer limit.
-    await server.registry.writeUpload(
+    await server.registry.files.writeUpload(
       sandbox.entry,
       target.relative,
       [target.bytes],

@@ -184,7 +184,7 @@ export class SandboxTable {
     });
     if (request.snapshot) {
       try {
-        await this.registry.restore(entry, request.snapshot.id);
+        await this.registry.snapshots.restore(entry, request.snapshot.id);
       } catch (error) {
         await this.registry.remove(entry, 'failed').catch(() => undefined);
         throw error;

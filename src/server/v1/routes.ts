@@ -58,7 +58,7 @@ async function uploadMultipart(context: Context, server: ServerContext, entry: M
   const written = [];
   for (const { file, path } of targets) {
     // Up to the server's upload limit, which the form as a whole is within: not bound by the transfer limit.
-    await server.registry.writeUpload(entry, path, file.stream(), server.options.limits.maxUploadBytes);
+    await server.registry.files.writeUpload(entry, path, file.stream(), server.options.limits.maxUploadBytes);
     written.push(path);
   }
   return written;
@@ -92,7 +92,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
   const putUpload = async (c: Context, entry: ManagedSession, path: string) => {
     let written: { path: string };
     try {
-      written = await registry.writeUpload(entry, path, c.req.raw.body ?? emptyBody(), maxUploadBytes);
+      written = await registry.files.writeUpload(entry, path, c.req.raw.body ?? emptyBody(), maxUploadBytes);
     } catch (error) {
       if (!(error instanceof FileOperationError && error.reason === 'too-large')) throw error;
       return tooLargeBody('upload', maxUploadBytes, (kind) =>
@@ -323,7 +323,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         const { url, path } = body as z.output<typeof ImportBody>;
         const entry = await registry.open(owner, params.id);
         registry.admitUpload(entry);
-        const written = await registry.importOutput(
+        const written = await registry.files.importOutput(
           entry,
           url,
           path === undefined ? undefined : normalizeDataPath(path),
@@ -374,7 +374,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         const expiresAt = new Date(
           Date.now() + (expiresIn === undefined ? server.options.linkTtlMs : expiresIn * 1000),
         );
-        const url = await registry.uploadLink(entry, target, expiresAt);
+        const url = await registry.files.uploadLink(entry, target, expiresAt);
         return c.json({ url, method: 'PUT' as const, path: target, expiresAt: expiresAt.toISOString() }, 201);
       },
     }),
@@ -395,7 +395,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         413: { description: 'Over the upload limit.', json: ErrorSchema },
       },
       handler: async (c, { params }) => {
-        const target = await registry.uploadTarget(params.token);
+        const target = await registry.files.uploadTarget(params.token);
         // A link outlives neither its key (removed from the server) nor its session.
         const owner = target && server.apiKeys.ownerById(target.ownerId);
         if (!target || !owner) throw notFound('No such upload link, or it expired.');
@@ -438,7 +438,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         404: { description: 'No such link, or it expired.', json: ErrorSchema },
       },
       handler: async (c, { params }) => {
-        const output = await registry.openOutput(params.token);
+        const output = await registry.files.openOutput(params.token);
         if (!output) throw notFound('No such published output, or its link expired.');
         const { 'content-length': _length, ...headers } = fileHeaders(output.path, 0);
         if (c.req.method === 'HEAD') {

@@ -76,7 +76,7 @@ export function snapshotRoutes(server: ServerContext): RouteSpec<never, never, n
         504: busyResponse,
       },
       handler: async (c, { owner, params }) => {
-        const info = await registry.snapshot(await registry.open(owner, params.id));
+        const info = await registry.snapshots.take(await registry.open(owner, params.id));
         return c.json(info, 201, { location: `/v1/snapshots/${info.id}` });
       },
     }),
@@ -97,7 +97,7 @@ export function snapshotRoutes(server: ServerContext): RouteSpec<never, never, n
       },
       handler: async (c, { owner, params, body }) => {
         const { snapshotId } = body as z.output<typeof RestoreBody>;
-        return c.json(await registry.restore(await registry.open(owner, params.id), snapshotId));
+        return c.json(await registry.snapshots.restore(await registry.open(owner, params.id), snapshotId));
       },
     }),
     defineRoute({
@@ -125,7 +125,7 @@ export function snapshotRoutes(server: ServerContext): RouteSpec<never, never, n
       summary: "The key's snapshots, newest first (those holding paused sessions included).",
       tags: TAGS,
       responses: { 200: { description: 'Snapshots.', json: SnapshotListSchema } },
-      handler: async (c, { owner }) => c.json({ snapshots: await registry.snapshots(owner) }),
+      handler: async (c, { owner }) => c.json({ snapshots: await registry.snapshots.list(owner) }),
     }),
     defineRoute({
       method: 'delete',
@@ -140,7 +140,7 @@ export function snapshotRoutes(server: ServerContext): RouteSpec<never, never, n
         404: notFoundResponse,
       },
       handler: async (c, { owner, params }) => {
-        await registry.deleteSnapshot(owner, params.snapshotId);
+        await registry.snapshots.delete(owner, params.snapshotId);
         return c.body(null, 204);
       },
     }),
