@@ -14,10 +14,9 @@ import type { Execution, RunOptions } from '../../session/execution.js';
 import type { SessionPool } from '../../session/pool.js';
 import type { Session } from '../../session/session.js';
 import type { RestoreReport } from '../../session/session-state.js';
-import { SessionLostError } from '../../snapshots/snapshot-errors.js';
 import type { Owner } from './auth.js';
 import type { Cluster } from './cluster.js';
-import { LimitExceededError, SessionElsewhereError, SessionNotFoundError, ShuttingDownError } from './errors.js';
+import { SessionElsewhereError, SessionNotFoundError, ShuttingDownError } from './errors.js';
 import { ImageStore } from './image-store.js';
 import type { ManagedSession, SessionSource } from './managed-session.js';
 import type { Metrics } from './metrics.js';
@@ -26,7 +25,9 @@ import type { OutputPublisher, PublishedFile } from './output-publisher.js';
 import type { PausedRecord, PausedSessions } from './paused-sessions.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { RegistryCommands } from './registry-commands.js';
+import { Admission } from './session-admission.js';
 import { SessionFiles } from './session-files.js';
+import { SessionRecords } from './session-records.js';
 import { SessionSnapshots } from './session-snapshots.js';
 
 export interface RegistryOptions {
@@ -71,14 +72,8 @@ export interface ExecuteOptions extends Omit<RunOptions, 'timeoutMs'> {
 }
 
 const SWEEP_INTERVAL_MS = 5_000;
-/** What a session's record says until it is paused or closed: if it is read, this process ended without pausing it. */
-const STOPPED_UNPAUSED = 'the server stopped without pausing it (a crash, or it was killed)';
 /** An id a front door chooses: lower case, as object keys are (paused-sessions.ts). */
 const SESSION_ID = /^[a-z0-9_-]{1,64}$/;
-/** What a refused execution is told to wait: queued executions usually take seconds. */
-const QUEUE_FULL_RETRY_AFTER_MS = 5_000;
-/** What a session refused at the server's capacity is told to wait: sessions idle out or get closed. */
-const SERVER_FULL_RETRY_AFTER_MS = 5_000;
 
 /** How long a request waits for the record of a named session another node is starting. */
 const NAMED_START_WAIT_MS = 15_000;
@@ -88,13 +83,9 @@ export class SessionRegistry {
   /** Scopes (MCP connections) with sessions that may be paused in the store: removeScope deletes those. */
   private readonly pausedScopes = new Set<string>();
   private readonly bySession = new WeakMap<Session, ManagedSession>();
-  /** Each session's record writes, in order. */
-  private readonly records = new WeakMap<ManagedSession, Promise<void>>();
   /** Resumes under way, by owner and id: two requests for a paused session share one. */
   private readonly resuming = new Map<string, Promise<ManagedSession>>();
-  private pendingCreations = 0;
   private draining = false;
-  private readonly pendingByOwner = new Map<string, number>();
   /** Executions in `execute()` now. */
   private inFlight = 0;
   /** Executions and commands someone waits for, now: what a graceful shutdown waits for. */
@@ -108,6 +99,10 @@ export class SessionRegistry {
   readonly snapshots: SessionSnapshots;
   /** Published outputs, imports, uploads and upload links. */
   readonly files: SessionFiles;
+  /** New sessions, executions and other work, let in within the limits. */
+  private readonly admission: Admission;
+  /** What the store says of each session: its marker, its pause, its removal. */
+  private readonly records: SessionRecords;
 
   constructor(private readonly options: RegistryOptions) {
     this.commands = new RegistryCommands({
@@ -122,6 +117,13 @@ export class SessionRegistry {
       track: (work, what) => this.track(work, what),
     });
     this.files = new SessionFiles(options);
+    this.records = new SessionRecords(options);
+    this.admission = new Admission({
+      ...options,
+      held: () => this.byId.size,
+      heldBy: (owner) => this.countOwned(owner),
+      shuttingDown: () => this.shuttingDown,
+    });
     this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
     this.sweeper.unref();
     options.pool.onIdleClose(async (session) => {
@@ -201,7 +203,7 @@ export class SessionRegistry {
 
   /** Whether a new session fits under --max-sessions now. */
   hasRoom(): boolean {
-    return this.byId.size + this.pendingCreations < this.options.maxSessions;
+    return this.byId.size + this.admission.starting < this.options.maxSessions;
   }
 
   /** This server's name among the nodes sharing its store (SANDCELL_NODE_NAME, else the host name). */
@@ -252,42 +254,8 @@ export class SessionRegistry {
 
   /** A session from the pool, within the owner's and the server's limits. */
   private async acquire(owner: Owner, options: { environment?: string; network?: NetworkOption }): Promise<Session> {
-    this.refuseWhenShuttingDown();
     this.sweep();
-    const owned = this.countOwned(owner) + (this.pendingByOwner.get(owner.id) ?? 0);
-    if (owned >= this.options.sessionsPerOwner) {
-      this.options.metrics.rejected.inc({ reason: 'sessions-per-key' });
-      throw new LimitExceededError('sessions-per-key', `This key already has ${owned} live sessions, its limit.`);
-    }
-    if (this.byId.size + this.pendingCreations >= this.options.maxSessions) {
-      this.options.metrics.rejected.inc({ reason: 'server-capacity' });
-      throw new LimitExceededError(
-        'server-sessions',
-        `The server holds ${this.options.maxSessions} sessions, its limit.`,
-        SERVER_FULL_RETRY_AFTER_MS,
-      );
-    }
-    this.pendingCreations++;
-    this.pendingByOwner.set(owner.id, (this.pendingByOwner.get(owner.id) ?? 0) + 1);
-    let session: Session;
-    try {
-      session = await this.options.pool.acquire(options);
-    } catch (error) {
-      if (error instanceof SandcellError && error.code === 'data-budget-exhausted') {
-        this.options.metrics.rejected.inc({ reason: 'data-budget' });
-      } else if (error instanceof SandcellError && error.code !== 'pool-exhausted') {
-        this.options.metrics.sandboxFailures.inc({ kind: error.code });
-      }
-      throw error;
-    } finally {
-      this.pendingCreations--;
-      this.pendingByOwner.set(owner.id, (this.pendingByOwner.get(owner.id) ?? 1) - 1);
-    }
-    if (this.shuttingDown) {
-      await session.close();
-      this.refuseWhenShuttingDown();
-    }
-    return session;
+    return this.admission.acquire(owner, options);
   }
 
   private register(
@@ -312,19 +280,8 @@ export class SessionRegistry {
     };
     this.byId.set(entry.id, entry);
     this.bySession.set(session, entry);
-    // Said if this process ends without pausing it (a crash, kill -9): its next request is told, not given an empty
-    // sandbox. Without a state directory nothing outlives the process, so there is nothing to say.
-    if (this.options.paused.durable)
-      this.writeRecord(entry, () =>
-        this.options.paused
-          .record(owner.id, {
-            ...this.recordBase(entry, 'stopped'),
-            pausedAt: new Date().toISOString(),
-            lost: STOPPED_UNPAUSED,
-            node: this.options.paused.node,
-          })
-          .then(() => this.options.cluster?.place(entry.id)),
-      ).catch(() => undefined); // logged by writeRecord
+    // Said if this process ends without pausing it (a crash, kill -9): its next request is told.
+    this.records.markLive(entry);
     this.options.metrics.sessionsCreated.inc({ api: source });
     this.options.logger.info({ session: entry.id, owner: owner.label, source, name: naming.name }, 'session created');
     return entry;
@@ -343,7 +300,7 @@ export class SessionRegistry {
     else if (entry) {
       // Closed, not paused, behind the registry's back: gone, and its record with it.
       this.forget(entry, 'closed');
-      await this.records.get(entry);
+      await this.records.written(entry);
       throw new SessionNotFoundError(id);
     }
     const live = this.byId.get(id);
@@ -374,7 +331,7 @@ export class SessionRegistry {
 
   /** The owner's paused sessions (live ones are `list`). */
   async listPaused(owner: Owner): Promise<PausedRecord[]> {
-    // A live session's record is its marker (STOPPED_UNPAUSED), not a paused session.
+    // A live session's record is its marker (session-records.ts), not a paused session.
     return (await this.options.paused.list(owner.id)).filter((record) => !this.find(owner, record.id));
   }
 
@@ -392,8 +349,7 @@ export class SessionRegistry {
   async resumable(owner: Owner, id: string): Promise<PausedRecord | undefined> {
     const record = await this.findPaused(owner, id);
     if (!record || record.snapshotId !== undefined) return record;
-    await this.refuseElsewhere(record);
-    throw new SessionLostError(id, this.lostBecause(record));
+    throw await this.records.lost(record);
   }
 
   /** Deletes a paused session and its snapshot; false when there is none. */
@@ -420,7 +376,7 @@ export class SessionRegistry {
   }
 
   private async pauseNow(entry: ManagedSession, reason: 'idle' | 'shutdown' | 'requested'): Promise<PausedRecord> {
-    const base = this.recordBase(entry, reason);
+    const base = this.records.base(entry, reason);
     const started = performance.now();
     try {
       const info = await this.snapshots.withinQuota(entry.owner, async (maxBytes) =>
@@ -432,7 +388,7 @@ export class SessionRegistry {
         }),
       );
       const record: PausedRecord = { ...base, pausedAt: new Date().toISOString(), snapshotId: info.id };
-      await this.writeRecord(entry, () => this.options.paused.record(entry.owner.id, record));
+      await this.records.recordPause(entry, record);
       if (entry.scope !== undefined) this.pausedScopes.add(entry.scope);
       this.forget(entry, 'paused');
       this.options.logger.info(
@@ -452,9 +408,7 @@ export class SessionRegistry {
       // Asked for, the pause fails and the session runs on; idle or at shutdown, it ends all the same.
       if (!entry.session.closed && reason === 'requested') throw error;
       const lost = `its pause (${reason}) failed: ${(error as Error).message}`;
-      await this.writeRecord(entry, () =>
-        this.options.paused.record(entry.owner.id, { ...base, pausedAt: new Date().toISOString(), lost }),
-      );
+      await this.records.recordPause(entry, { ...base, pausedAt: new Date().toISOString(), lost });
       if (entry.scope !== undefined) this.pausedScopes.add(entry.scope);
       this.forget(entry, 'pause-failed');
       if (!entry.session.closed) void entry.session.close().catch(() => undefined);
@@ -487,8 +441,7 @@ export class SessionRegistry {
   private async resume(owner: Owner, id: string): Promise<ManagedSession> {
     const record = await this.options.paused.find(owner.id, id);
     if (!record) throw new SessionNotFoundError(id);
-    await this.refuseElsewhere(record);
-    if (record.snapshotId === undefined) throw new SessionLostError(id, this.lostBecause(record));
+    if (record.snapshotId === undefined) throw await this.records.lost(record);
     // A store shared with other servers: of those asked for this session at once, one resumes it.
     if (!(await this.options.paused.claim(owner.id, record))) throw new SessionElsewhereError(id);
     const started = performance.now();
@@ -516,7 +469,7 @@ export class SessionRegistry {
     entry.restored = report;
     await this.files.watch(entry);
     // Its marker is in the store before it is answered: a server sharing the store then knows where it lives.
-    await this.records.get(entry);
+    await this.records.written(entry);
     if (entry.name !== undefined)
       this.byName.set(nameKey(owner.id, entry.scope ?? entry.source, entry.name), Promise.resolve(entry));
     this.options.logger.info(
@@ -614,7 +567,7 @@ export class SessionRegistry {
       return this.open(owner, holder);
     }
     const entry = await this.create(owner, source, { ...naming, id });
-    await this.records.get(entry);
+    await this.records.written(entry);
     return entry;
   }
 
@@ -633,39 +586,10 @@ export class SessionRegistry {
    */
   private async forgetIfLost(owner: Owner, paused: PausedRecord | undefined): Promise<PausedRecord | undefined> {
     if (paused === undefined || paused.snapshotId !== undefined || this.find(owner, paused.id)) return paused;
-    let lost: SessionLostError;
-    try {
-      await this.refuseElsewhere(paused);
-      lost = new SessionLostError(paused.id, this.lostBecause(paused));
-    } catch (error) {
-      // Live on another server: not this one's to forget. Lost with a node that is gone: said once, as here.
-      if (!(error instanceof SessionLostError)) throw error;
-      lost = error;
-    }
+    // Live on another server, it is not this one's to forget (SessionElsewhereError); lost, it is said once.
+    const lost = await this.records.lost(paused);
     await this.options.paused.remove(owner.id, paused);
     throw lost;
-  }
-
-  /**
-   * Throws SessionElsewhereError for another server's live session. In a cluster, one on a node
-   * that is no longer alive is lost: it stopped without pausing it.
-   */
-  private async refuseElsewhere(record: PausedRecord): Promise<void> {
-    if (!this.options.paused.elsewhere(record)) return;
-    const cluster = this.options.cluster;
-    if (!cluster || record.node === undefined || (await cluster.isAlive(record.node)))
-      throw new SessionElsewhereError(record.id, record.node);
-    throw new SessionLostError(
-      record.id,
-      `its node ${record.node} stopped without pausing it (a crash, or it was killed)`,
-    );
-  }
-
-  /** Why a record without a snapshot has none; in a cluster its marker names the node that held it live, said alike by every node. */
-  private lostBecause(record: PausedRecord): string {
-    if (this.options.cluster && record.lost === STOPPED_UNPAUSED && record.node !== undefined)
-      return `its node ${record.node} stopped without pausing it (a crash, or it was killed)`;
-    return record.lost ?? 'it has no snapshot';
   }
 
   list(owner: Owner): ManagedSession[] {
@@ -703,43 +627,19 @@ export class SessionRegistry {
    * (a stream checks first, so a refusal answers the request, not a stream event).
    */
   admit(entry: ManagedSession, code: string): void {
-    this.refuseWhenShuttingDown();
-    this.refuseWhenQueueFull(entry);
-    const size = Buffer.byteLength(code, 'utf8');
-    if (size > this.options.maxCodeBytes) {
-      this.options.metrics.rejected.inc({ reason: 'code-too-large' });
-      throw new LimitExceededError(
-        'code-bytes',
-        `The code is ${size} bytes; the limit is ${this.options.maxCodeBytes}.`,
-      );
-    }
-    try {
-      this.options.rateLimiter.take(entry.owner.id);
-    } catch (error) {
-      this.options.metrics.rejected.inc({ reason: 'executions-per-minute' });
-      throw error;
-    }
+    this.admission.admit(entry, code);
   }
 
-  /**
-   * Checks an upload (or a command, once its size passed) against the limits: shutdown, and the
-   * key's rate (executions, commands and uploads share one bucket).
-   */
+  /** Checks an upload (or a command, once its size passed): shutdown, and the key's rate. */
   admitUpload(entry: ManagedSession): void {
-    this.refuseWhenShuttingDown();
-    try {
-      this.options.rateLimiter.take(entry.owner.id);
-    } catch (error) {
-      this.options.metrics.rejected.inc({ reason: 'executions-per-minute' });
-      throw error;
-    }
+    this.admission.admitWork(entry);
   }
 
   /** Runs code in a session under the owner's limits. */
   async execute(entry: ManagedSession, code: string, options: ExecuteOptions = {}): Promise<ServerExecution> {
     if (!options.admitted) this.admit(entry, code);
     // Checked again: an admitted stream may start after others took the queue's last place.
-    else this.refuseWhenQueueFull(entry);
+    else this.admission.refuseWhenQueueFull(entry);
     const { admitted: _admitted, ...runOptions } = options;
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.defaultTimeoutMs, this.options.maxExecutionMs);
     this.inFlight++;
@@ -852,25 +752,6 @@ export class SessionRegistry {
     this.options.logger.info({ paused, lost: live.length - paused }, 'every sandbox closed');
   }
 
-  private refuseWhenShuttingDown(): void {
-    if (this.shuttingDown) {
-      throw new ShuttingDownError();
-    }
-  }
-
-  /** Each queued execution holds its code (up to 2 MiB) until it runs: a session's queue is bounded. */
-  private refuseWhenQueueFull(entry: ManagedSession): void {
-    const waiting = Math.max(0, entry.inFlight - 1);
-    if (entry.inFlight > 0 && waiting >= this.options.maxQueuedExecutions) {
-      this.options.metrics.rejected.inc({ reason: 'queue-full' });
-      throw new LimitExceededError(
-        'queued-executions',
-        `${waiting} executions already wait in this session behind the running one, its limit.`,
-        QUEUE_FULL_RETRY_AFTER_MS,
-      );
-    }
-  }
-
   private countOwned(owner: Owner): number {
     let count = 0;
     for (const entry of this.byId.values()) if (entry.owner.id === owner.id) count++;
@@ -890,39 +771,7 @@ export class SessionRegistry {
     }
     this.options.metrics.sessionsClosed.inc({ reason });
     this.options.logger.info({ session: entry.id, owner: entry.owner.label, reason }, 'session closed');
-    const cluster = this.options.cluster;
-    if (cluster) this.writeRecord(entry, () => cluster.unplace(entry.id)).catch(() => undefined); // logged by writeRecord
-    // Closed on purpose (deleted, idle with --on-idle close, its sandbox gone): nothing is left to resume or to report.
-    if (reason !== 'paused' && reason !== 'pause-failed' && this.options.paused.durable) {
-      this.writeRecord(entry, () =>
-        this.options.paused.remove(entry.owner.id, this.recordBase(entry, reason), { keepSnapshot: true }),
-      ).catch(() => undefined); // logged by writeRecord
-    }
-  }
-
-  private recordBase(entry: ManagedSession, reason: string) {
-    return {
-      id: entry.id,
-      source: entry.source,
-      ...(entry.name !== undefined ? { name: entry.name, scope: entry.scope ?? entry.source } : {}),
-      environment: entry.session.environment.name,
-      reason,
-      ...(entry.keep !== undefined ? { keep: entry.keep } : {}),
-      ...(entry.publishOutputs ? { publishOutputs: true } : {}),
-    };
-  }
-
-  /** Writes to a session's record in order: its marker, then its pause or its removal. */
-  private writeRecord(entry: ManagedSession, write: () => Promise<void>): Promise<void> {
-    const next = (this.records.get(entry) ?? Promise.resolve()).then(write);
-    // The chain goes on after a failed write; a caller that awaits this one hears of it.
-    this.records.set(
-      entry,
-      next.catch((error: Error) => {
-        this.options.logger.warn({ session: entry.id, error: error.message }, 'could not write the session’s record');
-      }),
-    );
-    return next;
+    this.records.markClosed(entry, reason);
   }
 
   /** Forgets sessions closed other than through the registry (the pool's idle close is reported as it happens). */

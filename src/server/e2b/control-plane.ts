@@ -31,7 +31,8 @@ import { CURSORS_HEADER, listPage, parseListQuery } from './list-query.js';
 import { networkOfCreation } from './network-fields.js';
 import { presentConnection, presentInfo } from './present.js';
 import type { Lifecycle } from './sandbox-keep.js';
-import { type E2bSandbox, notFound, type SandboxRow, type SandboxTable } from './sandbox-table.js';
+import { type E2bSandbox, notFound, type SandboxRow } from './sandbox-row.js';
+import type { SandboxTable } from './sandbox-table.js';
 
 type Handler = (context: Context, owner: Owner, id: string | undefined) => Promise<Response>;
 

@@ -12,7 +12,7 @@ import type { ServerContext } from '../core/context.js';
 import { readUploadForm } from '../http/multipart.js';
 import { resolveSandboxPath, sandboxPathOf } from './envd-paths.js';
 import { E2bError } from './errors.js';
-import type { E2bSandbox } from './sandbox-table.js';
+import type { E2bSandbox } from './sandbox-row.js';
 
 const gunzipAsync = promisify(gunzip);
 

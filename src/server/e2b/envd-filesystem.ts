@@ -13,7 +13,7 @@ import type { ServerContext } from '../core/context.js';
 import { entryInfo, rootEntry } from './entry-info.js';
 import { resolveSandboxPath, type SandboxPath, shellQuote } from './envd-paths.js';
 import { ConnectError, parseConnectMessage as parse } from './errors.js';
-import type { E2bSandbox } from './sandbox-table.js';
+import type { E2bSandbox } from './sandbox-row.js';
 
 const MAX_DEPTH = 32;
 /** mkdir and mv are quick; a sandbox too busy to run them within this is answered with an error. */

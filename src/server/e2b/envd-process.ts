@@ -15,7 +15,7 @@ import { HOME, shellQuote } from './envd-paths.js';
 import { ConnectError, parseConnectMessage as parse } from './errors.js';
 import { PendingEvents, processEventStream } from './process-stream.js';
 import { E2bProcess, ProcessTable } from './process-table.js';
-import type { E2bSandbox } from './sandbox-table.js';
+import type { E2bSandbox } from './sandbox-row.js';
 
 const DEFAULT_KEEPALIVE_SECONDS = 50;
 const MAX_ARGUMENTS = 4096;

@@ -13,7 +13,7 @@ import { filesystemMethods, type UnaryMethod } from './envd-filesystem.js';
 import { processMethods, processStreams } from './envd-process.js';
 import { watchDir } from './envd-watch.js';
 import { ConnectError, connectErrorResponse, E2bError, toConnectError } from './errors.js';
-import type { E2bSandbox } from './sandbox-table.js';
+import type { E2bSandbox } from './sandbox-row.js';
 
 const SERVICES: Record<string, Record<string, UnaryMethod>> = {
   '/filesystem.Filesystem/': filesystemMethods,

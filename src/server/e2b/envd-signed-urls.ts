@@ -14,7 +14,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'hono';
 import { E2bError } from './errors.js';
-import type { SandboxRow, SandboxTable } from './sandbox-table.js';
+import type { SandboxRow } from './sandbox-row.js';
+import type { SandboxTable } from './sandbox-table.js';
 
 export type SignedOperation = 'read' | 'write';
 

@@ -17,7 +17,7 @@ import type { ServerContext } from '../core/context.js';
 import { decodeRequestEnvelope, encodeEndStream, encodeEnvelope } from './connect-envelope.js';
 import { resolveSandboxPath } from './envd-paths.js';
 import { ConnectError } from './errors.js';
-import type { E2bSandbox } from './sandbox-table.js';
+import type { E2bSandbox } from './sandbox-row.js';
 
 const POLL_MS = 500;
 const KEEPALIVE_MS = 50_000;

@@ -22,7 +22,7 @@ import {
 } from './interpreter-contexts.js';
 import { environmentSnippets, executionEnvironment } from './interpreter-environment.js';
 import { closingLines, type InterpreterLine, interpreterStream, outputLine, resultLine } from './interpreter-ndjson.js';
-import type { E2bSandbox } from './sandbox-table.js';
+import type { E2bSandbox } from './sandbox-row.js';
 
 const homes = new DefaultContextHomes();
 

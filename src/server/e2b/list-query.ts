@@ -12,7 +12,7 @@
 
 import { MAX_PAGE_SIZE } from './control-schemas.js';
 import { E2bError } from './errors.js';
-import type { SandboxRow, SandboxState } from './sandbox-table.js';
+import type { SandboxRow, SandboxState } from './sandbox-row.js';
 
 export interface ListQuery {
   states: Set<string>;

@@ -1,7 +1,7 @@
 /** The control plane's answers, in E2B's field names (the SDKs read `sandboxID`, `templateID`, `clientID`, `envdVersion`). */
 import { DEFAULT_LIMITS } from '../../backends/limits.js';
 import type { ResolvedServerOptions } from '../core/options.js';
-import type { SandboxRow, SandboxState } from './sandbox-table.js';
+import type { SandboxRow, SandboxState } from './sandbox-row.js';
 
 /**
  * The envd version whose features envd here serves: raw and gzip uploads

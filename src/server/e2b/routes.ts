@@ -33,7 +33,8 @@ import { handleEnvd, isConnectPath } from './envd-routes.js';
 import { SIGNED_FILES_PATH, sandboxOfSignedLink } from './envd-signed-urls.js';
 import { connectErrorResponse, E2bError, e2bErrorResponse } from './errors.js';
 import { handleInterpreter } from './interpreter-routes.js';
-import { type E2bSandbox, type SandboxRow, SandboxTable, tokenMatches } from './sandbox-table.js';
+import { type E2bSandbox, type SandboxRow, tokenMatches } from './sandbox-row.js';
+import { SandboxTable } from './sandbox-table.js';
 
 export const E2B_PREFIX = '/e2b';
 export const ENVD_PORT = '49983';
