@@ -2,6 +2,8 @@
 // Part of `npm run lint`: a source file that grows past MAX_LINES is holding two jobs, and is cut
 // at the seam, unless its first lines say why it stays long (a line with "Long because"). Lists
 // each one that does neither and exits non-zero, the way `npm run cycles` keeps imports acyclic.
+// The files below are over it and not cut yet (issue 45 goes on): each may not grow past the size
+// it has now, and leaves the list once it is cut.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { root } from './setup-common.mjs';
@@ -11,6 +13,15 @@ const MAX_LINES = 600;
 const HEADER_LINES = 25;
 const ROOTS = ['src', 'web/src', 'scripts', 'bench'];
 const EXTENSIONS = new Set(['.ts', '.tsx', '.mjs', '.js', '.py', '.R']);
+const NOT_CUT_YET = {
+  'src/server/core/registry.ts': 788,
+  'src/server/conversations/conversation.ts': 785,
+  'src/session/session.ts': 773,
+  'src/kernel/javascript-kernel.test.ts': 721,
+  'src/kernel/sandcell_bash_kernel.py': 690,
+  'bench/run.mjs': 622,
+  'src/kernel/sandcell_kernel.py': 603,
+};
 
 function* files(directory) {
   for (const entry of readdirSync(directory, { withFileTypes: true })) {
@@ -26,9 +37,12 @@ for (const base of ROOTS) {
   for (const file of files(path.join(root, base))) {
     const lines = readFileSync(file, 'utf8').split('\n');
     const count = lines.at(-1) === '' ? lines.length - 1 : lines.length;
-    if (count <= MAX_LINES) continue;
+    const name = path.relative(root, file);
+    if (count <= (NOT_CUT_YET[name] ?? MAX_LINES)) continue;
     if (lines.slice(0, HEADER_LINES).some((line) => /long because/i.test(line))) continue;
-    long.push(`${path.relative(root, file)}: ${count} lines`);
+    long.push(
+      `${name}: ${count} lines${NOT_CUT_YET[name] ? ` (grown past ${NOT_CUT_YET[name]} before it was cut)` : ''}`,
+    );
   }
 }
 if (long.length > 0) {
