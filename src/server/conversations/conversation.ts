@@ -31,25 +31,20 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DataChat } from '../../agents/data-chat.js';
-import type { AgentEvent, SessionFile } from '../../agents/events.js';
 import type { FileAccessAgent } from '../../agents/file-access-agent.js';
 import type { ChatModel } from '../../agents/model.js';
 import type { ApprovalDecision, ApprovalRequest } from '../../agents/python-exec-agent.js';
 import {
   type ApprovalMode,
   applyConversationEvent,
-  type CodeFile,
   type ConversationEvent,
   type ConversationMode,
   type ConversationSummary,
   type Conversation as ConversationView,
-  type ExecutionSummary,
   type FilePreview,
-  type PresentedResult,
   type SessionResumed,
   type Turn,
 } from '../../protocol/index.js';
-import type { Execution, ExecutionResult } from '../../session/execution.js';
 import type { FileChanges } from '../../session/file-changes.js';
 import type { Language } from '../../session/languages.js';
 import type { Session } from '../../session/session.js';
@@ -63,21 +58,20 @@ import {
 } from '../core/errors.js';
 import { ImageStore } from '../core/image-store.js';
 import type { ManagedSession, PausedRecord } from '../core/managed-session.js';
-import type { PublishedFile } from '../core/output-publisher.js';
 import type { SessionRegistry } from '../core/registry.js';
-import { presentResult, sessionFileUrl } from '../http/present-result.js';
 import { continuationContext } from './continuation.js';
 import { ConversationHistory, imageName } from './conversation-history.js';
 import type { ConversationJournal } from './conversation-journal.js';
+import { ConversationLinks } from './conversation-links.js';
 import { DEFAULT_HISTORY_LIMITS, type HistoryLimits, turnImageUrls } from './history-limits.js';
 import { type HeaderRecord, HISTORY_FORMAT_VERSION } from './history-records.js';
-import { errorWithin } from './output-budget.js';
 import { resumeNoteForModel, resumeNotice } from './resume-notice.js';
 import { type ApprovalAnswer, RunningTurn, type TurnListener } from './running-turn.js';
 import { bindSession, describeExpiry, type Expiry, goneBecause, resumable } from './session-binding.js';
 import type { StoredHistory } from './state-directory.js';
 import { titleFrom, titleFromCell, titleFromFiles, UNTITLED } from './title.js';
 import { describeTurnError } from './turn-errors.js';
+import { TurnEvents } from './turn-events.js';
 
 /** Images kept per conversation (for its history and its notebook export); the oldest go first. */
 const MAX_CONVERSATION_IMAGES = 256;
@@ -128,8 +122,10 @@ export class ServerConversation {
   private chat?: DataChat;
   private fileAgent?: FileAccessAgent;
   private cellFiles?: FileChanges;
-  /** The newest published link of each file its executions wrote, when its session publishes them. */
-  private readonly published = new Map<string, string>();
+  /** How its outputs are linked: images, files, and the newest published link of each file. */
+  private readonly links: ConversationLinks;
+  /** What its turns' agents and executions become in its history. */
+  private readonly events: TurnEvents;
   /** The resume under way: two requests at once share it. */
   private resuming?: Promise<void>;
   /** What the last resume did not bring back, said at the start of the next turn. */
@@ -151,6 +147,15 @@ export class ServerConversation {
     this.limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
     this.images = new ImageStore({ maxImages: MAX_CONVERSATION_IMAGES, maxBytes: this.limits.historyBytes });
     this.history = new ConversationHistory(this.images, this.limits.historyBytes, () => this.journal?.rewrite());
+    this.links = new ConversationLinks(this.id, this.images, () => this.urlEntry());
+    this.events = new TurnEvents({
+      running: () => this.running,
+      turn: () => (this.running ? this.turns[this.running.index] : undefined),
+      emit: (event) => this.emit(event),
+      links: this.links,
+      outputBytes: this.limits.outputBytes,
+      keepWithinLimits: () => this.keepWithinLimits(),
+    });
     this.titled = Boolean(title?.trim());
     this.title = this.titled ? titleFrom(title!) : UNTITLED;
   }
@@ -352,8 +357,8 @@ export class ServerConversation {
       previous: this.chat,
       turns: this.turns,
       approve: (request) => this.requestApproval(request),
-      onEvent: (event) => this.onAgentEvent(event),
-      onPublished: (files) => this.notePublished(files),
+      onEvent: (event) => this.events.agentEvent(event),
+      onPublished: (files) => this.links.notePublished(files),
     });
     this.current = entry;
     this.chat = bound.chat;
@@ -454,13 +459,13 @@ export class ServerConversation {
         signal: running.abort.signal,
         onStdout: (text) => this.emit({ type: 'stdout-delta', callId, text }),
         onStderr: (text) => this.emit({ type: 'stderr-delta', callId, text }),
-        onResult: (result) => this.emitResult(running, callId, result),
+        onResult: (result) => this.events.result(running, callId, result),
       });
-      if (execution.files) this.notePublished(execution.files);
+      if (execution.files) this.links.notePublished(execution.files);
       const files = (await cellFiles.changed()).map((file) =>
-        this.codeFile({ path: file.path, size: file.size, kind: 'file' }),
+        this.links.codeFile({ path: file.path, size: file.size, kind: 'file' }),
       );
-      this.emitExecutionEnd(callId, execution, files);
+      this.events.executionEnd(callId, execution, files);
     });
     // Code is no title: a cell names only a nameless conversation, and only provisionally.
     if (!this.titled && this.title === UNTITLED) this.title = titleFromCell(code) ?? UNTITLED;
@@ -507,7 +512,7 @@ export class ServerConversation {
         ...(loaded.columns ? { columns: loaded.columns } : {}),
         ...(loaded.head ? { head: loaded.head } : {}),
         text: loaded.preview,
-        url: this.fileUrl(file.name),
+        url: this.links.fileUrl(file.name),
       });
     }
     this.turns[running.index] = { ...this.turns[running.index]!, files: previews };
@@ -620,16 +625,6 @@ export class ServerConversation {
     running.send(kept);
   }
 
-  /** A streamed result; one past the budget is not even stored (its images would only take room). */
-  private emitResult(running: RunningTurn, callId: string, result: ExecutionResult): void {
-    const budget = running.budget(callId);
-    if (budget.exhausted) {
-      budget.resultsSeen++;
-      return;
-    }
-    this.emit({ type: 'result-ready', callId, result: this.present(result) });
-  }
-
   /** Code that never ran because the turn stopped is marked skipped. */
   private finishOpenSteps(running: RunningTurn): void {
     for (const step of this.turns[running.index]!.steps) {
@@ -644,69 +639,6 @@ export class ServerConversation {
     return this.running.requestApproval(request, (approvalId) =>
       this.emit({ type: 'approval-request', approvalId, ...request }),
     );
-  }
-
-  /**
-   * The agents speak the conversation's vocabulary; what differs is presented
-   * here: results and files become links, and events only a process sees stay
-   * in it (the conversation ends the turn with its own `answer-end`).
-   */
-  private onAgentEvent(event: AgentEvent): void {
-    switch (event.type) {
-      case 'step-end': {
-        // A model that does not stream gives its words only here.
-        const turn = this.running ? this.turns[this.running.index] : undefined;
-        const last = turn?.steps[turn.steps.length - 1];
-        const streamed = last?.type === 'text';
-        if (!streamed && event.response.text.trim() !== '' && event.response.toolCalls.length > 0) {
-          this.emit({ type: 'answer-delta', agent: event.agent, text: event.response.text });
-        }
-        break;
-      }
-      case 'result-ready':
-        if (this.running) this.emitResult(this.running, event.callId, event.result);
-        break;
-      case 'execution-end':
-        this.emitExecutionEnd(
-          event.callId,
-          event.execution,
-          event.files.map((file) => this.codeFile(file)),
-        );
-        break;
-      case 'answer-end':
-      case 'tool-call-start':
-      case 'tool-call-end':
-      case 'file-written':
-      case 'file-loaded':
-        break;
-      default:
-        this.emit(event);
-    }
-  }
-
-  private emitExecutionEnd(callId: string, execution: Execution, files: CodeFile[]): void {
-    const running = this.running;
-    if (!running) return;
-    const summary: ExecutionSummary = {
-      status: execution.status,
-      ...(execution.error ? { error: errorWithin(execution.error, this.limits.outputBytes) } : {}),
-      executionCount: execution.executionCount,
-      durationMs: execution.durationMs,
-      ...(execution.stateLost ? { stateLost: true, stateLostReason: execution.stateLostReason } : {}),
-      ...(execution.outputTruncated ? { outputTruncated: true } : {}),
-    };
-    // Results streamed during the run were kept (or left out) already; the rest are kept now, within the budget.
-    const turn = this.turns[running.index];
-    const step = turn?.steps.findLast((candidate) => candidate.type === 'code' && candidate.callId === callId);
-    const results = step?.type === 'code' ? [...step.results] : [];
-    const budget = running.budget(callId);
-    for (const result of execution.results.slice(budget.resultsSeen)) {
-      if (budget.exhausted) break;
-      const kept = budget.result(this.present(result));
-      if (kept) results.push(kept);
-    }
-    this.emit({ type: 'execution-end', callId, execution: summary, results, files });
-    this.keepWithinLimits();
   }
 
   // --- bounds --------------------------------------------------------------------
@@ -742,31 +674,6 @@ export class ServerConversation {
     this.history.dropTurns(targetBytes, () => {
       if (running) running.index--;
     });
-  }
-
-  private present(result: ExecutionResult): PresentedResult {
-    return presentResult(this.urlEntry(), result, 'url', {
-      images: this.images,
-      url: `/v1/conversations/${this.id}/images`,
-    }) as PresentedResult;
-  }
-
-  private codeFile(file: SessionFile): CodeFile {
-    // A published file's link outlives the session; the session's own download lasts while it does.
-    const url = this.published.get(file.path) ?? this.fileUrl(file.path);
-    return { path: file.path, size: file.size, kind: file.kind, url };
-  }
-
-  /** Remembers the links of published files, for the files the turn tells of. */
-  private notePublished(files: PublishedFile[]): void {
-    for (const file of files) {
-      if (file.url) this.published.set(file.path, file.url);
-      else this.published.delete(file.path);
-    }
-  }
-
-  private fileUrl(path: string): string {
-    return sessionFileUrl(this.urlEntry(), path);
   }
 
   /** Links name the session by its id, which stays the same across a pause and a resume. */
