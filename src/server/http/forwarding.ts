@@ -254,10 +254,29 @@ export class Forwarder {
     if (located) return located;
     if (draining) return this.roomiest();
     // Its home is gone and no live node holds it: this node resumes it unless another took it first.
+    if (!this.mayLease(request)) return undefined;
     const leased = await cluster.lease(named.id).catch(() => undefined);
     if (leased) return leased;
     this.leases.set(named.id, (this.leases.get(named.id) ?? 0) + 1);
     return undefined;
+  }
+
+  /**
+   * Whether a request may write the catalog (a lease): one with a key this server takes, or E2B's
+   * sandbox traffic, which carries its sandbox's tokens instead (checked once the sandbox is read).
+   * Others are answered here without one: they cannot make this node write the store at will (a
+   * refused request's lease would be written and deleted again), and the snapshot's claim still
+   * lets only one node resume the session.
+   */
+  private mayLease(request: IncomingMessage): boolean {
+    if (typeof request.headers['e2b-sandbox-id'] === 'string') return true;
+    try {
+      const apiKey = request.headers['x-api-key'];
+      this.options.apiKeys.authenticate(request.headers.authorization, typeof apiKey === 'string' ? apiKey : undefined);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Whether what the id names moves between nodes (found in the catalog once it left its home). */
