@@ -41,9 +41,9 @@ import { AZURE_SCOPE } from '../azure/routes.js';
 import type { ApiKeys, Owner } from '../core/auth.js';
 import { type Cluster, FORWARDED_BY_HEADER, type Peer } from '../core/cluster.js';
 import type { SessionRegistry } from '../core/registry.js';
-import { MAX_PAGE_SIZE } from '../e2b/control-schemas.js';
-import { CURSORS_HEADER, compareCursors, parseCursor } from '../e2b/list-query.js';
+import { CURSORS_HEADER } from '../e2b/list-query.js';
 import { E2B_PREFIX } from '../e2b/routes.js';
+import { type GatheredList, LISTS, MAX_LIST_BYTES, mergeList } from './gathered-lists.js';
 
 /** What a request names: a registry session (found in the catalog when moved), or another id a node hands out. */
 export interface NamedId {
@@ -90,71 +90,6 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding',
   'upgrade',
 ]);
-
-/** A list every node answers only in part, and how to merge the parts. */
-interface GatheredList {
-  path: RegExp;
-  items(body: unknown): unknown[] | undefined;
-  wrap(items: unknown[]): unknown;
-  /** The field naming an entry (`id` unless said). */
-  idField?: string;
-  /** The field (an ISO time) the merged list is ordered by, newest first. */
-  newestFirst?: string;
-  /**
-   * A list in pages (E2B's): each node answers the first `limit` entries after the client's token,
-   * with each entry's cursor (CURSORS_HEADER) and `X-Next-Token` when it has more; the merged page
-   * is the first `limit` of them all by cursor, and its token the last one's cursor.
-   */
-  paged?: {
-    limit(query: URLSearchParams): number;
-    order(query: URLSearchParams): (first: string, second: string) => number;
-  };
-}
-
-/**
- * Lists that every node answers only in part (the sessions it holds live, and the paused ones all
- * see): a node asks every live node, itself included, and answers their union. An entry for the same
- * id from several nodes is the live one (a live session is a `lost` marker to the others).
- */
-const LISTS: GatheredList[] = [
-  {
-    path: /^\/v1\/sessions\/?$/,
-    items: (body) => (isObject(body) && Array.isArray(body.sessions) ? body.sessions : undefined),
-    wrap: (items) => ({ sessions: items }),
-  },
-  {
-    path: /^\/v1\/conversations\/?$/,
-    items: (body) => (isObject(body) && Array.isArray(body.conversations) ? body.conversations : undefined),
-    wrap: (items) => ({ conversations: items }),
-    newestFirst: 'updatedAt',
-  },
-  {
-    path: /^\/jupyter\/api\/(?:kernels|sessions)\/?$/,
-    items: (body) => (Array.isArray(body) ? body : undefined),
-    wrap: (items) => items,
-  },
-  {
-    path: new RegExp(`^${E2B_PREFIX}/+(?:v2/)?sandboxes\\/?$`),
-    items: (body) => (Array.isArray(body) ? body : undefined),
-    wrap: (items) => items,
-    idField: 'sandboxID',
-    paged: {
-      // One the node itself refuses is answered by its own 400 before this is used.
-      limit: (query) => Number(query.get('limit') ?? MAX_PAGE_SIZE) || MAX_PAGE_SIZE,
-      order: (query) => {
-        const sign = query.get('order') === 'asc' ? 1 : -1;
-        return (first, second) => {
-          const [a, b] = [parseCursor(first), parseCursor(second)];
-          return a && b ? sign * compareCursors(a, b) : 0;
-        };
-      },
-    },
-  },
-];
-const MAX_LIST_BYTES = 16 * 1024 * 1024;
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The session (or other node-tagged id) a request is for, from where its front door names it. */
 export function namedIdOf(request: IncomingMessage): NamedId | undefined {
@@ -455,50 +390,9 @@ export class Forwarder {
       response.end(own.body);
       return true;
     }
-    const idField = list.idField ?? 'id';
-    const byId = new Map<string, { item: unknown; cursor?: string }>();
-    const unnamed: unknown[] = [];
-    let more = false;
-    for (const [index, answer] of answers.entries()) {
-      if (answer?.status !== 200) continue;
-      let items: unknown[] | undefined;
-      try {
-        items = list.items(JSON.parse(answer.body));
-      } catch {
-        items = undefined;
-      }
-      const cursors = answer.cursors ? answer.cursors.split(',') : [];
-      if (list.paged && items && cursors.length !== items.length) {
-        logger.warn({ peer: index === 0 ? cluster.node : 'a peer' }, 'a page of a list came without its cursors');
-        continue;
-      }
-      if (answer.nextToken) more = true;
-      for (const [position, item] of (items ?? []).entries()) {
-        const id = isObject(item) && typeof item[idField] === 'string' ? item[idField] : undefined;
-        if (id === undefined) unnamed.push(item);
-        else if (!byId.has(id) || (isObject(item) && item.state === 'running'))
-          byId.set(id, { item, cursor: cursors[position] });
-      }
-    }
-    let entries = [...byId.values()];
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    const { paged } = list;
-    if (paged) {
-      const query = new URL(request.url ?? '/', 'http://request.invalid').searchParams;
-      const order = paged.order(query);
-      entries.sort((first, second) => order(first.cursor ?? '', second.cursor ?? ''));
-      const limit = paged.limit(query);
-      if (entries.length > limit) more = true;
-      entries = entries.slice(0, limit);
-      const last = entries.at(-1)?.cursor;
-      if (more && last) headers['x-next-token'] = last;
-    }
-    const merged = [...entries.map((entry) => entry.item), ...(paged ? [] : unnamed)];
-    const field = list.newestFirst;
-    if (field !== undefined) {
-      const time = (item: unknown) => (isObject(item) && typeof item[field] === 'string' ? String(item[field]) : '');
-      merged.sort((a, b) => time(b).localeCompare(time(a)));
-    }
+    const { items: merged, headers } = mergeList(list, request, answers, (index) =>
+      logger.warn({ peer: index === 0 ? cluster.node : 'a peer' }, 'a page of a list came without its cursors'),
+    );
     const body = JSON.stringify(list.wrap(merged));
     response.writeHead(200, { ...headers, 'content-length': Buffer.byteLength(body) });
     response.end(body);
