@@ -489,29 +489,19 @@ const snapshots = BACKENDS.includes('bubblewrap')
 rows.push(...snapshots.rows.map(bubblewrapRow));
 
 // --- server (sandcell serve over HTTP, on the default backend): bench/server.mjs ---------------------
-const server = withServer
-  ? await part('server (bench/server.mjs)', minutes(20), () => runServerBench({ quick }), NOTHING)
-  : NOTHING;
+// The parts that start a server: skipped (NOTHING) without one.
+const serverPart = (name, limitMs, run) => (withServer ? part(name, limitMs, () => run({ quick }), NOTHING) : NOTHING);
+const server = await serverPart('server (bench/server.mjs)', minutes(20), runServerBench);
 // New sessions arriving steadily, the pool sized by demand and fixed: bench/arrivals.mjs.
-const arrivals = withServer
-  ? await part('arrivals (bench/arrivals.mjs)', minutes(20), () => runArrivalsBench({ quick }), NOTHING)
-  : NOTHING;
+const arrivals = await serverPart('arrivals (bench/arrivals.mjs)', minutes(20), runArrivalsBench);
 // --- the E2B SDK against the same kind of server: bench/e2b.mjs ----------------------------------------
-const e2b = withServer
-  ? await part('E2B SDK (bench/e2b.mjs)', minutes(15), () => runE2bBench({ quick }), NOTHING)
-  : NOTHING;
+const e2b = await serverPart('E2B SDK (bench/e2b.mjs)', minutes(15), runE2bBench);
 // The Jupyter front door (bench/jupyter.mjs): the channels websocket beside /v1 and a raw ipykernel.
-const jupyter = withServer
-  ? await part('Jupyter (bench/jupyter.mjs)', minutes(15), () => runJupyterBench({ quick }), NOTHING)
-  : NOTHING;
+const jupyter = await serverPart('Jupyter (bench/jupyter.mjs)', minutes(15), runJupyterBench);
 // Published outputs (bench/outputs.mjs): what publishing adds to an execution, 100 MB beside the SDK alone.
-const outputs = withServer
-  ? await part('published outputs (bench/outputs.mjs)', minutes(15), () => runOutputsBench({ quick }), NOTHING)
-  : NOTHING;
+const outputs = await serverPart('published outputs (bench/outputs.mjs)', minutes(15), runOutputsBench);
 // Several nodes as one service (bench/cluster.mjs): forwarding, a drain, a moved session.
-const cluster = withServer
-  ? await part('cluster (bench/cluster.mjs)', minutes(15), () => runClusterBench({ quick }), NOTHING)
-  : NOTHING;
+const cluster = await serverPart('cluster (bench/cluster.mjs)', minutes(15), runClusterBench);
 // The network gate (bench/network-gate.mjs): its added latency on a small HTTPS request; no sandbox.
 const networkGate = await part(
   'network gate (bench/network-gate.mjs)',
