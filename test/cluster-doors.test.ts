@@ -6,14 +6,22 @@
  * door's lists are read through every node before a node goes, so each node has cached what it
  * could of the sessions of the node that then goes.
  */
-import { Sandbox } from '@e2b/code-interpreter';
-import { KernelManager, type KernelMessage, ServerConnection } from '@jupyterlab/services';
+import { Sandbox, type SandboxOpts } from '@e2b/code-interpreter';
+import type { KernelManager } from '@jupyterlab/services';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { nodeTag } from '../src/server/core/cluster.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
-import { CLUSTER_KEY, type Json, mcpClientOn, runPython, TestCluster } from './support/cluster-nodes.js';
+import {
+  CLUSTER_KEY,
+  type Json,
+  jupyterValue,
+  type Kernel,
+  kernelManager,
+  mcpClientOn,
+  runPython,
+  TestCluster,
+} from './support/cluster-nodes.js';
 import { netnsUnavailable } from './support/netns-cluster.js';
 
 const reason = netnsUnavailable() ?? (await unavailableReason(createBubblewrapBackend()));
@@ -47,30 +55,15 @@ async function azureIdentifierOn(name: string, code: string): Promise<string> {
   throw new Error(`no Azure session landed on ${name}`);
 }
 
-/** A Jupyter kernel manager through the front, with the websocket the way JupyterLab opens it. */
-function kernelManager(): KernelManager {
-  const settings = ServerConnection.makeSettings({
-    baseUrl: `${cluster.front}/jupyter/`,
-    wsUrl: `${cluster.front.replace('http', 'ws')}/jupyter/`,
-    token: CLUSTER_KEY,
-    appendToken: true,
-    WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
-  });
-  return new KernelManager({ serverSettings: settings });
-}
-
-type Kernel = Awaited<ReturnType<KernelManager['startNew']>>;
-
-/** What an expression's result reads in a Jupyter kernel. */
-async function jupyterValue(kernel: Kernel, code: string): Promise<string> {
-  const out: string[] = [];
-  const future = kernel.requestExecute({ code });
-  future.onIOPub = (message) => {
-    if (message.header.msg_type === 'execute_result')
-      out.push(String((message as KernelMessage.IExecuteResultMsg).content.data['text/plain']));
-  };
-  await future.done;
-  return out.join('');
+/** A new E2B sandbox through the front on node `name` (those that land elsewhere are killed). */
+async function sandboxOn(name: string, options: SandboxOpts = {}): Promise<Sandbox> {
+  const made = await cluster.madeOn(
+    [name],
+    () => Sandbox.create(options),
+    (sandbox) => sandbox.sandboxId,
+    (sandbox) => sandbox.kill(),
+  );
+  return made.get(name) as Sandbox;
 }
 
 /** Runs a notebook cell in a conversation through the front; what it printed. */
@@ -110,16 +103,9 @@ describeWhenAvailable(
     }, 60_000);
 
     it("SIGTERM: a drained node's sessions answer with their state through every door, after every node listed them", async () => {
-      const kernels = kernelManager();
+      const kernels = kernelManager(cluster);
       try {
-        const sandbox = (
-          await cluster.madeOn(
-            ['node-1'],
-            () => Sandbox.create(),
-            (made) => made.sandboxId,
-            (made) => made.kill(),
-          )
-        ).get('node-1') as Sandbox;
+        const sandbox = await sandboxOn('node-1');
         await sandbox.runCode('x = 5');
         await sandbox.files.write('/home/user/kept.txt', 'drained');
         // More sandboxes through the balancer, wherever they land (node-1's among them).
@@ -200,27 +186,14 @@ describeWhenAvailable(
     }, 240_000);
 
     it('kill -9: its live sandboxes are said lost, its paused ones resume, and none is answered by a fresh sandbox, also once it is back', async () => {
-      const made = await cluster.madeOn(
-        ['node-2'],
-        () => Sandbox.create(),
-        (sandbox) => sandbox.sandboxId,
-        (sandbox) => sandbox.kill(),
-      );
-      const live = made.get('node-2') as Sandbox;
+      const live = await sandboxOn('node-2');
       await live.runCode('w = "live"');
-      const pausedOne = (
-        await cluster.madeOn(
-          ['node-2'],
-          () => Sandbox.create({ lifecycle: { onTimeout: 'pause', autoResume: true } }),
-          (sandbox) => sandbox.sandboxId,
-          (sandbox) => sandbox.kill(),
-        )
-      ).get('node-2') as Sandbox;
+      const pausedOne = await sandboxOn('node-2', { lifecycle: { onTimeout: 'pause', autoResume: true } });
       await pausedOne.runCode('w = "paused"');
       await pausedOne.pause();
       const session = (await cluster.sessionsOn(['node-2'])).get('node-2') as string;
       expect((await cluster.run(session, 'w = 1')).json.status).toBe('ok');
-      const kernels = kernelManager();
+      const kernels = kernelManager(cluster);
       const kernelId = (
         await cluster.madeOn(
           ['node-2'],
@@ -284,14 +257,7 @@ describeWhenAvailable(
     }, 240_000);
 
     it('a paused sandbox whose node is gone, asked for on two nodes at once: one resumes it, the other forwards, every increment counted once', async () => {
-      const sandbox = (
-        await cluster.madeOn(
-          ['node-3'],
-          () => Sandbox.create(),
-          (made) => made.sandboxId,
-          (made) => made.kill(),
-        )
-      ).get('node-3') as Sandbox;
+      const sandbox = await sandboxOn('node-3');
       await sandbox.runCode('n = 0');
       const session = (await cluster.sessionsOn(['node-3'])).get('node-3') as string;
       expect((await cluster.run(session, 'k = 0')).json.status).toBe('ok');

@@ -9,14 +9,19 @@
  * or run twice, no session lost); a fourth node started (new sessions reach it).
  */
 import { Sandbox } from '@e2b/code-interpreter';
-import { KernelManager, type KernelMessage, ServerConnection } from '@jupyterlab/services';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
-import { CLUSTER_KEY as KEY, mcpClientOn, runPython, TestCluster } from './support/cluster-nodes.js';
+import {
+  jupyterValue,
+  CLUSTER_KEY as KEY,
+  kernelManager,
+  mcpClientOn,
+  runPython,
+  TestCluster,
+} from './support/cluster-nodes.js';
 import { netnsUnavailable } from './support/netns-cluster.js';
 
 const reason = netnsUnavailable() ?? (await unavailableReason(createBubblewrapBackend()));
@@ -56,26 +61,10 @@ describeWhenAvailable('a cluster of nodes in network namespaces behind HAProxy',
       await sandbox.kill();
     }
 
-    const settings = ServerConnection.makeSettings({
-      baseUrl: `${cluster.front}/jupyter/`,
-      wsUrl: `${cluster.front.replace('http', 'ws')}/jupyter/`,
-      token: KEY,
-      appendToken: true,
-      WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
-    });
-    const kernels = new KernelManager({ serverSettings: settings });
+    const kernels = kernelManager(cluster);
     try {
       const kernel = await kernels.startNew({ name: 'python3' });
-      const execute = async (code: string) => {
-        const out: string[] = [];
-        const future = kernel.requestExecute({ code });
-        future.onIOPub = (message) => {
-          if (message.header.msg_type === 'execute_result')
-            out.push(String((message as KernelMessage.IExecuteResultMsg).content.data['text/plain']));
-        };
-        await future.done;
-        return out.join('');
-      };
+      const execute = (code: string) => jupyterValue(kernel, code);
       await execute('z = 3');
       expect(await execute('z + 1')).toBe('4');
       await kernel.shutdown();

@@ -12,10 +12,12 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { KernelManager, type KernelMessage, ServerConnection } from '@jupyterlab/services';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'vitest';
+import WebSocket from 'ws';
 import { nodeTag } from '../../src/server/core/cluster.js';
 import { createNetnsLink, type NetnsLink } from './netns-cluster.js';
 import { freePort } from './readme.js';
@@ -308,4 +310,30 @@ export async function mcpClientOn(cluster: TestCluster, name: string): Promise<C
 export async function runPython(client: Client, code: string, session: string): Promise<string> {
   const result = (await client.callTool({ name: 'run_python', arguments: { code, session } })) as CallToolResult;
   return result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+}
+
+/** A Jupyter kernel manager through the front, with the websocket the way JupyterLab opens it. */
+export function kernelManager(cluster: TestCluster): KernelManager {
+  const settings = ServerConnection.makeSettings({
+    baseUrl: `${cluster.front}/jupyter/`,
+    wsUrl: `${cluster.front.replace('http', 'ws')}/jupyter/`,
+    token: CLUSTER_KEY,
+    appendToken: true,
+    WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
+  });
+  return new KernelManager({ serverSettings: settings });
+}
+
+export type Kernel = Awaited<ReturnType<KernelManager['startNew']>>;
+
+/** What an expression's result reads in a Jupyter kernel. */
+export async function jupyterValue(kernel: Kernel, code: string): Promise<string> {
+  const out: string[] = [];
+  const future = kernel.requestExecute({ code });
+  future.onIOPub = (message) => {
+    if (message.header.msg_type === 'execute_result')
+      out.push(String((message as KernelMessage.IExecuteResultMsg).content.data['text/plain']));
+  };
+  await future.done;
+  return out.join('');
 }
