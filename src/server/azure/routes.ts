@@ -123,9 +123,10 @@ async function allFiles(entry: ManagedSession, directory = ''): Promise<FileEntr
 
 export function azureRoutes(server: ServerContext): RouteSpec<never, never, never>[] {
   const { registry } = server;
-  const session = (owner: Owner, query: AzureQueryValue) => registry.named(owner, 'azure', SCOPE, query.identifier);
+  const session = (owner: Owner, query: AzureQueryValue) =>
+    registry.names.open(owner, 'azure', SCOPE, query.identifier);
   const existing = async (owner: Owner, query: AzureQueryValue) => {
-    const entry = await registry.findNamed(owner, SCOPE, query.identifier);
+    const entry = await registry.names.find(owner, SCOPE, query.identifier);
     if (!entry) throw new HttpError(404, 'session-not-found', `No session with identifier ${query.identifier}.`);
     return entry;
   };
@@ -139,7 +140,7 @@ export function azureRoutes(server: ServerContext): RouteSpec<never, never, neve
 
   /** For GETs: the session if it exists; a session that does not exist yet has no files. */
   const existingOrNoFile = async (owner: Owner, query: AzureQueryValue, path: string) => {
-    const entry = await registry.findNamed(owner, SCOPE, query.identifier);
+    const entry = await registry.names.find(owner, SCOPE, query.identifier);
     if (!entry) throw new HttpError(404, 'file-not-found', `No file /mnt/data/${path}.`);
     return entry;
   };
@@ -301,7 +302,7 @@ export function azureRoutes(server: ServerContext): RouteSpec<never, never, neve
       },
       handler: async (c, { owner, query }) => {
         const directory = query.path === undefined ? '' : normalizeDataPath(query.path, { allowRoot: true });
-        const entry = await registry.findNamed(owner, SCOPE, query.identifier);
+        const entry = await registry.names.find(owner, SCOPE, query.identifier);
         if (!entry) return c.json(isNewApi(query) ? { value: [] } : oldFileList([]));
         if (!isNewApi(query)) return c.json(oldFileList(await allFiles(entry, directory)));
         const entries = await entry.session.files.list(directory);
@@ -384,7 +385,7 @@ export function azureRoutes(server: ServerContext): RouteSpec<never, never, neve
       query: AzureQuery,
       responses: { 204: { description: 'Deleted.' }, ...errors },
       handler: async (c, { owner, query }) => {
-        const entry = await registry.findNamed(owner, SCOPE, query.identifier);
+        const entry = await registry.names.find(owner, SCOPE, query.identifier);
         if (entry) await registry.remove(entry);
         return c.body(null, 204);
       },

@@ -281,8 +281,8 @@ export class ServerConversation {
       if (entry.closedReason === 'pause-failed') {
         this.expire({ at, reason: 'lost' });
         // The record says why; the next read of the conversation says it too.
-        void this.settings.registry
-          .findPaused(this.owner, this.sessionId)
+        void this.settings.registry.pauses
+          .find(this.owner, this.sessionId)
           .then((record) => {
             if (record?.lost && this.expiry?.reason === 'lost') this.expiry.detail ??= record.lost;
           })
@@ -382,7 +382,7 @@ export class ServerConversation {
       await registry.remove(live, 'deleted');
       return;
     }
-    await registry.removePaused(this.owner, this.sessionId).catch((error: unknown) => {
+    await registry.pauses.remove(this.owner, this.sessionId).catch((error: unknown) => {
       logger.warn({ err: error, conversation: this.id, session: this.sessionId }, 'cannot delete a paused session');
     });
   }

@@ -84,7 +84,7 @@ export class ConversationStore {
     const { settings } = this;
     const limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
     // Paused by the server that stopped (or idle before): its next turn resumes it.
-    const paused = await settings.registry.findPaused(owner, history.header.sessionId).catch((error: unknown) => {
+    const paused = await settings.registry.pauses.find(owner, history.header.sessionId).catch((error: unknown) => {
       settings.logger.warn(
         { err: error, conversation: history.header.id },
         'cannot read the paused session of a conversation',

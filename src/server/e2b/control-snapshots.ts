@@ -23,7 +23,7 @@ export function snapshotIdOf(name: string): string | undefined {
 
 /** The key's snapshots E2B's clients see: not those that hold its paused sandboxes, newest first. */
 async function ownSnapshots(registry: SessionRegistry, owner: Owner): Promise<SnapshotInfo[]> {
-  const held = new Set((await registry.listPaused(owner)).map((record) => record.snapshotId));
+  const held = new Set((await registry.pauses.list(owner)).map((record) => record.snapshotId));
   return (await registry.snapshots.list(owner)).filter((snapshot) => !held.has(snapshot.id));
 }
 

@@ -157,7 +157,7 @@ export class SandboxTable {
    */
   async list(owner: Owner): Promise<{ row: SandboxRow; state: SandboxState }[]> {
     await this.loaded();
-    const records = await this.registry.listPaused(owner);
+    const records = await this.registry.pauses.list(owner);
     const recorded = new Set<string>();
     for (const record of records) {
       if (record.source !== 'e2b' || record.snapshotId === undefined) continue;
@@ -295,7 +295,7 @@ export class SandboxTable {
     live.pausedAt = new Date();
     this.syncKeep(live);
     try {
-      await this.registry.pause(live.entry, 'requested');
+      await this.registry.pauses.pause(live.entry, 'requested');
     } catch (error) {
       // Refused (code still ran) or lost: a sandbox left running is not paused.
       live.pausedAt = undefined;
@@ -324,7 +324,7 @@ export class SandboxTable {
     await entry?.pausing?.catch(() => undefined);
     const live = this.registry.find(row.owner, row.id);
     if (live) await this.registry.remove(live, reason);
-    else await this.registry.removePaused(row.owner, row.id);
+    else await this.registry.pauses.remove(row.owner, row.id);
   }
 
   /**
@@ -363,10 +363,10 @@ export class SandboxTable {
     }
     let record: PausedRecord | undefined;
     try {
-      record = await this.registry.resumable(owner, id);
+      record = await this.registry.pauses.resumable(owner, id);
     } catch (error) {
       if (!(error instanceof SessionLostError)) throw error;
-      const lost = this.adopt(owner, id, (await this.registry.findPaused(owner, id))?.keep);
+      const lost = this.adopt(owner, id, (await this.registry.pauses.find(owner, id))?.keep);
       if (lost) {
         this.clearTimer(id);
         lost.lost = error;
@@ -402,7 +402,7 @@ export class SandboxTable {
     const entry = row.entry;
     // Past its deadline while the server had paused it: killed, as it would have been running.
     if (!entry || entry.closedReason === 'paused') {
-      void this.registry.removePaused(row.owner, row.id).catch(() => undefined);
+      void this.registry.pauses.remove(row.owner, row.id).catch(() => undefined);
     }
     return undefined;
   }
@@ -445,7 +445,7 @@ export class SandboxTable {
     this.loading ??= (async () => {
       for (const owner of this.options.owners()) {
         try {
-          for (const record of await this.registry.listPaused(owner)) {
+          for (const record of await this.registry.pauses.list(owner)) {
             if (record.source === 'e2b' && record.snapshotId !== undefined && !this.byId.has(record.id)) {
               this.adopt(owner, record.id, record.keep);
             }

@@ -163,7 +163,7 @@ export class Forwarder {
       if (!this.options.connections?.holds(direct.id)) return this.connectionTarget(request, direct.id, forwarded);
       // Held here: answered here, or, in a drain, taken up by a peer once its sessions are paused.
       if (!draining) return undefined;
-      return (await registry.settledScope(`mcp:${direct.id}`)) ? this.roomiest() : undefined;
+      return (await registry.pauses.settledScope(`mcp:${direct.id}`)) ? this.roomiest() : undefined;
     }
     // A forwarded request is answered where it arrived, unless this node is going away, or it is its
     // session's home (the peer went by the id's tag), which no longer holds it: then, once more, to the
@@ -180,7 +180,7 @@ export class Forwarder {
     }
     if (named.kind === 'session') {
       // One being paused by a drain: once it is, a peer resumes it.
-      if (draining) await registry.settled(named.id);
+      if (draining) await registry.pauses.settled(named.id);
     }
     if (this.movable(named) && this.holds(named)) return undefined;
     const peer = await cluster.peerOf(named.id);
@@ -281,7 +281,7 @@ export class Forwarder {
     } catch {
       return undefined;
     }
-    const where = await this.options.registry.whereNamed(owner, AZURE_SCOPE, identifier).catch(() => undefined);
+    const where = await this.options.registry.names.where(owner, AZURE_SCOPE, identifier).catch(() => undefined);
     if (!where || where.held) return undefined;
     return where.id === undefined ? 'new' : { id: where.id, kind: 'session' };
   }

@@ -108,7 +108,7 @@ export class KernelStore {
   /** The owner's kernels, live and dormant (those paused before a restart included), oldest first. */
   async list(owner: Owner): Promise<JupyterKernel[]> {
     const recorded = new Set<string>();
-    for (const record of await this.server.registry.listPaused(owner)) {
+    for (const record of await this.server.registry.pauses.list(owner)) {
       if (record.source !== 'jupyter' || record.snapshotId === undefined) continue;
       recorded.add(record.id);
       if (!this.kernels.has(record.id)) this.adoptRecord(owner, record);
@@ -147,7 +147,7 @@ export class KernelStore {
     await entry?.pausing?.catch(() => undefined);
     const live = registry.find(kernel.owner, kernel.id);
     if (live) await registry.remove(live, 'deleted');
-    else await registry.removePaused(kernel.owner, kernel.id);
+    else await registry.pauses.remove(kernel.owner, kernel.id);
   }
 
   /** Writes what the kernel keeps (its counters, its notebook sessions) into its live session's keep. */
@@ -161,7 +161,7 @@ export class KernelStore {
   private async adopt(owner: Owner, id: string): Promise<JupyterKernel | undefined> {
     const { registry } = this.server;
     const live = registry.find(owner, id);
-    const record = live ? undefined : await registry.findPaused(owner, id);
+    const record = live ? undefined : await registry.pauses.find(owner, id);
     // Two requests may have looked it up at once: the first one's kernel is the kernel.
     const known = this.kernels.get(id);
     if (known) return known.owner.id === owner.id && !known.dead ? known : undefined;
@@ -169,7 +169,7 @@ export class KernelStore {
     if (record?.source !== 'jupyter') return undefined;
     // A kernel whose state is gone is culled, in Jupyter's words (a gateway client counts a 404 so), saying why.
     if (record.snapshotId === undefined)
-      await registry.resumable(owner, id).catch((error: unknown) => {
+      await registry.pauses.resumable(owner, id).catch((error: unknown) => {
         if (error instanceof SessionLostError)
           throw new JupyterHttpError(404, `Kernel does not exist: ${id}. ${error.message}`);
         throw error;

@@ -247,7 +247,7 @@ export class McpHttpEndpoint {
       { 'mcp-session-id': id, 'mcp-protocol-version': version },
     );
     // Held here now: the other nodes send its requests here. Its sessions were paused where it was.
-    this.server.registry.markScopePaused(`mcp:${id}`);
+    this.server.registry.pauses.markScopePaused(`mcp:${id}`);
     await this.keep(id, { ...record, node: this.server.registry.node });
     this.server.logger.info(
       { mcpSession: id, owner: owner.label, from: record.node },

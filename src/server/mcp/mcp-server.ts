@@ -65,7 +65,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     },
   );
   const sessionFor = async (name: string | undefined, environment?: string): Promise<ManagedSession> => {
-    const entry = await registry.named(owner, 'mcp', scope, name ?? 'default', environment);
+    const entry = await registry.names.open(owner, 'mcp', scope, name ?? 'default', environment);
     checkEnvironment(entry, name ?? 'default', environment);
     return entry;
   };
@@ -168,7 +168,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     },
     ({ session }) =>
       guard(deployment, async () => {
-        const entry = await registry.findNamed(owner, scope, session ?? 'default');
+        const entry = await registry.names.find(owner, scope, session ?? 'default');
         if (!entry) return text(`Session "${session ?? 'default'}" has not run anything yet; nothing to reset.`);
         await entry.session.reset();
         return text(`Session "${session ?? 'default'}" was reset: variables and imports cleared, files kept.`);

@@ -138,7 +138,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         c.json({
           sessions: [
             ...registry.list(owner).map(presentSession),
-            ...(await registry.listPaused(owner)).map(presentPausedSession),
+            ...(await registry.pauses.list(owner)).map(presentPausedSession),
           ],
         }),
     }),
@@ -156,7 +156,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       handler: async (c, { owner, params }) => {
         const live = registry.find(owner, params.id);
         if (live) return c.json(presentSession(live));
-        const paused = await registry.findPaused(owner, params.id);
+        const paused = await registry.pauses.find(owner, params.id);
         if (!paused) throw new SessionNotFoundError(params.id);
         return c.json(presentPausedSession(paused));
       },
@@ -173,7 +173,7 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
       handler: async (c, { owner, params }) => {
         const live = registry.find(owner, params.id);
         if (live) await registry.remove(live);
-        else if (!(await registry.removePaused(owner, params.id))) throw new SessionNotFoundError(params.id);
+        else if (!(await registry.pauses.remove(owner, params.id))) throw new SessionNotFoundError(params.id);
         return c.body(null, 204);
       },
     }),

@@ -39,10 +39,10 @@ export function snapshotRoutes(server: ServerContext): RouteSpec<never, never, n
         const entry = registry.find(owner, params.id);
         if (!entry) {
           // Paused already: answered as it is.
-          const paused = await registry.findPaused(owner, params.id);
+          const paused = await registry.pauses.find(owner, params.id);
           if (paused) return c.json(presentPausedSession(paused));
         }
-        const record = await registry.pause(entry ?? (await registry.open(owner, params.id)), 'requested');
+        const record = await registry.pauses.pause(entry ?? (await registry.open(owner, params.id)), 'requested');
         return c.json(presentPausedSession(record));
       },
     }),
