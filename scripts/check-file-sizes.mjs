@@ -20,7 +20,6 @@ const NOT_CUT_YET = {
   'src/kernel/javascript-kernel.test.ts': 721,
   'src/kernel/sandcell_bash_kernel.py': 690,
   'bench/run.mjs': 612,
-  'src/kernel/sandcell_kernel.py': 603,
 };
 
 function* files(directory) {

@@ -1,7 +1,8 @@
-"""How the Python kernel's output reaches the host (sandcell_kernel.py): the
-protocol channel, the stream buffers behind sys.stdout / sys.stderr and the
-captured descriptors 1 and 2, and the bounds a result's metadata and an
-error's parts are kept within before they become protocol messages.
+"""How the Python kernel's output reaches the host (sandcell_python_runner.py
+sends it on the protocol's channel, sandcell_kernel_protocol.py): the stream
+buffers behind sys.stdout / sys.stderr and the captured descriptors 1 and 2,
+and the bounds a result's metadata and an error's parts are kept within before
+they become protocol messages.
 """
 
 import json
@@ -11,51 +12,6 @@ import threading
 
 STREAM_CHUNK_BYTES = 8192
 TRACEBACK_NOTE_BYTES = 200
-
-
-class Channel:
-    """Sends protocol messages on the private descriptor; thread-safe."""
-
-    def __init__(self, fd):
-        self._fd = fd
-        self._lock = threading.Lock()
-        self._held = None
-
-    @staticmethod
-    def encode(message):
-        """The message as one protocol line; its length is what the host counts."""
-        # ensure_ascii keeps the line valid UTF-8 whatever the user code printed.
-        return (json.dumps(message, ensure_ascii=True, default=str) + "\n").encode("ascii")
-
-    def send(self, message):
-        self.write(self.encode(message))
-
-    def hold(self, data):
-        """Keeps a line to go out in front of the next one: a cell's result, which its end follows
-        at once, so the two cross the supervisor and reach the host in one write, not two. The
-        flusher sends it on its own if nothing follows (release_held)."""
-        with self._lock:
-            if self._held is not None:
-                self._write_locked(self._held)
-            self._held = data
-
-    def release_held(self):
-        with self._lock:
-            if self._held is not None:
-                held, self._held = self._held, None
-                self._write_locked(held)
-
-    def write(self, data):
-        with self._lock:
-            if self._held is not None:
-                data, self._held = self._held + data, None
-            self._write_locked(data)
-
-    def _write_locked(self, data):
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
 
 
 class StreamBuffer:

@@ -1,5 +1,6 @@
 """The IPython shell the Python kernel (sandcell_kernel.py) runs code in:
-its results, displays and errors go to the kernel (emit_output, emit_error),
+its results, displays and errors go to the kernel's runner
+(sandcell_python_runner.py: emit_output, emit_error),
 and SystemExit ends the code as it ends a script, not the kernel.
 """
 
@@ -8,8 +9,8 @@ import sys
 PLAIN_TYPES = (int, float, bool, complex, str, bytes, type(None))
 
 
-def create_shell(kernel, mime_types):
-    """The shell, its display hooks sending to `kernel`, showing `mime_types`."""
+def create_shell(runner, mime_types):
+    """The shell, its display hooks sending to `runner`, showing `mime_types`."""
     import bdb
 
     from IPython.core.autocall import ExitAutocall
@@ -37,12 +38,12 @@ def create_shell(kernel, mime_types):
 
         def finish_displayhook(self):
             if self._data is not None:
-                kernel.emit_output("result", self._data[0], self._data[1])
+                runner.emit_output("result", self._data[0], self._data[1])
             self._data = None
 
     class HostDisplayPublisher(DisplayPublisher):
         def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
-            kernel.emit_output("display", data, metadata or {})
+            runner.emit_output("display", data, metadata or {})
 
         def clear_output(self, wait=False):
             pass
@@ -85,7 +86,7 @@ def create_shell(kernel, mime_types):
                 finally:
                     sys.excepthook = old_excepthook
             except SystemExit as error:
-                if kernel.code_exited(error.code) != 0:
+                if runner.code_exited(error.code) != 0:
                     if result is not None:
                         result.error_in_exec = error
                     self.showtraceback(exception_only=True)
@@ -107,12 +108,12 @@ def create_shell(kernel, mime_types):
             return True
 
         def _showtraceback(self, etype, evalue, stb):
-            kernel.emit_error(etype, evalue, stb)
+            runner.emit_error(etype, evalue, stb)
 
         def showsyntaxerror(self, filename=None, running_compiled_code=False):
             etype, value, tb = self._get_exc_info()
             stb = self.SyntaxTB.structured_traceback(etype, value, [])
-            kernel.emit_error(etype, value, stb)
+            runner.emit_error(etype, value, stb)
 
     from traitlets.config import Config
 
