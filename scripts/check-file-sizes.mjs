@@ -18,7 +18,6 @@ const NOT_CUT_YET = {
   'src/server/conversations/conversation.ts': 692,
   'src/session/session.ts': 773,
   'src/kernel/javascript-kernel.test.ts': 721,
-  'src/kernel/sandcell_bash_kernel.py': 690,
   'bench/run.mjs': 612,
 };
 

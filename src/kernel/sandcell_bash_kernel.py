@@ -18,197 +18,38 @@ is delivered again from then on (see arm). The `s` is written while SIGINT is
 still ignored: bash's echo checks for an interrupt between its word and the
 line break, and one taken there left the `s` in bash's stdio buffer, flushed
 later into the cell's stdout.
+
+Here: the requests and events (framed as sandcell_kernel_protocol.py frames
+them), the order requests run in, a cell's end, interrupts, and a shell that
+ended. The bash process is sandcell_bash_shell.py, the state a snapshot keeps
+sandcell_bash_state.py, completion and inspection sandcell_bash_assist.py.
 """
 
-import json
 import os
-import re
 import select
 import signal
 import sys
 import time
 
-PROTOCOL_VERSION = 2
 REQUESTS_FD = 3
 EVENTS_FD = 4
-STATUS_FD = 63  # the shell's end of the status pipe: high, out of the way of scripts' own
-STDERR_FD = 62  # the real stderr while the shell starts (see RC_SCRIPT)
-RC_FD = 61
-STATUS_LINE_BYTES = 64
 RESENDS = 10
 RESEND_INTERVAL_S = 0.1
-BASH = "/bin/bash"
-
-# Read by bash as its rc file (--rcfile /dev/fd/61). bash starts with stderr on
-# /dev/null, so the notice an interactive shell without a terminal prints about
-# job control never reaches the user, then takes the real one back here.
-RC_SCRIPT = r"""PS0=''; PS1=''; PS2=''
-set +o history +H
-unset HISTFILE MAILCHECK
-__sandcell_prompt() { __sandcell_status=$?; trap '' INT; printf '%d\n' "$__sandcell_status" >&63; }
-__sandcell_restore() { return "$__sandcell_status"; }
-PROMPT_COMMAND=__sandcell_prompt
-readonly PROMPT_COMMAND PS0 PS1
-readonly -f __sandcell_prompt __sandcell_restore
-printf 'version %s.%s.%s\n' "${BASH_VERSINFO[0]}" "${BASH_VERSINFO[1]}" "${BASH_VERSINFO[2]}" >&63
-exec 2>&62 62>&- 61<&-
-"""
-
-# The shell's state as NUL-separated (kind, name, text) records, for a
-# snapshot and, once a fresh shell is up, as its baseline. The options come
-# first, as the code left them: then `local -` keeps its set -e and noclobber
-# out of the rest. Names containing a line break are not listed.
-STATE_FUNCTIONS = r"""__sandcell_dump() {
-  { printf 'o\0\0'; shopt -p; set +o; printf '\0'; } >"$1" 2>/dev/null
-  local - __sandcell_name; set +euC
-  {
-    while IFS= read -r __sandcell_name; do
-      printf 'v\0%s\0' "$__sandcell_name"; declare -p -- "$__sandcell_name"; printf '\0'
-    done < <(compgen -v)
-    printf 'w\0\0%s\0' "$PWD"
-    while IFS= read -r __sandcell_name; do
-      printf 'f\0%s\0' "$__sandcell_name"; declare -pF -- "$__sandcell_name"; declare -f -- "$__sandcell_name"; printf '\0'
-    done < <(compgen -A function)
-    while IFS= read -r __sandcell_name; do
-      printf 'a\0%s\0' "$__sandcell_name"; alias -- "$__sandcell_name"; printf '\0'
-    done < <(compgen -a)
-    printf 'j\0\0'; jobs -r; printf '\0'
-    printf 'e\0\0\0'
-  } >>"$1" 2>/dev/null
-}
-__sandcell_loaded() { printf '\n\037%s %s\n' "$1" "$2"; }
-readonly -f __sandcell_dump __sandcell_loaded
-"""
-STATE_MAGIC = b"# sandcell-bash-state 1\n"
-STATE_COUNT = b"# execution-count "
-# Bash's own variables (set, read-only or changing by themselves) and the
-# working directory's, which is kept as a directory; names starting with
-# BASH, COMP_ or __sandcell_ are left out as well.
-SHELL_VARIABLES = frozenset(
-    "_ COLUMNS DIRSTACK EPOCHREALTIME EPOCHSECONDS EUID FUNCNAME GROUPS HISTCMD LINENO LINES "
-    "OLDPWD PIPESTATUS PPID PS0 PS1 PROMPT_COMMAND PWD RANDOM SECONDS SHELLOPTS SHLVL SRANDOM UID".split()
-)
-# What bash puts before its messages while a state is sourced.
-LOAD_MESSAGE_PREFIX = re.compile(r"^bash: (?:line \d+: )?(?:(?:alias|cd|declare|set|shopt|unset): )?")
-
 
 # Isolated (-I), the kernel's directory is not on sys.path: put it there, as the
 # supervisor does. No user Python runs in this process, so, unlike the Python
 # kernel (its load_sibling), nothing can import sandcell's modules by accident.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sandcell_bash_assist as assist  # noqa: E402
-RC_SCRIPT = RC_SCRIPT.replace("exec 2>&62", assist.RC_FUNCTIONS + STATE_FUNCTIONS + "exec 2>&62")
+import sandcell_bash_state as state  # noqa: E402
+import sandcell_kernel_protocol as protocol  # noqa: E402
+from sandcell_bash_shell import RC_SCRIPT, Shell, end_group_members, is_complete, quote_for_bash  # noqa: E402
+
+RC_SCRIPT = RC_SCRIPT.replace("exec 2>&62", assist.RC_FUNCTIONS + state.STATE_FUNCTIONS + "exec 2>&62")
 
 SIGCHLD_BYTE = bytes((signal.SIGCHLD,))
 SIGINT_BYTE = bytes((signal.SIGINT,))
 SIGNAL_NAMES = {int(value): value.name for value in signal.Signals}
-
-
-def quote_for_bash(code):
-    """CODE (text or bytes) as a bash $'...' word on one line: the shell
-    then parses it whole, and eval runs it with its line breaks back."""
-    data = code if isinstance(code, bytes) else code.encode("utf-8", "replace")
-    data = data.replace(b"\\", b"\\\\").replace(b"'", b"\\'")
-    if any(byte < 32 or byte == 127 for byte in data):
-        data = b"".join(b"\\x%02x" % byte if byte < 32 or byte == 127 else bytes((byte,)) for byte in data)
-    return b"$'" + data + b"'"
-
-
-def user_variable(name):
-    return name not in SHELL_VARIABLES and not name.startswith(("BASH", "COMP_", "__sandcell_"))
-
-
-def read_records(dump):
-    """The (kind, name, text) records of a dump (__sandcell_dump), read a
-    piece at a time: a large variable is held once, not the whole state."""
-    fields, pieces = [], []
-    for chunk in iter(lambda: dump.read(1 << 20), b""):
-        parts = chunk.split(b"\0")
-        for part in parts[:-1]:
-            pieces.append(part)
-            fields.append(b"".join(pieces))
-            pieces = []
-            if len(fields) == 3:
-                yield tuple(fields)
-                fields = []
-        pieces.append(parts[-1])
-
-
-def write_state(records, baseline, out):
-    """Writes what the dump holds that differs from a fresh shell's (the
-    baseline: what the environment and bash set), as the bash a load sources,
-    each item followed by `__sandcell_loaded $? NAME`, its report. Variables
-    come first (no function or alias of the code's can stand in for `declare`
-    yet), then the working directory, functions, aliases (after the function
-    definitions, which they would rewrite), and options, errexit last (until
-    then a failing item cannot end the shell). Returns (saved, skipped), or
-    None for a dump the shell did not finish."""
-    saved, skipped, present, options = [], [], set(), []
-
-    def item(name, code):
-        out.write(code if code.endswith(b"\n") else code + b"\n")
-        out.write(b"__sandcell_loaded $? " + quote_for_bash(name) + b"\n")
-        if name not in saved:
-            saved.append(name)
-
-    for kind, name, text in records:
-        key = name.decode("utf-8", "replace")
-        changed = baseline.get((kind, name)) != text
-        if kind == b"v":
-            present.add(name)
-            if changed and user_variable(key):
-                # One of the environment's goes first: declare would keep an attribute it has lost (export).
-                unset = b"builtin unset -v -- " + name + b"\n" if (kind, name) in baseline else b""
-                item(key, unset + text)
-        elif kind == b"w":
-            for gone_kind, gone in baseline:
-                if gone_kind == b"v" and gone not in present and user_variable(gone.decode("utf-8", "replace")):
-                    item(gone.decode("utf-8", "replace"), b"builtin unset -v -- " + gone)
-            item("(working directory)", b"builtin cd -- " + quote_for_bash(text))
-        elif kind == b"f" and changed and not key.startswith("__sandcell_"):
-            attributes, _, definition = text.partition(b"\n")  # `declare -fx NAME`, then the definition
-            item(key, definition)
-            flags = attributes.split(b" ")[1][2:]
-            if flags:
-                item(key, b"builtin declare -f" + flags + b" -- " + quote_for_bash(name))
-        elif kind == b"a" and changed:
-            item("alias " + key, b"builtin alias -- " + text[len(b"alias ") :])
-        elif kind == b"o":
-            fresh = set(baseline.get((kind, name), b"").splitlines())
-            options = [line for line in text.splitlines() if line not in fresh]
-        elif kind == b"j":
-            for job in re.findall(rb"^\[(\d+)\]", text, re.MULTILINE):
-                skipped.append({"name": "job %" + job.decode(), "reason": "a running process is not kept"})
-        elif kind == b"e":
-            for line in sorted(options, key=lambda line: line == b"set -o errexit"):
-                item("(options)", b"builtin " + line)
-            out.write(b"__sandcell_loaded 0 ''\n")  # the end: a load that stopped before it says so
-            return saved, skipped
-    return None
-
-
-def read_load_report(report):
-    """What a load's markers (__sandcell_loaded) say, as (restored, skipped):
-    bash's messages before a marker are the reasons its item failed."""
-    restored, failed, messages, finished = {}, {}, [], False
-    for line in report:
-        line = line.rstrip("\n")
-        if not line.startswith("\x1f"):
-            if line:
-                messages.append(LOAD_MESSAGE_PREFIX.sub("", line))
-            continue
-        status, _, name = line[1:].partition(" ")
-        if not name:
-            finished = True
-        elif status != "0":
-            failed.setdefault(name, []).extend(messages or ["exit status " + status])
-        else:
-            restored[name] = True
-        messages = []
-    skipped = [{"name": name, "reason": "; ".join(reasons)} for name, reasons in failed.items()]
-    if not finished:
-        skipped.append({"name": "(the rest of the state)", "reason": "; ".join(messages) or "the load stopped"})
-    return [name for name in restored if name not in failed], skipped
 
 
 def describe_os_error(error):
@@ -220,80 +61,6 @@ def describe_status(status):
         return "exit status %d (%s)" % (status, SIGNAL_NAMES[status - 128])
     return "exit status %d" % status
 
-
-class Shell:
-    """One bash process and its two pipes."""
-
-    def __init__(self):
-        rc_read, rc_write = os.pipe()
-        os.write(rc_write, RC_SCRIPT.encode())
-        os.close(rc_write)
-        command_read, self.command_write = os.pipe()
-        self.status_read, status_write = os.pipe()
-        os.set_blocking(self.status_read, False)
-        devnull = os.open(os.devnull, os.O_RDWR)
-        actions = [
-            (os.POSIX_SPAWN_DUP2, command_read, 0),
-            (os.POSIX_SPAWN_DUP2, 2, STDERR_FD),
-            (os.POSIX_SPAWN_DUP2, devnull, 2),
-            (os.POSIX_SPAWN_DUP2, status_write, STATUS_FD),
-            (os.POSIX_SPAWN_DUP2, rc_read, RC_FD),
-        ]
-        argv = ["bash", "--rcfile", "/dev/fd/%d" % RC_FD, "--noediting", "-i", "+m"]
-        try:
-            self.pid = os.posix_spawn(BASH, argv, os.environ, file_actions=actions)
-        finally:
-            for fd in (rc_read, command_read, status_write, devnull):
-                os.close(fd)
-        self.pending = b""
-        self.version = None
-
-    def send(self, line):
-        view = memoryview(line)
-        while view:
-            view = view[os.write(self.command_write, view) :]
-
-    def read_statuses(self):
-        """The complete lines the shell wrote since the last call."""
-        try:
-            data = os.read(self.status_read, 4096)
-        except BlockingIOError:
-            return []  # a stale readiness (a discarded shell's descriptor number, reused)
-        if not data:
-            return []
-        lines = (self.pending + data).split(b"\n")
-        self.pending = lines.pop()[-STATUS_LINE_BYTES:]  # bounded, whatever the code writes to fd 63
-        return [line.decode("ascii", "replace") for line in lines]
-
-    def exited(self):
-        """The shell's wait status once it has ended, else None."""
-        pid, status = os.waitpid(self.pid, os.WNOHANG)
-        return status if pid else None
-
-    def close(self):
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(self.command_write)
-        os.close(self.status_read)
-
-
-def end_group_members():
-    """Ends what a discarded shell left running (its background jobs), which
-    share our process group. Only as a group leader (started with setsid, as
-    the supervisor does): otherwise the group is someone else's."""
-    own = os.getpid()
-    if os.getpgid(0) != own:
-        return
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != own:
-            try:
-                if os.getpgid(int(entry)) == own:
-                    os.kill(int(entry), signal.SIGKILL)
-            except OSError:
-                pass
 
 
 class Kernel:
@@ -308,24 +75,22 @@ class Kernel:
         self.interrupt_next = False  # a SIGINT came for the execute still waiting in the queue
         self.resends_left = 0  # SIGINTs still to send again for the running cell (see arm)
         self.resend_at = 0.0
+        self.channel = protocol.Channel(EVENTS_FD)
+        # Answered as they are read; the other requests wait in the queue.
+        self.at_once = {"is-complete": self.answer_is_complete, "state-save": self.take_state_request, "state-load": self.take_state_request}
 
     def send(self, message):
-        data = (json.dumps(message, ensure_ascii=True) + "\n").encode("ascii")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(EVENTS_FD, view) :]
+        self.channel.send(message)
 
-    def reply(self, request, ok=True, **body):
-        message = {"type": "reply", "id": request.get("id"), "ok": ok}
-        message.update(body)
-        self.send(message)
+    def reply(self, request, **body):
+        self.send(protocol.reply(request, **body))
 
     def fail(self, request, code, message):
-        self.reply(request, ok=False, error={"code": code, "message": message})
+        self.send(protocol.failure(request, code, message))
 
     # --- the shell ----------------------------------------------------------
     def start_shell(self):
-        self.shell = Shell()
+        self.shell = Shell(RC_SCRIPT)
         baseline = os.path.join(self.answer_directory, "baseline")
         dumped = False
         # Until its second prompt only the shell is listened to (requests wait in their pipe).
@@ -345,7 +110,7 @@ class Kernel:
                     self.poller.register(self.shell.status_read, select.POLLIN)
                     try:
                         with open(baseline, "rb") as dump:
-                            self.baseline = {(kind, name): text for kind, name, text in read_records(dump)}
+                            self.baseline = {(kind, name): text for kind, name, text in state.read_records(dump)}
                     except OSError:
                         self.baseline = {}  # (a full disk) a snapshot then keeps the environment's variables too
                     return
@@ -376,25 +141,17 @@ class Kernel:
         lines = (self.requests_pending + data).split(b"\n")
         self.requests_pending = lines.pop()
         for line in lines:
-            if not line.strip():
-                continue
-            try:
-                request = json.loads(line)
-                if not isinstance(request, dict):
-                    raise ValueError
-            except ValueError:
-                self.send({"type": "protocol-error", "message": "invalid JSON request"})
-                continue
-            kind = request.get("type")
-            if kind == "is-complete":
-                self.reply(request, **is_complete(str(request.get("code", ""))))
-            elif kind in ("state-save", "state-load") and not valid_path(request.get("path")):
-                self.fail(request, "invalid-request", "%s needs an absolute path" % kind)
-            elif kind in ("execute", "reset", "ping", "complete", "inspect", "state-save", "state-load"):
-                self.queue.append(request)
-            else:
-                error = {"code": "unknown-request", "message": "unknown request type %r" % kind}
-                self.reply(request, ok=False, error=error)
+            if line.strip():
+                protocol.take_request(line, self.at_once, self.queue.append, self.channel)
+
+    def answer_is_complete(self, request):
+        self.reply(request, **is_complete(str(request.get("code", ""))))
+
+    def take_state_request(self, request):
+        if protocol.is_absolute_path(request.get("path")):
+            self.queue.append(request)
+        else:
+            self.fail(request, "invalid-request", "%s needs an absolute path" % request.get("type"))
 
     def run_queue(self):
         while self.current is None and self.queue:
@@ -464,7 +221,7 @@ class Kernel:
     # --- snapshots ---------------------------------------------------------------
     def start_save(self, request):
         """The shell dumps itself (__sandcell_dump) to a file of ours; what
-        differs from a fresh shell goes to the state file (write_state)."""
+        differs from a fresh shell goes to the state file (sandcell_bash_state.py)."""
         dump = os.path.join(self.answer_directory, "dump")
         remove(dump)
         self.run_internal(b"__sandcell_dump " + quote_for_bash(dump), lambda error: self.finish_save(request, dump, error))
@@ -473,12 +230,8 @@ class Kernel:
         if error is not None:
             remove(dump)
             return self.fail(request, "state-failed", "the shell ended while saving its state: " + error[1])
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
         try:
-            with open(dump, "rb") as dumped, open(os.open(request["path"], flags, 0o600), "wb") as out:
-                os.fchmod(out.fileno(), 0o600)
-                out.write(STATE_MAGIC + STATE_COUNT + b"%d\n" % self.execution_count)
-                written = write_state(read_records(dumped), self.baseline, out)
+            written = state.save(dump, request["path"], self.execution_count, self.baseline)
         except OSError as failure:
             return self.fail(request, "state-failed", describe_os_error(failure))
         finally:
@@ -493,24 +246,22 @@ class Kernel:
         a file of ours: the items' reports (read_load_report), never a cell's."""
         path = request["path"]
         try:
-            with open(path, "rb") as state:
-                magic, count = state.readline(len(STATE_MAGIC)), state.readline(64)
+            count = state.saved_count(path)
         except OSError as failure:
             return self.fail(request, "state-failed", describe_os_error(failure))
-        count = re.fullmatch(re.escape(STATE_COUNT) + rb"(\d+)\n", count)
-        if magic != STATE_MAGIC or not count:
-            return self.fail(request, "state-invalid", "%s is not a bash state (%s)" % (path, STATE_MAGIC.decode().strip("# \n")))
+        if count is None:
+            return self.fail(request, "state-invalid", "%s is not a bash state (%s)" % (path, state.STATE_MAGIC.decode().strip("# \n")))
         report = os.path.join(self.answer_directory, "load")
         remove(report)
         line = b"builtin source " + quote_for_bash(path) + b" >|" + quote_for_bash(report) + b" 2>&1"
-        self.run_internal(line, lambda error: self.finish_load(request, report, int(count.group(1)), error))
+        self.run_internal(line, lambda error: self.finish_load(request, report, count, error))
 
     def finish_load(self, request, report, count, error):
         if error is not None:
             return self.fail(request, "state-failed", "the shell ended while loading the state: " + error[1])
         try:
             with open(report, encoding="utf-8", errors="replace") as lines:
-                restored, skipped = read_load_report(lines)
+                restored, skipped = state.read_load_report(lines)
         except OSError as failure:
             return self.fail(request, "state-failed", describe_os_error(failure))
         self.execution_count = count
@@ -629,7 +380,7 @@ class Kernel:
         self.answer_directory = tempfile.mkdtemp(prefix="sandcell-bash-")
         self.start_shell()
         self.poller.register(REQUESTS_FD, select.POLLIN)
-        self.send({"type": "ready", "protocolVersion": PROTOCOL_VERSION, "language": "bash", "version": self.shell.version, "pid": os.getpid()})
+        self.send(protocol.ready("bash", self.shell.version))
         while True:
             timeout = None
             if self.resends_left > 0:
@@ -649,33 +400,11 @@ class Kernel:
                     self.on_requests()
 
 
-def valid_path(path):
-    return isinstance(path, str) and os.path.isabs(path) and "\x00" not in path
-
-
 def remove(path):
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-
-def is_complete(code):
-    """`bash -n` on the code: a construct left open (quote, if, loop, here
-    document, a trailing backslash or pipe) makes it incomplete."""
-    import subprocess
-
-    stripped = code.rstrip("\n")
-    if (len(stripped) - len(stripped.rstrip("\\"))) % 2 == 1:
-        return {"status": "incomplete", "indent": 0}
-    try:
-        checked = subprocess.run([BASH, "-n"], input=code.encode("utf-8", "replace"), capture_output=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return {"status": "unknown", "indent": 0}
-    message = checked.stderr.decode("utf-8", "replace")
-    if "unexpected end of file" in message or "unexpected EOF" in message or "delimited by end-of-file" in message:
-        return {"status": "incomplete", "indent": 0}
-    return {"status": "complete" if checked.returncode == 0 else "invalid", "indent": 0}
 
 
 def main():
