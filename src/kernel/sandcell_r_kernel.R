@@ -18,7 +18,10 @@ local({
   arguments <- commandArgs()
   at <- match("-f", arguments)
   path <- if (is.na(at)) sub("^--file=", "", grep("^--file=", arguments, value = TRUE)[1]) else arguments[at + 1L]
-  for (part in parse(path, keep.source = FALSE, encoding = "UTF-8")[-1L]) eval(part, globalenv())
+  # The kernel's environment sees where its parts are, and the global environment beyond.
+  kernel <- new.env(parent = globalenv())
+  kernel$kernel_directory <- dirname(path)
+  for (part in parse(path, keep.source = FALSE, encoding = "UTF-8")[-1L]) eval(part, kernel)
 })
 local({
   `%or%` <- function(value, default) if (is.null(value)) default else value
@@ -30,8 +33,12 @@ local({
   output_limit <- as.numeric(settings$outputBytes %or% 1048576)
   result_limit <- as.numeric(settings$resultBytes %or% 33554432)
 
-  requests <- file("/dev/fd/3", open = "rb", raw = TRUE)
-  events <- file("/dev/fd/4", open = "wb", raw = TRUE)
+  # The kernel's other parts, defined in this environment, where their functions and the kernel's see one
+  # another: the protocol (sandcell_r_protocol.R: requests on fd 3, events on fd 4) and snapshots.
+  for (part in c("sandcell_r_protocol.R", "sandcell_r_state.R")) {
+    sys.source(file.path(kernel_directory, part), envir = environment(), keep.source = FALSE)
+  }
+
   execution_count <- 0L
   plot_directory <- file.path(tempdir(), "sandcell-plots")
   dir.create(plot_directory, showWarnings = FALSE)
@@ -40,48 +47,6 @@ local({
   MAX_HTML_ROWS <- 50L
   MAX_TRACEBACK_CALLS <- 100L
   PLOT_CLASSES <- c("ggplot", "trellis", "recordedplot", "grob", "gtable", "gTree")
-
-  # --- JSON out: by hand, since jsonlite's toJSON costs ~0.25 ms a call -------
-  json_string <- function(text) {
-    text <- as.character(text)
-    if (Encoding(text) == "bytes") Encoding(text) <- "unknown" # e.g. what capture.output gives for some packages' output
-    text <- enc2utf8(text)
-    if (!validUTF8(text)) text <- iconv(text, "UTF-8", "UTF-8", sub = "\ufffd")
-    if (grepl("[\001-\037\"\\\\]", text, useBytes = TRUE)) {
-      text <- gsub("\\", "\\\\", text, fixed = TRUE)
-      text <- gsub("\"", "\\\"", text, fixed = TRUE)
-      text <- gsub("\n", "\\n", text, fixed = TRUE)
-      text <- gsub("\t", "\\t", text, fixed = TRUE)
-      text <- gsub("\r", "\\r", text, fixed = TRUE)
-      if (grepl("[\001-\037]", text, useBytes = TRUE)) {
-        # Rare: one pass per other control character (regmatches<- with useBytes mangles UTF-8).
-        for (code in setdiff(1:31, c(9L, 10L, 13L))) {
-          text <- gsub(intToUtf8(code), sprintf("\\u%04x", code), text, fixed = TRUE)
-        }
-      }
-    }
-    paste0("\"", text, "\"")
-  }
-  # Lists with names are objects, without are arrays; strings, numbers, flags.
-  to_json <- function(value) {
-    if (is.null(value)) return("null")
-    if (is.list(value)) {
-      parts <- vapply(value, to_json, "")
-      if (is.null(names(value))) return(paste0("[", paste(parts, collapse = ","), "]"))
-      if (!length(value)) return("{}")
-      return(paste0("{", paste0(vapply(names(value), json_string, ""), ":", parts, collapse = ","), "}"))
-    }
-    if (is.logical(value)) return(if (isTRUE(value)) "true" else "false")
-    if (is.numeric(value)) return(as.character(value))
-    json_string(value)
-  }
-  write_event <- function(line) {
-    flush.console() # what the code printed goes out before the event about it
-    writeLines(line, events, useBytes = TRUE)
-    flush(events)
-  }
-  send <- function(message) write_event(to_json(message))
-  reply <- function(request, ...) send(c(list(type = "reply", id = request$id, ok = TRUE), list(...)))
 
   # --- bounds -----------------------------------------------------------------
   cut_text <- function(text, limit, what) {
@@ -378,175 +343,6 @@ local({
     close_plot_devices()
     rm(list = ls(globalenv(), all.names = TRUE), envir = globalenv())
     execution_count <<- 0L
-  }
-
-  # --- snapshots: the context's state written to a file, read by a fresh kernel --
-  # The file: a line `sandcell-r-state 1`, then two serializations: the header
-  # (plain data: the names in the file, those left out and why, the attached
-  # packages, the working directory, the execution count), then the user's
-  # objects as one list, so what two names share (an environment) stays shared.
-  # Packages are attached again before the objects, which may need their namespaces.
-  STATE_MAGIC <- charToRaw("sandcell-r-state 1\n")
-  STATE_FIELDS <- c("objects", "skipped", "packages", "directory", "executionCount")
-  initial_search <- search() # the packages the user attaches are those beyond these
-  state_error <- function(code, message) list(error = list(code = code, message = message))
-  skip <- function(name, reason) list(name = name, reason = reason)
-  # file() says why it cannot open in a warning, then fails with "cannot open the connection".
-  open_file <- function(path, mode) {
-    withCallingHandlers(file(path, mode), warning = function(condition) stop(conditionMessage(condition), call. = FALSE))
-  }
-  # What serializes but means nothing once read back: the process's connections and pointers.
-  unsaveable <- function(value) {
-    if (inherits(value, "connection")) "connection" else if (typeof(value) == "externalptr") "external pointer" else NULL
-  }
-  write_state <- function(path, header, objects) {
-    mask <- Sys.umask("077")
-    out <- tryCatch(open_file(path, "wb"), finally = Sys.umask(mask))
-    written <- FALSE
-    on.exit({
-      close(out)
-      if (!written) unlink(path) # no half-written state left behind
-    })
-    Sys.chmod(path, "600") # a file that existed keeps its mode when truncated
-    writeBin(STATE_MAGIC, out)
-    serialize(header, out)
-    serialize(objects, out)
-    written <- TRUE
-  }
-  save_state <- function(path) {
-    objects <- mget(ls(globalenv(), all.names = TRUE), envir = globalenv())
-    skipped <- list()
-    for (name in names(objects)) {
-      reason <- unsaveable(objects[[name]])
-      if (!is.null(reason)) skipped[[length(skipped) + 1L]] <- skip(name, reason)
-    }
-    objects <- objects[setdiff(names(objects), vapply(skipped, `[[`, "", "name"))]
-    packages <- sub("^package:", "", setdiff(grep("^package:", search(), value = TRUE), initial_search))
-    header <- function() {
-      list(objects = as.character(names(objects)), skipped = skipped, packages = packages, directory = getwd(), executionCount = execution_count)
-    }
-    failure <- tryCatch(write_state(path, header(), objects), error = function(condition) condition)
-    if (inherits(failure, "error")) {
-      # One object that cannot be serialized costs only itself: found alone, the rest written together again.
-      for (name in names(objects)) {
-        problem <- tryCatch({
-          serialize(objects[[name]], NULL)
-          NULL
-        }, error = conditionMessage)
-        if (is.null(problem)) next
-        skipped[[length(skipped) + 1L]] <- skip(name, problem)
-        objects[[name]] <- NULL
-      }
-      write_state(path, header(), objects)
-    }
-    saved <- c(sprintf("package:%s", packages), names(objects)) # paste0 would give "package:" for none
-    list(saved = as.list(saved), skipped = skipped, executionCount = execution_count)
-  }
-  is_state_header <- function(header) {
-    is.list(header) && all(STATE_FIELDS %in% names(header)) && is.character(header$objects) &&
-      is.list(header$skipped) && is.character(header$packages) && is.character(header$directory) &&
-      length(header$directory) == 1L && is.numeric(header$executionCount) && length(header$executionCount) == 1L
-  }
-  load_state <- function(path) {
-    source <- open_file(path, "rb")
-    on.exit(close(source))
-    # Nothing is unserialized from a file that does not start as a state does.
-    if (!identical(readBin(source, "raw", length(STATE_MAGIC)), STATE_MAGIC)) return(state_error("state-invalid", "not a sandcell R state file"))
-    header <- tryCatch(unserialize(source), error = function(condition) NULL)
-    if (!is_state_header(header)) return(state_error("state-invalid", "the R state file's header is damaged"))
-    restored <- character(0)
-    skipped <- header$skipped
-    for (package in rev(header$packages)) { # search() lists the last attached first
-      problem <- tryCatch({
-        suppressWarnings(suppressMessages(library(package, character.only = TRUE)))
-        NULL
-      }, error = conditionMessage)
-      name <- paste0("package:", package)
-      if (is.null(problem)) restored <- c(restored, name) else skipped[[length(skipped) + 1L]] <- skip(name, paste("the package could not be attached:", problem))
-    }
-    objects <- tryCatch(unserialize(source), error = function(condition) condition)
-    if (inherits(objects, "error")) {
-      reason <- paste("could not be read back:", conditionMessage(objects))
-      skipped <- c(skipped, lapply(header$objects, skip, reason))
-    } else {
-      list2env(objects, globalenv())
-      restored <- c(restored, names(objects))
-    }
-    problem <- tryCatch({
-      setwd(header$directory)
-      NULL
-    }, error = function(condition) if (dir.exists(header$directory)) conditionMessage(condition) else "no such directory")
-    if (!is.null(problem)) skipped[[length(skipped) + 1L]] <- skip("(working directory)", paste0(header$directory, ": ", problem))
-    execution_count <<- as.integer(header$executionCount)
-    list(restored = as.list(restored), skipped = skipped, executionCount = execution_count)
-  }
-
-  handle <- function(line) {
-    request <- tryCatch(jsonlite::parse_json(line), error = function(condition) NULL)
-    if (!is.list(request) || is.null(names(request))) {
-      send(list(type = "protocol-error", message = "invalid JSON request"))
-      return()
-    }
-    type <- as.character(request$type %or% "")
-    if (type == "execute") {
-      tryCatch(execute(request), error = function(condition) {
-        # A fault of the kernel itself: the execution still ends, so the host never waits on it.
-        failure <- list(name = "KernelError", value = conditionMessage(condition), traceback = list())
-        send(c(list(type = "error", id = request$id), failure))
-        send(list(type = "execution-end", id = request$id, status = "error", executionCount = execution_count, outputTruncated = FALSE))
-      })
-    } else if (type == "ping") {
-      reply(request)
-    } else if (type == "reset") {
-      reset()
-      reply(request)
-    } else if (type == "state-save" || type == "state-load") {
-      path <- request$path
-      if (!is.character(path) || length(path) != 1L || !startsWith(path, "/")) {
-        send(list(type = "reply", id = request$id, ok = FALSE, error = list(code = "invalid-request", message = "a state request needs an absolute path")))
-        return()
-      }
-      body <- tryCatch(
-        if (type == "state-save") save_state(path) else load_state(path),
-        error = function(condition) state_error("state-failed", conditionMessage(condition))
-      )
-      if (!is.null(body$error)) {
-        send(list(type = "reply", id = request$id, ok = FALSE, error = body$error))
-      } else {
-        do.call(reply, c(list(request), body))
-      }
-    } else if (type == "complete" || type == "inspect") {
-      code <- as.character(request$code %or% "")
-      if (length(code) != 1L) code <- ""
-      body <- tryCatch(
-        if (type == "complete") complete(code, request$cursorPos) else inspect(code, request$cursorPos, request$detailLevel),
-        error = function(condition) list(error = conditionMessage(condition))
-      )
-      if (!is.null(body$error)) {
-        send(list(type = "reply", id = request$id, ok = FALSE, error = list(code = "internal", message = body$error)))
-      } else {
-        do.call(reply, c(list(request), body))
-      }
-    } else if (type == "is-complete") {
-      do.call(reply, c(list(request), is_complete(as.character(request$code %or% ""))))
-    } else {
-      message <- sprintf("unknown request type '%s'", type)
-      send(list(type = "reply", id = request$id, ok = FALSE, error = list(code = "unknown-request", message = message)))
-    }
-  }
-
-  main <- function() {
-    options(device = open_plot_device)
-    version <- paste(R.version$major, R.version$minor, sep = ".")
-    send(list(type = "ready", protocolVersion = 2L, language = "r", version = version, pid = Sys.getpid()))
-    repeat {
-      line <- readLines(requests, n = 1L, encoding = "UTF-8", warn = FALSE)
-      if (length(line) == 0L) quit(save = "no", status = 0L, runLast = FALSE) # the supervisor is gone
-      if (!nzchar(line)) next
-      tryCatch(handle(line), error = function(condition) {
-        send(list(type = "log", message = paste("sandcell R kernel:", conditionMessage(condition))))
-      })
-    }
   }
   suspendInterrupts(main())
 })
