@@ -17,7 +17,6 @@ const NOT_CUT_YET = {
   'src/server/core/registry.ts': 787,
   'src/server/conversations/conversation.ts': 692,
   'src/session/session.ts': 773,
-  'src/kernel/javascript-kernel.test.ts': 721,
   'bench/run.mjs': 612,
 };
 
