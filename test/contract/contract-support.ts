@@ -36,6 +36,9 @@ export async function withSession<T>(
   }
 }
 
-/** Python that finds the kernel object running the cell, as hostile code could: the shell's display hook holds it. */
+/**
+ * Python that finds the kernel's object running the cell (its Runner, sandcell_python_runner.py: the
+ * channel and the current execution), as hostile code could: the shell's display hook holds it.
+ */
 export const KERNEL_FROM_SHELL =
-  "kernel = next(cell.cell_contents for cell in type(get_ipython().displayhook).finish_displayhook.__closure__ if type(cell.cell_contents).__name__ == 'Kernel')";
+  "kernel = next(cell.cell_contents for cell in type(get_ipython().displayhook).finish_displayhook.__closure__ if type(cell.cell_contents).__name__ == 'Runner')";
