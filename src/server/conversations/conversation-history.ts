@@ -2,11 +2,13 @@
  * What a conversation keeps, within its bounds: its turns and images, the
  * bytes they take (turns as JSON, each settled one measured once, and the
  * images), and the dropping of the oldest outputs, then the oldest turns, to
- * get under a target (history-limits.ts says what goes first and why).
+ * get under a target (history-limits.ts says what goes first and why); and
+ * what of a history read back from disk it takes back.
  */
 import type { Turn } from '../../protocol/index.js';
 import type { ImageStore } from '../core/image-store.js';
 import { hasOutputs, isSettled, outputsDroppedNote, turnImageUrls, withoutOutputs } from './history-limits.js';
+import type { ReadHistory } from './history-records.js';
 import { jsonBytes } from './output-budget.js';
 
 export class ConversationHistory {
@@ -23,6 +25,16 @@ export class ConversationHistory {
     /** Older turns changed (outputs or turns dropped). */
     private readonly rewritten: () => void,
   ) {}
+
+  /** Takes back a history read from disk: its turns, how many were dropped, and the images its turns link. */
+  restore(read: Pick<ReadHistory, 'turns' | 'droppedTurns' | 'images'>): void {
+    this.droppedTurns = read.droppedTurns;
+    const linked = new Set(read.turns.flatMap((turn) => turnImageUrls(turn)).map(imageName));
+    for (const [name, image] of read.images) {
+      if (linked.has(name)) this.images.restore({ name, ...image });
+    }
+    this.turns.push(...read.turns);
+  }
 
   /** The bytes this history holds: its turns as JSON, and its images. */
   get bytes(): number {

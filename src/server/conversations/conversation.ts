@@ -1,9 +1,11 @@
 /**
  * One conversation of the server: a session (from the registry), the data
  * chat that asks the server's model about it, and the transcript of every
- * turn (questions, notebook cells, uploads). One turn runs at a time; its
- * events are folded into the transcript and handed to whoever listens (an SSE
- * response). A client that goes away does not stop the turn; `cancel()` does.
+ * turn. A turn is a question, a notebook cell or an upload (turn-work.ts
+ * says what each does); here is which may start, and what names the
+ * conversation. One runs at a time (turn-loop.ts), its events folded into the
+ * transcript and handed to whoever listens (an SSE response). A client that
+ * goes away does not stop the turn; `cancel()` does.
  *
  * The agent's code and shell commands go through the registry (`execute`,
  * `commands.run`), so rate limits, timeouts, metrics and graceful shutdown
@@ -12,66 +14,44 @@
  * token from the key's rate before their body is read, and are written into
  * /mnt/data by the FileAccessAgent (bytes from the user, no host path).
  *
- * Its session may be paused (idle, or by a server that stops) and resumed
- * under the same id: the next turn resumes it (`ensureSession`) and binds the
- * chat, the file agent and the cell's file watcher to the new session; what
- * did not come back is said to the user (`session-resumed`) and to the model.
- * Only a session that is gone (deleted, closed, its state not kept) expires
- * the conversation, which can then be continued in a new one.
- *
- * The running turn (its approvals, listeners and output budgets) is
- * running-turn.ts; what is bound to a session, and which failures mean it is
- * gone, session-binding.ts; what the history keeps within its bounds is
- * conversation-history.ts. Over 500 lines still, because what is left is one
- * state machine: every kind of turn (a question, a cell, an upload) folds its
- * events through the one `emit` into the one transcript, and the agents'
- * events are presented with the conversation's session and images. Cut
- * further, each piece would need the conversation's private state passed in.
+ * Its session may be paused and resumed under the same id: the next turn
+ * resumes it first (`ensureSession`); only a session that is gone expires the
+ * conversation, which can then be continued in a new one
+ * (conversation-session.ts). What the history keeps within its bounds is
+ * conversation-history.ts; how outputs are linked, conversation-links.ts; what
+ * the agents' events become in the history, turn-events.ts.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { DataChat } from '../../agents/data-chat.js';
-import type { FileAccessAgent } from '../../agents/file-access-agent.js';
 import type { ChatModel } from '../../agents/model.js';
-import type { ApprovalDecision, ApprovalRequest } from '../../agents/python-exec-agent.js';
-import {
-  type ApprovalMode,
-  applyConversationEvent,
-  type ConversationEvent,
-  type ConversationMode,
-  type ConversationSummary,
-  type Conversation as ConversationView,
-  type FilePreview,
-  type SessionResumed,
-  type Turn,
+import type {
+  ApprovalMode,
+  ConversationMode,
+  ConversationSummary,
+  Conversation as ConversationView,
+  Turn,
 } from '../../protocol/index.js';
-import type { FileChanges } from '../../session/file-changes.js';
 import type { Language } from '../../session/languages.js';
 import type { Session } from '../../session/session.js';
 import type { Owner } from '../core/auth.js';
-import {
-  ApprovalNotFoundError,
-  ConversationBusyError,
-  ConversationExpiredError,
-  ConversationPausedError,
-  ModelNotConfiguredError,
-} from '../core/errors.js';
+import { ConversationBusyError, ConversationExpiredError, ModelNotConfiguredError } from '../core/errors.js';
 import { ImageStore } from '../core/image-store.js';
 import type { ManagedSession, PausedRecord } from '../core/managed-session.js';
 import type { SessionRegistry } from '../core/registry.js';
 import { continuationContext } from './continuation.js';
-import { ConversationHistory, imageName } from './conversation-history.js';
+import { ConversationHistory } from './conversation-history.js';
 import type { ConversationJournal } from './conversation-journal.js';
 import { ConversationLinks } from './conversation-links.js';
-import { DEFAULT_HISTORY_LIMITS, type HistoryLimits, turnImageUrls } from './history-limits.js';
+import { ConversationSession, restoredExpiry } from './conversation-session.js';
+import { DEFAULT_HISTORY_LIMITS, type HistoryLimits } from './history-limits.js';
 import { type HeaderRecord, HISTORY_FORMAT_VERSION } from './history-records.js';
-import { resumeNoteForModel, resumeNotice } from './resume-notice.js';
-import { type ApprovalAnswer, RunningTurn, type TurnListener } from './running-turn.js';
-import { bindSession, describeExpiry, type Expiry, goneBecause, resumable } from './session-binding.js';
+import type { ApprovalAnswer, RunningTurn, TurnListener } from './running-turn.js';
+import { describeExpiry, type Expiry } from './session-binding.js';
 import type { StoredHistory } from './state-directory.js';
 import { titleFrom, titleFromCell, titleFromFiles, UNTITLED } from './title.js';
-import { describeTurnError } from './turn-errors.js';
 import { TurnEvents } from './turn-events.js';
+import { TurnLoop } from './turn-loop.js';
+import { TurnWork, type UploadedFile } from './turn-work.js';
 
 /** Images kept per conversation (for its history and its notebook export); the oldest go first. */
 const MAX_CONVERSATION_IMAGES = 256;
@@ -112,50 +92,68 @@ export class ServerConversation {
   journal?: ConversationJournal;
   private readonly limits: HistoryLimits;
   private readonly history: ConversationHistory;
-  private running?: RunningTurn;
-  private expiry?: Expiry;
-  /**
-   * The session it runs on, and what is bound to it: the chat (with a model), the file agent, the cell's
-   * file watcher. A conversation read back from disk has none until its next turn resumes its session.
-   */
-  private current?: ManagedSession;
-  private chat?: DataChat;
-  private fileAgent?: FileAccessAgent;
-  private cellFiles?: FileChanges;
+  /** Its turns, one at a time. */
+  private readonly loop: TurnLoop;
+  /** The session it runs on, and what is bound to it, across pauses and resumes. */
+  private readonly session: ConversationSession;
   /** How its outputs are linked: images, files, and the newest published link of each file. */
   private readonly links: ConversationLinks;
   /** What its turns' agents and executions become in its history. */
   private readonly events: TurnEvents;
-  /** The resume under way: two requests at once share it. */
-  private resuming?: Promise<void>;
-  /** What the last resume did not bring back, said at the start of the next turn. */
-  private pendingNotice?: SessionResumed;
-  /** The id of its session: the same across pauses and resumes (and restarts, from the journal). */
-  private readonly sessionId: string;
+  /** What each kind of turn does once it runs. */
+  private readonly work: TurnWork;
 
   private constructor(
     private readonly settings: ConversationSettings,
     title: string | undefined,
-    identity: { id: string; createdAt: number; owner: Owner; sessionId: string; continuedFrom?: ContinuedFrom },
+    identity: {
+      id: string;
+      createdAt: number;
+      owner: Owner;
+      sessionId: string;
+      continuedFrom?: ContinuedFrom;
+      expiry?: Expiry | undefined;
+    },
   ) {
     this.id = identity.id;
     this.createdAt = identity.createdAt;
     this.updatedAt = identity.createdAt;
     this.owner = identity.owner;
-    this.sessionId = identity.sessionId;
     if (identity.continuedFrom) this.continuedFrom = identity.continuedFrom;
     this.limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
     this.images = new ImageStore({ maxImages: MAX_CONVERSATION_IMAGES, maxBytes: this.limits.historyBytes });
     this.history = new ConversationHistory(this.images, this.limits.historyBytes, () => this.journal?.rewrite());
     this.links = new ConversationLinks(this.id, this.images, () => this.urlEntry());
+    this.loop = new TurnLoop({
+      turns: this.history.turns,
+      outputBytes: this.limits.outputBytes,
+      logger: settings.logger,
+      touch: () => this.touch(),
+      turnChanged: (turn) => this.journal?.turnChanged(turn),
+      keepWithinLimits: () => this.keepWithinLimits(),
+    });
     this.events = new TurnEvents({
-      running: () => this.running,
-      turn: () => (this.running ? this.turns[this.running.index] : undefined),
-      emit: (event) => this.emit(event),
+      running: () => this.loop.running,
+      turn: () => this.loop.turn(),
+      emit: (event) => this.loop.emit(event),
       links: this.links,
       outputBytes: this.limits.outputBytes,
       keepWithinLimits: () => this.keepWithinLimits(),
     });
+    this.session = new ConversationSession({
+      ...settings,
+      conversationId: this.id,
+      owner: this.owner,
+      sessionId: identity.sessionId,
+      expiry: identity.expiry,
+      turns: () => this.turns,
+      approve: (request) => this.loop.requestApproval(request),
+      onEvent: (event) => this.events.agentEvent(event),
+      onPublished: (files) => this.links.notePublished(files),
+      onExpired: () => this.cancel(),
+    });
+    const { loop, session, links, events } = this;
+    this.work = new TurnWork({ ...settings, turns: this.history.turns, loop, session, links, events });
     this.titled = Boolean(title?.trim());
     this.title = this.titled ? titleFrom(title!) : UNTITLED;
   }
@@ -175,9 +173,9 @@ export class ServerConversation {
       sessionId: entry.id,
       ...(continuedFrom ? { continuedFrom } : {}),
     });
-    await conversation.bind(entry);
+    await conversation.session.bind(entry);
     // The model reads the earlier history; nothing of it runs again unless the model runs it, visibly.
-    if (continues) conversation.chat?.pythonAgent.addContext(continuationContext(continues.turns));
+    if (continues) conversation.session.chat?.pythonAgent.addContext(continuationContext(continues.turns));
     return conversation;
   }
 
@@ -200,22 +198,13 @@ export class ServerConversation {
       owner,
       sessionId: header.sessionId,
       ...(header.continuedFrom ? { continuedFrom: header.continuedFrom } : {}),
+      expiry: restoredExpiry(paused),
     });
     conversation.title = history.title;
     conversation.titled = history.titled;
     conversation.updatedAt = history.updatedAt;
-    conversation.history.droppedTurns = history.droppedTurns;
     conversation.chosenMode = history.mode;
-    if (paused?.snapshotId === undefined) {
-      conversation.expiry = paused?.lost
-        ? { at: Date.parse(paused.pausedAt) || Date.now(), reason: 'lost', detail: paused.lost }
-        : { at: Date.now(), reason: 'restart' };
-    }
-    const linked = new Set(history.turns.flatMap((turn) => turnImageUrls(turn)).map(imageName));
-    for (const [name, image] of history.images) {
-      if (linked.has(name)) conversation.images.restore({ name, ...image });
-    }
-    conversation.turns.push(...history.turns);
+    conversation.history.restore(history);
     return conversation;
   }
 
@@ -246,7 +235,7 @@ export class ServerConversation {
       version: HISTORY_FORMAT_VERSION,
       id: this.id,
       ownerId: this.owner.id,
-      sessionId: this.sessionId,
+      sessionId: this.session.id,
       createdAt: this.createdAt,
       title: this.title,
       titled: this.titled,
@@ -256,47 +245,22 @@ export class ServerConversation {
   }
 
   get busy(): boolean {
-    return this.running !== undefined;
+    return this.loop.running !== undefined;
   }
 
   /** The session it runs on now, if it has one bound (closed when it was paused: its next turn resumes it). */
   get entry(): ManagedSession | undefined {
-    return this.current;
+    return this.session.entry;
   }
 
   /** Its session while it is live (not paused, not gone). */
   get liveSession(): Session | undefined {
-    const entry = this.current;
-    return entry && !this.expired && !entry.session.closed && !entry.pausing ? entry.session : undefined;
+    return this.session.live;
   }
 
-  /**
-   * Set once the session is gone: the history stays, the state does not. A session paused (idle, or
-   * by a server that stopped) is not gone: the next turn resumes it.
-   */
+  /** Set once the session is gone: the history stays, the state does not (a paused one is not gone). */
   get expired(): Expiry | undefined {
-    const entry = this.current;
-    if (!this.expiry && entry?.session.closed && !resumable(entry)) {
-      const at = entry.closedAt ?? Date.now();
-      if (entry.closedReason === 'pause-failed') {
-        this.expire({ at, reason: 'lost' });
-        // The record says why; the next read of the conversation says it too.
-        void this.settings.registry.pauses
-          .find(this.owner, this.sessionId)
-          .then((record) => {
-            if (record?.lost && this.expiry?.reason === 'lost') this.expiry.detail ??= record.lost;
-          })
-          .catch(() => undefined);
-      } else {
-        this.expire({ at, reason: entry.closedReason ?? 'closed' });
-      }
-    }
-    return this.expiry;
-  }
-
-  private expire(expiry: Expiry): void {
-    this.expiry ??= expiry;
-    this.cancel(); // a turn waiting for an approval would otherwise wait forever
+    return this.session.expired;
   }
 
   /** Not live, but not gone either: its session is paused (or being paused), or expired. For the store's bounds. */
@@ -305,86 +269,18 @@ export class ServerConversation {
   }
 
   /**
-   * Makes sure the conversation has a live session before a turn: a paused one
-   * is resumed (in this process, or after a restart from the id its journal
-   * keeps) and everything bound to the old session is bound to the new one.
-   * A session that is gone expires the conversation, and the turn is then
-   * refused (410). Any other failure (a limit, a sandbox that does not start)
-   * answers the request, and the conversation stays resumable.
+   * Makes sure the conversation has a live session before a turn, resuming a paused one. A session
+   * that is gone expires the conversation, and the turn is then refused (410). Any other failure (a
+   * limit, a sandbox that does not start) answers the request, and the conversation stays resumable.
    */
   async ensureSession(): Promise<void> {
-    if (this.running || this.expired) return; // the turn is refused as busy, or expired
-    const entry = this.current;
-    if (entry && !entry.session.closed && !entry.pausing) return;
-    this.resuming ??= this.resume().finally(() => {
-      this.resuming = undefined;
-    });
-    await this.resuming;
-  }
-
-  private async resume(): Promise<void> {
-    let entry: ManagedSession;
-    try {
-      entry = await this.settings.registry.open(this.owner, this.sessionId);
-    } catch (error) {
-      const gone = goneBecause(error, this.current !== undefined);
-      if (!gone) throw error;
-      this.settings.logger.info(
-        { conversation: this.id, session: this.sessionId, reason: gone.reason, detail: gone.detail },
-        'the session of a conversation is gone',
-      );
-      this.expire(gone);
-      return;
-    }
-    if (entry === this.current) return; // its pause was refused (code still running): it is live as it was
-    await this.bind(entry);
-    const notice = resumeNotice(entry.restored);
-    this.settings.logger.info(
-      { conversation: this.id, session: entry.id, notRestored: notice?.skipped.length ?? 0 },
-      'the session of a conversation resumed',
-    );
-    if (notice) {
-      this.pendingNotice = notice;
-      this.chat?.pythonAgent.addContext(resumeNoteForModel(notice));
-    }
-  }
-
-  /** Binds the conversation to `entry` (session-binding.ts): the chat, the file agent, the cell's file watcher. */
-  private async bind(entry: ManagedSession): Promise<void> {
-    const bound = await bindSession(entry, {
-      ...this.settings,
-      conversationId: this.id,
-      previous: this.chat,
-      turns: this.turns,
-      approve: (request) => this.requestApproval(request),
-      onEvent: (event) => this.events.agentEvent(event),
-      onPublished: (files) => this.links.notePublished(files),
-    });
-    this.current = entry;
-    this.chat = bound.chat;
-    this.fileAgent = bound.fileAgent;
-    this.cellFiles = bound.cellFiles;
+    if (this.busy) return; // the turn is refused as busy
+    await this.session.ensure();
   }
 
   /** Lets go of its session, the conversation being deleted: a live one closes, a paused one is deleted. */
   async closeSession(): Promise<void> {
-    if (this.expired) return;
-    const { registry, logger } = this.settings;
-    const entry = this.current;
-    if (entry?.pausing) await entry.pausing.catch(() => undefined);
-    if (entry && !entry.session.closed) {
-      await registry.remove(entry, 'deleted');
-      return;
-    }
-    // Paused, or resumed meanwhile by another request (/v1/sessions/{id}/files).
-    const live = registry.find(this.owner, this.sessionId);
-    if (live) {
-      await registry.remove(live, 'deleted');
-      return;
-    }
-    await registry.pauses.remove(this.owner, this.sessionId).catch((error: unknown) => {
-      logger.warn({ err: error, conversation: this.id, session: this.sessionId }, 'cannot delete a paused session');
-    });
+    await this.session.close();
   }
 
   summary(): ConversationSummary {
@@ -392,7 +288,7 @@ export class ServerConversation {
     return {
       id: this.id,
       title: this.title,
-      sessionId: this.sessionId,
+      sessionId: this.session.id,
       status: expired ? 'expired' : 'active',
       busy: this.busy,
       createdAt: new Date(this.createdAt).toISOString(),
@@ -415,15 +311,10 @@ export class ServerConversation {
     if (expired) throw new ConversationExpiredError(describeExpiry(expired));
     if (!this.settings.model) throw new ModelNotConfiguredError();
     this.refuseWhenUnavailable();
-    const chat = this.chat!;
-    const started = this.start('message', content, listener, approval, async (running) => {
-      const answer = await chat.ask(content, { signal: running.abort.signal });
-      // A non-streaming model (or a stop without words) left no text for the answer yet.
-      const turn = this.turns[running.index]!;
-      const last = turn.steps[turn.steps.length - 1];
-      if (!(last?.type === 'text' && last.text.trim() !== '')) this.emit({ type: 'answer-delta', text: answer.text });
-      this.emit({ type: 'answer-end', stopReason: answer.stopReason, steps: answer.steps, usage: answer.usage });
-    });
+    const chat = this.session.chat!;
+    const started = this.start('message', content, listener, approval, (running) =>
+      this.work.ask(running, chat, content),
+    );
     if (!this.titled) this.retitle(content);
     return started;
   }
@@ -438,35 +329,9 @@ export class ServerConversation {
     const language = options.language ?? 'python';
     const entry = this.refuseWhenUnavailable();
     this.settings.registry.admit(entry, code); // a refusal answers the request, before the stream starts
-    const started = this.start('cell', code, listener, 'auto', async (running) => {
-      const callId = this.turns[running.index]!.id;
-      const cellFiles = this.cellFiles!;
-      await cellFiles.snapshot();
-      await cellFiles.changed(); // what earlier turns wrote is not this cell's doing
-      this.emit({
-        type: 'execution-start',
-        callId,
-        code,
-        attempt: 1,
-        maxAttempts: 1,
-        edited: false,
-        ...(language === 'python' ? {} : { language }),
-      });
-      const execution = await this.settings.registry.execute(entry, code, {
-        admitted: true,
-        language,
-        timeoutMs,
-        signal: running.abort.signal,
-        onStdout: (text) => this.emit({ type: 'stdout-delta', callId, text }),
-        onStderr: (text) => this.emit({ type: 'stderr-delta', callId, text }),
-        onResult: (result) => this.events.result(running, callId, result),
-      });
-      if (execution.files) this.links.notePublished(execution.files);
-      const files = (await cellFiles.changed()).map((file) =>
-        this.links.codeFile({ path: file.path, size: file.size, kind: 'file' }),
-      );
-      this.events.executionEnd(callId, execution, files);
-    });
+    const started = this.start('cell', code, listener, 'auto', (running) =>
+      this.work.cell(running, entry, code, { language, timeoutMs }),
+    );
     // Code is no title: a cell names only a nameless conversation, and only provisionally.
     if (!this.titled && this.title === UNTITLED) this.title = titleFromCell(code) ?? UNTITLED;
     return started;
@@ -485,11 +350,13 @@ export class ServerConversation {
    * the model about them). A failed upload stays in the history as a failed
    * turn; `failure` is what failed, for the caller to answer with.
    */
-  async upload(files: { name: string; bytes: Buffer }[]): Promise<{ turn: Turn; failure?: unknown }> {
+  async upload(files: UploadedFile[]): Promise<{ turn: Turn; failure?: unknown }> {
     let failure: unknown;
     const turn = await this.start('upload', '', undefined, 'auto', async (running) => {
       try {
-        await this.writeUploads(running, files);
+        await this.work.upload(running, files);
+        // A provisional title: the first question or cell names the conversation.
+        if (!this.titled) this.title = titleFromFiles(files.map((file) => file.name));
       } catch (error) {
         failure = error;
         throw error;
@@ -498,61 +365,22 @@ export class ServerConversation {
     return failure === undefined || turn.status !== 'error' ? { turn } : { turn, failure };
   }
 
-  private async writeUploads(running: RunningTurn, files: { name: string; bytes: Buffer }[]): Promise<void> {
-    const previews: FilePreview[] = [];
-    for (const file of files) {
-      const loaded = this.chat
-        ? await this.chat.addFile(file.name, file.bytes)
-        : await this.fileAgent!.share(file.name, file.bytes);
-      previews.push({
-        path: file.name,
-        size: loaded.size,
-        format: loaded.format,
-        ...(loaded.rows !== undefined ? { rows: loaded.rows } : {}),
-        ...(loaded.columns ? { columns: loaded.columns } : {}),
-        ...(loaded.head ? { head: loaded.head } : {}),
-        text: loaded.preview,
-        url: this.links.fileUrl(file.name),
-      });
-    }
-    this.turns[running.index] = { ...this.turns[running.index]!, files: previews };
-    // A provisional title: the first question or cell names the conversation.
-    if (!this.titled) this.title = titleFromFiles(files.map((file) => file.name));
-  }
-
   /** Answers a pending approval. */
   approve(approvalId: string, answer: ApprovalAnswer): void {
-    if (!this.running) throw new ApprovalNotFoundError(approvalId);
-    this.running.answer(approvalId, answer);
+    this.loop.approve(approvalId, answer);
   }
 
   /** Stops the running turn: interrupts code, declines pending approvals, stops asking the model. */
   cancel(): boolean {
-    if (!this.running) return false;
-    this.running.cancel();
-    return true;
+    return this.loop.cancel();
   }
-
-  // --- turns -------------------------------------------------------------------
 
   /** The session a new turn runs on: refused when it is gone, when a turn runs, or when it is paused. */
   private refuseWhenUnavailable(): ManagedSession {
     const expired = this.expired;
     if (expired) throw new ConversationExpiredError(describeExpiry(expired));
-    if (this.running) throw new ConversationBusyError();
-    return this.live();
-  }
-
-  /** The session, while the conversation has one live (`ensureSession` resumes a paused one first). */
-  private live(): ManagedSession {
-    const expired = this.expired;
-    if (expired) throw new ConversationExpiredError(describeExpiry(expired));
-    const entry = this.current;
-    if (!entry || entry.session.closed || entry.pausing) {
-      // Paused between `ensureSession` and the turn (an upload's body took longer than the idle timeout).
-      throw new ConversationPausedError();
-    }
-    return entry;
+    if (this.busy) throw new ConversationBusyError();
+    return this.session.available();
   }
 
   private start(
@@ -563,85 +391,8 @@ export class ServerConversation {
     work: (running: RunningTurn) => Promise<void>,
   ): { turn: Turn; done: Promise<Turn> } {
     this.refuseWhenUnavailable();
-    const turn: Turn = {
-      id: randomUUID(),
-      kind,
-      createdAt: new Date().toISOString(),
-      status: 'running',
-      input,
-      steps: [],
-    };
-    const running = new RunningTurn(
-      this.turns.length,
-      approval,
-      this.limits.outputBytes,
-      this.settings.logger,
-      listener,
-    );
-    this.turns.push(turn);
-    this.running = running;
-    this.touch();
-    this.journal?.turnChanged(turn);
-    running.send({ type: 'turn-start', turn });
-    // What the resume before this turn did not bring back.
-    const notice = this.pendingNotice;
-    this.pendingNotice = undefined;
-    if (notice) this.emit({ type: 'session-resumed', resumed: notice });
-    const done = (async () => {
-      let status: Turn['status'] = 'done';
-      try {
-        await work(running);
-        if (running.abort.signal.aborted) status = 'cancelled';
-      } catch (error) {
-        if (running.abort.signal.aborted) {
-          status = 'cancelled';
-        } else {
-          status = 'error';
-          this.emit({ type: 'error', error: describeTurnError(error, this.settings.logger) });
-        }
-      }
-      this.finishOpenSteps(running);
-      this.turns[running.index] = { ...this.turns[running.index]!, status };
-      this.running = undefined;
-      this.touch();
-      this.keepWithinLimits(); // may drop older turns (never this one, the newest) or outputs
-      const final = this.turns[this.turns.length - 1]!;
-      this.journal?.turnChanged(final);
-      running.send({ type: 'turn-end', turn: final });
-      return final;
-    })();
-    return { turn, done };
+    return this.loop.start({ kind, input, listener, approval, resumed: this.session.takeNotice() }, work);
   }
-
-  /** Folds an event, as kept within the output budget, into the running turn and hands it to the listeners. */
-  private emit(event: ConversationEvent): void {
-    const running = this.running;
-    if (!running) return;
-    const kept = running.withinBudget(event);
-    if (!kept) return;
-    this.turns[running.index] = applyConversationEvent(this.turns[running.index]!, kept);
-    this.touch();
-    this.journal?.turnChanged(this.turns[running.index]!);
-    running.send(kept);
-  }
-
-  /** Code that never ran because the turn stopped is marked skipped. */
-  private finishOpenSteps(running: RunningTurn): void {
-    for (const step of this.turns[running.index]!.steps) {
-      if (step.type === 'code' && (step.status === 'awaiting-approval' || step.status === 'ready')) {
-        this.emit({ type: 'execution-skipped', callId: step.callId, code: step.code, reason: 'cancelled' });
-      }
-    }
-  }
-
-  private requestApproval(request: ApprovalRequest): Promise<ApprovalDecision> {
-    if (!this.running) return Promise.resolve({ action: 'run' });
-    return this.running.requestApproval(request, (approvalId) =>
-      this.emit({ type: 'approval-request', approvalId, ...request }),
-    );
-  }
-
-  // --- bounds --------------------------------------------------------------------
 
   /** The bytes this conversation holds: its turns as JSON, and its images. */
   get historyBytes(): number {
@@ -670,7 +421,7 @@ export class ServerConversation {
    * `targetBytes`; never the newest turn (the running one, or the one just done).
    */
   dropTurns(targetBytes: number): void {
-    const running = this.running;
+    const running = this.loop.running;
     this.history.dropTurns(targetBytes, () => {
       if (running) running.index--;
     });
@@ -678,7 +429,7 @@ export class ServerConversation {
 
   /** Links name the session by its id, which stays the same across a pause and a resume. */
   private urlEntry(): ManagedSession {
-    return this.current ?? this.live();
+    return this.session.entry ?? this.session.available();
   }
 
   private retitle(text: string): void {
