@@ -73,14 +73,16 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     onShed: (reason) => context.metrics.rejected.inc({ reason }),
   });
   const { app, mcp, jupyter } = createApp(context, { connections });
-  if (resolved.stateDirectory !== false) await context.conversations.keepOnDisk(resolved.stateDirectory);
-  // A store named for paused sessions is proven before the first session: wrong credentials fail here, not at a pause.
-  if (resolved.store !== undefined)
-    logger.info({ store: await context.registry.checkStore() }, 'paused sessions are kept in the store');
-  if (resolved.publishOutputs) await context.registry.checkLinks();
   try {
+    if (resolved.stateDirectory !== false) await context.conversations.keepOnDisk(resolved.stateDirectory);
+    // A store named for paused sessions is proven before the first session: wrong credentials fail here, not at a pause.
+    if (resolved.store !== undefined)
+      logger.info({ store: await context.registry.checkStore() }, 'paused sessions are kept in the store');
+    if (resolved.publishOutputs) await context.registry.checkLinks();
     await context.pool.start();
   } catch (error) {
+    // A server that does not start leaves nothing running: the sandboxes its backend began to
+    // prepare (a template) would keep the process alive after it said why it stopped.
     await context.pool.close();
     throw error;
   }
