@@ -1,23 +1,34 @@
 #!/usr/bin/env node
-// `npm test`: the unit project first, its files in parallel (they run no
-// sandbox: scripted kernels, servers on port 0, nothing shared), then the
-// integration project one file at a time (real sandboxes on a 2-core machine
-// shared with other work). vitest cannot give two projects of one run
-// different parallelism, hence two runs. The unit run takes every core
-// (`--maxWorkers=100%`): vitest's default leaves one free, which on two cores
-// is no parallelism at all. Both always run; the exit code is non-zero when
-// either failed. Extra arguments go to both (`npm test -- -t 'queue'`); a
-// project with no file matching them passes.
+// `npm test`: the unit project first, its files in parallel on every core (they
+// run no sandbox: scripted kernels, servers on port 0, nothing shared); then
+// the integration project two files at a time (real sandboxes; each file
+// starts its own servers, state and names, and waits on sandboxes, engines and
+// emulators more than it computes, so two share a 2-core machine well); then
+// the few integration files that need the machine to themselves
+// (`integration-alone` in vitest.config.ts), one at a time. vitest cannot give
+// projects of one run different parallelism, hence three runs.
+// `--maxWorkers=100%` for the unit run: vitest's default leaves one core free,
+// which on two cores is no parallelism at all. SANDCELL_TEST_WORKERS sets the
+// integration run's files at a time (1 runs them one by one, as before).
+// Every run happens; the exit code is non-zero when any failed. Extra arguments
+// go to every run (`npm test -- -t 'queue'`); a project with no file matching
+// them passes.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { root } from './setup-common.mjs';
 
 const vitest = path.join(root, 'node_modules', 'vitest', 'vitest.mjs');
 const extra = process.argv.slice(2);
+const workers = process.env.SANDCELL_TEST_WORKERS ?? '2';
+if (!/^[1-9]\d?$/.test(workers)) {
+  process.stderr.write(`SANDCELL_TEST_WORKERS must be a whole number from 1 to 99; got ${JSON.stringify(workers)}.\n`);
+  process.exit(2);
+}
 let failed = false;
 for (const project of [
   ['--project', 'unit', '--file-parallelism', '--maxWorkers=100%'],
-  ['--project', 'integration'],
+  ['--project', 'integration', ...(workers === '1' ? [] : ['--file-parallelism', `--maxWorkers=${workers}`])],
+  ['--project', 'integration-alone'],
 ]) {
   const result = spawnSync(process.execPath, [vitest, 'run', ...project, '--passWithNoTests', ...extra], {
     cwd: root,
