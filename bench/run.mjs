@@ -4,15 +4,14 @@
 // time bound (bench/bounded.mjs): one that fails or stalls is a FAILED row with its first error, the others still print,
 // and the bench then exits 1.
 // Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs, bench/arrivals.mjs, bench/e2b.mjs, bench/jupyter.mjs, bench/outputs.mjs and bench/cluster.mjs).
-// Over 500 lines, kept whole: each measure is small, and all of them feed the one table (rows × backends) below.
+// Each backend's own measures are bench/session-measures.mjs; here they and the other parts are run, bounded, and
+// put in the one table (rows × backends) against their targets.
 
-import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { createBackend, Session, SessionPool } from '../dist/index.js';
+import { createBackend } from '../dist/index.js';
 import { runArrivalsBench } from './arrivals.mjs';
 import { bounded, minutes } from './bounded.mjs';
 import { runClusterBench } from './cluster.mjs';
@@ -22,7 +21,19 @@ import { runForkBench } from './fork.mjs';
 import { runJupyterBench } from './jupyter.mjs';
 import { runNetworkGateBench } from './network-gate.mjs';
 import { runOutputsBench } from './outputs.mjs';
-import { runServerBench } from './server.mjs';
+import { percentile, runServerBench } from './server.mjs';
+import {
+  coldStart,
+  dockerExecPerCall,
+  idleMemory,
+  LANGUAGE_PROBES,
+  languagesAndCommands,
+  newFailures,
+  parallel,
+  poolFirstResult,
+  round,
+  warmRoundTrip,
+} from './session-measures.mjs';
 import { runSnapshotBench } from './snapshots.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -31,255 +42,6 @@ const withServer = !process.argv.includes('--no-server');
 /** The values of every `--name value` on the command line. */
 const flagValues = (name) =>
   process.argv.flatMap((argument, index) => (argument === name ? [process.argv[index + 1]] : []));
-const now = () => performance.now();
-
-function percentile(values, fraction) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))];
-}
-const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
-
-function memoryOf(processIds) {
-  let rssKiB = 0;
-  let pssKiB = 0;
-  for (const pid of processIds) {
-    try {
-      const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-      rssKiB += Number(/^Rss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
-      pssKiB += Number(/^Pss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
-    } catch {
-      // ended meanwhile
-    }
-  }
-  return { rssMB: round(rssKiB / 1024, 1), pssMB: round(pssKiB / 1024, 1) };
-}
-
-/**
- * Failures are counted, not fatal: a sample whose session could not be created or whose run threw is
- * reported (the `failed samples` row and `failedSamples` in the JSON), and the bench goes on.
- */
-function newFailures() {
-  const failures = { count: 0, first: undefined };
-  failures.add = (error) => {
-    failures.count++;
-    failures.first ??= error?.message ?? String(error);
-  };
-  return failures;
-}
-
-async function coldStart(backend, samples, failures) {
-  const times = [];
-  for (let index = 0; index < samples; index++) {
-    try {
-      const started = now();
-      const session = await Session.create({ backend });
-      try {
-        const execution = await session.run('1+1');
-        if (execution.results[0]?.data['text/plain'] !== '2') throw new Error('cold start: wrong result');
-        times.push(now() - started);
-      } finally {
-        await session.close();
-      }
-    } catch (error) {
-      failures.add(error);
-    }
-  }
-  return times;
-}
-
-async function poolFirstResult(backend, samples, failures) {
-  const pool = new SessionPool({ size: 2, maxSessions: 8, sessionOptions: { backend } });
-  await pool.start().catch((error) => failures.add(error));
-  const times = [];
-  for (let index = 0; index < samples; index++) {
-    // Wait until the pool is warm again, as it is between users in practice (bounded: a failing pool backs off).
-    for (let waited = 0; waited < 1500 && pool.stats().warm < 2; waited++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    try {
-      const started = now();
-      const session = await pool.acquire();
-      try {
-        const execution = await session.run('1+1');
-        if (execution.results[0]?.data['text/plain'] !== '2') throw new Error('pool: wrong result');
-        times.push(now() - started);
-      } finally {
-        await session.close();
-      }
-    } catch (error) {
-      failures.add(error);
-    }
-  }
-  await pool.close();
-  return times;
-}
-
-async function warmRoundTrip(backend, runs, failures) {
-  let session;
-  try {
-    session = await Session.create({ backend });
-  } catch (error) {
-    failures.add(error);
-    return [];
-  }
-  const times = [];
-  try {
-    for (let index = 0; index < 100; index++) await session.run('1+1');
-    for (let index = 0; index < runs; index++) {
-      const started = now();
-      await session.run('1+1');
-      times.push(now() - started);
-    }
-  } catch (error) {
-    failures.add(error);
-  } finally {
-    await session.close();
-  }
-  return times;
-}
-
-/** Sessions created at once; the ones that failed are counted and left out. */
-async function createSessions(count, options, failures) {
-  const settled = await Promise.allSettled(Array.from({ length: count }, () => Session.create(options)));
-  for (const result of settled) if (result.status === 'rejected') failures.add(result.reason);
-  return settled.filter((result) => result.status === 'fulfilled').map((result) => result.value);
-}
-
-async function idleMemory(backend, count, preloadModules, failures) {
-  const sessions = await createSessions(count, { backend, preloadModules }, failures);
-  await Promise.all(sessions.map((session) => session.run('1+1')));
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  const perSession = [];
-  for (const session of sessions) {
-    const usage = await session.usage();
-    perSession.push({
-      ...memoryOf(usage.processIds ?? []),
-      cgroupMB: usage.memoryBytes ? round(usage.memoryBytes / 2 ** 20, 1) : null,
-    });
-  }
-  await Promise.all(sessions.map((session) => session.close()));
-  const mean = (key) =>
-    perSession.length === 0
-      ? null
-      : round(perSession.reduce((sum, entry) => sum + (entry[key] ?? 0), 0) / perSession.length, 1);
-  return { sessions: sessions.length, rssMB: mean('rssMB'), pssMB: mean('pssMB'), cgroupMB: mean('cgroupMB') };
-}
-
-async function parallel(backend, sessionCount, runsEach, failures) {
-  const sessions = await createSessions(sessionCount, { backend }, failures);
-  await Promise.all(sessions.map((session) => session.run('1+1')));
-  const latencies = [];
-  let wrong = 0;
-  const started = now();
-  await Promise.all(
-    sessions.map(async (session, index) => {
-      for (let run = 0; run < runsEach; run++) {
-        const begun = now();
-        try {
-          const execution = await session.run(`${index} * 1000 + ${run}`);
-          latencies.push(now() - begun);
-          if (execution.results[0]?.data['text/plain'] !== String(index * 1000 + run)) wrong++;
-        } catch (error) {
-          failures.add(error);
-        }
-      }
-    }),
-  );
-  const seconds = (now() - started) / 1000;
-  await Promise.all(sessions.map((session) => session.close()));
-  return {
-    sessions: sessions.length,
-    throughput: latencies.length / seconds,
-    p95: latencies.length ? percentile(latencies, 0.95) : undefined,
-    wrong,
-  };
-}
-
-/** The cookbook's approach for comparison: a stateless `docker exec … python3 -c` per call, in a running container. */
-async function dockerExecPerCall(docker, image, samples) {
-  const run = promisify(execFile);
-  const container = await docker.createContainer({
-    Image: image,
-    Entrypoint: ['/bin/sleep', 'infinity'],
-    HostConfig: { NetworkMode: 'none', ReadonlyRootfs: true, Init: true },
-  });
-  await container.start();
-  const times = [];
-  try {
-    for (let index = 0; index < samples; index++) {
-      const started = now();
-      const { stdout } = await run('docker', ['exec', container.id, 'python3', '-c', 'print(1+1)']);
-      times.push(now() - started);
-      if (stdout.trim() !== '2') throw new Error('docker exec: wrong result');
-    }
-  } finally {
-    await container.remove({ force: true });
-  }
-  return times;
-}
-
-/** What each language runs for `1+1`, and how its answer is checked (bash has no results, only stdout). */
-const LANGUAGE_PROBES = {
-  python: { code: '1+1', ok: (execution) => execution.results[0]?.data['text/plain'] === '2' },
-  javascript: { code: '1+1', ok: (execution) => execution.results[0]?.data['text/plain'] === '2' },
-  typescript: { code: '1+1', ok: (execution) => execution.results[0]?.data['text/plain'] === '2' },
-  r: { code: '1+1', ok: (execution) => execution.results[0]?.data['text/plain']?.trim() === '[1] 2' },
-  bash: { code: 'echo $((1+1))', ok: (execution) => execution.stdout === '2\n' },
-};
-
-/**
- * Per language, in one session: a new context's first answer (createContext → result), then the warm
- * round trip in the last one; and `commands.run('true')`.
- */
-async function languagesAndCommands(backend, coldSamples, warmRuns, failures) {
-  const measured = { languages: {}, command: [] };
-  let session;
-  try {
-    session = await Session.create({ backend });
-  } catch (error) {
-    failures.add(error);
-    return measured;
-  }
-  try {
-    for (const [language, probe] of Object.entries(LANGUAGE_PROBES)) {
-      const cold = [];
-      const warm = [];
-      measured.languages[language] = { cold, warm };
-      try {
-        let context;
-        for (let index = 0; index < coldSamples; index++) {
-          if (context) await session.removeContext(context.id);
-          const started = now();
-          context = await session.createContext({ language });
-          const execution = await session.run(probe.code, { context: context.id });
-          if (!probe.ok(execution)) throw new Error(`${language}: wrong answer to 1+1`);
-          cold.push(now() - started);
-        }
-        for (let index = 0; index < 50; index++) await session.run(probe.code, { context: context.id });
-        for (let index = 0; index < warmRuns; index++) {
-          const started = now();
-          const execution = await session.run(probe.code, { context: context.id });
-          warm.push(now() - started);
-          if (!probe.ok(execution)) throw new Error(`${language}: wrong answer to 1+1`);
-        }
-        await session.removeContext(context.id);
-      } catch (error) {
-        failures.add(error);
-      }
-    }
-    for (let index = 0; index < 20 + warmRuns; index++) {
-      const started = now();
-      const result = await session.commands.run('true');
-      if (result.exitCode !== 0) throw new Error('commands.run: true did not exit 0');
-      if (index >= 20) measured.command.push(now() - started);
-    }
-  } catch (error) {
-    failures.add(error);
-  } finally {
-    await session.close();
-  }
-  return measured;
-}
 
 /**
  * The parts of the bench that failed (threw, or stalled past their bound), as [name, first error]: each is a
