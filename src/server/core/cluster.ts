@@ -136,15 +136,25 @@ export class Cluster {
   async peerOf(id: string): Promise<Peer | undefined> {
     const tag = id.slice(0, 8);
     if (!TAG.test(tag) || tag === this.tag) return undefined;
-    if (!this.peers.has(tag)) await this.refresh();
-    return this.alive(this.peers.get(tag));
+    return this.aliveByTag(tag);
   }
 
   /** Whether the node of this name is alive (this one always is); one not seen yet is looked for first. */
   async isAlive(node: string): Promise<boolean> {
     if (node === this.node) return true;
-    if (!this.peers.has(nodeTag(node))) await this.refresh();
-    return this.alive(this.peers.get(nodeTag(node))) !== undefined;
+    return (await this.aliveByTag(nodeTag(node))) !== undefined;
+  }
+
+  /**
+   * The peer of this tag if it is alive. One not seen yet, or seen alive only by an old reading (this
+   * node's own heartbeats late, on a busy machine), is read from the store again before it is taken
+   * for dead: a dead node is one whose record stopped changing, not one this node stopped reading.
+   */
+  private async aliveByTag(tag: string): Promise<Peer | undefined> {
+    const alive = this.alive(this.peers.get(tag));
+    if (alive) return alive;
+    await this.refresh();
+    return this.alive(this.peers.get(tag));
   }
 
   /** Reads the store's nodes now (at most every REFRESH_MS: ids with made-up tags cannot make it list the store at will). */
