@@ -1,0 +1,300 @@
+/**
+ * A session's state taken out and put back, on the host: a snapshot written
+ * to the store (and a pause, which ends the session after it), a snapshot
+ * loaded into a fresh session or restored over a used one, and a fork that
+ * streams one sandbox's state into another's. Each waits for every context's
+ * queue first, so no code runs while state moves; what moves, and how, is
+ * session-state.ts.
+ */
+import { InvalidInputError, SessionClosedError, TimeoutError } from '../errors.js';
+import { localSnapshotStore } from '../snapshots/local-snapshots.js';
+import { SnapshotTooLargeError } from '../snapshots/snapshot-errors.js';
+import type { SnapshotManifest, SnapshotStore } from '../snapshots/snapshot-store.js';
+import type { CommandRegistry } from './commands.js';
+import type { KernelConnection } from './kernel-connection.js';
+import { DEFAULT_CONTEXT } from './languages.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, type ResolvedSessionOptions } from './options.js';
+import type { SessionContext } from './session-context.js';
+import type { SessionContexts } from './session-contexts.js';
+import type { SessionSandbox } from './session-sandbox.js';
+import {
+  ARCHIVE_PART,
+  ARCHIVE_SLACK_BYTES,
+  endState,
+  loadContext,
+  type RestoredContext,
+  type RestoreReport,
+  readArchive,
+  readDetails,
+  type SavedContext,
+  type SnapshotDetails,
+  type SnapshotInfo,
+  saveContexts,
+  snapshotInfo,
+  writeArchive,
+} from './session-state.js';
+
+/** Whose snapshot, and of which session, when that is not the session's own (a server's pooled sessions). */
+export interface SnapshotOptions {
+  /** The owner the snapshot is written for or read as. @default the session's `owner` option */
+  owner?: string;
+  /** The session id the snapshot names (a resume without an id takes it). @default this session's id */
+  sessionId?: string;
+  /** The store to write to or read from. @default the session's `snapshots` option */
+  snapshots?: SnapshotStore;
+  /**
+   * The most the snapshot may take in the store (its archive: the files and each context's
+   * state); past it the snapshot fails with SnapshotTooLargeError and nothing is kept (a pause
+   * leaves the session running). @default what the session's files and /tmp can hold
+   */
+  maxBytes?: number;
+}
+
+/** The owner of a library's snapshots (a server's sessions belong to their key's owner). */
+export const LOCAL_OWNER = 'local';
+
+/** A snapshot's manifest and details, read as `owner`; refused if it is not one this version wrote. */
+export async function readSnapshot(
+  store: SnapshotStore,
+  owner: string,
+  snapshotId: string,
+): Promise<{ manifest: SnapshotManifest; details: SnapshotDetails }> {
+  const manifest = await store.manifest(owner, snapshotId);
+  return { manifest, details: readDetails(manifest) };
+}
+
+/** What the snapshots need of their session. */
+export interface SnapshotHost {
+  id: string;
+  /** The name of the environment the session runs: a resume runs the same. */
+  environment: string;
+  options: ResolvedSessionOptions;
+  contexts: SessionContexts;
+  commands: CommandRegistry;
+  sandbox: SessionSandbox;
+  /** The owner and store the session was created with, where it named them. */
+  createdWith: { owner?: string; snapshots?: SnapshotStore };
+  closed(): boolean;
+  /** Whether nothing has been run in the session, nor a file moved, yet: only such a one takes a snapshot's state. */
+  fresh(): boolean;
+  /** Runs `task` in `context`'s queue, behind what was queued there before. */
+  enqueue<T>(context: SessionContext, task: () => Promise<T>): Promise<T>;
+  /** The session did something (its idle clock starts again). */
+  touch(): void;
+  close(): Promise<void>;
+  /** What a load, restore or fork brought back (`session.restored`). */
+  restored(report: RestoreReport): void;
+}
+
+export class SessionSnapshots {
+  constructor(private readonly host: SnapshotHost) {}
+
+  /** The owner its snapshots are written for and read as by default. */
+  private get owner(): string {
+    return this.host.createdWith.owner ?? LOCAL_OWNER;
+  }
+
+  /** See Session.snapshot. */
+  snapshot(options: SnapshotOptions): Promise<SnapshotInfo> {
+    // In each context's queue from this call on: a run asked for after it is not in it.
+    return this.quiesced(async (connection) =>
+      this.write(options.snapshots ?? (await this.store()), connection, options),
+    );
+  }
+
+  /** See Session.pause. */
+  pause(options: SnapshotOptions): Promise<SnapshotInfo> {
+    return this.quiesced(async (connection) => {
+      const written = await this.write(options.snapshots ?? (await this.store()), connection, options);
+      // Closing before the queues let go: nothing asked for after the pause runs in this session. The
+      // sandbox's teardown goes on after this resolves (`await session.close()` waits for it); a resume
+      // under the same id need not wait, each volume being its own.
+      void this.host.close();
+      return written;
+    });
+  }
+
+  /** See Session.restore. */
+  async restore(snapshotId: string, options: Pick<SnapshotOptions, 'owner' | 'snapshots'>): Promise<RestoreReport> {
+    if (this.host.closed()) throw new SessionClosedError(this.host.id);
+    const store = options.snapshots ?? (await this.store());
+    const { manifest, details } = await readSnapshot(store, options.owner ?? this.owner, snapshotId);
+    await store.verifyParts(manifest);
+    return this.quiesced(async () => {
+      await this.host.commands.killAll();
+      for (const context of this.host.contexts.all()) {
+        if (context.id !== DEFAULT_CONTEXT) await this.host.contexts.remove(context).catch(() => undefined);
+      }
+      await this.host.sandbox.end({ kind: 'restart' });
+      const connection = await this.host.sandbox.ensure();
+      return this.loadState(connection, store.part(manifest, ARCHIVE_PART), details, true, manifest.id);
+    });
+  }
+
+  /** See Session.load. */
+  async load(snapshotId: string, options: Pick<SnapshotOptions, 'owner' | 'snapshots'>): Promise<RestoreReport> {
+    if (this.host.closed()) throw new SessionClosedError(this.host.id);
+    if (!this.host.fresh()) {
+      throw new InvalidInputError(
+        'load() takes a fresh session; to roll a used one back to a snapshot, use restore().',
+      );
+    }
+    const store = options.snapshots ?? (await this.store());
+    const { manifest, details } = await readSnapshot(store, options.owner ?? this.owner, snapshotId);
+    return this.quiesced((connection) =>
+      this.loadState(connection, store.part(manifest, ARCHIVE_PART), details, false, manifest.id),
+    );
+  }
+
+  /** This session's state streamed into `target`'s, a fresh session's (see Session.forkInto). */
+  streamInto(target: SessionSnapshots): Promise<RestoreReport> {
+    if (!target.host.fresh()) return Promise.reject(new InvalidInputError('forkInto() takes a fresh session.'));
+    return this.quiesced(async (connection) => {
+      try {
+        const saved = await saveContexts(connection, this.liveContexts(connection), this.stateTimeoutMs());
+        const source = readArchive(connection, this.archiveLimit(), this.stateTimeoutMs());
+        return await target.quiesced((targetConnection) =>
+          target.loadState(targetConnection, source, this.details(saved), false, undefined),
+        );
+      } finally {
+        await endState(connection, this.stateTimeoutMs()).catch(() => undefined);
+      }
+    });
+  }
+
+  private store(): Promise<SnapshotStore> {
+    if (this.host.closed()) return Promise.reject(new SessionClosedError(this.host.id));
+    const { snapshots } = this.host.createdWith;
+    return snapshots ? Promise.resolve(snapshots) : localSnapshotStore();
+  }
+
+  /**
+   * Runs `task` once every context's queue has reached it (running code ended,
+   * nothing new starts until it is done); a TimeoutError if that takes longer
+   * than `snapshotWaitMs`.
+   */
+  private async quiesced<T>(task: (connection: KernelConnection) => Promise<T>): Promise<T> {
+    if (this.host.closed()) throw new SessionClosedError(this.host.id);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const reached = this.host.contexts.all().map(
+      (context) =>
+        new Promise<void>((resolve, reject) => {
+          this.host
+            .enqueue(context, async () => {
+              resolve();
+              await held;
+            })
+            .catch(reject);
+        }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const waitMs = this.host.options.snapshotWaitMs;
+    try {
+      await Promise.race([
+        Promise.all(reached),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () =>
+              reject(
+                new TimeoutError(
+                  `The session was still running code after ${waitMs} ms; a snapshot waits for running code to end. Interrupt it, or try again when it ends (option \`snapshotWaitMs\`).`,
+                ),
+              ),
+            waitMs,
+          );
+        }),
+      ]);
+      clearTimeout(timer);
+      this.host.touch();
+      return await task(await this.host.sandbox.ensure());
+    } finally {
+      clearTimeout(timer);
+      release();
+    }
+  }
+
+  private liveContexts(connection: KernelConnection): SessionContext[] {
+    return this.host.contexts.all().filter((context) => context.liveIn(connection));
+  }
+
+  private async write(
+    store: SnapshotStore,
+    connection: KernelConnection,
+    options: SnapshotOptions,
+  ): Promise<SnapshotInfo> {
+    const { maxBytes } = options;
+    if (maxBytes !== undefined && !(maxBytes > 0)) throw new SnapshotTooLargeError(Math.max(0, maxBytes || 0));
+    const bound =
+      maxBytes !== undefined && maxBytes < this.archiveLimit()
+        ? { bytes: maxBytes, overflow: () => new SnapshotTooLargeError(maxBytes) }
+        : { bytes: this.archiveLimit(), overflow: undefined };
+    const writer = store.begin(options.owner ?? this.owner, options.sessionId ?? this.host.id);
+    const timeoutMs = this.stateTimeoutMs();
+    try {
+      const saved = await saveContexts(connection, this.liveContexts(connection), timeoutMs);
+      await writer.part(ARCHIVE_PART, readArchive(connection, bound.bytes, timeoutMs, bound.overflow));
+      const details = this.details(saved);
+      const manifest = await writer.commit({ ...details });
+      return snapshotInfo(manifest, details);
+    } catch (error) {
+      await writer.discard().catch(() => undefined);
+      throw error;
+    } finally {
+      await endState(connection, timeoutMs).catch(() => undefined);
+    }
+  }
+
+  private details(contexts: SavedContext[]): SnapshotDetails {
+    return {
+      environment: this.host.environment,
+      contexts,
+      notKept: this.host.commands.all().map((run) => ({
+        name: `command ${run.id}: ${run.command.slice(0, 200)}`,
+        reason: 'a running process is not kept',
+      })),
+    };
+  }
+
+  /** Streams an archive into `connection`'s sandbox and has each context load its state. */
+  private async loadState(
+    connection: KernelConnection,
+    source: AsyncIterable<Uint8Array>,
+    details: SnapshotDetails,
+    clean: boolean,
+    snapshotId: string | undefined,
+  ): Promise<RestoreReport> {
+    const timeoutMs = this.stateTimeoutMs();
+    try {
+      const directory = await writeArchive(connection, source, clean, timeoutMs);
+      const contexts: RestoredContext[] = [];
+      for (const saved of details.contexts) {
+        const context = await this.host.contexts.restore(saved);
+        const { executionCount, ...loaded } = await loadContext(connection, directory, saved, timeoutMs);
+        context.executionCount = executionCount;
+        contexts.push(loaded);
+      }
+      const report: RestoreReport = {
+        ...(snapshotId ? { snapshotId } : {}),
+        contexts,
+        notKept: details.notKept,
+      };
+      this.host.restored(report);
+      return report;
+    } finally {
+      await endState(connection, timeoutMs).catch(() => undefined);
+    }
+  }
+
+  /** A kernel writing or reading a large state takes its time: the start timeout bounds each step. */
+  private stateTimeoutMs(): number {
+    return Math.max(this.host.options.startTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS);
+  }
+
+  /** An archive holds the sandbox's files and its state files, all within /mnt/data and /tmp. */
+  private archiveLimit(): number {
+    return this.host.options.limits.dataBytes + this.host.options.limits.tmpBytes + ARCHIVE_SLACK_BYTES;
+  }
+}
