@@ -4,7 +4,7 @@
  * store and links, notebooks, MCP, the CLI). Jupyter's convention: binary
  * images travel as base64 text, SVG as its own markup.
  *
- * The kernel offers PNG, JPEG and SVG (MIME_TYPES in sandcell_kernel.py);
+ * The kernel offers PNG, JPEG and SVG (MIME_TYPES in sandcell_python_runner.py);
  * GIF and WebP are here for files and for bundles other tools produce.
  */
 
