@@ -17,9 +17,9 @@ const env = {
  * - sandbox-loss waits on liveness checks paced in seconds;
  * - the data budget's test writes just after another session's files went. Two files at a time on
  *   a machine at load 10, that write still met a full disk once.
- * Every other integration file runs two at a time (scripts/test.mjs): each starts its own servers
- * on port 0, its own state directories, netns subnets and Docker names, and looks only at
- * processes of its own.
+ * Every other integration file may run beside others (SANDCELL_TEST_WORKERS, scripts/test.mjs):
+ * each starts its own servers on port 0, its own state directories, netns subnets and Docker
+ * names, and looks only at processes of its own.
  */
 const ALONE = [
   'test/pool-demand.test.ts',
@@ -32,7 +32,7 @@ const ALONE = [
 export default defineConfig({
   test: {
     // One file at a time unless a run says otherwise: `npm test` (scripts/test.mjs) runs the unit
-    // files on every core, and the integration files, but ALONE, two at a time.
+    // files on every core, and the integration files but ALONE SANDCELL_TEST_WORKERS at a time.
     fileParallelism: false,
     projects: [
       {
