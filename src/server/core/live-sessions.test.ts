@@ -5,9 +5,8 @@ import { ALICE, BOB } from '../../../test/support/scripted-registry.js';
 import { createScriptedBackend } from '../../backends/scripted/index.js';
 import { Session } from '../../session/session.js';
 import type { Owner } from './auth.js';
-import { ImageStore } from './image-store.js';
 import { LiveSessions } from './live-sessions.js';
-import type { ManagedSession } from './managed-session.js';
+import { type ManagedSession, newManagedSession } from './managed-session.js';
 import { Metrics } from './metrics.js';
 import { PausedSessions } from './paused-sessions.js';
 import { SessionRecords } from './session-records.js';
@@ -34,17 +33,7 @@ function table() {
 async function held(live: LiveSessions, owner: Owner, id: string): Promise<ManagedSession> {
   const session = await Session.create({ backend: createScriptedBackend() });
   sessions.push(session);
-  const entry: ManagedSession = {
-    id,
-    owner,
-    source: 'v1',
-    session,
-    createdAt: Date.now(),
-    images: new ImageStore(),
-    executions: 0,
-    backgroundCommands: new Map(),
-    inFlight: 0,
-  };
+  const entry = newManagedSession({ id, owner, source: 'v1', session });
   live.add(entry);
   return entry;
 }

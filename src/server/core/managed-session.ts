@@ -9,7 +9,7 @@ import type { FileChanges } from '../../session/file-changes.js';
 import type { Session } from '../../session/session.js';
 import type { RestoreReport } from '../../session/session-state.js';
 import type { Owner } from './auth.js';
-import type { ImageStore } from './image-store.js';
+import { ImageStore } from './image-store.js';
 
 export type SessionSource = 'v1' | 'azure' | 'mcp' | 'conversation' | 'e2b' | 'jupyter';
 
@@ -46,6 +46,21 @@ export interface ManagedSession {
   /** When and why the server let go of the session (idle, deleted, shutdown, closed). */
   closedAt?: number;
   closedReason?: string;
+}
+
+/** A session's entry as the registry first holds it: its own fields, nothing run yet. */
+export function newManagedSession(
+  fields: Pick<ManagedSession, 'id' | 'owner' | 'source' | 'session'> &
+    Partial<Pick<ManagedSession, 'name' | 'scope' | 'keep' | 'publishOutputs'>>,
+): ManagedSession {
+  return {
+    ...fields,
+    createdAt: Date.now(),
+    images: new ImageStore(),
+    executions: 0,
+    backgroundCommands: new Map(),
+    inFlight: 0,
+  };
 }
 
 /** A paused session as the server records it (paused-sessions.ts): which session, and its snapshot. */

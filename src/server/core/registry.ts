@@ -17,9 +17,8 @@ import type { RestoreReport } from '../../session/session-state.js';
 import type { Owner } from './auth.js';
 import type { Cluster } from './cluster.js';
 import { SessionNotFoundError } from './errors.js';
-import { ImageStore } from './image-store.js';
 import { LiveSessions } from './live-sessions.js';
-import type { ManagedSession, SessionSource } from './managed-session.js';
+import { type ManagedSession, newManagedSession, type SessionSource } from './managed-session.js';
 import type { Metrics } from './metrics.js';
 import { NamedSessions } from './named-sessions.js';
 import { type NetworkPermission, permittedNetwork } from './network-permission.js';
@@ -378,7 +377,7 @@ export class SessionRegistry {
     source: SessionSource,
     naming: { id: string; name?: string; scope?: string; keep?: Record<string, unknown>; publishOutputs?: boolean },
   ): ManagedSession {
-    const entry: ManagedSession = {
+    const entry = newManagedSession({
       id: naming.id,
       owner,
       source,
@@ -386,12 +385,7 @@ export class SessionRegistry {
       ...(naming.keep !== undefined ? { keep: naming.keep } : {}),
       ...(naming.publishOutputs ? { publishOutputs: true } : {}),
       session,
-      createdAt: Date.now(),
-      images: new ImageStore(),
-      executions: 0,
-      backgroundCommands: new Map(),
-      inFlight: 0,
-    };
+    });
     this.live.add(entry);
     // Said if this process ends without pausing it (a crash, kill -9): its next request is told.
     this.records.markLive(entry);
