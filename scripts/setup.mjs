@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { debianFileOwned, debianPackageInstalled, isRoot, root, setupSteps } from './setup-common.mjs';
+import { installPythonClients } from './setup-python.mjs';
 
 // One list for the host and the runtime image (sandcell image build), so both run the same Python packages.
 const PACKAGE_LISTS = JSON.parse(readFileSync(path.join(root, 'src/image/debian-packages.json'), 'utf8'));
@@ -29,6 +30,8 @@ const TEST_PACKAGES = [
   'python3-httpx',
   // `npm run lint` checks the kernels' Python with pyflakes (Debian's `/usr/bin/python3 -m pyflakes`).
   'python3-pyflakes',
+  // The Python clients' tests (test/python/) run each in a virtual environment of Debian's Python.
+  'python3-venv',
   // The cluster's test puts HAProxy in front of its nodes, as a Kubernetes Service would be
   // (test/cluster-haproxy.test.ts).
   'haproxy',
@@ -77,6 +80,7 @@ if (!existsSync('/usr/bin/dpkg-query')) {
 if (existsSync(path.join(root, 'package-lock.json'))) run('npm', ['ci', '--no-audit', '--no-fund']);
 else run('npm', ['install', '--no-audit', '--no-fund']);
 run('npm', ['run', 'build']);
+installPythonClients({ run, say });
 
 if (pending) {
   process.stderr.write('setup: install the Debian packages above, then run `npm run setup` again.\n');

@@ -43,6 +43,10 @@ export function sandboxEnvironment(options: {
     // sandbox's own /tmp, never under HOME: E2B's commands run with HOME=/home/user, the session's files.
     PYTHONUSERBASE: USER_BASE,
     PIP_CACHE_DIR: '/tmp/.cache/pip',
+    // The system's packages are read-only in every sandbox, so pip cannot break them: a plain `pip install`
+    // says "Requirement already satisfied" or falls back to a user install instead of refusing (PEP 668).
+    // smolagents' E2B executor runs `!pip install` of what it needs at every run.
+    PIP_BREAK_SYSTEM_PACKAGES: '1',
     OPENBLAS_NUM_THREADS: threads,
     OMP_NUM_THREADS: threads,
     MKL_NUM_THREADS: threads,

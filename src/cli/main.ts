@@ -260,6 +260,10 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           collectHosts,
         )
         .option(
+          '--allow-package-index',
+          "sessions' default internet access also reaches the Python package index this machine's pip is configured for, so `pip install` works in them; keys may ask for it (network.packageIndex)",
+        )
+        .option(
           '--permit-host <host>',
           'a host keys may ask their sessions to reach, beyond --allow-host (repeatable; "any" for any) (env SANDCELL_PERMITTED_HOSTS)',
           collectHosts,

@@ -14,8 +14,12 @@ import { collectSecretHeaders, readSecretHeaders, SECRET_HEADER_HELP } from './s
 
 export interface NetworkCliOptions {
   allowHost?: string[];
+  allowPackageIndex?: boolean;
   secretHeader?: string[];
 }
+
+export const ALLOW_PACKAGE_INDEX_HELP =
+  "let the session reach the Python package index this machine's pip is configured for, through its gate, so `pip install` works in it";
 
 export const ALLOW_HOST_HELP =
   'a host the session may reach over HTTP(S) through its gate, e.g. pypi.org, *.example.com, api.example.com:8443 (repeatable); default: no network';
@@ -27,6 +31,7 @@ export function collectHosts(value: string, previous: string[] = []): string[] {
 export function addNetworkOption(command: Command): Command {
   return command
     .option('--allow-host <host>', ALLOW_HOST_HELP, collectHosts)
+    .option('--allow-package-index', ALLOW_PACKAGE_INDEX_HELP)
     .option('--secret-header <host:header=source>', SECRET_HEADER_HELP, collectSecretHeaders);
 }
 
@@ -38,11 +43,16 @@ export function allowedHosts(flag: string, hosts: string[] | undefined): string[
 
 export function networkSessionOptions(options: NetworkCliOptions): Pick<SessionOptions, 'network'> {
   const allow = allowedHosts('--allow-host', options.allowHost);
+  const packageIndex = options.allowPackageIndex === true;
   const secrets = readSecretHeaders('--secret-header', options.secretHeader);
   if (secrets && !allow) throw new CliExit(EXIT_USAGE, '--secret-header needs --allow-host naming its host.');
-  if (!allow) return {};
-  const network = asUsageError('--secret-header', () =>
-    resolveNetworkOption({ allow, ...(secrets ? { secrets } : {}) }),
+  if (!allow && !packageIndex) return {};
+  const network = asUsageError(packageIndex ? '--allow-package-index' : '--secret-header', () =>
+    resolveNetworkOption({
+      allow: allow ?? [],
+      ...(packageIndex ? { packageIndex } : {}),
+      ...(secrets ? { secrets } : {}),
+    }),
   );
   return network ? { network } : {};
 }
@@ -63,6 +73,7 @@ function asUsageError<T>(flag: string, read: () => T): T {
  */
 export function serveNetworkOptions(options: {
   allowHost?: string[];
+  allowPackageIndex?: boolean;
   permitHost?: string[];
   secretHeader?: string[];
 }): Pick<ServerOptions, 'networkPermission' | 'networkSecrets'> & { network?: NetworkOption } {
@@ -75,16 +86,23 @@ export function serveNetworkOptions(options: {
 
 function serveAllowOptions(options: {
   allowHost?: string[];
+  allowPackageIndex?: boolean;
   permitHost?: string[];
 }): Pick<ServerOptions, 'networkPermission'> & { network?: NetworkOption } {
-  const allow = allowedHosts('--allow-host', options.allowHost) ?? [];
+  const hosts = allowedHosts('--allow-host', options.allowHost) ?? [];
+  // The index's hosts join the default like --allow-host's; sessions' pip is pointed at it by packageIndex.
+  const indexed = options.allowPackageIndex
+    ? asUsageError('--allow-package-index', () => resolveNetworkOption({ allow: hosts, packageIndex: true }))
+    : undefined;
+  const allow = indexed?.allow ?? hosts;
+  const defaultNetwork = (): NetworkOption => ({ allow, ...(indexed ? { packageIndex: true } : {}) });
   if (options.permitHost?.includes('any')) {
-    return { networkPermission: 'any', ...(allow.length > 0 ? { network: { allow } } : {}) };
+    return { networkPermission: 'any', ...(allow.length > 0 ? { network: defaultNetwork() } : {}) };
   }
   const permit = allowedHosts('--permit-host', options.permitHost) ?? [];
   const permitted = [...new Set([...allow, ...permit])];
   return {
     ...(permitted.length > 0 ? { networkPermission: permitted } : {}),
-    ...(allow.length > 0 ? { network: { allow } } : {}),
+    ...(allow.length > 0 ? { network: defaultNetwork() } : {}),
   };
 }

@@ -54,6 +54,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   linkTtl?: string;
   logFormat?: LogFormat;
   allowHost?: string[];
+  allowPackageIndex?: boolean;
   permitHost?: string[];
   secretHeader?: string[];
 }

@@ -43,4 +43,6 @@ export interface SandboxNetwork {
   socketGroup?: number;
   /** PEM certificates the sandbox trusts beside the system's. */
   trustedCertificates?: string;
+  /** Variables the sandbox's tools need for this network beyond the proxy's (pip's index: package-index.ts). */
+  environment?: Record<string, string>;
 }

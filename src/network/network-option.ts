@@ -7,6 +7,7 @@
  */
 import { InvalidInputError } from '../errors.js';
 import { checkNetworkSecrets, type NetworkSecret } from './network-secret.js';
+import { hostPackageIndex } from './package-index.js';
 import { parseNetworkPolicy, refuseHostLocalRules } from './policy.js';
 
 export interface NetworkAllowList {
@@ -16,6 +17,11 @@ export interface NetworkAllowList {
    * localhost are the sandbox's own loopback, so rules on them are refused).
    */
   allow: string[];
+  /**
+   * Also the Python package index this machine's pip is configured for (package-index.ts): its hosts
+   * are added to `allow` when the option is read, and the sandbox's pip is pointed at it.
+   */
+  packageIndex?: boolean;
   /**
    * PEM certificates the sandbox trusts beside the system's (a corporate or a test CA): they are added
    * to the bundle that `SSL_CERT_FILE`, `REQUESTS_CA_BUNDLE`, `PIP_CERT`, `NODE_EXTRA_CA_CERTS` and git name.
@@ -42,14 +48,21 @@ const RULE = /^[A-Za-z0-9*.:[\]/_-]+$/;
 export function resolveNetworkOption(option: NetworkOption | undefined): NetworkAllowList | undefined {
   if (option === undefined || option === 'none') return undefined;
   if (typeof option !== 'object' || option === null || !Array.isArray(option.allow)) {
-    throw new InvalidInputError("`network` is 'none' or { allow: string[], trustedCertificates?, secrets? }.");
+    throw new InvalidInputError(
+      "`network` is 'none' or { allow: string[], packageIndex?: boolean, trustedCertificates?, secrets? }.",
+    );
   }
-  if (option.allow.length === 0)
+  if (option.packageIndex !== undefined && typeof option.packageIndex !== 'boolean') {
+    throw new InvalidInputError('`network.packageIndex` is true or false.');
+  }
+  const packageIndex = option.packageIndex === true;
+  if (option.allow.length === 0 && !packageIndex)
     throw new InvalidInputError("`network.allow` is empty: use `network: 'none'` for no network.");
   if (option.allow.length > MAX_ALLOW_RULES) {
     throw new InvalidInputError(`\`network.allow\` holds ${option.allow.length} rules; at most ${MAX_ALLOW_RULES}.`);
   }
-  const allow = option.allow.map((rule) => {
+  const asked = packageIndex ? [...option.allow, ...hostPackageIndex().rules] : option.allow;
+  const allow = asked.map((rule) => {
     const trimmed = typeof rule === 'string' ? rule.trim().toLowerCase() : '';
     if (trimmed.length === 0 || trimmed.length > MAX_RULE_LENGTH || !RULE.test(trimmed) || trimmed.includes('//')) {
       throw new InvalidInputError(
@@ -76,6 +89,7 @@ export function resolveNetworkOption(option: NetworkOption | undefined): Network
   }
   return {
     allow: [...new Set(allow)],
+    ...(packageIndex ? { packageIndex } : {}),
     ...(certificates !== undefined ? { trustedCertificates: certificates } : {}),
     ...(secrets !== undefined && secrets.length > 0 ? { secrets } : {}),
   };

@@ -42,9 +42,6 @@ export function proxyEnvironment(): Record<string, string> {
     npm_config_proxy: proxy,
     npm_config_https_proxy: proxy,
     PIP_PROXY: proxy,
-    // The system's packages are read-only in the sandbox, so pip cannot break them: this lets a plain
-    // `pip install` fall back to a user install (PYTHONUSERBASE, in /tmp: see sandbox-environment.ts) instead of refusing (PEP 668).
-    PIP_BREAK_SYSTEM_PACKAGES: '1',
     SSL_CERT_FILE: CERTIFICATE_BUNDLE,
     REQUESTS_CA_BUNDLE: CERTIFICATE_BUNDLE,
     CURL_CA_BUNDLE: CERTIFICATE_BUNDLE,
@@ -55,4 +52,13 @@ export function proxyEnvironment(): Record<string, string> {
     // npm's cache under HOME would be the session's files when HOME is /home/user (E2B's commands).
     npm_config_cache: '/tmp/.npm',
   };
+}
+
+/**
+ * What a sandbox without network gets instead: pip looks at no index, so installing a package that
+ * is not there says "No matching distribution" at once rather than failing to find a CA bundle (an
+ * offline sandbox has none) or retrying a network it does not have; local wheels still install.
+ */
+export function offlineEnvironment(): Record<string, string> {
+  return { PIP_NO_INDEX: '1' };
 }

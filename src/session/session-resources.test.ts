@@ -75,13 +75,15 @@ describe('openSessionResources', () => {
 
 describe('sandboxNetwork', () => {
   it('tells the sandboxes nothing without a channel', () => {
-    expect(sandboxNetwork(undefined, 'PEM')).toEqual({});
+    expect(sandboxNetwork(undefined, { trustedCertificates: 'PEM' })).toEqual({});
   });
 
   it("gives the socket, its group, and the session's certificates then the gate's authority, each ending a line", () => {
     expect(sandboxNetwork(channel('/run/gate.sock'), undefined)).toEqual({ network: { socketPath: '/run/gate.sock' } });
     expect(
-      sandboxNetwork(channel('/run/gate.sock', { socketGroup: 1234, certificateAuthority: 'GATE\n' }), 'MINE'),
+      sandboxNetwork(channel('/run/gate.sock', { socketGroup: 1234, certificateAuthority: 'GATE\n' }), {
+        trustedCertificates: 'MINE',
+      }),
     ).toEqual({ network: { socketPath: '/run/gate.sock', socketGroup: 1234, trustedCertificates: 'MINE\nGATE\n' } });
     expect(sandboxNetwork(channel('/run/gate.sock', { certificateAuthority: 'GATE' }), undefined)).toEqual({
       network: { socketPath: '/run/gate.sock', trustedCertificates: 'GATE\n' },

@@ -14,6 +14,8 @@ import type { Environment } from '../environments/types.js';
 import { InvalidInputError } from '../errors.js';
 import { defaultNetworkGate } from '../network/default-gate.js';
 import type { NetworkChannel, SandboxNetwork } from '../network/gate-channel.js';
+import type { NetworkAllowList } from '../network/network-option.js';
+import { hostPackageIndex } from '../network/package-index.js';
 import { type ResolvedSessionOptions, resolveSessionOptions, type SessionOptions } from './options.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -69,14 +71,16 @@ export async function openSessionResources(options: SessionOptions): Promise<Ses
 /** What the session's sandboxes are told of its network (`trustedCertificates`: its own); nothing without a channel. */
 export function sandboxNetwork(
   channel: NetworkChannel | undefined,
-  trustedCertificates: string | undefined,
+  network: Pick<NetworkAllowList, 'trustedCertificates' | 'packageIndex'> | undefined,
 ): { network?: SandboxNetwork } {
   if (!channel) return {};
+  const environment = network?.packageIndex ? hostPackageIndex().environment : {};
   return {
     network: {
       socketPath: channel.socketPath,
       ...(channel.socketGroup !== undefined ? { socketGroup: channel.socketGroup } : {}),
-      ...sandboxCertificates(trustedCertificates, channel.certificateAuthority),
+      ...sandboxCertificates(network?.trustedCertificates, channel.certificateAuthority),
+      ...(Object.keys(environment).length > 0 ? { environment } : {}),
     },
   };
 }

@@ -101,7 +101,7 @@ export class Session {
       contexts: this.contexts,
       commands: this.commandRuns,
       deaths: new SessionDeaths(volume, options.limits.memoryBytes, options.limitNames),
-      ...sandboxNetwork(networkChannel, options.network?.trustedCertificates),
+      ...sandboxNetwork(networkChannel, options.network),
       closed: () => this.closing !== undefined,
     });
     this.assist = new SessionAssist({

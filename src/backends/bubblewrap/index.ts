@@ -14,7 +14,12 @@ import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
 import { kernelFiles } from '../../kernel/index.js';
 import { certificateBundle } from '../../network/certificate-bundle.js';
-import { CERTIFICATE_BUNDLE, forwarderOptions, proxyEnvironment } from '../../network/sandbox-proxy.js';
+import {
+  CERTIFICATE_BUNDLE,
+  forwarderOptions,
+  offlineEnvironment,
+  proxyEnvironment,
+} from '../../network/sandbox-proxy.js';
 import { sharedDataBudget } from '../data-budget.js';
 import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
 import { KERNEL_MOUNT, sandboxEnvironment } from '../sandbox-environment.js';
@@ -118,7 +123,10 @@ export class BubblewrapBackend implements SandboxBackend {
         limits: rlimitsFor(limits, cgroup),
         ...(network ? { network: forwarderOptions() } : {}),
       };
-      const extra = network ? { ...options.environment, ...proxyEnvironment() } : options.environment;
+      // A session's own variables may change pip's offline default, not the gate's proxy settings.
+      const extra = network
+        ? { ...options.environment, ...proxyEnvironment(), ...network.environment }
+        : { ...offlineEnvironment(), ...options.environment };
       const environment = sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra });
       const bundle = network ? await certificateBundle(prepared.systemRoot, network.trustedCertificates) : undefined;
       const owner = options.volume.owner;

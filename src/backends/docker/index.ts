@@ -19,7 +19,7 @@ import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeImageTag } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
 import { writeCertificateBundle } from '../../network/certificate-bundle.js';
-import { forwarderOptions, proxyEnvironment } from '../../network/sandbox-proxy.js';
+import { forwarderOptions, offlineEnvironment, proxyEnvironment } from '../../network/sandbox-proxy.js';
 import { defaultCacheDirectory } from '../bubblewrap/host-setup.js';
 import { type DataBudgetMember, sharedDataBudget } from '../data-budget.js';
 import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
@@ -262,8 +262,10 @@ export class DockerBackend implements SandboxBackend {
     const extra = {
       // Without matplotlib_inline, matplotlib picks its own headless backend rather than failing on ours.
       ...(mounted && !mounted.matplotlibInline ? { MPLBACKEND: 'agg' } : {}),
+      // A session's own variables may change pip's offline default, not the gate's proxy settings.
+      ...(network ? {} : offlineEnvironment()),
       ...options.environment,
-      ...(network ? proxyEnvironment() : {}),
+      ...(network ? { ...proxyEnvironment(), ...network.environment } : {}),
     };
     const environment = sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra });
     const bundlePath = network

@@ -8,6 +8,7 @@
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import type { Context } from 'hono';
+import { FileOperationError } from '../../errors.js';
 import type { ServerContext } from '../core/context.js';
 import { readUploadForm } from '../http/multipart.js';
 import { resolveSandboxPath, sandboxPathOf } from './envd-paths.js';
@@ -17,8 +18,17 @@ import type { E2bSandbox } from './sandbox-row.js';
 const gunzipAsync = promisify(gunzip);
 
 export async function downloadFile(context: Context, sandbox: E2bSandbox): Promise<Response> {
-  const { relative } = resolveSandboxPath(context.req.query('path'));
-  const bytes = await sandbox.entry.session.files.read(relative);
+  const { root, relative } = resolveSandboxPath(context.req.query('path'));
+  let bytes: Buffer;
+  try {
+    bytes = await sandbox.entry.session.files.read(relative);
+  } catch (error) {
+    // The sandbox names the file under /mnt/data; the client asked for it under its own root.
+    if (error instanceof FileOperationError && error.reason === 'not-found') {
+      throw new E2bError(404, `No such file: ${sandboxPathOf(root, relative)}`);
+    }
+    throw error;
+  }
   return context.body(new Uint8Array(bytes), 200, {
     'content-type': 'application/octet-stream',
     'content-length': String(bytes.length),

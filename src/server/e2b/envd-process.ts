@@ -181,6 +181,9 @@ export const processMethods: Record<string, UnaryMethod> = {
     const process = selected(sandbox, request.process);
     const signal = request.signal === 'SIGNAL_SIGTERM' || request.signal === 15 ? 'SIGTERM' : 'SIGKILL';
     await process.command.kill(signal);
+    // A SIGKILL answers once the process has ended, so a List right after no longer shows it
+    // (the run itself bounds that wait, for a sandbox that does not answer).
+    if (signal === 'SIGKILL') await process.command.wait().catch(() => undefined);
     return {};
   },
 

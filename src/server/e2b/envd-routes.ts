@@ -15,6 +15,9 @@ import { watchDir } from './envd-watch.js';
 import { ConnectError, connectErrorResponse, E2bError, toConnectError } from './errors.js';
 import type { E2bSandbox } from './sandbox-row.js';
 
+/** The account E2B's SDKs name by default, which is the sandbox's own user here. */
+const E2B_USER = 'user';
+
 const SERVICES: Record<string, Record<string, UnaryMethod>> = {
   '/filesystem.Filesystem/': filesystemMethods,
   '/process.Process/': processMethods,
@@ -40,6 +43,24 @@ function streamError(context: Context, error: unknown): Response {
   });
 }
 
+/** The account a request asks to act as (envd's `Authorization: Basic base64("USER:")`), if it names one. */
+function askedUser(context: Context): string | undefined {
+  const match = /^Basic\s+([A-Za-z0-9+/=]{1,512})$/i.exec(context.req.header('authorization') ?? '');
+  if (!match?.[1]) return undefined;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const user = decoded.includes(':') ? decoded.slice(0, decoded.indexOf(':')) : decoded;
+  return user === '' ? undefined : user;
+}
+
+/**
+ * Everything in a sandcell sandbox runs as its one unprivileged user, which E2B's SDKs call `user`
+ * (their default). A request for another account (`user: 'root'`) is refused rather than run as
+ * someone it did not ask for.
+ */
+function otherUserRefusal(user: string): string {
+  return `This sandbox runs everything as its one user (\`user\`), never as ${JSON.stringify(user.slice(0, 64))}: there is no root or other account here. Leave \`user\` unset; for what needs root at build time, build an environment (sandcell env build).`;
+}
+
 export async function handleEnvd(
   context: Context,
   sandbox: E2bSandbox,
@@ -48,6 +69,9 @@ export async function handleEnvd(
 ): Promise<Response> {
   const method = context.req.method;
   if (path === '/health' && method === 'GET') return context.body(null, 204);
+  const user = askedUser(context);
+  const otherUser = user !== undefined && user !== E2B_USER ? otherUserRefusal(user) : undefined;
+  if (otherUser && path === '/files') throw new E2bError(403, otherUser);
   if (path === '/files' && method === 'GET') return downloadFile(context, sandbox);
   if (path === '/files' && method === 'POST') return uploadFiles(context, sandbox, server);
   const service = Object.keys(SERVICES).find((prefix) => path.startsWith(prefix));
@@ -56,6 +80,7 @@ export async function handleEnvd(
   const stream = service === '/process.Process/' ? processStreams[name] : name === 'WatchDir' ? watchDir : undefined;
   if (stream) {
     try {
+      if (otherUser) throw new ConnectError('permission_denied', otherUser);
       return await stream(context, sandbox, server);
     } catch (error) {
       return streamError(context, error);
@@ -64,6 +89,7 @@ export async function handleEnvd(
   const handler = SERVICES[service]?.[name];
   try {
     if (method !== 'POST') throw new ConnectError('unimplemented', 'Connect methods are called with POST.');
+    if (otherUser) throw new ConnectError('permission_denied', otherUser);
     if (!handler) throw new ConnectError('unimplemented', `${path} is not served by this server.`);
     return await unary(context, sandbox, server, handler);
   } catch (error) {

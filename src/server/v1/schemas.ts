@@ -92,7 +92,11 @@ export const NetworkOptionSchema = z
     z.literal('none'),
     z
       .object({
-        allow: z.array(z.string().min(1).max(MAX_RULE_LENGTH)).min(1).max(MAX_ALLOW_RULES),
+        allow: z.array(z.string().min(1).max(MAX_RULE_LENGTH)).max(MAX_ALLOW_RULES),
+        packageIndex: z.boolean().optional().meta({
+          description:
+            "Also the Python package index the server's pip is configured for (its hosts join `allow`, and the sandbox's pip uses it), within what the operator permits: `sandcell serve --allow-package-index` permits it.",
+        }),
         trustedCertificates: z.string().max(MAX_TRUSTED_CERTIFICATE_BYTES).optional(),
         secrets: z
           .array(

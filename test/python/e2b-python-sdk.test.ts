@@ -1,0 +1,96 @@
+/**
+ * E2B's Python SDK (`e2b-code-interpreter` 2.11, `e2b` 2.63), installed from the package index
+ * as test/python/requirements/clients.txt pins it, unmodified, against a real `sandcell serve` on
+ * bubblewrap: the sync `Sandbox` (e2b_sync.py) and the `AsyncSandbox` (e2b_async.py) through
+ * everything a user's code does with them. The scripts print what they saw; this file asserts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KEY } from '../support/e2b.js';
+import { runPythonClient, type Seen } from '../support/python-clients.js';
+import { killServes, type Serve, startServe, stopServe } from '../support/serve-process.js';
+
+let serve: Serve;
+let env: Record<string, string>;
+beforeAll(async () => {
+  serve = await startServe([], { SANDCELL_API_KEYS: KEY });
+  env = { E2B_API_KEY: KEY, E2B_API_URL: `${serve.url}/e2b`, E2B_SANDBOX_URL: `${serve.url}/e2b` };
+});
+afterAll(async () => {
+  if (serve) await stopServe(serve, 'SIGTERM');
+  killServes();
+});
+
+/** What both the sync and the async SDK must have seen. */
+function expectTheWholeSandbox(seen: Seen, suite: string): void {
+  expect(seen.state).toEqual({ text: '360', stdout: ['months: 3\n'], stderr: ['careful\n'], results: ['360'] });
+  expect(seen.chart).toEqual({ count: 1, png_magic: '89504e470d0a1a0a' });
+  expect(seen.table.html).toContain('<table');
+  expect(seen.table.html).toContain('<td>150</td>');
+  expect(seen.table.main).toBe(true);
+  expect(seen.json).toEqual({ rows: [1, 2] });
+  expect(seen.error.name).toBe('ZeroDivisionError');
+  expect(seen.error.value).toBe('division by zero');
+  expect(seen.error.traceback).toContain('return a / b');
+  expect(seen.after_error).toBe('3');
+  expect(seen.javascript).toBe('42');
+  expect(seen.bash).toBe('hello\n');
+  expect(seen.r).toBe('[1] 6');
+  expect(seen.context).toEqual({
+    cwd: '/tmp',
+    own: 'context',
+    default_lacks_it: 'NameError',
+    listed: true,
+    removed: true,
+  });
+  expect(seen.files).toEqual({
+    read_by_code: 'kept between calls',
+    read: 'kept between calls',
+    bytes: [0, 1, 255],
+    made_dir: true,
+    listed: ['/home/user/reports/2026', '/home/user/reports/2026/sales.csv'],
+    csv: 'units\n120\n150\n90\n',
+    renamed: [false, true],
+    removed: false,
+    missing: expect.stringContaining('/home/user/never-written.txt'),
+  });
+  expect(seen.command).toEqual({
+    stdout: 'hello\nline 1\nline 2\nline 3\n',
+    exit_code: 0,
+    streamed: 'hello\nline 1\nline 2\nline 3\n',
+    failure: { type: 'CommandExitException', exit_code: 3, stderr: 'oops\n' },
+    stdin: 'got abc\n',
+    listed: true,
+    killed: true,
+    after_kill: false,
+    as_user: '42\n',
+  });
+  expect(seen.info.metadata).toEqual({ suite });
+  expect(seen.info.template).toBe('code-interpreter-v1');
+  // set_timeout(600) moved the end to about ten minutes after the start.
+  expect(seen.info.seconds_left).toBeGreaterThan(590);
+  expect(seen.info.seconds_left).toBeLessThan(900);
+  expect(seen.running).toBe(true);
+  expect(seen.list).toEqual({ mine: [seen.id], others: 0 });
+  expect(seen.snapshot).toBe(true);
+  expect(seen.from_snapshot).toBe('from before');
+  expect(seen.fork).toEqual(['from before']);
+  expect(seen.paused_listed).toBe(true);
+  expect(seen.resumed).toEqual({ kept: 'from before', sales: '3' });
+  expect(seen.killed).toBe(true);
+  expect(seen.gone).toBe(true);
+}
+
+describe("E2B's Python SDK, unmodified", () => {
+  it('sync Sandbox: code with state and callbacks, rich results, errors, languages, contexts, files, commands, lifetime, list, snapshot, fork, pause and connect', async () => {
+    const seen = await runPythonClient('clients', 'e2b_sync.py', env);
+    expectTheWholeSandbox(seen, 'python-sync');
+    // A command as root is refused (403 permission_denied), saying there is no such account here.
+    expect(seen.as_root.type).toBe('SandboxException');
+    expect(seen.as_root.message).toContain('never as "root"');
+  });
+
+  it('AsyncSandbox: the same, awaited', async () => {
+    const seen = await runPythonClient('clients', 'e2b_async.py', env);
+    expectTheWholeSandbox(seen, 'python-async');
+  });
+});
