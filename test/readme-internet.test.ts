@@ -1,8 +1,8 @@
 /**
  * docs/internet-access.md's blocks, run as written: each line's comment is what the reader is
- * told curl says, and here it must say it (and sandcell exit with curl's code). The pip block needs
- * the internet (skipped in test/readme.test.ts); test/network-bubblewrap.test.ts installs a wheel
- * the same way from a package index on 127.0.0.1. The secrets block runs as written too; that the
+ * told curl says, and here it must say it (and sandcell exit with curl's code). The pip block
+ * installs from the package index this machine's pip is configured for (test/package-index.test.ts
+ * gives the host's pip an index on 127.0.0.1 instead). The secrets block runs as written too; that the
  * gate adds the key over HTTPS is test/network-bubblewrap.test.ts's (a stand-in host on 127.0.0.1).
  */
 import { rmSync } from 'node:fs';
@@ -29,6 +29,15 @@ describe('README: Internet access', () => {
       expect(result.stderr).toContain(said);
     }
   });
+});
+
+describe('README: pip install from the package index', () => {
+  it("installs a package Debian does not ship, from the host pip's index, and imports it in the next cell", async () => {
+    const result = await runShell(readmeBlock('internet-access-pip').code, { cwd: clone });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('| hi |');
+    expect(result.stdout).toContain('^__^');
+  }, 180_000);
 });
 
 describe('README: A service on this machine', () => {

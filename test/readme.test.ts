@@ -33,13 +33,10 @@ const SKIPPED: Record<string, string> = {
   setup: 'the set-up itself: CI runs `npm run setup`, and `npm test` is what runs this file',
   'azure-langchain':
     'needs @langchain/azure-dynamic-sessions, not a dependency; test/server-azure.test.ts speaks its protocol',
-  'azure-python': 'needs the Python LangChain packages (no PyPI here); test/server-azure.test.ts speaks their protocol',
   'server-image-push': 'needs a container registry; test/container-image.test.ts builds the image it would push',
   'kubernetes-seccomp': "writes into a Kubernetes node's kubelet directory; no node here",
   'kubernetes-secret':
     'needs a Kubernetes API server; test/container-image.test.ts checks that the StatefulSet takes every variable from the Secret sandcell',
-  'internet-access-pip':
-    'needs the internet (PyPI); test/network-tools-bubblewrap.test.ts runs `!pip install` then `import` in one kernel from an index on 127.0.0.1',
 };
 
 /** Blocks run by another test file. */
@@ -78,6 +75,11 @@ const RUN_ELSEWHERE: Record<string, string> = {
   'e2b-sdk': 'test/readme-e2b.test.ts',
   'jupyter-gateway': 'test/jupyter-gateway-notebook.test.ts',
   'internet-access': 'test/readme-internet.test.ts',
+  'internet-access-pip': 'test/readme-internet.test.ts',
+  'azure-python': 'test/python/langchain-azure.test.ts',
+  'python-e2b': 'test/python/e2b-python-sdk.test.ts',
+  'python-smolagents': 'test/python/smolagents-e2b.test.ts',
+  'python-openai-agents': 'test/python/openai-agents-e2b.test.ts',
   'internet-host': 'test/readme-internet.test.ts',
   'discord-invite': 'test/readme-discord.test.ts',
   'discord-run': 'test/readme-discord.test.ts',

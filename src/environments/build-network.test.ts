@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../errors.js';
 import { parseNetworkPolicy } from '../network/index.js';
+import type { PackageIndex } from '../network/package-index.js';
 import { aptSourceHosts, deb822Uris, oneLineUris, ruleForUri } from './apt-sources.js';
 import { buildAllowList } from './build-network.js';
 import { parseDescription } from './description.js';
@@ -72,6 +73,21 @@ describe("the build's apt sources", () => {
   });
 });
 
+const PYPI_DEFAULT = { url: 'https://pypi.org/simple', filesHost: 'files.pythonhosted.org' };
+/** What this machine's pip might say: its default index, or a mirror. */
+const PYPI: PackageIndex = {
+  rules: ['pypi.org', 'files.pythonhosted.org'],
+  environment: {},
+  unreachable: [],
+  pipDefault: PYPI_DEFAULT,
+};
+const MIRROR: PackageIndex = {
+  rules: ['mirror.example:8443'],
+  environment: { PIP_INDEX_URL: 'https://mirror.example:8443/simple' },
+  unreachable: [],
+  pipDefault: PYPI_DEFAULT,
+};
+
 describe("the build's allow-list", () => {
   it('is the apt hosts, the Python index host, the description and --allow-host', async () => {
     const root = await rootWithSources({ 'sources.list': 'deb http://deb.debian.org/debian bookworm main\n' });
@@ -92,7 +108,12 @@ describe("the build's allow-list", () => {
   it("adds PyPI's hosts when packages are named without an index, and none for local wheels alone", async () => {
     const root = await rootWithSources({});
     const named = parseDescription({ name: 'named', python: { packages: ['toolz'] } });
-    expect(await buildAllowList(named, root, [], noAnswers)).toEqual(['pypi.org', 'files.pythonhosted.org']);
+    expect(await buildAllowList(named, root, [], noAnswers, () => PYPI)).toEqual([
+      'pypi.org',
+      'files.pythonhosted.org',
+    ]);
+    // Another index configured for this machine's pip is the build's.
+    expect(await buildAllowList(named, root, [], noAnswers, () => MIRROR)).toEqual(['mirror.example:8443']);
     const wheels = parseDescription({ name: 'wheels', python: { wheels: ['tiny.whl'] } });
     expect(await buildAllowList(wheels, root, [], noAnswers)).toEqual([]);
   });

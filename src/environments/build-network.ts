@@ -2,8 +2,8 @@
  * What an environment's build may reach. The layer runs in a network
  * namespace of its own (loopback alone); its one way out is a gate on the host
  * (src/network/) serving an allow-list made of: the hosts of the apt sources
- * of the root filesystem being built, the host of `python.indexUrl` (or PyPI's
- * when Python packages are named without one), the description's
+ * of the root filesystem being built, the host of `python.indexUrl` (or those of
+ * the index this machine's pip uses, when Python packages are named without one), the description's
  * `network.allow`, and `--allow-host`. `network: 'none'` builds offline: no gate.
  *
  * The hosts the build needs (apt's and the index's) are the operator's own
@@ -19,11 +19,10 @@
 import { lookup } from 'node:dns/promises';
 import { classifyAddress, createGateHost, type GateLog } from '../network/index.js';
 import { resolveNetworkOption } from '../network/network-option.js';
+import { hostPackageIndex, type PackageIndex } from '../network/package-index.js';
 import { aptSourceHosts, ruleForUri } from './apt-sources.js';
 import { type EnvironmentDescription, installsPythonPackages } from './description.js';
 
-/** pip's index when the description names packages but no `python.indexUrl`, and where it serves files from. */
-const PYPI_HOSTS = ['pypi.org', 'files.pythonhosted.org'];
 /** Refusals kept for a failed build's message. */
 const MAX_REFUSALS_KEPT = 10;
 /** How long a source's name may take to resolve before the build goes on without pinning it. */
@@ -53,25 +52,37 @@ export async function buildAllowList(
   root: string,
   allowHosts: readonly string[] = [],
   resolve: BuildResolver = resolveWithSystem,
+  packageIndex: () => PackageIndex = hostPackageIndex,
 ): Promise<string[] | undefined> {
   const extra = allowHosts.length > 0 ? (resolveNetworkOption({ allow: [...allowHosts] })?.allow ?? []) : [];
   // What an offline build cannot do was refused before the copy (offline-build.ts).
   if (description.network === 'none') return undefined;
-  const needed = [...(await aptSourceHosts(root)), ...pythonIndexHosts(description)];
+  const needed = [...(await aptSourceHosts(root)), ...pythonIndexHosts(description, packageIndex)];
   const rules = [...needed, ...(await pinnedAddresses(needed, resolve))];
   rules.push(...(description.network?.allow ?? []), ...extra);
   return [...new Set(rules.map((rule) => rule.toLowerCase()))];
 }
 
-function pythonIndexHosts(description: EnvironmentDescription): string[] {
+/**
+ * The index's hosts: `python.indexUrl`'s, or, for packages named without one, those of the index this
+ * machine's pip is configured for (package-index.ts), which the build's pip then uses too.
+ */
+function pythonIndexHosts(description: EnvironmentDescription, packageIndex: () => PackageIndex): string[] {
   const python = description.python;
   if (python.indexUrl !== undefined) {
     const rule = ruleForUri(python.indexUrl);
-    // PyPI's index links its files on another host.
-    return rule === undefined ? [] : rule === 'pypi.org' ? PYPI_HOSTS : [rule];
+    if (rule === undefined) return [];
+    // pip's default index links its files on another host, which pip names (when there is a pip to ask).
+    let pipDefault: PackageIndex['pipDefault'] | undefined;
+    try {
+      pipDefault = packageIndex().pipDefault;
+    } catch {
+      return [rule];
+    }
+    return rule === ruleForUri(pipDefault.url) ? [rule, pipDefault.filesHost] : [rule];
   }
   return installsPythonPackages(description) && (python.packages.length > 0 || python.requirements !== undefined)
-    ? PYPI_HOSTS
+    ? packageIndex().rules
     : [];
 }
 

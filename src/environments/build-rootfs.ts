@@ -15,8 +15,9 @@ import { isRoot, which } from '../backends/bubblewrap/host-setup.js';
 import { BackendUnavailableError, ImageBuildError } from '../errors.js';
 import { type BuildProgress, buildRuntimeRootfs, runProcess } from '../image/rootfs.js';
 import { isProcessAlive } from '../internal/process-alive.js';
+import { hostPackageIndex } from '../network/package-index.js';
 import { type BuildGate, buildAllowList, openBuildGate } from './build-network.js';
-import type { LoadedDescription } from './description.js';
+import { installsPythonPackages, type LoadedDescription } from './description.js';
 import type { EnvironmentInputs } from './inputs.js';
 import { applyUpper, type LayerOverlay, linkTree, prepareOverlay } from './layer-overlay.js';
 import { runLayer } from './layer-run.js';
@@ -158,7 +159,13 @@ async function stageInputs(staging: string, options: RootfsLayerOptions, gate: b
     await mkdir(path.dirname(target), { recursive: true, mode: 0o755 });
     await copyFile(file.source, target);
   }
-  await writeFile(path.join(staging, 'layer.sh'), layerScript(options.loaded.description, { gate }), {
+  const description = options.loaded.description;
+  // Packages named without an index come from the index this machine's pip uses, as the gate allows.
+  const pipEnvironment =
+    gate && installsPythonPackages(description) && description.python.indexUrl === undefined
+      ? hostPackageIndex().environment
+      : {};
+  await writeFile(path.join(staging, 'layer.sh'), layerScript(description, { gate, pipEnvironment }), {
     mode: 0o700,
   });
   options.onProgress?.({ stage: "staged the description's files", detail: `${options.inputs.files.length} files` });

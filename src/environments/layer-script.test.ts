@@ -56,6 +56,21 @@ describe('the layer script', () => {
     expect(() => execFileSync('sh', ['-n'], { input: script })).not.toThrow();
   });
 
+  it("installs packages named without an index from the index this machine's pip uses; indexUrl wins", () => {
+    const pipEnvironment = { PIP_INDEX_URL: 'https://mirror.example:8443/simple' };
+    const named = parseDescription({ name: 'named', python: { packages: ['toolz'] } });
+    expect(layerScript(named, { gate: true, pipEnvironment })).toContain(
+      "PIP_INDEX_URL='https://mirror.example:8443/simple' DEB_PYTHON_INSTALL_LAYOUT=deb_system python3 -m pip install",
+    );
+    const indexed = parseDescription({
+      name: 'indexed',
+      python: { packages: ['toolz'], indexUrl: 'https://own.example/simple' },
+    });
+    const script = layerScript(indexed, { gate: true, pipEnvironment });
+    expect(script).not.toContain('mirror.example');
+    expect(script).toContain("--index-url 'https://own.example/simple'");
+  });
+
   it('offline, starts no forwarder and lets pip read local files only', () => {
     const description = parseDescription({ name: 'offline', network: 'none', python: { wheels: ['tiny.whl'] } });
     const script = layerScript(description, { gate: false });

@@ -28,6 +28,11 @@ const FORWARDER_WAIT_TENTHS = 300;
 export interface LayerNetwork {
   /** The build reaches its gate through the forwarder; false builds offline. */
   gate: boolean;
+  /**
+   * pip's settings for the index this machine's pip uses (PIP_INDEX_URL, …), for packages named
+   * without `python.indexUrl`; none when it is pip's default.
+   */
+  pipEnvironment?: Record<string, string>;
 }
 
 /** The line a failing setup command's exit status follows. */
@@ -119,6 +124,9 @@ export function layerScript(description: EnvironmentDescription, network: LayerN
   if (installsPythonPackages(description)) {
     const pip = [
       // Debian's layout: /usr/lib/python3/dist-packages and /usr/bin (the sandbox hides /usr/local).
+      ...Object.entries(python.indexUrl ? {} : (network.pipEnvironment ?? {})).map(
+        ([name, value]) => `${name}=${shellQuote(value)}`,
+      ),
       'DEB_PYTHON_INSTALL_LAYOUT=deb_system python3 -m pip install',
       '--break-system-packages --no-cache-dir --root-user-action=ignore --disable-pip-version-check --no-warn-script-location',
       `--find-links ${shellQuote(INPUTS_DIRECTORY)}`,

@@ -29,6 +29,7 @@ describe('the package index', () => {
         PIP_EXTRA_INDEX_URL: 'http://10.1.2.3/extra',
       },
       unreachable: ['file:///srv/wheels'],
+      pipDefault: { url: answer.default, filesHost: answer.defaultFiles },
     });
   });
 
@@ -37,7 +38,24 @@ describe('the package index', () => {
       rules: ['pypi.org', 'files.pythonhosted.org'],
       environment: {},
       unreachable: [],
+      pipDefault: { url: PYPI.default, filesHost: PYPI.defaultFiles },
     });
+  });
+
+  it('an index whose name resolves to an address the gate refuses by default is allowed at that address too', () => {
+    const answer = {
+      ...PYPI,
+      index: 'https://mirror.lan:8443/simple',
+      extras: [],
+      addresses: { 'mirror.lan': ['10.0.0.5', '8.8.8.8', 'fd00::5'], 'files.pythonhosted.org': ['203.0.113.80'] },
+    };
+    expect(packageIndexOf(answer).rules).toEqual(['mirror.lan:8443', '10.0.0.5:8443', '[fd00::5]:8443']);
+    const pypi = packageIndexOf({
+      ...answer,
+      index: PYPI.default,
+      addresses: { 'pypi.org': ['203.0.113.80'], 'files.pythonhosted.org': ['203.0.113.80'] },
+    });
+    expect(pypi.rules).toEqual(['pypi.org', '203.0.113.80', 'files.pythonhosted.org']);
   });
 
   it("an index on this machine's loopback is host.sandcell.internal to the sandbox", () => {
@@ -45,6 +63,7 @@ describe('the package index', () => {
       rules: ['host.sandcell.internal:3141'],
       environment: { PIP_INDEX_URL: 'http://host.sandcell.internal:3141/root/pypi/+simple/' },
       unreachable: [],
+      pipDefault: { url: PYPI.default, filesHost: PYPI.defaultFiles },
     });
   });
 

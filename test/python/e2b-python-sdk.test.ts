@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY } from '../support/e2b.js';
-import { runPythonClient, type Seen } from '../support/python-clients.js';
+import { runPythonBlock, runPythonClient, type Seen } from '../support/python-clients.js';
+import { readmeBlock } from '../support/readme.js';
 import { killServes, type Serve, startServe, stopServe } from '../support/serve-process.js';
 
 let serve: Serve;
@@ -92,5 +93,11 @@ describe("E2B's Python SDK, unmodified", () => {
   it('AsyncSandbox: the same, awaited', async () => {
     const seen = await runPythonClient('clients', 'e2b_async.py', env);
     expectTheWholeSandbox(seen, 'python-async');
+  });
+
+  it('docs/python.md: its block runs as written', async () => {
+    const run = await runPythonBlock('clients', readmeBlock('python-e2b').code, env);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe('360\nkept between calls\n');
   });
 });

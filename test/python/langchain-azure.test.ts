@@ -11,7 +11,8 @@
  * key is refused. langchain_azure.py prints what it saw; this file asserts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runPythonClient } from '../support/python-clients.js';
+import { runPythonBlock, runPythonClient } from '../support/python-clients.js';
+import { readmeBlock } from '../support/readme.js';
 import { killServes, type Serve, startServe, stopServe } from '../support/serve-process.js';
 
 const KEY = 'langchain-azure-test-key';
@@ -94,4 +95,11 @@ describe("LangChain's SessionsPythonREPLTool, unmodified", () => {
     expect(seen.other_session).toEqual({ files: 0, sales: false });
     expect(seen.wrong_key).toBe(401);
   }, 180_000);
+
+  it('docs/azure.md: its Python block (LangChain and LlamaIndex) runs as written', async () => {
+    const code = readmeBlock('azure-python').code.replaceAll('http://127.0.0.1:8080', serve.url);
+    const run = await runPythonBlock('clients', code, { SANDCELL_KEY: KEY });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe('360\n42\n');
+  });
 });

@@ -14,7 +14,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY } from '../support/e2b.js';
 import { type FakeProvider, type RecordedRequest, startFakeOpenAI } from '../support/fake-providers.js';
-import { runPythonClient, type Seen } from '../support/python-clients.js';
+import { runPythonBlock, runPythonClient, type Seen } from '../support/python-clients.js';
+import { readmeBlock } from '../support/readme.js';
 import { killServes, type Serve, startServe, stopServe } from '../support/serve-process.js';
 
 let serve: Serve;
@@ -129,6 +130,27 @@ describe("the OpenAI Agents SDK's E2B sandbox client, unmodified", () => {
       await expectTheAgentRan(fake, undefined);
     } finally {
       await fake.close();
+    }
+  });
+
+  it('docs/python.md: its block runs as written', async () => {
+    const answer = 'The sandbox has the CPUs nproc counted.';
+    const model = await startFakeOpenAI([
+      { toolCalls: [{ id: 'call_nproc', name: 'exec_command', arguments: { cmd: 'nproc' } }] },
+      { text: answer },
+    ]);
+    try {
+      const run = await runPythonBlock('agents', readmeBlock('python-openai-agents').code, {
+        ...env,
+        OPENAI_BASE_URL: model.baseURL,
+        OPENAI_API_KEY: 'sk-scripted',
+      });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toBe(`${answer}\n`);
+      // What the sandbox's nproc printed went back to the model.
+      expect(toolResult(model.requests[1], 'call_nproc')).toMatch(/Output:\n\d+\n/);
+    } finally {
+      await model.close();
     }
   });
 });

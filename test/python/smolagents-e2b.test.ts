@@ -19,7 +19,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY } from '../support/e2b.js';
 import { type FakeProvider, startFakeOpenAI } from '../support/fake-providers.js';
-import { runPythonClient, type Seen } from '../support/python-clients.js';
+import { runPythonBlock, runPythonClient, type Seen } from '../support/python-clients.js';
+import { readmeBlock } from '../support/readme.js';
 import { killServes, type Serve, startServe, stopServe } from '../support/serve-process.js';
 
 /** What the model "writes": smolagents 1.26's CodeAgent format, a thought and a <code> block. */
@@ -160,4 +161,59 @@ describe('smolagents CodeAgent with executor_type="e2b", unmodified', () => {
     expect(imports.still_runs).toBe('42\n');
     expect(imports.listed_after_cleanup).toBe(false);
   });
+});
+
+describe('smolagents on a server started with --allow-package-index', () => {
+  let indexed: Serve;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    indexed = await startServe(['--allow-package-index'], { SANDCELL_API_KEYS: KEY });
+    env = {
+      E2B_API_KEY: KEY,
+      E2B_API_URL: `${indexed.url}/e2b`,
+      E2B_SANDBOX_URL: `${indexed.url}/e2b`,
+      OPENAI_API_KEY: 'sk-scripted',
+    };
+  }, 60_000);
+  afterAll(async () => {
+    if (indexed) await stopServe(indexed, 'SIGTERM');
+  });
+
+  /** Runs `code` with the model scripted to answer `steps`, and checks the model was asked once per step. */
+  async function runAgent(code: string, steps: string[]) {
+    const model = await startFakeOpenAI(steps.map((text) => ({ text })));
+    try {
+      const run = await runPythonBlock('clients', code, { ...env, OPENAI_BASE_URL: model.baseURL });
+      expect(run.code, run.stderr).toBe(0);
+      expect(model.remaining).toBe(0);
+      // smolagents says "Shutting down sandbox..." and "Sandbox cleanup completed" as the `with` block ends; what was printed is before.
+      const lines = run.stdout.trimEnd().split('\n');
+      expect(lines.slice(-2)).toEqual(['Shutting down sandbox...', 'Sandbox cleanup completed']);
+      return lines.at(-3);
+    } finally {
+      await model.close();
+    }
+  }
+
+  it('docs/python.md: its block runs as written', async () => {
+    const answer = await runAgent(readmeBlock('python-smolagents').code, [
+      'Thought: I will sum the squares.\n<code>\nfinal_answer(sum(n * n for n in range(1, 11)))\n</code>',
+    ]);
+    expect(answer).toBe('385');
+  }, 180_000);
+
+  it("additional_authorized_imports are installed from the host pip's index, and the agent's code imports them", async () => {
+    const code = [
+      'from smolagents import CodeAgent, OpenAIModel',
+      'with CodeAgent(tools=[], model=OpenAIModel(model_id="gpt-4o"), executor_type="e2b",',
+      '               additional_authorized_imports=["cowsay"]) as agent:',
+      '    print(repr(agent.run("Make the cow say hi.")))',
+    ].join('\n');
+    const answer = await runAgent(code, [
+      'Thought: cowsay is installed.\n<code>\nimport cowsay\nfinal_answer(cowsay.get_output_string("cow", "hi"))\n</code>',
+    ]);
+    // The cow's own drawing, which only the installed package makes.
+    expect(answer).toContain('| hi |');
+    expect(answer).toContain('(oo)');
+  }, 180_000);
 });

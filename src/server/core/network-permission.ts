@@ -31,11 +31,15 @@ export function permittedNetwork(
     }
     return asked;
   }
+  // A key that asked for the package index is told the flag that permits it.
+  const indexHint = asked.packageIndex
+    ? ' The package index (network.packageIndex) is permitted with `sandcell serve --allow-package-index`.'
+    : '';
   if (permission === 'none') {
     throw new HttpError(
       403,
       'network-not-permitted',
-      'This server gives sessions no network access; the operator permits hosts with `sandcell serve --permit-host`.',
+      `This server gives sessions no network access; the operator permits hosts with \`sandcell serve --permit-host\`.${indexHint}`,
     );
   }
   const permitted = new Set(resolveNetworkOption({ allow: permission })?.allow ?? []);
@@ -44,7 +48,7 @@ export function permittedNetwork(
     throw new HttpError(
       403,
       'network-not-permitted',
-      `This server does not permit ${refused.map((rule) => JSON.stringify(rule)).join(', ')}; it permits: ${[...permitted].join(', ')}.`,
+      `This server does not permit ${refused.map((rule) => JSON.stringify(rule)).join(', ')}; it permits: ${[...permitted].join(', ')}.${indexHint}`,
     );
   }
   return asked;
