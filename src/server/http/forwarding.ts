@@ -76,7 +76,9 @@ const MCP_PATH = /^\/mcp\/?$/;
 const CONNECT_TIMEOUT_MS = 3_000;
 const IDLE_CONNECTION_MS = 4_000;
 /** How long a node waits for each peer's part of a list. */
-const LIST_TIMEOUT_MS = 5_000;
+const LIST_TIMEOUT_MS = 10_000;
+/** The code a list's request to a peer fails with when it never connected. */
+const UNREACHED = 'SANDCELL_PEER_UNREACHED';
 const AZURE_PREFIX = '/azure/';
 /** Hop-by-hop headers (RFC 9110 §7.6.1): never passed on. */
 const HOP_BY_HOP = new Set([
@@ -367,19 +369,38 @@ export class Forwarder {
 
   /**
    * Answers a list from every live node, this one included (asked over HTTP, as a peer asks it):
-   * this node's answer as it is unless it is a 200, with each peer's entries added (a peer that does
-   * not answer in time is left out, and logged). False when this node could not be asked so: the
-   * caller answers it alone.
+   * this node's answer as it is unless it is a 200, with each peer's entries added. A peer that
+   * cannot be reached is taken for dead and left out (its live sessions are gone with it; its
+   * paused ones every node lists from the store). A peer reached that does not answer in time, or
+   * answers other than 200, makes the list a 503 in the door's shape: a list with a live node's
+   * sessions missing would tell a client they are gone (a Jupyter client marks their kernels dead).
+   * False when this node could not be asked so: the caller answers it alone.
    */
   async gather(request: IncomingMessage, response: ServerResponse, list: GatheredList): Promise<boolean> {
     const { cluster, logger } = this.options;
     const self = { node: cluster.node, url: cluster.url } as Peer;
+    const missing: string[] = [];
     const answers = await Promise.all(
       [self, ...cluster.livePeers()].map((peer) =>
-        this.fetchFrom(peer, request).catch((error: Error) => {
-          logger.warn({ peer: peer.node, error: error.message }, 'a node did not answer a list');
-          return undefined;
-        }),
+        this.fetchFrom(peer, request)
+          .then((answer) => {
+            if (answer.status !== 200 && peer !== self) {
+              logger.warn({ peer: peer.node, status: answer.status }, 'a node refused its part of a list');
+              missing.push(peer.node);
+            }
+            return answer;
+          })
+          .catch((error: NodeJS.ErrnoException) => {
+            if (peer === self) return undefined;
+            if (error.code === UNREACHED) {
+              logger.warn({ peer: peer.node, error: error.message }, 'a node could not be reached for a list');
+              cluster.suspect(peer.node);
+            } else {
+              logger.warn({ peer: peer.node, error: error.message }, 'a node did not answer its part of a list');
+              missing.push(peer.node);
+            }
+            return undefined;
+          }),
       ),
     );
     const own = answers[0];
@@ -388,6 +409,17 @@ export class Forwarder {
     if (own.status !== 200) {
       response.writeHead(own.status, { 'content-type': own.contentType ?? 'application/json' });
       response.end(own.body);
+      return true;
+    }
+    if (missing.length > 0) {
+      const message = `The list is incomplete: ${missing.sort().join(', ')} did not answer its part in time. Retry in a moment.`;
+      const body = JSON.stringify(list.failure('list-incomplete', message));
+      response.writeHead(503, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        'retry-after': '1',
+      });
+      response.end(body);
       return true;
     }
     const { items: merged, headers } = mergeList(list, request, answers, (index) =>
@@ -413,8 +445,29 @@ export class Forwarder {
         agent: https ? this.httpsAgent : this.httpAgent,
         timeout: LIST_TIMEOUT_MS,
       });
+      let reached = false;
+      upstream.on('socket', (socket) => {
+        if (!socket.connecting) {
+          reached = true;
+          return;
+        }
+        // A machine gone answers nothing at all: taken for gone as a forwarded request would be.
+        const connecting = setTimeout(
+          () => upstream.destroy(new Error(`no connection within ${CONNECT_TIMEOUT_MS} ms`)),
+          CONNECT_TIMEOUT_MS,
+        );
+        upstream.once('close', () => clearTimeout(connecting));
+        socket.once('connect', () => {
+          clearTimeout(connecting);
+          reached = true;
+        });
+      });
       upstream.on('timeout', () => upstream.destroy(new Error(`no answer within ${LIST_TIMEOUT_MS} ms`)));
-      upstream.on('error', reject);
+      upstream.on('error', (error: NodeJS.ErrnoException) => {
+        // Not connected: the peer is gone (a refused connection, a machine that answers nothing).
+        if (!reached) error.code = UNREACHED;
+        reject(error);
+      });
       upstream.on('response', (answer) => {
         const chunks: Buffer[] = [];
         let bytes = 0;

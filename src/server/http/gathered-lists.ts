@@ -25,6 +25,8 @@ export interface GatheredList {
   path: RegExp;
   items(body: unknown): unknown[] | undefined;
   wrap(items: unknown[]): unknown;
+  /** The door's error body for a list that could not be made whole (`code`: a sandcell code). */
+  failure(code: string, message: string): unknown;
   /** The field naming an entry (`id` unless said). */
   idField?: string;
   /** The field (an ISO time) the merged list is ordered by, newest first. */
@@ -50,22 +52,27 @@ export const LISTS: GatheredList[] = [
     path: /^\/v1\/sessions\/?$/,
     items: (body) => (isObject(body) && Array.isArray(body.sessions) ? body.sessions : undefined),
     wrap: (items) => ({ sessions: items }),
+    failure: v1Failure,
   },
   {
     path: /^\/v1\/conversations\/?$/,
     items: (body) => (isObject(body) && Array.isArray(body.conversations) ? body.conversations : undefined),
     wrap: (items) => ({ conversations: items }),
+    failure: v1Failure,
     newestFirst: 'updatedAt',
   },
   {
     path: /^\/jupyter\/api\/(?:kernels|sessions)\/?$/,
     items: (body) => (Array.isArray(body) ? body : undefined),
     wrap: (items) => items,
+    // Jupyter Server's shape; a client polling kernels takes a 503 for a passing failure, not for kernels gone.
+    failure: (reason, message) => ({ message, reason }),
   },
   {
     path: new RegExp(`^${E2B_PREFIX}/+(?:v2/)?sandboxes\\/?$`),
     items: (body) => (Array.isArray(body) ? body : undefined),
     wrap: (items) => items,
+    failure: (_code, message) => ({ code: 503, message }),
     idField: 'sandboxID',
     paged: {
       // One the node itself refuses is answered by its own 400 before this is used.
@@ -80,6 +87,10 @@ export const LISTS: GatheredList[] = [
     },
   },
 ];
+function v1Failure(code: string, message: string): unknown {
+  return { error: { code, message } };
+}
+
 export const MAX_LIST_BYTES = 16 * 1024 * 1024;
 
 export const isObject = (value: unknown): value is Record<string, unknown> =>
