@@ -24,8 +24,9 @@ async function objectsOfSession(sessionId: string) {
 }
 
 describeWhenAvailable('docker backend', 'docker', reason, () => {
-  runBackendContract({ name: 'docker', createBackend: () => backend });
-  runSecurityContract({ name: 'docker', createBackend: () => backend });
+  // Each language's own cases run on bubblewrap and in the runtime image; here, Python's and every language started.
+  runBackendContract({ name: 'docker', createBackend: () => backend, languages: 'python' });
+  runSecurityContract({ name: 'docker', createBackend: () => backend, languages: 'python' });
 
   it('runs each kernel in a locked-down container and removes everything of a session on close', async () => {
     const session = await Session.create({ backend });

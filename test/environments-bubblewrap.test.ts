@@ -192,5 +192,9 @@ describeWhenAvailable('a custom environment on bubblewrap', 'bubblewrap-rootfs',
     BUILD_TIMEOUT_MS,
   );
 
-  runSecurityContract({ name: 'bubblewrap in a custom environment', createBackend: () => environmentBackend });
+  runSecurityContract({
+    name: 'bubblewrap in a custom environment',
+    createBackend: () => environmentBackend,
+    languages: 'python',
+  });
 });

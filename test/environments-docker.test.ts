@@ -89,5 +89,6 @@ describeWhenAvailable('a custom environment on Docker', 'docker', reason, () => 
   runSecurityContract({
     name: 'Docker in a custom environment',
     createBackend: () => runtime.withRoot(imageTag),
+    languages: 'python',
   });
 });
