@@ -20,9 +20,8 @@ import { describeWhenAvailable, unavailableReason } from './support/backends.js'
 
 const forking = () => createBubblewrapBackend({ start: 'fork' });
 
-// A fork differs from a start in its sandbox, not its kernels: Python's cases, and every language started.
-runBackendContract({ name: 'bubblewrap (forked)', createBackend: forking, languages: 'python' });
-runSecurityContract({ name: 'bubblewrap (forked)', createBackend: forking, languages: 'python' });
+runBackendContract({ name: 'bubblewrap (forked)', createBackend: forking });
+runSecurityContract({ name: 'bubblewrap (forked)', createBackend: forking });
 runNetworkContract({ name: 'bubblewrap (forked)', createBackend: forking });
 runSupervisorContract({ name: 'bubblewrap (forked)', createBackend: forking });
 

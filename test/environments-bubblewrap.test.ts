@@ -192,9 +192,5 @@ describeWhenAvailable('a custom environment on bubblewrap', 'bubblewrap-rootfs',
     BUILD_TIMEOUT_MS,
   );
 
-  runSecurityContract({
-    name: 'bubblewrap in a custom environment',
-    createBackend: () => environmentBackend,
-    languages: 'python',
-  });
+  runSecurityContract({ name: 'bubblewrap in a custom environment', createBackend: () => environmentBackend });
 });

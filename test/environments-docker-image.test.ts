@@ -179,6 +179,5 @@ describeWhenAvailable('environments from existing Docker images', 'docker', reas
   runSecurityContract({
     name: 'Docker in an existing image',
     createBackend: () => runtime.withRoot(foreign?.backendRef as string, foreign?.rootOptions),
-    languages: 'python',
   });
 });

@@ -89,6 +89,5 @@ describeWhenAvailable('a custom environment on Docker', 'docker', reason, () => 
   runSecurityContract({
     name: 'Docker in a custom environment',
     createBackend: () => runtime.withRoot(imageTag),
-    languages: 'python',
   });
 });

@@ -8,7 +8,7 @@ import type { SandboxBackend } from '../../src/backends/spec.js';
 import type { InputRequest } from '../../src/session/execution.js';
 import type { Language } from '../../src/session/languages.js';
 import type { Session } from '../../src/session/session.js';
-import { type LanguageCoverage, withSession } from './contract-support.js';
+import { withSession } from './contract-support.js';
 
 /** The end of `code`, counted in code points as the protocol counts cursors. */
 function end(code: string): number {
@@ -20,15 +20,13 @@ async function ran(session: Session, code: string, language: Language): Promise<
   expect(execution.error, code).toBeUndefined();
 }
 
-/** Every case of this file (at `python` coverage: Python's and input's). */
-export function assistContractCases(backend: SandboxBackend, coverage: LanguageCoverage = 'every'): void {
+/** Every case of this file. */
+export function assistContractCases(backend: SandboxBackend): void {
   pythonAssistCases(backend);
-  if (coverage === 'every') {
-    bashAssistCases(backend);
-    javascriptAssistCases(backend);
-    rAssistCases(backend);
-    everyLanguageAssistCases(backend);
-  }
+  bashAssistCases(backend);
+  javascriptAssistCases(backend);
+  rAssistCases(backend);
+  everyLanguageAssistCases(backend);
   inputCases(backend);
 }
 

@@ -14,7 +14,7 @@ import { contextCases } from './contexts-contract.js';
 
 import { type ContractOptions, isAlive, KERNEL_FROM_SHELL, withSession } from './contract-support.js';
 
-export function runBackendContract({ name, createBackend, languages }: ContractOptions): void {
+export function runBackendContract({ name, createBackend }: ContractOptions): void {
   describe(`backend contract: ${name}`, () => {
     const backend = createBackend();
     let session: Session;
@@ -515,8 +515,8 @@ print("data owner is me", os.stat("/mnt/data").st_uid == os.getuid())`,
       await fresh.close(); // idempotent
     });
 
-    contextCases(backend, languages);
+    contextCases(backend);
     commandCases(backend);
-    assistContractCases(backend, languages);
+    assistContractCases(backend);
   });
 }

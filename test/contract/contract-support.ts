@@ -11,17 +11,7 @@ import { Session } from '../../src/session/session.js';
 export interface ContractOptions {
   name: string;
   createBackend: () => SandboxBackend;
-  /**
-   * `every` (the default): each language's context, assist and security cases. `python`: Python's,
-   * and of the others only that each starts and runs here. For a backend whose sandbox is what
-   * differs, not the kernels in it (docker, forked sessions, custom environments): the sandbox
-   * boundary is the same for every language in it, and each language's kernel is proven in full on
-   * bubblewrap and in the runtime image (bubblewrap.test.ts, runtime-rootfs.test.ts).
-   */
-  languages?: LanguageCoverage;
 }
-
-export type LanguageCoverage = 'every' | 'python';
 
 /** True while `pid` runs; a zombie (ended, waiting for its parent to reap it) counts as ended. */
 export function isAlive(pid: number): boolean {

@@ -6,7 +6,6 @@
  * results).
  */
 import type { Language } from '../../src/session/languages.js';
-import type { LanguageCoverage } from './contract-support.js';
 
 export interface LanguageSnippets {
   language: Language;
@@ -121,8 +120,3 @@ const R: LanguageSnippets = {
 
 /** The languages every backend's contracts run. */
 export const CONTRACT_LANGUAGES: LanguageSnippets[] = [PYTHON, JAVASCRIPT, TYPESCRIPT, BASH, R];
-
-/** The languages whose own cases a contract runs at this coverage (contract-support.ts). */
-export function languagesAt(coverage: LanguageCoverage = 'every'): LanguageSnippets[] {
-  return coverage === 'every' ? CONTRACT_LANGUAGES : [PYTHON];
-}

@@ -29,7 +29,7 @@ def probe(name, number, *args):
     print(name, "allowed" if result >= 0 else "denied:" + errno.errorcode.get(ctypes.get_errno(), "?"))
 `;
 
-export function runSecurityContract({ name, createBackend, languages }: ContractOptions): void {
+export function runSecurityContract({ name, createBackend }: ContractOptions): void {
   describe(`security contract: ${name}`, () => {
     const backend = createBackend();
 
@@ -450,7 +450,7 @@ except OSError as error:
     });
 
     resourceLimitCases(backend);
-    languageSecurityCases(backend, languages);
+    languageSecurityCases(backend);
     commandSecurityCases(backend);
   });
 }
