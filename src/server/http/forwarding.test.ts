@@ -9,19 +9,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Sandbox } from 'e2b';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { byCode, printed, value } from '../../../test/support/kernel-script.js';
 import { freePort } from '../../../test/support/readme.js';
 import { startScriptedServer } from '../../../test/support/server.js';
-import { FsObjectStore } from '../../store/fs-object-store.js';
-import { Cluster, nodeTag } from '../core/cluster.js';
+import { nodeTag } from '../core/cluster.js';
 import type { ServerOptions } from '../core/server-options.js';
 import type { SandcellServer } from '../server.js';
 
@@ -563,60 +560,5 @@ describe('a cluster of nodes sharing a store', () => {
       unknown
     >;
     expect(info).toMatchObject({ id, state: 'running', executions: 3 });
-  });
-});
-
-describe('a list every node answers in part', () => {
-  it("is a 503 in the door's shape while a live peer is reached but gives no list, and leaves out a peer that cannot be reached", async () => {
-    // A peer whose heartbeat is real (a Cluster on the same store) and whose HTTP answers the test decides.
-    let behaviour: 'refuse' | 'hang-up' = 'refuse';
-    const peer = createServer((request, response) => {
-      if (behaviour === 'hang-up') request.socket.destroy();
-      else response.writeHead(500, { 'content-type': 'application/json' }).end('{}');
-    });
-    await new Promise<void>((resolve) => peer.listen(0, '127.0.0.1', resolve));
-    const { port } = peer.address() as AddressInfo;
-    const mute = new Cluster({
-      node: 'node-mute',
-      url: `http://127.0.0.1:${port}`,
-      objects: async () => new FsObjectStore(path.join(scratch, 'store')),
-      logger: pino({ level: 'silent' }),
-      load: () => ({ live: 0, max: 10, draining: false }),
-      heartbeatMs: HEARTBEAT_MS,
-    });
-    await mute.start();
-    try {
-      await vi.waitFor(
-        async () => {
-          const metrics = await (await fetch(`${node('node-a').url}/metrics`, { headers: AUTH })).text();
-          expect(metrics).toContain('sandcell_cluster_peer_alive{peer="node-mute"} 1');
-        },
-        { timeout: 10_000, interval: 100 },
-      );
-      const list = (route: string) => fetch(`${node('node-a').url}${route}`, { headers: AUTH });
-      for (const mode of ['refuse', 'hang-up'] as const) {
-        behaviour = mode;
-        const sessions = await list('/v1/sessions');
-        expect(sessions.status).toBe(503);
-        expect(sessions.headers.get('retry-after')).toBe('1');
-        expect(await sessions.json()).toEqual({
-          error: { code: 'list-incomplete', message: expect.stringContaining('node-mute did not answer') },
-        });
-        const kernels = await list('/jupyter/api/kernels');
-        expect(kernels.status).toBe(503);
-        expect(await kernels.json()).toEqual({ reason: 'list-incomplete', message: expect.any(String) });
-        const sandboxes = await list('/e2b/v2/sandboxes');
-        expect(sandboxes.status).toBe(503);
-        expect(await sandboxes.json()).toEqual({ code: 503, message: expect.stringContaining('node-mute') });
-      }
-      // Gone from its address (its record still fresh): taken for dead, and the list is the others'.
-      await new Promise<void>((resolve) => peer.close(() => resolve()));
-      const sessions = await list('/v1/sessions');
-      expect(sessions.status).toBe(200);
-      expect(await sessions.json()).toEqual({ sessions: expect.any(Array) });
-    } finally {
-      await mute.stop();
-      peer.close();
-    }
   });
 });
