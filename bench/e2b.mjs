@@ -3,10 +3,15 @@
 // it with the unmodified E2B SDK (`@e2b/code-interpreter`), configured only by E2B_API_URL,
 // E2B_SANDBOX_URL and E2B_API_KEY, beside sandcell's own API on the same server:
 //   - `Sandbox.create()` → first `runCode('1+1')` result with a warm pool (target p50 ≤ 30 ms),
-//   - a warm `runCode('1+1')` (target p50 ≤ 5 ms), and /v1's warm execution for comparison.
+//   - a warm `runCode('1+1')` (target p50 ≤ 5 ms), and /v1's warm execution for comparison;
+//   - the same two with E2B's Python SDK (`e2b-code-interpreter`, bench/e2b_python.py), in the
+//     environment `npm run setup` installs for the Python clients' tests (test/python/venvs/clients).
 // Every request goes to 127.0.0.1 only; loops are bounded in count. A sample that fails is counted.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { percentile, startServer } from './server.mjs';
 
 const now = () => performance.now();
@@ -93,6 +98,30 @@ async function warmV1Execution(url, runs, failures) {
   return times;
 }
 
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const PYTHON = path.join(HERE, '..', 'test', 'python', 'venvs', 'clients', 'bin', 'python');
+
+/** The Python SDK's two measures (bench/e2b_python.py), on the same server and environment variables. */
+async function pythonSdk(url, firstSamples, warmRuns, failures) {
+  if (!existsSync(PYTHON)) {
+    failures.add(new Error(`${PYTHON} is missing: \`npm run setup\` installs it`));
+    return { first: [], warm: [] };
+  }
+  try {
+    const { stdout } = await promisify(execFile)(
+      PYTHON,
+      [path.join(HERE, 'e2b_python.py'), url, String(firstSamples), String(warmRuns)],
+      { timeout: 10 * 60_000, maxBuffer: 16 * 1024 * 1024 },
+    );
+    const measured = JSON.parse(stdout.trim().split('\n').at(-1));
+    for (let index = 0; index < measured.failures.count; index++) failures.add(new Error(measured.failures.first));
+    return measured;
+  } catch (error) {
+    failures.add(error);
+    return { first: [], warm: [] };
+  }
+}
+
 export async function runE2bBench({ quick = false } = {}) {
   const server = await startE2bServer();
   process.env.E2B_API_URL = `${server.url}/e2b`;
@@ -109,10 +138,12 @@ export async function runE2bBench({ quick = false } = {}) {
   let first;
   let warm;
   let native;
+  let python = { first: [], warm: [] };
   try {
     first = await createToFirstResult(Sandbox, server.url, quick ? 5 : 20, failures);
     warm = await warmRunCode(Sandbox, quick ? 200 : 1000, failures);
     native = await warmV1Execution(server.url, quick ? 200 : 1000, failures);
+    python = await pythonSdk(server.url, quick ? 5 : 20, quick ? 200 : 1000, failures);
   } finally {
     await server.stop();
   }
@@ -132,12 +163,27 @@ export async function runE2bBench({ quick = false } = {}) {
     stat('', 'p95', round(p(warm, 0.95), 3), 'ms'),
     stat('beside it: /v1 warm execution, same server', 'p50', round(p(native, 0.5), 3), 'ms'),
     stat('', 'p95', round(p(native, 0.95), 3), 'ms'),
-    stat('E2B SDK: the measures above', 'failed samples', failures.count, '', '0', failures.count === 0),
+    stat(
+      'E2B Python SDK: Sandbox.create() → first run_code result (warm pool)',
+      'p50',
+      round(p(python.first, 0.5), 2),
+      'ms',
+    ),
+    stat('', 'p95', round(p(python.first, 0.95), 2), 'ms'),
+    stat("E2B Python SDK: warm run_code('1+1')", 'p50', round(p(python.warm, 0.5), 3), 'ms'),
+    stat('', 'p95', round(p(python.warm, 0.95), 3), 'ms'),
+    stat('E2B SDKs: the measures above', 'failed samples', failures.count, '', '0', failures.count === 0),
   ];
   const result = {
     createToFirstResultMs: { p50: p(first, 0.5), p95: p(first, 0.95), samples: first.length },
     warmRunCodeMs: { p50: p(warm, 0.5), p95: p(warm, 0.95), p99: p(warm, 0.99), samples: warm.length },
     v1WarmExecutionMs: { p50: p(native, 0.5), p95: p(native, 0.95), samples: native.length },
+    pythonCreateToFirstResultMs: {
+      p50: p(python.first, 0.5),
+      p95: p(python.first, 0.95),
+      samples: python.first.length,
+    },
+    pythonWarmRunCodeMs: { p50: p(python.warm, 0.5), p95: p(python.warm, 0.95), samples: python.warm.length },
     failedSamples: failures.count,
     ...(failures.first ? { firstFailure: failures.first } : {}),
   };
