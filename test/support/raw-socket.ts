@@ -16,8 +16,8 @@ export interface SendRawOptions {
   halfClose?: boolean;
   /** How long to wait for an answer before giving up on it (not an error: the answer is then what came). */
   waitMs?: number;
-  /** Read until the server closes (more than one answer may come). */
-  untilClose?: boolean;
+  /** How many whole answers to read before giving up the connection (1 unless said: pipelined requests get more). */
+  answers?: number;
 }
 
 export const CRLF = '\r\n';
@@ -40,8 +40,8 @@ export function sendRaw(port: number, bytes: Buffer | string, options: SendRawOp
     const timer = setTimeout(finish, options.waitMs ?? 1_500);
     socket.on('data', (chunk: Buffer) => {
       chunks.push(chunk);
-      // A whole answer read: the connection may stay open (keep-alive) without anything more to come.
-      if (!options.untilClose && answerComplete(Buffer.concat(chunks).toString('latin1'))) finish();
+      // The answers asked for read: the connection may stay open (keep-alive) without anything more to come.
+      if (completeAnswers(Buffer.concat(chunks).toString('latin1')) >= (options.answers ?? 1)) finish();
     });
     socket.on('error', finish);
     socket.on('close', finish);
@@ -51,14 +51,27 @@ export function sendRaw(port: number, bytes: Buffer | string, options: SendRawOp
   });
 }
 
-/** Whether `text` holds a whole HTTP answer (its head, and its body by length or by the last chunk). */
-function answerComplete(text: string): boolean {
-  const end = text.indexOf('\r\n\r\n');
-  if (end === -1) return false;
-  const headText = text.slice(0, end).toLowerCase();
-  if (/^http\/1\.[01] (1\d\d|204|304)/.test(headText)) return true;
-  const length = /\r\ncontent-length: *(\d+)/.exec(headText);
-  if (length) return Buffer.byteLength(text.slice(end + 4), 'latin1') >= Number(length[1]);
-  if (/\r\ntransfer-encoding: *chunked/.test(headText)) return text.endsWith('\r\n0\r\n\r\n');
-  return false;
+/** How many whole HTTP answers `text` holds, one after another (each its head, and its body by length or by the last chunk). */
+function completeAnswers(text: string): number {
+  let count = 0;
+  let rest = text;
+  for (;;) {
+    const end = rest.indexOf('\r\n\r\n');
+    if (end === -1) return count;
+    const headText = rest.slice(0, end).toLowerCase();
+    const body = rest.slice(end + 4);
+    let bodyLength: number | undefined;
+    if (/^http\/1\.[01] (1\d\d|204|304)/.test(headText)) bodyLength = 0;
+    else {
+      const length = /\r\ncontent-length: *(\d+)/.exec(headText);
+      if (length) bodyLength = Number(length[1]);
+      else if (/\r\ntransfer-encoding: *chunked/.test(headText)) {
+        const last = body.startsWith('0\r\n\r\n') ? -2 : body.indexOf('\r\n0\r\n\r\n');
+        if (last !== -1) bodyLength = last + 7;
+      }
+    }
+    if (bodyLength === undefined || Buffer.byteLength(body, 'latin1') < bodyLength) return count;
+    count += 1;
+    rest = body.slice(bodyLength);
+  }
 }
