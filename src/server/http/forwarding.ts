@@ -412,7 +412,7 @@ export class Forwarder {
       return true;
     }
     if (missing.length > 0) {
-      const message = `The list is incomplete: ${missing.sort().join(', ')} did not answer its part in time. Retry in a moment.`;
+      const message = `The list is incomplete: ${missing.sort().join(', ')} did not give its part (no answer within ${LIST_TIMEOUT_MS / 1000} s, or an error). Retry in a moment.`;
       const body = JSON.stringify(list.failure('list-incomplete', message));
       response.writeHead(503, {
         'content-type': 'application/json',

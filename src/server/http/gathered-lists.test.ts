@@ -77,7 +77,7 @@ describe('a list every node answers in part', () => {
         expect(sessions.status).toBe(503);
         expect(sessions.headers.get('retry-after')).toBe('1');
         expect(await sessions.json()).toEqual({
-          error: { code: 'list-incomplete', message: expect.stringContaining('node-mute did not answer') },
+          error: { code: 'list-incomplete', message: expect.stringContaining('node-mute did not give its part') },
         });
         const kernels = await list('/jupyter/api/kernels');
         expect(kernels.status).toBe(503);
