@@ -10,6 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import { MAX_PAGE_SIZE } from '../e2b/control-schemas.js';
 import { compareCursors, parseCursor } from '../e2b/list-query.js';
 import { E2B_PREFIX } from '../e2b/routes.js';
+import { errorBody, HttpError } from './errors.js';
 
 /** One node's answer to a list. */
 export interface ListPart {
@@ -87,8 +88,10 @@ export const LISTS: GatheredList[] = [
     },
   },
 ];
+
+/** /v1's error body, as every /v1 route answers one. */
 function v1Failure(code: string, message: string): unknown {
-  return { error: { code, message } };
+  return errorBody(new HttpError(503, code, message));
 }
 
 export const MAX_LIST_BYTES = 16 * 1024 * 1024;
