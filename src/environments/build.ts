@@ -1,16 +1,18 @@
 /**
  * `sandcell env build FILE`: describe → hash → reuse or build → record → make
  * current. A build for bubblewrap is a root filesystem; for Docker it is that
- * root filesystem imported as `sandcell-env-<name>:<hash>` (the same offline
- * route as the runtime's, so both backends get the same bytes). The record is
+ * root filesystem as `sandcell-env-<name>:<hash>`, the runtime image plus the
+ * environment's changes (build-docker-image.ts), so both backends get the same
+ * bytes. The record is
  * written only after the build is whole, and the name moves to it last.
  */
 import { access, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type Dockerode from 'dockerode';
-import { importDirectoryAsImage, runtimeImagePresent } from '../image/docker-image.js';
+import { runtimeImagePresent } from '../image/docker-image.js';
 import { runtimeVersion } from '../image/recipe.js';
 import type { BuildProgress } from '../image/rootfs.js';
+import { buildEnvironmentImage } from './build-docker-image.js';
 import { acquireBuildLock } from './build-lock.js';
 import { buildEnvironmentRootfs, ENVIRONMENT_MARKER_FILE } from './build-rootfs.js';
 import { type LoadedDescription, loadDescription } from './description.js';
@@ -141,9 +143,9 @@ async function buildLocked(
     }
     if (options.backend === 'docker') {
       const docker = requireDocker(options);
-      await importDirectoryAsImage({
+      await buildEnvironmentImage({
         docker,
-        directory: rootfs,
+        rootfs,
         tag: imageTag,
         labels: { [ENVIRONMENT_LABEL]: `${name}:${hash}` },
         onProgress: options.onProgress,

@@ -18,13 +18,14 @@ import { formatBytes } from '../protocol/format-bytes.js';
 import {
   ACCOUNT_FILE_LINKS,
   DOCKERFILE_BASE_IMAGE,
+  RUNTIME_ROOTFS_LABEL,
   RUNTIME_VERSION_LABEL,
   runtimeFiles,
   runtimeImageTag,
   runtimeVersion,
   sandboxPackages,
 } from './recipe.js';
-import { type BuildProgress, buildRuntimeRootfs } from './rootfs.js';
+import { type BuildProgress, buildRuntimeRootfs, runtimeRootfsBuildId } from './rootfs.js';
 
 export type ImageRoute = 'dockerfile' | 'debootstrap';
 
@@ -180,7 +181,10 @@ async function importRootfs(options: DockerImageBuildOptions, tag: string): Prom
     docker: options.docker,
     directory: rootfs.directory,
     tag,
-    labels: { [RUNTIME_VERSION_LABEL]: runtimeVersion() },
+    labels: {
+      [RUNTIME_VERSION_LABEL]: runtimeVersion(),
+      [RUNTIME_ROOTFS_LABEL]: await runtimeRootfsBuildId(rootfs.directory),
+    },
     onProgress: options.onProgress,
   });
 }

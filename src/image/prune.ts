@@ -96,6 +96,8 @@ export async function pruneRootfsBuilds(options: PruneOptions & { store?: string
       const taken = removing === build || (await rename(build, removing).then(() => true, ignoreGone));
       if (!taken) continue;
       await rm(removing, { recursive: true, force: true });
+      // The tree's build id (rootfs.ts) goes with it.
+      if (!abandoned) await rm(`${build}.build-id`, { force: true });
     }
     record({ ...result, removed: true });
   }

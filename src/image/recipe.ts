@@ -25,6 +25,8 @@ export const ENVIRONMENT_IMAGE_REPOSITORY_PREFIX = 'sandcell-env-';
 export const DOCKERFILE_BASE_IMAGE = `debian:${DEBIAN_SUITE}-slim`;
 /** Labels on the image: which recipe version it is. */
 export const RUNTIME_VERSION_LABEL = 'org.sandcell.runtime-version';
+/** On a runtime image imported from the root filesystem: that tree's build id (rootfs.ts runtimeRootfsBuildId). */
+export const RUNTIME_ROOTFS_LABEL = 'org.sandcell.runtime-rootfs';
 
 interface PackageLists {
   sandbox: string[];

@@ -6,6 +6,7 @@
  * bubblewrap can run on it directly.
  */
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { access, copyFile, mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -69,13 +70,38 @@ export async function buildRuntimeRootfs(options: RootfsBuildOptions = {}): Prom
     await debootstrap(partial, options);
     options.onProgress?.({ stage: 'installing the kernel and the sandbox account' });
     await finishRootfs(partial, version);
+    // The old tree's identity goes before the tree does: no image imported from it can match the new one.
+    await rm(buildIdFile(directory), { force: true });
     await rm(directory, { recursive: true, force: true });
     await rename(partial, directory);
+    await writeBuildId(directory);
   } catch (error) {
     await rm(partial, { recursive: true, force: true }).catch(() => undefined);
     throw error;
   }
   return { directory, version, reused: false };
+}
+
+/**
+ * Which build of the root filesystem this is: a fresh id per build, kept beside the tree (not in it,
+ * where a session would see it). An image imported from the tree carries it as a label
+ * (RUNTIME_ROOTFS_LABEL), so an environment's files can be layered on that image only when the image
+ * holds exactly this tree. A tree built before ids were kept gets one the first time it is asked for.
+ */
+export async function runtimeRootfsBuildId(directory = runtimeRootfsDirectory()): Promise<string> {
+  const current = await readFile(buildIdFile(directory), 'utf8').catch(() => '');
+  if (current.trim()) return current.trim();
+  return writeBuildId(directory);
+}
+
+function buildIdFile(directory: string): string {
+  return `${directory}.build-id`;
+}
+
+async function writeBuildId(directory: string): Promise<string> {
+  const id = randomUUID();
+  await writeFile(buildIdFile(directory), `${id}\n`, { mode: 0o644 });
+  return id;
 }
 
 async function ensureDebootstrap(options: RootfsBuildOptions): Promise<void> {
