@@ -12,6 +12,7 @@ describe('isTransientEngineError', () => {
   it.each([
     [stoppedProcess()],
     [engineError(500, 'OCI runtime start failed: cannot start an already running container: unknown')],
+    [engineError(500, 'OCI runtime start failed: container process is already dead: unknown')],
     [engineError(409, 'removal of container 3f2a is already in progress')],
     [Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })],
     [new Error('socket hang up')],

@@ -1,7 +1,8 @@
 /**
  * Errors of Docker Engine's API: their text, the ones a removal may ignore,
  * and the ones that pass. Under many parallel creations runc answers "cannot
- * start a stopped process" (or "… an already running container"), a removal
+ * start a stopped process" (or "… an already running container", "container
+ * process is already dead"), a removal
  * still in progress answers 409, the socket is reset: creation retries those
  * (a few times, backing off) and nothing else, so a wrong image or a refused
  * option fails at once.
@@ -18,6 +19,9 @@ const TRANSIENT_MESSAGES = [
   // runc, the same race seen from the other side: "OCI runtime start failed: cannot start an
   // already running container" (each attempt makes its objects anew, so nothing is started twice).
   /cannot start an already running container/i,
+  // runc again, under a busy machine: "OCI runtime start failed: container process is already dead"
+  // (the new container's first process was gone before runc could start it; seen on the volume holder).
+  /container process is already dead/i,
   // A removal (of a container or volume of an earlier attempt) the engine is still doing.
   /is already in progress/i,
   /socket hang up/i,
