@@ -8,53 +8,32 @@
  */
 import path from 'node:path';
 import type Dockerode from 'dockerode';
-import { statusOf } from '../backends/docker/engine-errors.js';
-import { importDirectoryAsImage } from '../image/docker-image.js';
+import { type DirectoryImportOptions, importDirectoryAsImage, inspectImage } from '../image/docker-image.js';
 import { buildLayerImage } from '../image/docker-layer.js';
 import { RUNTIME_ROOTFS_LABEL, runtimeImageTag, runtimeRootfsDirectory } from '../image/recipe.js';
-import { type BuildProgress, runtimeRootfsBuildId } from '../image/rootfs.js';
+import { runtimeRootfsBuildId } from '../image/rootfs.js';
 import { sharesFilesWith, treeChanges } from '../image/tree-changes.js';
 
 /** A file of the runtime's that every environment's tree links: whether the tree is links at all. */
 const SHARED_PROBE = 'etc/sandcell-runtime-version';
 
-export interface EnvironmentImageOptions {
-  docker: Dockerode;
-  /** The environment's root filesystem. */
-  rootfs: string;
-  tag: string;
-  labels: Record<string, string>;
-  onProgress?: (progress: BuildProgress) => void;
-}
-
-export async function buildEnvironmentImage(options: EnvironmentImageOptions): Promise<void> {
-  const base = await layerBase(options.docker, options.rootfs);
+/** `options.directory` is the environment's root filesystem. */
+export async function buildEnvironmentImage(options: DirectoryImportOptions): Promise<void> {
+  const base = await layerBase(options.docker, options.directory);
   if (typeof base === 'string') {
     options.onProgress?.({ stage: 'importing the whole root filesystem', detail: base });
-    await importDirectoryAsImage({ ...options, directory: options.rootfs });
+    await importDirectoryAsImage(options);
     return;
   }
-  const changes = await treeChanges(base.directory, options.rootfs);
-  await buildLayerImage({
-    ...options,
-    base: base.tag,
-    directory: options.rootfs,
-    changes,
-    scratch: path.dirname(options.rootfs),
-  });
+  const changes = await treeChanges(base.directory, options.directory);
+  await buildLayerImage({ ...options, base: base.tag, changes, scratch: path.dirname(options.directory) });
 }
 
 /** The runtime image and tree the environment can be layered on, or why it cannot. */
 async function layerBase(docker: Dockerode, rootfs: string): Promise<{ tag: string; directory: string } | string> {
   const tag = runtimeImageTag();
   const directory = runtimeRootfsDirectory();
-  const image = await docker
-    .getImage(tag)
-    .inspect()
-    .catch((error: unknown) => {
-      if (statusOf(error) === 404) return undefined;
-      throw error;
-    });
+  const image = await inspectImage(docker, tag);
   if (!image) return `${tag} is not in the engine`;
   const label = image.Config?.Labels?.[RUNTIME_ROOTFS_LABEL];
   if (label === undefined || label !== (await runtimeRootfsBuildId(directory))) {

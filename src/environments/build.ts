@@ -145,7 +145,7 @@ async function buildLocked(
       const docker = requireDocker(options);
       await buildEnvironmentImage({
         docker,
-        rootfs,
+        directory: rootfs,
         tag: imageTag,
         labels: { [ENVIRONMENT_LABEL]: `${name}:${hash}` },
         onProgress: options.onProgress,

@@ -50,18 +50,20 @@ export interface DockerImageBuildResult {
   imageId?: string;
 }
 
-/** Whether the engine has the image; an engine that cannot be reached (or fails) throws, it is not "absent". */
-export async function runtimeImagePresent(docker: Dockerode, tag = runtimeImageTag()): Promise<boolean> {
+/** The image, or undefined when the engine has none of that name; an engine that cannot be reached (or fails) throws. */
+export async function inspectImage(docker: Dockerode, tag: string): Promise<Dockerode.ImageInspectInfo | undefined> {
   return docker
     .getImage(tag)
     .inspect()
-    .then(
-      () => true,
-      (error: unknown) => {
-        if (statusOf(error) === 404) return false;
-        throw error;
-      },
-    );
+    .catch((error: unknown) => {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    });
+}
+
+/** Whether the engine has the image; an engine that cannot be reached (or fails) throws, it is not "absent". */
+export async function runtimeImagePresent(docker: Dockerode, tag = runtimeImageTag()): Promise<boolean> {
+  return (await inspectImage(docker, tag)) !== undefined;
 }
 
 export async function buildRuntimeImage(options: DockerImageBuildOptions): Promise<DockerImageBuildResult> {
