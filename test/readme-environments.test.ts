@@ -2,16 +2,23 @@
  * docs/environments.md's "Add packages" block, run as written: build the example
  * environment (a real build on bubblewrap: the runtime root filesystem plus
  * python3-toolz), run the example script in it, list it. The environment is
- * stored in a scratch store (SANDCELL_ENVIRONMENT_DIR), not the machine's.
+ * stored in a scratch store (SANDCELL_ENVIRONMENT_DIR), not the machine's. Then its "Python packages
+ * from the index" block: the example with yaspin, built from its committed lock.
  */
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
-import { commandsOf, readmeBlock, runShell, scratchClone } from './support/readme.js';
+import { commandsOf, readmeBlock, root, runShell, scratchClone } from './support/readme.js';
+
+/** What the comment after the `index`th command of a block says (its expected output). */
+function commentOf(code: string, index: number): string {
+  const line = code.split('\n').filter((text) => text.trim() !== '')[index] ?? '';
+  return line.slice(line.indexOf('#') + 1).trim();
+}
 
 const reason =
   process.getuid?.() === 0
@@ -50,6 +57,28 @@ describeWhenAvailable('README: Add packages', 'bubblewrap-rootfs', reason, () =>
       // Built again unchanged: nothing to do.
       const again = await runShell(build as string, { cwd: clone, env });
       expect(again.stdout).toMatch(/^Up to date: environment example/);
+    },
+    20 * 60_000,
+  );
+
+  it(
+    'environment-python',
+    async () => {
+      const block = readmeBlock('environment-python');
+      const [build, run] = commandsOf(block.code);
+      const env = { SANDCELL_ENVIRONMENT_DIR: store };
+      const lockFile = path.join(root, 'examples', 'environment-python', 'sandcell.env.lock');
+      const lock = readFileSync(lockFile, 'utf8');
+      const built = await runShell(build as string, { cwd: clone, env });
+      expect(built.code, built.stderr).toBe(0);
+      expect(built.stdout).toMatch(/^Built in \d+ s: environment spinner \([0-9a-f]{12}\) for bubblewrap/);
+      // The committed lock holds: installed as it pins, its files fetched (the scratch store's cache is empty), not rewritten.
+      expect(built.stdout).toContain('pins: 2 Python package files from the index.');
+      expect(built.stderr).toContain('fetching locked Python packages');
+      expect(readFileSync(lockFile, 'utf8')).toBe(lock);
+      const ran = await runShell(run as string, { cwd: clone, env });
+      expect(ran.code, ran.stderr).toBe(0);
+      expect(ran.stdout).toBe(`${commentOf(block.code, 1)}\n`);
     },
     20 * 60_000,
   );

@@ -48,6 +48,7 @@ const RUN_ELSEWHERE: Record<string, string> = {
   'container-nodes': 'test/container-image.test.ts',
   'kubernetes-apply': 'test/container-image.test.ts',
   environment: 'test/readme-environments.test.ts',
+  'environment-python': 'test/readme-environments.test.ts',
   'environment-dockerfile': 'test/readme-environments-docker.test.ts',
   'environment-image': 'test/readme-environments-docker.test.ts',
   install: 'test/readme-library.test.ts',

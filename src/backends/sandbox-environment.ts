@@ -17,6 +17,12 @@ export const DATA_MOUNT = '/mnt/data';
  * E2B finds its files at /home/user, and they are the session's files under both names.
  */
 export const HOME_USER_MOUNT = '/home/user';
+/**
+ * The workspace root of the OpenAI Agents SDK's sandboxes (its default `Manifest` root), bound to
+ * the same storage too: its `mkdir -p /workspace` finds it, and what it writes there is the
+ * session's files, kept by pauses and snapshots like the rest.
+ */
+export const WORKSPACE_MOUNT = '/workspace';
 /** Python's user base inside the sandbox (PYTHONUSERBASE): packages installed with pip during a session. */
 export const USER_BASE = '/tmp/.local';
 

@@ -4,6 +4,7 @@
  * bubblewrap (a root filesystem) or Docker (an image), chosen per session
  * with `--env NAME`.
  */
+import path from 'node:path';
 import { connectDocker } from '../backends/docker/index.js';
 import { buildEnvironment, type EnvironmentBuildResult, removeImages } from '../environments/build.js';
 import { buildDockerfileEnvironment, isDockerfile } from '../environments/build-dockerfile.js';
@@ -25,6 +26,10 @@ export interface EnvBuildOptions {
   mirror?: string;
   /** `--allow-host`: more hosts the build may reach. */
   allowHost?: string[];
+  /** `--wheel-cache DIR`: where the files the Python lock pins are kept. */
+  wheelCache?: string;
+  /** `--relock`: resolve the Python packages again. */
+  relock?: boolean;
   json?: boolean;
 }
 
@@ -52,6 +57,12 @@ export async function envBuildCommand(file: string, options: EnvBuildOptions): P
   if (dockerfile && !options.name) {
     throw new CliExit(EXIT_USAGE, `Name the environment a Dockerfile builds: --name NAME.`);
   }
+  if (dockerfile && (options.wheelCache || options.relock)) {
+    throw new CliExit(
+      EXIT_USAGE,
+      `--wheel-cache and --relock are for description files: a Dockerfile has no Python lock.`,
+    );
+  }
   if (!dockerfile && options.name) {
     throw new CliExit(EXIT_USAGE, `--name is for Dockerfiles; ${file}'s environment is named by its "name" field.`);
   }
@@ -72,6 +83,8 @@ export async function envBuildCommand(file: string, options: EnvBuildOptions): P
           force: options.force,
           mirror: options.mirror,
           ...(allowHosts ? { allowHosts } : {}),
+          ...(options.wheelCache ? { wheelCache: path.resolve(options.wheelCache) } : {}),
+          ...(options.relock ? { relock: true } : {}),
           docker: backend === 'docker' ? await connectDocker() : undefined,
           onProgress: progress.report,
         });
@@ -113,6 +126,17 @@ function reportBuild(result: EnvironmentBuildResult, started: number, json: bool
         `Use it with: sandcell run --env ${result.name} …  (or environmentName: '${result.name}' in createSession)\n`,
       ),
   );
+  const lock = result.pythonLock;
+  if (lock) {
+    const pinned = `${lock.files} Python package file${lock.files === 1 ? '' : 's'} from the index`;
+    process.stdout.write(
+      dim(
+        lock.written
+          ? `Wrote ${lock.file}: ${pinned}, pinned by hash; keep it with the description.\n`
+          : `Installed as ${lock.file} pins: ${pinned}.\n`,
+      ),
+    );
+  }
   return EXIT_OK;
 }
 

@@ -407,6 +407,11 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
       "a host the build may reach beyond its apt sources, its Python index and the description's network.allow (repeatable)",
       collectHosts,
     )
+    .option(
+      '--wheel-cache <dir>',
+      "where the files the Python lock pins are kept, for rebuilds without the network (env SANDCELL_WHEEL_CACHE; default the environment store's .wheels)",
+    )
+    .option('--relock', 'resolve the Python packages again and rewrite the lock beside the description')
     .option('--json', 'print the result as JSON')
     .action(async (file: string, options) => {
       const { envBuildCommand } = await import('./env-command.js');

@@ -9,7 +9,7 @@
  * temporary name that is renamed into place at the end, or removed on
  * failure, so a failed build leaves nothing behind.
  */
-import { copyFile, lstat, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isRoot, which } from '../backends/bubblewrap/host-setup.js';
 import { BackendUnavailableError, ImageBuildError } from '../errors.js';
@@ -21,7 +21,11 @@ import { installsPythonPackages, type LoadedDescription } from './description.js
 import type { EnvironmentInputs } from './inputs.js';
 import { applyUpper, type LayerOverlay, linkTree, prepareOverlay } from './layer-overlay.js';
 import { runLayer } from './layer-run.js';
-import { INPUTS_DIRECTORY, layerScript, STAGING_DIRECTORY } from './layer-script.js';
+import { LOCK_FILE, layerScript, STAGING_DIRECTORY, WHEELHOUSE_DIRECTORY } from './layer-script.js';
+import type { LockedPackages } from './lock-packages.js';
+import { lockRequirements } from './python-lock.js';
+import { stagedPath, stageInputFiles } from './stage-inputs.js';
+import { stageCachedFiles } from './wheel-cache.js';
 
 /** Marker inside a finished environment root filesystem: `<name> <hash>`. */
 export const ENVIRONMENT_MARKER_FILE = 'etc/sandcell-environment';
@@ -35,6 +39,8 @@ export interface RootfsLayerOptions {
   mirror?: string;
   /** `--allow-host`: hosts the build may reach beyond its defaults and the description's `network.allow`. */
   allowHosts?: readonly string[];
+  /** The Python packages from the index, locked and in the cache: the layer installs exactly these. */
+  pythonLock?: LockedPackages;
   onProgress?: (progress: BuildProgress) => void;
   signal?: AbortSignal;
 }
@@ -147,27 +153,24 @@ export async function buildEnvironmentRootfs(options: RootfsLayerOptions): Promi
   }
 }
 
-/** Copies the description's files and the layer script into the staging directory, bound in for the run. */
+/** Copies the description's files, the Python lock's and the layer script into the staging directory, bound in for the run. */
 async function stageInputs(staging: string, options: RootfsLayerOptions, gate: boolean): Promise<void> {
-  const inputs = path.join(staging, path.posix.relative(STAGING_DIRECTORY, INPUTS_DIRECTORY));
-  await mkdir(inputs, { recursive: true, mode: 0o755 });
-  for (const directory of options.inputs.directories) {
-    await mkdir(path.join(inputs, directory.name), { recursive: true, mode: 0o755 });
-  }
-  for (const file of options.inputs.files) {
-    const target = path.join(inputs, file.name);
-    await mkdir(path.dirname(target), { recursive: true, mode: 0o755 });
-    await copyFile(file.source, target);
-  }
+  await stageInputFiles(staging, options.inputs, gate);
   const description = options.loaded.description;
+  const locked = options.pythonLock;
+  if (locked) {
+    await stageCachedFiles(locked.cachedPaths, stagedPath(staging, WHEELHOUSE_DIRECTORY));
+    await writeFile(stagedPath(staging, LOCK_FILE), lockRequirements(locked.lock.files), {
+      mode: 0o644,
+    });
+  }
   // Packages named without an index come from the index this machine's pip uses, as the gate allows.
   const pipEnvironment =
     gate && installsPythonPackages(description) && description.python.indexUrl === undefined
       ? hostPackageIndex().environment
       : {};
-  await writeFile(path.join(staging, 'layer.sh'), layerScript(description, { gate, pipEnvironment }), {
-    mode: 0o700,
-  });
+  const network = { gate, pipEnvironment, ...(locked ? { locked: { files: locked.lock.files.length } } : {}) };
+  await writeFile(path.join(staging, 'layer.sh'), layerScript(description, network), { mode: 0o700 });
   options.onProgress?.({ stage: "staged the description's files", detail: `${options.inputs.files.length} files` });
 }
 

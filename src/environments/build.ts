@@ -18,6 +18,7 @@ import { buildEnvironmentRootfs, ENVIRONMENT_MARKER_FILE } from './build-rootfs.
 import { type LoadedDescription, loadDescription } from './description.js';
 import { environmentHash } from './environment-version.js';
 import { collectInputs, type EnvironmentInputs } from './inputs.js';
+import { type LockedPackages, lockPythonPackages } from './lock-packages.js';
 import { refuseOfflineFetches } from './offline-build.js';
 import {
   buildDirectory,
@@ -29,6 +30,7 @@ import {
   writeRecord,
 } from './store.js';
 import type { EnvironmentBackendName } from './types.js';
+import { defaultWheelCache } from './wheel-cache.js';
 
 /** Label on environment images: `<name>:<hash>`. */
 export const ENVIRONMENT_LABEL = 'org.sandcell.environment';
@@ -50,6 +52,10 @@ export interface EnvironmentBuildOptions {
    */
   allowHosts?: readonly string[];
   storeDirectory?: string;
+  /** Where the files the Python lock pins are kept (`--wheel-cache`); the store's `.wheels` by default. */
+  wheelCache?: string;
+  /** Resolve the Python packages again, whatever the lock beside the description says (`--relock`). */
+  relock?: boolean;
   onProgress?: (progress: BuildProgress) => void;
   signal?: AbortSignal;
 }
@@ -63,17 +69,15 @@ export interface EnvironmentBuildResult {
   reused: boolean;
   /** Older builds of the name removed now (the one just replaced is kept for sessions still on it). */
   removedBuilds: string[];
+  /** The Python lock beside the description, when the environment takes packages from an index. */
+  pythonLock?: { file: string; files: number; written: boolean };
 }
 
 export async function buildEnvironment(options: EnvironmentBuildOptions): Promise<EnvironmentBuildResult> {
   const store = options.storeDirectory ?? defaultEnvironmentStore();
   const loaded = await loadDescription(options.file);
   const inputs = await collectInputs(loaded);
-  // Before anything is copied: an offline build that would have to fetch fails now, saying why.
-  refuseOfflineFetches(loaded.description, inputs, options.allowHosts);
   const { name } = loaded.description;
-  const hash = await environmentHash(loaded.description, inputs);
-  options.onProgress?.({ stage: `environment ${name}`, detail: `content hash ${hash}` });
   const lock = await acquireBuildLock({
     store,
     name,
@@ -85,7 +89,28 @@ export async function buildEnvironment(options: EnvironmentBuildOptions): Promis
       }),
   });
   try {
-    return await buildLocked(options, { store, loaded, inputs, hash });
+    const pythonLock = await lockPythonPackages({
+      loaded,
+      inputs,
+      workDirectory: store,
+      wheelCache: options.wheelCache ?? defaultWheelCache(store),
+      ...(options.relock ? { relock: true } : {}),
+      ...(options.mirror ? { mirror: options.mirror } : {}),
+      ...(options.allowHosts ? { allowHosts: options.allowHosts } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    // Before anything is built: an offline build that would have to fetch fails now, saying why.
+    refuseOfflineFetches(loaded.description, inputs, options.allowHosts, pythonLock !== undefined);
+    const hash = await environmentHash(loaded.description, inputs, undefined, pythonLock?.lock);
+    options.onProgress?.({ stage: `environment ${name}`, detail: `content hash ${hash}` });
+    const result = await buildLocked(options, { store, loaded, inputs, hash, pythonLock });
+    return pythonLock
+      ? {
+          ...result,
+          pythonLock: { file: pythonLock.file, files: pythonLock.lock.files.length, written: pythonLock.written },
+        }
+      : result;
   } finally {
     await lock.release();
   }
@@ -96,12 +121,13 @@ interface BuildInputs {
   loaded: LoadedDescription;
   inputs: EnvironmentInputs;
   hash: string;
+  pythonLock: LockedPackages | undefined;
 }
 
 /** The build itself, under the name's lock: what is built is looked at only once no one else is building it. */
 async function buildLocked(
   options: EnvironmentBuildOptions,
-  { store, loaded, inputs, hash }: BuildInputs,
+  { store, loaded, inputs, hash, pythonLock }: BuildInputs,
 ): Promise<EnvironmentBuildResult> {
   const { name } = loaded.description;
   const directory = buildDirectory(store, name, hash);
@@ -136,6 +162,7 @@ async function buildLocked(
         target: rootfs,
         mirror: options.mirror,
         ...(options.allowHosts ? { allowHosts: options.allowHosts } : {}),
+        ...(pythonLock ? { pythonLock } : {}),
         onProgress: options.onProgress,
         signal: options.signal,
       });

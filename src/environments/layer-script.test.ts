@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { parseDescription } from './description.js';
-import { layerScript, shellQuote } from './layer-script.js';
+import { fetchScript, layerScript, resolveScript, shellQuote } from './layer-script.js';
 
 describe('the layer script', () => {
   it('quotes every word the description gives, so none is run as shell', () => {
@@ -83,5 +83,57 @@ describe('the layer script', () => {
     const script = layerScript(parseDescription({ name: 'plain', env: { A: '1' } }), { gate: true });
     expect(script).not.toContain('apt-get');
     expect(script).not.toContain('pip');
+  });
+
+  it('with a lock, installs exactly its files by hash from the staged cache, then the rest offline', () => {
+    const description = parseDescription({
+      name: 'locked',
+      python: { requirements: 'requirements.txt', wheels: ['own-1.0-py3-none-any.whl'] },
+    });
+    const script = layerScript(description, { gate: true, locked: { files: 2 } });
+    const exact =
+      "--no-index --no-deps --require-hashes --find-links '/var/tmp/sandcell-environment/wheelhouse' -r '/var/tmp/sandcell-environment/python.lock'";
+    const rest =
+      "--no-index --find-links '/var/tmp/sandcell-environment/wheelhouse' -r '/var/tmp/sandcell-environment/inputs/requirements.txt'";
+    expect(script.indexOf(exact)).toBeGreaterThan(0);
+    expect(script.indexOf(rest)).toBeGreaterThan(script.indexOf(exact));
+    expect(script).toContain("'/var/tmp/sandcell-environment/inputs/own-1.0-py3-none-any.whl'");
+    // A lock with no files from the index: nothing to install by hash, and still nothing fetched.
+    const empty = layerScript(description, { gate: true, locked: { files: 0 } });
+    expect(empty).not.toContain('--require-hashes');
+    expect(empty).toContain(rest);
+    expect(() => execFileSync('sh', ['-n'], { input: script })).not.toThrow();
+  });
+
+  it("resolves after the Debian packages, and downloads what pip's report names; fetching checks the lock's hashes", () => {
+    const description = parseDescription({
+      name: 'resolve',
+      debianPackages: ['python3-toolz'],
+      python: { packages: ['yaspin'] },
+    });
+    const script = resolveScript(description, { gate: true });
+    const order = [
+      "install -y --no-install-recommends 'python3-toolz'",
+      "--dry-run --quiet --report '/var/tmp/sandcell-environment/report.json'",
+      "'yaspin'",
+      'python3 -m pip download',
+    ];
+    const positions = order.map((text) => script.indexOf(text));
+    expect(positions.every((position) => position >= 0)).toBe(true);
+    expect([...positions].sort((a, b) => a - b)).toEqual(positions);
+    expect(() => execFileSync('sh', ['-n'], { input: script })).not.toThrow();
+    const fetch = fetchScript(description, { gate: true });
+    expect(fetch).toContain("--no-deps --require-hashes --quiet -d '/var/tmp/sandcell-environment/wheelhouse'");
+    expect(fetch).not.toContain('apt-get');
+    expect(() => execFileSync('sh', ['-n'], { input: fetch })).not.toThrow();
+  });
+
+  it("trusts the host's CA bundle (staged) for pip, curl and git when the build has network", () => {
+    const description = parseDescription({ name: 'ca', python: { packages: ['toolz'] } });
+    const script = layerScript(description, { gate: true });
+    for (const name of ['PIP_CERT', 'SSL_CERT_FILE', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO']) {
+      expect(script).toContain(`export ${name}='/var/tmp/sandcell-environment/ca-bundle.pem'`);
+    }
+    expect(layerScript(description, { gate: false })).not.toContain('ca-bundle.pem');
   });
 });

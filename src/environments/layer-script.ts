@@ -17,6 +17,15 @@ import { type EnvironmentDescription, installsPythonPackages } from './descripti
 /** Where the build stages the description's files inside the root filesystem; removed after. */
 export const STAGING_DIRECTORY = '/var/tmp/sandcell-environment';
 export const INPUTS_DIRECTORY = `${STAGING_DIRECTORY}/inputs`;
+/** The Python lock's files, staged from the wheel cache, and the lock itself (python-lock.ts). */
+export const WHEELHOUSE_DIRECTORY = `${STAGING_DIRECTORY}/wheelhouse`;
+export const LOCK_FILE = `${STAGING_DIRECTORY}/python.lock`;
+/** What a resolution leaves: pip's report of what it would install. */
+export const REPORT_FILE = `${STAGING_DIRECTORY}/report.json`;
+const PINS_FILE = `${STAGING_DIRECTORY}/pins.txt`;
+/** The host's CA bundle, staged for a build with network: it trusts what a session with network trusts. */
+export const CA_BUNDLE_FILE = `${STAGING_DIRECTORY}/ca-bundle.pem`;
+const CA_VARIABLES = ['PIP_CERT', 'SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO'];
 /** A tmpfs in the build sandbox holding the gate's socket and the forwarder (nothing of it stays in the environment). */
 export const BUILD_NETWORK_DIRECTORY = '/run/sandcell';
 export const BUILD_GATE_SOCKET = `${BUILD_NETWORK_DIRECTORY}/gate.sock`;
@@ -33,6 +42,8 @@ export interface LayerNetwork {
    * without `python.indexUrl`; none when it is pip's default.
    */
   pipEnvironment?: Record<string, string>;
+  /** A lock is staged (LOCK_FILE, its `files` in WHEELHOUSE_DIRECTORY): pip installs exactly it, offline. */
+  locked?: { files: number };
 }
 
 /** The line a failing setup command's exit status follows. */
@@ -86,18 +97,24 @@ function forwarderLines(): string[] {
     '  sandcell_waited=$((sandcell_waited + 1)); sleep 0.1',
     'done',
     ...variables.map(([name, value]) => `export ${name}=${shellQuote(value)}`),
+    ...CA_VARIABLES.map((name) => `export ${name}=${shellQuote(CA_BUNDLE_FILE)}`),
   ];
 }
 
-export function layerScript(description: EnvironmentDescription, network: LayerNetwork): string {
-  const lines = ['set -eu', 'export DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8', ...BUILD_ACCOUNTS];
-  if (network.gate) lines.push(...forwarderLines());
-  const python = description.python;
+/** The apt-get command line, through the forwarder when the build has a gate. */
+function aptCommand(network: LayerNetwork): string {
   const proxy = `http://127.0.0.1:${PROXY_PORT}`;
-  const apt = [
+  return [
     'apt-get -o APT::Sandbox::User=root -o Dpkg::Use-Pty=0 -q',
     ...(network.gate ? [`-o Acquire::http::Proxy=${proxy} -o Acquire::https::Proxy=${proxy}`] : []),
   ].join(' ');
+}
+
+/** The start of the layer and of a resolution: accounts, the forwarder, the Debian packages, pip. */
+function preparationLines(description: EnvironmentDescription, network: LayerNetwork): string[] {
+  const lines = ['set -eu', 'export DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8', ...BUILD_ACCOUNTS];
+  if (network.gate) lines.push(...forwarderLines());
+  const apt = aptCommand(network);
   if (description.debianPackages.length > 0) {
     lines.push(
       'echo "sandcell-step: installing Debian packages"',
@@ -111,6 +128,43 @@ export function layerScript(description: EnvironmentDescription, network: LayerN
       `if ! python3 -m pip --version >/dev/null 2>&1; then echo "sandcell-step: installing pip"; ${apt} update; ${apt} install -y --no-install-recommends python3-pip; fi`,
     );
   }
+  return lines;
+}
+
+/**
+ * `python3 -m pip SUBCOMMAND` with the index it reads: the host pip's settings for packages named
+ * without `python.indexUrl`, the inputs as find-links, Debian's install layout (/usr/lib/python3/
+ * dist-packages and /usr/bin: the sandbox hides /usr/local); sdists build with the runtime's own
+ * setuptools, so nothing is fetched that the lock does not name.
+ */
+function pip(description: EnvironmentDescription, network: LayerNetwork, subcommand: string): string[] {
+  const python = description.python;
+  return [
+    ...Object.entries(python.indexUrl ? {} : (network.pipEnvironment ?? {})).map(
+      ([name, value]) => `${name}=${shellQuote(value)}`,
+    ),
+    `DEB_PYTHON_INSTALL_LAYOUT=deb_system python3 -m pip ${subcommand}`,
+    '--no-cache-dir --disable-pip-version-check --no-build-isolation',
+    ...(subcommand === 'install'
+      ? ['--break-system-packages --root-user-action=ignore --no-warn-script-location']
+      : []),
+    `--find-links ${shellQuote(INPUTS_DIRECTORY)}`,
+    ...(python.indexUrl ? ['--index-url', shellQuote(python.indexUrl)] : []),
+  ];
+}
+
+/** What the description asks pip for: its requirements file, its wheels, its packages. */
+function pipRequests(description: EnvironmentDescription): string[] {
+  const python = description.python;
+  return [
+    ...(python.requirements ? ['-r', shellQuote(`${INPUTS_DIRECTORY}/${python.requirements}`)] : []),
+    ...python.wheels.map((wheel) => shellQuote(`${INPUTS_DIRECTORY}/${path.posix.normalize(wheel)}`)),
+    ...python.packages.map(shellQuote),
+  ];
+}
+
+export function layerScript(description: EnvironmentDescription, network: LayerNetwork): string {
+  const lines = preparationLines(description, network);
   for (const file of description.files) {
     const source = `${INPUTS_DIRECTORY}/${path.posix.normalize(file.source)}`;
     lines.push(
@@ -122,21 +176,35 @@ export function layerScript(description: EnvironmentDescription, network: LayerN
     );
   }
   if (installsPythonPackages(description)) {
-    const pip = [
-      // Debian's layout: /usr/lib/python3/dist-packages and /usr/bin (the sandbox hides /usr/local).
-      ...Object.entries(python.indexUrl ? {} : (network.pipEnvironment ?? {})).map(
-        ([name, value]) => `${name}=${shellQuote(value)}`,
-      ),
-      'DEB_PYTHON_INSTALL_LAYOUT=deb_system python3 -m pip install',
-      '--break-system-packages --no-cache-dir --root-user-action=ignore --disable-pip-version-check --no-warn-script-location',
-      `--find-links ${shellQuote(INPUTS_DIRECTORY)}`,
-      ...(network.gate ? [] : ['--no-index']),
-      ...(python.indexUrl ? ['--index-url', shellQuote(python.indexUrl)] : []),
-      ...(python.requirements ? ['-r', shellQuote(`${INPUTS_DIRECTORY}/${python.requirements}`)] : []),
-      ...python.wheels.map((wheel) => shellQuote(`${INPUTS_DIRECTORY}/${path.posix.normalize(wheel)}`)),
-      ...python.packages.map(shellQuote),
-    ];
-    lines.push('echo "sandcell-step: installing Python packages"', pip.join(' '));
+    lines.push('echo "sandcell-step: installing Python packages"');
+    if (network.locked) {
+      // Exactly the lock's files, checked against its hashes, from the staged cache; then what the
+      // description asks finds them installed, and takes its own wheels from the inputs, offline.
+      if (network.locked.files > 0) {
+        lines.push(
+          [
+            ...pip(description, network, 'install'),
+            `--no-index --no-deps --require-hashes --find-links ${shellQuote(WHEELHOUSE_DIRECTORY)}`,
+            `-r ${shellQuote(LOCK_FILE)}`,
+          ].join(' '),
+        );
+      }
+      lines.push(
+        [
+          ...pip(description, network, 'install'),
+          `--no-index --find-links ${shellQuote(WHEELHOUSE_DIRECTORY)}`,
+          ...pipRequests(description),
+        ].join(' '),
+      );
+    } else {
+      lines.push(
+        [
+          ...pip(description, network, 'install'),
+          ...(network.gate ? [] : ['--no-index']),
+          ...pipRequests(description),
+        ].join(' '),
+      );
+    }
     // Anything pip still put under /usr/local moves to /usr, where the sandbox sees it.
     lines.push(
       'for d in /usr/local/lib/python3*/dist-packages; do if [ -d "$d" ]; then cp -a "$d"/. /usr/lib/python3/dist-packages/; rm -rf "$d"; fi; done',
@@ -158,6 +226,57 @@ export function layerScript(description: EnvironmentDescription, network: LayerN
     'mkdir -p /var/lib/apt/lists/partial',
     // A package that added an account replaced the links with files; the kernel writes the accounts at start.
     ...Object.entries(ACCOUNT_FILE_LINKS).map(([file, target]) => `ln -sfn ${shellQuote(target)} ${shellQuote(file)}`),
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+/** Reads pip's report and writes `name @ url` for what comes from an index (not the inputs' own files). */
+const PINS_FROM_REPORT = [
+  'import json, sys',
+  'report = json.load(open(sys.argv[1]))',
+  'with open(sys.argv[2], "w") as pins:',
+  '    for item in report["install"]:',
+  '        url = item["download_info"]["url"]',
+  '        if not url.startswith("file:"):',
+  '            pins.write("%s @ %s\\n" % (item["metadata"]["name"], url))',
+].join('\n');
+
+/**
+ * A resolution, on a throwaway overlay of the runtime: the Debian packages installed as the layer
+ * would, then pip's resolver asked what the description's Python packages need beside what is
+ * installed (`--dry-run --report`), then exactly those files downloaded to WHEELHOUSE_DIRECTORY.
+ */
+export function resolveScript(description: EnvironmentDescription, network: LayerNetwork): string {
+  const lines = preparationLines(description, network);
+  lines.push(
+    'echo "sandcell-step: resolving Python packages"',
+    [
+      ...pip(description, network, 'install'),
+      `--dry-run --quiet --report ${shellQuote(REPORT_FILE)}`,
+      ...pipRequests(description),
+    ].join(' '),
+    'echo "sandcell-step: downloading Python packages"',
+    `python3 -B -c ${shellQuote(PINS_FROM_REPORT)} ${shellQuote(REPORT_FILE)} ${shellQuote(PINS_FILE)}`,
+    `mkdir -p ${shellQuote(WHEELHOUSE_DIRECTORY)}`,
+    `if [ -s ${shellQuote(PINS_FILE)} ]; then ${[
+      ...pip(description, network, 'download'),
+      `--no-deps --quiet -d ${shellQuote(WHEELHOUSE_DIRECTORY)} -r ${shellQuote(PINS_FILE)}`,
+    ].join(' ')}; fi`,
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+/** Fetches a lock's files the cache lacks (LOCK_FILE holds just those), checked against their hashes. */
+export function fetchScript(description: EnvironmentDescription, network: LayerNetwork): string {
+  const lines = ['set -eu', 'export LANG=C.UTF-8', ...BUILD_ACCOUNTS];
+  if (network.gate) lines.push(...forwarderLines());
+  lines.push(
+    'echo "sandcell-step: downloading locked Python packages"',
+    `mkdir -p ${shellQuote(WHEELHOUSE_DIRECTORY)}`,
+    [
+      ...pip(description, network, 'download'),
+      `--no-deps --require-hashes --quiet -d ${shellQuote(WHEELHOUSE_DIRECTORY)} -r ${shellQuote(LOCK_FILE)}`,
+    ].join(' '),
   );
   return `${lines.join('\n')}\n`;
 }

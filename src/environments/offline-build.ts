@@ -10,16 +10,17 @@
 import { InvalidInputError } from '../errors.js';
 import type { EnvironmentDescription } from './description.js';
 import type { EnvironmentInputs } from './inputs.js';
+import { INPUT_ARCHIVE } from './python-lock.js';
 
 const LEAVE_OUT =
   'leave out `"network": "none"` (the build then reaches only its apt sources and Python index, through its gate)';
-/** What pip can install from with `--no-index --find-links` on the staged inputs: archives at their top. */
-const PACKAGE_ARCHIVE = /^[^/]+\.(whl|tar\.gz|zip|tar\.bz2)$/;
 
 export function refuseOfflineFetches(
   description: EnvironmentDescription,
   inputs: EnvironmentInputs,
   allowHosts: readonly string[] = [],
+  /** A lock holds and the wheel cache has its files: packages named come from there. */
+  locked = false,
 ): void {
   if (description.network !== 'none') return;
   const problems: string[] = [];
@@ -34,12 +35,12 @@ export function refuseOfflineFetches(
   }
   const fromNames = python.packages.length > 0 || python.requirements !== undefined;
   // Wheels named are installed in the same pip run, and archives among the inputs are found by name.
-  const local = python.wheels.length > 0 || inputs.files.some((file) => PACKAGE_ARCHIVE.test(file.name));
-  if (fromNames && !local) {
+  const local = python.wheels.length > 0 || inputs.files.some((file) => INPUT_ARCHIVE.test(file.name));
+  if (fromNames && !local && !locked) {
     const named =
       python.packages.length > 0 ? `python.packages (${shortList(python.packages)})` : 'python.requirements';
     problems.push(
-      `${named} are looked up in an index, and offline there is none and no wheel to install from: ${LEAVE_OUT}, or give them as wheels (python.wheels).`,
+      `${named} are looked up in an index, and offline there is none and no wheel to install from: ${LEAVE_OUT}, or give them as wheels (python.wheels), or keep the lock a build with the network wrote and its wheel cache.`,
     );
   }
   if (allowHosts.length > 0) {

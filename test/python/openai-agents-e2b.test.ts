@@ -121,10 +121,8 @@ describe("the OpenAI Agents SDK's E2B sandbox client, unmodified", () => {
     }
   });
 
-  // Not yet: the SDK's default root is /workspace, which it makes with the file API (refused here:
-  // it reaches /home/user only) and then `mkdir -p` (the root filesystem is read-only). Open in
-  // issue 46; until then docs/python.md tells users to give `Manifest(root="/home/user/workspace")`.
-  it.skip("runs it with the SDK's default manifest too (its workspace root is /workspace)", async () => {
+  // The SDK's default root is /workspace: the session's files there too, made with the file API and `mkdir -p`.
+  it("runs it with the SDK's default manifest too (its workspace root is /workspace)", async () => {
     const fake = await script();
     try {
       await expectTheAgentRan(fake, undefined);

@@ -43,11 +43,12 @@ describe('buildBubblewrapArguments', () => {
     expect(args.join(' ')).toContain('--seccomp 3');
   });
 
-  it('binds the system read-only and only /mnt/data (also at /home/user) writable, with a capped /tmp', () => {
+  it('binds the system read-only and only /mnt/data (also at /home/user and /workspace) writable, with a capped /tmp', () => {
     const writable = pairs(args, '--bind');
     expect(writable).toEqual([
       [input.dataDirectory, '/mnt/data'],
       [input.dataDirectory, '/home/user'],
+      [input.dataDirectory, '/workspace'],
     ]);
     expect(args.join(' ')).toContain(`--size ${1024 * 1024} --tmpfs /tmp`);
     expect(pairs(args, '--ro-bind')).toContainEqual(['/usr', '/usr']);

@@ -6,7 +6,7 @@
  * through a pipe (`--args`), so bwrap's command line on the host holds only
  * that and the command, and the sandbox's /proc/1/cmdline only the command;
  * synthetic files are copies from descriptors, so no host path of them shows
- * in mountinfo; /proc/cmdline and /usr/local are empty. Only /mnt/data (also at /home/user) and /tmp are
+ * in mountinfo; /proc/cmdline and /usr/local are empty. Only /mnt/data (also at /home/user and /workspace) and /tmp are
  * writable: /dev is remounted read-only, /dev/shm with it, so Python's
  * multiprocessing locks are unavailable (joblib falls back to serial).
  */
@@ -22,6 +22,7 @@ import {
   SANDBOX_UID,
   SUPERVISOR_PYTHON_FLAGS,
   SUPERVISOR_SCRIPT,
+  WORKSPACE_MOUNT,
 } from '../sandbox-environment.js';
 
 export interface BubblewrapArgumentsInput {
@@ -165,10 +166,13 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): Bubbl
     '--bind',
     input.dataDirectory,
     '/mnt/data',
-    // The same files at E2B's working directory (its SDKs' paths are /home/user/…).
+    // The same files at E2B's working directory (its SDKs' paths are /home/user/…) and at /workspace.
     '--bind',
     input.dataDirectory,
     HOME_USER_MOUNT,
+    '--bind',
+    input.dataDirectory,
+    WORKSPACE_MOUNT,
   );
   // Internet access is this socket alone (to the session's gate): the network namespace keeps only loopback.
   if (input.gateSocket !== undefined) args.push('--bind', input.gateSocket, GATE_SOCKET_MOUNT);

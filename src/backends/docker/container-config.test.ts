@@ -75,6 +75,7 @@ describe('the kernel container', () => {
     expect(host.Mounts).toEqual([
       expect.objectContaining({ Type: 'volume', Source: 'sandcell-data-1', Target: '/mnt/data' }),
       expect.objectContaining({ Type: 'volume', Source: 'sandcell-data-1', Target: '/home/user' }),
+      expect.objectContaining({ Type: 'volume', Source: 'sandcell-data-1', Target: '/workspace' }),
     ]);
     expect(options.User).toBe('1974206500:1974206500');
     expect(options.Tty).toBe(false);

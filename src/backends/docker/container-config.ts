@@ -19,6 +19,7 @@ import {
   SANDBOX_HOSTNAME,
   SUPERVISOR_PYTHON_FLAGS,
   SUPERVISOR_SCRIPT,
+  WORKSPACE_MOUNT,
 } from '../sandbox-environment.js';
 import { kernelMount, mountedKernelCommand } from './mounted-kernel.js';
 
@@ -142,10 +143,11 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
       MemorySwap: memory,
       NanoCpus: Math.round(limits.cpus * 1e9),
       PidsLimit: Math.floor(limits.processes),
-      // The same volume at E2B's working directory: one set of files under both names.
+      // The same volume at E2B's working directory and at /workspace: one set of files under each name.
       Mounts: [
         dataMount(input.volumeName, false),
         dataMount(input.volumeName, false, HOME_USER_MOUNT),
+        dataMount(input.volumeName, false, WORKSPACE_MOUNT),
         ...(input.network ? networkMounts(input.network) : []),
         ...(input.mountedKernel ? [kernelMount(input.mountedKernel.directory)] : []),
       ],

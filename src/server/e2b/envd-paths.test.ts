@@ -3,7 +3,9 @@ import { InvalidPathError } from '../../errors.js';
 import { resolveSandboxPath, sandboxPathOf, shellQuote } from './envd-paths.js';
 
 describe('envd paths', () => {
-  it('maps /home/user, /mnt/data, ~ and relative paths to the session’s files', () => {
+  it('maps /home/user, /mnt/data, /workspace, ~ and relative paths to the session’s files', () => {
+    expect(resolveSandboxPath('/workspace/notes.txt')).toEqual({ root: '/workspace', relative: 'notes.txt' });
+    expect(resolveSandboxPath('/workspace', { allowRoot: true })).toEqual({ root: '/workspace', relative: '' });
     expect(resolveSandboxPath('/home/user/a/b.txt')).toEqual({ root: '/home/user', relative: 'a/b.txt' });
     expect(resolveSandboxPath('/mnt/data/a.txt')).toEqual({ root: '/mnt/data', relative: 'a.txt' });
     expect(resolveSandboxPath('~/x')).toEqual({ root: '/home/user', relative: 'x' });
@@ -13,7 +15,16 @@ describe('envd paths', () => {
   });
 
   it('refuses other absolute paths, escapes and the root where a file is needed', () => {
-    for (const path of ['/etc/passwd', '/home/userx', '/home/user/../../etc/passwd', '../x', '/home/user', '']) {
+    for (const path of [
+      '/etc/passwd',
+      '/home/userx',
+      '/workspacex/a',
+      '/workspace/../etc/passwd',
+      '/home/user/../../etc/passwd',
+      '../x',
+      '/home/user',
+      '',
+    ]) {
       expect(() => resolveSandboxPath(path)).toThrow(InvalidPathError);
     }
   });
