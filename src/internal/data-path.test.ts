@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidPathError } from '../errors.js';
-import { normalizeDataPath } from './data-path.js';
+import { normalizeDataPath, normalizeSessionPath } from './data-path.js';
 
 describe('normalizeDataPath', () => {
   it('accepts names, nested paths and the /mnt/data prefix', () => {
@@ -23,4 +23,18 @@ describe('normalizeDataPath', () => {
       expect(() => normalizeDataPath(path)).toThrow(InvalidPathError);
     },
   );
+});
+
+describe('normalizeSessionPath', () => {
+  it("keeps paths under the scratch /tmp absolute, checked as the session's files are", () => {
+    expect(normalizeSessionPath('/tmp/a//b/./c.txt')).toBe('/tmp/a/b/c.txt');
+    expect(normalizeSessionPath('/tmp', { allowRoot: true })).toBe('/tmp');
+    expect(normalizeSessionPath('notes/a.txt')).toBe('notes/a.txt');
+    expect(normalizeSessionPath('/mnt/data/a.txt')).toBe('a.txt');
+    for (const path of ['/tmp', '/tmp/../etc/passwd', '/tmpfile', '/etc/passwd', `/tmp/${'x'.repeat(256)}`]) {
+      expect(() => normalizeSessionPath(path)).toThrow(InvalidPathError);
+    }
+    // Where a path is a host path too (saved downloads), /tmp stays refused.
+    expect(() => normalizeDataPath('/tmp/a.txt')).toThrow(InvalidPathError);
+  });
 });

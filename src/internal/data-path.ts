@@ -35,3 +35,19 @@ export function normalizeDataPath(path: string, options: { allowRoot?: boolean }
   }
   return parts.join('/');
 }
+
+/** The sandbox's scratch directory: its files API reaches it too, as absolute paths under it. */
+export const SCRATCH_MOUNT = '/tmp';
+
+/**
+ * A path for the session's file requests: one under /mnt/data, as normalizeDataPath gives it
+ * (relative), or one under the sandbox's scratch /tmp, kept absolute (`/tmp/name`, `/tmp` itself
+ * with allowRoot) so the sandbox's supervisor knows which. The same checks apply below /tmp.
+ */
+export function normalizeSessionPath(path: string, options: { allowRoot?: boolean } = {}): string {
+  if (typeof path === 'string' && (path === SCRATCH_MOUNT || path.startsWith(`${SCRATCH_MOUNT}/`))) {
+    const below = normalizeDataPath(path.slice(SCRATCH_MOUNT.length).replace(/^\/+/, ''), options);
+    return below === '' ? SCRATCH_MOUNT : `${SCRATCH_MOUNT}/${below}`;
+  }
+  return normalizeDataPath(path, options);
+}

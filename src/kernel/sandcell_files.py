@@ -1,7 +1,9 @@
 """The file requests (file-read, file-chunk, file-write, file-write-chunk,
 file-list, file-remove), which the supervisor answers itself, so files work whatever a
-kernel is doing. Every path stays inside /mnt/data; symbolic links, hard
-links, FIFOs and sockets are refused rather than followed or opened.
+kernel is doing. Every path stays inside /mnt/data (a relative path, or one
+under /mnt/data/), or inside the sandbox's scratch /tmp (a path under /tmp/,
+which the host names as such); symbolic links, hard links, FIFOs and sockets
+are refused rather than followed or opened.
 """
 
 import base64
@@ -10,6 +12,7 @@ import os
 import stat
 
 DATA_DIR = "/mnt/data"
+SCRATCH_DIR = "/tmp"
 # Set by the supervisor from the kernel options (fileTransferBytes).
 FILE_LIMIT = 64 << 20
 LIST_LIMIT = 10000
@@ -24,27 +27,32 @@ class FileError(Exception):
 
 
 def _resolve(path):
-    """Maps a relative path under /mnt/data to an absolute one, refusing
-    escapes. Symlinks are refused in every component."""
+    """Maps a path to an absolute one under /mnt/data (or /tmp, for a path
+    under /tmp/), refusing escapes. Symlinks are refused in every component.
+    Returns the path, its components below the base, and the base."""
     if not isinstance(path, str) or "\x00" in path:
         raise FileError("invalid-path", "path must be a string without NUL bytes")
+    base = DATA_DIR
     if path.startswith("/mnt/data/"):
         path = path[len("/mnt/data/") :]
+    elif path == SCRATCH_DIR or path.startswith(SCRATCH_DIR + "/"):
+        base = SCRATCH_DIR
+        path = path[len(SCRATCH_DIR) :].lstrip("/")
     parts = [part for part in path.split("/") if part not in ("", ".")]
     if path.startswith("/") or ".." in parts:
-        raise FileError("invalid-path", "path must stay inside /mnt/data: %r" % path)
-    current = DATA_DIR
+        raise FileError("invalid-path", "path must stay inside %s: %r" % (base, path))
+    current = base
     for part in parts[:-1]:
         current = current + "/" + part
         try:
             info = os.lstat(current)
         except FileNotFoundError:
-            return DATA_DIR + "/" + "/".join(parts), parts
+            return base + "/" + "/".join(parts), parts, base
         if stat.S_ISLNK(info.st_mode):
             raise FileError("symlink", "refusing to follow a symbolic link: %s" % current)
         if not stat.S_ISDIR(info.st_mode):
             raise FileError("not-a-directory", "%s is not a directory" % current)
-    return DATA_DIR + ("/" + "/".join(parts) if parts else ""), parts
+    return base + ("/" + "/".join(parts) if parts else ""), parts, base
 
 
 def _os_file_error(full, error):
@@ -64,6 +72,8 @@ def _os_file_error(full, error):
     if error.errno in (errno.EACCES, errno.EPERM):
         return FileError("permission-denied", "%s: permission denied (the code may have changed its mode)" % full)
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        if full == SCRATCH_DIR or full.startswith(SCRATCH_DIR + "/"):
+            return FileError("no-space", "%s: no space left in /tmp (the session's limits.tmpBytes)" % full)
         return FileError("no-space", "%s: no space left in /mnt/data (the session's limits.dataBytes)" % full)
     return FileError("io", "%s: %s" % (full, error.strerror))
 
@@ -86,9 +96,9 @@ def _open_regular(full, flags, mode=0o644):
 
 
 def file_read(message):
-    full, parts = _resolve(message.get("path", ""))
+    full, parts, base = _resolve(message.get("path", ""))
     if not parts:
-        raise FileError("is-a-directory", "/mnt/data is a directory")
+        raise FileError("is-a-directory", "%s is a directory" % base)
     fd, info = _open_regular(full, os.O_RDONLY)
     try:
         if info.st_size > FILE_LIMIT:
@@ -116,9 +126,9 @@ def file_chunk(message):
     count = message.get("bytes")
     if not _is_integer(offset) or offset < 0 or not _is_integer(count) or not 0 <= count <= FRAME_BYTES:
         raise FileError("invalid-request", "file-chunk: offset must be an integer >= 0, bytes an integer from 0 to %d" % FRAME_BYTES)
-    full, parts = _resolve(message.get("path", ""))
+    full, parts, base = _resolve(message.get("path", ""))
     if not parts:
-        raise FileError("is-a-directory", "/mnt/data is a directory")
+        raise FileError("is-a-directory", "%s is a directory" % base)
     fd, before = _open_regular(full, os.O_RDONLY)
     try:
         # An offset at or past the end reads nothing (and a huge one never reaches pread's off_t).
@@ -138,8 +148,8 @@ def _is_integer(value):
     return type(value) is int  # not a bool, not a float
 
 
-def _make_parents(parts):
-    current = DATA_DIR
+def _make_parents(base, parts):
+    current = base
     for part in parts[:-1]:
         current = current + "/" + part
         try:
@@ -163,11 +173,11 @@ def _write_at(fd, full, data, offset):
 
 
 def file_write(message):
-    full, parts = _resolve(message.get("path", ""))
+    full, parts, base = _resolve(message.get("path", ""))
     if not parts:
-        raise FileError("is-a-directory", "/mnt/data is a directory")
+        raise FileError("is-a-directory", "%s is a directory" % base)
     data = base64.b64decode(message.get("data", ""), validate=True)
-    _make_parents(parts)
+    _make_parents(base, parts)
     fd, _ = _open_regular(full, os.O_WRONLY | os.O_CREAT)
     try:
         os.ftruncate(fd, 0)
@@ -187,11 +197,11 @@ def file_write_chunk(message):
     data = message.get("data")
     if not _is_integer(offset) or offset < 0 or not isinstance(data, bytes):
         raise FileError("invalid-request", "file-write-chunk: offset must be an integer >= 0, and bytes the length of the frame after the line, at most %d" % FRAME_BYTES)
-    full, parts = _resolve(message.get("path", ""))
+    full, parts, base = _resolve(message.get("path", ""))
     if not parts:
-        raise FileError("is-a-directory", "/mnt/data is a directory")
+        raise FileError("is-a-directory", "%s is a directory" % base)
     if offset == 0:
-        _make_parents(parts)
+        _make_parents(base, parts)
         fd, _ = _open_regular(full, os.O_WRONLY | os.O_CREAT)
     else:
         fd, info = _open_regular(full, os.O_WRONLY)
@@ -208,7 +218,7 @@ def file_write_chunk(message):
 
 
 def file_list(message):
-    full, parts = _resolve(message.get("path", ""))
+    full, parts, base = _resolve(message.get("path", ""))
     try:
         info = os.lstat(full)
     except FileNotFoundError:
@@ -219,7 +229,8 @@ def file_list(message):
         raise FileError("not-a-directory", "%s is not a directory" % full)
     entries = []
     recursive = bool(message.get("recursive", False))
-    prefix = "/".join(parts)
+    # Entries are named as the request named their base: relative for /mnt/data, absolute for /tmp.
+    prefix = "/".join(([base] if base == SCRATCH_DIR else []) + parts)
 
     def walk(directory, relative):
         with os.scandir(directory) as iterator:
@@ -243,9 +254,9 @@ def file_list(message):
 
 
 def file_remove(message):
-    full, parts = _resolve(message.get("path", ""))
+    full, parts, base = _resolve(message.get("path", ""))
     if not parts:
-        raise FileError("invalid-path", "refusing to remove /mnt/data itself")
+        raise FileError("invalid-path", "refusing to remove %s itself" % base)
     try:
         info = os.lstat(full)
     except FileNotFoundError:

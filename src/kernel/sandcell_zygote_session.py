@@ -222,6 +222,7 @@ def build_root(request, files, kernel, scratch):
             write_file(target, content, mode)
     bind(data, root + "/mnt/data", read_only=False)
     bind(data, root + "/home/user", read_only=False)
+    bind(data, root + "/workspace", read_only=False)
     if gate is not None:
         bind(gate, root + request["gateSocketMount"], read_only=False)
     for descriptor in held:

@@ -1,5 +1,6 @@
 /**
- * session.files: the session's /mnt/data. Every operation goes through the
+ * session.files: the session's /mnt/data (relative paths, or under /mnt/data/), and its scratch
+ * /tmp (paths under /tmp/, answered as such; not kept by pauses beyond the user site). Every operation goes through the
  * kernel inside the sandbox, so the host never resolves a path the sandboxed
  * code could have planted (a symlink to /etc/passwd reads as an error, not as
  * the host's file), and it works the same on every backend.
@@ -7,7 +8,7 @@
 import { mkdir } from 'node:fs/promises';
 import hostPath from 'node:path';
 import { FileOperationError, InvalidInputError } from '../errors.js';
-import { normalizeDataPath } from '../internal/data-path.js';
+import { normalizeDataPath, normalizeSessionPath } from '../internal/data-path.js';
 import { writeNewFile } from '../internal/new-file.js';
 import { formatBytes } from '../protocol/format-bytes.js';
 import { FRAME_MAX_BYTES } from './kernel-messages.js';
@@ -100,7 +101,7 @@ export class SessionFiles {
 
   /** Writes (creating parent directories, replacing any file) `data` at `path` under /mnt/data. */
   async write(path: string, data: string | Uint8Array): Promise<{ path: string; size: number }> {
-    const relative = normalizeDataPath(path);
+    const relative = normalizeSessionPath(path);
     if (!(typeof data === 'string' || data instanceof Uint8Array)) {
       throw new InvalidInputError('File data must be a string or a Uint8Array.');
     }
@@ -129,7 +130,7 @@ export class SessionFiles {
     source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
     options: FileWriteStreamOptions = {},
   ): Promise<{ path: string; size: number }> {
-    const relative = normalizeDataPath(path);
+    const relative = normalizeSessionPath(path);
     const { maxBytes = Number.MAX_SAFE_INTEGER } = options;
     if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
       throw new InvalidInputError('maxBytes must be an integer of at least 0.');
@@ -189,7 +190,7 @@ export class SessionFiles {
 
   /** Reads a regular file. Symlinks, hard-linked files, devices and FIFOs are refused. */
   async read(path: string): Promise<Buffer> {
-    const reply = await this.request({ type: 'file-read', path: normalizeDataPath(path) });
+    const reply = await this.request({ type: 'file-read', path: normalizeSessionPath(path) });
     return Buffer.from(reply.data, 'base64');
   }
 
@@ -203,7 +204,7 @@ export class SessionFiles {
    * be sure the stream yields exactly that.
    */
   stream(path: string, options: FileStreamOptions = {}): AsyncGenerator<Buffer, void, undefined> {
-    const relative = normalizeDataPath(path);
+    const relative = normalizeSessionPath(path);
     const { chunkBytes = STREAM_CHUNK_MAX_BYTES, expectedBytes } = options;
     if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1 || chunkBytes > STREAM_CHUNK_MAX_BYTES) {
       throw new InvalidInputError(
@@ -275,7 +276,7 @@ export class SessionFiles {
   async list(path = '', options: { recursive?: boolean } = {}): Promise<FileEntry[]> {
     const reply = await this.request({
       type: 'file-list',
-      path: normalizeDataPath(path, { allowRoot: true }),
+      path: normalizeSessionPath(path, { allowRoot: true }),
       recursive: options.recursive === true,
     });
     return reply.entries;
@@ -305,6 +306,6 @@ export class SessionFiles {
 
   /** Removes a file, symlink or directory (recursively). */
   async remove(path: string): Promise<void> {
-    await this.request({ type: 'file-remove', path: normalizeDataPath(path) });
+    await this.request({ type: 'file-remove', path: normalizeSessionPath(path) });
   }
 }

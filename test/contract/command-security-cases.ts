@@ -67,10 +67,12 @@ export function commandSecurityCases(backend: SandboxBackend): void {
           `find / \\( -path /usr -o -path /proc -o -path /sys \\) -prune -o -name '${marker}*' -print 2>/dev/null`,
           { timeoutMs: 30_000 },
         );
-        // Its own files show twice: /home/user is the same storage as /mnt/data (E2B's working directory).
+        // Its own files show three times: /home/user (E2B's working directory) and /workspace (the
+        // OpenAI Agents SDK's) are the same storage as /mnt/data.
         expect(result.stdout.trim().split('\n').sort()).toEqual([
           `/home/user/${marker}-own.txt`,
           `/mnt/data/${marker}-own.txt`,
+          `/workspace/${marker}-own.txt`,
         ]);
       });
     });

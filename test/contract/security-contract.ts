@@ -94,12 +94,15 @@ for directory in ${JSON.stringify(targets)}:
         print(directory, "WROTE")
     except OSError as error:
         print(directory, "blocked")
-for directory in ["/mnt/data", "/tmp", "/home/user"]:
+for directory in ["/mnt/data", "/tmp", "/home/user", "/workspace"]:
     open(os.path.join(directory, "ok.txt"), "w").write("fine")
-    print(directory, "writable")`,
+    print(directory, "writable")
+print("same files", os.path.samefile("/mnt/data/ok.txt", "/home/user/ok.txt") and os.path.samefile("/mnt/data/ok.txt", "/workspace/ok.txt"))`,
       );
-      // /home/user is /mnt/data under E2B's name: the same files, no new writable place.
+      // /home/user and /workspace are /mnt/data under E2B's and the Agents SDK's names: the same files, no new writable place.
       expect(execution.stdout).toContain('/home/user writable');
+      expect(execution.stdout).toContain('/workspace writable');
+      expect(execution.stdout).toContain('same files True');
       expect(execution.stdout).not.toContain('WROTE');
       expect(execution.stdout.match(/blocked/g)).toHaveLength(targets.length);
       expect(execution.stdout).toContain('/mnt/data writable');

@@ -76,6 +76,33 @@ describe('E2B files', () => {
     expect(result.stdout).toBe('2\n/home/user\n');
   });
 
+  it('reaches /workspace (the same files) and the scratch /tmp, where E2B code writes what it runs', async () => {
+    await sandbox.files.write('/workspace/agent.txt', 'from the workspace');
+    expect(await sandbox.files.read('/home/user/agent.txt')).toBe('from the workspace');
+    expect(await sandbox.files.exists('/workspace/agent.txt')).toBe(true);
+    for (const root of ['/workspace', '/home/user', '/tmp']) expect(await sandbox.files.makeDir(root)).toBe(false);
+
+    await sandbox.files.write('/tmp/job/run.py', 'import sys; print(sys.argv[1] * 2)\n');
+    const ran = await sandbox.commands.run('python3 /tmp/job/run.py ab');
+    expect(ran.stdout).toBe('abab\n');
+    await sandbox.commands.run('echo made here > /tmp/job/out.txt');
+    expect(await sandbox.files.read('/tmp/job/out.txt')).toBe('made here\n');
+    const listed = await sandbox.files.list('/tmp/job');
+    expect(listed.map((entry) => [entry.path, entry.type]).sort()).toEqual([
+      ['/tmp/job/out.txt', 'file'],
+      ['/tmp/job/run.py', 'file'],
+    ]);
+    expect(await sandbox.files.makeDir('/tmp/job/sub')).toBe(true);
+    expect((await sandbox.files.getInfo('/tmp/job/sub')).type).toBe('dir');
+    // Not the session's files: nothing of /tmp shows under /home/user.
+    expect(await sandbox.files.exists('/home/user/job')).toBe(false);
+    await sandbox.files.remove('/tmp/job');
+    expect(await sandbox.files.exists('/tmp/job/run.py')).toBe(false);
+    await expect(sandbox.files.read('/tmp/../etc/passwd')).rejects.toBeInstanceOf(InvalidArgumentError);
+    await sandbox.commands.run('ln -s /etc /tmp/etc-link');
+    await expect(sandbox.files.read('/tmp/etc-link/passwd')).rejects.toThrow(/symbolic link/);
+  });
+
   it('answers with the SDK’s typed errors: missing files, escapes', async () => {
     await expect(sandbox.files.read('/home/user/nope.txt')).rejects.toBeInstanceOf(NotFoundError);
     await expect(sandbox.files.list('/home/user/nope')).rejects.toBeInstanceOf(NotFoundError);

@@ -6,7 +6,8 @@
  * really happened: the tool results the SDK sent back to the model hold the sandbox's real output
  * (computed there, in the manifest's root), `Runner.run` ends with the scripted answer, sandcell
  * listed the sandbox while the tools ran and not after the run (the client kills it on shutdown),
- * and the workspace the runner persisted at the end holds the file the command wrote. Once with the
+ * and the workspace the runner persisted at the end holds the file the command wrote, and comes back
+ * in a new sandbox through the client's hydration (its archive written to /tmp). Once with the
  * workspace under /home/user (`Manifest(root=...)`), once with the SDK's default manifest, whose
  * root is /workspace, as on E2B (the client makes it with the file API and `mkdir -p`).
  * openai_agents_e2b.py drives the SDK and prints what it saw; this file asserts.
@@ -109,6 +110,11 @@ async function expectTheAgentRan(fake: FakeProvider, root: string | undefined): 
   expect(seen.snapshot.archives).toBe(1);
   expect(seen.snapshot.names).toContain('notes.txt');
   expect(seen.snapshot.notes).toBe('kept in the workspace\n');
+
+  // That workspace given back to a new sandbox (the archive through the file API into /tmp, then
+  // tar): the file is there, in the root, and the archive is gone; that sandbox ends too.
+  expect(seen.hydrated).toEqual({ exit_code: 0, stdout: `kept in the workspace\n${workspace}\n0\n` });
+  expect(seen.after_hydrate).toEqual([]);
 }
 
 describe("the OpenAI Agents SDK's E2B sandbox client, unmodified", () => {

@@ -89,6 +89,22 @@ async def main():
             names = sorted(name.removeprefix("./") for name in archive.getnames())
             notes = archive.extractfile("./notes.txt") if "notes.txt" in names else None
             seen["snapshot"].update(names=names, notes=notes.read().decode() if notes else None)
+        # A new sandbox given that workspace back, as a resumed run's is: the client writes the
+        # archive to /tmp with the file API and unpacks it with tar there.
+        client = E2BSandboxClient()
+        session = await client.create(
+            manifest=Manifest(root=root) if root else None,
+            options=E2BSandboxClientOptions(sandbox_type="e2b_code_interpreter", metadata=SUITE),
+        )
+        try:
+            await session.start()
+            with open(archives[0], "rb") as archive:
+                await session.hydrate_workspace(archive)
+            restored = await session.exec("cat notes.txt && pwd && ls /tmp | grep -c sandbox-hydrate || true")
+            seen["hydrated"] = {"exit_code": restored.exit_code, "stdout": restored.stdout.decode()}
+        finally:
+            await session.shutdown()
+        seen["after_hydrate"] = await listed(state=BOTH_STATES)
 
 
 asyncio.run(main())

@@ -11,17 +11,18 @@ import type { Context } from 'hono';
 import { FileOperationError } from '../../errors.js';
 import type { ServerContext } from '../core/context.js';
 import { readUploadForm } from '../http/multipart.js';
-import { resolveSandboxPath, sandboxPathOf } from './envd-paths.js';
+import { requestPath, resolveSandboxPath, sandboxPathOf } from './envd-paths.js';
 import { E2bError } from './errors.js';
 import type { E2bSandbox } from './sandbox-row.js';
 
 const gunzipAsync = promisify(gunzip);
 
 export async function downloadFile(context: Context, sandbox: E2bSandbox): Promise<Response> {
-  const { root, relative } = resolveSandboxPath(context.req.query('path'));
+  const path = resolveSandboxPath(context.req.query('path'));
+  const { root, relative } = path;
   let bytes: Buffer;
   try {
-    bytes = await sandbox.entry.session.files.read(relative);
+    bytes = await sandbox.entry.session.files.read(requestPath(path));
   } catch (error) {
     // The sandbox names the file under /mnt/data; the client asked for it under its own root.
     if (error instanceof FileOperationError && error.reason === 'not-found') {
@@ -101,7 +102,7 @@ export async function uploadFiles(
     // Up to the server's upload limit, which the body as a whole is within: not bound by the transfer limit.
     await server.registry.files.writeUpload(
       sandbox.entry,
-      target.relative,
+      requestPath(target),
       [target.bytes],
       server.options.limits.maxUploadBytes,
     );

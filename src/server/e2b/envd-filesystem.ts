@@ -11,7 +11,14 @@ import { DATA_MOUNT } from '../../internal/data-path.js';
 import type { FileEntry } from '../../session/files.js';
 import type { ServerContext } from '../core/context.js';
 import { entryInfo, rootEntry } from './entry-info.js';
-import { resolveSandboxPath, type SandboxPath, shellQuote } from './envd-paths.js';
+import {
+  absolutePath,
+  listBelowRoot,
+  requestPath,
+  resolveSandboxPath,
+  type SandboxPath,
+  shellQuote,
+} from './envd-paths.js';
 import { ConnectError, parseConnectMessage as parse } from './errors.js';
 import type { E2bSandbox } from './sandbox-row.js';
 
@@ -31,7 +38,7 @@ async function find(sandbox: E2bSandbox, path: SandboxPath): Promise<FileEntry |
   if (path.relative === '') return { path: '', type: 'directory', size: 0, modifiedMs: Date.now() };
   const parent = path.relative.includes('/') ? path.relative.slice(0, path.relative.lastIndexOf('/')) : '';
   try {
-    const entries = await sandbox.entry.session.files.list(parent);
+    const entries = await listBelowRoot(sandbox.entry.session.files, { root: path.root, relative: parent });
     return entries.find((entry) => entry.path === path.relative);
   } catch (error) {
     if (error instanceof FileOperationError && (error.reason === 'not-found' || error.reason === 'not-a-directory')) {
@@ -59,8 +66,6 @@ async function runFileCommand(sandbox: E2bSandbox, server: ServerContext, comman
   }
 }
 
-const absolute = (path: SandboxPath): string => `${DATA_MOUNT}/${path.relative}`;
-
 export type UnaryMethod = (sandbox: E2bSandbox, server: ServerContext, message: unknown) => Promise<unknown>;
 
 export const filesystemMethods: Record<string, UnaryMethod> = {
@@ -72,7 +77,7 @@ export const filesystemMethods: Record<string, UnaryMethod> = {
     if (!directory) throw new ConnectError('not_found', `No such directory: ${request.path}`);
     if (directory.type !== 'directory')
       throw new ConnectError('invalid_argument', `${request.path} is not a directory.`);
-    const entries = await sandbox.entry.session.files.list(path.relative, { recursive: depth > 1 });
+    const entries = await listBelowRoot(sandbox.entry.session.files, path, { recursive: depth > 1 });
     const baseDepth = path.relative === '' ? 0 : path.relative.split('/').length;
     return {
       entries: entries
@@ -87,17 +92,18 @@ export const filesystemMethods: Record<string, UnaryMethod> = {
   },
 
   async MakeDir(sandbox, server, message) {
-    const path = resolveSandboxPath(parse(PathRequest, message).path);
+    // A root (/home/user, /workspace, /tmp) is there already: the SDKs' make_dir answers false for it.
+    const path = resolveSandboxPath(parse(PathRequest, message).path, { allowRoot: true });
     if (await find(sandbox, path))
       throw new ConnectError('already_exists', `${path.root}/${path.relative} already exists.`);
-    await runFileCommand(sandbox, server, `mkdir -p -- ${shellQuote(absolute(path))}`);
+    await runFileCommand(sandbox, server, `mkdir -p -- ${shellQuote(absolutePath(path))}`);
     return { entry: await stat(sandbox, path) };
   },
 
   async Remove(sandbox, server, message) {
     const path = resolveSandboxPath(parse(PathRequest, message).path);
     server.registry.admitUpload(sandbox.entry);
-    await sandbox.entry.session.files.remove(path.relative);
+    await sandbox.entry.session.files.remove(requestPath(path));
     return {};
   },
 
@@ -110,7 +116,7 @@ export const filesystemMethods: Record<string, UnaryMethod> = {
     await runFileCommand(
       sandbox,
       server,
-      `mv -T -- ${shellQuote(absolute(source))} ${shellQuote(absolute(destination))}`,
+      `mv -T -- ${shellQuote(absolutePath(source))} ${shellQuote(absolutePath(destination))}`,
     );
     return { entry: await stat(sandbox, destination) };
   },

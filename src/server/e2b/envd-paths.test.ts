@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidPathError } from '../../errors.js';
-import { resolveSandboxPath, sandboxPathOf, shellQuote } from './envd-paths.js';
+import {
+  absolutePath,
+  entryBelowRoot,
+  requestPath,
+  resolveSandboxPath,
+  sandboxPathOf,
+  shellQuote,
+} from './envd-paths.js';
 
 describe('envd paths', () => {
   it('maps /home/user, /mnt/data, /workspace, ~ and relative paths to the session’s files', () => {
@@ -27,6 +34,23 @@ describe('envd paths', () => {
     ]) {
       expect(() => resolveSandboxPath(path)).toThrow(InvalidPathError);
     }
+  });
+
+  it("reaches the sandbox's scratch /tmp as absolute request paths, and names its entries back below it", () => {
+    const scratch = resolveSandboxPath('/tmp/job/run.py');
+    expect(scratch).toEqual({ root: '/tmp', relative: 'job/run.py' });
+    expect(requestPath(scratch)).toBe('/tmp/job/run.py');
+    expect(requestPath(resolveSandboxPath('/tmp', { allowRoot: true }))).toBe('/tmp');
+    expect(absolutePath(scratch)).toBe('/tmp/job/run.py');
+    expect(entryBelowRoot(scratch, { path: '/tmp/job/run.py', type: 'file', size: 1, modifiedMs: 0 }).path).toBe(
+      'job/run.py',
+    );
+    // The session's files keep their relative request paths, and commands see them under /mnt/data.
+    const home = resolveSandboxPath('/workspace/a.txt');
+    expect(requestPath(home)).toBe('a.txt');
+    expect(absolutePath(home)).toBe('/mnt/data/a.txt');
+    for (const path of ['/tmp/../etc/passwd', '/tmpx/a'])
+      expect(() => resolveSandboxPath(path)).toThrow(InvalidPathError);
   });
 
   it('names files back under the root the client used, and quotes paths for the shell', () => {

@@ -15,7 +15,7 @@ import { FileOperationError } from '../../errors.js';
 import type { FileEntry } from '../../session/files.js';
 import type { ServerContext } from '../core/context.js';
 import { decodeRequestEnvelope, encodeEndStream, encodeEnvelope } from './connect-envelope.js';
-import { resolveSandboxPath } from './envd-paths.js';
+import { listBelowRoot, resolveSandboxPath, type SandboxPath } from './envd-paths.js';
 import { ConnectError } from './errors.js';
 import type { E2bSandbox } from './sandbox-row.js';
 
@@ -31,9 +31,9 @@ type Snapshot = Map<string, string>;
 
 const fingerprint = (entry: FileEntry): string => `${entry.type}:${entry.size}:${entry.modifiedMs}`;
 
-async function snapshot(sandbox: E2bSandbox, directory: string, recursive: boolean): Promise<Snapshot> {
-  const entries = await sandbox.entry.session.files.list(directory, { recursive });
-  const prefix = directory === '' ? '' : `${directory}/`;
+async function snapshot(sandbox: E2bSandbox, directory: SandboxPath, recursive: boolean): Promise<Snapshot> {
+  const entries = await listBelowRoot(sandbox.entry.session.files, directory, { recursive });
+  const prefix = directory.relative === '' ? '' : `${directory.relative}/`;
   return new Map(entries.map((entry) => [entry.path.slice(prefix.length), fingerprint(entry)]));
 }
 
@@ -57,12 +57,12 @@ export async function watchDir(context: Context, sandbox: E2bSandbox, server: Se
   );
   const parsed = WatchRequest.safeParse(message);
   if (!parsed.success) throw new ConnectError('invalid_argument', 'WatchDir needs a `path`.');
-  const { relative } = resolveSandboxPath(parsed.data.path, { allowRoot: true });
+  const directory = resolveSandboxPath(parsed.data.path, { allowRoot: true });
   const recursive = parsed.data.recursive === true;
   const count = watchers.get(sandbox) ?? 0;
   if (count >= MAX_WATCHERS)
     throw new ConnectError('resource_exhausted', `A sandbox holds at most ${MAX_WATCHERS} watchers.`);
-  let last = await snapshot(sandbox, relative, recursive).catch((error: unknown) => {
+  let last = await snapshot(sandbox, directory, recursive).catch((error: unknown) => {
     if (error instanceof FileOperationError && error.reason === 'not-found') {
       throw new ConnectError('not_found', `No such directory: ${parsed.data.path}`);
     }
@@ -90,7 +90,7 @@ export async function watchDir(context: Context, sandbox: E2bSandbox, server: Se
       const poll = async () => {
         if (finished) return;
         try {
-          const next = await snapshot(sandbox, relative, recursive);
+          const next = await snapshot(sandbox, directory, recursive);
           if (finished) return;
           for (const event of differences(last, next)) controller.enqueue(encodeEnvelope({ filesystem: event }));
           last = next;
