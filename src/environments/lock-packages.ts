@@ -9,7 +9,7 @@
  * (`"network": "none"`) a lock is used only when the cache holds all its files; without one, the
  * build installs from its own wheels as before.
  */
-import { mkdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { which } from '../backends/bubblewrap/host-setup.js';
 import { BackendUnavailableError, ImageBuildError, InvalidInputError } from '../errors.js';
@@ -28,11 +28,11 @@ import {
   resolveScript,
   WHEELHOUSE_DIRECTORY,
 } from './layer-script.js';
+import { readReport } from './pip-report.js';
 import {
   type LockedFile,
   lockFilePath,
   lockRequirements,
-  PACKAGE_FILE_NAME,
   type PythonLock,
   pythonLockInputs,
   readLock,
@@ -41,9 +41,6 @@ import {
 } from './python-lock.js';
 import { stagedPath, stageInputFiles } from './stage-inputs.js';
 import { addToCache, cachedFile, downloadedFiles, sha256OfFile } from './wheel-cache.js';
-
-/** Largest pip report read. */
-const MAX_REPORT_BYTES = 32 * 1024 * 1024;
 
 export interface LockPackagesOptions {
   loaded: LoadedDescription;
@@ -181,7 +178,7 @@ async function fetchMissing(options: LockPackagesOptions, runtime: string, missi
             `The index has no file of ${locked.name} ${locked.version} with the sha256 the lock pins (${locked.filename}).`,
           );
         }
-        await addToCache(options.wheelCache, source, { ...locked, filename: path.basename(source) });
+        await addToCache(options.wheelCache, source, locked);
       }
     },
     lockRequirements(missing),
@@ -253,52 +250,4 @@ async function inThrowawayRuntime<T>(
     await gate?.close();
     await rm(work, { recursive: true, force: true }).catch(() => undefined);
   }
-}
-
-interface ReportItem {
-  name: string;
-  version: string;
-  filename: string;
-  /** The hash the index gave, when it gave one. */
-  sha256?: string;
-}
-
-/** pip's installation report (format 1): the files from an index it would install; the inputs' own are left out. */
-async function readReport(file: string): Promise<ReportItem[]> {
-  const info = await stat(file).catch(() => undefined);
-  if (!info || info.size > MAX_REPORT_BYTES) {
-    throw new ImageBuildError(`pip left no report of at most ${MAX_REPORT_BYTES} bytes of what it resolved.`);
-  }
-  const report = JSON.parse(await readFile(file, 'utf8')) as { install?: unknown };
-  if (!Array.isArray(report.install)) throw new ImageBuildError("pip's report has no list of what it would install.");
-  const items: ReportItem[] = [];
-  for (const entry of report.install as Array<Record<string, unknown>>) {
-    const metadata = entry.metadata as { name?: unknown; version?: unknown } | undefined;
-    const download = entry.download_info as
-      | { url?: unknown; archive_info?: { hash?: unknown; hashes?: { sha256?: unknown } } }
-      | undefined;
-    const url = typeof download?.url === 'string' ? download.url : undefined;
-    if (typeof metadata?.name !== 'string' || typeof metadata.version !== 'string' || url === undefined) {
-      throw new ImageBuildError("pip's report has an entry without a name, a version and a URL.");
-    }
-    if (url.startsWith('file:')) continue;
-    const filename = decodeURIComponent(new URL(url).pathname.split('/').at(-1) ?? '');
-    if (!PACKAGE_FILE_NAME.test(filename)) {
-      throw new ImageBuildError(`pip resolved ${metadata.name} to ${url}, which is not a package file.`);
-    }
-    const archive = download?.archive_info;
-    const given =
-      typeof archive?.hashes?.sha256 === 'string'
-        ? archive.hashes.sha256
-        : typeof archive?.hash === 'string' && archive.hash.startsWith('sha256=')
-          ? archive.hash.slice('sha256='.length)
-          : undefined;
-    items.push({
-      name: metadata.name,
-      version: metadata.version,
-      filename,
-      ...(given ? { sha256: given.toLowerCase() } : {}),
-    });
-  }
-  return items;
 }

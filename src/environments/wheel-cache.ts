@@ -48,7 +48,11 @@ export async function addToCache(cache: string, source: string, file: LockedFile
   await mkdir(partial, { mode: 0o755 });
   await copyFile(source, path.join(partial, file.filename));
   await rm(directory, { recursive: true, force: true });
-  await rename(partial, directory);
+  await rename(partial, directory).catch(async (error: unknown) => {
+    // Another build kept the same file meanwhile: its copy serves as well as this one.
+    await rm(partial, { recursive: true, force: true });
+    if ((await cachedFile(cache, file)) === undefined) throw error;
+  });
 }
 
 /** Puts cached files into a directory pip reads with --find-links (hard links where it can). */
