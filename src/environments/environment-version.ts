@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { runtimeVersion } from '../image/recipe.js';
 import type { EnvironmentDescription } from './description.js';
 import { type EnvironmentInputs, hashFileInto } from './inputs.js';
-import type { PythonLock } from './python-lock.js';
+import { type PythonLock, sortedFiles } from './python-lock.js';
 
 /** Bump when the layer's build steps change in a way the inputs do not show. */
 export const ENVIRONMENT_RECIPE_REVISION = 1;
@@ -29,6 +29,7 @@ export async function environmentHash(
     await hashFileInto(hash, file.source);
   }
   // The files a lock pins are what the index gives: another lock is another build.
-  for (const file of lock?.files ?? []) hash.update(`\0locked\0${file.name}\0${file.version}\0${file.sha256}\0`);
+  for (const file of sortedFiles(lock?.files ?? []))
+    hash.update(`\0locked\0${file.name}\0${file.version}\0${file.sha256}\0`);
   return hash.digest('hex').slice(0, 12);
 }

@@ -63,6 +63,33 @@ describe('environment hashes', () => {
     const inputs = await collectInputs(changed.loaded);
     expect(await environmentHash(changed.loaded.description, inputs, 'runtime00002')).not.toBe(changed.hash);
   });
+
+  it('change with the files a Python lock pins, in whatever order it gives them; an empty lock is none', async () => {
+    const { loaded, hash } = await describeIn({ name: 'locked', python: { packages: ['yaspin'] } });
+    const inputs = await collectInputs(loaded);
+    const file = (name: string, sha: string) => ({
+      name,
+      version: '1.0',
+      sha256: sha.repeat(64),
+      filename: `${name}-1.0.whl`,
+    });
+    const lock = { inputs: 'c'.repeat(64), files: [file('a', 'a'), file('b', 'b')] };
+    const locked = await environmentHash(loaded.description, inputs, 'runtime00001', lock);
+    expect(locked).not.toBe(hash);
+    expect(
+      await environmentHash(loaded.description, inputs, 'runtime00001', {
+        ...lock,
+        files: [file('b', 'b'), file('a', 'a')],
+      }),
+    ).toBe(locked);
+    expect(
+      await environmentHash(loaded.description, inputs, 'runtime00001', {
+        ...lock,
+        files: [file('a', 'a'), file('b', 'd')],
+      }),
+    ).not.toBe(locked);
+    expect(await environmentHash(loaded.description, inputs, 'runtime00001', { ...lock, files: [] })).toBe(hash);
+  });
 });
 
 describe('the environment store', () => {
