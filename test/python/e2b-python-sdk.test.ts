@@ -54,6 +54,15 @@ function expectTheWholeSandbox(seen: Seen, suite: string): void {
     removed: false,
     missing: expect.stringContaining('/home/user/never-written.txt'),
   });
+  // A folder watched recursively: what the SDK and the code wrote, then a removal.
+  expect(seen.watch).toEqual([
+    'create deeper',
+    'create deeper/made.txt',
+    'create draft.txt',
+    'write deeper/made.txt',
+    'write draft.txt',
+    'remove draft.txt',
+  ]);
   expect(seen.command).toEqual({
     stdout: 'hello\nline 1\nline 2\nline 3\n',
     exit_code: 0,
@@ -88,6 +97,8 @@ describe("E2B's Python SDK, unmodified", () => {
     // A command as root is refused (403 permission_denied), saying there is no such account here.
     expect(seen.as_root.type).toBe('SandboxException');
     expect(seen.as_root.message).toContain('never as "root"');
+    // A stopped watch is over, as the SDK says.
+    expect(seen.watch_after_stop).toContain('already stopped');
   });
 
   it('AsyncSandbox: the same, awaited', async () => {

@@ -80,6 +80,26 @@ async def main():
     except NotFoundException as error:
         seen["files"]["missing"] = str(error)
 
+    # A watch on a folder (the async SDK streams it: WatchDir), its events to a callback.
+    await files.make_dir("/home/user/watched")
+    watched = []
+    arrived = asyncio.Event()
+
+    def on_event(event):
+        watched.append(f"{event.type.value} {event.name}")
+        if len(watched) in (5, 6):
+            arrived.set()
+
+    watch = await files.watch_dir("/home/user/watched", on_event=on_event, recursive=True)
+    await files.write("/home/user/watched/draft.txt", "first")
+    await sandbox.run_code("import os\nos.makedirs('watched/deeper')\nopen('watched/deeper/made.txt', 'w').write('by code')")
+    await asyncio.wait_for(arrived.wait(), 15)
+    arrived.clear()
+    await files.remove("/home/user/watched/draft.txt")
+    await asyncio.wait_for(arrived.wait(), 15)
+    await watch.stop()
+    seen["watch"] = sorted(watched[:5]) + watched[5:]
+
     commands = sandbox.commands
     lines = []
     ran = await commands.run('echo "$GREETING"; for i in 1 2 3; do echo "line $i"; done', on_stdout=lines.append)

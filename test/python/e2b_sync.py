@@ -4,6 +4,7 @@ Prints one JSON object of what it saw (test/python/e2b-python-sdk.test.ts assert
 
 import base64
 import json
+import time
 
 from e2b import SandboxQuery, SandboxState
 from e2b.exceptions import NotFoundException
@@ -15,7 +16,7 @@ seen["id"] = sandbox.sandbox_id
 
 # State between calls, and the callbacks as the code runs.
 stdout, stderr, results = [], [], []
-sandbox.run_code("import sys\nimport pandas as pd\nsales = pd.DataFrame({'units': [120, 150, 90]})")
+sandbox.run_code("import os\nimport sys\nimport pandas as pd\nsales = pd.DataFrame({'units': [120, 150, 90]})")
 execution = sandbox.run_code(
     "print('months:', len(sales))\nprint('careful', file=sys.stderr)\nint(sales.units.sum())",
     on_stdout=lambda message: stdout.append(message.line),
@@ -74,6 +75,34 @@ try:
     seen["files"]["missing"] = None
 except NotFoundException as error:
     seen["files"]["missing"] = str(error)
+
+# A watch on a folder (the sync SDK polls it: CreateWatcher, GetWatcherEvents, RemoveWatcher).
+sandbox.files.make_dir("/home/user/watched")
+watch = sandbox.files.watch_dir("/home/user/watched", recursive=True)
+watched = []
+
+
+def watch_until(count):
+    """Asks for new events until `count` have come (the server lists every half second), for 15 s at most."""
+    for _ in range(75):
+        watched.extend(f"{event.type.value} {event.name}" for event in watch.get_new_events())
+        if len(watched) >= count:
+            return
+        time.sleep(0.2)
+
+
+sandbox.files.write("/home/user/watched/draft.txt", "first")
+sandbox.run_code("os.makedirs('watched/deeper')\nopen('watched/deeper/made.txt', 'w').write('by code')")
+watch_until(5)
+sandbox.files.remove("/home/user/watched/draft.txt")
+watch_until(6)
+watch.stop()
+try:
+    watch.get_new_events()
+    seen["watch_after_stop"] = None
+except Exception as error:  # SandboxException
+    seen["watch_after_stop"] = str(error)
+seen["watch"] = sorted(watched[:5]) + watched[5:]
 
 # Commands: run, streamed, stdin, background, list and kill.
 lines = []

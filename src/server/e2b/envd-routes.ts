@@ -12,6 +12,7 @@ import { downloadFile, uploadFiles } from './envd-files.js';
 import { filesystemMethods, type UnaryMethod } from './envd-filesystem.js';
 import { processMethods, processStreams } from './envd-process.js';
 import { watchDir } from './envd-watch.js';
+import { watcherMethods } from './envd-watchers.js';
 import { ConnectError, connectErrorResponse, E2bError, toConnectError } from './errors.js';
 import type { E2bSandbox } from './sandbox-row.js';
 
@@ -19,7 +20,7 @@ import type { E2bSandbox } from './sandbox-row.js';
 const E2B_USER = 'user';
 
 const SERVICES: Record<string, Record<string, UnaryMethod>> = {
-  '/filesystem.Filesystem/': filesystemMethods,
+  '/filesystem.Filesystem/': { ...filesystemMethods, ...watcherMethods },
   '/process.Process/': processMethods,
 };
 

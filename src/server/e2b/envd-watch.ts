@@ -6,8 +6,8 @@
  * content), WRITE when size or modification time changed, REMOVE — named
  * relative to the watched directory. Changes within one interval merge, and
  * renames read as a REMOVE and a CREATE. A sandbox holds a few watchers at
- * most. WatchDirResponse's oneof sits at its top level (Process's events are
- * wrapped in `event`).
+ * most, streamed and polled (envd-watchers.ts) together. WatchDirResponse's
+ * oneof sits at its top level (Process's events are wrapped in `event`).
  */
 import type { Context } from 'hono';
 import { z } from 'zod';
@@ -19,7 +19,7 @@ import { listBelowRoot, resolveSandboxPath, type SandboxPath } from './envd-path
 import { ConnectError } from './errors.js';
 import type { E2bSandbox } from './sandbox-row.js';
 
-const POLL_MS = 500;
+export const POLL_MS = 500;
 const KEEPALIVE_MS = 50_000;
 const MAX_WATCHERS = 8;
 
@@ -27,18 +27,22 @@ const WatchRequest = z.looseObject({ path: z.string().max(4096), recursive: z.bo
 
 const watchers = new WeakMap<E2bSandbox, number>();
 
-type Snapshot = Map<string, string>;
+export type Snapshot = Map<string, string>;
+export interface WatchEvent {
+  name: string;
+  type: string;
+}
 
 const fingerprint = (entry: FileEntry): string => `${entry.type}:${entry.size}:${entry.modifiedMs}`;
 
-async function snapshot(sandbox: E2bSandbox, directory: SandboxPath, recursive: boolean): Promise<Snapshot> {
+export async function snapshot(sandbox: E2bSandbox, directory: SandboxPath, recursive: boolean): Promise<Snapshot> {
   const entries = await listBelowRoot(sandbox.entry.session.files, directory, { recursive });
   const prefix = directory.relative === '' ? '' : `${directory.relative}/`;
   return new Map(entries.map((entry) => [entry.path.slice(prefix.length), fingerprint(entry)]));
 }
 
-function differences(before: Snapshot, after: Snapshot): { name: string; type: string }[] {
-  const events: { name: string; type: string }[] = [];
+export function differences(before: Snapshot, after: Snapshot): WatchEvent[] {
+  const events: WatchEvent[] = [];
   for (const [name, print] of after) {
     const previous = before.get(name);
     if (previous === undefined) {
@@ -50,6 +54,32 @@ function differences(before: Snapshot, after: Snapshot): { name: string; type: s
   return events;
 }
 
+/** Counts a watcher against its sandbox's bound; the function given back lets it go (once). */
+export function holdWatcher(sandbox: E2bSandbox): () => void {
+  const count = watchers.get(sandbox) ?? 0;
+  if (count >= MAX_WATCHERS)
+    throw new ConnectError('resource_exhausted', `A sandbox holds at most ${MAX_WATCHERS} watchers.`);
+  watchers.set(sandbox, count + 1);
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    watchers.set(sandbox, Math.max(0, (watchers.get(sandbox) ?? 1) - 1));
+  };
+}
+
+/** The watched directory's first listing; a directory that is not there is envd's not_found. */
+export async function firstSnapshot(sandbox: E2bSandbox, path: string, recursive: boolean) {
+  const directory = resolveSandboxPath(path, { allowRoot: true });
+  const last = await snapshot(sandbox, directory, recursive).catch((error: unknown) => {
+    if (error instanceof FileOperationError && error.reason === 'not-found') {
+      throw new ConnectError('not_found', `No such directory: ${path}`);
+    }
+    throw error;
+  });
+  return { directory, last };
+}
+
 export async function watchDir(context: Context, sandbox: E2bSandbox, server: ServerContext): Promise<Response> {
   const message = decodeRequestEnvelope(
     new Uint8Array(await context.req.arrayBuffer()),
@@ -57,26 +87,24 @@ export async function watchDir(context: Context, sandbox: E2bSandbox, server: Se
   );
   const parsed = WatchRequest.safeParse(message);
   if (!parsed.success) throw new ConnectError('invalid_argument', 'WatchDir needs a `path`.');
-  const directory = resolveSandboxPath(parsed.data.path, { allowRoot: true });
   const recursive = parsed.data.recursive === true;
-  const count = watchers.get(sandbox) ?? 0;
-  if (count >= MAX_WATCHERS)
-    throw new ConnectError('resource_exhausted', `A sandbox holds at most ${MAX_WATCHERS} watchers.`);
-  let last = await snapshot(sandbox, directory, recursive).catch((error: unknown) => {
-    if (error instanceof FileOperationError && error.reason === 'not-found') {
-      throw new ConnectError('not_found', `No such directory: ${parsed.data.path}`);
-    }
+  const release = holdWatcher(sandbox);
+  let directory: SandboxPath;
+  let last: Snapshot;
+  try {
+    ({ directory, last } = await firstSnapshot(sandbox, parsed.data.path, recursive));
+  } catch (error) {
+    release();
     throw error;
-  });
+  }
   const timeout = Number(context.req.header('connect-timeout-ms') ?? 0);
-  watchers.set(sandbox, count + 1);
   const timers: NodeJS.Timeout[] = [];
   let finished = false;
   const stop = () => {
     if (finished) return;
     finished = true;
     for (const timer of timers) clearTimeout(timer);
-    watchers.set(sandbox, Math.max(0, (watchers.get(sandbox) ?? 1) - 1));
+    release();
   };
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {

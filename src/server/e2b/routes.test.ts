@@ -126,7 +126,7 @@ describe('E2B routes (scripted)', () => {
     });
     expect(signal.status).toBe(404);
     expect(await signal.json()).toMatchObject({ code: 'not_found' });
-    const unknown = await fetch(`${server.url}/e2b/filesystem.Filesystem/CreateWatcher`, {
+    const unknown = await fetch(`${server.url}/e2b/filesystem.Filesystem/Chmod`, {
       method: 'POST',
       headers: { ...headers, 'content-type': 'application/json' },
       body: '{}',
