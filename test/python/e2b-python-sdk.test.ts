@@ -2,24 +2,32 @@
  * E2B's Python SDK (`e2b-code-interpreter` 2.11, `e2b` 2.63), installed from the package index
  * as test/python/requirements/clients.txt pins it, unmodified, against a real `sandcell serve` on
  * bubblewrap: the sync `Sandbox` (e2b_sync.py) and the `AsyncSandbox` (e2b_async.py) through
- * everything a user's code does with them. The scripts print what they saw; this file asserts.
+ * everything a user's code does with them, and the sync one again on Docker, whose /home/user,
+ * file requests and snapshots are its container's. The scripts print what they saw; this file
+ * asserts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDockerBackend } from '../../src/backends/docker/index.js';
+import { describeWhenAvailable, unavailableReason } from '../support/backends.js';
 import { KEY } from '../support/e2b.js';
 import { runPythonBlock, runPythonClient, type Seen } from '../support/python-clients.js';
 import { readmeBlock } from '../support/readme.js';
 import { killServes, type Serve, startServe, stopServe } from '../support/serve-process.js';
 
-let serve: Serve;
-let env: Record<string, string>;
-beforeAll(async () => {
-  serve = await startServe([], { SANDCELL_API_KEYS: KEY });
-  env = { E2B_API_KEY: KEY, E2B_API_URL: `${serve.url}/e2b`, E2B_SANDBOX_URL: `${serve.url}/e2b` };
-});
-afterAll(async () => {
-  if (serve) await stopServe(serve, 'SIGTERM');
-  killServes();
-});
+/** A `sandcell serve` with ARGS, and the environment that points the SDK at it. */
+function serveFor(args: string[]) {
+  const started: { serve?: Serve; env: Record<string, string> } = { env: {} };
+  beforeAll(async () => {
+    started.serve = await startServe(args, { SANDCELL_API_KEYS: KEY });
+    const url = `${started.serve.url}/e2b`;
+    started.env = { E2B_API_KEY: KEY, E2B_API_URL: url, E2B_SANDBOX_URL: url };
+  });
+  afterAll(async () => {
+    if (started.serve) await stopServe(started.serve, 'SIGTERM');
+  });
+  return started;
+}
+afterAll(() => killServes());
 
 /** What both the sync and the async SDK must have seen. */
 function expectTheWholeSandbox(seen: Seen, suite: string): void {
@@ -90,15 +98,26 @@ function expectTheWholeSandbox(seen: Seen, suite: string): void {
   expect(seen.gone).toBe(true);
 }
 
+/** The sync SDK's run: everything, and what only it does. */
+async function expectTheSyncSandbox(env: Record<string, string>): Promise<void> {
+  const seen = await runPythonClient('clients', 'e2b_sync.py', env);
+  expectTheWholeSandbox(seen, 'python-sync');
+  // A command as root is refused (403 permission_denied), saying there is no such account here.
+  expect(seen.as_root.type).toBe('SandboxException');
+  expect(seen.as_root.message).toContain('never as "root"');
+  // A stopped watch is over, as the SDK says.
+  expect(seen.watch_after_stop).toContain('already stopped');
+}
+
 describe("E2B's Python SDK, unmodified", () => {
-  it('sync Sandbox: code with state and callbacks, rich results, errors, languages, contexts, files, commands, lifetime, list, snapshot, fork, pause and connect', async () => {
-    const seen = await runPythonClient('clients', 'e2b_sync.py', env);
-    expectTheWholeSandbox(seen, 'python-sync');
-    // A command as root is refused (403 permission_denied), saying there is no such account here.
-    expect(seen.as_root.type).toBe('SandboxException');
-    expect(seen.as_root.message).toContain('never as "root"');
-    // A stopped watch is over, as the SDK says.
-    expect(seen.watch_after_stop).toContain('already stopped');
+  const served = serveFor([]);
+  let env: Record<string, string>;
+  beforeAll(() => {
+    env = served.env;
+  });
+
+  it('sync Sandbox: code with state and callbacks, rich results, errors, languages, contexts, files, watches, commands, lifetime, list, snapshot, fork, pause and connect', async () => {
+    await expectTheSyncSandbox(env);
   });
 
   it('AsyncSandbox: the same, awaited', async () => {
@@ -112,3 +131,16 @@ describe("E2B's Python SDK, unmodified", () => {
     expect(run.stdout).toBe('360\nkept between calls\n');
   });
 });
+
+describeWhenAvailable(
+  "E2B's Python SDK, unmodified (docker)",
+  'docker',
+  await unavailableReason(createDockerBackend()),
+  () => {
+    const served = serveFor(['--backend', 'docker']);
+
+    it('sync Sandbox: the same run on Docker sandboxes', async () => {
+      await expectTheSyncSandbox(served.env);
+    });
+  },
+);

@@ -9,31 +9,37 @@
  * and the workspace the runner persisted at the end holds the file the command wrote, and comes back
  * in a new sandbox through the client's hydration (its archive written to /tmp). Once with the
  * workspace under /home/user (`Manifest(root=...)`), once with the SDK's default manifest, whose
- * root is /workspace, as on E2B (the client makes it with the file API and `mkdir -p`).
+ * root is /workspace, as on E2B (the client makes it with the file API and `mkdir -p`), and that
+ * once more on Docker, whose /workspace and /tmp are its container's own mounts.
  * openai_agents_e2b.py drives the SDK and prints what it saw; this file asserts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDockerBackend } from '../../src/backends/docker/index.js';
+import { describeWhenAvailable, unavailableReason } from '../support/backends.js';
 import { KEY } from '../support/e2b.js';
 import { type FakeProvider, type RecordedRequest, startFakeOpenAI } from '../support/fake-providers.js';
 import { runPythonBlock, runPythonClient, type Seen } from '../support/python-clients.js';
 import { readmeBlock } from '../support/readme.js';
 import { killServes, type Serve, startServe, stopServe } from '../support/serve-process.js';
 
-let serve: Serve;
-let env: Record<string, string>;
-beforeAll(async () => {
-  serve = await startServe([], { SANDCELL_API_KEYS: KEY });
-  env = {
-    E2B_API_KEY: KEY,
-    E2B_API_URL: `${serve.url}/e2b`,
-    E2B_SANDBOX_URL: `${serve.url}/e2b`,
-    OPENAI_AGENTS_DISABLE_TRACING: '1',
-  };
-});
-afterAll(async () => {
-  if (serve) await stopServe(serve, 'SIGTERM');
-  killServes();
-});
+/** A `sandcell serve` with ARGS, and the environment that points the SDK at it. */
+function serveFor(args: string[]) {
+  const started: { serve?: Serve; env: Record<string, string> } = { env: {} };
+  beforeAll(async () => {
+    started.serve = await startServe(args, { SANDCELL_API_KEYS: KEY });
+    started.env = {
+      E2B_API_KEY: KEY,
+      E2B_API_URL: `${started.serve.url}/e2b`,
+      E2B_SANDBOX_URL: `${started.serve.url}/e2b`,
+      OPENAI_AGENTS_DISABLE_TRACING: '1',
+    };
+  });
+  afterAll(async () => {
+    if (started.serve) await stopServe(started.serve, 'SIGTERM');
+  });
+  return started;
+}
+afterAll(() => killServes());
 
 const PANDAS = [
   "python3 - <<'EOF'",
@@ -62,7 +68,11 @@ function toolResult(request: RecordedRequest | undefined, callId: string): strin
 }
 
 /** Runs the agent (with `Manifest(root=root)`, or the SDK's default manifest) and checks everything it did. */
-async function expectTheAgentRan(fake: FakeProvider, root: string | undefined): Promise<void> {
+async function expectTheAgentRan(
+  fake: FakeProvider,
+  root: string | undefined,
+  env: Record<string, string>,
+): Promise<void> {
   const seen = await runPythonClient(
     'agents',
     'openai_agents_e2b.py',
@@ -118,10 +128,12 @@ async function expectTheAgentRan(fake: FakeProvider, root: string | undefined): 
 }
 
 describe("the OpenAI Agents SDK's E2B sandbox client, unmodified", () => {
+  const served = serveFor([]);
+
   it('runs a SandboxAgent whose Python and shell commands execute in a sandcell sandbox (workspace in /home/user)', async () => {
     const fake = await script();
     try {
-      await expectTheAgentRan(fake, '/home/user/workspace');
+      await expectTheAgentRan(fake, '/home/user/workspace', served.env);
     } finally {
       await fake.close();
     }
@@ -131,7 +143,7 @@ describe("the OpenAI Agents SDK's E2B sandbox client, unmodified", () => {
   it("runs it with the SDK's default manifest too (its workspace root is /workspace)", async () => {
     const fake = await script();
     try {
-      await expectTheAgentRan(fake, undefined);
+      await expectTheAgentRan(fake, undefined, served.env);
     } finally {
       await fake.close();
     }
@@ -145,7 +157,7 @@ describe("the OpenAI Agents SDK's E2B sandbox client, unmodified", () => {
     ]);
     try {
       const run = await runPythonBlock('agents', readmeBlock('python-openai-agents').code, {
-        ...env,
+        ...served.env,
         OPENAI_BASE_URL: model.baseURL,
         OPENAI_API_KEY: 'sk-scripted',
       });
@@ -158,3 +170,21 @@ describe("the OpenAI Agents SDK's E2B sandbox client, unmodified", () => {
     }
   });
 });
+
+describeWhenAvailable(
+  "the OpenAI Agents SDK's E2B sandbox client (docker)",
+  'docker',
+  await unavailableReason(createDockerBackend()),
+  () => {
+    const served = serveFor(['--backend', 'docker']);
+
+    it("runs the agent with the SDK's default manifest, persists its /workspace and hydrates it through /tmp", async () => {
+      const fake = await script();
+      try {
+        await expectTheAgentRan(fake, undefined, served.env);
+      } finally {
+        await fake.close();
+      }
+    });
+  },
+);
