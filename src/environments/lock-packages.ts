@@ -72,6 +72,9 @@ export async function lockPythonPackages(options: LockPackagesOptions): Promise<
   const report = options.onProgress ?? (() => undefined);
   const file = lockFilePath(loaded.file);
   const offline = loaded.description.network === 'none';
+  const existing = options.relock ? undefined : await readLock(loaded.file);
+  // An offline build with no lock cannot resolve: refused (by the caller) before the runtime is built or checked.
+  if (offline && !existing) return undefined;
   const runtime = await buildRuntimeRootfs({
     ...(options.mirror ? { mirror: options.mirror } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
@@ -81,7 +84,6 @@ export async function lockPythonPackages(options: LockPackagesOptions): Promise<
     await readlink(path.join(runtime.directory, 'usr/bin/python3')).catch(() => 'python3'),
   );
   const inputsDigest = await pythonLockInputs(loaded, options.inputs, interpreter);
-  const existing = options.relock ? undefined : await readLock(loaded.file);
   const holds = existing !== undefined && existing.inputs === inputsDigest;
   if (!holds && offline) {
     if (existing) {
