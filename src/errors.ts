@@ -29,6 +29,11 @@ export type SandcellErrorCode =
   | 'environment-not-found'
   | 'environment-in-use'
   | 'aborted'
+  // A session's ports (src/network/ingress.ts).
+  | 'port-closed'
+  | 'port-busy'
+  | 'port-unreachable'
+  | 'ports-unavailable'
   | 'model-configuration'
   | 'model-unavailable'
   | 'model-error'
@@ -227,6 +232,18 @@ export class PoolExhaustedError extends SandcellError {
  */
 export class ResourceExhaustedError extends SandcellError {
   constructor(code: 'data-budget-exhausted', message: string) {
+    super(code, message);
+  }
+}
+
+/**
+ * A connection to a port inside a session's sandbox could not be made: nothing listens there
+ * (`port-closed`), the sandbox has as many open as it may (`port-busy`), its supervisor did not
+ * connect in time (`port-unreachable`), or the session has no way in (`ports-unavailable`: its
+ * backend cannot bind the ingress socket, or it is closed).
+ */
+export class PortError extends SandcellError {
+  constructor(code: 'port-closed' | 'port-busy' | 'port-unreachable' | 'ports-unavailable', message: string) {
     super(code, message);
   }
 }

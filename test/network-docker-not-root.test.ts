@@ -1,7 +1,8 @@
 /**
  * Internet access on Docker from a sandcell that is not root (an account in the docker group): it
  * cannot give the gate's socket to the container's uid, so the socket stays its own, 0660, of its
- * group, and the container is given that group. The built library runs under setpriv as a uid of
+ * group, and the container is given that group (and the same of the ingress socket, the host's way
+ * in to the session's ports). The built library runs under setpriv as a uid of
  * its own whose only group is the engine socket's, as such an account would. Skipped (with the
  * reason) where that uid cannot read the checkout.
  */
@@ -77,6 +78,16 @@ try {
   const fetched = await session.run('import urllib.request; print(urllib.request.urlopen("http://host.sandcell.internal:' + port + '/through-the-gate").read().decode())');
   out.fetched = fetched.stdout;
   out.error = fetched.error?.value;
+  // The ingress socket is the account's too, of its group: the host's way in to a port of the app.
+  await session.run('import socket, threading\\nserver = socket.create_server(("127.0.0.1", 9000))\\ndef serve():\\n    while True:\\n        c, _ = server.accept(); c.sendall(b"from the app"); c.close()\\nthreading.Thread(target=serve, daemon=True).start()');
+  const app = await session.ports.connect(9000);
+  out.app = await new Promise((resolve, reject) => {
+    let text = '';
+    app.on('data', (chunk) => { text += chunk; });
+    app.on('end', () => resolve(text));
+    app.on('error', reject);
+    app.resume();
+  });
 } finally {
   await session.close();
   server.close();
@@ -107,6 +118,7 @@ process.stdout.write(JSON.stringify(out));
       expect(inside.groups).toContain(engineGroup);
       expect([inside.socketGroup, inside.mode]).toEqual([engineGroup, 0o660]);
       expect(result.fetched).toBe('hello /through-the-gate\n');
+      expect(result.app).toBe('from the app');
     },
     180_000,
   );

@@ -32,6 +32,12 @@ export interface SandboxBackend {
    * environment. Optional: a backend without it runs the default environment only.
    */
   withRoot?(root: string, options?: RootOptions): SandboxBackend;
+
+  /**
+   * Whether its sandboxes take an ingress (StartSandboxOptions.ingress): the host's way in to the
+   * ports something listens on inside them. Without it a session's ports cannot be reached.
+   */
+  readonly servesPorts?: boolean;
 }
 
 /** How a root other than sandcell's own is run (`withRoot`). */
@@ -88,7 +94,20 @@ export interface StartSandboxOptions {
    * network at all. A backend that cannot do this must refuse to start rather than ignore it.
    */
   network?: SandboxNetwork;
+  /**
+   * The host's way in to the sandbox's ports (src/network/ingress.ts): the backend binds this socket
+   * in at INGRESS_SOCKET_MOUNT and passes `ingress: { socket: INGRESS_SOCKET_MOUNT }` in the kernel's
+   * options. A backend that cannot (a remote Docker Engine) leaves both out: the supervisor then
+   * refuses `port-connect`, and the session says its ports cannot be reached.
+   */
+  ingress?: SandboxIngress;
   signal?: AbortSignal;
+}
+
+export interface SandboxIngress {
+  socketPath: string;
+  /** The gid the sandbox must hold to connect, when the socket could not be given to its uid. */
+  socketGroup?: number;
 }
 
 export interface SandboxExit {

@@ -42,6 +42,11 @@ const TELLING: Readonly<Record<SandcellErrorCode, Telling>> = {
   'image-build-failed': 'log',
   'environment-not-found': 'log',
   'environment-in-use': 'log',
+  // The bot serves no ports.
+  'port-closed': 'log',
+  'port-busy': 'log',
+  'port-unreachable': 'log',
+  'ports-unavailable': 'log',
   // The bot takes no snapshots.
   'snapshot-not-found': 'log',
   'snapshot-invalid': 'log',

@@ -26,7 +26,7 @@ PROTOCOL_VERSION = 2
 DATA_DIR = "/mnt/data"
 DEFAULT_CONTEXT = "python"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
-VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "liveness", "state-begin", "state-read", "state-write", "state-end", "file-chunk", "file-write-chunk"))
+VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "liveness", "state-begin", "state-read", "state-write", "state-end", "file-chunk", "file-write-chunk", "port-connect", "port-list"))
 CONTEXT_REQUESTS = frozenset(("execute", "interrupt", "reset", "ping", "is-complete", "complete", "inspect", "input-reply", "state-save", "state-load"))
 FILE_REQUESTS = frozenset(("file-read", "file-chunk", "file-write", "file-write-chunk", "file-list", "file-remove"))
 # The requests whose line a frame of raw bytes follows, and the most each may carry (one
@@ -63,6 +63,11 @@ class Supervisor:
         self.contexts = {}
         self.commands = {}
         self.archive = None  # a snapshot's tar stream under way (sandcell_state.py)
+        # The host's way in to the sandbox's ports (sandcell_ports.py), and the ports that are sandcell's own.
+        ingress = options.get("ingress")
+        self.ingress_socket = ingress.get("socket") if isinstance(ingress, dict) and isinstance(ingress.get("socket"), str) else None
+        network = options.get("network")
+        self.own_ports = (network["port"],) if isinstance(network, dict) and type(network.get("port")) is int else ()
         self.ended_groups = []
         self.legacy = True
         # What goes to the host, sent once per round of the loop: the events a
@@ -403,7 +408,16 @@ HANDLERS = {
     "state-read": Supervisor.state_read,
     "state-write": Supervisor.state_write,
     "state-end": Supervisor.state_end,
+    "port-connect": lambda supervisor, message: ports().port_connect(supervisor, message),
+    "port-list": lambda supervisor, message: ports().port_list(supervisor, message),
 }
+
+
+def ports():
+    """sandcell_ports, loaded by the first request for a port: its imports are no cold start's."""
+    import sandcell_ports
+
+    return sandcell_ports
 
 
 def process_stopped(pid):

@@ -181,6 +181,7 @@ def build_root(request, files, kernel, scratch):
     devices = {name: hold("/dev/" + name) for name in DEVICES}
     data = hold(request["dataDirectory"])
     gate = hold(request["gateSocket"]) if request.get("gateSocket") else None
+    ingress = hold(request["ingressSocket"]) if request.get("ingressSocket") else None
     root = "/tmp"
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
     bind(usr, root + "/usr", recursive=True)
@@ -225,6 +226,8 @@ def build_root(request, files, kernel, scratch):
     bind(data, root + "/workspace", read_only=False)
     if gate is not None:
         bind(gate, root + request["gateSocketMount"], read_only=False)
+    if ingress is not None:
+        bind(ingress, root + request["ingressSocketMount"], read_only=False)
     for descriptor in held:
         os.close(descriptor)
     remount_read_only(root + "/dev")

@@ -5,7 +5,7 @@
  * local user (another session's sandbox included) can connect to it. A sandcell that is not root
  * cannot give it away: it stays ours, 0660, of our own gid, which the sandboxes are given.
  */
-import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startGate } from './gate.js';
@@ -13,6 +13,7 @@ import type { NetworkChannel, NetworkGate } from './gate-channel.js';
 import type { GateLimits, GateLog, GateResolver } from './gate-types.js';
 import { mergeSecrets, type NetworkSecret } from './network-secret.js';
 import { parseNetworkPolicy } from './policy.js';
+import { restrictToOwner } from './socket-owner.js';
 
 export interface GateHostOptions {
   /** Where each session's socket directory is made. @default the system's temporary directory */
@@ -74,35 +75,4 @@ export function createGateHost(options: GateHostOptions = {}): NetworkGate {
       }
     },
   };
-}
-
-/**
- * Connecting to a unix socket needs write permission on it: 0600 and owned by the sandbox's uid
- * lets that uid in and no other (root aside). Without an owner the sandbox runs as this process's
- * uid, which already owns the socket. Handing a socket to another uid needs root; a sandcell that
- * is not root (Docker without root) keeps it, 0660, of its own effective gid (a process may always
- * give its files its own group), and returns that gid: the backend adds it to the sandbox's
- * groups. Other local users are not in that group (Debian gives each user a group of their own).
- */
-async function restrictToOwner(
-  socketPath: string,
-  owner: { uid: number; gid: number } | undefined,
-): Promise<number | undefined> {
-  if (owner && owner.uid !== process.getuid?.()) {
-    const given = await chown(socketPath, owner.uid, owner.gid).then(
-      () => true,
-      (error: NodeJS.ErrnoException) => {
-        if (error.code === 'EPERM' && process.getuid?.() !== 0) return false;
-        throw error;
-      },
-    );
-    if (!given) {
-      const group = process.getegid?.() ?? owner.gid;
-      await chown(socketPath, -1, group);
-      await chmod(socketPath, 0o660);
-      return group;
-    }
-  }
-  await chmod(socketPath, 0o600);
-  return undefined;
 }

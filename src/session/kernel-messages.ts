@@ -52,6 +52,19 @@ export type StateRequest =
   | { type: 'state-save'; context: string; path: string }
   | { type: 'state-load'; context: string; path: string };
 
+/**
+ * The ports of the sandbox (docs/kernel-protocol.md, "Ports"), answered by the supervisor:
+ * `port-connect` is answered once queued, and the connection itself comes to the session's
+ * ingress socket with `token` (src/network/ingress.ts); `port-list` names what listens.
+ */
+export type PortRequest = { type: 'port-connect'; port: number; token: string } | { type: 'port-list' };
+
+/** A TCP port something listens on inside the sandbox, on an address its loopback reaches. */
+export interface ListeningPort {
+  port: number;
+  address: string;
+}
+
 /** A request answered with a `reply` carrying the same id. `context` absent means python. */
 export type KernelRequest =
   | { type: 'reset'; context?: string }
@@ -64,6 +77,7 @@ export type KernelRequest =
   | ContextRequest
   | StateRequest
   | { type: 'command-list' }
+  | PortRequest
   /** The supervisor's own answer, from its loop whatever the kernels do: the host's liveness check. */
   | { type: 'liveness' };
 
@@ -184,6 +198,8 @@ export interface ReplyMessageBodies {
   'command-list': { commands: CommandListing[] };
   /** The contexts whose kernel is stopped (by SIGSTOP, say): they can answer nothing until resumed. */
   liveness: { stopped: string[] };
+  'port-connect': NoBody;
+  'port-list': { ports: ListeningPort[] };
   'state-begin': { directory: string };
   'state-read': { bytes: number; eof: boolean };
   'state-write': NoBody;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fileErrorReason, parseKernelLine, parseReplyBody } from './kernel-protocol.js';
+import { requestFailure } from './kernel-replies.js';
 
 const line = (message: unknown) => JSON.stringify(message);
 
@@ -244,6 +245,39 @@ describe('parseReplyBody', () => {
       ],
     });
     expect(parseReplyBody('command-list', {})).toEqual({ invalid: 'a command-list reply without its commands' });
+  });
+
+  it('reads the ports a sandbox lists as the sandbox’s words: checked, bounded, one per port, by number', () => {
+    expect(
+      parseReplyBody('port-list', {
+        ports: [
+          { port: 8000, address: '127.0.0.1' },
+          { port: 3000, address: '::' },
+          { port: 8000, address: '::1' },
+          { port: 0, address: '127.0.0.1' },
+          { port: 70_000, address: '127.0.0.1' },
+          { port: 1.5, address: '127.0.0.1' },
+          { port: 22 },
+          { port: 9000, address: 'x'.repeat(500) },
+          'not a port',
+        ],
+      }),
+    ).toEqual({
+      ports: [
+        { port: 3000, address: '::' },
+        { port: 8000, address: '127.0.0.1' },
+        { port: 9000, address: 'x'.repeat(64) },
+      ],
+    });
+    const many = Array.from({ length: 5000 }, (_, index) => ({ port: index + 1, address: '127.0.0.1' }));
+    expect((parseReplyBody('port-list', { ports: many }) as { ports: unknown[] }).ports).toHaveLength(1024);
+    expect(parseReplyBody('port-list', {})).toEqual({ invalid: 'a port-list reply without its ports' });
+    expect(
+      requestFailure(
+        { type: 'port-connect', port: 80, token: 'a'.repeat(32) },
+        { code: 'ingress-unavailable', message: 'no socket' },
+      ),
+    ).toMatchObject({ code: 'ports-unavailable' });
   });
 
   it('says what is missing from a reply that lacks its payload', () => {

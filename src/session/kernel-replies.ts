@@ -10,6 +10,7 @@ import {
   type FileErrorReason,
   FileOperationError,
   KernelRequestError,
+  PortError,
   ProtocolError,
   UnknownContextError,
 } from '../errors.js';
@@ -20,6 +21,7 @@ import type {
   FileRequest,
   KernelFileEntry,
   KernelRequest,
+  ListeningPort,
   LoadedState,
   SavedState,
   SkippedName,
@@ -49,6 +51,8 @@ export interface ReplyBodies {
   'context-remove': Record<string, never>;
   'command-list': { commands: CommandListing[] };
   liveness: { stopped: string[] };
+  'port-connect': Record<string, never>;
+  'port-list': { ports: ListeningPort[] };
   'state-begin': { directory: string };
   'state-read': { data: Buffer; eof: boolean };
   'state-write': Record<string, never>;
@@ -130,6 +134,18 @@ const REPLY_PARSERS: {
   }),
   'state-write': empty,
   'state-end': empty,
+  'port-connect': empty,
+  'port-list': (body) => {
+    if (!Array.isArray(body.ports)) return { invalid: 'a port-list reply without its ports' };
+    const ports = new Map<number, ListeningPort>();
+    for (const entry of body.ports.slice(0, MAX_LISTED_PORTS)) {
+      if (!isObject(entry) || !Number.isInteger(entry.port) || typeof entry.address !== 'string') continue;
+      const port = entry.port as number;
+      if (port < 1 || port > 65_535 || ports.has(port)) continue;
+      ports.set(port, { port, address: entry.address.slice(0, 64) });
+    }
+    return { ports: [...ports.values()].sort((one, other) => one.port - other.port) };
+  },
   'state-save': (body) => {
     const names = stringList(body.saved);
     if (!names) return { invalid: 'a state-save reply without the names saved' };
@@ -191,6 +207,9 @@ function parseFileChunk(
 function isByteCount(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
+
+/** Ports one sandbox may say it listens on: more than any app opens, few enough to list. */
+const MAX_LISTED_PORTS = 1024;
 
 /** A report's names are the sandbox's words: each bounded, and so many of them. */
 const REPORT_NAMES = 10_000;
@@ -258,6 +277,9 @@ export function requestFailure(request: KernelRequest, error: { code: string; me
     );
   }
   if (isFileRequest(request)) return new FileOperationError(fileErrorReason(error.code), error.message);
+  if (request.type === 'port-connect' && error.code === 'ingress-unavailable') {
+    return new PortError('ports-unavailable', `This session's ports cannot be reached: ${error.message}.`);
+  }
   if (error.code === 'unknown-context' && 'context' in request) {
     return new UnknownContextError(request.context ?? DEFAULT_CONTEXT);
   }

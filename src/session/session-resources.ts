@@ -2,18 +2,20 @@
  * What a new session runs on, gathered before its first sandbox starts: its
  * id, its options with its environment's beneath them, a backend that is
  * available, its volume and, with internet access, its own channel to the
- * network gate (the volume is given back when the channel cannot be opened);
- * and what its sandboxes are told of that channel. The session gives them
- * back when it closes.
+ * network gate, and, where the backend serves ports, its ingress: the host's
+ * way in to them (what was opened is given back when the next cannot be);
+ * and what its sandboxes are told of those. The session gives them back when
+ * it closes.
  */
 import { randomUUID } from 'node:crypto';
 import { resolveBackend } from '../backends/select.js';
-import type { SandboxBackend, SandboxVolume } from '../backends/spec.js';
+import type { SandboxBackend, SandboxIngress, SandboxVolume } from '../backends/spec.js';
 import { chooseEnvironment } from '../environments/select.js';
 import type { Environment } from '../environments/types.js';
 import { InvalidInputError } from '../errors.js';
 import { defaultNetworkGate } from '../network/default-gate.js';
 import type { NetworkChannel, SandboxNetwork } from '../network/gate-channel.js';
+import { type IngressChannel, openIngress } from '../network/ingress.js';
 import type { NetworkAllowList } from '../network/network-option.js';
 import { hostPackageIndex } from '../network/package-index.js';
 import { type ResolvedSessionOptions, resolveSessionOptions, type SessionOptions } from './options.js';
@@ -29,6 +31,8 @@ export interface SessionResources {
   volume: SandboxVolume;
   /** Its channel to the network gate, when it has internet access. */
   networkChannel?: NetworkChannel;
+  /** Its ingress, when the backend serves ports (SandboxBackend.servesPorts). */
+  ingress?: IngressChannel;
 }
 
 /** Checks the options, then opens what a session with them runs on. */
@@ -65,7 +69,37 @@ export async function openSessionResources(options: SessionOptions): Promise<Ses
         throw error;
       });
   }
-  return { id, backend, environment, options: resolved, volume, ...(channel ? { networkChannel: channel } : {}) };
+  let ingress: IngressChannel | undefined;
+  if (backend.servesPorts) {
+    const owner = volume.owner;
+    ingress = await openIngress({ ...(owner ? { owner: { uid: owner.uid, gid: owner.gid } } : {}) }).catch(
+      async (error) => {
+        await channel?.close();
+        await volume.dispose();
+        throw error;
+      },
+    );
+  }
+  return {
+    id,
+    backend,
+    environment,
+    options: resolved,
+    volume,
+    ...(channel ? { networkChannel: channel } : {}),
+    ...(ingress ? { ingress } : {}),
+  };
+}
+
+/** What the session's sandboxes are told of its ingress; nothing without one. */
+export function sandboxIngress(ingress: IngressChannel | undefined): { ingress?: SandboxIngress } {
+  if (!ingress) return {};
+  return {
+    ingress: {
+      socketPath: ingress.socketPath,
+      ...(ingress.socketGroup !== undefined ? { socketGroup: ingress.socketGroup } : {}),
+    },
+  };
 }
 
 /** What the session's sandboxes are told of its network (`trustedCertificates`: its own); nothing without a channel. */

@@ -5,7 +5,7 @@
  * next run says so, commands end with it. A sandbox sandcell ended on purpose
  * carries why (`retire`), which words those ends.
  */
-import type { SandboxBackend, SandboxExit, SandboxVolume } from '../backends/spec.js';
+import type { SandboxBackend, SandboxExit, SandboxIngress, SandboxVolume } from '../backends/spec.js';
 import { SandboxCrashedError, SandboxStartError, SandcellError, SessionClosedError } from '../errors.js';
 import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
 import type { SandboxNetwork } from '../network/gate-channel.js';
@@ -39,6 +39,8 @@ export interface SandboxHost {
   deaths: SessionDeaths;
   /** The session's channel to its network gate, when it has internet access. */
   network?: SandboxNetwork;
+  /** The session's ingress socket (its ports' way in), when the backend serves ports. */
+  ingress?: SandboxIngress;
   closed(): boolean;
 }
 
@@ -115,6 +117,7 @@ export class SessionSandbox {
       },
       environment: options.environment,
       ...(this.host.network ? { network: this.host.network } : {}),
+      ...(this.host.ingress ? { ingress: this.host.ingress } : {}),
     });
     const connection = new KernelConnection(sandbox, {
       messageLimits: messageLimits(options),

@@ -56,6 +56,16 @@ afterEach(async () => {
 });
 
 describe('Session on the scripted backend', () => {
+  it('has no ports to reach on a backend that does not serve them, and says so with a typed error', async () => {
+    const { session } = await scriptedSession(() => []);
+    expect(session.ports.available).toBe(false);
+    expect(await session.ports.list()).toEqual([]);
+    await expect(session.ports.connect(8000)).rejects.toMatchObject({ code: 'ports-unavailable' });
+    await expect(session.ports.connect(Number.NaN)).rejects.toMatchObject({ code: 'invalid-input' });
+    await expect(session.ports.waitFor(8000, { timeoutMs: 20 })).rejects.toMatchObject({ code: 'port-closed' });
+    await expect(session.ports.waitFor(8000, { timeoutMs: -1 })).rejects.toMatchObject({ code: 'invalid-input' });
+  });
+
   it('turns the kernel messages of a run into an Execution', async () => {
     const { session } = await scriptedSession(() => [
       { type: 'stdout', text: 'out\n' },

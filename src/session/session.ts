@@ -7,7 +7,8 @@
  * opened by session-resources.ts; its parts are the contexts
  * (session-contexts.ts), the sandbox over time (session-sandbox.ts), commands
  * (commands.ts), files (files.ts), questions to a kernel about code
- * (session-assist.ts), and its state taken out and put back: snapshots,
+ * (session-assist.ts), the ports something listens on inside it
+ * (session-ports.ts), and its state taken out and put back: snapshots,
  * pause, load, restore and fork (session-snapshots.ts).
  */
 import { dataCapacityBytes } from '../backends/limits.js';
@@ -15,6 +16,7 @@ import type { SandboxBackend, SandboxVolume } from '../backends/spec.js';
 import type { Environment } from '../environments/types.js';
 import { AbortError, InvalidInputError, SessionClosedError, UnknownContextError } from '../errors.js';
 import type { NetworkChannel } from '../network/gate-channel.js';
+import type { IngressChannel } from '../network/ingress.js';
 import { localSnapshotStore } from '../snapshots/local-snapshots.js';
 import type { AssistOptions, InspectOptions } from './assist-input.js';
 import type { Completion, Inspection } from './assist-replies.js';
@@ -32,7 +34,8 @@ import { SessionAssist } from './session-assist.js';
 import type { ContextInfo, CreateContextOptions, SessionContext } from './session-context.js';
 import { SessionContexts } from './session-contexts.js';
 import { SessionDeaths } from './session-deaths.js';
-import { openSessionResources, sandboxNetwork } from './session-resources.js';
+import { SessionPorts } from './session-ports.js';
+import { openSessionResources, sandboxIngress, sandboxNetwork } from './session-resources.js';
 import { SessionSandbox } from './session-sandbox.js';
 import { LOCAL_OWNER, readSnapshot, SessionSnapshots, type SnapshotOptions } from './session-snapshots.js';
 import type { RestoreReport, SnapshotInfo } from './session-state.js';
@@ -40,6 +43,8 @@ import type { RestoreReport, SnapshotInfo } from './session-state.js';
 export class Session {
   readonly files: SessionFiles;
   readonly commands: SessionCommands;
+  /** The ports something listens on inside the sandbox, and connections to them (session-ports.ts). */
+  readonly ports: SessionPorts;
   private readonly contexts: SessionContexts;
   private readonly commandRuns: CommandRegistry;
   private readonly sandbox: SessionSandbox;
@@ -61,6 +66,7 @@ export class Session {
     /** The options it was created with: a fork is made with the same. */
     private readonly createdWith: SessionOptions,
     private readonly networkChannel?: NetworkChannel,
+    private readonly ingress?: IngressChannel,
   ) {
     this.files = new SessionFiles((message, frame) => this.request(message, frame), {
       transferBytes: options.fileTransferBytes,
@@ -102,7 +108,15 @@ export class Session {
       commands: this.commandRuns,
       deaths: new SessionDeaths(volume, options.limits.memoryBytes, options.limitNames),
       ...sandboxNetwork(networkChannel, options.network),
+      ...sandboxIngress(ingress),
       closed: () => this.closing !== undefined,
+    });
+    this.ports = new SessionPorts({
+      connection,
+      ...(ingress ? { ingress } : {}),
+      checkOpen,
+      touch,
+      requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
     });
     this.assist = new SessionAssist({
       options,
@@ -143,6 +157,7 @@ export class Session {
       resources.environment,
       createdWith,
       resources.networkChannel,
+      resources.ingress,
     );
     return closedOnFailure(session, () => session.sandbox.ensure());
   }
@@ -162,12 +177,12 @@ export class Session {
   }
 
   /**
-   * Whether anything runs: code, or any command, background ones included. A session with work
-   * running is not idle (a pool never closes it for idling); when the work ends, its idle clock
+   * Whether anything runs: code, or any command, background ones included, or a connection to
+   * one of its ports is open (an app it serves is in use). A session with work running is not idle (a pool never closes it for idling); when the work ends, its idle clock
    * starts again.
    */
   get active(): boolean {
-    return this.busy || this.commandRuns.all().length > 0;
+    return this.busy || this.commandRuns.all().length > 0 || this.ports.openConnections > 0;
   }
 
   /**
@@ -267,6 +282,7 @@ export class Session {
       for (const run of this.commandRuns.all()) run.sandboxEnded(closed);
       await this.sandbox.end({ kind: 'close' });
       await this.networkChannel?.close();
+      await this.ingress?.close();
       await this.volume.dispose();
     })();
     return this.closing;

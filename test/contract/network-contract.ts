@@ -91,6 +91,12 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
         // Nothing listens on that port in the sandbox (curl 7); another port of the host is refused (403).
         expect(probe.stdout.trim().split('\n')).toEqual(['000 own:7', '403 other-port:0', '200 named:0']);
         expect(elsewhere.connections()).toBe(before);
+        // The forwarder's own port (the proxy the variables name) is sandcell's, not an app's: not listed.
+        const listening = await session.run(
+          'import socket\nprobe = socket.create_connection(("127.0.0.1", 3128), timeout=5)\nprobe.close()\nprint("proxy listens")',
+        );
+        expect(listening.stdout).toBe('proxy listens\n');
+        expect((await session.ports.list()).map((entry) => entry.port)).not.toContain(3128);
       });
     });
 
@@ -208,12 +214,12 @@ export function runNetworkContract({ name, createBackend }: { name: string; crea
       });
     });
 
-    it("'none' sets no proxy and binds no socket", async () => {
+    it("'none' sets no proxy and binds no gate socket (the ingress, the host's way in to its ports, is there)", async () => {
       await withSession(backend, { network: 'none' }, async (session) => {
         const probe = await session.run(
-          'import os\nprint(sorted(k for k in os.environ if "proxy" in k.lower()), os.path.exists("/run/sandcell"))',
+          'import os\nprint(sorted(k for k in os.environ if "proxy" in k.lower()), os.listdir("/run/sandcell"))',
         );
-        expect(probe.stdout).toBe('[] False\n');
+        expect(probe.stdout).toBe("[] ['ingress.sock']\n");
       });
     });
   });

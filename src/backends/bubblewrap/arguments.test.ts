@@ -111,4 +111,15 @@ describe('bubblewrap on a runtime root filesystem', () => {
     expect(networked).toContain('--unshare-net');
     expect(networked).not.toContain('--share-net');
   });
+
+  it("binds the session's ingress socket (its ports' way in) at /run/sandcell/ingress.sock when given one", () => {
+    const binds = (options: string[]) => pairs(options, '--bind').filter(([, target]) => target?.startsWith('/run/'));
+    expect(binds(buildBubblewrapArguments(input).options)).toEqual([]);
+    const served = buildBubblewrapArguments({
+      ...input,
+      ingressSocket: '/tmp/sandcell-ingress-x/ingress.sock',
+    }).options;
+    expect(binds(served)).toEqual([['/tmp/sandcell-ingress-x/ingress.sock', '/run/sandcell/ingress.sock']]);
+    expect(served).toContain('--unshare-net');
+  });
 });

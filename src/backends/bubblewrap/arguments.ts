@@ -12,6 +12,7 @@
  */
 import path from 'node:path';
 import { SandboxStartError } from '../../errors.js';
+import { INGRESS_SOCKET_MOUNT } from '../../network/ingress.js';
 import { GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
 import {
   HOME_USER_MOUNT,
@@ -46,6 +47,8 @@ export interface BubblewrapArgumentsInput {
   systemRoot?: string;
   /** The host path of the session's network gate socket, bound in at GATE_SOCKET_MOUNT; absent, no network. */
   gateSocket?: string;
+  /** The host path of the session's ingress socket, bound in at INGRESS_SOCKET_MOUNT; absent, its ports cannot be reached. */
+  ingressSocket?: string;
 }
 
 /** Files from the host's /etc that the kernels and their packages read (R's configuration is /etc/R); nothing else of /etc is visible. */
@@ -176,6 +179,8 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): Bubbl
   );
   // Internet access is this socket alone (to the session's gate): the network namespace keeps only loopback.
   if (input.gateSocket !== undefined) args.push('--bind', input.gateSocket, GATE_SOCKET_MOUNT);
+  // The host's way in to the ports something listens on inside: the supervisor connects out to this socket.
+  if (input.ingressSocket !== undefined) args.push('--bind', input.ingressSocket, INGRESS_SOCKET_MOUNT);
   args.push(
     // bwrap's own root and /dev are tmpfs: make them read-only once everything is mounted.
     '--remount-ro',

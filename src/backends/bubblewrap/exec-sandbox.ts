@@ -74,6 +74,7 @@ export async function startByExec({
       pythonPath,
       systemRoot: prepared.systemRoot,
       ...(network ? { gateSocket: network.socketPath } : {}),
+      ...(options.ingress ? { ingressSocket: options.ingress.socketPath } : {}),
     });
     const encodedOptions = encodeArguments(commandLine.options);
     const bwrap = [prepared.bwrapPath, '--args', String(OPTIONS_DESCRIPTOR), '--', ...commandLine.command];

@@ -14,6 +14,7 @@ import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
 import { kernelFiles } from '../../kernel/index.js';
 import { certificateBundle } from '../../network/certificate-bundle.js';
+import { INGRESS_SOCKET_MOUNT } from '../../network/ingress.js';
 import {
   CERTIFICATE_BUNDLE,
   forwarderOptions,
@@ -39,6 +40,7 @@ export type { BubblewrapBackendOptions, StartMode } from './options.js';
 export class BubblewrapBackend implements SandboxBackend {
   readonly specificationVersion = 'v1' as const;
   readonly name = 'bubblewrap';
+  readonly servesPorts = true;
   private readonly prepareOnce = onceUntilFailure(() => prepareHost(this.options));
   private readonly rooted = new Map<string, BubblewrapBackend>();
   private readonly forkTemplate: ForkTemplate;
@@ -122,6 +124,7 @@ export class BubblewrapBackend implements SandboxBackend {
         ...options.kernelOptions,
         limits: rlimitsFor(limits, cgroup),
         ...(network ? { network: forwarderOptions() } : {}),
+        ...(options.ingress ? { ingress: { socket: INGRESS_SOCKET_MOUNT } } : {}),
       };
       // A session's own variables may change pip's offline default, not the gate's proxy settings.
       const extra = network
@@ -146,6 +149,7 @@ export class BubblewrapBackend implements SandboxBackend {
           dataDirectory: options.volume.directory,
           tmpBytes: limits.tmpBytes,
           ...(network ? { gateSocket: network.socketPath } : {}),
+          ...(options.ingress ? { ingressSocket: options.ingress.socketPath } : {}),
           environment,
           files,
           ...(bundle !== undefined ? { contents: { [CERTIFICATE_BUNDLE]: Buffer.from(bundle) } } : {}),

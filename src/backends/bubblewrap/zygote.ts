@@ -16,6 +16,7 @@ import { SandboxStartError } from '../../errors.js';
 import { LineSplitter } from '../../internal/line-splitter.js';
 import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
 import { sweepDeadOwnersEntries } from '../../internal/process-alive.js';
+import { INGRESS_SOCKET_MOUNT } from '../../network/ingress.js';
 import { GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
 import { KERNEL_MOUNT } from '../sandbox-environment.js';
 import { HOST_ETC_FILES } from './arguments.js';
@@ -62,6 +63,7 @@ export interface ForkRequest {
   dataDirectory: string;
   tmpBytes: number;
   gateSocket?: string;
+  ingressSocket?: string;
   environment: Record<string, string>;
   /** Read-only copies in the session: path inside → host file. */
   files: Record<string, string>;
@@ -221,6 +223,8 @@ export class Zygote {
       dataDirectory: request.dataDirectory,
       gateSocket: request.gateSocket,
       gateSocketMount: GATE_SOCKET_MOUNT,
+      ingressSocket: request.ingressSocket,
+      ingressSocketMount: INGRESS_SOCKET_MOUNT,
       environment: request.environment,
     };
     return new Promise<ForkedSession>((resolve, reject) => {

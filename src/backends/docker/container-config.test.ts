@@ -123,6 +123,27 @@ describe('the kernel container of a session with internet access', () => {
   });
 });
 
+describe('the kernel container of a session whose ports are served', () => {
+  it('binds the ingress socket at /run/sandcell/ingress.sock, and holds its group once beside the gate’s', () => {
+    const served = secondKernel({
+      network: { socketPath: '/tmp/sandcell-gate-z/gate.sock', bundlePath: '/tmp/bundles/abc.pem', socketGroup: 1000 },
+      ingress: { socketPath: '/tmp/sandcell-ingress-z/ingress.sock', socketGroup: 1000 },
+    });
+    expect((served.HostConfig?.Mounts ?? []).filter((mount) => mount.Target?.endsWith('ingress.sock'))).toEqual([
+      {
+        Type: 'bind',
+        Source: '/tmp/sandcell-ingress-z/ingress.sock',
+        Target: '/run/sandcell/ingress.sock',
+        ReadOnly: false,
+      },
+    ]);
+    expect(served.HostConfig?.GroupAdd).toEqual(['1000']);
+    expect(served.HostConfig?.NetworkMode).toBe('none');
+    const alone = secondKernel({ ingress: { socketPath: '/tmp/sandcell-ingress-w/ingress.sock', socketGroup: 1001 } });
+    expect(alone.HostConfig?.GroupAdd).toEqual(['1001']);
+  });
+});
+
 describe('the data volume and its holder', () => {
   it("is a tmpfs capped at dataBytes, owned by the session's uid", () => {
     const volume = volumeOptions({ name: 'v', dataBytes: 5 * 2 ** 20, labels, owner });

@@ -10,6 +10,7 @@
  */
 import type Dockerode from 'dockerode';
 import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
+import { INGRESS_SOCKET_MOUNT } from '../../network/ingress.js';
 import { CERTIFICATE_BUNDLE, GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
 import type { SandboxLimits } from '../limits.js';
 import {
@@ -110,6 +111,8 @@ export interface KernelContainerInput {
    * the gid the kernel must hold to connect when the socket could not be given to its uid.
    */
   network?: { socketPath: string; bundlePath: string; socketGroup?: number };
+  /** The host path of the session's ingress socket (its ports' way in), and the gid to hold as for the gate's. */
+  ingress?: { socketPath: string; socketGroup?: number };
   /** An image without sandcell's kernel: the host directory of kernel files bound in, and the image's python. */
   mountedKernel?: { directory: string; python: string };
 }
@@ -149,11 +152,14 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
         dataMount(input.volumeName, false, HOME_USER_MOUNT),
         dataMount(input.volumeName, false, WORKSPACE_MOUNT),
         ...(input.network ? networkMounts(input.network) : []),
+        ...(input.ingress
+          ? [{ Type: 'bind' as const, Source: input.ingress.socketPath, Target: INGRESS_SOCKET_MOUNT, ReadOnly: false }]
+          : []),
         ...(input.mountedKernel ? [kernelMount(input.mountedKernel.directory)] : []),
       ],
       MaskedPaths: input.maskedPaths,
       Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
-      ...(input.network?.socketGroup !== undefined ? { GroupAdd: [String(input.network.socketGroup)] } : {}),
+      ...socketGroups([input.network?.socketGroup, input.ingress?.socketGroup]),
       ...(input.cgroupParent ? { CgroupParent: input.cgroupParent } : {}),
     },
   };
@@ -211,6 +217,12 @@ export function volumeOptions(input: {
     },
     Labels: { ...input.labels, [ROLE_LABEL]: 'data' },
   };
+}
+
+/** The groups the kernel holds beside its own, to connect to the host's sockets when they could not be given to it. */
+function socketGroups(groups: Array<number | undefined>): { GroupAdd?: string[] } {
+  const added = [...new Set(groups.filter((group): group is number => group !== undefined))];
+  return added.length > 0 ? { GroupAdd: added.map(String) } : {};
 }
 
 /**

@@ -19,6 +19,7 @@ import { BackendUnavailableError, SandboxStartError } from '../../errors.js';
 import { runtimeImageTag } from '../../image/recipe.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
 import { writeCertificateBundle } from '../../network/certificate-bundle.js';
+import { INGRESS_SOCKET_MOUNT } from '../../network/ingress.js';
 import { forwarderOptions, offlineEnvironment, proxyEnvironment } from '../../network/sandbox-proxy.js';
 import { defaultCacheDirectory } from '../bubblewrap/host-setup.js';
 import { type DataBudgetMember, sharedDataBudget } from '../data-budget.js';
@@ -79,6 +80,7 @@ const UID_ATTEMPTS = 8;
 export class DockerBackend implements SandboxBackend {
   readonly specificationVersion = 'v1' as const;
   readonly name = 'docker';
+  readonly servesPorts = true;
   readonly image: string;
   private client?: Dockerode;
   private cgroupTree?: DockerCgroupTree;
@@ -248,10 +250,13 @@ export class DockerBackend implements SandboxBackend {
         "Internet access needs a Docker Engine on this machine: the session's gate is a unix socket here, bound into the container (DOCKER_HOST points elsewhere).",
       );
     }
+    // The ingress is a unix socket here, bound in: a remote engine's containers go without (their ports unreachable).
+    const ingress = localEngine ? options.ingress : undefined;
     const kernelOptions = {
       ...options.kernelOptions,
       limits: rlimitsFor(limits),
       ...(network ? { network: forwarderOptions() } : {}),
+      ...(ingress ? { ingress: { socket: INGRESS_SOCKET_MOUNT } } : {}),
     };
     const mounted = this.options.mountedKernel;
     if (mounted && !localEngine) {
@@ -298,6 +303,7 @@ export class DockerBackend implements SandboxBackend {
                 }
               : {}),
             ...(mountedKernel ? { mountedKernel } : {}),
+            ...(ingress ? { ingress } : {}),
           });
           let container: Dockerode.Container | undefined;
           try {

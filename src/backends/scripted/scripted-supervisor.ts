@@ -73,6 +73,8 @@ const HOST_MESSAGE_TYPES: Record<HostMessage['type'], true> = {
   'command-signal': true,
   'command-list': true,
   liveness: true,
+  'port-connect': true,
+  'port-list': true,
   'state-begin': true,
   'state-read': true,
   'state-write': true,
@@ -201,6 +203,13 @@ export class ScriptedSupervisor {
       case 'liveness':
         // A scripted kernel is never stopped: it runs in this process.
         this.reply(message, () => ({ stopped: [] }));
+        break;
+      // A scripted sandbox is given no ingress socket (the backend does not serve ports), as a supervisor without one answers.
+      case 'port-connect':
+        this.refuse(message.id, new Refusal('ingress-unavailable', 'this sandbox has no ingress socket'));
+        break;
+      case 'port-list':
+        this.reply(message, () => ({ ports: [] }));
         break;
       case 'shutdown':
         this.options.die({ code: 0, reason: 'exited' });

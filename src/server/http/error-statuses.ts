@@ -45,6 +45,11 @@ export const HTTP_ANSWERS: Readonly<Record<SandcellErrorCode, HttpAnswer | 'by-l
   'image-build-failed': { status: 500 },
   timeout: { status: 504 },
   aborted: { status: 499 },
+  // A port in a sandbox: nothing listens (as a proxy answers it), too many open, no answer, no way in.
+  'port-closed': { status: 502 },
+  'port-busy': { status: 503, retryAfterSeconds: 1 },
+  'port-unreachable': { status: 504 },
+  'ports-unavailable': { status: 501 },
   // The model's side fails the server, not the request.
   'model-configuration': { status: 500 },
   'model-unavailable': { status: 500 },
