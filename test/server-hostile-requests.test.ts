@@ -321,6 +321,37 @@ describe.each([
     );
   }
 
+  it.each([
+    {
+      via: 'a sandbox port’s host name',
+      rewrite: (line: string) => line.replace(/^Host: 127\.0\.0\.1:(\d+)$/m, 'Host: 3000-nosuchsandbox.localhost:$1'),
+    },
+    {
+      via: 'E2B’s port headers',
+      rewrite: (line: string) =>
+        line.replace(/^(Host: 127\.0\.0\.1:\d+)$/m, '$1\r\nE2b-Sandbox-Id: nosuchsandbox\r\nE2b-Sandbox-Port: 3000'),
+    },
+  ])(
+    'every hostile request for a port, by $via, is answered or closed, and nothing else is touched',
+    async ({ rewrite }) => {
+      const seen: string[] = [];
+      for (const hostile of CASES) {
+        const what = `${hostile.name} to a port`;
+        const bytes = hostile.bytes('/', 'X-Nothing: 1', serve.port);
+        const answer = await sendRaw(serve.port, typeof bytes === 'string' ? rewrite(bytes) : bytes, hostile);
+        if (answer.status !== undefined)
+          expect(answer.status, `${what}: ${answer.text.slice(0, 300)}`).toBeLessThan(500);
+        seen.push(`${hostile.name}: ${answer.status ?? 'closed'}`);
+        await expectStillServing(what);
+      }
+      // A port of no sandbox is answered as E2B's proxy answers it, never by the API or the web UI.
+      const plain = await sendRaw(serve.port, rewrite(head(['GET / HTTP/1.1', host(serve.port)])));
+      expect(plain.status).toBe(404);
+      expect(plain.text).toContain('"sandboxId":"nosuchsandbox"');
+      expect(seen.filter((line) => /: [1-4]\d\d$/.test(line)).length).toBeGreaterThan(CASES.length / 2);
+    },
+  );
+
   it('answers a path with a backslash with a clear 400, and the server logs it as refused, not as a failure', async () => {
     const answer = await sendRaw(
       serve.port,

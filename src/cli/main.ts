@@ -161,6 +161,10 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           collect,
           [],
         )
+        .option(
+          '--sandbox-domain <domain>',
+          'serve port P of sandbox ID at P-ID.DOMAIN, a wildcard name pointing here (default: localhost:PORT; env SANDCELL_SANDBOX_DOMAIN)',
+        )
         .option('--pool-size <n>', 'sessions kept warm whatever the demand (default: 2, env SANDCELL_POOL_SIZE)')
         .option(
           '--pool-max <n>',

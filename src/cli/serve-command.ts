@@ -22,6 +22,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   port?: string;
   apiKey: string[];
   allowedHost: string[];
+  sandboxDomain?: string;
   poolSize?: string;
   poolMax?: string;
   maxSessions?: string;
@@ -97,6 +98,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     host: options.host,
     apiKeys: keys,
     allowedHosts: options.allowedHost.length > 0 ? options.allowedHost : undefined,
+    ...(options.sandboxDomain !== undefined ? { sandboxDomain: options.sandboxDomain } : {}),
     preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),
     ...(options.preloadWhenBehind ? { preloadWhenBehind: true } : {}),
     ...(options.env ? { sessionOptions: { environmentName: options.env } } : {}),

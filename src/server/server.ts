@@ -3,9 +3,11 @@
  * warmed before it accepts connections, and a graceful close: stop accepting,
  * let running executions finish (bounded), close every sandbox.
  *
- * Hono does not see upgrades: Jupyter's channels websocket is the one door that
- * takes them, and any other upgrade is answered as the plain HTTP request it
- * also is. Background commands are not waited for on close (they may be meant
+ * Requests for a port a sandbox serves (`PORT-ID.DOMAIN`, or E2B's headers) go
+ * to the port door (ports/), before anything else sees them. Hono does not see
+ * upgrades: an app's WebSocket and Jupyter's channels websocket are the doors
+ * that take them, and any other upgrade is answered as the plain HTTP request
+ * it also is. Background commands are not waited for on close (they may be meant
  * to run forever): they end with their sandboxes. createServer leaves the
  * embedding process's OOM score alone; `sandcell serve` and `sandcell mcp`
  * lower their own.
@@ -20,6 +22,7 @@ import { ConnectionLimiter } from './http/connection-limiter.js';
 import { Forwarder } from './http/forwarding.js';
 import { answerUpgradeAsHttp, createRequestListener } from './http/request-listener.js';
 import { jupyterChannels } from './jupyter/channels-socket.js';
+import { PortDoor } from './ports/port-door.js';
 
 const CONNECTIONS_DRAIN_MS = 2_000;
 /** How long a client may keep a connection idle for its next request (Node's own default), as every answer says. */
@@ -72,7 +75,8 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     maxConnectionsPerAddress: resolved.maxConnectionsPerAddress,
     onShed: (reason) => context.metrics.rejected.inc({ reason }),
   });
-  const { app, mcp, jupyter } = createApp(context, { connections });
+  const { app, mcp, jupyter, e2bSandboxes } = createApp(context, { connections });
+  const ports = new PortDoor({ sandboxDomain: resolved.sandboxDomain, sandboxes: e2bSandboxes, logger });
   try {
     if (resolved.stateDirectory !== false) await context.conversations.keepOnDisk(resolved.stateDirectory);
     // A store named for paused sessions is proven before the first session: wrong credentials fail here, not at a pause.
@@ -102,6 +106,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     logger,
     keepAliveHint: `timeout=${KEEP_ALIVE_TIMEOUT_MS / 1000}`,
     ...(forwarder ? { forwarder } : {}),
+    ports,
   });
   const httpServer = createHttpServer(
     {
@@ -117,7 +122,9 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
   const channels = jupyterChannels(context, jupyter, connections);
   // Hono does not see upgrades: Jupyter's websocket is the one front door that takes them.
   httpServer.on('upgrade', (request, socket, head) => {
-    if (!channels.matches(request)) answerUpgradeAsHttp(request, socket, listener);
+    const address = ports.claims(request);
+    if (address) void ports.upgrade(request, socket, head, address).catch(() => socket.destroy());
+    else if (!channels.matches(request)) answerUpgradeAsHttp(request, socket, listener);
     else if (!forwarder) channels.upgrade(request, socket, head);
     else
       void forwarder

@@ -3,8 +3,9 @@
  * to them from the host: what a server that serves the app an agent built
  * (`sandcell serve`'s URLs per port) stands on. A connection is asked of the
  * supervisor (`port-connect`) and arrives on the session's ingress socket
- * (src/network/ingress.ts); the session counts it as activity while it is
- * open, so a session serving an app is not closed for idling.
+ * (src/network/ingress.ts); its traffic counts as the session's activity, so
+ * a session whose app is in use is not closed for idling (one left open and
+ * silent is no use: a browser tab's WebSocket does not keep it forever).
  */
 import type { Socket } from 'node:net';
 import { InvalidInputError, PortError } from '../errors.js';
@@ -40,7 +41,7 @@ export class SessionPorts {
     return this.host.ingress !== undefined;
   }
 
-  /** Connections to the sandbox's ports open now (a session with any is not idle). */
+  /** Connections to the sandbox's ports open now. */
   get openConnections(): number {
     return this.open;
   }
@@ -77,6 +78,8 @@ export class SessionPorts {
     const socket = await expected.connection;
     this.open += 1;
     this.host.touch();
+    // A listener of its own, which leaves the socket paused for the caller's.
+    socket.on('data', () => this.host.touch());
     socket.once('close', () => {
       this.open -= 1;
       this.host.touch();

@@ -177,12 +177,12 @@ export class Session {
   }
 
   /**
-   * Whether anything runs: code, or any command, background ones included, or a connection to
-   * one of its ports is open (an app it serves is in use). A session with work running is not idle (a pool never closes it for idling); when the work ends, its idle clock
+   * Whether anything runs: code, or any command, background ones included. A session with work
+   * running is not idle (a pool never closes it for idling); when the work ends, its idle clock
    * starts again.
    */
   get active(): boolean {
-    return this.busy || this.commandRuns.all().length > 0 || this.ports.openConnections > 0;
+    return this.busy || this.commandRuns.all().length > 0;
   }
 
   /**

@@ -171,7 +171,7 @@ export function runPortsContract({ name, createBackend }: { name: string; create
       const session = await withPorts(async (opened) => {
         expect((await opened.run(ECHO_SERVER(9300))).error).toBeUndefined();
         const socket = await opened.ports.connect(9300);
-        expect(opened.active).toBe(true);
+        expect(opened.ports.openConnections).toBe(1);
         const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
         socket.write('unfinished');
         return { opened, ended };

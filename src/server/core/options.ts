@@ -82,6 +82,35 @@ function allowedHostName(name: string): string {
   return parsed.hostname;
 }
 
+/**
+ * The sandbox domain as compared: lower case, a host name of at least one dot or `localhost`, with an
+ * optional port; no address (`PORT-ID.127.0.0.1` names nothing), no path, no scheme.
+ */
+function sandboxDomainOption(domain: string | undefined): string | undefined {
+  if (domain === undefined) return undefined;
+  const bare = domain.trim().toLowerCase();
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(`http://${bare}`);
+  } catch {
+    parsed = undefined;
+  }
+  const name = parsed?.hostname ?? '';
+  if (
+    !parsed ||
+    parsed.host !== bare ||
+    parsed.pathname !== '/' ||
+    !/^[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(name) ||
+    /^[0-9.]+$/.test(name) ||
+    (!name.includes('.') && name !== 'localhost')
+  ) {
+    throw new InvalidInputError(
+      `A sandbox domain is a host name, with a port if clients use one, e.g. sandboxes.example.com or localhost:8080; got ${JSON.stringify(domain)} (--sandbox-domain, SANDCELL_SANDBOX_DOMAIN).`,
+    );
+  }
+  return bare;
+}
+
 /** True for addresses only this machine can reach. */
 export function isLoopback(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
@@ -119,6 +148,7 @@ export function resolveServerOptions(
     host,
     apiKeys,
     allowedHosts: (options.allowedHosts ?? list(environment.SANDCELL_ALLOWED_HOSTS) ?? []).map(allowedHostName),
+    sandboxDomain: sandboxDomainOption(options.sandboxDomain ?? (environment.SANDCELL_SANDBOX_DOMAIN || undefined)),
     preloadModules: preload?.length === 1 && preload[0] === 'none' ? [] : (preload ?? DEFAULT_PRELOAD_MODULES),
     preloadWhenBehind:
       options.preloadWhenBehind ?? ['1', 'true'].includes(environment.SANDCELL_PRELOAD_WHEN_BEHIND ?? ''),

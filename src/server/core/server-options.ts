@@ -53,6 +53,14 @@ export interface ServerOptions {
    * @default none (env SANDCELL_ALLOWED_HOSTS, comma-separated)
    */
   allowedHosts?: string[];
+  /**
+   * The parent domain of the URLs of the ports served in sandboxes: `PORT-ID.DOMAIN` reaches port
+   * PORT in sandbox ID, and E2B's SDKs build those names from it (`getHost`). A name, with a port
+   * when clients reach the server on one (`sandboxes.example.com`, `localhost:8080`); it needs a
+   * wildcard DNS name (and certificate) pointing at this server, on a registrable domain of its own.
+   * @default `localhost:PORT`, PORT the one a request came to (browsers resolve `*.localhost` to loopback) (env SANDCELL_SANDBOX_DOMAIN)
+   */
+  sandboxDomain?: string;
   /** Open TCP connections on the whole server; past it idle unauthenticated ones are closed first. @default 1024 (env SANDCELL_MAX_CONNECTIONS) */
   maxConnections?: number;
   /** Open TCP connections from one client address. @default 256 (env SANDCELL_MAX_CONNECTIONS_PER_ADDRESS) */
@@ -199,6 +207,8 @@ export interface ResolvedServerOptions {
   port: number;
   apiKeys: string[];
   allowedHosts: string[];
+  /** Lower case, `name` or `name:port`; undefined: `localhost:PORT` of each request's own port. */
+  sandboxDomain: string | undefined;
   maxConnections: number;
   maxConnectionsPerAddress: number;
   headersTimeoutMs: number;

@@ -6,11 +6,13 @@
  * arrives as `X-API-KEY`; each key sees only its own sandboxes, paused ones
  * included.
  */
+import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import type { Owner } from '../core/auth.js';
 import { FORWARDED_BY_HEADER } from '../core/cluster.js';
 import type { ServerContext } from '../core/context.js';
+import { sandboxDomain } from '../ports/port-address.js';
 import {
   ConnectBody,
   CreateBody,
@@ -28,7 +30,7 @@ import {
 import { deleteSnapshot, parseSnapshotQuery, snapshotOfTemplate, snapshotPage } from './control-snapshots.js';
 import { E2bError, toE2bError } from './errors.js';
 import { CURSORS_HEADER, listPage, parseListQuery } from './list-query.js';
-import { networkOfCreation } from './network-fields.js';
+import { networkOfCreation, trafficOfCreation } from './network-fields.js';
 import { presentConnection, presentInfo } from './present.js';
 import type { Lifecycle } from './sandbox-keep.js';
 import { type E2bSandbox, notFound, type SandboxRow } from './sandbox-row.js';
@@ -90,6 +92,12 @@ function lifecycleOfCreation(body: CreateRequest): Lifecycle {
 
 export function controlPlane(server: ServerContext, table: SandboxTable) {
   const { registry } = server;
+  /** The parent domain of the sandbox's port names, as the SDKs' getHost(port) builds them (ports/). */
+  const domainOf = (context: Context): string =>
+    sandboxDomain(
+      server.options.sandboxDomain,
+      (context.env as Partial<HttpBindings> | undefined)?.incoming?.socket.localPort,
+    );
 
   /** A sandbox that runs, resumed if the server paused it while idle; a paused one is `whenPaused`'s error. */
   const running = async (row: SandboxRow, whenPaused: () => E2bError): Promise<E2bSandbox> => {
@@ -113,9 +121,10 @@ export function controlPlane(server: ServerContext, table: SandboxTable) {
       metadata: body.metadata ?? {},
       lifecycle,
       network: networkOfCreation(body),
+      traffic: trafficOfCreation(body),
       ...(snapshot ? { snapshot } : {}),
     });
-    return context.json(presentConnection(sandbox), 201);
+    return context.json(presentConnection(sandbox, domainOf(context)), 201);
   };
 
   // Connect resumes a paused sandbox (201, its timeout from now) and answers a running one (200).
@@ -130,14 +139,14 @@ export function controlPlane(server: ServerContext, table: SandboxTable) {
         );
       }
       const resumed = await table.resume(row, { timeoutMs: seconds(body.timeout ?? DEFAULT_TIMEOUT_SECONDS) });
-      return context.json(presentConnection(resumed), 201);
+      return context.json(presentConnection(resumed, domainOf(context)), 201);
     }
     const sandbox = await table.resume(row);
     // Connecting with a timeout moves the deadline, never earlier than it is (E2B's rule for running sandboxes).
     if (body.timeout !== undefined && Date.now() + seconds(body.timeout) > sandbox.endAt.getTime()) {
       table.setTimeout(sandbox, seconds(body.timeout));
     }
-    return context.json(presentConnection(sandbox), 200);
+    return context.json(presentConnection(sandbox, domainOf(context)), 200);
   };
 
   // The deprecated resume: a paused sandbox only (a running one is 409), for 15 seconds unless told.
@@ -148,7 +157,7 @@ export function controlPlane(server: ServerContext, table: SandboxTable) {
     if (body.memory === false)
       throw new E2bError(400, 'Resuming from the files alone is not supported by this server.');
     const resumed = await table.resume(row, { timeoutMs: seconds(body.timeout ?? DEFAULT_RESUME_TIMEOUT_SECONDS) });
-    return context.json(presentConnection(resumed), 201);
+    return context.json(presentConnection(resumed, domainOf(context)), 201);
   };
 
   // 204 paused; 409 paused already (the SDK's `false`); 404 not found.
@@ -185,7 +194,7 @@ export function controlPlane(server: ServerContext, table: SandboxTable) {
     const row = await table.get(owner, id ?? '');
     const state = table.state(row);
     if (state === undefined) throw notFound(row.id);
-    return context.json(presentInfo(row, state, server.options, true), 200);
+    return context.json(presentInfo(row, state, server.options, domainOf(context), true), 200);
   };
 
   const list: Handler = async (context, owner) => {
@@ -195,7 +204,7 @@ export function controlPlane(server: ServerContext, table: SandboxTable) {
     // A peer gathering the list merges the nodes' pages by these.
     if (context.req.header(FORWARDED_BY_HEADER) !== undefined) headers[CURSORS_HEADER] = cursors.join(',');
     return context.json(
-      page.map(({ row, state }) => presentInfo(row, state, server.options)),
+      page.map(({ row, state }) => presentInfo(row, state, server.options, domainOf(context))),
       200,
       headers,
     );
@@ -266,7 +275,7 @@ export function controlPlane(server: ServerContext, table: SandboxTable) {
     )[] = [];
     for (let index = 0; index < (body.count ?? 1); index++) {
       try {
-        results.push({ sandbox: presentConnection(await table.fork(source, timeoutMs)) });
+        results.push({ sandbox: presentConnection(await table.fork(source, timeoutMs), domainOf(context)) });
       } catch (error) {
         const mapped = toE2bError(error);
         results.push({ error: { code: mapped.status, message: mapped.message } });

@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { MAX_ALLOW_RULES, MAX_RULE_LENGTH, type NetworkOption } from '../../network/network-option.js';
 import { E2bError } from './errors.js';
+import type { TrafficPolicy } from './sandbox-keep.js';
 
 export const NetworkFields = {
   allow_internet_access: z.boolean().nullish(),
@@ -18,13 +19,44 @@ export const NetworkFields = {
       denyOut: z.array(z.string().max(MAX_RULE_LENGTH)).max(MAX_ALLOW_RULES).nullish(),
       rules: z.unknown().optional(),
       egressProxy: z.unknown().optional(),
+      allowPublicTraffic: z.boolean().nullish(),
+      maskRequestHost: z.string().min(1).max(256).nullish(),
+      httpsPorts: z.array(z.number().int().min(1).max(65_535)).max(64).nullish(),
     })
     .nullish(),
 };
 
 export interface NetworkRequest {
   allow_internet_access?: boolean | null | undefined;
-  network?: { allowOut?: string[] | null; denyOut?: string[] | null; rules?: unknown; egressProxy?: unknown } | null;
+  network?: {
+    allowOut?: string[] | null;
+    denyOut?: string[] | null;
+    rules?: unknown;
+    egressProxy?: unknown;
+    allowPublicTraffic?: boolean | null;
+    maskRequestHost?: string | null;
+    httpsPorts?: number[] | null;
+  } | null;
+}
+
+/**
+ * Who may reach the sandbox's ports (src/server/ports/): everyone unless `allowPublicTraffic` is
+ * false (E2B's default is true), the Host the app sees, and the ports whose app speaks TLS.
+ */
+export function trafficOfCreation(body: NetworkRequest): TrafficPolicy {
+  const network = body.network ?? undefined;
+  const mask = network?.maskRequestHost ?? undefined;
+  if (mask !== undefined && !/^[\x21-\x7e]+$/.test(mask)) {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: E2B's placeholder, as its users write it
+    throw new E2bError(400, 'network.maskRequestHost is a host name, with ${PORT} where the port goes.');
+  }
+  const httpsPorts = [...new Set(network?.httpsPorts ?? [])];
+  if (httpsPorts.includes(49_983)) throw new E2bError(400, 'network.httpsPorts cannot list envd’s port, 49983.');
+  return {
+    public: network?.allowPublicTraffic !== false,
+    ...(mask !== undefined ? { maskRequestHost: mask } : {}),
+    httpsPorts,
+  };
 }
 
 /** The session's network option, or undefined for the server's default. */

@@ -13,7 +13,7 @@ export const ENVD_VERSION = '0.5.7';
 const CLIENT_ID = 'sandcell';
 
 /** What create and connect answer: how to reach the sandbox. */
-export function presentConnection(sandbox: SandboxRow) {
+export function presentConnection(sandbox: SandboxRow, domain: string) {
   return {
     sandboxID: sandbox.id,
     templateID: sandbox.templateId,
@@ -21,7 +21,8 @@ export function presentConnection(sandbox: SandboxRow) {
     envdVersion: ENVD_VERSION,
     envdAccessToken: sandbox.envdAccessToken,
     trafficAccessToken: sandbox.trafficAccessToken,
-    domain: null,
+    // The SDKs' getHost(port) is `${port}-${sandboxID}.${domain}`, which the port door serves.
+    domain,
   };
 }
 
@@ -30,7 +31,13 @@ export function presentConnection(sandbox: SandboxRow) {
  * a way to obtain them). A sandbox the server paused while it was idle runs, to its clients; a
  * paused one ends (`endAt`) when it was paused, as in E2B. get-info adds the lifecycle.
  */
-export function presentInfo(sandbox: SandboxRow, state: SandboxState, options: ResolvedServerOptions, detail = false) {
+export function presentInfo(
+  sandbox: SandboxRow,
+  state: SandboxState,
+  options: ResolvedServerOptions,
+  domain: string,
+  detail = false,
+) {
   const limits = { ...DEFAULT_LIMITS, ...options.sessionOptions.limits };
   const paused = state === 'paused';
   return {
@@ -45,6 +52,18 @@ export function presentInfo(sandbox: SandboxRow, state: SandboxState, options: R
     memoryMB: Math.round(limits.memoryBytes / 2 ** 20),
     diskSizeMB: Math.round(limits.dataBytes / 2 ** 20),
     metadata: sandbox.metadata,
-    ...(detail ? { lifecycle: sandbox.lifecycle } : {}),
+    domain,
+    ...(detail
+      ? {
+          lifecycle: sandbox.lifecycle,
+          network: {
+            allowPublicTraffic: sandbox.traffic.public,
+            ...(sandbox.traffic.maskRequestHost !== undefined
+              ? { maskRequestHost: sandbox.traffic.maskRequestHost }
+              : {}),
+            ...(sandbox.traffic.httpsPorts.length > 0 ? { httpsPorts: sandbox.traffic.httpsPorts } : {}),
+          },
+        }
+      : {}),
   };
 }

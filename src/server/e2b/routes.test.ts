@@ -74,7 +74,8 @@ function envelopes(bytes: Buffer): [number, unknown][] {
 describe('E2B routes (scripted)', () => {
   it('answers create with the fields every SDK requires, and the older path too', async () => {
     const created = await createSandbox();
-    expect(created).toMatchObject({ clientID: 'sandcell', envdVersion: '0.5.7', domain: null });
+    // The SDKs' getHost(port) builds `${port}-${sandboxID}.${domain}`: the server's own, on this machine.
+    expect(created).toMatchObject({ clientID: 'sandcell', envdVersion: '0.5.7', domain: `localhost:${server.port}` });
     expect(created.envdAccessToken).toMatch(/^[0-9a-f]{64}$/);
     // A base URL given with a trailing slash still reaches the route.
     expect((await control(`//sandboxes/${created.sandboxID}`)).status).toBe(200);
@@ -140,8 +141,12 @@ describe('E2B routes (scripted)', () => {
     expect(envelopes(Buffer.from(await pty.arrayBuffer()))).toEqual([
       [END_STREAM_FLAG, { error: { code: 'unimplemented', message: expect.stringContaining('PTY') } }],
     ]);
+    // Another port is the app's, through the port door: a scripted sandbox has no way in to its ports.
     const port = await fetch(`${server.url}/e2b/health`, { headers: { ...headers, 'e2b-sandbox-port': '8080' } });
-    expect(port.status).toBe(502);
+    expect(port.status).toBe(501);
+    expect(await port.json()).toMatchObject({ sandboxId: sandbox.sandboxID, code: 501 });
+    const notAPort = await fetch(`${server.url}/e2b/health`, { headers: { ...headers, 'e2b-sandbox-port': 'x' } });
+    expect(notAPort.status).toBe(502);
     await control(`/sandboxes/${sandbox.sandboxID}`, { method: 'DELETE' });
   });
 

@@ -156,7 +156,8 @@ export function mountE2bRoutes(app: Hono, server: ServerContext): SandboxTable {
         const sandbox = await sandboxFor(context, (candidate) => interpreterTokensMatch(context, candidate));
         return await limited(context, false, () => handleInterpreter(context, sandbox, server));
       }
-      throw new E2bError(SANDBOX_GONE, `Nothing listens on port ${port} of E2B sandboxes here (only 49983 and 49999).`);
+      // Another port number is the port door's (ports/port-door.ts), before this route: this one is none.
+      throw new E2bError(SANDBOX_GONE, `E2b-Sandbox-Port ${JSON.stringify(port.slice(0, 16))} is not a port.`);
     } catch (error) {
       if (!connect) return e2bErrorResponse(context, error);
       // A streaming call's refusal is its end of stream (Connect's framing): a status alone loses its message.

@@ -19,6 +19,21 @@ export const Lifecycle = z.object({
 });
 export type Lifecycle = z.output<typeof Lifecycle>;
 
+/**
+ * Who may reach the ports the sandbox serves, and how (E2B's `network.allowPublicTraffic`,
+ * `maskRequestHost` and `httpsPorts`). Absent in records older than ports: public, as E2B's default.
+ */
+export const TrafficPolicy = z.object({
+  /** False: a request to a port must carry the sandbox's traffic token (`e2b-traffic-access-token`). */
+  public: z.boolean(),
+  /** The Host the app sees, `${PORT}` replaced by the port; absent, the name the request came by. */
+  maskRequestHost: z.string().min(1).max(256).optional(),
+  /** Ports whose app serves TLS itself: reached over TLS (its certificate not checked), served plain. */
+  httpsPorts: z.array(z.number().int().min(1).max(65_535)).max(64),
+});
+export type TrafficPolicy = z.output<typeof TrafficPolicy>;
+export const PUBLIC_TRAFFIC: TrafficPolicy = { public: true, httpsPorts: [] };
+
 export const SandboxKeep = z.object({
   e2b: z.literal(1),
   templateId: z.string().min(1).max(256),
@@ -33,6 +48,7 @@ export const SandboxKeep = z.object({
   /** The timeout it was created with: what a resume by its traffic gives it. */
   timeoutMs: Millis,
   lifecycle: Lifecycle,
+  traffic: TrafficPolicy.optional(),
   /** Set while it is paused as E2B's clients see it (pause(), or its deadline with onTimeout 'pause'). */
   pausedAt: Millis.optional(),
 });

@@ -11,7 +11,7 @@ import type { SessionLostError } from '../../snapshots/snapshot-errors.js';
 import type { Owner } from '../core/auth.js';
 import type { ManagedSession } from '../core/managed-session.js';
 import { E2bError } from './errors.js';
-import type { Lifecycle, SandboxKeep } from './sandbox-keep.js';
+import { type Lifecycle, PUBLIC_TRAFFIC, type SandboxKeep, type TrafficPolicy } from './sandbox-keep.js';
 
 export interface SandboxRow {
   /** E2B's sandbox id, and its session's id in the registry. */
@@ -36,6 +36,8 @@ export interface SandboxRow {
   /** The timeout it was created with: what a resume by its own traffic gives it. */
   readonly timeoutMs: number;
   readonly lifecycle: Lifecycle;
+  /** Who may reach the ports it serves, and how (src/server/ports/). */
+  readonly traffic: TrafficPolicy;
   /** Set while it is paused as its clients see it. */
   pausedAt?: Date;
   /** Set when its record says its state is gone (its server stopped without pausing it): its traffic is told so. */
@@ -56,6 +58,7 @@ export interface NewSandbox {
   envVars: Record<string, string>;
   metadata: Record<string, string>;
   lifecycle: Lifecycle;
+  traffic: TrafficPolicy;
   /** Absent: the server's default. */
   network?: NetworkOption | undefined;
   /** The snapshot it starts from (its `templateId` named one of the key's snapshots). */
@@ -106,6 +109,7 @@ export function keepOf(row: SandboxRow): SandboxKeep {
     endAt: row.endAt.getTime(),
     timeoutMs: row.timeoutMs,
     lifecycle: row.lifecycle,
+    traffic: row.traffic,
     ...(row.pausedAt ? { pausedAt: row.pausedAt.getTime() } : {}),
   };
 }
@@ -125,6 +129,7 @@ export function rowOfKeep(owner: Owner, id: string, keep: SandboxKeep, entry?: M
     endAt: new Date(keep.endAt),
     timeoutMs: keep.timeoutMs,
     lifecycle: keep.lifecycle,
+    traffic: keep.traffic ?? PUBLIC_TRAFFIC,
     ...(keep.pausedAt !== undefined ? { pausedAt: new Date(keep.pausedAt) } : {}),
   };
 }

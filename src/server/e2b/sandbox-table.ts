@@ -103,6 +103,7 @@ export class SandboxTable {
       endAt: new Date(now + request.timeoutMs),
       timeoutMs: request.timeoutMs,
       lifecycle: request.lifecycle,
+      traffic: request.traffic,
     };
     refuseLargeKeep(row);
     const entry = await this.registry.create(request.owner, 'e2b', {
@@ -140,6 +141,7 @@ export class SandboxTable {
       endAt: new Date(now + timeoutMs),
       timeoutMs,
       lifecycle: source.lifecycle,
+      traffic: source.traffic,
     };
     return this.attach(row, entry);
   }

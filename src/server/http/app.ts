@@ -7,6 +7,7 @@ import { azureRoutes } from '../azure/routes.js';
 import { conversationRoutes } from '../conversations/routes.js';
 import type { ServerContext } from '../core/context.js';
 import { mountE2bRoutes } from '../e2b/routes.js';
+import type { SandboxTable } from '../e2b/sandbox-table.js';
 import { KernelStore } from '../jupyter/kernel-store.js';
 import { jupyterRoutes } from '../jupyter/routes.js';
 import { McpHttpEndpoint } from '../mcp/http.js';
@@ -31,6 +32,8 @@ export interface SandcellApp {
   jupyter: KernelStore;
   /** The OpenAPI 3.1 document served at /openapi.json. */
   document: Record<string, unknown>;
+  /** The E2B door's sandboxes, whose ports the port door serves (ports/port-door.ts). */
+  e2bSandboxes: SandboxTable;
 }
 
 export interface AppOptions {
@@ -118,10 +121,10 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
   });
   registerRoutes(app, routes, routeContext);
 
-  mountE2bRoutes(app, server);
+  const e2bSandboxes = mountE2bRoutes(app, server);
   app.on(['GET', 'POST', 'DELETE'], '/mcp', (c) => mcp.handle(c, routeContext.authenticate(c)));
   app.route('/jupyter', jupyterRoutes(server, jupyter));
   if (server.options.webRoot !== false) serveWebUi(app, server.options.webRoot);
 
-  return { app, mcp, jupyter, document };
+  return { app, mcp, jupyter, document, e2bSandboxes };
 }

@@ -17,6 +17,7 @@ import type { Duplex } from 'node:stream';
 import { getRequestListener } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
+import type { PortDoor } from '../ports/port-door.js';
 import { errorBody, HttpError } from './errors.js';
 import type { Forwarder } from './forwarding.js';
 
@@ -36,6 +37,8 @@ export interface RequestListenerOptions {
   keepAliveHint: string;
   /** In a cluster: sends a request for a session another node holds to that node (forwarding.ts). */
   forwarder?: Forwarder;
+  /** Requests for a port a sandbox serves, which nothing else of the server sees (ports/port-door.ts). */
+  ports?: PortDoor;
 }
 
 const jsonResponse = (error: HttpError, requestId: string | undefined): Response =>
@@ -89,11 +92,16 @@ export function createRequestListener(
       }
     });
   };
+  const { ports } = options;
   return (request, response) => {
     const requestId = randomUUID();
     response.setHeader(REQUEST_ID_HEADER, requestId);
     response.setHeader('Keep-Alive', options.keepAliveHint);
-    answer(request, response, requestId).catch((error: unknown) => {
+    const address = ports?.claims(request);
+    const answering = address
+      ? requestIds.run(requestId, () => ports?.serve(request, response, address) ?? Promise.resolve())
+      : answer(request, response, requestId);
+    answering.catch((error: unknown) => {
       logger.error({ err: error, requestId, method: request.method }, 'unexpected error answering a request');
       if (response.headersSent) {
         response.destroy();
