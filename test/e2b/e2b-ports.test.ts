@@ -4,16 +4,17 @@
  * it through the server. Requests go over HTTP to 127.0.0.1 with that name in `Host`, as a browser's
  * do (it resolves `*.localhost` to loopback itself): pages, cookies, a 32 MiB upload and download,
  * an event stream passed as it comes, a WebSocket; E2B's header route on the server's own host;
- * E2B's answers for a closed port, an unknown sandbox and a paused one; private traffic and a masked
- * Host; and none of it reaching the API or the web UI.
+ * E2B's answers for a closed port, an unknown sandbox and a paused one; private traffic, a masked
+ * Host and an app serving TLS; and none of it reaching the API or the web UI.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { Sandbox } from 'e2b';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startE2bServer, type TestServer } from '../support/e2b.js';
+import { createTestCertificates } from '../support/test-ca.js';
 
 // biome-ignore lint/suspicious/noTemplateCurlyInString: E2B's placeholder, which the server replaces
 const MASK = 'app.internal:${PORT}';
@@ -234,6 +235,29 @@ describe('E2B ports served as URLs', () => {
       });
     } finally {
       await hidden.kill();
+    }
+  });
+
+  it('reaches an app that serves TLS itself on a port listed in httpsPorts (its certificate not checked)', async () => {
+    const certificates = createTestCertificates(['localhost']);
+    const secure = await Sandbox.create({ network: { httpsPorts: [3443] } });
+    try {
+      await secure.files.write('/home/user/app.py', APP);
+      await secure.files.write('/home/user/cert.pem', certificates.serverCertificate);
+      await secure.files.write('/home/user/key.pem', certificates.serverKey);
+      await secure.commands.run('python3 /home/user/app.py 3443 /home/user/cert.pem /home/user/key.pem', {
+        background: true,
+      });
+      const deadline = Date.now() + 20_000;
+      let answer = await request(secure.getHost(3443), '/');
+      while (answer.status !== 200 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        answer = await request(secure.getHost(3443), '/');
+      }
+      expect(answer.json).toEqual({ app: 'hello from the app', host: secure.getHost(3443) });
+    } finally {
+      await secure.kill();
+      rmSync(certificates.directory, { recursive: true, force: true });
     }
   });
 
