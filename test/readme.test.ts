@@ -74,6 +74,8 @@ const RUN_ELSEWHERE: Record<string, string> = {
   'store-azure': 'test/server-shared-store.test.ts',
   'e2b-serve': 'test/readme-e2b.test.ts',
   'e2b-sdk': 'test/readme-e2b.test.ts',
+  'ports-e2b': 'test/readme-ports.test.ts',
+  'ports-v1': 'test/readme-ports.test.ts',
   'jupyter-gateway': 'test/jupyter-gateway-notebook.test.ts',
   'internet-access': 'test/readme-internet.test.ts',
   'internet-access-pip': 'test/readme-internet.test.ts',

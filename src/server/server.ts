@@ -76,7 +76,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     onShed: (reason) => context.metrics.rejected.inc({ reason }),
   });
   const { app, mcp, jupyter, e2bSandboxes } = createApp(context, { connections });
-  const ports = new PortDoor({ sandboxDomain: resolved.sandboxDomain, sandboxes: e2bSandboxes, logger });
+  const ports = new PortDoor({ server: context, sandboxes: e2bSandboxes });
   try {
     if (resolved.stateDirectory !== false) await context.conversations.keepOnDisk(resolved.stateDirectory);
     // A store named for paused sessions is proven before the first session: wrong credentials fail here, not at a pause.

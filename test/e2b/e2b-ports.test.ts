@@ -14,6 +14,7 @@ import { Sandbox } from 'e2b';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startE2bServer, type TestServer } from '../support/e2b.js';
+import { portRequest } from '../support/port-request.js';
 import { createTestCertificates } from '../support/test-ca.js';
 
 // biome-ignore lint/suspicious/noTemplateCurlyInString: E2B's placeholder, which the server replaces
@@ -23,50 +24,8 @@ const APP = readFileSync(new URL('../fixtures/ports/app.py', import.meta.url), '
 let server: TestServer;
 let sandbox: Sandbox;
 
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
-  // biome-ignore lint/suspicious/noExplicitAny: answers are read loosely in tests
-  json: any;
-}
-
-/** A request to the server with `host` in `Host`, as a browser sends it for that name. */
-function request(
-  host: string,
-  path: string,
-  options: { method?: string; headers?: Record<string, string>; body?: Buffer } = {},
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const outgoing = http.request(
-      {
-        host: '127.0.0.1',
-        port: server.port,
-        path,
-        method: options.method ?? 'GET',
-        headers: { host, ...options.headers },
-        agent: false,
-      },
-      (incoming) => {
-        const chunks: Buffer[] = [];
-        incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-        incoming.on('end', () => {
-          const body = Buffer.concat(chunks);
-          let json: unknown;
-          try {
-            json = JSON.parse(body.toString());
-          } catch {
-            json = undefined;
-          }
-          resolve({ status: incoming.statusCode ?? 0, headers: incoming.headers, body, json });
-        });
-        incoming.on('error', reject);
-      },
-    );
-    outgoing.on('error', reject);
-    outgoing.end(options.body);
-  });
-}
+const request = (host: string, path: string, options?: Parameters<typeof portRequest>[3]) =>
+  portRequest(server.port, host, path, options);
 
 async function startApp(target: Sandbox, port = 3000): Promise<void> {
   await target.files.write('/home/user/app.py', APP);

@@ -84,11 +84,16 @@ function allowedHostName(name: string): string {
 
 /**
  * The sandbox domain as compared: lower case, a host name of at least one dot or `localhost`, with an
- * optional port; no address (`PORT-ID.127.0.0.1` names nothing), no path, no scheme.
+ * optional port; no address (`PORT-ID.127.0.0.1` names nothing), no path. `https://` before it says
+ * the URLs of ports are https (a TLS proxy in front, with a wildcard certificate); else http.
  */
-function sandboxDomainOption(domain: string | undefined): string | undefined {
-  if (domain === undefined) return undefined;
-  const bare = domain.trim().toLowerCase();
+function sandboxDomainOption(
+  domain: string | undefined,
+): Pick<ResolvedServerOptions, 'sandboxDomain' | 'sandboxScheme'> {
+  if (domain === undefined) return { sandboxDomain: undefined, sandboxScheme: 'http' };
+  const given = domain.trim().toLowerCase();
+  const scheme = given.startsWith('https://') ? 'https' : 'http';
+  const bare = given.replace(/^https?:\/\//, '');
   let parsed: URL | undefined;
   try {
     parsed = new URL(`http://${bare}`);
@@ -105,10 +110,10 @@ function sandboxDomainOption(domain: string | undefined): string | undefined {
     (!name.includes('.') && name !== 'localhost')
   ) {
     throw new InvalidInputError(
-      `A sandbox domain is a host name, with a port if clients use one, e.g. sandboxes.example.com or localhost:8080; got ${JSON.stringify(domain)} (--sandbox-domain, SANDCELL_SANDBOX_DOMAIN).`,
+      `A sandbox domain is a host name, with a port if clients use one, and https:// before it if they reach it over TLS, e.g. https://sandboxes.example.com or localhost:8080; got ${JSON.stringify(domain)} (--sandbox-domain, SANDCELL_SANDBOX_DOMAIN).`,
     );
   }
-  return bare;
+  return { sandboxDomain: bare, sandboxScheme: scheme };
 }
 
 /** True for addresses only this machine can reach. */
@@ -148,7 +153,7 @@ export function resolveServerOptions(
     host,
     apiKeys,
     allowedHosts: (options.allowedHosts ?? list(environment.SANDCELL_ALLOWED_HOSTS) ?? []).map(allowedHostName),
-    sandboxDomain: sandboxDomainOption(options.sandboxDomain ?? (environment.SANDCELL_SANDBOX_DOMAIN || undefined)),
+    ...sandboxDomainOption(options.sandboxDomain ?? (environment.SANDCELL_SANDBOX_DOMAIN || undefined)),
     preloadModules: preload?.length === 1 && preload[0] === 'none' ? [] : (preload ?? DEFAULT_PRELOAD_MODULES),
     preloadWhenBehind:
       options.preloadWhenBehind ?? ['1', 'true'].includes(environment.SANDCELL_PRELOAD_WHEN_BEHIND ?? ''),

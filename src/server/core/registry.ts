@@ -281,6 +281,14 @@ export class SessionRegistry {
     return this.live.find(owner, id) ?? this.pauses.resume(owner, id);
   }
 
+  /**
+   * The live session with this id, whoever owns it: for the port door, which a host name reaches
+   * without a key and which checks who may use the session itself (ports/port-door.ts).
+   */
+  heldSession(id: string): ManagedSession | undefined {
+    return this.live.byIdAnyOwner(id);
+  }
+
   /** The owner's live session with this id, if there is one (not resumed, not waited for). */
   find(owner: Owner, id: string): ManagedSession | undefined {
     return this.live.find(owner, id);

@@ -57,7 +57,8 @@ export interface ServerOptions {
    * The parent domain of the URLs of the ports served in sandboxes: `PORT-ID.DOMAIN` reaches port
    * PORT in sandbox ID, and E2B's SDKs build those names from it (`getHost`). A name, with a port
    * when clients reach the server on one (`sandboxes.example.com`, `localhost:8080`); it needs a
-   * wildcard DNS name (and certificate) pointing at this server, on a registrable domain of its own.
+   * wildcard DNS name (and certificate) pointing at this server, on a registrable domain of its own;
+   * `https://` before it when clients reach it over TLS (a proxy in front), so URLs say https.
    * @default `localhost:PORT`, PORT the one a request came to (browsers resolve `*.localhost` to loopback) (env SANDCELL_SANDBOX_DOMAIN)
    */
   sandboxDomain?: string;
@@ -209,6 +210,8 @@ export interface ResolvedServerOptions {
   allowedHosts: string[];
   /** Lower case, `name` or `name:port`; undefined: `localhost:PORT` of each request's own port. */
   sandboxDomain: string | undefined;
+  /** The scheme of the ports' URLs: https when the domain was given as `https://…`. */
+  sandboxScheme: 'http' | 'https';
   maxConnections: number;
   maxConnectionsPerAddress: number;
   headersTimeoutMs: number;

@@ -21,6 +21,8 @@ export interface SessionFilesHost {
 export class SessionFiles {
   /** Upload links' tokens: their key is derived from the store's secret, so every server sharing it honours them. */
   private readonly uploadTokens = new SignedTokens('sandcell upload links');
+  /** Preview links' tokens (a session's port without the key), of a kind of their own. */
+  private readonly previewTokens = new SignedTokens('sandcell preview links');
 
   constructor(private readonly host: SessionFilesHost) {}
 
@@ -98,6 +100,20 @@ export class SessionFiles {
   async uploadLink(entry: ManagedSession, path: string, expiresAt: Date): Promise<string> {
     const { secret } = await this.host.paused.store();
     return `/v1/uploads/${this.uploadTokens.sign(secret, { o: entry.owner.id, s: entry.id, p: path }, expiresAt)}`;
+  }
+
+  /** A token that lets a browser reach `port` of the session without the key until `expiresAt` (ports/). */
+  async previewToken(entry: ManagedSession, port: number, expiresAt: Date): Promise<string> {
+    const { secret } = await this.host.paused.store();
+    return this.previewTokens.sign(secret, { o: entry.owner.id, s: entry.id, p: port }, expiresAt);
+  }
+
+  /** What a preview token lets reach, if it is one of this server's (or its store's other servers') and unexpired. */
+  async previewTarget(token: string): Promise<{ ownerId: string; sessionId: string; port: number } | undefined> {
+    const { secret } = await this.host.paused.store();
+    const claims = this.previewTokens.verify(secret, token);
+    if (typeof claims?.o !== 'string' || typeof claims.s !== 'string' || typeof claims.p !== 'number') return undefined;
+    return { ownerId: claims.o, sessionId: claims.s, port: claims.p };
   }
 
   /** What an upload link names, if it is one of this server's (or its store's other servers') and unexpired. */

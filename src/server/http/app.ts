@@ -15,6 +15,7 @@ import { systemRoutes } from '../system/routes.js';
 import { commandRoutes } from '../v1/command-routes.js';
 import { contextRoutes } from '../v1/context-routes.js';
 import { environmentRoutes } from '../v1/environment-routes.js';
+import { portRoutes } from '../v1/port-routes.js';
 import { v1Routes } from '../v1/routes.js';
 import { snapshotRoutes } from '../v1/snapshot-routes.js';
 import { serveWebUi } from '../web-ui/routes.js';
@@ -105,6 +106,7 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
     ...systemRoutes(server, () => document),
     ...v1Routes(server),
     ...commandRoutes(server),
+    ...portRoutes(server),
     ...contextRoutes(server),
     ...snapshotRoutes(server),
     ...environmentRoutes(server),

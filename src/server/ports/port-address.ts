@@ -32,6 +32,14 @@ export function portHost(port: number, sandboxId: string, domain: string): strin
   return `${port}-${sandboxId}.${domain}`;
 }
 
+/**
+ * The URL of `port` in session `sessionId`, or null when its id cannot be part of a host name
+ * (upper case or `_`, which a /v1 client may choose: such a session's ports have no URL).
+ */
+export function portUrl(scheme: 'http' | 'https', domain: string, port: number, sessionId: string): string | null {
+  return SANDBOX_ID.test(sessionId) ? `${scheme}://${portHost(port, sessionId, domain)}/` : null;
+}
+
 /** The port and sandbox a `Host` names under `domain`; a domain without a port matches any port. */
 export function parsePortHost(
   host: string | undefined,

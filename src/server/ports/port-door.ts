@@ -5,42 +5,26 @@
  * the server sees it: a sandbox's host name reaches nothing but its apps, and its apps nothing but
  * their own traffic.
  *
- * Which sandbox: an E2B sandbox, found as its own traffic finds it (a paused one answers 409 unless
- * its lifecycle lets traffic resume it; one the server paused while idle is resumed). Who may: any
- * client when the sandbox allows public traffic (E2B's default), else one that sends its traffic
- * token as `e2b-traffic-access-token` (403 without). Answers of its own are E2B's proxy's: JSON
- * with `sandboxId`, `message` and `code`, and `port` when nothing listens there (502).
+ * Which session serves it and who may reach it is port-access.ts's. Answers of its own are E2B's
+ * proxy's: JSON with `sandboxId`, `message` and `code`, and `port` when nothing listens there (502).
+ * A preview link's token, in a navigation's query, becomes a cookie of that host alone (303 to the
+ * same URL without it), so the frame that shows the app carries it on every later request.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Logger } from 'pino';
 import { SandcellError } from '../../errors.js';
-import { E2B_PREFIX } from '../e2b/routes.js';
-import { tokenMatches } from '../e2b/sandbox-row.js';
+import type { ServerContext } from '../core/context.js';
 import type { SandboxTable } from '../e2b/sandbox-table.js';
+import { PortAccess, PortAnswer, PREVIEW_COOKIE } from './port-access.js';
 import { type PortAddress, portAddressOf } from './port-address.js';
-import { type PortTarget, proxyHttp, proxyUpgrade } from './port-proxy.js';
+import { proxyHttp, proxyUpgrade } from './port-proxy.js';
 
 /** Requests to one sandbox's ports under way at once; past it, 503 (the agents queue the rest below it). */
 const MAX_IN_FLIGHT_PER_SANDBOX = 256;
 
 export interface PortDoorOptions {
-  /** The server's `--sandbox-domain`; undefined: `localhost:PORT` of the port a request came to. */
-  sandboxDomain: string | undefined;
+  server: ServerContext;
   sandboxes: SandboxTable;
-  logger: Logger;
-}
-
-/** An answer of the door's own, in E2B's proxy's shape. */
-class PortAnswer extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly fields: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-  }
 }
 
 const MESSAGES: Record<string, { status: number; message: string }> = {
@@ -55,12 +39,15 @@ const TOO_MANY = ({ sandboxId }: PortAddress) =>
 
 export class PortDoor {
   private readonly inFlight = new Map<string, number>();
+  private readonly access: PortAccess;
 
-  constructor(private readonly options: PortDoorOptions) {}
+  constructor(private readonly options: PortDoorOptions) {
+    this.access = new PortAccess(options.server, options.sandboxes);
+  }
 
   /** The port a request is for, or undefined when it is the server's own. */
   claims(request: IncomingMessage): PortAddress | undefined {
-    return portAddressOf(request, this.options.sandboxDomain);
+    return portAddressOf(request, this.options.server.options.sandboxDomain);
   }
 
   /** Answers a request for a port: the app's answer, or the door's own. */
@@ -69,8 +56,20 @@ export class PortDoor {
     if (!release) return this.answer(response, address, TOO_MANY(address));
     response.once('close', release);
     try {
-      const target = await this.target(request, address);
-      proxyHttp(request, response, target, this.pathOf(request, address), (error) =>
+      const resolved = await this.access.resolve(request, address);
+      if (resolved.previewFromQuery !== undefined && (request.method === 'GET' || request.method === 'HEAD')) {
+        // The link's token becomes a cookie of this host alone, and the app's own URL is loaded without it.
+        const secure = this.options.server.options.sandboxScheme === 'https';
+        response.writeHead(303, {
+          location: resolved.path,
+          'set-cookie': `${PREVIEW_COOKIE}=${resolved.previewFromQuery}; Path=/; HttpOnly; ${secure ? 'SameSite=None; Secure' : 'SameSite=Lax'}`,
+          'cache-control': 'no-store',
+          'content-length': 0,
+        });
+        response.end();
+        return;
+      }
+      proxyHttp(request, response, resolved.target, resolved.path, (error) =>
         this.answer(response, address, this.failure(error, address)),
       );
     } catch (error) {
@@ -85,8 +84,8 @@ export class PortDoor {
     if (!release) return this.answerRaw(socket, address, TOO_MANY(address));
     socket.once('close', release);
     try {
-      const target = await this.target(request, address);
-      proxyUpgrade(request, socket, head, target, this.pathOf(request, address), (error) =>
+      const resolved = await this.access.resolve(request, address);
+      proxyUpgrade(request, socket, head, resolved.target, resolved.path, (error) =>
         this.answerRaw(socket, address, this.failure(error, address)),
       );
     } catch (error) {
@@ -109,50 +108,6 @@ export class PortDoor {
     };
   }
 
-  /** The session behind the address, once the request may reach it. */
-  private async target(request: IncomingMessage, address: PortAddress): Promise<PortTarget> {
-    const { sandboxId, port } = address;
-    const row = sandboxId === '' ? undefined : await this.options.sandboxes.forTraffic(sandboxId);
-    if (!row) throw new PortAnswer(404, 'The sandbox was not found', { sandboxId });
-    if (!row.traffic.public) {
-      const token = request.headers['e2b-traffic-access-token'];
-      if (typeof token !== 'string' || !tokenMatches(token, row.trafficAccessToken)) {
-        throw new PortAnswer(403, 'This sandbox accepts traffic only with its traffic access token', { sandboxId });
-      }
-    }
-    let sandbox: Awaited<ReturnType<SandboxTable['serve']>>;
-    try {
-      sandbox = await this.options.sandboxes.serve(row);
-    } catch (error) {
-      const status = (error as { status?: unknown }).status;
-      if (status === 409) throw new PortAnswer(409, 'The sandbox is paused', { sandboxId, canAutoResume: false });
-      if (status === 502) throw new PortAnswer(404, 'The sandbox was not found', { sandboxId });
-      throw error;
-    }
-    const mask = row.traffic.maskRequestHost;
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: E2B's placeholder, replaced here
-    const placeholder = '${PORT}';
-    return {
-      session: sandbox.entry.session,
-      port,
-      tls: row.traffic.httpsPorts.includes(port),
-      ...(mask !== undefined ? { host: mask.replaceAll(placeholder, String(port)) } : {}),
-    };
-  }
-
-  /** The app's path: as asked by host name; by E2B's headers, under the E2B door's prefix when sent there. */
-  private pathOf(request: IncomingMessage, address: PortAddress): string {
-    const url = request.url ?? '/';
-    if (
-      address.via === 'headers' &&
-      (url === E2B_PREFIX || url.startsWith(`${E2B_PREFIX}/`) || url.startsWith(`${E2B_PREFIX}?`))
-    ) {
-      const rest = url.slice(E2B_PREFIX.length);
-      return rest.startsWith('/') ? rest : `/${rest}`;
-    }
-    return url.startsWith('/') ? url : `/${url}`;
-  }
-
   private failure(error: unknown, address: PortAddress): PortAnswer {
     if (error instanceof PortAnswer) return error;
     const { sandboxId, port } = address;
@@ -168,7 +123,10 @@ export class PortDoor {
       }
       if (error.code === 'session-closed') return new PortAnswer(404, 'The sandbox was not found', { sandboxId });
     }
-    this.options.logger.warn({ sandboxId, port, error: (error as Error).message }, 'a request for a port failed');
+    this.options.server.logger.warn(
+      { sandboxId, port, error: (error as Error).message },
+      'a request for a port failed',
+    );
     return new PortAnswer(502, 'The sandbox could not be reached', { sandboxId });
   }
 

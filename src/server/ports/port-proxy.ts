@@ -51,6 +51,8 @@ export interface PortTarget {
   tls: boolean;
   /** The Host the app sees; absent, the one the request came with. */
   host?: string;
+  /** sandcell's own credentials the request carries, which the app never sees: a cookie, the key. */
+  hidden?: { cookie?: string; authorization?: boolean };
 }
 
 /** An HTTP agent whose connections are the session's to one port (its ingress). */
@@ -114,7 +116,12 @@ function upstreamHeaders(
   for (let index = 0; index + 1 < raw.length; index += 2) {
     const name = (raw[index] as string).toLowerCase();
     if (HOP_BY_HOP.has(name) || listed.has(name) || OURS.test(name) || name === 'host') continue;
-    const value = raw[index + 1] as string;
+    if (target.hidden?.authorization && (name === 'authorization' || name === 'x-api-key')) continue;
+    let value = raw[index + 1] as string;
+    if (name === 'cookie' && target.hidden?.cookie !== undefined) {
+      value = withoutCookie(value, target.hidden.cookie);
+      if (value === '') continue;
+    }
     const existing = headers[name];
     headers[name] = existing === undefined ? [value] : [...existing, value];
   }
@@ -130,6 +137,15 @@ function upstreamHeaders(
     headers.upgrade = String(request.headers.upgrade ?? '');
   }
   return headers;
+}
+
+/** A Cookie header without the cookie `name`. */
+function withoutCookie(header: string, name: string): string {
+  return header
+    .split(';')
+    .map((part) => part.trim())
+    .filter((part) => part !== '' && part.split('=', 1)[0] !== name)
+    .join('; ');
 }
 
 /** Drops a `Domain` attribute: the cookie belongs to the host that set it alone. */
