@@ -3,7 +3,7 @@
 // Not a test: nothing here fails a build. A backend that cannot run here gets an empty column and a note. Each part has a
 // time bound (bench/bounded.mjs): one that fails or stalls is a FAILED row with its first error, the others still print,
 // and the bench then exits 1.
-// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs, bench/arrivals.mjs, bench/e2b.mjs, bench/jupyter.mjs, bench/outputs.mjs and bench/cluster.mjs).
+// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs, bench/arrivals.mjs, bench/e2b.mjs, bench/jupyter.mjs, bench/outputs.mjs, bench/ports.mjs and bench/cluster.mjs).
 // Each backend's own measures are bench/session-measures.mjs; here they and the other parts are run, bounded, and
 // put in the one table (rows × backends) against their targets.
 
@@ -21,6 +21,7 @@ import { runForkBench } from './fork.mjs';
 import { runJupyterBench } from './jupyter.mjs';
 import { runNetworkGateBench } from './network-gate.mjs';
 import { runOutputsBench } from './outputs.mjs';
+import { runPortsBench } from './ports.mjs';
 import { percentile, runServerBench } from './server.mjs';
 import {
   coldStart,
@@ -262,6 +263,8 @@ const e2b = await serverPart('E2B SDK (bench/e2b.mjs)', minutes(15), runE2bBench
 const jupyter = await serverPart('Jupyter (bench/jupyter.mjs)', minutes(15), runJupyterBench);
 // Published outputs (bench/outputs.mjs): what publishing adds to an execution, 100 MB beside the SDK alone.
 const outputs = await serverPart('published outputs (bench/outputs.mjs)', minutes(15), runOutputsBench);
+// Apps on ports (bench/ports.mjs): a GET's added latency, a 100 MB download, 100 WebSockets at once.
+const ports = await serverPart('ports (bench/ports.mjs)', minutes(10), runPortsBench);
 // Several nodes as one service (bench/cluster.mjs): forwarding, a drain, a moved session.
 const cluster = await serverPart('cluster (bench/cluster.mjs)', minutes(15), runClusterBench);
 // The network gate (bench/network-gate.mjs): its added latency on a small HTTPS request; no sandbox.
@@ -280,6 +283,7 @@ for (const [measureName, stat, observed, unit, target, met] of [
   ...e2b.rows,
   ...jupyter.rows,
   ...outputs.rows,
+  ...ports.rows,
   ...cluster.rows,
 ]) {
   rows.push([
@@ -357,6 +361,7 @@ const result = {
   e2b: e2b.result,
   jupyter: jupyter.result,
   outputs: outputs.result,
+  ports: ports.result,
   cluster: cluster.result,
   networkGate: networkGate.result,
   environment: environment.result,

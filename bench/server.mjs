@@ -45,6 +45,7 @@ export async function startServer(args, env = {}) {
   });
   return {
     url,
+    pid: child.pid,
     async stop() {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');

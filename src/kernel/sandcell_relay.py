@@ -16,7 +16,7 @@ import os
 import selectors
 import socket
 
-CHUNK_BYTES = 64 * 1024
+CHUNK_BYTES = 256 * 1024
 
 
 class Direction:
