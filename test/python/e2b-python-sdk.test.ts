@@ -107,6 +107,9 @@ async function expectTheSyncSandbox(env: Record<string, string>): Promise<void> 
   expect(seen.as_root.message).toContain('never as "root"');
   // A stopped watch is over, as the SDK says.
   expect(seen.watch_after_stop).toContain('already stopped');
+  // get_host(port) names the server's own localhost domain, which serves the sandbox's app.
+  const server = new URL(env.E2B_API_URL as string).port;
+  expect(seen.port).toEqual({ host: `8000-${seen.id}.localhost:${server}`, page: '<p>served from the sandbox</p>' });
 }
 
 describe("E2B's Python SDK, unmodified", () => {

@@ -4,7 +4,10 @@ Prints one JSON object of what it saw (test/python/e2b-python-sdk.test.ts assert
 
 import base64
 import json
+import os
 import time
+import urllib.parse
+import urllib.request
 
 from e2b import SandboxQuery, SandboxState
 from e2b.exceptions import NotFoundException
@@ -127,6 +130,21 @@ try:
     seen["as_root"] = None
 except Exception as error:
     seen["as_root"] = {"type": type(error).__name__, "message": str(error)}
+
+# An app on a port, at the host name get_host gives: sent in Host to the server's address, as a browser does.
+sandbox.files.write("/home/user/site/index.html", "<p>served from the sandbox</p>")
+sandbox.commands.run("python3 -m http.server 8000 --directory /home/user/site", background=True)
+host = sandbox.get_host(8000)
+server = urllib.parse.urlsplit(os.environ["E2B_API_URL"]).netloc
+page = None
+for _ in range(100):
+    try:
+        request = urllib.request.Request(f"http://{server}/index.html", headers={"Host": host})
+        page = urllib.request.urlopen(request, timeout=5).read().decode()
+        break
+    except OSError:
+        time.sleep(0.1)
+seen["port"] = {"host": host, "page": page}
 
 # Lifetime, information, and the list with its filters.
 sandbox.set_timeout(600)
