@@ -6,7 +6,8 @@
  * their flows (/v1, E2B's SDK, @jupyterlab/services with its websocket, an MCP client), and every
  * request may land on any node. Then: `kill -9` of a node (its paused session resumes elsewhere,
  * its live one answers 410, the others' are untouched); a SIGTERM under load (no execution lost
- * or run twice, no session lost); a fourth node started (new sessions reach it).
+ * or run twice, no session lost); a fourth node started (new sessions reach it); an app's URL
+ * served through the front from any node, and again once its sandbox resumed after a drain.
  */
 import { Sandbox } from '@e2b/code-interpreter';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -23,6 +24,7 @@ import {
   TestCluster,
 } from './support/cluster-nodes.js';
 import { netnsUnavailable } from './support/netns-cluster.js';
+import { portRequest } from './support/port-request.js';
 
 const reason = netnsUnavailable() ?? (await unavailableReason(createBubblewrapBackend()));
 
@@ -168,5 +170,42 @@ describeWhenAvailable('a cluster of nodes in network namespaces behind HAProxy',
     const on = await cluster.sessionsOn(['node-4']);
     const id = on.get('node-4') as string;
     expect((await run(id, 'print(6 * 7)')).json.stdout).toBe('42\n');
+  }, 120_000);
+
+  it('an app’s URL reaches its sandbox through the front on any node, and where it resumed after its node drained', async () => {
+    process.env.E2B_API_URL = `${cluster.front}/e2b`;
+    process.env.E2B_SANDBOX_URL = `${cluster.front}/e2b`;
+    process.env.E2B_API_KEY = KEY;
+    await cluster.served(['node-3', 'node-4']);
+    const made = await cluster.madeOn(
+      ['node-3'],
+      () => Sandbox.create(),
+      (made) => made.sandboxId,
+      (made) => made.kill(),
+    );
+    const sandbox = made.get('node-3') as Sandbox;
+    const front = Number(new URL(cluster.front).port);
+    const host = sandbox.getHost(8000);
+    expect(host).toBe(`8000-${sandbox.sandboxId}.localhost:${front}`);
+    const serve = async () => {
+      await sandbox.files.write('/home/user/site/index.html', 'served in the cluster');
+      await sandbox.commands.run('python3 -m http.server 8000 --directory /home/user/site', { background: true });
+    };
+    const page = () => portRequest(front, host, '/index.html');
+    await serve();
+    let answer = await page();
+    for (let attempt = 0; attempt < 100 && answer.status !== 200; attempt++) answer = await page();
+    // The front balances every request anew: these land on both nodes, and each reaches the app.
+    for (let step = 0; step < 6; step++) expect((await page()).body.toString()).toBe('served in the cluster');
+    await cluster.stopNode(3, 'SIGTERM');
+    // Resumed on node-4 by its traffic; a pause keeps no process, so nothing listens until it is served again.
+    const resumed = await page();
+    expect(resumed.status).toBe(502);
+    expect(resumed.json).toMatchObject({ sandboxId: sandbox.sandboxId, port: 8000, code: 502 });
+    await serve();
+    answer = await page();
+    for (let attempt = 0; attempt < 100 && answer.status !== 200; attempt++) answer = await page();
+    expect(answer.body.toString()).toBe('served in the cluster');
+    await sandbox.kill();
   }, 120_000);
 });

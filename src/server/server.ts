@@ -22,6 +22,7 @@ import { ConnectionLimiter } from './http/connection-limiter.js';
 import { Forwarder } from './http/forwarding.js';
 import { answerUpgradeAsHttp, createRequestListener } from './http/request-listener.js';
 import { jupyterChannels } from './jupyter/channels-socket.js';
+import { claimedPorts } from './ports/port-address.js';
 import { PortDoor } from './ports/port-door.js';
 
 const CONNECTIONS_DRAIN_MS = 2_000;
@@ -123,8 +124,20 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
   // Hono does not see upgrades: Jupyter's websocket is the one front door that takes them.
   httpServer.on('upgrade', (request, socket, head) => {
     const address = ports.claims(request);
-    if (address) void ports.upgrade(request, socket, head, address).catch(() => socket.destroy());
-    else if (!channels.matches(request)) answerUpgradeAsHttp(request, socket, listener);
+    if (address) {
+      claimedPorts.set(request, address);
+      const here = () => void ports.upgrade(request, socket, head, address).catch(() => socket.destroy());
+      if (!forwarder) here();
+      else
+        void forwarder
+          .target(request)
+          .catch(() => undefined)
+          .then((peer) => {
+            if (peer) return forwarder.upgrade(request, socket, head, peer);
+            socket.once('close', () => void forwarder.done(request));
+            here();
+          });
+    } else if (!channels.matches(request)) answerUpgradeAsHttp(request, socket, listener);
     else if (!forwarder) channels.upgrade(request, socket, head);
     else
       void forwarder
@@ -159,6 +172,11 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       throw error;
     }
     logger.info({ node: cluster.node, tag: cluster.tag, advertised: cluster.url }, 'a node of the cluster');
+    if (resolved.sandboxDomain === undefined) {
+      logger.warn(
+        "no --sandbox-domain: the sandboxes' ports are served as PORT-ID.localhost:PORT of each node's own port, which clients of the cluster's one address do not reach; give every node the domain they use",
+      );
+    }
   }
   const url = `http://${urlHost(resolved.host)}:${port}`;
   logger.info(

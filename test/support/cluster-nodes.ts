@@ -152,6 +152,9 @@ ${servers}
         '20s',
         '--log-format',
         'json',
+        // Every node serves the sandboxes' ports under the name clients reach the front by.
+        '--sandbox-domain',
+        `localhost:${new URL(this.front).port}`,
         ...this.extraArguments,
       ],
       {

@@ -43,6 +43,7 @@ import { type Cluster, FORWARDED_BY_HEADER, type Peer } from '../core/cluster.js
 import type { SessionRegistry } from '../core/registry.js';
 import { CURSORS_HEADER } from '../e2b/list-query.js';
 import { E2B_PREFIX } from '../e2b/routes.js';
+import { claimedPorts } from '../ports/port-address.js';
 import { type GatheredList, LISTS, MAX_LIST_BYTES, mergeList } from './gathered-lists.js';
 
 /** What a request names: a registry session (found in the catalog when moved), or another id a node hands out. */
@@ -95,6 +96,9 @@ const HOP_BY_HOP = new Set([
 
 /** The session (or other node-tagged id) a request is for, from where its front door names it. */
 export function namedIdOf(request: IncomingMessage): NamedId | undefined {
+  // A port's traffic names its sandbox in its host name or E2B's headers (ports/port-address.ts).
+  const port = claimedPorts.get(request);
+  if (port) return port.sandboxId === '' ? undefined : { id: port.sandboxId, kind: 'session' };
   const target = request.url ?? '';
   const path = target.split('?', 1)[0] ?? '';
   for (const pattern of SESSION_PATHS) {
@@ -206,7 +210,8 @@ export class Forwarder {
    * lets only one node resume the session.
    */
   private mayLease(request: IncomingMessage): boolean {
-    if (typeof request.headers['e2b-sandbox-id'] === 'string') return true;
+    // A port's traffic, too: its URL is its credential (or its token, checked once the sandbox is read).
+    if (typeof request.headers['e2b-sandbox-id'] === 'string' || claimedPorts.has(request)) return true;
     try {
       const apiKey = request.headers['x-api-key'];
       this.options.apiKeys.authenticate(request.headers.authorization, typeof apiKey === 'string' ? apiKey : undefined);

@@ -17,6 +17,7 @@ import type { Duplex } from 'node:stream';
 import { getRequestListener } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
+import { claimedPorts } from '../ports/port-address.js';
 import type { PortDoor } from '../ports/port-door.js';
 import { errorBody, HttpError } from './errors.js';
 import type { Forwarder } from './forwarding.js';
@@ -71,10 +72,17 @@ export function createRequestListener(
     },
   });
   const { forwarder } = options;
-  const answer = (request: IncomingMessage, response: ServerResponse, requestId: string): Promise<void> => {
-    if (!forwarder) return requestIds.run(requestId, () => honoListener(request, response));
+  /** Answers here with `local`, or, in a cluster, on the node that holds the session the request is for. */
+  const answer = (
+    request: IncomingMessage,
+    response: ServerResponse,
+    requestId: string,
+    local: () => Promise<void>,
+  ): Promise<void> => {
+    if (!forwarder) return requestIds.run(requestId, local);
     return requestIds.run(requestId, async () => {
-      const list = forwarder.listOf(request);
+      // A port's traffic is never a list, whatever its path (it is the app's).
+      const list = claimedPorts.has(request) ? undefined : forwarder.listOf(request);
       if (list && (await forwarder.gather(request, response, list))) return;
       // A peer found dead on the way is passed over: the next look finds where the session went, or this node.
       for (let attempt = 0; attempt < 2; attempt++) {
@@ -86,7 +94,7 @@ export function createRequestListener(
         if (await forwarder.forward(request, response, peer)) return;
       }
       try {
-        await honoListener(request, response);
+        await local();
       } finally {
         await forwarder.done(request);
       }
@@ -98,10 +106,10 @@ export function createRequestListener(
     response.setHeader(REQUEST_ID_HEADER, requestId);
     response.setHeader('Keep-Alive', options.keepAliveHint);
     const address = ports?.claims(request);
-    const answering = address
-      ? requestIds.run(requestId, () => ports?.serve(request, response, address) ?? Promise.resolve())
-      : answer(request, response, requestId);
-    answering.catch((error: unknown) => {
+    if (address) claimedPorts.set(request, address);
+    const local =
+      address && ports ? () => ports.serve(request, response, address) : () => honoListener(request, response);
+    answer(request, response, requestId, local).catch((error: unknown) => {
       logger.error({ err: error, requestId, method: request.method }, 'unexpected error answering a request');
       if (response.headersSent) {
         response.destroy();

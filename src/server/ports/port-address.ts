@@ -15,6 +15,12 @@ const LABEL = /^([1-9][0-9]{0,4})-([a-z0-9][a-z0-9-]{0,62})$/;
 const PORT_HEADER = /^[1-9][0-9]{0,4}$/;
 const SANDBOX_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
+/**
+ * The requests the port door claimed, with their address: what the cluster's forwarder reads to
+ * send one to the node that holds its sandbox (http/forwarding.ts), like any request for a session.
+ */
+export const claimedPorts = new WeakMap<IncomingMessage, PortAddress>();
+
 export interface PortAddress {
   sandboxId: string;
   port: number;
