@@ -91,7 +91,8 @@ describe('a /v1 session’s ports, on a server with keys', () => {
     expect(opened.status).toBe(303);
     expect(opened.headers.location).toBe('/headers?x=1');
     const cookie = String(opened.headers['set-cookie']);
-    expect(cookie).toMatch(/^sandcell_preview=[^;]+; Path=\/; HttpOnly; SameSite=Lax$/);
+    // One a frame of another site sends (PORT-ID.localhost is a site of its own), partitioned by that site.
+    expect(cookie).toMatch(/^sandcell_preview=[^;]+; Path=\/; HttpOnly; SameSite=None; Secure; Partitioned$/);
     // The frame's next requests carry the cookie (beside the app's own), which the app never sees.
     const token = cookie.split(';')[0] as string;
     const framed = await portRequest(server.port, url.host, '/headers?x=1', {

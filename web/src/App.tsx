@@ -6,18 +6,41 @@
  * when the server asks for a key.
  */
 import { useState } from 'preact/hooks';
+import { api } from './api';
 import { BootError } from './components/BootError';
 import { ConversationView } from './components/ConversationView';
 import { FilesPanel } from './components/FilesPanel';
 import { LoginDialog } from './components/LoginDialog';
 import { Notices } from './components/Notices';
+import { PreviewPanel } from './components/PreviewPanel';
 import { Sidebar } from './components/Sidebar';
 import { useActions } from './state/actions';
 import { useAddress } from './state/address';
 import { useConversations } from './state/conversations';
 import { useFollowTurn } from './state/follow-turn';
 import { useNotices } from './state/notices';
+import { usePorts } from './state/ports';
 import { useServer } from './state/server';
+
+/**
+ * Opens the app on `port` in a tab of its own, through a preview link. The tab is opened at once,
+ * while the click still counts as the user's (a tab opened after the link came would be blocked),
+ * and sent to the link once it is made; it has no way back to this page.
+ */
+function openInTab(sessionId: string, port: number, notify: (message: string) => void): void {
+  const tab = window.open('about:blank', '_blank');
+  if (tab) tab.opener = null;
+  api.previewLink(sessionId, port).then(
+    (link) => {
+      if (tab) tab.location.href = link.url;
+      else notify(`The app on port ${port} is at ${link.url}`);
+    },
+    (error: Error) => {
+      tab?.close();
+      notify(`The app on port ${port} could not be opened: ${error.message}`);
+    },
+  );
+}
 
 export function App() {
   const notices = useNotices();
@@ -33,6 +56,11 @@ export function App() {
   const actions = useActions({ conversations, server, notices });
   const [drawerOpen, setDrawerOpen] = useState(false);
   const [filesOpen, setFilesOpen] = useState(false);
+  const selectedSession = conversations.selected?.sessionId;
+  const expiredSession = conversations.selected?.status === 'expired';
+  const ports = usePorts(selectedSession, expiredSession, conversations.filesVersion);
+  const [preview, setPreview] = useState<{ sessionId: string; port: number }>();
+  const previewing = preview && preview.sessionId === selectedSession ? preview.port : undefined;
 
   if (server.bootError && !server.config) {
     return <BootError message={server.bootError} onRetry={() => void server.load()} />;
@@ -83,7 +111,26 @@ export function App() {
           onNew={actions.newConversation}
           onError={notify}
           onContinue={() => selected && void actions.continueConversation(selected.id)}
+          ports={ports}
+          previewing={previewing}
+          onPreview={(port) =>
+            selectedSession &&
+            setPreview((current) =>
+              current?.port === port && current.sessionId === selectedSession
+                ? undefined
+                : { sessionId: selectedSession, port },
+            )
+          }
+          onOpenTab={(port) => selectedSession && openInTab(selectedSession, port, notify)}
         />
+        {previewing !== undefined && selectedSession ? (
+          <PreviewPanel
+            sessionId={selectedSession}
+            port={previewing}
+            onError={notify}
+            onClose={() => setPreview(undefined)}
+          />
+        ) : null}
         {filesOpen ? (
           <FilesPanel
             sessionId={selected?.sessionId}

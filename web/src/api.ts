@@ -18,6 +18,14 @@ import { EventStreamParser } from './event-stream';
 
 export type { ServerConfig };
 
+/** A port something listens on in a session's sandbox (GET /v1/sessions/{id}/ports). */
+export interface ListeningPort {
+  port: number;
+  address: string;
+  /** Null for a session whose id cannot be part of a host name. */
+  url: string | null;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -157,6 +165,15 @@ export const api = {
   fileUrl: (sessionId: string, path: string) =>
     `/v1/sessions/${encodeURIComponent(sessionId)}/files/${encodeDataPath(path)}`,
   notebookUrl: (id: string) => `${conversationPath(id)}/notebook`,
+  /** What listens on a port in the session's sandbox, each with the URL the server serves it at. */
+  listPorts: async (sessionId: string) =>
+    (await json<{ ports: ListeningPort[] }>(`/v1/sessions/${encodeURIComponent(sessionId)}/ports`)).ports,
+  /** A link that reaches one port without the key (its token becomes a cookie of that host): for a frame or a tab. */
+  previewLink: (sessionId: string, port: number) =>
+    json<{ url: string; expiresAt: string }>(`/v1/sessions/${encodeURIComponent(sessionId)}/ports/${port}/preview`, {
+      method: 'POST',
+      json: {},
+    }),
   sendMessage: (id: string, content: string, approval: ApprovalMode, onEvent: (event: ConversationEvent) => void) =>
     streamTurn(`${conversationPath(id)}/messages`, { content, approval }, onEvent),
   /** A python cell sends no `language`, so it runs on servers from before languages too. */

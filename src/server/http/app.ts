@@ -11,6 +11,7 @@ import type { SandboxTable } from '../e2b/sandbox-table.js';
 import { KernelStore } from '../jupyter/kernel-store.js';
 import { jupyterRoutes } from '../jupyter/routes.js';
 import { McpHttpEndpoint } from '../mcp/http.js';
+import { sandboxDomain } from '../ports/port-address.js';
 import { systemRoutes } from '../system/routes.js';
 import { commandRoutes } from '../v1/command-routes.js';
 import { contextRoutes } from '../v1/context-routes.js';
@@ -126,7 +127,14 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
   const e2bSandboxes = mountE2bRoutes(app, server);
   app.on(['GET', 'POST', 'DELETE'], '/mcp', (c) => mcp.handle(c, routeContext.authenticate(c)));
   app.route('/jupyter', jupyterRoutes(server, jupyter));
-  if (server.options.webRoot !== false) serveWebUi(app, server.options.webRoot);
+  if (server.options.webRoot !== false) {
+    const { sandboxDomain: domain, sandboxScheme: scheme } = server.options;
+    // The apps sessions serve, which the page previews in a frame: every PORT-ID under the domain.
+    serveWebUi(app, server.options.webRoot, (c) => {
+      const localPort = (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket.localPort;
+      return `${scheme}://*.${sandboxDomain(domain, localPort)}`;
+    });
+  }
 
   return { app, mcp, jupyter, document, e2bSandboxes };
 }

@@ -16,7 +16,7 @@ import { SandcellError } from '../../errors.js';
 import type { ServerContext } from '../core/context.js';
 import type { SandboxTable } from '../e2b/sandbox-table.js';
 import { PortAccess, PortAnswer, PREVIEW_COOKIE } from './port-access.js';
-import { type PortAddress, portAddressOf } from './port-address.js';
+import { type PortAddress, portAddressOf, sandboxDomain } from './port-address.js';
 import { proxyHttp, proxyUpgrade } from './port-proxy.js';
 
 /** Requests to one sandbox's ports under way at once; past it, 503 (the agents queue the rest below it). */
@@ -59,10 +59,9 @@ export class PortDoor {
       const resolved = await this.access.resolve(request, address);
       if (resolved.previewFromQuery !== undefined && (request.method === 'GET' || request.method === 'HEAD')) {
         // The link's token becomes a cookie of this host alone, and the app's own URL is loaded without it.
-        const secure = this.options.server.options.sandboxScheme === 'https';
         response.writeHead(303, {
           location: resolved.path,
-          'set-cookie': `${PREVIEW_COOKIE}=${resolved.previewFromQuery}; Path=/; HttpOnly; ${secure ? 'SameSite=None; Secure' : 'SameSite=Lax'}`,
+          'set-cookie': `${PREVIEW_COOKIE}=${resolved.previewFromQuery}; Path=/; HttpOnly; ${this.cookieScope(request)}`,
           'cache-control': 'no-store',
           'content-length': 0,
         });
@@ -91,6 +90,21 @@ export class PortDoor {
     } catch (error) {
       this.answerRaw(socket, address, this.failure(error, address));
     }
+  }
+
+  /**
+   * Where the preview cookie goes with the app's requests. The page that frames the app is another
+   * site (PORT-ID.localhost is a site of its own, as is a domain of the app's own), so the cookie must
+   * be one a frame sends: `SameSite=None; Secure`, partitioned by the framing site (browsers that keep
+   * third-party cookies out keep partitioned ones), which a browser takes over https and from
+   * `*.localhost` (a secure context even over http). A domain of one's own over plain http has only
+   * `SameSite=Lax`: a tab works, a frame of another site does not.
+   */
+  private cookieScope(request: IncomingMessage): string {
+    const { sandboxScheme, sandboxDomain: configured } = this.options.server.options;
+    const name = sandboxDomain(configured, request.socket.localPort).replace(/:\d+$/, '');
+    const secure = sandboxScheme === 'https' || name === 'localhost' || name.endsWith('.localhost');
+    return secure ? 'SameSite=None; Secure; Partitioned' : 'SameSite=Lax';
   }
 
   /** Counts a request to the sandbox's ports: its release (idempotent), or undefined past the bound. */

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, startScriptedServer } from '../../../test/support/server.js';
-import { WEB_CSP } from './routes.js';
+import { WEB_CSP, webCsp } from './routes.js';
 
 type Server = Awaited<ReturnType<typeof startScriptedServer>>;
 
@@ -29,7 +29,9 @@ describe('the web UI is served at / with a strict CSP', () => {
     const page = await api('/');
     expect(page.status).toBe(200);
     expect(await page.text()).toMatch(/<div id="app">/);
-    expect(page.headers.get('content-security-policy')).toBe(WEB_CSP);
+    // The page frames only the apps sessions serve: every PORT-ID under the server's localhost domain.
+    expect(page.headers.get('content-security-policy')).toBe(webCsp(`http://*.localhost:${server.port}`));
+    expect(page.headers.get('content-security-policy')).toContain(`frame-src http://*.localhost:${server.port};`);
     expect(WEB_CSP).toMatch(/script-src 'self'(;|$)/);
     expect(WEB_CSP).not.toMatch(/unsafe-inline|unsafe-eval/);
     expect(page.headers.get('x-frame-options')).toBe('DENY');

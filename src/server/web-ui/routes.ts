@@ -1,7 +1,8 @@
 /**
  * The web UI: the built app (dist/web) served at `/`, under a strict
  * Content-Security-Policy. Scripts and styles come only from this origin,
- * nothing inline runs, and the page cannot be framed. Paths the API owns are
+ * nothing inline runs, the page frames only the apps sessions serve (their
+ * own origins), and it cannot be framed. Paths the API owns are
  * never answered with the app, nor are requests that do not ask for HTML.
  */
 import { readFile, stat } from 'node:fs/promises';
@@ -9,18 +10,26 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { Context, Hono } from 'hono';
 
-export const WEB_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' blob: data:",
-  "connect-src 'self'",
-  "font-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-  "object-src 'none'",
-].join('; ');
+/**
+ * The page's policy. `frames`: where the apps the sessions serve are (`http://*.localhost:8080`,
+ * ports/), the one thing it frames: another origin than the page's, so nothing there reaches it.
+ */
+export const webCsp = (frames?: string) =>
+  [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' blob: data:",
+    "connect-src 'self'",
+    "font-src 'self'",
+    ...(frames ? [`frame-src ${frames}`] : []),
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    "object-src 'none'",
+  ].join('; ');
+
+export const WEB_CSP = webCsp();
 
 const SECURITY_HEADERS = {
   'content-security-policy': WEB_CSP,
@@ -60,7 +69,7 @@ async function readIfFile(file: string): Promise<Buffer | undefined> {
 
 const COMPRESSIBLE = new Set(['.html', '.js', '.css', '.svg', '.json', '.txt']);
 
-export function serveWebUi(app: Hono, root: string): void {
+export function serveWebUi(app: Hono, root: string, frames?: (c: Context) => string): void {
   const base = path.resolve(root);
   // Compressed once per file content (the build's files do not change while serving).
   const compressed = new Map<string, { source: Buffer; gzip: Buffer }>();
@@ -110,6 +119,7 @@ export function serveWebUi(app: Hono, root: string): void {
     const index = await readIfFile(indexFile);
     return send(c, indexFile, index ?? Buffer.from(NOT_BUILT), index ? 200 : 503, {
       ...SECURITY_HEADERS,
+      ...(frames ? { 'content-security-policy': webCsp(frames(c)) } : {}),
       'content-type': 'text/html; charset=utf-8',
       'cache-control': 'no-cache',
     });

@@ -2,10 +2,11 @@
 
 import { useRef, useState } from 'preact/hooks';
 import type { ApprovalMode, Conversation } from '../../../src/protocol/index';
-import type { ServerConfig } from '../api';
+import type { ListeningPort, ServerConfig } from '../api';
 import { useFollowOutput } from '../follow-output';
 import { formatTime } from '../format';
 import type { CellLanguage } from '../languages';
+import { AppsBar } from './AppsBar';
 import type { Decision } from './CodeStep';
 import { CellComposer, ChatComposer } from './Composer';
 import { Markdown } from './Html';
@@ -37,6 +38,11 @@ export interface ConversationViewProps {
   onError: (message: string) => void;
   /** Starts a new conversation that goes on from this expired one (its history given to the model). */
   onContinue: () => void;
+  /** The apps the session serves (its listening ports), the one previewed beside the chat, and how to open each. */
+  ports: ListeningPort[];
+  previewing: number | undefined;
+  onPreview: (port: number) => void;
+  onOpenTab: (port: number) => void;
 }
 
 export function ConversationView(props: ConversationViewProps) {
@@ -204,6 +210,13 @@ export function ConversationView(props: ConversationViewProps) {
           {noModel ? null : ' The model was given its history.'}
         </div>
       ) : null}
+
+      <AppsBar
+        ports={props.ports}
+        previewing={props.previewing}
+        onPreview={props.onPreview}
+        onOpenTab={props.onOpenTab}
+      />
 
       <div class="transcript-frame">
         {/* Focusable (not in the tab order) so "Jump to latest" can leave the keyboard's focus there. */}
