@@ -352,6 +352,38 @@ describe.each([
     },
   );
 
+  it('every hostile request through a live app’s URL is answered or closed; the app and the server serve on', async () => {
+    const started = await fetch(`http://127.0.0.1:${serve.port}/v1/sessions/${sessionId}/commands`, {
+      method: 'POST',
+      headers: { ...authHeader, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        command: 'python3 -m http.server 8000 --bind 127.0.0.1 --directory /tmp',
+        background: true,
+      }),
+    });
+    expect(started.status).toBe(202);
+    expect((await call(`/v1/sessions/${sessionId}/ports/8000?waitMs=20000`)).status).toBe(200);
+    const appHost = `Host: 8000-${sessionId}.localhost:${serve.port}`;
+    const toApp = (bytes: string) => bytes.replace(/^Host: 127\.0\.0\.1:\d+$/m, appHost);
+    const auth = keys ? `Authorization: Bearer ${KEY}` : 'X-Nothing: 1';
+    const appServes = async (what: string) => {
+      const page = await sendRaw(serve.port, head(['GET / HTTP/1.1', appHost, auth, 'Connection: close']));
+      expect(page.status, `${what}: ${page.text.slice(0, 300)}`).toBe(200);
+    };
+    await appServes('before');
+    for (const hostile of CASES) {
+      const what = `${hostile.name} through the app's URL`;
+      const bytes = hostile.bytes('/', auth, serve.port);
+      const answer = await sendRaw(serve.port, typeof bytes === 'string' ? toApp(bytes) : bytes, hostile);
+      // The app may answer 5xx itself (Python's 501 for an unknown method), or hang up (its own failure: the door's
+      // 502 says so); the door never fails on its own account.
+      if (answer.status !== undefined && answer.status >= 500 && answer.text.includes('"sandboxId"'))
+        expect(answer.text, what).toContain('The app closed the connection without an answer');
+      await expectStillServing(what);
+      await appServes(what);
+    }
+  });
+
   it('answers a path with a backslash with a clear 400, and the server logs it as refused, not as a failure', async () => {
     const answer = await sendRaw(
       serve.port,

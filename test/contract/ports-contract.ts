@@ -90,9 +90,12 @@ export function runPortsContract({ name, createBackend }: { name: string; create
             { port: 9001, address: '::1' },
           ]),
         );
-        // The client's end of writing reaches the server, which answers only then.
+        // The client's end of writing reaches the server, which answers only then; the traffic is the session's activity.
+        const before = session.lastActivityAt;
+        await new Promise((resolve) => setTimeout(resolve, 5));
         const echoed = await exchange(await session.ports.connect(9000), 'ping');
         expect(echoed.toString()).toBe('echo:ping');
+        expect(session.lastActivityAt).toBeGreaterThan(before);
         // A server that speaks first: its bytes come after the ingress's line, none lost.
         const greeting = await exchange(await session.ports.connect(9001), '', false);
         expect(greeting.toString()).toBe('hello from six\n');

@@ -47,6 +47,8 @@ const notFound = (sandboxId: string) =>
 
 export interface ResolvedPort {
   target: PortTarget;
+  /** The key that owns the session: its requests to ports are bounded together. */
+  ownerId: string;
   /** The path the app is asked for (the preview parameter and E2B's prefix taken out). */
   path: string;
   /** A preview token that came in the query: a navigation is sent on without it, holding it as a cookie. */
@@ -94,6 +96,7 @@ export class PortAccess {
     // biome-ignore lint/suspicious/noTemplateCurlyInString: E2B's placeholder, replaced here
     const placeholder = '${PORT}';
     return {
+      ownerId: row.owner.id,
       target: {
         session: sandbox.entry.session,
         port,
@@ -110,8 +113,10 @@ export class PortAccess {
     entry: ManagedSession,
   ): Promise<ResolvedPort> {
     const { port } = address;
-    const url = new URL(request.url ?? '/', 'http://request.invalid');
-    const fromQuery = url.searchParams.get(PREVIEW_PARAMETER) ?? undefined;
+    // The query alone, read as a browser sends it: the path is the app's, whatever it holds (a backslash).
+    const asked = request.url ?? '/';
+    const query = asked.includes('?') ? asked.slice(asked.indexOf('?') + 1) : '';
+    const fromQuery = new URLSearchParams(query).get(PREVIEW_PARAMETER) ?? undefined;
     const fromCookie = previewCookie(request.headers.cookie);
     const target: PortTarget = { session: entry.session, port, tls: false, hidden: { cookie: PREVIEW_COOKIE } };
     const owner = this.keyOwner(request);
@@ -129,6 +134,7 @@ export class PortAccess {
     if (!allowed) throw notFound(address.sandboxId);
     return {
       target,
+      ownerId: entry.owner.id,
       path: pathOf(request, address),
       ...(queryProven && fromQuery !== undefined ? { previewFromQuery: fromQuery } : {}),
     };

@@ -19,8 +19,10 @@ import { PortAccess, PortAnswer, PREVIEW_COOKIE } from './port-access.js';
 import { type PortAddress, portAddressOf, sandboxDomain } from './port-address.js';
 import { proxyHttp, proxyUpgrade } from './port-proxy.js';
 
-/** Requests to one sandbox's ports under way at once; past it, 503 (the agents queue the rest below it). */
+/** Requests to one sandbox's ports under way at once (WebSockets included); past it, 503. */
 const MAX_IN_FLIGHT_PER_SANDBOX = 256;
+/** And to all the sandboxes of one key: one key's apps cannot take every connection the server has. */
+const MAX_IN_FLIGHT_PER_KEY = 1024;
 
 export interface PortDoorOptions {
   server: ServerContext;
@@ -34,11 +36,12 @@ const MESSAGES: Record<string, { status: number; message: string }> = {
   'ports-unavailable': { status: 501, message: "This sandbox's ports cannot be reached on this server" },
 };
 
-const TOO_MANY = ({ sandboxId }: PortAddress) =>
-  new PortAnswer(503, 'Too many requests to this sandbox at once', { sandboxId }, { 'Retry-After': '1' });
+const TOO_MANY = ({ sandboxId }: PortAddress, of = 'this sandbox') =>
+  new PortAnswer(503, `Too many requests to ${of} at once`, { sandboxId }, { 'Retry-After': '1' });
 
 export class PortDoor {
-  private readonly inFlight = new Map<string, number>();
+  private readonly bySandbox = new Map<string, number>();
+  private readonly byKey = new Map<string, number>();
   private readonly access: PortAccess;
 
   constructor(private readonly options: PortDoorOptions) {
@@ -52,11 +55,14 @@ export class PortDoor {
 
   /** Answers a request for a port: the app's answer, or the door's own. */
   async serve(request: IncomingMessage, response: ServerResponse, address: PortAddress): Promise<void> {
-    const release = this.enter(address.sandboxId);
+    const release = enter(this.bySandbox, address.sandboxId, MAX_IN_FLIGHT_PER_SANDBOX);
     if (!release) return this.answer(response, address, TOO_MANY(address));
     response.once('close', release);
     try {
       const resolved = await this.access.resolve(request, address);
+      const releaseKey = enter(this.byKey, resolved.ownerId, MAX_IN_FLIGHT_PER_KEY);
+      if (!releaseKey) return this.answer(response, address, TOO_MANY(address, "this key's sandboxes"));
+      response.once('close', releaseKey);
       if (resolved.previewFromQuery !== undefined && (request.method === 'GET' || request.method === 'HEAD')) {
         // The link's token becomes a cookie of this host alone, and the app's own URL is loaded without it.
         response.writeHead(303, {
@@ -69,7 +75,7 @@ export class PortDoor {
         return;
       }
       proxyHttp(request, response, resolved.target, resolved.path, (error) =>
-        this.answer(response, address, this.failure(error, address)),
+        this.answer(response, address, this.failure(error, address, 'app')),
       );
     } catch (error) {
       this.answer(response, address, this.failure(error, address));
@@ -79,13 +85,16 @@ export class PortDoor {
   /** An upgrade for a port (a WebSocket): joined to the app's, or answered as the door's own and closed. */
   async upgrade(request: IncomingMessage, socket: Duplex, head: Buffer, address: PortAddress): Promise<void> {
     socket.on('error', () => socket.destroy());
-    const release = this.enter(address.sandboxId);
+    const release = enter(this.bySandbox, address.sandboxId, MAX_IN_FLIGHT_PER_SANDBOX);
     if (!release) return this.answerRaw(socket, address, TOO_MANY(address));
     socket.once('close', release);
     try {
       const resolved = await this.access.resolve(request, address);
+      const releaseKey = enter(this.byKey, resolved.ownerId, MAX_IN_FLIGHT_PER_KEY);
+      if (!releaseKey) return this.answerRaw(socket, address, TOO_MANY(address, "this key's sandboxes"));
+      socket.once('close', releaseKey);
       proxyUpgrade(request, socket, head, resolved.target, resolved.path, (error) =>
-        this.answerRaw(socket, address, this.failure(error, address)),
+        this.answerRaw(socket, address, this.failure(error, address, 'app')),
       );
     } catch (error) {
       this.answerRaw(socket, address, this.failure(error, address));
@@ -107,22 +116,12 @@ export class PortDoor {
     return secure ? 'SameSite=None; Secure; Partitioned' : 'SameSite=Lax';
   }
 
-  /** Counts a request to the sandbox's ports: its release (idempotent), or undefined past the bound. */
-  private enter(sandboxId: string): (() => void) | undefined {
-    const count = this.inFlight.get(sandboxId) ?? 0;
-    if (count >= MAX_IN_FLIGHT_PER_SANDBOX) return undefined;
-    this.inFlight.set(sandboxId, count + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (this.inFlight.get(sandboxId) ?? 1) - 1;
-      if (left > 0) this.inFlight.set(sandboxId, left);
-      else this.inFlight.delete(sandboxId);
-    };
-  }
-
-  private failure(error: unknown, address: PortAddress): PortAnswer {
+  /**
+   * The door's answer for what went wrong. `app`: it went wrong talking to the app (the connection
+   * failed, or the app closed it, or answered what is not HTTP): a 502 that says so, the app's own
+   * doing. Anything else is the door's, and logged.
+   */
+  private failure(error: unknown, address: PortAddress, during?: 'app'): PortAnswer {
     if (error instanceof PortAnswer) return error;
     const { sandboxId, port } = address;
     if (error instanceof SandcellError) {
@@ -136,6 +135,10 @@ export class PortDoor {
         );
       }
       if (error.code === 'session-closed') return new PortAnswer(404, 'The sandbox was not found', { sandboxId });
+    }
+    if (during === 'app') {
+      this.options.server.logger.debug({ sandboxId, port, error: (error as Error).message }, 'an app gave no answer');
+      return new PortAnswer(502, 'The app closed the connection without an answer', { sandboxId, port });
     }
     this.options.server.logger.warn(
       { sandboxId, port, error: (error as Error).message },
@@ -174,4 +177,19 @@ export class PortDoor {
         `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
   }
+}
+
+/** Counts one under `key` in `counts`: its release (idempotent), or undefined when `bound` are under way. */
+function enter(counts: Map<string, number>, key: string, bound: number): (() => void) | undefined {
+  const count = counts.get(key) ?? 0;
+  if (count >= bound) return undefined;
+  counts.set(key, count + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const left = (counts.get(key) ?? 1) - 1;
+    if (left > 0) counts.set(key, left);
+    else counts.delete(key);
+  };
 }
