@@ -76,6 +76,8 @@ const RUN_ELSEWHERE: Record<string, string> = {
   'e2b-sdk': 'test/readme-e2b.test.ts',
   'ports-e2b': 'test/readme-ports.test.ts',
   'ports-v1': 'test/readme-ports.test.ts',
+  'ports-desktop-build': 'test/readme-ports-desktop.test.ts',
+  'ports-desktop': 'test/readme-ports-desktop.test.ts',
   'jupyter-gateway': 'test/jupyter-gateway-notebook.test.ts',
   'internet-access': 'test/readme-internet.test.ts',
   'internet-access-pip': 'test/readme-internet.test.ts',

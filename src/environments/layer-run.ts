@@ -11,6 +11,7 @@ import type { BuildGate } from './build-network.js';
 import type { EnvironmentDescription } from './description.js';
 import { inOverlay, type LayerOverlay } from './layer-overlay.js';
 import {
+  BUILD_FORWARDER_IMPORTS,
   BUILD_FORWARDER_MODULE,
   BUILD_GATE_SOCKET,
   BUILD_NETWORK_DIRECTORY,
@@ -54,12 +55,13 @@ export interface LayerRun {
 }
 
 export async function runLayer(run: LayerRun): Promise<void> {
-  const forwarder = `${kernelDirectory}/${BUILD_FORWARDER_MODULE}.py`;
   const network = run.gate
     ? [
-        '--ro-bind',
-        forwarder,
-        `${BUILD_NETWORK_DIRECTORY}/${BUILD_FORWARDER_MODULE}.py`,
+        ...[BUILD_FORWARDER_MODULE, ...BUILD_FORWARDER_IMPORTS].flatMap((module) => [
+          '--ro-bind',
+          `${kernelDirectory}/${module}.py`,
+          `${BUILD_NETWORK_DIRECTORY}/${module}.py`,
+        ]),
         '--bind',
         run.gate.socketPath,
         BUILD_GATE_SOCKET,

@@ -30,6 +30,8 @@ const CA_VARIABLES = ['PIP_CERT', 'SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'CURL_C
 export const BUILD_NETWORK_DIRECTORY = '/run/sandcell';
 export const BUILD_GATE_SOCKET = `${BUILD_NETWORK_DIRECTORY}/gate.sock`;
 export const BUILD_FORWARDER_MODULE = 'sandcell_network_forwarder';
+/** The forwarder's own modules, staged beside it: its epoll relay. */
+export const BUILD_FORWARDER_IMPORTS = ['sandcell_relay'];
 const FORWARDER_READY = `${BUILD_NETWORK_DIRECTORY}/forwarder-ready`;
 /** Tenths of a second the script waits for the forwarder to listen. */
 const FORWARDER_WAIT_TENTHS = 300;

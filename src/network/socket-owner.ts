@@ -13,6 +13,9 @@ export async function restrictToOwner(
   socketPath: string,
   owner: { uid: number; gid: number } | undefined,
 ): Promise<number | undefined> {
+  // The mode first, while the socket is this process's: changing another uid's file's mode needs
+  // CAP_FOWNER, which root in a container without it (sandcell's own image) does not have.
+  await chmod(socketPath, 0o600);
   if (owner && owner.uid !== process.getuid?.()) {
     const given = await chown(socketPath, owner.uid, owner.gid).then(
       () => true,
@@ -28,6 +31,5 @@ export async function restrictToOwner(
       return group;
     }
   }
-  await chmod(socketPath, 0o600);
   return undefined;
 }

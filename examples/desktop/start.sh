@@ -1,0 +1,12 @@
+#!/bin/sh
+# The desktop: a virtual screen on DISPLAY (:1), a window manager, a VNC server on that screen for this
+# sandbox's loopback alone, and noVNC on port 6080, which sandcell serves at the port's URL
+# (http://6080-ID.localhost:8080/vnc.html). Apps started with DISPLAY=:1 show there. Runs until killed.
+set -e
+display="${DISPLAY:-:1}"
+Xvfb "$display" -screen 0 1280x800x24 -nolisten tcp &
+socket="/tmp/.X11-unix/X${display#:}"
+for attempt in $(seq 100); do [ -e "$socket" ] && break; sleep 0.1; done
+openbox &
+x11vnc -display "$display" -forever -shared -nopw -localhost -noshm -rfbport 5900 -quiet &
+exec websockify --web /usr/share/novnc 6080 localhost:5900
