@@ -384,6 +384,59 @@ describe.each([
     }
   });
 
+  it('a hostile app’s answers (not HTTP, bad bytes, huge or conflicting headers, cut short) fail that request alone', async () => {
+    // The app answers GET /N with the Nth hostile answer, raw, then closes.
+    const answers = [
+      'garbage, not HTTP\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nX-Bad: a\x01b\r\nContent-Length: 2\r\n\r\nok',
+      'HTTP/1.1 200 \x7fwe\x01ird\r\nContent-Length: 2\r\n\r\nok',
+      `HTTP/1.1 200 OK\r\nX-Huge: ${'h'.repeat(70_000)}\r\nContent-Length: 2\r\n\r\nok`,
+      'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 9\r\n\r\nok',
+      'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\ncut short',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nbad chunk\r\n',
+      'HTTP/1.1 101 Switching Protocols\r\nUpgrade: nonsense\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Domain=localhost\r\nSet-Cookie: b=2; domain=.\r\nContent-Length: 2\r\n\r\nok',
+    ];
+    const app = [
+      'import json, socket, sys, threading',
+      `answers = [answer.encode("latin-1") for answer in json.loads(${JSON.stringify(JSON.stringify(answers))})]`,
+      'server = socket.create_server(("127.0.0.1", 8001))',
+      'def serve(connection):',
+      '    request = connection.recv(65536).decode("latin-1")',
+      '    index = int(request.split(" ")[1].strip("/") or 0)',
+      '    connection.sendall(answers[index % len(answers)])',
+      '    connection.close()',
+      'while True:',
+      '    connection, _ = server.accept()',
+      '    threading.Thread(target=serve, args=(connection,), daemon=True).start()',
+    ].join('\n');
+    const wrote = await call(`/v1/sessions/${sessionId}/executions`, {
+      code: `open("/mnt/data/hostile_app.py", "w").write(${JSON.stringify(app)})`,
+    });
+    expect(wrote.status).toBe(200);
+    const started = await fetch(`http://127.0.0.1:${serve.port}/v1/sessions/${sessionId}/commands`, {
+      method: 'POST',
+      headers: { ...authHeader, 'content-type': 'application/json' },
+      body: JSON.stringify({ command: 'python3 /mnt/data/hostile_app.py', background: true }),
+    });
+    expect(started.status).toBe(202);
+    expect((await call(`/v1/sessions/${sessionId}/ports/8001?waitMs=20000`)).status).toBe(200);
+    const appHost = `Host: 8001-${sessionId}.localhost:${serve.port}`;
+    const auth = keys ? `Authorization: Bearer ${KEY}` : 'X-Nothing: 1';
+    const seen: string[] = [];
+    for (const [index] of answers.entries()) {
+      const answer = await sendRaw(serve.port, head([`GET /${index} HTTP/1.1`, appHost, auth, 'Connection: close']));
+      seen.push(`${index}: ${answer.status ?? 'closed'}`);
+      await expectStillServing(`hostile answer ${index}`);
+    }
+    // Not HTTP, bad bytes, a huge or doubled header: the door's 502, or (a reason Node will not send on)
+    // the connection cut; never the app's bytes passed on. The last one's cookies lose their Domain.
+    expect(seen.slice(0, 5)).toEqual(['0: 502', '1: 502', '2: closed', '3: 502', '4: 502']);
+    const cookies = await sendRaw(serve.port, head([`GET /8 HTTP/1.1`, appHost, auth, 'Connection: close']));
+    expect(cookies.status).toBe(200);
+    expect(cookies.text).not.toMatch(/domain=/i);
+  });
+
   it('answers a path with a backslash with a clear 400, and the server logs it as refused, not as a failure', async () => {
     const answer = await sendRaw(
       serve.port,

@@ -10,7 +10,7 @@
  * A preview link's token, in a navigation's query, becomes a cookie of that host alone (303 to the
  * same URL without it), so the frame that shows the app carries it on every later request.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { SandcellError } from '../../errors.js';
 import type { ServerContext } from '../core/context.js';
@@ -157,15 +157,20 @@ export class PortDoor {
       return;
     }
     const body = this.body(answer);
-    response.writeHead(answer.status, {
-      ...answer.headers,
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(body),
-      // The door's answer is the server's: no page of an app, nothing to sniff or frame.
-      'x-content-type-options': 'nosniff',
-      'cache-control': 'no-store',
-    });
-    response.end(body);
+    try {
+      // The reason given: an app's that Node refused may be left on the response.
+      response.writeHead(answer.status, STATUS_CODES[answer.status] ?? 'Error', {
+        ...answer.headers,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        // The door's answer is the server's: no page of an app, nothing to sniff or frame.
+        'x-content-type-options': 'nosniff',
+        'cache-control': 'no-store',
+      });
+      response.end(body);
+    } catch {
+      response.destroy();
+    }
   }
 
   private answerRaw(socket: Duplex, _address: PortAddress, answer: PortAnswer): void {
@@ -173,7 +178,7 @@ export class PortDoor {
     const body = this.body(answer);
     const extra = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}\r\n`);
     socket.end(
-      `HTTP/1.1 ${answer.status} ${answer.status === 502 ? 'Bad Gateway' : 'Error'}\r\n${extra.join('')}` +
+      `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? 'Error'}\r\n${extra.join('')}` +
         `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
   }

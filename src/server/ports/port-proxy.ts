@@ -201,7 +201,8 @@ function upstreamRequest(
     : httpRequest({ method: request.method, path, headers, setHost: false, agent: agentFor(target) });
   // A connection of the ingress comes paused, so that nothing is lost before the client listens: now it does.
   upstream.on('socket', (socket) => socket.resume());
-  upstream.once('error', failed);
+  // Every error, not the first alone: a second one with no listener would end the process.
+  upstream.on('error', failed);
   return upstream;
 }
 
@@ -222,11 +223,20 @@ export function proxyHttp(
     else response.destroy(error);
   });
   upstream.once('response', (answer) => {
-    answered = true;
-    response.writeHead(answer.statusCode ?? 502, answer.statusMessage, downstreamHeaders(answer));
-    answer.pipe(response);
-    answer.once('error', (error) => response.destroy(error));
+    answer.on('error', (error) => response.destroy(error));
     answer.once('aborted', () => response.destroy());
+    try {
+      // The app's status and headers, as Node's parser took them; what Node will not send again (a
+      // character it refuses in the reason) fails this answer alone, never the server. The response
+      // half holds the app's headers by then: it is cut, not answered with the door's.
+      response.writeHead(answer.statusCode ?? 502, answer.statusMessage, downstreamHeaders(answer));
+    } catch {
+      answer.destroy();
+      response.destroy();
+      return;
+    }
+    answered = true;
+    answer.pipe(response);
   });
   // A client that goes away takes its request to the app with it.
   response.once('close', () => {
@@ -280,6 +290,7 @@ export function proxyUpgrade(
     }
     lines.push('connection: close');
     client.write(`${lines.join('\r\n')}\r\n\r\n`);
+    answer.on('error', () => client.destroy());
     answer.pipe(client);
   });
   upstream.end();
