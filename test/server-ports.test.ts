@@ -115,6 +115,26 @@ describe('a /v1 session’s ports, on a server with keys', () => {
   });
 });
 
+describe('a paused /v1 session’s ports', () => {
+  let server: Server;
+  beforeAll(async () => {
+    server = await startTestServer({ apiKeys: [KEY] });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('lists none, and asking does not resume it (a pause keeps no process)', async () => {
+    const id = await sessionWithApp(server, KEY, 8000);
+    const api = client(server, KEY);
+    await api.json(`/v1/sessions/${id}/ports/8000?waitMs=20000`);
+    expect((await api(`/v1/sessions/${id}/pause`, { method: 'POST', json: {} })).status).toBe(200);
+    expect(await api.json(`/v1/sessions/${id}/ports`)).toEqual({ ports: [] });
+    expect((await api.json<{ state: string }>(`/v1/sessions/${id}`)).state).toBe('paused');
+    expect((await api('/v1/sessions/nosuchsession/ports')).status).toBe(404);
+  });
+});
+
 describe('a /v1 session’s ports, on a server without keys', () => {
   let server: Server;
   let id: string;

@@ -9,6 +9,7 @@ import type { Context } from 'hono';
 import { z } from 'zod';
 import { PortError } from '../../errors.js';
 import type { ServerContext } from '../core/context.js';
+import { SessionNotFoundError } from '../core/errors.js';
 import { ErrorSchema } from '../http/common-schemas.js';
 import { HttpError } from '../http/errors.js';
 import { defineRoute, type RouteSpec } from '../http/route.js';
@@ -80,11 +81,17 @@ export function portRoutes(server: ServerContext): RouteSpec<never, never, never
       path: '/v1/sessions/{id}/ports',
       operationId: 'listPorts',
       summary: 'The TCP ports something listens on inside the session’s sandbox, each with its URL.',
+      description:
+        'A paused session is not resumed by this: it serves nothing (a pause keeps no process), so its list is empty.',
       tags: TAGS,
       params: SessionIdParams,
       responses: { 200: { description: 'Listening ports, by number.', json: PortListSchema }, 404: notFound },
       handler: async (c, { owner, params }) => {
-        const entry = await registry.open(owner, params.id);
+        const entry = registry.find(owner, params.id);
+        if (!entry) {
+          if (!(await registry.pauses.find(owner, params.id))) throw new SessionNotFoundError(params.id);
+          return c.json({ ports: [] });
+        }
         const ports = await entry.session.ports.list();
         return c.json({ ports: ports.map((listening) => ({ ...listening, url: urlOf(c, listening.port, entry.id) })) });
       },
