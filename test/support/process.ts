@@ -30,6 +30,8 @@ export function runProcess(
     });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
+    // A child that ends before reading its stdin (EPIPE) says what happened by its exit and output.
+    child.stdin.on('error', () => undefined);
     child.stdin.end(options.input ?? '');
   });
 }
