@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import { runProcess } from './support/process.js';
-import { readmeBlock } from './support/readme.js';
+import { e2bServeThen, readmeBlock } from './support/readme.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const script = path.join(root, `.readme-e2b-${process.pid}.mjs`);
@@ -36,20 +36,7 @@ it("runs the README's E2B blocks as written: the unmodified SDK against `sandcel
   expect(sh).toContain('npx sandcell serve --port 8080 &');
   const port = await freePort();
   writeFileSync(script, js);
-  const health = `http://127.0.0.1:${port}/healthz`;
-  const harness = [
-    sh
-      .replaceAll('npx sandcell', `${JSON.stringify(process.execPath)} bin/sandcell.js`)
-      .replaceAll('8080', String(port)),
-    // The test's own lines: wait for the server, run the js block, stop the server, keep the block's exit code.
-    `for attempt in $(seq 600); do curl -sf ${health} >/dev/null && break; sleep 0.1; done`,
-    `${JSON.stringify(process.execPath)} ${JSON.stringify(script)} >&3`,
-    'status=$?',
-    'kill %1',
-    'wait',
-    'exit $status',
-  ].join('\n');
-  const finished = await runProcess('bash', ['-c', `exec 3>&1 1>/dev/null\n${harness}`], {
+  const finished = await runProcess('bash', ['-c', e2bServeThen(port, script)], {
     cwd: root,
     env: { SANDCELL_LOG_LEVEL: 'warn' },
   });

@@ -14,7 +14,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, expect, it } from 'vitest';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
-import { freePort, readmeBlock, root, runShell, scratchClone } from './support/readme.js';
+import { e2bServeThen, freePort, readmeBlock, root, runShell, scratchClone } from './support/readme.js';
 import { launchBrowser, screenshot } from './support/web-browser.js';
 
 const reason =
@@ -49,20 +49,9 @@ describeWhenAvailable('docs/ports.md: a desktop', 'bubblewrap-rootfs', reason, (
         readmeBlock('ports-desktop').code +
           "\nawait new Promise((resolve) => process.stdin.once('data', resolve));\nawait desktop.kill();\n",
       );
-      const harness = [
-        readmeBlock('e2b-serve')
-          .code.replaceAll('npx sandcell', `${JSON.stringify(process.execPath)} bin/sandcell.js`)
-          .replaceAll('8080', String(port)),
-        `for attempt in $(seq 600); do curl -sf http://127.0.0.1:${port}/healthz >/dev/null && break; sleep 0.1; done`,
-        `${JSON.stringify(process.execPath)} ${JSON.stringify(script)} >&3`,
-        'status=$?',
-        'kill %1',
-        'wait',
-        'exit $status',
-      ].join('\n');
       const browser = await launchBrowser();
       try {
-        const child = spawn('bash', ['-c', `exec 3>&1 1>/dev/null\n${harness}`], {
+        const child = spawn('bash', ['-c', e2bServeThen(port, script)], {
           cwd: root,
           env: { ...process.env, ...env, SANDCELL_LOG_LEVEL: 'warn' },
           stdio: ['pipe', 'pipe', 'pipe'],

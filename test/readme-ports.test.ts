@@ -10,13 +10,21 @@ import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { portRequest } from './support/port-request.js';
 import { runProcess } from './support/process.js';
-import { freePort, onPort, readmeBlock, root, runShell, scratchClone, startServeLine } from './support/readme.js';
+import {
+  e2bServeThen,
+  freePort,
+  onPort,
+  readmeBlock,
+  root,
+  runShell,
+  scratchClone,
+  startServeLine,
+} from './support/readme.js';
 
 const script = path.join(root, `.readme-ports-${process.pid}.mjs`);
 afterAll(() => rmSync(script, { force: true }));
 
 it('runs the E2B block of docs/ports.md: getHost(port) names the app’s URL, which serves it', async () => {
-  const sh = readmeBlock('e2b-serve').code;
   const port = await freePort();
   // The block, and then the test's own check that its app answers at that name before it is killed.
   const js = readmeBlock('ports-e2b')
@@ -35,18 +43,7 @@ it('runs the E2B block of docs/ports.md: getHost(port) names the app’s URL, wh
       ].join('\n'),
     );
   writeFileSync(script, js);
-  const harness = [
-    sh
-      .replaceAll('npx sandcell', `${JSON.stringify(process.execPath)} bin/sandcell.js`)
-      .replaceAll('8080', String(port)),
-    `for attempt in $(seq 600); do curl -sf http://127.0.0.1:${port}/healthz >/dev/null && break; sleep 0.1; done`,
-    `${JSON.stringify(process.execPath)} ${JSON.stringify(script)} >&3`,
-    'status=$?',
-    'kill %1',
-    'wait',
-    'exit $status',
-  ].join('\n');
-  const finished = await runProcess('bash', ['-c', `exec 3>&1 1>/dev/null\n${harness}`], {
+  const finished = await runProcess('bash', ['-c', e2bServeThen(port, script)], {
     cwd: root,
     env: { SANDCELL_LOG_LEVEL: 'warn' },
   });

@@ -123,31 +123,24 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
   const channels = jupyterChannels(context, jupyter, connections);
   // Hono does not see upgrades: Jupyter's websocket is the one front door that takes them.
   httpServer.on('upgrade', (request, socket, head) => {
-    const address = ports.claims(request);
-    if (address) {
-      claimedPorts.set(request, address);
-      const here = () => void ports.upgrade(request, socket, head, address).catch(() => socket.destroy());
-      if (!forwarder) here();
-      else
-        void forwarder
-          .target(request)
-          .catch(() => undefined)
-          .then((peer) => {
-            if (peer) return forwarder.upgrade(request, socket, head, peer);
-            socket.once('close', () => void forwarder.done(request));
-            here();
-          });
-    } else if (!channels.matches(request)) answerUpgradeAsHttp(request, socket, listener);
-    else if (!forwarder) channels.upgrade(request, socket, head);
-    else
+    /** Answers the upgrade with `here`, or, in a cluster, on the node that holds what it is for. */
+    const upgrade = (here: () => void) => {
+      if (!forwarder) return here();
       void forwarder
         .target(request)
         .catch(() => undefined)
         .then((peer) => {
           if (peer) return forwarder.upgrade(request, socket, head, peer);
           socket.once('close', () => void forwarder.done(request));
-          channels.upgrade(request, socket, head);
+          here();
         });
+    };
+    const address = ports.claims(request);
+    if (address) {
+      claimedPorts.set(request, address);
+      upgrade(() => void ports.upgrade(request, socket, head, address).catch(() => socket.destroy()));
+    } else if (!channels.matches(request)) answerUpgradeAsHttp(request, socket, listener);
+    else upgrade(() => channels.upgrade(request, socket, head));
   });
   try {
     await new Promise<void>((resolve, reject) => {

@@ -190,3 +190,25 @@ export async function startServeLine(
 export function onPort(code: string, port: number): string {
   return code.replaceAll('localhost:8080', `localhost:${port}`).replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`);
 }
+
+/**
+ * The README's e2b-serve block, then a script with the environment it left, as one bash program
+ * whose stdout is the script's alone: the block's server on `port` (not 8080) through this
+ * checkout's CLI, waited for, the script run, the server stopped, the script's exit status kept.
+ * Run it as `bash -c` from the checkout's root.
+ */
+export function e2bServeThen(port: number, script: string): string {
+  const harness = [
+    readmeBlock('e2b-serve')
+      .code.replaceAll('npx sandcell', `${JSON.stringify(process.execPath)} bin/sandcell.js`)
+      .replaceAll('8080', String(port)),
+    // The test's own lines: wait for the server, run the script, stop the server, keep the script's exit code.
+    `for attempt in $(seq 600); do curl -sf http://127.0.0.1:${port}/healthz >/dev/null && break; sleep 0.1; done`,
+    `${JSON.stringify(process.execPath)} ${JSON.stringify(script)} >&3`,
+    'status=$?',
+    'kill %1',
+    'wait',
+    'exit $status',
+  ].join('\n');
+  return `exec 3>&1 1>/dev/null\n${harness}`;
+}

@@ -81,8 +81,8 @@ const LIST_TIMEOUT_MS = 10_000;
 /** The code a list's request to a peer fails with when it never connected. */
 const UNREACHED = 'SANDCELL_PEER_UNREACHED';
 const AZURE_PREFIX = '/azure/';
-/** Hop-by-hop headers (RFC 9110 §7.6.1): never passed on. */
-const HOP_BY_HOP = new Set([
+/** Hop-by-hop headers (RFC 9110 §7.6.1): never passed on, by the forwarder nor by the port door's proxy. */
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'connection',
   'keep-alive',
   'proxy-connection',

@@ -22,6 +22,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import type { Session } from '../../session/session.js';
+import { HOP_BY_HOP } from '../http/forwarding.js';
 
 /** Connections kept open for the next request, per port, and how long. */
 const FREE_SOCKETS = 8;
@@ -29,18 +30,6 @@ const FREE_SOCKET_MS = 5_000;
 /** Connections to one port at once; requests beyond wait their turn (the door bounds how many wait). */
 const SOCKETS_PER_PORT = 64;
 
-/** Headers of one hop (RFC 9110 §7.6.1), never passed on. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
 /** sandcell's own, which the app never sees. */
 const OURS = /^e2b-(sandbox-id|sandbox-port|traffic-access-token)$/;
 
