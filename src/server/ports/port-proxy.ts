@@ -253,6 +253,10 @@ export function proxyUpgrade(
     if (!answered) failed(error);
     else client.destroy();
   });
+  // A client that goes away before the app answers takes its request to the app with it.
+  client.once('close', () => {
+    if (!answered) upstream.destroy();
+  });
   upstream.once('upgrade', (answer, app, appHead) => {
     answered = true;
     const lines = [`HTTP/1.1 ${answer.statusCode ?? 101} ${answer.statusMessage ?? 'Switching Protocols'}`];
