@@ -23,6 +23,7 @@ export type SandcellErrorCode =
   | 'language-unavailable'
   | 'too-many-contexts'
   | 'too-many-commands'
+  | 'too-many-terminals'
   | 'pool-exhausted'
   | 'data-budget-exhausted'
   | 'image-build-failed'
@@ -214,6 +215,15 @@ export class TooManyCommandsError extends SandcellError {
     message = `${maxCommands} commands are already running in this session, the most it may run at once; wait for one to end or kill one (session.commands.kill(pid)), or raise \`maxCommands\` in the session options.`,
   ) {
     super('too-many-commands', message);
+  }
+}
+
+export class TooManyTerminalsError extends SandcellError {
+  constructor(
+    readonly maxTerminals: number,
+    message = `${maxTerminals} terminals are already open in this session, the most it may hold at once; close one, or raise \`maxTerminals\` in the session options.`,
+  ) {
+    super('too-many-terminals', message);
   }
 }
 

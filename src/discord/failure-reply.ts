@@ -37,6 +37,7 @@ const TELLING: Readonly<Record<SandcellErrorCode, Telling>> = {
   'language-unavailable': 'log',
   'too-many-contexts': 'log',
   'too-many-commands': 'log',
+  'too-many-terminals': 'log',
   'pool-exhausted': 'log',
   'data-budget-exhausted': 'log',
   'image-build-failed': 'log',

@@ -59,10 +59,12 @@ def take_child_limits():
             resource.setrlimit(which, pair)
 
 
-def spawn(argv, cwd, env, descriptors):
+def spawn(argv, cwd, env, descriptors, setup=None):
     """Starts argv in a new session; descriptors[n] (one of ours, or None for
-    /dev/null) becomes the child's descriptor n. Returns the child's pid, which
-    is also its process group. Raises SpawnError when it could not start."""
+    /dev/null) becomes the child's descriptor n; `setup`, if given, is called
+    in the child once they are in place (a terminal takes its controlling tty).
+    Returns the child's pid, which is also its process group. Raises
+    SpawnError when it could not start."""
     executable = find_executable(argv[0], env.get("PATH", "/usr/bin:/bin"))
     if executable is None:
         raise SpawnError("exec", errno.ENOENT, "%s: command not found" % argv[0])
@@ -87,6 +89,9 @@ def spawn(argv, cwd, env, descriptors):
                 moved.append(fcntl.fcntl(source, fcntl.F_DUPFD_CLOEXEC, SCRATCH_DESCRIPTOR))
             for target, source in enumerate(moved):
                 os.dup2(source, target)
+            if setup is not None:
+                step = "terminal"
+                setup()
             step = "chdir"
             os.chdir(cwd)
             step = "exec"

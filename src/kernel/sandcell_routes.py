@@ -26,7 +26,7 @@ PROTOCOL_VERSION = 2
 DATA_DIR = "/mnt/data"
 DEFAULT_CONTEXT = "python"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
-VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "liveness", "state-begin", "state-read", "state-write", "state-end", "file-chunk", "file-write-chunk", "port-connect", "port-list"))
+VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "liveness", "state-begin", "state-read", "state-write", "state-end", "file-chunk", "file-write-chunk", "port-connect", "port-list", "terminal-open", "terminal-input", "terminal-resize", "terminal-ack", "terminal-signal", "terminal-close", "terminal-list"))
 CONTEXT_REQUESTS = frozenset(("execute", "interrupt", "reset", "ping", "is-complete", "complete", "inspect", "input-reply", "state-save", "state-load"))
 FILE_REQUESTS = frozenset(("file-read", "file-chunk", "file-write", "file-write-chunk", "file-list", "file-remove"))
 # The requests whose line a frame of raw bytes follows, and the most each may carry (one
@@ -62,6 +62,7 @@ class Supervisor:
         self.bash = find_executable("bash", path) or "/bin/bash"
         self.contexts = {}
         self.commands = {}
+        self.terminals = {}  # sandcell_terminals.py
         self.archive = None  # a snapshot's tar stream under way (sandcell_state.py)
         # The host's way in to the sandbox's ports (sandcell_ports.py), and the ports that are sandcell's own.
         ingress = options.get("ingress")
@@ -162,6 +163,10 @@ class Supervisor:
                 error = RequestError("internal", "%s: %s" % (type(error).__name__, error))
             if kind == "command-start":
                 self.send({"type": "command-end", "id": message.get("id"), "exitCode": None, "signal": None, "outputTruncated": False, "error": {"code": error.code, "message": str(error)}})
+            elif kind == "terminal-open":
+                self.send({"type": "terminal-end", "id": message.get("id"), "exitCode": None, "signal": None, "error": {"code": error.code, "message": str(error)}})
+            elif kind in TERMINAL_REQUESTS and kind != "terminal-list":
+                self.log("%s: %s" % (kind, error))  # its id is a terminal's, not a request's
             elif message.get("id") is not None:
                 self.reply(message, error=error)
             else:
@@ -388,6 +393,8 @@ class Supervisor:
                 kill_group(context.pid)
         for command in self.commands.values():
             kill_group(command.pid)
+        for terminal in self.terminals.values():
+            terminal.close()
         for group in self.ended_groups:
             kill_group(group)
         if self.archive is not None and self.archive.pid is not None:
@@ -411,6 +418,9 @@ HANDLERS = {
     "port-connect": lambda supervisor, message: ports().port_connect(supervisor, message),
     "port-list": lambda supervisor, message: ports().port_list(supervisor, message),
 }
+TERMINAL_REQUESTS = ("terminal-open", "terminal-input", "terminal-resize", "terminal-ack", "terminal-signal", "terminal-close", "terminal-list")
+for _kind in TERMINAL_REQUESTS:
+    HANDLERS[_kind] = lambda supervisor, message, name=_kind.replace("-", "_"): getattr(terminals(), name)(supervisor, message)
 
 
 def ports():
@@ -418,6 +428,13 @@ def ports():
     import sandcell_ports
 
     return sandcell_ports
+
+
+def terminals():
+    """sandcell_terminals, loaded by the first terminal request."""
+    import sandcell_terminals
+
+    return sandcell_terminals
 
 
 def process_stopped(pid):

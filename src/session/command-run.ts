@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { InvalidInputError, KernelRequestError, TimeoutError } from '../errors.js';
 import type { CommandOptions, CommandResult, CommandSignal } from './command.js';
 import type { KernelConnection } from './kernel-connection.js';
-import type { CommandEvent, ReplyEvent } from './kernel-protocol.js';
+import type { CommandEvent, ReplyEvent, TerminalEvent } from './kernel-protocol.js';
 import { headBytes } from './output-limits.js';
 
 export interface CommandRunSettings {
@@ -140,7 +140,7 @@ export class CommandRun {
     this.signal('SIGKILL');
   };
 
-  private hear(event: CommandEvent | ReplyEvent): void {
+  private hear(event: CommandEvent | TerminalEvent | ReplyEvent): void {
     switch (event.type) {
       case 'command-started':
         this.pid ??= event.pid;

@@ -30,6 +30,7 @@ import {
   type ReadyEvent,
   type ReplyEvent,
   type ReplyTo,
+  type TerminalEvent,
 } from './kernel-protocol.js';
 import { answeringContext, requestFailure } from './kernel-replies.js';
 import type { MessageLimits } from './output-limits.js';
@@ -67,7 +68,8 @@ export interface MessageDropped {
 export type ExecutionListener = (event: ExecutionEvent | MessageDropped, messageBytes: number) => void;
 
 /** Hears one command's events, and a failed reply to its start. */
-export type CommandListener = (event: CommandEvent | ReplyEvent) => void;
+/** A command's or a terminal's events (their ids never meet: `command-N`, `terminal-N`). */
+export type CommandListener = (event: CommandEvent | TerminalEvent | ReplyEvent) => void;
 
 export class KernelConnection {
   readonly ready: Promise<ReadyEvent>;
@@ -136,6 +138,9 @@ export class KernelConnection {
         case 'command-started':
         case 'command-output':
         case 'command-end':
+        case 'terminal-started':
+        case 'terminal-output':
+        case 'terminal-end':
           return this.commandListeners.get(event.id)?.(event);
         default: {
           const subscription = this.listeners.get(event.id);

@@ -98,7 +98,28 @@ export type KernelInstruction =
   | { type: 'interrupt'; id: string; context?: string }
   | { type: 'command-start'; id: string; command: string; cwd?: string; env?: Record<string, string>; stdin?: boolean }
   | { type: 'command-stdin'; id: string; data: string; eof?: boolean }
-  | { type: 'command-signal'; id: string; signal: CommandSignal };
+  | { type: 'command-signal'; id: string; signal: CommandSignal }
+  | TerminalInstruction;
+
+export type TerminalSignal = 'SIGINT' | 'SIGQUIT' | 'SIGTSTP' | 'SIGTERM' | 'SIGHUP' | 'SIGKILL';
+
+/** A terminal's requests (sandcell_terminals.py): input and output are base64, a terminal's bytes not always text. */
+export type TerminalInstruction =
+  | {
+      type: 'terminal-open';
+      id: string;
+      cols: number;
+      rows: number;
+      argv?: string[];
+      cwd?: string;
+      env?: Record<string, string>;
+    }
+  | { type: 'terminal-input'; id: string; data: string }
+  | { type: 'terminal-resize'; id: string; cols: number; rows: number }
+  /** Bytes of output the host has passed on: the supervisor reads the pty again once fewer than its window are out. */
+  | { type: 'terminal-ack'; id: string; bytes: number }
+  | { type: 'terminal-signal'; id: string; signal: TerminalSignal }
+  | { type: 'terminal-close'; id: string };
 
 /** One line the host writes: a request with the id its reply will carry, an instruction, or the end. */
 export type HostMessage = (KernelRequest & { id: string }) | KernelInstruction | { type: 'shutdown' };
@@ -274,7 +295,13 @@ export type CommandEvent =
       error?: ReplyError;
     };
 
-export type KernelEvent = ReadyEvent | ReplyEvent | ExecutionEvent | ContextExitEvent | CommandEvent;
+/** What one terminal sends: its pid once started, its output (the bytes, decoded from base64), and its end. */
+export type TerminalEvent =
+  | { type: 'terminal-started'; id: string; pid: number }
+  | { type: 'terminal-output'; id: string; data: Buffer }
+  | { type: 'terminal-end'; id: string; exitCode: number | null; signal: string | null; error?: ReplyError };
+
+export type KernelEvent = ReadyEvent | ReplyEvent | ExecutionEvent | ContextExitEvent | CommandEvent | TerminalEvent;
 
 // --- Supervisor → host, as written on the channel --------------------------------
 // Where a line differs from the event the host makes of it: a reply's body lies
@@ -323,6 +350,8 @@ export type SupervisorMessage =
   | ExecutionMessage
   | ContextExitEvent
   | CommandEvent
+  | Exclude<TerminalEvent, { type: 'terminal-output' }>
+  | { type: 'terminal-output'; id: string; data: string }
   | LogMessage
   | ProtocolErrorMessage;
 

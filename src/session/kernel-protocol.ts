@@ -22,6 +22,7 @@ import type {
   KernelRequest,
   ReadyEvent,
   ReplyEvent,
+  TerminalEvent,
 } from './kernel-messages.js';
 import type { ReplyBodies } from './kernel-replies.js';
 
@@ -38,6 +39,8 @@ export type {
   KernelRequest,
   ReadyEvent,
   ReplyEvent,
+  TerminalEvent,
+  TerminalSignal,
 } from './kernel-messages.js';
 export type { ReplyBodies } from './kernel-replies.js';
 export { fileErrorReason, isFileRequest, parseReplyBody } from './kernel-replies.js';
@@ -68,7 +71,15 @@ const IGNORED = { type: 'ignored' } as const;
  * key: one a kernel forges can only name the kernel's own context, and say
  * what the kernel could make true by exiting.)
  */
-const SUPERVISOR_ONLY = new Set(['ready', 'command-started', 'command-output', 'command-end']);
+const SUPERVISOR_ONLY = new Set([
+  'ready',
+  'command-started',
+  'command-output',
+  'command-end',
+  'terminal-started',
+  'terminal-output',
+  'terminal-end',
+]);
 
 /** Parses one line from the sandbox. Never throws. */
 export function parseKernelLine(line: string): ParsedLine {
@@ -120,7 +131,7 @@ function parseReady(message: Record<string, unknown>): ReadyEvent {
 function parseIdentified(
   id: string,
   message: Record<string, unknown>,
-): ReplyEvent | ExecutionEvent | CommandEvent | undefined {
+): ReplyEvent | ExecutionEvent | CommandEvent | TerminalEvent | undefined {
   switch (message.type) {
     case 'reply':
       return parseReply(id, message);
@@ -175,6 +186,23 @@ function parseIdentified(
         exitCode: numberOrNull(message.exitCode),
         signal: stringOrNull(message.signal),
         outputTruncated: message.outputTruncated === true,
+        ...(isPlainObject(message.error) ? { error: parseError(message.error) } : {}),
+      };
+    case 'terminal-started': {
+      const pid = message.pid;
+      if (typeof pid !== 'number' || !Number.isInteger(pid)) return undefined;
+      return { type: 'terminal-started', id, pid };
+    }
+    case 'terminal-output':
+      // Buffer.from skips what is not base64: the bytes are untrusted whatever they decode to.
+      if (typeof message.data !== 'string') return undefined;
+      return { type: 'terminal-output', id, data: Buffer.from(message.data, 'base64') };
+    case 'terminal-end':
+      return {
+        type: 'terminal-end',
+        id,
+        exitCode: numberOrNull(message.exitCode),
+        signal: stringOrNull(message.signal),
         ...(isPlainObject(message.error) ? { error: parseError(message.error) } : {}),
       };
     default:

@@ -19,6 +19,7 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_CONTEXTS = 8;
 export const DEFAULT_SNAPSHOT_WAIT_MS = 30_000;
 export const DEFAULT_MAX_COMMANDS = 64;
+export const DEFAULT_MAX_TERMINALS = 8;
 export const DEFAULT_CONTEXT_RESTART_TIMEOUT_MS = 10_000;
 export const DEFAULT_LIVENESS_CHECK_MS = 5_000;
 export const DEFAULT_LIVENESS_TIMEOUT_MS = 30_000;
@@ -57,6 +58,8 @@ export interface SessionOptions {
   maxContexts?: number;
   /** Most commands (`session.commands.run`) running at once, background ones included. @default 64 */
   maxCommands?: number;
+  /** Most terminals (`session.terminals.open`) open at once. @default 8 */
+  maxTerminals?: number;
   /**
    * Bytes of stdout+stderr kept per execution; the rest is cut and `outputTruncated` set.
    * An error's value and its traceback are each cut to this size too, with a note. A command
@@ -126,6 +129,7 @@ export interface ResolvedSessionOptions {
   livenessTimeoutMs: number;
   maxContexts: number;
   maxCommands: number;
+  maxTerminals: number;
   outputBytes: number;
   resultBytes: number;
   maxCodeBytes: number;
@@ -181,6 +185,7 @@ export function resolveSessionOptions(options: SessionOptions): ResolvedSessionO
     livenessTimeoutMs: positive('livenessTimeoutMs', options.livenessTimeoutMs, DEFAULT_LIVENESS_TIMEOUT_MS),
     maxContexts: Math.floor(positive('maxContexts', options.maxContexts, DEFAULT_MAX_CONTEXTS)),
     maxCommands: Math.floor(positive('maxCommands', options.maxCommands, DEFAULT_MAX_COMMANDS)),
+    maxTerminals: Math.floor(positive('maxTerminals', options.maxTerminals, DEFAULT_MAX_TERMINALS)),
     outputBytes: positive('outputBytes', options.outputBytes, DEFAULT_OUTPUT_BYTES),
     resultBytes: positive('resultBytes', options.resultBytes, DEFAULT_RESULT_BYTES),
     maxCodeBytes: positive('maxCodeBytes', options.maxCodeBytes, DEFAULT_MAX_CODE_BYTES),

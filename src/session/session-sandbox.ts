@@ -25,6 +25,7 @@ import {
   SANDBOX_CONTENTS_ENDED,
   stateLostIn,
 } from './state-loss.js';
+import type { TerminalRegistry } from './terminals.js';
 
 /** Why sandcell ended a sandbox, which decides what its end means for what ran in it. */
 export type Retirement = { kind: 'restart' } | { kind: 'close' } | { kind: 'stuck'; context: string };
@@ -36,6 +37,7 @@ export interface SandboxHost {
   options: ResolvedSessionOptions;
   contexts: SessionContexts;
   commands: CommandRegistry;
+  terminals: TerminalRegistry;
   deaths: SessionDeaths;
   /** The session's channel to its network gate, when it has internet access. */
   network?: SandboxNetwork;
@@ -204,6 +206,7 @@ export class SessionSandbox {
     const affected = this.host.contexts.all().filter((context) => context.connection === connection);
     if (retirement?.kind === 'restart') {
       this.host.commands.sandboxEnded(connection);
+      this.host.terminals.endAll("the session was restarted: a new sandbox replaced this terminal's", connection);
       for (const context of affected) {
         context.running?.lose({
           name: 'KernelRestarted',
@@ -219,6 +222,7 @@ export class SessionSandbox {
           ? `the sandbox was lost (${connection.lostReason})`
           : `the sandbox ended (${describeExit(exit)})`;
     this.host.commands.sandboxEnded(connection, new SandboxCrashedError(`The command was killed: ${why}.`));
+    this.host.terminals.endAll(why, connection);
     // Each context says it once: a run in it ends saying so, an idle one's next run does.
     for (const context of affected) {
       if (context.running) continue;

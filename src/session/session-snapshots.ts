@@ -33,6 +33,7 @@ import {
   snapshotInfo,
   writeArchive,
 } from './session-state.js';
+import type { TerminalRegistry } from './terminals.js';
 
 /** Whose snapshot, and of which session, when that is not the session's own (a server's pooled sessions). */
 export interface SnapshotOptions {
@@ -71,6 +72,7 @@ export interface SnapshotHost {
   options: ResolvedSessionOptions;
   contexts: SessionContexts;
   commands: CommandRegistry;
+  terminals: TerminalRegistry;
   sandbox: SessionSandbox;
   /** The owner and store the session was created with, where it named them. */
   createdWith: { owner?: string; snapshots?: SnapshotStore };
@@ -106,6 +108,9 @@ export class SessionSnapshots {
   pause(options: SnapshotOptions): Promise<SnapshotInfo> {
     return this.quiesced(async (connection) => {
       const written = await this.write(options.snapshots ?? (await this.store()), connection, options);
+      this.host.terminals.endAll(
+        "the session was paused, and a terminal's processes are not kept by a pause: open a new terminal once it is resumed",
+      );
       // Closing before the queues let go: nothing asked for after the pause runs in this session. The
       // sandbox's teardown goes on after this resolves (`await session.close()` waits for it); a resume
       // under the same id need not wait, each volume being its own.
@@ -122,6 +127,7 @@ export class SessionSnapshots {
     await store.verifyParts(manifest);
     return this.quiesced(async () => {
       await this.host.commands.killAll();
+      this.host.terminals.endAll(`the session was restored from snapshot ${snapshotId}, which ends its terminals`);
       for (const context of this.host.contexts.all()) {
         if (context.id !== DEFAULT_CONTEXT) await this.host.contexts.remove(context).catch(() => undefined);
       }
@@ -251,10 +257,16 @@ export class SessionSnapshots {
     return {
       environment: this.host.environment,
       contexts,
-      notKept: this.host.commands.all().map((run) => ({
-        name: `command ${run.id}: ${run.command.slice(0, 200)}`,
-        reason: 'a running process is not kept',
-      })),
+      notKept: [
+        ...this.host.commands.all().map((run) => ({
+          name: `command ${run.id}: ${run.command.slice(0, 200)}`,
+          reason: 'a running process is not kept',
+        })),
+        ...this.host.terminals.all().map((terminal) => ({
+          name: `terminal ${terminal.id}`,
+          reason: "a terminal's processes are not kept",
+        })),
+      ],
     };
   }
 

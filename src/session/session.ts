@@ -39,14 +39,18 @@ import { openSessionResources, sandboxIngress, sandboxNetwork } from './session-
 import { SessionSandbox } from './session-sandbox.js';
 import { LOCAL_OWNER, readSnapshot, SessionSnapshots, type SnapshotOptions } from './session-snapshots.js';
 import type { RestoreReport, SnapshotInfo } from './session-state.js';
+import { SessionTerminals, TerminalRegistry } from './terminals.js';
 
 export class Session {
   readonly files: SessionFiles;
   readonly commands: SessionCommands;
   /** The ports something listens on inside the sandbox, and connections to them (session-ports.ts). */
   readonly ports: SessionPorts;
+  /** Programs on pseudo-terminals in the sandbox: shells, REPLs, TUIs (terminals.ts). */
+  readonly terminals: SessionTerminals;
   private readonly contexts: SessionContexts;
   private readonly commandRuns: CommandRegistry;
+  private readonly terminalRuns: TerminalRegistry;
   private readonly sandbox: SessionSandbox;
   private readonly assist: SessionAssist;
   private readonly snapshots: SessionSnapshots;
@@ -99,6 +103,14 @@ export class Session {
       requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
     });
     this.commands = new SessionCommands(this.commandRuns);
+    this.terminalRuns = new TerminalRegistry({
+      connection,
+      checkOpen,
+      touch,
+      maxTerminals: options.maxTerminals,
+      answerTimeoutMs: options.contextRestartTimeoutMs,
+    });
+    this.terminals = new SessionTerminals(this.terminalRuns);
     this.sandbox = new SessionSandbox({
       id,
       backend,
@@ -106,6 +118,7 @@ export class Session {
       options,
       contexts: this.contexts,
       commands: this.commandRuns,
+      terminals: this.terminalRuns,
       deaths: new SessionDeaths(volume, options.limits.memoryBytes, options.limitNames),
       ...sandboxNetwork(networkChannel, options.network),
       ...sandboxIngress(ingress),
@@ -132,6 +145,7 @@ export class Session {
       options,
       contexts: this.contexts,
       commands: this.commandRuns,
+      terminals: this.terminalRuns,
       sandbox: this.sandbox,
       createdWith,
       closed: () => this.closing !== undefined,
@@ -177,12 +191,16 @@ export class Session {
   }
 
   /**
-   * Whether anything runs: code, or any command, background ones included. A session with work
-   * running is not idle (a pool never closes it for idling); when the work ends, its idle clock
-   * starts again.
+   * Whether anything runs: code, or any command, background ones included, or a terminal someone is
+   * attached to. A session with work running is not idle (a pool never closes it for idling); when the
+   * work ends, its idle clock starts again. A terminal nobody is attached to does not hold it.
    */
   get active(): boolean {
-    return this.busy || this.commandRuns.all().length > 0;
+    return (
+      this.busy ||
+      this.commandRuns.all().length > 0 ||
+      this.terminalRuns.all().some((terminal) => terminal.attachedClients > 0)
+    );
   }
 
   /**
@@ -240,6 +258,7 @@ export class Session {
   async reset(): Promise<void> {
     if (this.closing) throw new SessionClosedError(this.id);
     await this.commandRuns.killAll();
+    this.terminalRuns.endAll('the session was reset (session.reset()), which ends its terminals');
     for (const context of this.contexts.all()) {
       if (context.id !== DEFAULT_CONTEXT) await this.removeContext(context.id).catch(() => undefined);
     }
@@ -270,6 +289,7 @@ export class Session {
         );
       }
     }
+    this.terminalRuns.endAll("the session was restarted (session.restart()): a new sandbox replaced this terminal's");
     await this.sandbox.end({ kind: 'restart' });
     await this.sandbox.ensure();
   }
@@ -280,6 +300,7 @@ export class Session {
       const closed = new SessionClosedError(this.id);
       for (const context of this.contexts.all()) context.running?.abandon(closed);
       for (const run of this.commandRuns.all()) run.sandboxEnded(closed);
+      this.terminalRuns.endAll('the session was closed');
       await this.sandbox.end({ kind: 'close' });
       await this.networkChannel?.close();
       await this.ingress?.close();

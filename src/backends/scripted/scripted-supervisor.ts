@@ -71,6 +71,12 @@ const HOST_MESSAGE_TYPES: Record<HostMessage['type'], true> = {
   'command-start': true,
   'command-stdin': true,
   'command-signal': true,
+  'terminal-open': true,
+  'terminal-input': true,
+  'terminal-resize': true,
+  'terminal-ack': true,
+  'terminal-signal': true,
+  'terminal-close': true,
   'command-list': true,
   liveness: true,
   'port-connect': true,
@@ -210,6 +216,22 @@ export class ScriptedSupervisor {
         break;
       case 'port-list':
         this.reply(message, () => ({ ports: [] }));
+        break;
+      // A scripted sandbox runs no programs: it has no pseudo-terminal to give.
+      case 'terminal-open':
+        this.options.send({
+          type: 'terminal-end',
+          id: message.id,
+          exitCode: null,
+          signal: null,
+          error: { code: 'terminals-unavailable', message: 'a scripted sandbox has no terminals' },
+        });
+        break;
+      case 'terminal-input':
+      case 'terminal-resize':
+      case 'terminal-ack':
+      case 'terminal-signal':
+      case 'terminal-close':
         break;
       case 'shutdown':
         this.options.die({ code: 0, reason: 'exited' });

@@ -25,6 +25,7 @@ const AZURE_WORDS: DoorWords = {
       'Upload large data as a file (files/upload, or files from 2024-10-02-preview) and read it from there.',
     'snapshot-bytes':
       'End sessions you no longer need (DELETE /azure/session?identifier=…): an idle one is paused to a snapshot. Or raise --snapshot-bytes-per-key.',
+    'terminals-per-key': 'Close terminals this key no longer needs.',
   },
 };
 

@@ -31,6 +31,7 @@ const TURN_WORDS: DoorWords = {
     'code-bytes': 'Upload large data to the conversation as a file and ask for code that reads it.',
     'snapshot-bytes':
       "Delete conversations you no longer need: each paused one keeps its session's snapshot. The server option --snapshot-bytes-per-key sets the limit.",
+    'terminals-per-key': 'Close terminals this key no longer needs.',
   },
   // The session's own message names the library's createSession(); here a new conversation is the way on.
   sessionClosed: 'The session was closed; start a new conversation.',

@@ -24,7 +24,9 @@ export type LimitName =
   /** The size of one execution's code. */
   | 'code-bytes'
   /** What one key's snapshots (paused sessions' included) may take in the store. */
-  | 'snapshot-bytes';
+  | 'snapshot-bytes'
+  /** Terminals one key may hold open across its sessions. */
+  | 'terminals-per-key';
 
 /** A limit refused the request; `retryAfterMs` says when trying again may work (absent: not by waiting). */
 export class LimitExceededError extends SandcellError {

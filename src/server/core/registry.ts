@@ -26,6 +26,7 @@ import type { OutputPublisher, PublishedFile } from './output-publisher.js';
 import type { PausedRecord, PausedSessions } from './paused-sessions.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { RegistryCommands } from './registry-commands.js';
+import { RegistryTerminals } from './registry-terminals.js';
 import { Admission } from './session-admission.js';
 import { SessionDrain, type TrackedWork } from './session-drain.js';
 import { SessionFiles } from './session-files.js';
@@ -107,6 +108,8 @@ export class SessionRegistry {
   readonly files: SessionFiles;
   /** The one path for shell commands in managed sessions, for every front door. */
   readonly commands: RegistryCommands;
+  /** The one path for terminals in managed sessions, for every front door. */
+  readonly terminals: RegistryTerminals;
   /** The work someone waits for, and the drain and shutdown that wait for it. */
   private readonly drain: SessionDrain;
   private readonly sweeper: NodeJS.Timeout;
@@ -127,6 +130,7 @@ export class SessionRegistry {
       admitWork: (entry) => this.admitUpload(entry),
       track: (work) => track(work, 'command'),
     });
+    this.terminals = new RegistryTerminals({ metrics: options.metrics, admitWork: (entry) => this.admitUpload(entry) });
     this.snapshots = new SessionSnapshots({ ...options, admitWork: (entry) => this.admitUpload(entry), track });
     this.files = new SessionFiles(options);
     this.names = new NamedSessions({

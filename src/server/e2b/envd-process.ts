@@ -1,9 +1,10 @@
 /**
  * envd's `process.Process` service: Start and Connect stream a process's
- * events; List, SendInput, CloseStdin and SendSignal act on the processes
- * started here (PTYs are not served). A process is a background command of
- * the sandbox's session, `exec`ing the requested program with its arguments,
- * in /home/user unless told otherwise, with the sandbox's environment variables
+ * events; List, SendInput, StreamInput, CloseStdin, SendSignal and Update act
+ * on the processes started here. A process is a background command of the
+ * sandbox's session, `exec`ing the requested program with its arguments, or,
+ * started with `pty`, a terminal of the session running it (envd-pty.ts); in
+ * /home/user unless told otherwise, with the sandbox's environment variables
  * under the call's own.
  */
 import type { Context } from 'hono';
@@ -12,6 +13,7 @@ import type { ServerContext } from '../core/context.js';
 import { decodeRequestEnvelope } from './connect-envelope.js';
 import type { UnaryMethod } from './envd-filesystem.js';
 import { HOME, shellQuote } from './envd-paths.js';
+import { openPty, ptyEventStream, resizePty, streamInput } from './envd-pty.js';
 import { ConnectError, parseConnectMessage as parse } from './errors.js';
 import { PendingEvents, processEventStream } from './process-stream.js';
 import { E2bProcess, ProcessTable } from './process-table.js';
@@ -33,6 +35,7 @@ const StartRequest = z.looseObject({
   stdin: z.boolean().optional(),
 });
 const SelectRequest = z.looseObject({ process: Selector });
+const UpdateRequest = z.looseObject({ process: Selector, pty: z.unknown().optional() });
 const InputRequest = z.looseObject({
   process: Selector,
   input: z.looseObject({ stdin: z.base64().optional(), pty: z.base64().optional() }),
@@ -87,16 +90,29 @@ async function readStreamRequest(context: Context, server: ServerContext): Promi
 
 async function start(context: Context, sandbox: E2bSandbox, server: ServerContext): Promise<Response> {
   const request = parse(StartRequest, await readStreamRequest(context, server));
-  if (request.pty !== undefined && request.pty !== null) {
-    throw new ConnectError('unimplemented', 'PTYs are not served by this server; run commands without one.');
-  }
   const { cmd, args = [], envs = {}, cwd } = request.process;
-  const command = `exec ${[cmd, ...args].map(shellQuote).join(' ')}`;
   const timeoutMs = connectTimeout(context);
   const process = new E2bProcess({ cmd, args, envs, ...(cwd !== undefined ? { cwd } : {}) }, request.tag);
+  const directory = cwd === undefined || cwd === '' ? HOME : cwd.startsWith('/') ? cwd : `${HOME}/${cwd}`;
+  if (request.pty !== undefined && request.pty !== null) {
+    process.terminal = await openPty(sandbox, server, {
+      argv: [cmd, ...args],
+      cwd: directory,
+      env: { HOME, PWD: directory, ...sandbox.envVars, ...envs },
+      size: (request.pty as { size?: unknown }).size,
+    });
+    processesOf(sandbox).add(process);
+    const stream = ptyEventStream({
+      process,
+      terminal: process.terminal,
+      keepaliveMs: keepaliveMs(context),
+      ...(timeoutMs !== undefined ? { deadlineMs: timeoutMs } : {}),
+    });
+    return context.body(stream, 200, streamHeaders);
+  }
+  const command = `exec ${[cmd, ...args].map(shellQuote).join(' ')}`;
   const pending = new PendingEvents();
   const unsubscribe = process.subscribe(pending.listen);
-  const directory = cwd === undefined || cwd === '' ? HOME : cwd.startsWith('/') ? cwd : `${HOME}/${cwd}`;
   try {
     // The registry's command path: admission, the time cap, metrics and the session's activity.
     const handle = await server.registry.commands.start(sandbox.entry, command, {
@@ -127,9 +143,18 @@ async function start(context: Context, sandbox: E2bSandbox, server: ServerContex
 async function connect(context: Context, sandbox: E2bSandbox, server: ServerContext): Promise<Response> {
   const request = parse(SelectRequest, await readStreamRequest(context, server));
   const process = selected(sandbox, request.process);
+  const deadlineMs = connectTimeout(context);
+  if (process.terminal) {
+    const stream = ptyEventStream({
+      process,
+      terminal: process.terminal,
+      keepaliveMs: keepaliveMs(context),
+      ...(deadlineMs !== undefined ? { deadlineMs } : {}),
+    });
+    return context.body(stream, 200, streamHeaders);
+  }
   const pending = new PendingEvents();
   const unsubscribe = process.subscribe(pending.listen);
-  const deadlineMs = connectTimeout(context);
   const stream = processEventStream({
     process,
     pending,
@@ -145,7 +170,19 @@ async function connect(context: Context, sandbox: E2bSandbox, server: ServerCont
 export const processStreams: Record<
   string,
   (context: Context, sandbox: E2bSandbox, server: ServerContext) => Promise<Response>
-> = { Start: start, Connect: connect };
+> = {
+  Start: start,
+  Connect: connect,
+  StreamInput: (context, sandbox, server) =>
+    streamInput(
+      context,
+      (selector) => selected(sandbox, selector),
+      (process, data) => {
+        if (!process.terminal) server.registry.commands.admit(sandbox.entry, data.toString('latin1'));
+      },
+      server.options.limits.maxRequestBytes,
+    ),
+};
 
 export const processMethods: Record<string, UnaryMethod> = {
   async List(sandbox) {
@@ -165,9 +202,13 @@ export const processMethods: Record<string, UnaryMethod> = {
     const data = request.input.stdin ?? request.input.pty;
     if (data === undefined) throw new ConnectError('invalid_argument', 'Send input as `stdin` (base64).');
     const process = selected(sandbox, request.process);
-    const text = Buffer.from(data, 'base64').toString('utf8');
-    server.registry.commands.admit(sandbox.entry, text);
-    process.command.sendStdin(text);
+    const bytes = Buffer.from(data, 'base64');
+    // Keystrokes are not work the key's rate counts (opening the terminal was); their size is bounded.
+    if (process.terminal) process.terminal.write(bytes);
+    else {
+      server.registry.commands.admit(sandbox.entry, bytes.toString('latin1'));
+      process.command.sendStdin(bytes.toString('utf8'));
+    }
     return {};
   },
 
@@ -180,6 +221,12 @@ export const processMethods: Record<string, UnaryMethod> = {
     const request = parse(SignalRequest, message);
     const process = selected(sandbox, request.process);
     const signal = request.signal === 'SIGNAL_SIGTERM' || request.signal === 15 ? 'SIGTERM' : 'SIGKILL';
+    if (process.terminal) {
+      // A SIGKILL answers once it has ended, as a command's does.
+      if (signal === 'SIGKILL') await process.terminal.close();
+      else process.terminal.signal(signal);
+      return {};
+    }
     await process.command.kill(signal);
     // A SIGKILL answers once the process has ended, so a List right after no longer shows it
     // (the run itself bounds that wait, for a sandbox that does not answer).
@@ -187,7 +234,9 @@ export const processMethods: Record<string, UnaryMethod> = {
     return {};
   },
 
-  async Update() {
-    throw new ConnectError('unimplemented', 'PTYs are not served by this server.');
+  async Update(sandbox, _server, message) {
+    const request = parse(UpdateRequest, message);
+    resizePty(selected(sandbox, request.process), request.pty);
+    return {};
   },
 };

@@ -122,6 +122,7 @@ const E2B_WORDS: DoorWords = {
     'code-bytes': 'Write large data into the sandbox as a file (sandbox.files.write()) and have the code read it.',
     'snapshot-bytes':
       "Delete snapshots (Sandbox.deleteSnapshot()) or kill paused sandboxes (Sandbox.kill()) you no longer need; the server's operator can raise `sandcell serve --snapshot-bytes-per-key`.",
+    'terminals-per-key': 'Kill PTYs this key no longer needs (sandbox.pty.kill(pid)).',
   },
 };
 

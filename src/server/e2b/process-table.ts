@@ -2,10 +2,13 @@
  * The processes started through envd in one sandbox, by pid: each is a
  * background command of the session whose output fans out to every stream
  * listening (the Start stream, and any Process.Connect), so a client can
- * disconnect and connect again while the process runs. A process leaves the
+ * disconnect and connect again while the process runs; or a PTY, a terminal of
+ * the session, whose streams attach to it (envd-pty.ts). A process leaves the
  * table when it ends.
  */
 import type { CommandHandle, CommandResult } from '../../session/command.js';
+import type { TerminalHandle } from '../../session/terminals.js';
+import { ConnectError } from './errors.js';
 
 export interface ProcessConfig {
   cmd: string;
@@ -25,6 +28,8 @@ export type ProcessListener = (event: ProcessEvent) => void;
 export class E2bProcess {
   private readonly listeners = new Set<ProcessListener>();
   private handle?: CommandHandle;
+  /** Set for a PTY. */
+  terminal?: TerminalHandle;
 
   constructor(
     readonly config: ProcessConfig,
@@ -32,11 +37,15 @@ export class E2bProcess {
   ) {}
 
   get pid(): number {
-    if (!this.handle) throw new Error('The process has not started.');
-    return this.handle.pid;
+    const pid = this.handle?.pid ?? this.terminal?.pid;
+    if (pid === undefined) throw new Error('The process has not started.');
+    return pid;
   }
 
+  /** The command it is; a PTY is refused in envd's words. */
   get command(): CommandHandle {
+    if (this.terminal)
+      throw new ConnectError('invalid_argument', `Process ${this.pid} is a PTY: send it input as \`pty\`.`);
     if (!this.handle) throw new Error('The process has not started.');
     return this.handle;
   }
@@ -61,14 +70,20 @@ export class ProcessTable {
   private readonly byPid = new Map<number, E2bProcess>();
 
   add(process: E2bProcess): void {
-    this.byPid.set(process.pid, process);
+    const pid = process.pid;
+    this.byPid.set(pid, process);
+    const leave = () => {
+      if (this.byPid.get(pid) === process) this.byPid.delete(pid);
+    };
+    if (process.terminal) {
+      void process.terminal.ended.finally(leave);
+      return;
+    }
     process.command
       .wait()
       .then((result) => process.emit({ kind: 'end', result }))
       .catch((error: unknown) => process.emit({ kind: 'failed', error }))
-      .finally(() => {
-        if (this.byPid.get(process.pid) === process) this.byPid.delete(process.pid);
-      });
+      .finally(leave);
   }
 
   /** The running process chosen by pid or by tag, as envd's ProcessSelector does. */

@@ -34,6 +34,7 @@ export const HTTP_ANSWERS: Readonly<Record<SandcellErrorCode, HttpAnswer | 'by-l
   'language-unavailable': { status: 422 },
   'too-many-contexts': { status: 429 },
   'too-many-commands': { status: 429 },
+  'too-many-terminals': { status: 429 },
   'pool-exhausted': { status: 503, retryAfterSeconds: 5 },
   // Files are removed and sessions closed on the scale of minutes, not seconds.
   'data-budget-exhausted': { status: 503, retryAfterSeconds: 30 },
@@ -84,6 +85,7 @@ export const LIMIT_ANSWERS: Readonly<Record<LimitName, { status: number; code: s
   'code-bytes': { status: 413, code: 'code-too-large' },
   // Storage, not a request's size: 507 Insufficient Storage, until snapshots are deleted.
   'snapshot-bytes': { status: 507, code: 'snapshot-quota-exceeded' },
+  'terminals-per-key': { status: 429, code: 'terminal-limit-exceeded' },
 };
 
 /** How each reason a file operation fails for answers; the code a client reads is `file-<reason>`. */

@@ -39,6 +39,7 @@ export const HTTP_WORDS: DoorWords = {
     'code-bytes': 'Upload large data as a file instead.',
     'snapshot-bytes':
       'Delete snapshots (GET /v1/snapshots, DELETE /v1/snapshots/{id}) or paused sessions (DELETE /v1/sessions/{id}) it no longer needs, or raise --snapshot-bytes-per-key.',
+    'terminals-per-key': 'Close terminals this key no longer needs (DELETE /v1/sessions/{id}/terminals/{terminalId}).',
   },
   hints: {
     'shutting-down': 'Retry against another instance.',

@@ -39,6 +39,7 @@ const JUPYTER_WORDS: DoorWords = {
     'code-bytes': 'Split the cell, or write large data into a file in /mnt/data and read it from there.',
     'snapshot-bytes':
       'Shut down kernels you no longer need (DELETE /api/kernels/{id}): an idle one is paused to a snapshot. Or raise --snapshot-bytes-per-key.',
+    'terminals-per-key': 'Close terminals you no longer need (DELETE /api/terminals/{name}).',
   },
 };
 

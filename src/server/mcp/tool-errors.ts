@@ -27,6 +27,7 @@ const LIMIT_HINTS: Record<McpDeployment, Record<LimitName, string>> = {
     'code-bytes': 'Write large data into /mnt/data with the write_file tool instead.',
     'snapshot-bytes':
       'Remove files from /mnt/data that need not be kept, or start `sandcell mcp` with SANDCELL_SNAPSHOT_BYTES_PER_KEY set higher.',
+    'terminals-per-key': 'Close terminals this key no longer needs.',
   },
   http: {
     'sessions-per-key':
@@ -39,6 +40,7 @@ const LIMIT_HINTS: Record<McpDeployment, Record<LimitName, string>> = {
     'code-bytes': 'Write large data into /mnt/data with the write_file tool instead.',
     'snapshot-bytes':
       "Remove files from /mnt/data that need not be kept; the server's operator can raise `sandcell serve --snapshot-bytes-per-key`.",
+    'terminals-per-key': 'Close terminals this key no longer needs.',
   },
 };
 
