@@ -24,6 +24,7 @@ import { answerUpgradeAsHttp, createRequestListener } from './http/request-liste
 import { jupyterChannels } from './jupyter/channels-socket.js';
 import { claimedPorts } from './ports/port-address.js';
 import { PortDoor } from './ports/port-door.js';
+import { terminalUpgrades } from './terminals/terminal-upgrades.js';
 
 const CONNECTIONS_DRAIN_MS = 2_000;
 /** How long a client may keep a connection idle for its next request (Node's own default), as every answer says. */
@@ -121,7 +122,8 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
   );
   connections.attach(httpServer);
   const channels = jupyterChannels(context, jupyter, connections);
-  // Hono does not see upgrades: Jupyter's websocket is the one front door that takes them.
+  const terminals = terminalUpgrades(context, jupyter, connections);
+  // Hono does not see upgrades: Jupyter's channels and the terminals' sockets are the front doors that take them.
   httpServer.on('upgrade', (request, socket, head) => {
     /** Answers the upgrade with `here`, or, in a cluster, on the node that holds what it is for. */
     const upgrade = (here: () => void) => {
@@ -139,8 +141,9 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     if (address) {
       claimedPorts.set(request, address);
       upgrade(() => void ports.upgrade(request, socket, head, address).catch(() => socket.destroy()));
-    } else if (!channels.matches(request)) answerUpgradeAsHttp(request, socket, listener);
-    else upgrade(() => channels.upgrade(request, socket, head));
+    } else if (channels.matches(request)) upgrade(() => channels.upgrade(request, socket, head));
+    else if (terminals.matches(request)) upgrade(() => terminals.upgrade(request, socket, head));
+    else answerUpgradeAsHttp(request, socket, listener);
   });
   try {
     await new Promise<void>((resolve, reject) => {
@@ -218,6 +221,8 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       await context.conversations.flushed();
       await mcp.close();
       channels.close();
+      terminals.close();
+      jupyter.terminals.closeAll();
       // Answers of the executions that finished are on their way: give them a moment, then cut.
       const idle = setInterval(() => httpServer.closeIdleConnections(), 50);
       await Promise.race([connectionsClosed, new Promise((resolve) => setTimeout(resolve, CONNECTIONS_DRAIN_MS))]);

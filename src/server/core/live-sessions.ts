@@ -97,7 +97,15 @@ export class LiveSessions {
   /** How many are held, by the front door that made them. */
   bySource(): Record<SessionSource, number> {
     this.sweep();
-    const counts: Record<SessionSource, number> = { v1: 0, azure: 0, mcp: 0, conversation: 0, e2b: 0, jupyter: 0 };
+    const counts: Record<SessionSource, number> = {
+      v1: 0,
+      azure: 0,
+      mcp: 0,
+      conversation: 0,
+      e2b: 0,
+      jupyter: 0,
+      'jupyter-terminal': 0,
+    };
     for (const entry of this.byId.values()) counts[entry.source]++;
     return counts;
   }

@@ -11,7 +11,7 @@ import type { RestoreReport } from '../../session/session-state.js';
 import type { Owner } from './auth.js';
 import { ImageStore } from './image-store.js';
 
-export type SessionSource = 'v1' | 'azure' | 'mcp' | 'conversation' | 'e2b' | 'jupyter';
+export type SessionSource = 'v1' | 'azure' | 'mcp' | 'conversation' | 'e2b' | 'jupyter' | 'jupyter-terminal';
 
 export interface ManagedSession {
   /** The session's id, chosen by the server. */

@@ -19,6 +19,7 @@ import { environmentRoutes } from '../v1/environment-routes.js';
 import { portRoutes } from '../v1/port-routes.js';
 import { v1Routes } from '../v1/routes.js';
 import { snapshotRoutes } from '../v1/snapshot-routes.js';
+import { terminalRoutes } from '../v1/terminal-routes.js';
 import { serveWebUi } from '../web-ui/routes.js';
 import { browserGuard } from './browser-guard.js';
 import type { ConnectionLimiter } from './connection-limiter.js';
@@ -108,6 +109,7 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
     ...v1Routes(server),
     ...commandRoutes(server),
     ...portRoutes(server),
+    ...terminalRoutes(server),
     ...contextRoutes(server),
     ...snapshotRoutes(server),
     ...environmentRoutes(server),

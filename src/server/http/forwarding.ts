@@ -61,6 +61,9 @@ const SESSION_PATHS = [
   new RegExp(`^/v1/sessions/${ID}(?:/|$)`),
   new RegExp(`^${E2B_PREFIX}/+(?:v2/)?sandboxes/${ID}(?:/|$)`),
   new RegExp(`^/jupyter/api/kernels/${ID}(?:/|$)`),
+  // A Jupyter terminal's name is its session's id (jupyter/jupyter-terminals.ts).
+  new RegExp(`^/jupyter/api/terminals/${ID}(?:/|$)`),
+  new RegExp(`^/jupyter/terminals/websocket/${ID}(?:/|$)`),
 ];
 const NOTEBOOK_SESSION_PATH = new RegExp(`^/jupyter/api/sessions/${ID}$`);
 /** A conversation is kept by one node (its history in that node's state directory), and moves with a drain. */
@@ -69,7 +72,7 @@ const UPLOAD_LINK_PATH = /^\/v1\/uploads\/([A-Za-z0-9_-]{1,2048})\.[A-Za-z0-9_-]
 const CREATIONS: { method: string; path: RegExp; header?: string }[] = [
   { method: 'POST', path: /^\/v1\/sessions\/?$/ },
   { method: 'POST', path: new RegExp(`^${E2B_PREFIX}/+(?:v2/)?sandboxes\\/?$`) },
-  { method: 'POST', path: /^\/jupyter\/api\/(?:kernels|sessions)\/?$/ },
+  { method: 'POST', path: /^\/jupyter\/api\/(?:kernels|sessions|terminals)\/?$/ },
   { method: 'POST', path: /^\/v1\/conversations\/?$/ },
 ];
 const MCP_PATH = /^\/mcp\/?$/;

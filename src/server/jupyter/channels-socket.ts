@@ -9,11 +9,10 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { Hono } from 'hono';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { ServerContext } from '../core/context.js';
-import { browserGuard } from '../http/browser-guard.js';
 import type { ConnectionLimiter } from '../http/connection-limiter.js';
+import { refuseUpgrade as refuse, upgradeGuard } from '../http/upgrade-guard.js';
 import { decodeFrame, encodeV1Frame, FrameError, type FrameFormat, V1_SUBPROTOCOL } from './frame-codec.js';
 import { authenticateJupyter } from './jupyter-auth.js';
 import { jupyterErrorAnswer } from './jupyter-errors.js';
@@ -34,14 +33,6 @@ export interface JupyterChannels {
   close(): void;
 }
 
-function refuse(socket: Duplex, status: number, body: Record<string, unknown>): void {
-  const text = JSON.stringify(body);
-  socket.end(
-    `HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : status === 404 ? 'Not Found' : 'Refused'}\r\n` +
-      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
-  );
-}
-
 export function jupyterChannels(
   server: ServerContext,
   kernels: KernelStore,
@@ -49,18 +40,7 @@ export function jupyterChannels(
 ): JupyterChannels {
   const { apiKeys, logger } = server;
   // The same guard every HTTP request passes, run on the upgrade's headers.
-  const guard = new Hono()
-    .use(
-      browserGuard({
-        apiKeys,
-        allowedHosts: server.options.allowedHosts,
-        onRefused: (reason) => server.metrics.rejected.inc({ reason }),
-      }),
-    )
-    .all('*', (context) => context.body(null, 204));
-  guard.onError((error, context) =>
-    context.json({ message: error.message, reason: null }, ((error as { status?: number }).status ?? 403) as 403),
-  );
+  const guard = upgradeGuard(server);
   const sockets = new WebSocketServer({
     noServer: true,
     maxPayload: server.options.limits.maxRequestBytes,
@@ -74,13 +54,9 @@ export function jupyterChannels(
       refuse(socket, 404, { message: 'Not Found', reason: null });
       return;
     }
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(request.headers)) {
-      if (typeof value === 'string') headers.set(name, value);
-    }
-    const verdict = await guard.fetch(new Request(`http://upgrade.invalid${request.url}`, { headers }));
-    if (verdict.status !== 204) {
-      refuse(socket, verdict.status, (await verdict.json()) as Record<string, unknown>);
+    const refusal = await guard(request);
+    if (refusal) {
+      refuse(socket, refusal.status, refusal.body);
       return;
     }
     let kernel: Awaited<ReturnType<KernelStore['use']>>;

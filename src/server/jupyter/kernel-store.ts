@@ -20,6 +20,7 @@ import type { ServerContext } from '../core/context.js';
 import type { ManagedSession, PausedRecord } from '../core/managed-session.js';
 import { JupyterHttpError } from './jupyter-errors.js';
 import { JupyterKernel, type KernelInit } from './jupyter-kernel.js';
+import { JupyterTerminals } from './jupyter-terminals.js';
 import { readKernelKeep } from './kernel-keep.js';
 import { DEFAULT_KERNEL_NAME, findKernelSpec } from './kernel-specs.js';
 import { NotebookSessions } from './notebook-sessions.js';
@@ -34,10 +35,13 @@ export class KernelStore {
   readonly logins: PasswordLogins;
   /** The notebook sessions (`/api/sessions`) bound to these kernels. */
   readonly sessions: NotebookSessions;
+  /** The terminals (`/api/terminals`), each a sandbox of its own. */
+  readonly terminals: JupyterTerminals;
 
   constructor(private readonly server: ServerContext) {
     this.logins = new PasswordLogins(server.apiKeys);
     this.sessions = new NotebookSessions(this);
+    this.terminals = new JupyterTerminals(server);
     server.pool.onIdleClose(async (session) => {
       // The pool calls every listener at once: by the next tick the registry's own has paused or forgotten the session.
       await Promise.resolve();

@@ -11,6 +11,7 @@ import { limitBody } from '../http/body-limit.js';
 import { authenticateJupyter } from './jupyter-auth.js';
 import { JupyterHttpError, jupyterErrorResponse } from './jupyter-errors.js';
 import type { JupyterKernel } from './jupyter-kernel.js';
+import { presentTerminal } from './jupyter-terminals.js';
 import { DEFAULT_KERNEL_NAME, environmentKernelSpec, KERNEL_SPECS, presentKernelSpec } from './kernel-specs.js';
 import type { KernelStore } from './kernel-store.js';
 import { passwordLoginRoutes } from './login-routes.js';
@@ -97,6 +98,18 @@ export function jupyterRoutes(server: ServerContext, kernels: KernelStore): Hono
   });
 
   // Dormant kernels (their sessions paused) are listed as idle; listing them resumes nothing.
+  app.get('/api/terminals', (context) => context.json(kernels.terminals.list(owner(context)).map(presentTerminal)));
+  app.post('/api/terminals', async (context) => {
+    const body = await readBody(context);
+    return context.json(presentTerminal(await kernels.terminals.create(owner(context), body.cwd)));
+  });
+  app.get('/api/terminals/:name', (context) =>
+    context.json(presentTerminal(kernels.terminals.get(owner(context), context.req.param('name')))),
+  );
+  app.delete('/api/terminals/:name', async (context) => {
+    await kernels.terminals.remove(owner(context), context.req.param('name'));
+    return context.body(null, 204);
+  });
   app.get('/api/kernels', async (context) => context.json((await kernels.list(owner(context))).map(presentKernel)));
   app.post('/api/kernels', async (context) => {
     // `env` and `path` (the gateway client posts its whole environment) are ignored: kernels are sandboxed.

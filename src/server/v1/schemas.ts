@@ -38,7 +38,7 @@ export const RestoreReportSchema = z
   .meta({ title: 'RestoreReport' });
 
 const SourceSchema = z
-  .enum(['v1', 'azure', 'mcp', 'conversation', 'e2b', 'jupyter'])
+  .enum(['v1', 'azure', 'mcp', 'conversation', 'e2b', 'jupyter', 'jupyter-terminal'])
   .meta({ description: 'Which API created the session.' });
 
 export const SessionSchema = z
@@ -46,7 +46,7 @@ export const SessionSchema = z
     id: z.string(),
     state: z.literal('running'),
     source: z
-      .enum(['v1', 'azure', 'mcp', 'conversation', 'e2b', 'jupyter'])
+      .enum(['v1', 'azure', 'mcp', 'conversation', 'e2b', 'jupyter', 'jupyter-terminal'])
       .meta({ description: 'Which API created the session.' }),
     name: z.string().optional().meta({ description: 'The Azure identifier or MCP session name, if any.' }),
     environment: z.string().meta({ description: 'The environment it runs in (`default`: the runtime itself).' }),
