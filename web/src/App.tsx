@@ -14,6 +14,7 @@ import { LoginDialog } from './components/LoginDialog';
 import { Notices } from './components/Notices';
 import { PreviewPanel } from './components/PreviewPanel';
 import { Sidebar } from './components/Sidebar';
+import { TerminalPane } from './components/TerminalPane';
 import { useActions } from './state/actions';
 import { useAddress } from './state/address';
 import { useConversations } from './state/conversations';
@@ -56,6 +57,7 @@ export function App() {
   const actions = useActions({ conversations, server, notices });
   const [drawerOpen, setDrawerOpen] = useState(false);
   const [filesOpen, setFilesOpen] = useState(false);
+  const [terminalOpen, setTerminalOpen] = useState(false);
   const selectedSession = conversations.selected?.sessionId;
   const expiredSession = conversations.selected?.status === 'expired';
   const ports = usePorts(selectedSession, expiredSession, conversations.filesVersion);
@@ -100,6 +102,9 @@ export function App() {
           busy={conversations.busy}
           filesOpen={filesOpen}
           onToggleFiles={() => setFilesOpen((open) => !open)}
+          terminalOpen={terminalOpen}
+          terminalAvailable={selectedSession !== undefined && !expiredSession}
+          onToggleTerminal={() => setTerminalOpen((open) => !open)}
           onOpenDrawer={() => setDrawerOpen(true)}
           drawerOpen={drawerOpen}
           onSend={actions.sendMessage}
@@ -129,6 +134,14 @@ export function App() {
             port={previewing}
             onError={notify}
             onClose={() => setPreview(undefined)}
+          />
+        ) : null}
+        {terminalOpen && selectedSession && !expiredSession ? (
+          <TerminalPane
+            key={selectedSession}
+            sessionId={selectedSession}
+            onError={notify}
+            onClose={() => setTerminalOpen(false)}
           />
         ) : null}
         {filesOpen ? (

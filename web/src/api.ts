@@ -95,6 +95,15 @@ interface RequestOptions extends Omit<RequestInit, 'body'> {
 }
 
 /** fetch() with the key; resolves only for 2xx, else throws ApiError. */
+/** A terminal of a session (/v1/sessions/{id}/terminals). */
+export interface TerminalInfo {
+  id: string;
+  pid: number;
+  cols: number;
+  rows: number;
+  socket: string;
+}
+
 export async function request(path: string, options: RequestOptions = {}): Promise<Response> {
   const { json, key = storedKey(), headers: given, ...init } = options;
   const headers = new Headers(given);
@@ -169,6 +178,36 @@ export const api = {
   listPorts: async (sessionId: string) =>
     (await json<{ ports: ListeningPort[] }>(`/v1/sessions/${encodeURIComponent(sessionId)}/ports`)).ports,
   /** A link that reaches one port without the key (its token becomes a cookie of that host): for a frame or a tab. */
+  listTerminals: async (sessionId: string) =>
+    (await json<{ terminals: TerminalInfo[] }>(`/v1/sessions/${encodeURIComponent(sessionId)}/terminals`)).terminals,
+  openTerminal: (sessionId: string, size: { cols: number; rows: number }) =>
+    json<TerminalInfo>(`/v1/sessions/${encodeURIComponent(sessionId)}/terminals`, { method: 'POST', json: size }),
+  closeTerminal: async (sessionId: string, terminalId: string) => {
+    await request(`/v1/sessions/${encodeURIComponent(sessionId)}/terminals/${encodeURIComponent(terminalId)}`, {
+      method: 'DELETE',
+    });
+  },
+  /**
+   * A terminal's socket. A browser cannot set Authorization on a WebSocket: the key goes as a
+   * subprotocol (`sandcell.key.` + base64url), beside `sandcell.terminal`, which the server chooses.
+   */
+  terminalSocket: (terminal: TerminalInfo) => {
+    const url = new URL(terminal.socket, window.location.href);
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    const key = storedKey();
+    const protocols = ['sandcell.terminal'];
+    if (key) {
+      const bytes = new TextEncoder().encode(key);
+      const encoded = btoa(String.fromCharCode(...bytes))
+        .replace(/\+/g, '-')
+        .replace(/\//g, '_')
+        .replace(/=+$/, '');
+      protocols.push(`sandcell.key.${encoded}`);
+    }
+    const socket = new WebSocket(url, protocols);
+    socket.binaryType = 'arraybuffer';
+    return socket;
+  },
   previewLink: (sessionId: string, port: number) =>
     json<{ url: string; expiresAt: string }>(`/v1/sessions/${encodeURIComponent(sessionId)}/ports/${port}/preview`, {
       method: 'POST',

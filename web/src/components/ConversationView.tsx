@@ -10,7 +10,7 @@ import { AppsBar } from './AppsBar';
 import type { Decision } from './CodeStep';
 import { CellComposer, ChatComposer } from './Composer';
 import { Markdown } from './Html';
-import { ArrowDownIcon, BrandMark, DownloadIcon, FilesIcon, MenuIcon } from './Icons';
+import { ArrowDownIcon, BrandMark, DownloadIcon, FilesIcon, MenuIcon, TerminalIcon } from './Icons';
 import { TurnView } from './Turn';
 
 export type Mode = 'chat' | 'notebook';
@@ -25,6 +25,10 @@ export interface ConversationViewProps {
   busy: boolean;
   filesOpen: boolean;
   onToggleFiles: () => void;
+  /** The terminal pane: open or not, and whether the conversation has a live session to open one in. */
+  terminalOpen: boolean;
+  terminalAvailable: boolean;
+  onToggleTerminal: () => void;
   /** Opens the conversation list where it is a drawer (narrow screens). */
   onOpenDrawer: () => void;
   drawerOpen: boolean;
@@ -164,6 +168,17 @@ export function ConversationView(props: ConversationViewProps) {
           >
             <FilesIcon />
             <span class="files-label">Files</span>
+          </button>
+          <button
+            type="button"
+            class={`button-secondary terminal-toggle${props.terminalOpen ? ' is-pressed' : ''}`}
+            aria-pressed={props.terminalOpen}
+            disabled={!props.terminalAvailable}
+            title={props.terminalAvailable ? 'A shell in this session' : 'This conversation has no live session'}
+            onClick={props.onToggleTerminal}
+          >
+            <TerminalIcon />
+            <span class="terminal-label">Terminal</span>
           </button>
           <button
             type="button"

@@ -80,6 +80,14 @@ export const FilesIcon = () => (
   </Icon>
 );
 
+/** A terminal: a prompt and a cursor in a window. */
+export const TerminalIcon = () => (
+  <Icon size={16}>
+    <rect x="3" y="4" width="18" height="16" rx="2" />
+    <path d="M7 9l3 3-3 3M13 15h4" />
+  </Icon>
+);
+
 /** The brand mark: a cell (a rounded square) holding a spark of code. */
 export const BrandMark = ({ size = 20 }: { size?: number }) => (
   <svg class="brand-mark" viewBox="0 0 24 24" width={size} height={size} aria-hidden="true" focusable="false">
