@@ -56,9 +56,7 @@ describe('the terminal in the web UI', { timeout: 180_000 }, () => {
     await screen.getByText('sum=42').waitFor({ timeout: 15_000 });
     await expect(screen.textContent()).resolves.toContain('written by the cell');
     // The size the shell sees is the pane's, as xterm measured it: as many rows as it shows.
-    const lines = await page.evaluate(() =>
-      [...document.querySelectorAll('.terminal-panel .xterm-rows > div')].map((row) => row.textContent ?? ''),
-    );
+    const lines = await panel.locator('.xterm-rows > div').allTextContents();
     const sum = lines.findIndex((line) => line.includes('sum=42'));
     const [rows, cols] = (lines[sum + 1] ?? '').trim().split(' ').map(Number);
     expect(rows).toBe(lines.length);
