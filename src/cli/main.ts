@@ -96,6 +96,23 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     setExitCode(await execCommand(words, options));
   });
 
+  addBackendOptions(
+    addNetworkOption(addLimitOptions(program.command('shell')))
+      .description("an interactive shell in a fresh sandbox, or in a running server's session (like docker exec -it)")
+      .argument('[command...]', 'a program to run instead of bash, after --: `sandcell shell -- python3`')
+      .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
+      .option('-o, --output-dir <dir>', 'where to save the files written in the sandbox', DEFAULT_OUTPUT_DIR)
+      .option('--server <url>', "a running server's URL: the shell opens in one of its sessions (with --session)")
+      .option('--session <id>', 'the session of --server to open the shell in (the key in SANDCELL_API_KEY)')
+      .addHelpText(
+        'after',
+        `\nEvery key goes to the sandbox, Ctrl-C included (it interrupts the program there); exit or Ctrl-D ends the shell.${UNITS_HELP}\nExit codes: the shell's (128+N when signal N ended it), 2 usage, 3 sandbox failure.`,
+      ),
+  ).action(async (words: string[], options) => {
+    const { shellCommand } = await import('./shell-command.js');
+    setExitCode(await shellCommand(words, options));
+  });
+
   addAgentOptions(
     program.command('chat').description('chat about your data: a model writes Python, sandcell runs it in a sandbox'),
   ).action(async (options) => {
