@@ -110,6 +110,11 @@ async function expectTheSyncSandbox(env: Record<string, string>): Promise<void> 
   // get_host(port) names the server's own localhost domain, which serves the sandbox's app.
   const server = new URL(env.E2B_API_URL as string).port;
   expect(seen.port).toEqual({ host: `8000-${seen.id}.localhost:${server}`, page: '<p>served from the sandbox</p>' });
+  // A PTY: a real terminal, its size after the resize, and the streamed input.
+  // (Input typed ahead is echoed as it arrives, so each answer is looked for on its own line.)
+  for (const line of [/[\r\n]pty-42\r\n/, /[\r\n]\/dev\/pts\/\d+\r\n/, /[\r\n]30 100\r\n/, /[\r\n]streamed-5\r\n/]) {
+    expect(seen.pty).toMatch(line);
+  }
 }
 
 describe("E2B's Python SDK, unmodified", () => {

@@ -9,7 +9,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from e2b import SandboxQuery, SandboxState
+from e2b import PtySize, SandboxQuery, SandboxState
 from e2b.exceptions import NotFoundException
 from e2b_code_interpreter import Sandbox
 
@@ -145,6 +145,15 @@ for _ in range(100):
     except OSError:
         time.sleep(0.1)
 seen["port"] = {"host": host, "page": page}
+
+# A PTY: typed into with send_stdin and with stream_input (envd's StreamInput), resized, then ended by its exit.
+pty = sandbox.pty.create(PtySize(rows=24, cols=80), timeout=0)
+sandbox.pty.send_stdin(pty.pid, b"echo pty-$((6*7)); tty\n")
+sandbox.pty.resize(pty.pid, PtySize(rows=30, cols=100))
+sandbox.pty.stream_input(pty.pid, [b"stty size; ", "echo streamed-$((2+3))\n", b"exit 0\n"])
+screen = bytearray()
+pty.wait(on_pty=lambda data: screen.extend(data))
+seen["pty"] = screen.decode("utf-8", "replace")
 
 # Lifetime, information, and the list with its filters.
 sandbox.set_timeout(600)

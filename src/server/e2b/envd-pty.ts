@@ -160,7 +160,8 @@ export async function streamInput(
   let target: E2bProcess | undefined;
   let pending = Buffer.alloc(0);
   const take = (message: unknown) => {
-    const event = (message as { event?: Record<string, unknown> } | null)?.event ?? {};
+    // A oneof's member lies on the message itself in protobuf's JSON: `{"start": …}`, `{"data": …}`, `{"keepalive": {}}`.
+    const event = (message ?? {}) as Record<string, unknown>;
     if ('start' in event) {
       const selector = (event.start as { process?: { pid?: unknown; tag?: unknown } } | undefined)?.process ?? {};
       target = find({
