@@ -21,7 +21,7 @@ const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** di
 const now = () => performance.now();
 
 /** Resident memory of a process, in MB (Linux). */
-function rssMB(pid) {
+export function rssMB(pid) {
   try {
     const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return match ? Number(match[1]) / 1024 : undefined;
@@ -31,7 +31,7 @@ function rssMB(pid) {
 }
 
 /** Samples `pid`'s RSS every 50 ms while `work` runs; the work's value and the peak. */
-async function withPeakMemory(pid, work) {
+export async function withPeakMemory(pid, work) {
   let peak = rssMB(pid) ?? 0;
   const timer = setInterval(() => {
     peak = Math.max(peak, rssMB(pid) ?? 0);

@@ -57,6 +57,7 @@ export {
   TimeoutError,
   TooManyCommandsError,
   TooManyContextsError,
+  TooManyTerminalsError,
   UnknownContextError,
 } from './errors.js';
 export type { NetworkChannel, NetworkGate } from './network/gate-channel.js';
@@ -106,6 +107,14 @@ export type {
   SkippedName,
   SnapshotInfo,
 } from './session/session-state.js';
+export type {
+  TerminalAttachment,
+  TerminalClient,
+  TerminalEnd,
+  TerminalOptions,
+  TerminalSignal,
+} from './session/terminal.js';
+export type { SessionTerminals, TerminalHandle } from './session/terminals.js';
 export { openSnapshotStore } from './snapshots/local-snapshots.js';
 export { SnapshotInvalidError, SnapshotNotFoundError, SnapshotTooLargeError } from './snapshots/snapshot-errors.js';
 export type { SnapshotStore } from './snapshots/snapshot-store.js';

@@ -58,6 +58,7 @@ const EXPECTED: Record<string, string[]> = {
     'TimeoutError',
     'TooManyCommandsError',
     'TooManyContextsError',
+    'TooManyTerminalsError',
     'UnknownContextError',
     'createBackend',
     'createBubblewrapBackend',

@@ -85,6 +85,10 @@ describe('library blocks (README.md, docs/) run as written, in a project that in
     }
   }, 120_000);
 
+  it('terminals-library: a shell on a terminal, resized, its exit status', async () => {
+    expect(await runModule('terminals-library')).toBe('5 true\n');
+  }, 120_000);
+
   it('library-testing: the scripted backend answers from its script', async () => {
     expect((await runModule('library-testing')).split('\n').filter(Boolean)).toEqual(['ran 1 + 1', 'KernelDied']);
   });
