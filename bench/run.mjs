@@ -3,7 +3,7 @@
 // Not a test: nothing here fails a build. A backend that cannot run here gets an empty column and a note. Each part has a
 // time bound (bench/bounded.mjs): one that fails or stalls is a FAILED row with its first error, the others still print,
 // and the bench then exits 1.
-// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs, bench/arrivals.mjs, bench/e2b.mjs, bench/jupyter.mjs, bench/outputs.mjs, bench/ports.mjs and bench/cluster.mjs).
+// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs, bench/arrivals.mjs, bench/e2b.mjs, bench/jupyter.mjs, bench/outputs.mjs, bench/ports.mjs, bench/terminals.mjs and bench/cluster.mjs).
 // Each backend's own measures are bench/session-measures.mjs; here they and the other parts are run, bounded, and
 // put in the one table (rows × backends) against their targets.
 
@@ -22,6 +22,7 @@ import { runJupyterBench } from './jupyter.mjs';
 import { runNetworkGateBench } from './network-gate.mjs';
 import { runOutputsBench } from './outputs.mjs';
 import { runPortsBench } from './ports.mjs';
+import { runTerminalsBench } from './terminals.mjs';
 import { percentile, runServerBench } from './server.mjs';
 import {
   coldStart,
@@ -265,6 +266,8 @@ const jupyter = await serverPart('Jupyter (bench/jupyter.mjs)', minutes(15), run
 const outputs = await serverPart('published outputs (bench/outputs.mjs)', minutes(15), runOutputsBench);
 // Apps on ports (bench/ports.mjs): a GET's added latency, a 100 MB download, 100 WebSockets at once.
 const ports = await serverPart('ports (bench/ports.mjs)', minutes(10), runPortsBench);
+// Terminals (bench/terminals.mjs): keystroke echo through the E2B door, 20 MB of output in bounded memory.
+const terminals = await serverPart('terminals (bench/terminals.mjs)', minutes(10), runTerminalsBench);
 // Several nodes as one service (bench/cluster.mjs): forwarding, a drain, a moved session.
 const cluster = await serverPart('cluster (bench/cluster.mjs)', minutes(15), runClusterBench);
 // The network gate (bench/network-gate.mjs): its added latency on a small HTTPS request; no sandbox.
@@ -284,6 +287,7 @@ for (const [measureName, stat, observed, unit, target, met] of [
   ...jupyter.rows,
   ...outputs.rows,
   ...ports.rows,
+  ...terminals.rows,
   ...cluster.rows,
 ]) {
   rows.push([
@@ -362,6 +366,7 @@ const result = {
   jupyter: jupyter.result,
   outputs: outputs.result,
   ports: ports.result,
+  terminals: terminals.result,
   cluster: cluster.result,
   networkGate: networkGate.result,
   environment: environment.result,

@@ -124,6 +124,9 @@ async function expectTheAgentRan(
   // That workspace given back to a new sandbox (the archive through the file API into /tmp, then
   // tar): the file is there, in the root, and the archive is gone; that sandbox ends too.
   expect(seen.hydrated).toEqual({ exit_code: 0, stdout: `kept in the workspace\n${workspace}\n0\n` });
+  // Its write_stdin tool on a PTY: the command typed in answers, on a real terminal.
+  expect(seen.pty).toMatch(/[\r\n]tty-42\r\n/);
+  expect(seen.pty).toMatch(/\/dev\/pts\/\d+/);
   expect(seen.after_hydrate).toEqual([]);
 }
 

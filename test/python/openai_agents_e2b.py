@@ -102,6 +102,12 @@ async def main():
                 await session.hydrate_workspace(archive)
             restored = await session.exec("cat notes.txt && pwd && ls /tmp | grep -c sandbox-hydrate || true")
             seen["hydrated"] = {"exit_code": restored.exit_code, "stdout": restored.stdout.decode()}
+            # The SDK's write_stdin tool: a command on a PTY (pty.create, then its input), written to again.
+            started = await session.pty_exec_start("bash", tty=True, yield_time_s=1)
+            typed = await session.pty_write_stdin(
+                session_id=started.process_id, chars="echo tty-$((6*7)); tty\n", yield_time_s=2
+            )
+            seen["pty"] = (started.output + typed.output).decode("utf-8", "replace")
         finally:
             await session.shutdown()
         seen["after_hydrate"] = await listed(state=BOTH_STATES)
