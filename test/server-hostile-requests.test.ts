@@ -10,6 +10,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { runProcess } from './support/process.js';
 import { CRLF, head, host, sendRaw } from './support/raw-socket.js';
 
@@ -248,11 +249,15 @@ const DOORS = [
   '/assets/index.js',
   '/v1/sessions',
   '/v1/sessions/hostile-session/pause',
+  '/v1/sessions/hostile-session/terminals',
+  '/v1/sessions/hostile-session/terminals/terminal-1',
   '/v1/snapshots',
   '/azure/code/execute?identifier=hostile&api-version=2024-02-02-preview',
   '/e2b/sandboxes',
   '/jupyter/api/kernels',
   '/jupyter/api/kernels/00000000-0000-0000-0000-000000000000/channels',
+  '/jupyter/api/terminals',
+  '/jupyter/terminals/websocket/hostile-terminal',
   '/mcp',
   '/metrics',
 ];
@@ -382,6 +387,60 @@ describe.each([
       await expectStillServing(what);
       await appServes(what);
     }
+  });
+
+  it('hostile frames on a live terminal’s socket are dropped or close that socket alone; the terminal serves on', async () => {
+    const opened = await fetch(`http://127.0.0.1:${serve.port}/v1/sessions/${sessionId}/terminals`, {
+      method: 'POST',
+      headers: authHeader,
+    });
+    expect(opened.status).toBe(201);
+    const { socket: socketPath, id: terminalId } = (await opened.json()) as { socket: string; id: string };
+    const connect = () => {
+      const socket = new WebSocket(`ws://127.0.0.1:${serve.port}${socketPath}`, ['sandcell.terminal'], {
+        headers: authHeader,
+      });
+      let text = '';
+      socket.on('message', (data, isBinary) => {
+        if (isBinary) text += Buffer.from(data as Buffer).toString('utf8');
+      });
+      const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
+      return { socket, closed, read: () => text, opened: new Promise((resolve) => socket.once('open', resolve)) };
+    };
+    const echoes = async (client: ReturnType<typeof connect>, marker: string) => {
+      client.socket.send(Buffer.from(`echo ${marker}-$((40+2))\r`), { binary: true });
+      const deadline = Date.now() + 10_000;
+      while (!client.read().includes(`${marker}-42`)) {
+        if (Date.now() > deadline) throw new Error(`no ${marker}-42: ${client.read().slice(-200)}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const client = connect();
+    await client.opened;
+    await echoes(client, 'canary');
+    const frames: (string | Buffer)[] = [
+      'not json',
+      '{"type":"resize","cols":-1,"rows":1e9}',
+      '{"type":"signal","signal":"SIGSEGV"}',
+      '{"type":"input","data":42}',
+      '{"__proto__":{"type":"resize"}}',
+      JSON.stringify({ type: 'input', data: 'x'.repeat(200_000) }),
+      Buffer.alloc(100_000, 0x61),
+    ];
+    for (const frame of frames) client.socket.send(frame, { binary: Buffer.isBuffer(frame) });
+    await echoes(client, 'after-frames');
+    // A frame over the socket's bound closes that socket alone; the terminal is there for the next.
+    client.socket.send(Buffer.alloc(300 * 1024, 0x62), { binary: true });
+    expect(await client.closed).toBe(1009);
+    const again = connect();
+    await again.opened;
+    await echoes(again, 'reattached');
+    again.socket.close();
+    await fetch(`http://127.0.0.1:${serve.port}/v1/sessions/${sessionId}/terminals/${terminalId}`, {
+      method: 'DELETE',
+      headers: authHeader,
+    });
+    await expectStillServing('after the terminal frames');
   });
 
   it('a hostile app’s answers (not HTTP, bad bytes, huge or conflicting headers, cut short) fail that request alone', async () => {
