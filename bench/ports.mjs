@@ -102,9 +102,12 @@ async function echoAtOnce(host, connections, messages) {
   return { answered: answered.reduce((sum, count) => sum + count, 0), ms: now() - started };
 }
 
-export async function runPortsBench({ quick = false } = {}) {
+/**
+ * `sandcell serve` with one key in E2B's format, the E2B SDK pointed at it, and a tally of failed
+ * samples (`fail` counts one, keeping the first's message): what the E2B-driven parts share.
+ */
+export async function startE2bBench() {
   const server = await startServer(['--pool-size', '1', '--executions-per-minute', '0'], { SANDCELL_API_KEYS: KEY });
-  const port = Number(new URL(server.url).port);
   process.env.E2B_API_URL = `${server.url}/e2b`;
   process.env.E2B_SANDBOX_URL = `${server.url}/e2b`;
   process.env.E2B_API_KEY = KEY;
@@ -116,6 +119,12 @@ export async function runPortsBench({ quick = false } = {}) {
     failures.count++;
     failures.first ??= error?.message ?? String(error);
   };
+  return { server, Sandbox, failures, fail };
+}
+
+export async function runPortsBench({ quick = false } = {}) {
+  const { server, Sandbox, failures, fail } = await startE2bBench();
+  const port = Number(new URL(server.url).port);
   const samples = quick ? 200 : 2000;
   const through = [];
   let inside = { small: [], bigMs: [], bigBytes: 0 };

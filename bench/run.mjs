@@ -22,7 +22,6 @@ import { runJupyterBench } from './jupyter.mjs';
 import { runNetworkGateBench } from './network-gate.mjs';
 import { runOutputsBench } from './outputs.mjs';
 import { runPortsBench } from './ports.mjs';
-import { runTerminalsBench } from './terminals.mjs';
 import { percentile, runServerBench } from './server.mjs';
 import {
   coldStart,
@@ -37,6 +36,7 @@ import {
   warmRoundTrip,
 } from './session-measures.mjs';
 import { runSnapshotBench } from './snapshots.mjs';
+import { runTerminalsBench } from './terminals.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');

@@ -10,27 +10,15 @@
 // Every request goes to 127.0.0.1 only; loops are bounded in count. A sample that fails is counted.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rssMB, withPeakMemory } from './ports.mjs';
-import { percentile, startServer } from './server.mjs';
+import { rssMB, startE2bBench, withPeakMemory } from './ports.mjs';
+import { percentile } from './server.mjs';
 
-const KEY = 'e2b_00112233445566778899aabbccddeeff';
 const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 const now = () => performance.now();
 const OUTPUT_BYTES = 15_000_000; // base64: 20,000,000 bytes
 
 export async function runTerminalsBench({ quick = false } = {}) {
-  const server = await startServer(['--pool-size', '1', '--executions-per-minute', '0'], { SANDCELL_API_KEYS: KEY });
-  process.env.E2B_API_URL = `${server.url}/e2b`;
-  process.env.E2B_SANDBOX_URL = `${server.url}/e2b`;
-  process.env.E2B_API_KEY = KEY;
-  delete process.env.E2B_DEBUG;
-  delete process.env.E2B_DOMAIN;
-  const { Sandbox } = await import('e2b');
-  const failures = { count: 0, first: undefined };
-  const fail = (error) => {
-    failures.count++;
-    failures.first ??= error?.message ?? String(error);
-  };
+  const { server, Sandbox, failures, fail } = await startE2bBench();
   const samples = quick ? 100 : 500;
   const echoes = [];
   let output = { ms: 0, bytes: 0 };
