@@ -20,6 +20,7 @@ import type { TerminalHandle } from '../../session/terminals.js';
 import type { ServerContext } from '../core/context.js';
 import { decodeRequestEnvelope, END_STREAM_FLAG, encodeEndStream, encodeEnvelope } from './connect-envelope.js';
 import { ConnectError, toConnectError } from './errors.js';
+import { streamClock } from './process-stream.js';
 import type { E2bProcess } from './process-table.js';
 import type { E2bSandbox } from './sandbox-row.js';
 
@@ -57,7 +58,7 @@ export function ptyEventStream(options: PtyStreamOptions): ReadableStream<Uint8A
   let release = (): void => undefined;
   const stop = () => {
     finished = true;
-    for (const timer of timers) clearInterval(timer);
+    for (const timer of timers) clearTimeout(timer);
     detach();
   };
   return new ReadableStream<Uint8Array>(
@@ -85,18 +86,14 @@ export function ptyEventStream(options: PtyStreamOptions): ReadableStream<Uint8A
         detach = () => attachment.detach();
         release = () => attachment.release();
         timers.push(
-          setInterval(() => {
-            if (!finished) controller.enqueue(encodeEnvelope({ event: { keepalive: {} } }));
-          }, options.keepaliveMs),
+          ...streamClock(controller, {
+            keepaliveMs: options.keepaliveMs,
+            ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
+            open: () => !finished,
+            expire: () =>
+              finish(new ConnectError('deadline_exceeded', 'The stream reached its timeout; the PTY runs on.')),
+          }),
         );
-        if (options.deadlineMs !== undefined) {
-          timers.push(
-            setTimeout(
-              () => finish(new ConnectError('deadline_exceeded', 'The stream reached its timeout; the PTY runs on.')),
-              options.deadlineMs,
-            ),
-          );
-        }
       },
       pull() {
         release();

@@ -55,6 +55,23 @@ function endEvent(result: CommandResult) {
   };
 }
 
+/**
+ * A stream's clock: a keepalive envelope every `keepaliveMs` while it is `open` (so proxies keep an idle
+ * stream), and, with `deadlineMs`, `expire` then. The timers, for the stream's stop to clear.
+ */
+export function streamClock(
+  controller: ReadableStreamDefaultController<Uint8Array>,
+  clock: { keepaliveMs: number; deadlineMs?: number; open: () => boolean; expire: () => void },
+): NodeJS.Timeout[] {
+  const timers = [
+    setInterval(() => {
+      if (clock.open()) controller.enqueue(encodeEnvelope({ event: { keepalive: {} } }));
+    }, clock.keepaliveMs),
+  ];
+  if (clock.deadlineMs !== undefined) timers.push(setTimeout(clock.expire, clock.deadlineMs));
+  return timers;
+}
+
 export function processEventStream(options: StreamOptions): ReadableStream<Uint8Array> {
   const timers: NodeJS.Timeout[] = [];
   let finished = false;
@@ -91,18 +108,14 @@ export function processEventStream(options: StreamOptions): ReadableStream<Uint8
           );
         }
       });
-      const keepalive = setInterval(() => {
-        if (!finished) controller.enqueue(encodeEnvelope({ event: { keepalive: {} } }));
-      }, options.keepaliveMs);
-      timers.push(keepalive);
-      if (options.deadlineMs !== undefined) {
-        timers.push(
-          setTimeout(
-            () => finish(new ConnectError('deadline_exceeded', 'The stream reached its timeout.')),
-            options.deadlineMs,
-          ),
-        );
-      }
+      timers.push(
+        ...streamClock(controller, {
+          keepaliveMs: options.keepaliveMs,
+          ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
+          open: () => !finished,
+          expire: () => finish(new ConnectError('deadline_exceeded', 'The stream reached its timeout.')),
+        }),
+      );
     },
     cancel() {
       stop();
