@@ -43,6 +43,11 @@ export type SandcellErrorCode =
   | 'snapshot-invalid'
   | 'snapshot-too-large'
   | 'session-lost'
+  // Volumes (src/volumes/volume-errors.ts).
+  | 'volume-not-found'
+  | 'volume-exists'
+  | 'volume-in-use'
+  | 'volumes-unavailable'
   // The server's core (src/server/core/errors.ts).
   | 'limit-exceeded'
   | 'shutting-down'

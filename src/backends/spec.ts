@@ -38,6 +38,12 @@ export interface SandboxBackend {
    * ports something listens on inside them. Without it a session's ports cannot be reached.
    */
   readonly servesPorts?: boolean;
+
+  /**
+   * Whether its sandboxes take host directories bound in (StartSandboxOptions.mounts): how volumes are
+   * mounted. Without it a session with volumes is refused (a remote Docker Engine sees none of this host's).
+   */
+  readonly mountsDirectories?: boolean;
 }
 
 /** How a root other than sandcell's own is run (`withRoot`). */
@@ -101,7 +107,20 @@ export interface StartSandboxOptions {
    * refuses `port-connect`, and the session says its ports cannot be reached.
    */
   ingress?: SandboxIngress;
+  /**
+   * Host directories bound into the sandbox (volumes, src/volumes/session-mounts.ts), each at its
+   * target, read-only where asked. Prepared on the host beforehand: the backend binds them as they are.
+   */
+  mounts?: SandboxMount[];
   signal?: AbortSignal;
+}
+
+export interface SandboxMount {
+  /** A host directory (as root, an idmapped mount staged for this session). */
+  source: string;
+  /** An absolute path in the sandbox, outside its system (volume-paths.ts checks it). */
+  target: string;
+  readOnly: boolean;
 }
 
 export interface SandboxIngress {

@@ -53,6 +53,11 @@ const TELLING: Readonly<Record<SandcellErrorCode, Telling>> = {
   'snapshot-invalid': 'log',
   'snapshot-too-large': 'log',
   'session-lost': 'say',
+  // The bot mounts no volumes.
+  'volume-not-found': 'log',
+  'volume-exists': 'log',
+  'volume-in-use': 'log',
+  'volumes-unavailable': 'log',
   // The server's core: the bot does not run on it.
   'limit-exceeded': 'log',
   'shutting-down': 'log',

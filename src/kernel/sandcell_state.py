@@ -57,7 +57,7 @@ class Archive:
             argv = [tar, "--extract", "--file=-", "--directory=/", "--no-same-owner", "--preserve-permissions", "--no-overwrite-dir"]
             if clean:
                 # A restore brings the files back as they were: what was made since goes first.
-                argv = [bash, "-c", 'shopt -s dotglob nullglob; rm -rf -- /mnt/data/* /tmp/.local; exec "$@"', "sandcell-state", *argv]
+                argv = [bash, "-c", 'shopt -s dotglob nullglob; rm -rf --one-file-system -- /mnt/data/* /tmp/.local; exec "$@"', "sandcell-state", *argv]
             self._start(argv)
 
     def _start(self, argv):
@@ -103,7 +103,7 @@ class Archive:
             raise StateError("invalid-request", "state-read: offset %r, but %d bytes were read so far" % (offset, self.offset))
         if self.pid is None:
             members = [member for member in ARCHIVED if os.path.lexists("/" + member)]
-            self._start([self.tar, "--create", "--file=-", "--directory=/", "--numeric-owner", "--ignore-failed-read", "--warning=no-file-changed", "--warning=no-file-ignored", "--", *members])
+            self._start([self.tar, "--create", "--file=-", "--directory=/", "--one-file-system", "--numeric-owner", "--ignore-failed-read", "--warning=no-file-changed", "--warning=no-file-ignored", "--", *members])
         if self.out is None:
             raise StateError("invalid-request", "state-read: the archive has ended")
         # Read in place into the chunk (os.read would allocate its whole size for each pipe's worth).

@@ -15,6 +15,7 @@ the template's is left open in it, and no memory is shared writably.
 
 import base64
 import ctypes
+import errno
 import os
 import signal
 import socket
@@ -182,6 +183,7 @@ def build_root(request, files, kernel, scratch):
     data = hold(request["dataDirectory"])
     gate = hold(request["gateSocket"]) if request.get("gateSocket") else None
     ingress = hold(request["ingressSocket"]) if request.get("ingressSocket") else None
+    volumes = [(hold(mount["source"]), mount["target"], bool(mount["readOnly"])) for mount in request.get("mounts", [])]
     root = "/tmp"
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
     bind(usr, root + "/usr", recursive=True)
@@ -228,6 +230,14 @@ def build_root(request, files, kernel, scratch):
         bind(gate, root + request["gateSocketMount"], read_only=False)
     if ingress is not None:
         bind(ingress, root + request["ingressSocketMount"], read_only=False)
+    for source, target, read_only in volumes:
+        # A mount point below /home/user is made in the session's files, where its code may have left a
+        # symlink: one leading out of the new root is refused rather than followed.
+        for _ in range(2):
+            if not os.path.realpath(root + target).startswith(root + "/"):
+                raise OSError(errno.ELOOP, "%s leads out of the sandbox (a symlink in the session's files)" % target)
+            os.makedirs(root + target, exist_ok=True)
+        bind(source, root + target, read_only=read_only)
     for descriptor in held:
         os.close(descriptor)
     remount_read_only(root + "/dev")

@@ -4,6 +4,8 @@ import type { BackendName } from '../backends/select.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
 import type { NetworkGate } from '../network/gate-channel.js';
+import { checkMountRequests, type VolumeMountRequest } from '../volumes/volume-paths.js';
+import type { VolumeStore } from '../volumes/volume-store.js';
 import { type NetworkAllowList, type NetworkOption, resolveNetworkOption } from '../network/network-option.js';
 import type { SnapshotStore } from '../snapshots/snapshot-store.js';
 import { LIBRARY_LIMIT_NAMES, type LimitNames } from './limit-names.js';
@@ -109,14 +111,24 @@ export interface SessionOptions {
    * @default the state directory's store (`$SANDCELL_STATE_DIR`, else ~/.local/share/sandcell)
    */
   snapshots?: SnapshotStore;
-  /** Whose snapshots the session writes and may load: another owner's are refused. @default `local` */
+  /** Whose snapshots the session writes and may load, and whose volumes it may mount: another owner's are refused. @default `local` */
   owner?: string;
+  /**
+   * Volumes mounted into every sandbox of the session (and of its forks), each at `path`, read-write
+   * unless `readOnly`, all of it or the directory `subPath` of it (`createVolume` makes one). @default []
+   */
+  mounts?: VolumeMount[];
+  /** Where the volumes are. @default the state directory's `volumes` */
+  volumes?: VolumeStore;
   /** How long a snapshot waits for code that is running to end before it is refused. @default 30_000 */
   snapshotWaitMs?: number;
   /** Session id (letters, digits, `-`, `_`). @default a random id */
   id?: string;
   signal?: AbortSignal;
 }
+
+/** A volume in a session: which (its name or id), where, and how. */
+export type VolumeMount = VolumeMountRequest;
 
 export interface ResolvedSessionOptions {
   limits: SandboxLimits;
@@ -144,6 +156,8 @@ export interface ResolvedSessionOptions {
   limitNames: LimitNames;
   /** Absent: no network. */
   network?: NetworkAllowList;
+  /** The volumes to mount, checked (volume-paths.ts). */
+  mounts: VolumeMountRequest[];
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {
@@ -194,6 +208,7 @@ export function resolveSessionOptions(options: SessionOptions): ResolvedSessionO
     environment,
     limitNames: { ...LIBRARY_LIMIT_NAMES, ...options.limitNames },
     ...networkOf(options.network),
+    mounts: checkMountRequests(options.mounts),
   };
 }
 

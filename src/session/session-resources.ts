@@ -18,6 +18,9 @@ import type { NetworkChannel, SandboxNetwork } from '../network/gate-channel.js'
 import { type IngressChannel, openIngress } from '../network/ingress.js';
 import type { NetworkAllowList } from '../network/network-option.js';
 import { hostPackageIndex } from '../network/package-index.js';
+import { LOCAL_VOLUME_OWNER, localVolumeStore } from '../volumes/local-volumes.js';
+import { SessionMounts } from '../volumes/session-mounts.js';
+import { VolumesUnavailableError } from '../volumes/volume-errors.js';
 import { type ResolvedSessionOptions, resolveSessionOptions, type SessionOptions } from './options.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -33,6 +36,8 @@ export interface SessionResources {
   networkChannel?: NetworkChannel;
   /** Its ingress, when the backend serves ports (SandboxBackend.servesPorts). */
   ingress?: IngressChannel;
+  /** The volumes it mounts, ready on the host. */
+  mounts: SessionMounts;
 }
 
 /** Checks the options, then opens what a session with them runs on. */
@@ -80,6 +85,26 @@ export async function openSessionResources(options: SessionOptions): Promise<Ses
       },
     );
   }
+  let mounts = SessionMounts.none();
+  if (resolved.mounts.length > 0) {
+    try {
+      if (!backend.mountsDirectories) {
+        throw new VolumesUnavailableError(`The ${backend.name} backend mounts no volumes: use bubblewrap or docker.`);
+      }
+      mounts = await SessionMounts.open({
+        store: options.volumes ?? localVolumeStore(),
+        owner: options.owner ?? LOCAL_VOLUME_OWNER,
+        sessionId: id,
+        requests: resolved.mounts,
+        ...(volume.owner ? { sandboxOwner: { uid: volume.owner.uid, gid: volume.owner.gid } } : {}),
+      });
+    } catch (error) {
+      await ingress?.close();
+      await channel?.close();
+      await volume.dispose();
+      throw error;
+    }
+  }
   return {
     id,
     backend,
@@ -88,6 +113,7 @@ export async function openSessionResources(options: SessionOptions): Promise<Ses
     volume,
     ...(channel ? { networkChannel: channel } : {}),
     ...(ingress ? { ingress } : {}),
+    mounts,
   };
 }
 

@@ -5,7 +5,7 @@
  * next run says so, commands end with it. A sandbox sandcell ended on purpose
  * carries why (`retire`), which words those ends.
  */
-import type { SandboxBackend, SandboxExit, SandboxIngress, SandboxVolume } from '../backends/spec.js';
+import type { SandboxBackend, SandboxExit, SandboxIngress, SandboxMount, SandboxVolume } from '../backends/spec.js';
 import { SandboxCrashedError, SandboxStartError, SandcellError, SessionClosedError } from '../errors.js';
 import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
 import type { SandboxNetwork } from '../network/gate-channel.js';
@@ -43,6 +43,8 @@ export interface SandboxHost {
   network?: SandboxNetwork;
   /** The session's ingress socket (its ports' way in), when the backend serves ports. */
   ingress?: SandboxIngress;
+  /** Host directories its sandboxes bind in: its volumes. */
+  mounts: SandboxMount[];
   closed(): boolean;
 }
 
@@ -120,6 +122,7 @@ export class SessionSandbox {
       environment: options.environment,
       ...(this.host.network ? { network: this.host.network } : {}),
       ...(this.host.ingress ? { ingress: this.host.ingress } : {}),
+      ...(this.host.mounts.length > 0 ? { mounts: this.host.mounts } : {}),
     });
     const connection = new KernelConnection(sandbox, {
       messageLimits: messageLimits(options),

@@ -8,6 +8,7 @@
  */
 import { InvalidInputError, SessionClosedError, TimeoutError } from '../errors.js';
 import { localSnapshotStore } from '../snapshots/local-snapshots.js';
+import type { MountedVolume } from '../volumes/session-mounts.js';
 import { SnapshotTooLargeError } from '../snapshots/snapshot-errors.js';
 import type { SnapshotManifest, SnapshotStore } from '../snapshots/snapshot-store.js';
 import type { CommandRegistry } from './commands.js';
@@ -74,6 +75,8 @@ export interface SnapshotHost {
   commands: CommandRegistry;
   terminals: TerminalRegistry;
   sandbox: SessionSandbox;
+  /** The volumes its sandboxes mount (recorded, not their contents). */
+  mounts: MountedVolume[];
   /** The owner and store the session was created with, where it named them. */
   createdWith: { owner?: string; snapshots?: SnapshotStore };
   closed(): boolean;
@@ -257,6 +260,7 @@ export class SessionSnapshots {
     return {
       environment: this.host.environment,
       contexts,
+      ...(this.host.mounts.length > 0 ? { mounts: this.host.mounts } : {}),
       notKept: [
         ...this.host.commands.all().map((run) => ({
           name: `command ${run.id}: ${run.command.slice(0, 200)}`,

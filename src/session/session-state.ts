@@ -7,6 +7,7 @@
  * The sandbox is untrusted: what it sends is bounded, and its reports are
  * read as data (kernel-replies.ts).
  */
+import type { MountedVolume } from '../volumes/session-mounts.js';
 import { ProtocolError } from '../errors.js';
 import { SnapshotInvalidError } from '../snapshots/snapshot-errors.js';
 import type { SnapshotManifest } from '../snapshots/snapshot-store.js';
@@ -175,6 +176,8 @@ export interface SnapshotDetails {
   contexts: SavedContext[];
   /** What ran that a snapshot cannot keep (commands), with why. */
   notKept: SkippedName[];
+  /** The volumes that were mounted, and where: their contents are the volumes', not the snapshot's. */
+  mounts?: MountedVolume[];
 }
 
 /** A snapshot as a user sees it. */
@@ -187,6 +190,8 @@ export interface SnapshotInfo {
   environment: string;
   contexts: SavedContext[];
   notKept: SkippedName[];
+  /** The volumes mounted when it was taken (a resume mounts them again). */
+  mounts: MountedVolume[];
 }
 
 /** The name of the archive's part in a snapshot. */
@@ -202,6 +207,7 @@ export function readDetails(manifest: SnapshotManifest): SnapshotDetails {
     typeof details.environment !== 'string' ||
     !Array.isArray(details.contexts) ||
     !Array.isArray(details.notKept) ||
+    (details.mounts !== undefined && !Array.isArray(details.mounts)) ||
     !manifest.parts.some((part) => part.name === ARCHIVE_PART)
   ) {
     throw new SnapshotInvalidError(manifest.id, 'it was not written by this version of sandcell');
@@ -221,5 +227,6 @@ export function snapshotInfo(
     environment: details.environment,
     contexts: details.contexts,
     notKept: details.notKept,
+    mounts: details.mounts ?? [],
   };
 }

@@ -37,6 +37,9 @@ import { SessionDeaths } from './session-deaths.js';
 import { SessionPorts } from './session-ports.js';
 import { openSessionResources, sandboxIngress, sandboxNetwork } from './session-resources.js';
 import { SessionSandbox } from './session-sandbox.js';
+import { localVolumeStore } from '../volumes/local-volumes.js';
+import type { MountedVolume, SessionMounts } from '../volumes/session-mounts.js';
+import { remountable } from './session-remounts.js';
 import { LOCAL_OWNER, readSnapshot, SessionSnapshots, type SnapshotOptions } from './session-snapshots.js';
 import type { RestoreReport, SnapshotInfo } from './session-state.js';
 import { SessionTerminals, TerminalRegistry } from './terminals.js';
@@ -69,8 +72,9 @@ export class Session {
     readonly environment: Environment,
     /** The options it was created with: a fork is made with the same. */
     private readonly createdWith: SessionOptions,
-    private readonly networkChannel?: NetworkChannel,
-    private readonly ingress?: IngressChannel,
+    private readonly networkChannel: NetworkChannel | undefined,
+    private readonly ingress: IngressChannel | undefined,
+    private readonly volumeMounts: SessionMounts,
   ) {
     this.files = new SessionFiles((message, frame) => this.request(message, frame), {
       transferBytes: options.fileTransferBytes,
@@ -122,6 +126,7 @@ export class Session {
       deaths: new SessionDeaths(volume, options.limits.memoryBytes, options.limitNames),
       ...sandboxNetwork(networkChannel, options.network),
       ...sandboxIngress(ingress),
+      mounts: volumeMounts.mounts,
       closed: () => this.closing !== undefined,
     });
     this.ports = new SessionPorts({
@@ -147,6 +152,7 @@ export class Session {
       commands: this.commandRuns,
       terminals: this.terminalRuns,
       sandbox: this.sandbox,
+      mounts: volumeMounts.volumes,
       createdWith,
       closed: () => this.closing !== undefined,
       fresh: () => this.lastActivity === this.createdAt,
@@ -172,8 +178,14 @@ export class Session {
       createdWith,
       resources.networkChannel,
       resources.ingress,
+      resources.mounts,
     );
     return closedOnFailure(session, () => session.sandbox.ensure());
+  }
+
+  /** The volumes mounted in its sandboxes: which, where, and how. */
+  get mounts(): MountedVolume[] {
+    return this.volumeMounts.volumes.map((mounted) => ({ ...mounted }));
   }
 
   get closed(): boolean {
@@ -304,6 +316,7 @@ export class Session {
       await this.sandbox.end({ kind: 'close' });
       await this.networkChannel?.close();
       await this.ingress?.close();
+      await this.volumeMounts.close();
       await this.volume.dispose();
     })();
     return this.closing;
@@ -407,13 +420,24 @@ export class Session {
   static async resume(snapshotId: string, options: SessionOptions = {}): Promise<Session> {
     const store = options.snapshots ?? (await localSnapshotStore());
     const { manifest, details } = await readSnapshot(store, options.owner ?? LOCAL_OWNER, snapshotId);
+    const remounted =
+      options.mounts === undefined
+        ? await remountable(details.mounts ?? [], options.volumes ?? localVolumeStore(), options.owner ?? LOCAL_OWNER)
+        : { mounts: options.mounts, gone: [] };
     const session = await Session.create({
       ...(details.environment === 'default' ? {} : { environmentName: details.environment }),
       id: manifest.sessionId,
       ...options,
+      mounts: remounted.mounts,
       snapshots: store,
     });
-    return closedOnFailure(session, () => session.load(manifest.id));
+    return closedOnFailure(session, async () => {
+      const report = await session.load(manifest.id);
+      if (remounted.gone.length > 0) {
+        report.notKept.push(...remounted.gone);
+        session.restored = report;
+      }
+    });
   }
 
   /** Host-side resource usage of the current sandbox, where the backend measures it. */

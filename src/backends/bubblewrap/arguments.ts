@@ -12,6 +12,7 @@
  */
 import path from 'node:path';
 import { SandboxStartError } from '../../errors.js';
+import type { SandboxMount } from '../spec.js';
 import { INGRESS_SOCKET_MOUNT } from '../../network/ingress.js';
 import { GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
 import {
@@ -49,6 +50,8 @@ export interface BubblewrapArgumentsInput {
   gateSocket?: string;
   /** The host path of the session's ingress socket, bound in at INGRESS_SOCKET_MOUNT; absent, its ports cannot be reached. */
   ingressSocket?: string;
+  /** Host directories bound in (volumes), after the session's own files. */
+  mounts?: SandboxMount[];
 }
 
 /** Files from the host's /etc that the kernels and their packages read (R's configuration is /etc/R); nothing else of /etc is visible. */
@@ -181,6 +184,8 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): Bubbl
   if (input.gateSocket !== undefined) args.push('--bind', input.gateSocket, GATE_SOCKET_MOUNT);
   // The host's way in to the ports something listens on inside: the supervisor connects out to this socket.
   if (input.ingressSocket !== undefined) args.push('--bind', input.ingressSocket, INGRESS_SOCKET_MOUNT);
+  // Volumes: bwrap makes each mount point in its root (or in the session's files, below /home/user).
+  for (const mount of input.mounts ?? []) args.push(mount.readOnly ? '--ro-bind' : '--bind', mount.source, mount.target);
   args.push(
     // bwrap's own root and /dev are tmpfs: make them read-only once everything is mounted.
     '--remount-ro',

@@ -75,6 +75,7 @@ export async function startByExec({
       systemRoot: prepared.systemRoot,
       ...(network ? { gateSocket: network.socketPath } : {}),
       ...(options.ingress ? { ingressSocket: options.ingress.socketPath } : {}),
+      ...(options.mounts?.length ? { mounts: options.mounts } : {}),
     });
     const encodedOptions = encodeArguments(commandLine.options);
     const bwrap = [prepared.bwrapPath, '--args', String(OPTIONS_DESCRIPTOR), '--', ...commandLine.command];

@@ -41,6 +41,7 @@ export class BubblewrapBackend implements SandboxBackend {
   readonly specificationVersion = 'v1' as const;
   readonly name = 'bubblewrap';
   readonly servesPorts = true;
+  readonly mountsDirectories = true;
   private readonly prepareOnce = onceUntilFailure(() => prepareHost(this.options));
   private readonly rooted = new Map<string, BubblewrapBackend>();
   private readonly forkTemplate: ForkTemplate;
@@ -150,6 +151,7 @@ export class BubblewrapBackend implements SandboxBackend {
           tmpBytes: limits.tmpBytes,
           ...(network ? { gateSocket: network.socketPath } : {}),
           ...(options.ingress ? { ingressSocket: options.ingress.socketPath } : {}),
+          ...(options.mounts?.length ? { mounts: options.mounts } : {}),
           environment,
           files,
           ...(bundle !== undefined ? { contents: { [CERTIFICATE_BUNDLE]: Buffer.from(bundle) } } : {}),

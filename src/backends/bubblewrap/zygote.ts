@@ -20,6 +20,7 @@ import { INGRESS_SOCKET_MOUNT } from '../../network/ingress.js';
 import { GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
 import { KERNEL_MOUNT } from '../sandbox-environment.js';
 import { HOST_ETC_FILES } from './arguments.js';
+import type { SandboxMount } from '../spec.js';
 import type { RuntimeLayout } from './host-setup.js';
 
 /**
@@ -64,6 +65,8 @@ export interface ForkRequest {
   tmpBytes: number;
   gateSocket?: string;
   ingressSocket?: string;
+  /** Host directories bound in (volumes), after the session's files. */
+  mounts?: SandboxMount[];
   environment: Record<string, string>;
   /** Read-only copies in the session: path inside → host file. */
   files: Record<string, string>;
@@ -225,6 +228,7 @@ export class Zygote {
       gateSocketMount: GATE_SOCKET_MOUNT,
       ingressSocket: request.ingressSocket,
       ingressSocketMount: INGRESS_SOCKET_MOUNT,
+      mounts: request.mounts ?? [],
       environment: request.environment,
     };
     return new Promise<ForkedSession>((resolve, reject) => {

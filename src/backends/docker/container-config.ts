@@ -13,6 +13,7 @@ import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
 import { INGRESS_SOCKET_MOUNT } from '../../network/ingress.js';
 import { CERTIFICATE_BUNDLE, GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
 import type { SandboxLimits } from '../limits.js';
+import type { SandboxMount } from '../spec.js';
 import {
   DATA_MOUNT,
   HOME_USER_MOUNT,
@@ -113,6 +114,8 @@ export interface KernelContainerInput {
   network?: { socketPath: string; bundlePath: string; socketGroup?: number };
   /** The host path of the session's ingress socket (its ports' way in), and the gid to hold as for the gate's. */
   ingress?: { socketPath: string; socketGroup?: number };
+  /** Host directories bound in (volumes), private to this container. */
+  mounts?: SandboxMount[];
   /** An image without sandcell's kernel: the host directory of kernel files bound in, and the image's python. */
   mountedKernel?: { directory: string; python: string };
 }
@@ -156,6 +159,13 @@ export function kernelContainerOptions(input: KernelContainerInput): Dockerode.C
           ? [{ Type: 'bind' as const, Source: input.ingress.socketPath, Target: INGRESS_SOCKET_MOUNT, ReadOnly: false }]
           : []),
         ...(input.mountedKernel ? [kernelMount(input.mountedKernel.directory)] : []),
+        ...(input.mounts ?? []).map((mount) => ({
+          Type: 'bind' as const,
+          Source: mount.source,
+          Target: mount.target,
+          ReadOnly: mount.readOnly,
+          BindOptions: { Propagation: 'rprivate' as const },
+        })),
       ],
       MaskedPaths: input.maskedPaths,
       Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],

@@ -81,6 +81,8 @@ export class DockerBackend implements SandboxBackend {
   readonly specificationVersion = 'v1' as const;
   readonly name = 'docker';
   readonly servesPorts = true;
+  /** Volumes are this host's directories, bound in: a remote engine's start with them is refused. */
+  readonly mountsDirectories = true;
   readonly image: string;
   private client?: Dockerode;
   private cgroupTree?: DockerCgroupTree;
@@ -258,6 +260,11 @@ export class DockerBackend implements SandboxBackend {
       ...(network ? { network: forwarderOptions() } : {}),
       ...(ingress ? { ingress: { socket: INGRESS_SOCKET_MOUNT } } : {}),
     };
+    if (options.mounts?.length && !localEngine) {
+      throw new SandboxStartError(
+        "Volumes need a Docker Engine on this machine: a volume's files are this host's, bound into the container (DOCKER_HOST points elsewhere).",
+      );
+    }
     const mounted = this.options.mountedKernel;
     if (mounted && !localEngine) {
       throw new SandboxStartError(
@@ -304,6 +311,7 @@ export class DockerBackend implements SandboxBackend {
               : {}),
             ...(mountedKernel ? { mountedKernel } : {}),
             ...(ingress ? { ingress } : {}),
+            ...(options.mounts?.length ? { mounts: options.mounts } : {}),
           });
           let container: Dockerode.Container | undefined;
           try {

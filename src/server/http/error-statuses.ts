@@ -61,6 +61,12 @@ export const HTTP_ANSWERS: Readonly<Record<SandcellErrorCode, HttpAnswer | 'by-l
   'snapshot-invalid': { status: 422 },
   'snapshot-too-large': { status: 507 },
   'session-lost': { status: 410 },
+  // A volume not there (another key's is "not found" too), a name taken, one a live sandbox mounts, no
+  // volumes where they cannot be the same files (a remote Docker Engine, a cluster without shared storage).
+  'volume-not-found': { status: 404 },
+  'volume-exists': { status: 409 },
+  'volume-in-use': { status: 409 },
+  'volumes-unavailable': { status: 501 },
   // The server's core.
   'limit-exceeded': 'by-limit',
   'shutting-down': { status: 503 },

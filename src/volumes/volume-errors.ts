@@ -1,0 +1,37 @@
+/** What volumes refuse: one not there, a name taken, one in use, volumes where they cannot be the same files. */
+import { SandcellError } from '../errors.js';
+
+/** No volume by that name or id for this owner (another key's is "not found" too). */
+export class VolumeNotFoundError extends SandcellError {
+  constructor(readonly volume: string) {
+    super('volume-not-found', `No volume ${JSON.stringify(volume)}.`);
+  }
+}
+
+/** The owner has a volume of that name already. */
+export class VolumeExistsError extends SandcellError {
+  constructor(readonly volume: string) {
+    super('volume-exists', `A volume named ${JSON.stringify(volume)} exists already.`);
+  }
+}
+
+/** A live session mounts the volume, so it is not deleted; `sessions` names them. */
+export class VolumeInUseError extends SandcellError {
+  constructor(
+    readonly volume: string,
+    readonly sessions: string[],
+  ) {
+    super(
+      'volume-in-use',
+      `The volume ${JSON.stringify(volume)} is mounted by ${sessions.length === 1 ? 'session' : 'sessions'} ` +
+        `${sessions.join(', ')}; close ${sessions.length === 1 ? 'it' : 'them'} first. Nothing was deleted.`,
+    );
+  }
+}
+
+/** Volumes cannot be mounted here; the message says why and what would make them work. */
+export class VolumesUnavailableError extends SandcellError {
+  constructor(message: string) {
+    super('volumes-unavailable', message);
+  }
+}

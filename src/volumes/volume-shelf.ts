@@ -1,0 +1,167 @@
+/**
+ * Where one owner's volumes keep their files on this host, and the bound on them.
+ *
+ * As root (and where loop devices work), an owner's volumes share one ext4 filesystem in a sparse
+ * image of the owner's quota, mounted nosuid,nodev with discard (what is deleted goes back to the
+ * host's disk): a sandbox writing past the quota meets a full disk (ENOSPC), however many write at
+ * once, and its files are disk, not memory. Each volume is a directory at the filesystem's top,
+ * `files/<id>`; `.trash` beside them takes what is being deleted, out of every sandbox's reach.
+ * Without root (or loop devices) the volumes are plain directories, and the quota is measured:
+ * the content API is held to it, and a sandbox's writes are counted after they are made (doctor
+ * and the docs say so).
+ */
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { chown, mkdir, open, rename, rm, stat, statfs, truncate } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { readMountInfo } from '../internal/mount-info.js';
+
+const execFileAsync = promisify(execFile);
+
+const TRASH = '.trash';
+/** ext4's own journal: small, as the filesystem holds one owner's files. */
+const JOURNAL_MIB = 4;
+
+export interface ShelfOptions {
+  /** The owner's directory: the image, the mount point and nothing else. */
+  directory: string;
+  quotaBytes: number;
+  /** Whether to try an image on a loop device (as root). */
+  useImage: boolean;
+  /** The uid and gid that own every volume's files on disk. */
+  fileOwner?: { uid: number; gid: number };
+}
+
+export class VolumeShelf {
+  private constructor(
+    private readonly options: ShelfOptions,
+    /** The top of the files: the image's mount point, or a plain directory. */
+    readonly filesDirectory: string,
+    /** Whether the files are an image of their own, so the quota holds for every writer. */
+    readonly bounded: boolean,
+  ) {}
+
+  static async open(options: ShelfOptions): Promise<VolumeShelf> {
+    const filesDirectory = path.join(options.directory, 'files');
+    await mkdir(filesDirectory, { recursive: true, mode: 0o700 });
+    let bounded = false;
+    if (options.useImage) bounded = await mountImage(options.directory, filesDirectory, options.quotaBytes);
+    await mkdir(path.join(filesDirectory, TRASH), { recursive: true, mode: 0o700 });
+    const shelf = new VolumeShelf(options, filesDirectory, bounded);
+    await shelf.emptyTrash();
+    return shelf;
+  }
+
+  get quotaBytes(): number {
+    return this.options.quotaBytes;
+  }
+
+  /** A volume's directory (its files' top). */
+  directoryOf(volumeId: string): string {
+    return path.join(this.filesDirectory, volumeId);
+  }
+
+  async createDirectory(volumeId: string): Promise<string> {
+    const directory = this.directoryOf(volumeId);
+    await mkdir(directory, { mode: 0o755 });
+    if (this.options.fileOwner) await chown(directory, this.options.fileOwner.uid, this.options.fileOwner.gid);
+    return directory;
+  }
+
+  /**
+   * Removes a volume's files: renamed into the trash first (no sandbox reaches that), then removed,
+   * so a symlink planted while the removal runs has nothing to lead it to.
+   */
+  async removeDirectory(volumeId: string): Promise<void> {
+    const trashed = path.join(this.filesDirectory, TRASH, `${volumeId}-${randomUUID().slice(0, 8)}`);
+    try {
+      await rename(this.directoryOf(volumeId), trashed);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    await rm(trashed, { recursive: true, force: true });
+  }
+
+  /** A path inside the trash for a file or directory of a volume on its way out. */
+  trashPath(): string {
+    return path.join(this.filesDirectory, TRASH, randomUUID());
+  }
+
+  async emptyTrash(): Promise<void> {
+    await rm(path.join(this.filesDirectory, TRASH), { recursive: true, force: true });
+    await mkdir(path.join(this.filesDirectory, TRASH), { mode: 0o700 });
+  }
+
+  /** What the owner's volumes hold together, and what they may. */
+  async usage(): Promise<{ usedBytes: number; quotaBytes: number }> {
+    if (this.bounded) {
+      const stats = await statfs(this.filesDirectory);
+      const capacity = stats.blocks * stats.bsize;
+      const free = stats.bavail * stats.bsize;
+      // The filesystem's own metadata is not the owner's to count: the quota is what the files may take.
+      const quotaBytes = Math.min(this.options.quotaBytes, capacity);
+      return { usedBytes: Math.max(0, quotaBytes - free), quotaBytes };
+    }
+    return { usedBytes: await diskUsage(this.filesDirectory), quotaBytes: this.options.quotaBytes };
+  }
+
+  /** Unmounts the image (lazily, should a process still hold it); the files stay in it. */
+  async close(): Promise<void> {
+    if (!this.bounded) return;
+    await execFileAsync('umount', [this.filesDirectory]).catch(() =>
+      execFileAsync('umount', ['--lazy', this.filesDirectory]).catch(() => undefined),
+    );
+  }
+}
+
+/** Bytes a tree occupies on disk (`du`), counting each hard-linked file once. */
+export async function diskUsage(directory: string): Promise<number> {
+  try {
+    const { stdout } = await execFileAsync('du', ['-s', '-B1', '-x', directory], { maxBuffer: 1 << 20 });
+    return Number.parseInt(stdout, 10) || 0;
+  } catch (error) {
+    // du reports what it could not read and still prints the total.
+    const stdout = (error as { stdout?: string }).stdout ?? '';
+    return Number.parseInt(stdout, 10) || 0;
+  }
+}
+
+function isMountPoint(directory: string): boolean {
+  return readMountInfo().some((mount) => mount.mountPoint === directory);
+}
+
+/**
+ * The owner's image mounted at `filesDirectory`: made (sparse, ext4) when missing, grown when the
+ * quota grew. False when loop devices or mkfs are not there, and the files stay a plain directory.
+ */
+async function mountImage(directory: string, filesDirectory: string, quotaBytes: number): Promise<boolean> {
+  if (isMountPoint(filesDirectory)) return true;
+  const image = path.join(directory, 'image.ext4');
+  const size = Math.max(Math.ceil(quotaBytes / 4096) * 4096, 16 * 1024 * 1024);
+  try {
+    const existing = await stat(image).catch(() => undefined);
+    if (!existing) {
+      const handle = await open(image, 'wx', 0o600);
+      await handle.close();
+      await truncate(image, size);
+      await execFileAsync(
+        'mkfs.ext4',
+        ['-q', '-F', '-m', '0', '-i', '65536', '-J', `size=${JOURNAL_MIB}`, '-E', 'lazy_itable_init=1,lazy_journal_init=1,nodiscard', image],
+        { timeout: 60_000 },
+      );
+    } else if (existing.size < size) {
+      await truncate(image, size);
+      await execFileAsync('e2fsck', ['-f', '-p', image], { timeout: 120_000 }).catch(() => undefined);
+      await execFileAsync('resize2fs', [image], { timeout: 120_000 });
+    }
+    await execFileAsync('mount', ['-o', 'loop,discard,nosuid,nodev,noatime', image, filesDirectory], {
+      timeout: 60_000,
+    });
+    return true;
+  } catch {
+    // Another process may have mounted it meanwhile; else no loop devices here: a plain directory.
+    return isMountPoint(filesDirectory);
+  }
+}
