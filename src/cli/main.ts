@@ -245,6 +245,10 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           "what one key's snapshots (its paused sessions' included) may take in the state directory (default: 10G, env SANDCELL_SNAPSHOT_BYTES_PER_KEY)",
         )
         .option(
+          '--volume-bytes-per-key <size>',
+          "what one key's volumes may hold together; a filesystem of that size as root (default: 10G, env SANDCELL_VOLUME_BYTES_PER_KEY)",
+        )
+        .option(
           '--snapshot-retention <duration>',
           "how long a paused session's snapshot is kept before it is deleted (default: 7d, env SANDCELL_SNAPSHOT_RETENTION)",
         )

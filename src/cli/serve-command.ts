@@ -42,6 +42,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   onIdle?: 'pause' | 'close';
   snapshotRetention?: string;
   snapshotBytesPerKey?: string;
+  volumeBytesPerKey?: string;
   preload?: string;
   preloadWhenBehind?: boolean;
   shutdownGrace?: string;

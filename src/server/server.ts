@@ -219,6 +219,8 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       }
       context.conversations.shutdown();
       await context.conversations.flushed();
+      // Its sessions closed or paused, no sandbox mounts a volume: the keys' images are unmounted.
+      await context.volumes?.close();
       await mcp.close();
       channels.close();
       terminals.close();

@@ -4,10 +4,10 @@ import type { BackendName } from '../backends/select.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { InvalidInputError } from '../errors.js';
 import type { NetworkGate } from '../network/gate-channel.js';
-import { checkMountRequests, type VolumeMountRequest } from '../volumes/volume-paths.js';
-import type { VolumeStore } from '../volumes/volume-store.js';
 import { type NetworkAllowList, type NetworkOption, resolveNetworkOption } from '../network/network-option.js';
 import type { SnapshotStore } from '../snapshots/snapshot-store.js';
+import { checkMountRequests, type VolumeMountRequest } from '../volumes/volume-paths.js';
+import type { VolumeStore } from '../volumes/volume-store.js';
 import { LIBRARY_LIMIT_NAMES, type LimitNames } from './limit-names.js';
 
 export const DEFAULT_TIMEOUT_MS = 60_000;

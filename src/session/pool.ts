@@ -32,7 +32,8 @@ import os from 'node:os';
 import { DEFAULT_ENVIRONMENT_NAME } from '../environments/types.js';
 import { InvalidInputError, PoolExhaustedError, SandcellError, SessionClosedError } from '../errors.js';
 import { type NetworkOption, resolveNetworkOption } from '../network/network-option.js';
-import type { SessionOptions } from './options.js';
+import type { VolumeStore } from '../volumes/volume-store.js';
+import type { SessionOptions, VolumeMount } from './options.js';
 import { PoolEnvironment } from './pool-environment.js';
 import {
   DEFAULT_IDLE_TIMEOUT_MS,
@@ -65,6 +66,13 @@ export interface AcquireOptions {
    * gate is bound in when a sandbox starts and cannot be added to a running one): it starts cold.
    */
   network?: NetworkOption;
+  /**
+   * Volumes to mount, and whose they are (`owner`, in `volumes`). A session with volumes is never a warm
+   * one (its sandbox binds them in as it starts): it starts cold, as one with a network of its own does.
+   */
+  mounts?: VolumeMount[];
+  owner?: string;
+  volumes?: VolumeStore;
 }
 
 export class SessionPool {
@@ -159,9 +167,19 @@ export class SessionPool {
     // An unknown name fails here, before it takes any room in the pool.
     await this.optionsOf(name);
     this.forgetClosed();
-    if (options.network !== undefined && !sameNetwork(options.network, this.sessionOptions.network)) {
-      return this.lease(await this.startApart(name, options.network));
-    }
+    const apart: SessionOptions = {
+      ...(options.network !== undefined && !sameNetwork(options.network, this.sessionOptions.network)
+        ? { network: options.network }
+        : {}),
+      ...(options.mounts?.length
+        ? {
+            mounts: options.mounts,
+            ...(options.owner !== undefined ? { owner: options.owner } : {}),
+            ...(options.volumes ? { volumes: options.volumes } : {}),
+          }
+        : {}),
+    };
+    if (Object.keys(apart).length > 0) return this.lease(await this.startApart(name, apart));
     const environment = this.environment(name);
     environment.recordArrival(this.now());
     return this.lease(environment.warm.shift() ?? (await this.waitForStart(environment)));
@@ -269,7 +287,7 @@ export class SessionPool {
   }
 
   /** A session with its own network, in the room of a warm one (the fullest list's) when the pool is full. */
-  private async startApart(name: string, network: NetworkOption): Promise<Session> {
+  private async startApart(name: string, apart: SessionOptions): Promise<Session> {
     if (this.total() >= this.maxSessions) {
       const fullest = [...this.environments.values()].sort((one, other) => other.warm.length - one.warm.length)[0];
       const spare = fullest?.warm.shift();
@@ -278,7 +296,7 @@ export class SessionPool {
     }
     this.startingApart++;
     try {
-      return await Session.create({ ...(await this.optionsOf(name)), network });
+      return await Session.create({ ...(await this.optionsOf(name)), ...apart });
     } finally {
       this.startingApart--;
     }

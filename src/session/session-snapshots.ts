@@ -8,9 +8,9 @@
  */
 import { InvalidInputError, SessionClosedError, TimeoutError } from '../errors.js';
 import { localSnapshotStore } from '../snapshots/local-snapshots.js';
-import type { MountedVolume } from '../volumes/session-mounts.js';
 import { SnapshotTooLargeError } from '../snapshots/snapshot-errors.js';
 import type { SnapshotManifest, SnapshotStore } from '../snapshots/snapshot-store.js';
+import type { MountedVolume } from '../volumes/session-mounts.js';
 import type { CommandRegistry } from './commands.js';
 import type { KernelConnection } from './kernel-connection.js';
 import { DEFAULT_CONTEXT } from './languages.js';

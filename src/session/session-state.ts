@@ -7,10 +7,11 @@
  * The sandbox is untrusted: what it sends is bounded, and its reports are
  * read as data (kernel-replies.ts).
  */
-import type { MountedVolume } from '../volumes/session-mounts.js';
+
 import { ProtocolError } from '../errors.js';
 import { SnapshotInvalidError } from '../snapshots/snapshot-errors.js';
 import type { SnapshotManifest } from '../snapshots/snapshot-store.js';
+import type { MountedVolume } from '../volumes/session-mounts.js';
 import type { KernelConnection } from './kernel-connection.js';
 import { FRAME_MAX_BYTES, type SkippedName } from './kernel-messages.js';
 import type { Language } from './languages.js';

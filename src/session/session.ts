@@ -18,6 +18,8 @@ import { AbortError, InvalidInputError, SessionClosedError, UnknownContextError 
 import type { NetworkChannel } from '../network/gate-channel.js';
 import type { IngressChannel } from '../network/ingress.js';
 import { localSnapshotStore } from '../snapshots/local-snapshots.js';
+import { localVolumeStore } from '../volumes/local-volumes.js';
+import type { MountedVolume, SessionMounts } from '../volumes/session-mounts.js';
 import type { AssistOptions, InspectOptions } from './assist-input.js';
 import type { Completion, Inspection } from './assist-replies.js';
 import { CommandRegistry, SessionCommands } from './commands.js';
@@ -35,11 +37,9 @@ import type { ContextInfo, CreateContextOptions, SessionContext } from './sessio
 import { SessionContexts } from './session-contexts.js';
 import { SessionDeaths } from './session-deaths.js';
 import { SessionPorts } from './session-ports.js';
+import { remountable } from './session-remounts.js';
 import { openSessionResources, sandboxIngress, sandboxNetwork } from './session-resources.js';
 import { SessionSandbox } from './session-sandbox.js';
-import { localVolumeStore } from '../volumes/local-volumes.js';
-import type { MountedVolume, SessionMounts } from '../volumes/session-mounts.js';
-import { remountable } from './session-remounts.js';
 import { LOCAL_OWNER, readSnapshot, SessionSnapshots, type SnapshotOptions } from './session-snapshots.js';
 import type { RestoreReport, SnapshotInfo } from './session-state.js';
 import { SessionTerminals, TerminalRegistry } from './terminals.js';

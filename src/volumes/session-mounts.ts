@@ -56,13 +56,17 @@ export class SessionMounts {
   }): Promise<SessionMounts> {
     if (input.requests.length === 0) return SessionMounts.none();
     const staging = input.store.mapsOwners;
-    const mounter = staging ? (sharedMounter ??= new VolumeMounter()) : undefined;
+    if (staging && !sharedMounter) sharedMounter = new VolumeMounter();
+    const mounter = staging ? sharedMounter : undefined;
     if (mounter && !swept) {
       swept = true;
       await sweepStaleMounts(mounter);
     }
     const stagingRoot = staging
-      ? path.join(STAGED_MOUNTS_DIRECTORY, `${process.pid}-${input.sessionId}-${Math.random().toString(36).slice(2, 8)}`)
+      ? path.join(
+          STAGED_MOUNTS_DIRECTORY,
+          `${process.pid}-${input.sessionId}-${Math.random().toString(36).slice(2, 8)}`,
+        )
       : undefined;
     const mounts: SandboxMount[] = [];
     const volumes: MountedVolume[] = [];

@@ -11,8 +11,8 @@ import { chown, type FileHandle, lchown, lstat, mkdir, open, readdir, readlink, 
 import type { Readable } from 'node:stream';
 import { FileOperationError, InvalidInputError } from '../errors.js';
 import { formatBytes } from '../protocol/format-bytes.js';
-import type { VolumeShelf } from './volume-shelf.js';
 import { volumePath } from './volume-paths.js';
+import type { VolumeShelf } from './volume-shelf.js';
 
 const DIRECTORY_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 /** The uid and gid the sandbox's user has (E2B's `user`): what a volume's own files show as. */
@@ -99,7 +99,11 @@ export class VolumeContent {
    * Writes the file from `body` (parents made as needed): beside its name, then renamed over it, so a
    * reader sees the old bytes or the new, and a write past the quota leaves the old file as it was.
    */
-  async write(given: string, body: AsyncIterable<Uint8Array>, change: OwnershipChange = {}): Promise<VolumeEntry> {
+  async write(
+    given: string,
+    body: AsyncIterable<Uint8Array>,
+    change: OwnershipChange & { maxBytes?: number } = {},
+  ): Promise<VolumeEntry> {
     const names = nonEmpty(splitPath(given), given);
     const room = await this.room();
     await this.makeParents(names.slice(0, -1), given);
@@ -117,6 +121,12 @@ export class VolumeContent {
       try {
         for await (const chunk of body) {
           written += chunk.byteLength;
+          if (change.maxBytes !== undefined && written > change.maxBytes) {
+            throw new FileOperationError(
+              'too-large',
+              `${given} is larger than the ${formatBytes(change.maxBytes)} one upload may be; nothing was written.`,
+            );
+          }
           if (room !== undefined && written > room) throw this.full(given);
           await handle.write(chunk);
         }
@@ -146,7 +156,9 @@ export class VolumeContent {
     if (options.parents) await this.makeParents(names.slice(0, -1), given);
     return this.within(names.slice(0, -1), given, async (parent) => {
       const name = names.at(-1) as string;
-      const made = await mkdir(at(parent, name), { mode: options.mode === undefined ? 0o755 : checkMode(options.mode) }).then(
+      const made = await mkdir(at(parent, name), {
+        mode: options.mode === undefined ? 0o755 : checkMode(options.mode),
+      }).then(
         () => true,
         (error: NodeJS.ErrnoException) => {
           if (error.code === 'EEXIST') return false;
@@ -155,7 +167,8 @@ export class VolumeContent {
         },
       );
       const info = await lstatOrFail(at(parent, name), given);
-      if (!info.isDirectory()) throw new FileOperationError('not-a-directory', `${given} exists and is not a directory.`);
+      if (!info.isDirectory())
+        throw new FileOperationError('not-a-directory', `${given} exists and is not a directory.`);
       if (made) {
         const owner = this.diskOwner(options);
         if (owner) await chown(at(parent, name), owner.uid, owner.gid);
@@ -172,7 +185,8 @@ export class VolumeContent {
       const info = await lstatOrFail(at(parent, name), given);
       const owner = change.uid !== undefined || change.gid !== undefined ? this.diskOwner(change, info) : undefined;
       if (info.isSymbolicLink()) {
-        if (change.mode !== undefined) throw new FileOperationError('symlink', `${given} is a symlink: its mode cannot change.`);
+        if (change.mode !== undefined)
+          throw new FileOperationError('symlink', `${given} is a symlink: its mode cannot change.`);
       } else if (change.mode !== undefined) {
         const handle = await openFile(at(parent, name), constants.O_RDONLY | constants.O_NOFOLLOW, given);
         try {
@@ -256,12 +270,19 @@ export class VolumeContent {
     }
   }
 
-  private async listInto(directory: FileHandle, relative: string, depth: number, entries: VolumeEntry[]): Promise<void> {
+  private async listInto(
+    directory: FileHandle,
+    relative: string,
+    depth: number,
+    entries: VolumeEntry[],
+  ): Promise<void> {
     const children = await readdir(`/proc/self/fd/${directory.fd}`);
     children.sort();
     for (const name of children) {
       if (entries.length >= MAX_LIST_ENTRIES) {
-        throw new InvalidInputError(`The listing would pass ${MAX_LIST_ENTRIES} entries: list a directory further down.`);
+        throw new InvalidInputError(
+          `The listing would pass ${MAX_LIST_ENTRIES} entries: list a directory further down.`,
+        );
       }
       if (relative === '' && name === 'lost+found') continue;
       const childPath = relative ? `${relative}/${name}` : name;
@@ -348,7 +369,8 @@ function splitPath(given: string): string[] {
 }
 
 function nonEmpty(names: string[], given: string): string[] {
-  if (names.length === 0) throw new FileOperationError('is-a-directory', `${given || '/'} is the volume's top directory.`);
+  if (names.length === 0)
+    throw new FileOperationError('is-a-directory', `${given || '/'} is the volume's top directory.`);
   return names;
 }
 
@@ -377,9 +399,15 @@ function translate(error: NodeJS.ErrnoException, given: string): Error {
     case 'ENOENT':
       return new FileOperationError('not-found', `${given} is not in the volume.`);
     case 'ELOOP':
-      return new FileOperationError('symlink', `${given} goes through a symlink, which the host never follows in a volume.`);
+      return new FileOperationError(
+        'symlink',
+        `${given} goes through a symlink, which the host never follows in a volume.`,
+      );
     case 'ENOTDIR':
-      return new FileOperationError('not-a-directory', `A part of ${given} is not a directory (or is a symlink, never followed).`);
+      return new FileOperationError(
+        'not-a-directory',
+        `A part of ${given} is not a directory (or is a symlink, never followed).`,
+      );
     case 'EISDIR':
       return new FileOperationError('is-a-directory', `${given} is a directory.`);
     case 'EACCES':

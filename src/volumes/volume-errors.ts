@@ -15,16 +15,18 @@ export class VolumeExistsError extends SandcellError {
   }
 }
 
-/** A live session mounts the volume, so it is not deleted; `sessions` names them. */
+/** A live session mounts the volume, so it is not deleted; `sessions` are their ids, the message names them. */
 export class VolumeInUseError extends SandcellError {
   constructor(
     readonly volume: string,
     readonly sessions: string[],
+    /** How each is named to the client (`sandbox ID`, `session ID`): `session ID` unless given. */
+    names: string[] = sessions.map((id) => `session ${id}`),
   ) {
     super(
       'volume-in-use',
-      `The volume ${JSON.stringify(volume)} is mounted by ${sessions.length === 1 ? 'session' : 'sessions'} ` +
-        `${sessions.join(', ')}; close ${sessions.length === 1 ? 'it' : 'them'} first. Nothing was deleted.`,
+      `The volume ${JSON.stringify(volume)} is mounted by ${names.join(', ')}; ` +
+        `end ${names.length === 1 ? 'it' : 'them'} first. Nothing was deleted.`,
     );
   }
 }

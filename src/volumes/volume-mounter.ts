@@ -7,7 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FileOperationError, type FileErrorReason } from '../errors.js';
+import { type FileErrorReason, FileOperationError } from '../errors.js';
 import { LineSplitter } from '../internal/line-splitter.js';
 import { VolumesUnavailableError } from './volume-errors.js';
 
@@ -97,7 +97,9 @@ export class VolumeMounter {
     child.on('error', (error) =>
       fail(new VolumesUnavailableError(`Volumes need python3 on the host to mount them (${error.message}).`)),
     );
-    child.on('exit', () => fail(new VolumesUnavailableError('The volume mounter stopped; the next mount starts it again.')));
+    child.on('exit', () =>
+      fail(new VolumesUnavailableError('The volume mounter stopped; the next mount starts it again.')),
+    );
     child.unref();
     (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
     (child.stdout as unknown as { unref?: () => void } | null)?.unref?.();
@@ -117,7 +119,9 @@ export class VolumeMounter {
     clearTimeout(pending.timer);
     if (reply.ok) pending.resolve();
     else {
-      const reason = (['not-found', 'not-a-directory', 'invalid-path'] as const).find((known) => known === reply.reason);
+      const reason = (['not-found', 'not-a-directory', 'invalid-path'] as const).find(
+        (known) => known === reply.reason,
+      );
       pending.reject(
         reason
           ? new FileOperationError(reason as FileErrorReason, `Cannot mount the volume: ${reply.error ?? reason}.`)

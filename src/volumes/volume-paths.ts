@@ -12,12 +12,36 @@ const MOUNT_PATH_BYTES = 256;
 const VOLUME_PATH_BYTES = 4096;
 const VOLUME_PATH_DEPTH = 64;
 /** Control characters and backslashes have no place in a path a sandbox or a client names. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point.
 const UNSAFE_CHARACTERS = /[\u0000-\u001f\u007f\\]/;
 
 /** Trees of the sandbox's own system, which no volume may cover. */
-const SYSTEM_TREES = ['/usr', '/bin', '/sbin', '/lib', '/lib64', '/proc', '/dev', '/sys', '/etc', '/run', '/opt/sandcell'];
+const SYSTEM_TREES = [
+  '/usr',
+  '/bin',
+  '/sbin',
+  '/lib',
+  '/lib64',
+  '/proc',
+  '/dev',
+  '/sys',
+  '/etc',
+  '/run',
+  '/opt/sandcell',
+];
 /** Directories a volume may be mounted below, not over: the session's files are there, and /tmp. */
-const WHOLE_DIRECTORIES = ['/', '/mnt', '/mnt/data', '/home', '/home/user', '/workspace', '/tmp', '/opt', '/var', '/root'];
+const WHOLE_DIRECTORIES = [
+  '/',
+  '/mnt',
+  '/mnt/data',
+  '/home',
+  '/home/user',
+  '/workspace',
+  '/tmp',
+  '/opt',
+  '/var',
+  '/root',
+];
 
 export function checkVolumeName(name: unknown): string {
   if (typeof name !== 'string' || !VOLUME_NAME.test(name)) {
@@ -37,10 +61,14 @@ export function checkMountPath(mountPath: unknown): string {
     throw new InvalidPathError(`A volume's mount path is at most ${MOUNT_PATH_BYTES} bytes.`);
   }
   if (path.posix.normalize(mountPath) !== mountPath || mountPath.endsWith('/') || mountPath.split('/').includes('..')) {
-    throw new InvalidPathError(`A volume's mount path is written without "..", "." or doubled and trailing slashes (not ${mountPath}).`);
+    throw new InvalidPathError(
+      `A volume's mount path is written without "..", "." or doubled and trailing slashes (not ${mountPath}).`,
+    );
   }
   if (SYSTEM_TREES.some((tree) => mountPath === tree || mountPath.startsWith(`${tree}/`))) {
-    throw new InvalidPathError(`${mountPath} is the sandbox's own system: mount the volume elsewhere (under /mnt, say).`);
+    throw new InvalidPathError(
+      `${mountPath} is the sandbox's own system: mount the volume elsewhere (under /mnt, say).`,
+    );
   }
   if (mountPath.startsWith('/mnt/data/')) {
     throw new InvalidPathError(
@@ -48,7 +76,9 @@ export function checkMountPath(mountPath: unknown): string {
     );
   }
   if (WHOLE_DIRECTORIES.includes(mountPath)) {
-    throw new InvalidPathError(`A volume is mounted below ${mountPath}, not over it (at ${mountPath === '/' ? '' : mountPath}/NAME, say).`);
+    throw new InvalidPathError(
+      `A volume is mounted below ${mountPath}, not over it (at ${mountPath === '/' ? '' : mountPath}/NAME, say).`,
+    );
   }
   return mountPath;
 }
@@ -68,14 +98,17 @@ export function volumePath(given: unknown): string {
   if (typeof given !== 'string' || UNSAFE_CHARACTERS.test(given)) {
     throw new InvalidPathError(`Not a path inside a volume: ${JSON.stringify(given)}.`);
   }
-  if (Buffer.byteLength(given) > VOLUME_PATH_BYTES) throw new InvalidPathError(`A path inside a volume is at most ${VOLUME_PATH_BYTES} bytes.`);
+  if (Buffer.byteLength(given) > VOLUME_PATH_BYTES)
+    throw new InvalidPathError(`A path inside a volume is at most ${VOLUME_PATH_BYTES} bytes.`);
   const trimmed = given.replace(/^\//, '').replace(/\/$/, '');
   const names = trimmed === '' ? [] : trimmed.split('/');
-  if (names.includes('')) throw new InvalidPathError(`A path inside a volume has no empty names: ${JSON.stringify(given)}.`);
+  if (names.includes(''))
+    throw new InvalidPathError(`A path inside a volume has no empty names: ${JSON.stringify(given)}.`);
   if (names.some((name) => name === '..' || name === '.')) {
     throw new InvalidPathError(`A path inside a volume may not hold "." or "..": ${JSON.stringify(given)}.`);
   }
-  if (names.length > VOLUME_PATH_DEPTH) throw new InvalidPathError(`A path inside a volume is at most ${VOLUME_PATH_DEPTH} names deep.`);
+  if (names.length > VOLUME_PATH_DEPTH)
+    throw new InvalidPathError(`A path inside a volume is at most ${VOLUME_PATH_DEPTH} names deep.`);
   return names.join('/');
 }
 
@@ -92,19 +125,31 @@ export interface VolumeMountRequest {
 /** The mounts asked for, each checked, none at a path another covers (a mount inside a mount would hide it). */
 export function checkMountRequests(mounts: unknown, limit = 16): VolumeMountRequest[] {
   if (mounts === undefined) return [];
-  if (!Array.isArray(mounts)) throw new InvalidInputError('Mounts are a list of { volume, path, readOnly?, subPath? }.');
+  if (!Array.isArray(mounts))
+    throw new InvalidInputError('Mounts are a list of { volume, path, readOnly?, subPath? }.');
   if (mounts.length > limit) throw new InvalidInputError(`A session mounts at most ${limit} volumes.`);
   const checked = mounts.map((mount: unknown): VolumeMountRequest => {
-    if (typeof mount !== 'object' || mount === null) throw new InvalidInputError('A mount is { volume, path, readOnly?, subPath? }.');
+    if (typeof mount !== 'object' || mount === null)
+      throw new InvalidInputError('A mount is { volume, path, readOnly?, subPath? }.');
     const { volume, path: mountPath, readOnly, subPath } = mount as Record<string, unknown>;
-    if (typeof volume !== 'string' || volume === '') throw new InvalidInputError("A mount names its volume (`volume`).");
-    if (readOnly !== undefined && typeof readOnly !== 'boolean') throw new InvalidInputError('A mount\'s `readOnly` is true or false.');
+    if (typeof volume !== 'string' || volume === '')
+      throw new InvalidInputError('A mount names its volume (`volume`).');
+    if (readOnly !== undefined && typeof readOnly !== 'boolean')
+      throw new InvalidInputError("A mount's `readOnly` is true or false.");
     const sub = checkSubPath(subPath);
-    return { volume, path: checkMountPath(mountPath), ...(readOnly ? { readOnly } : {}), ...(sub ? { subPath: sub } : {}) };
+    return {
+      volume,
+      path: checkMountPath(mountPath),
+      ...(readOnly ? { readOnly } : {}),
+      ...(sub ? { subPath: sub } : {}),
+    };
   });
   for (const mount of checked) {
-    const covering = checked.find((other) => other !== mount && (other.path === mount.path || mount.path.startsWith(`${other.path}/`)));
-    if (covering) throw new InvalidPathError(`Two mounts at ${mount.path} (${covering.path} covers it): give each its own path.`);
+    const covering = checked.find(
+      (other) => other !== mount && (other.path === mount.path || mount.path.startsWith(`${other.path}/`)),
+    );
+    if (covering)
+      throw new InvalidPathError(`Two mounts at ${mount.path} (${covering.path} covers it): give each its own path.`);
   }
   return checked;
 }

@@ -148,7 +148,19 @@ async function mountImage(directory: string, filesDirectory: string, quotaBytes:
       await truncate(image, size);
       await execFileAsync(
         'mkfs.ext4',
-        ['-q', '-F', '-m', '0', '-i', '65536', '-J', `size=${JOURNAL_MIB}`, '-E', 'lazy_itable_init=1,lazy_journal_init=1,nodiscard', image],
+        [
+          '-q',
+          '-F',
+          '-m',
+          '0',
+          '-i',
+          '65536',
+          '-J',
+          `size=${JOURNAL_MIB}`,
+          '-E',
+          'lazy_itable_init=1,lazy_journal_init=1,nodiscard',
+          image,
+        ],
         { timeout: 60_000 },
       );
     } else if (existing.size < size) {

@@ -109,13 +109,19 @@ export class VolumeStore {
   }
 
   /** Deletes the volume and its files; refused while a live session mounts it. */
-  async delete(owner: string, nameOrId: string): Promise<VolumeRecord> {
+  async delete(
+    owner: string,
+    nameOrId: string,
+    options: { nameOf?: (sessionId: string) => string } = {},
+  ): Promise<VolumeRecord> {
     const shelf = await this.shelf(owner);
     return this.changeCatalog(owner, async (catalog) => {
       const record = catalog.volumes.find((volume) => volume.id === nameOrId || volume.name === nameOrId);
       if (!record) throw new VolumeNotFoundError(nameOrId);
       const sessions = this.holdersOf(record.id);
-      if (sessions.length > 0) throw new VolumeInUseError(record.name, sessions);
+      if (sessions.length > 0) {
+        throw new VolumeInUseError(record.name, sessions, options.nameOf ? sessions.map(options.nameOf) : undefined);
+      }
       catalog.volumes = catalog.volumes.filter((volume) => volume !== record);
       await shelf.removeDirectory(record.id);
       await rm(path.join(this.directory, 'ids', record.id), { force: true });
@@ -184,7 +190,7 @@ export class VolumeStore {
   /** A sentence for errors and doctor: how the quota holds here. */
   async describeQuota(owner: string): Promise<string> {
     const { usedBytes, quotaBytes, bounded } = await this.usage(owner);
-    return `${formatBytes(usedBytes)} of ${formatBytes(quotaBytes)} used${bounded ? '' : ' (measured, not enforced on the sandboxes\' own writes: run as root for a hard bound)'}`;
+    return `${formatBytes(usedBytes)} of ${formatBytes(quotaBytes)} used${bounded ? '' : " (measured, not enforced on the sandboxes' own writes: run as root for a hard bound)"}`;
   }
 
   private shelf(owner: string): Promise<VolumeShelf> {
@@ -219,13 +225,15 @@ export class VolumeStore {
   private changeCatalog<T>(owner: string, change: (catalog: Catalog) => Promise<T>): Promise<T> {
     const hash = ownerHash(owner);
     const previous = this.catalogQueues.get(hash) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(async () => {
-      const catalog = await this.readCatalog(owner);
-      const result = await change(catalog);
-      await mkdir(path.dirname(this.catalogFile(hash)), { recursive: true, mode: 0o700 });
-      await writeAtomically(this.catalogFile(hash), `${JSON.stringify(catalog, null, 2)}\n`);
-      return result;
-    });
+    const next = previous
+      .catch(() => undefined)
+      .then(async () => {
+        const catalog = await this.readCatalog(owner);
+        const result = await change(catalog);
+        await mkdir(path.dirname(this.catalogFile(hash)), { recursive: true, mode: 0o700 });
+        await writeAtomically(this.catalogFile(hash), `${JSON.stringify(catalog, null, 2)}\n`);
+        return result;
+      });
     this.catalogQueues.set(hash, next);
     return next;
   }
@@ -237,7 +245,8 @@ export function ownerHash(owner: string): string {
 
 async function readCatalogFile(file: string): Promise<Catalog> {
   const parsed = JSON.parse(await readFile(file, 'utf8')) as Catalog;
-  if (typeof parsed.owner !== 'string' || !Array.isArray(parsed.volumes)) throw new Error(`${file} is not a volume catalog`);
+  if (typeof parsed.owner !== 'string' || !Array.isArray(parsed.volumes))
+    throw new Error(`${file} is not a volume catalog`);
   return parsed;
 }
 

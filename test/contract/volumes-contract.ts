@@ -12,8 +12,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxBackend } from '../../src/backends/spec.js';
 import { FileOperationError, InvalidPathError } from '../../src/errors.js';
-import { openSnapshotStore } from '../../src/snapshots/local-snapshots.js';
 import { Session } from '../../src/session/session.js';
+import { openSnapshotStore } from '../../src/snapshots/local-snapshots.js';
 import { VolumeInUseError, VolumeNotFoundError } from '../../src/volumes/volume-errors.js';
 import { VolumeStore } from '../../src/volumes/volume-store.js';
 
@@ -40,7 +40,8 @@ export function runVolumesContract({ name, createBackend }: { name: string; crea
     const backend = createBackend();
     let directory: string;
     let volumes: VolumeStore;
-    const open = (options: Parameters<typeof Session.create>[0] = {}) => Session.create({ backend, volumes, ...options });
+    const open = (options: Parameters<typeof Session.create>[0] = {}) =>
+      Session.create({ backend, volumes, ...options });
 
     beforeAll(async () => {
       directory = await mkdtemp(path.join(os.tmpdir(), 'sandcell-volumes-'));
@@ -63,7 +64,9 @@ export function runVolumesContract({ name, createBackend }: { name: string; crea
         expect(await run(second, "print(open('/home/user/shared/a.txt').read())")).toBe('from the first');
         // The second's files are its own user's, and the first may change them: one owner on disk.
         await run(second, "open('/home/user/shared/b.txt', 'w').write('from the second')");
-        expect(await run(first, "import os; print(os.stat('/mnt/shared/b.txt').st_uid, os.getuid())")).toBe('1000 1000');
+        expect(await run(first, "import os; print(os.stat('/mnt/shared/b.txt').st_uid, os.getuid())")).toBe(
+          '1000 1000',
+        );
         await run(first, "open('/mnt/shared/b.txt', 'a').write(', changed by the first')");
         expect(await run(second, "print(open('/home/user/shared/b.txt').read())")).toBe(
           'from the second, changed by the first',
@@ -107,9 +110,12 @@ export function runVolumesContract({ name, createBackend }: { name: string; crea
       });
       try {
         expect(await run(session, "print(open('/mnt/public/readme.txt').read())")).toBe('public');
-        expect(await run(session, "import os; print(sorted(os.listdir('/mnt/public')), os.path.exists('/mnt/public/../private'))")).toBe(
-          "['readme.txt'] False",
-        );
+        expect(
+          await run(
+            session,
+            "import os; print(sorted(os.listdir('/mnt/public')), os.path.exists('/mnt/public/../private'))",
+          ),
+        ).toBe("['readme.txt'] False");
         const refused = await run(
           session,
           "import errno\ntry:\n    open('/mnt/public/new.txt', 'w')\nexcept OSError as e:\n    print(errno.errorcode[e.errno])\ntry:\n    open('/mnt/all/public/readme.txt', 'a')\nexcept OSError as e:\n    print(errno.errorcode[e.errno])",
@@ -119,11 +125,14 @@ export function runVolumesContract({ name, createBackend }: { name: string; crea
         await session.close();
       }
       const { stream, size } = await content.read('/public/readme.txt');
-      expect([size, (await text(stream))]).toEqual([6, 'public']);
+      expect([size, await text(stream)]).toEqual([6, 'public']);
       // A sub-path that is a symlink (planted by a sandbox, say) is refused, never followed.
       const writer = await open({ mounts: [{ volume: 'library', path: '/mnt/library' }] });
       try {
-        await run(writer, "import os; os.symlink('/etc', '/mnt/library/escape'); os.symlink('/etc/passwd', '/mnt/library/passwd')");
+        await run(
+          writer,
+          "import os; os.symlink('/etc', '/mnt/library/escape'); os.symlink('/etc/passwd', '/mnt/library/passwd')",
+        );
       } finally {
         await writer.close();
       }
@@ -180,9 +189,12 @@ export function runVolumesContract({ name, createBackend }: { name: string; crea
         }
         const big = Buffer.alloc(8 * MiB, 1);
         const refusal = await content
-          .write('/too-big.bin', (async function* () {
-            for (let index = 0; index < 12; index++) yield big;
-          })())
+          .write(
+            '/too-big.bin',
+            (async function* () {
+              for (let index = 0; index < 12; index++) yield big;
+            })(),
+          )
           .catch((error: unknown) => error);
         expect(refusal).toMatchObject({ reason: 'no-space' });
         expect((refusal as Error).message).toMatch(/volumes are full/);

@@ -12,7 +12,6 @@
  */
 import path from 'node:path';
 import { SandboxStartError } from '../../errors.js';
-import type { SandboxMount } from '../spec.js';
 import { INGRESS_SOCKET_MOUNT } from '../../network/ingress.js';
 import { GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
 import {
@@ -26,6 +25,7 @@ import {
   SUPERVISOR_SCRIPT,
   WORKSPACE_MOUNT,
 } from '../sandbox-environment.js';
+import type { SandboxMount } from '../spec.js';
 
 export interface BubblewrapArgumentsInput {
   /** Host directory holding the session's files, mounted at /mnt/data. */
@@ -185,7 +185,8 @@ export function buildBubblewrapArguments(input: BubblewrapArgumentsInput): Bubbl
   // The host's way in to the ports something listens on inside: the supervisor connects out to this socket.
   if (input.ingressSocket !== undefined) args.push('--bind', input.ingressSocket, INGRESS_SOCKET_MOUNT);
   // Volumes: bwrap makes each mount point in its root (or in the session's files, below /home/user).
-  for (const mount of input.mounts ?? []) args.push(mount.readOnly ? '--ro-bind' : '--bind', mount.source, mount.target);
+  for (const mount of input.mounts ?? [])
+    args.push(mount.readOnly ? '--ro-bind' : '--bind', mount.source, mount.target);
   args.push(
     // bwrap's own root and /dev are tmpfs: make them read-only once everything is mounted.
     '--remount-ro',

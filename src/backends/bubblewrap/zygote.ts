@@ -19,8 +19,8 @@ import { sweepDeadOwnersEntries } from '../../internal/process-alive.js';
 import { INGRESS_SOCKET_MOUNT } from '../../network/ingress.js';
 import { GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
 import { KERNEL_MOUNT } from '../sandbox-environment.js';
-import { HOST_ETC_FILES } from './arguments.js';
 import type { SandboxMount } from '../spec.js';
+import { HOST_ETC_FILES } from './arguments.js';
 import type { RuntimeLayout } from './host-setup.js';
 
 /**

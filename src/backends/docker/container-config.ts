@@ -13,7 +13,6 @@ import { SANDBOX_OOM_SCORE_ADJ } from '../../internal/oom-score.js';
 import { INGRESS_SOCKET_MOUNT } from '../../network/ingress.js';
 import { CERTIFICATE_BUNDLE, GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
 import type { SandboxLimits } from '../limits.js';
-import type { SandboxMount } from '../spec.js';
 import {
   DATA_MOUNT,
   HOME_USER_MOUNT,
@@ -23,6 +22,7 @@ import {
   SUPERVISOR_SCRIPT,
   WORKSPACE_MOUNT,
 } from '../sandbox-environment.js';
+import type { SandboxMount } from '../spec.js';
 import { kernelMount, mountedKernelCommand } from './mounted-kernel.js';
 
 /** Every object sandcell creates carries this label; sweeping looks for it. */

@@ -1,6 +1,8 @@
 /** What every route needs: the registry, the pool, metrics, the logger and the resolved options. */
+
 import type { Logger } from 'pino';
 import type { SessionPool } from '../../session/pool.js';
+import type { VolumeStore } from '../../volumes/volume-store.js';
 import type { ConversationStore } from '../conversations/store.js';
 import type { ApiKeys } from './auth.js';
 import type { Cluster } from './cluster.js';
@@ -19,4 +21,6 @@ export interface ServerContext {
   apiKeys: ApiKeys;
   options: ResolvedServerOptions;
   version: string;
+  /** The keys' volumes, in the state directory (none without one). */
+  volumes?: VolumeStore;
 }

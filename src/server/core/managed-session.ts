@@ -8,6 +8,7 @@ import type { CommandHandle } from '../../session/command.js';
 import type { FileChanges } from '../../session/file-changes.js';
 import type { Session } from '../../session/session.js';
 import type { RestoreReport } from '../../session/session-state.js';
+import type { MountedVolume } from '../../volumes/session-mounts.js';
 import type { Owner } from './auth.js';
 import { ImageStore } from './image-store.js';
 
@@ -88,4 +89,6 @@ export interface PausedRecord {
   publishOutputs?: boolean;
   /** The front door's own data (ManagedSession.keep). */
   keep?: Record<string, unknown>;
+  /** The volumes it mounted (a resume mounts them again). */
+  mounts?: MountedVolume[];
 }

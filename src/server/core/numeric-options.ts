@@ -4,11 +4,13 @@
  * `resolveServerOptions` resolves them from it and `sandcell serve` reads its flags from it, so a
  * new limit is one row.
  */
+
 import { defaultDataBudgetBytes } from '../../backends/data-budget.js';
 import { InvalidInputError } from '../../errors.js';
 import { type DurationUnit, parseDuration, parseSize } from '../../internal/units.js';
 import { DEFAULT_FILE_TRANSFER_BYTES, DEFAULT_MAX_CODE_BYTES } from '../../session/options.js';
 import { DEFAULT_IDLE_TIMEOUT_MS } from '../../session/pool.js';
+import { DEFAULT_VOLUME_BYTES_PER_OWNER } from '../../volumes/volume-store.js';
 import {
   DEFAULT_CONVERSATION_BYTES_PER_KEY,
   DEFAULT_CONVERSATION_HISTORY_BYTES,
@@ -244,6 +246,14 @@ export const NUMERIC_OPTIONS: readonly NumericOption[] = [
     flag: '--snapshot-bytes-per-key',
     unit: 'size',
     default: DEFAULT_SNAPSHOT_BYTES_PER_KEY,
+    minimum: 1024 * 1024,
+  },
+  {
+    option: 'limits.volumeBytes',
+    variable: 'SANDCELL_VOLUME_BYTES_PER_KEY',
+    flag: '--volume-bytes-per-key',
+    unit: 'size',
+    default: DEFAULT_VOLUME_BYTES_PER_OWNER,
     minimum: 1024 * 1024,
   },
   {

@@ -11,9 +11,13 @@ import type { Logger } from 'pino';
 import { InvalidInputError } from '../../errors.js';
 import type { NetworkOption } from '../../network/network-option.js';
 import type { Execution, RunOptions } from '../../session/execution.js';
+import type { VolumeMount } from '../../session/options.js';
 import type { SessionPool } from '../../session/pool.js';
 import type { Session } from '../../session/session.js';
 import type { RestoreReport } from '../../session/session-state.js';
+import type { MountedVolume } from '../../volumes/session-mounts.js';
+import { VolumesUnavailableError } from '../../volumes/volume-errors.js';
+import type { VolumeStore } from '../../volumes/volume-store.js';
 import type { Owner } from './auth.js';
 import type { Cluster } from './cluster.js';
 import { SessionNotFoundError } from './errors.js';
@@ -64,6 +68,8 @@ export interface RegistryOptions {
   publishOutputs?: boolean;
   /** The nodes sharing the store, when this server is one of several (--advertise-url). */
   cluster?: Cluster;
+  /** The keys' volumes; absent, a request for one is refused (no state directory). */
+  volumes?: VolumeStore;
 }
 
 /** An execution as the server answers it: with the files it wrote, published, when its session publishes. */
@@ -85,6 +91,8 @@ export interface SessionNaming {
   publishOutputs?: boolean;
   /** What its front door keeps with it, in its marker from the start (ManagedSession.keep). */
   keep?: Record<string, unknown>;
+  /** The owner's volumes to mount in it. */
+  mounts?: VolumeMount[];
 }
 
 const SWEEP_INTERVAL_MS = 5_000;
@@ -146,6 +154,7 @@ export class SessionRegistry {
       records: this.records,
       snapshots: this.snapshots,
       acquire: (owner, wanted) => this.acquire(owner, wanted),
+      volumeStore: () => this.volumeStore(),
       hold: (session, owner, record, restored) => this.hold(session, owner, record, restored),
     });
     this.drain = new SessionDrain({
@@ -256,6 +265,7 @@ export class SessionRegistry {
     const session = await this.acquire(owner, {
       ...(naming.environment !== undefined ? { environment: naming.environment } : {}),
       ...(network !== undefined ? { network } : {}),
+      ...(naming.mounts?.length ? { mounts: naming.mounts } : {}),
     });
     const entry = this.register(session, owner, source, {
       ...naming,
@@ -345,7 +355,10 @@ export class SessionRegistry {
   /** A new session of the same owner holding what `entry` holds now. */
   async fork(entry: ManagedSession): Promise<ManagedSession> {
     this.admitUpload(entry);
-    const session = await this.acquire(entry.owner, { environment: entry.session.environment.name });
+    const session = await this.acquire(entry.owner, {
+      environment: entry.session.environment.name,
+      mounts: entry.session.mounts.map(asMount),
+    });
     let report: RestoreReport;
     try {
       report = await this.track(() => entry.session.forkInto(session), 'fork');
@@ -377,9 +390,40 @@ export class SessionRegistry {
   }
 
   /** A session from the pool, within the owner's and the server's limits. */
-  private async acquire(owner: Owner, options: { environment?: string; network?: NetworkOption }): Promise<Session> {
+  private async acquire(
+    owner: Owner,
+    options: { environment?: string; network?: NetworkOption; mounts?: VolumeMount[] },
+  ): Promise<Session> {
     this.live.sweep();
-    return this.admission.acquire(owner, options);
+    const { mounts, ...rest } = options;
+    if (!mounts?.length) return this.admission.acquire(owner, rest);
+    return this.admission.acquire(owner, { ...rest, mounts, owner: owner.id, volumes: this.volumeStore() });
+  }
+
+  /** Deletes one of the owner's volumes, refused while a live session mounts it (named as its door names it). */
+  deleteVolume(owner: Owner, nameOrId: string) {
+    return this.volumeStore().delete(owner.id, nameOrId, {
+      nameOf: (sessionId) => {
+        const entry = this.live.all().find((candidate) => candidate.session.id === sessionId);
+        if (!entry) return `session ${sessionId}`;
+        return `${entry.source === 'e2b' ? 'sandbox' : 'session'} ${entry.id}`;
+      },
+    });
+  }
+
+  /** The keys' volumes, or why this server has none. */
+  volumeStore(): VolumeStore {
+    if (this.options.cluster) {
+      throw new VolumesUnavailableError(
+        'Volumes are not served by a cluster yet: a volume must be the same files on every node, and sandcell does not yet place sessions by their volumes. Run one server for them.',
+      );
+    }
+    if (!this.options.volumes) {
+      throw new VolumesUnavailableError(
+        'Volumes are kept in the state directory, and this server has none (SANDCELL_STATE_DIR=none).',
+      );
+    }
+    return this.options.volumes;
   }
 
   /** Holds a new session: found by its id from now on, its marker written (said if this process ends without pausing it). */
@@ -439,4 +483,14 @@ export class SessionRegistry {
   private track<T>(work: () => Promise<T>, what: TrackedWork): Promise<T> {
     return this.drain.track(work, what);
   }
+}
+
+/** A mounted volume as a mount request (by its id, so a rename or a namesake cannot change it). */
+export function asMount(mounted: MountedVolume): VolumeMount {
+  return {
+    volume: mounted.volumeId,
+    path: mounted.path,
+    ...(mounted.readOnly ? { readOnly: true } : {}),
+    ...(mounted.subPath ? { subPath: mounted.subPath } : {}),
+  };
 }

@@ -1,5 +1,6 @@
 /** The pieces behind every front door of the server: logger, metrics, pool, registry. */
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { sharedDataBudget } from '../../backends/data-budget.js';
 import type { OomScoreOutcome } from '../../internal/oom-score.js';
@@ -7,6 +8,7 @@ import { createGateHost } from '../../network/gate-host.js';
 import { SERVER_LIMIT_NAMES } from '../../session/limit-names.js';
 import { DEFAULT_MAX_CODE_BYTES } from '../../session/options.js';
 import { SessionPool } from '../../session/pool.js';
+import { VolumeStore } from '../../volumes/volume-store.js';
 import { ConversationHandover } from '../conversations/handover.js';
 import { ConversationStore, MAX_HISTORY_FILE_BYTES } from '../conversations/store.js';
 import { ApiKeys } from './auth.js';
@@ -89,6 +91,13 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
           heartbeatMs: options.heartbeatMs,
           load: () => ({ live: registry.stats.live, max: registry.maxSessions, draining: registry.isDraining }),
         });
+  const volumes =
+    options.stateDirectory === false
+      ? undefined
+      : new VolumeStore({
+          directory: path.join(options.stateDirectory, 'volumes'),
+          bytesPerOwner: options.limits.volumeBytes,
+        });
   const registry: SessionRegistry = new SessionRegistry({
     pool,
     metrics,
@@ -109,6 +118,7 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     snapshotRetentionMs: options.snapshotRetentionMs,
     snapshotBytesPerOwner: options.limits.snapshotBytes,
     ...(cluster ? { cluster } : {}),
+    ...(volumes ? { volumes } : {}),
   });
   metrics.gauge('sandcell_sessions_live', 'Sessions handed to clients and alive, by API.', () =>
     Object.entries(registry.stats.bySource).map(([api, value]) => ({ labels: { api }, value })),
@@ -192,5 +202,6 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     apiKeys: new ApiKeys(options.apiKeys),
     options,
     version: packageVersion(),
+    ...(volumes ? { volumes } : {}),
   };
 }

@@ -39,6 +39,12 @@ export interface KeyLimits {
    * @default 10 GiB (env SANDCELL_SNAPSHOT_BYTES_PER_KEY, a size: `20G`)
    */
   snapshotBytes?: number;
+  /**
+   * What all of one key's volumes may hold together. As root it is a filesystem of that size (a
+   * sandbox writing past it meets a full disk); without root it is measured, and the content API
+   * is held to it. @default 10 GiB (env SANDCELL_VOLUME_BYTES_PER_KEY, a size)
+   */
+  volumeBytes?: number;
 }
 
 export interface ServerOptions {
@@ -201,6 +207,7 @@ export interface ResolvedKeyLimits {
   maxMcpSessions: number;
   conversationBytes: number;
   snapshotBytes: number;
+  volumeBytes: number;
 }
 
 export interface ResolvedServerOptions {

@@ -5,8 +5,7 @@
  * server is shutting down. Each refusal is counted in the metrics and says what lifts it.
  */
 import { SandcellError } from '../../errors.js';
-import type { NetworkOption } from '../../network/network-option.js';
-import type { SessionPool } from '../../session/pool.js';
+import type { AcquireOptions, SessionPool } from '../../session/pool.js';
 import type { Session } from '../../session/session.js';
 import type { Owner } from './auth.js';
 import { LimitExceededError, ShuttingDownError } from './errors.js';
@@ -47,7 +46,7 @@ export class Admission {
   }
 
   /** A session from the pool for `owner`, within the key's and the server's limits (those starting counted). */
-  async acquire(owner: Owner, options: { environment?: string; network?: NetworkOption }): Promise<Session> {
+  async acquire(owner: Owner, options: AcquireOptions): Promise<Session> {
     this.refuseWhenShuttingDown();
     const owned = this.host.heldBy(owner) + (this.pendingByOwner.get(owner.id) ?? 0);
     if (owned >= this.host.sessionsPerOwner) {

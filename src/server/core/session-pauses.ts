@@ -6,8 +6,11 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
+import type { VolumeMount } from '../../session/options.js';
 import type { Session } from '../../session/session.js';
+import { remountable } from '../../session/session-remounts.js';
 import type { RestoreReport } from '../../session/session-state.js';
+import type { VolumeStore } from '../../volumes/volume-store.js';
 import type { Owner } from './auth.js';
 import { SessionElsewhereError, SessionNotFoundError } from './errors.js';
 import type { LiveSessions } from './live-sessions.js';
@@ -25,7 +28,9 @@ export interface SessionPausesHost {
   records: SessionRecords;
   snapshots: SessionSnapshots;
   /** A session from the pool, within the owner's and the server's limits. */
-  acquire(owner: Owner, options: { environment: string }): Promise<Session>;
+  acquire(owner: Owner, options: { environment: string; mounts?: VolumeMount[] }): Promise<Session>;
+  /** The keys' volumes (a resume mounts its session's again). */
+  volumeStore(): VolumeStore;
   /** Holds a resumed session under its record's id, with what it brought back, as every new one is held. */
   hold(session: Session, owner: Owner, record: PausedRecord, restored: RestoreReport): Promise<ManagedSession>;
 }
@@ -179,8 +184,19 @@ export class SessionPauses {
     let session: Session | undefined;
     let report: RestoreReport;
     try {
-      session = await this.host.acquire(owner, { environment: record.environment });
+      // Its volumes are mounted again; one deleted meanwhile is said in the report, never an empty mount.
+      const remounted = record.mounts?.length
+        ? await remountable(record.mounts, this.host.volumeStore(), owner.id)
+        : { mounts: [], gone: [] };
+      session = await this.host.acquire(owner, {
+        environment: record.environment,
+        ...(remounted.mounts.length > 0 ? { mounts: remounted.mounts } : {}),
+      });
       report = await session.load(record.snapshotId, { owner: owner.id, snapshots: await paused.snapshots() });
+      if (remounted.gone.length > 0) {
+        report = { ...report, notKept: [...report.notKept, ...remounted.gone] };
+        session.restored = report;
+      }
     } catch (error) {
       await session?.close();
       await paused.release(owner.id, record.snapshotId).catch(() => undefined);

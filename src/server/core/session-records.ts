@@ -80,6 +80,7 @@ export class SessionRecords {
       reason,
       ...(entry.keep !== undefined ? { keep: entry.keep } : {}),
       ...(entry.publishOutputs ? { publishOutputs: true } : {}),
+      ...(entry.session.mounts.length > 0 ? { mounts: entry.session.mounts } : {}),
     };
   }
 

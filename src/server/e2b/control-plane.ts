@@ -9,9 +9,11 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import type { z } from 'zod';
+import type { VolumeMount } from '../../session/options.js';
 import type { Owner } from '../core/auth.js';
 import { FORWARDED_BY_HEADER } from '../core/cluster.js';
 import type { ServerContext } from '../core/context.js';
+import { asMount } from '../core/registry.js';
 import { sandboxDomain } from '../ports/port-address.js';
 import {
   ConnectBody,
@@ -28,6 +30,7 @@ import {
   TimeoutBody,
 } from './control-schemas.js';
 import { deleteSnapshot, parseSnapshotQuery, snapshotOfTemplate, snapshotPage } from './control-snapshots.js';
+import { volumeRoutes } from './control-volumes.js';
 import { E2bError, toE2bError } from './errors.js';
 import { CURSORS_HEADER, listPage, parseListQuery } from './list-query.js';
 import { networkOfCreation, trafficOfCreation } from './network-fields.js';
@@ -90,6 +93,19 @@ function lifecycleOfCreation(body: CreateRequest): Lifecycle {
   return { onTimeout, autoResume };
 }
 
+/** E2B's `volumeMounts` (`[{name, path}]`, sandcell's `readOnly` and `subPath` beside them) as mounts. */
+function mountsOfCreation(body: CreateRequest): { mounts?: VolumeMount[] } {
+  if (!body.volumeMounts?.length) return {};
+  return {
+    mounts: body.volumeMounts.map((mount) => ({
+      volume: mount.name,
+      path: mount.path,
+      ...(mount.readOnly ? { readOnly: true } : {}),
+      ...(mount.subPath ? { subPath: mount.subPath } : {}),
+    })),
+  };
+}
+
 export function controlPlane(server: ServerContext, table: SandboxTable) {
   const { registry } = server;
   /** The parent domain of the sandbox's port names, as the SDKs' getHost(port) builds them (ports/). */
@@ -123,6 +139,10 @@ export function controlPlane(server: ServerContext, table: SandboxTable) {
       network: networkOfCreation(body),
       traffic: trafficOfCreation(body),
       ...(snapshot ? { snapshot } : {}),
+      // A snapshot's volumes are mounted again unless the create names its own (a deleted one is refused).
+      ...(body.volumeMounts?.length || !snapshot?.mounts.length
+        ? mountsOfCreation(body)
+        : { mounts: snapshot.mounts.map(asMount) }),
     });
     return context.json(presentConnection(sandbox, domainOf(context)), 201);
   };
@@ -300,6 +320,7 @@ export function controlPlane(server: ServerContext, table: SandboxTable) {
     { method: 'POST', pattern: new RegExp(`^/sandboxes/${ID}/fork$`), handler: fork },
     { method: 'GET', pattern: /^\/snapshots$/, handler: listSnapshots },
     { method: 'DELETE', pattern: /^\/templates\/([^/]{1,256})$/, handler: removeSnapshot },
+    ...volumeRoutes(server, readJson),
   ];
 
   /** Answers a control-plane request at `path` (below /e2b) for an authenticated owner. */

@@ -29,6 +29,18 @@ export const CreateBody = z.looseObject({
   autoPause: z.boolean().nullish(),
   autoPauseMemory: z.boolean().nullish(),
   autoResume: z.looseObject({ enabled: z.boolean().nullish() }).nullish(),
+  // Volumes by name, each at a path (`readOnly` and `subPath` are sandcell's, beside E2B's two fields).
+  volumeMounts: z
+    .array(
+      z.looseObject({
+        name: z.string().min(1).max(64),
+        path: z.string().min(1).max(256),
+        readOnly: z.boolean().nullish(),
+        subPath: z.string().max(4096).nullish(),
+      }),
+    )
+    .max(16)
+    .nullish(),
   ...NetworkFields,
 });
 

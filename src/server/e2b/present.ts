@@ -53,6 +53,11 @@ export function presentInfo(
     diskSizeMB: Math.round(limits.dataBytes / 2 ** 20),
     metadata: sandbox.metadata,
     domain,
+    // The volumes its live session mounts (E2B's `{name, path}`).
+    volumeMounts: (sandbox.entry?.session.closed === false ? sandbox.entry.session.mounts : []).map((mount) => ({
+      name: mount.volume,
+      path: mount.path,
+    })),
     ...(detail
       ? {
           lifecycle: sandbox.lifecycle,

@@ -28,6 +28,7 @@ import { limitBody } from '../http/body-limit.js';
 import { HttpError } from '../http/errors.js';
 import { connectStreamErrorResponse, isStreamingCall } from './connect-envelope.js';
 import { controlPlane } from './control-plane.js';
+import { handleVolumeContent, VOLUME_CONTENT_PATH } from './control-volumes.js';
 import { downloadFile, uploadFiles } from './envd-files.js';
 import { handleEnvd, isConnectPath } from './envd-routes.js';
 import { SIGNED_FILES_PATH, sandboxOfSignedLink } from './envd-signed-urls.js';
@@ -80,6 +81,7 @@ export function mountE2bRoutes(app: Hono, server: ServerContext): SandboxTable {
   };
   const limitRequest = limitBody(limits.maxRequestBytes, tooLarge('request'));
   const limitUpload = limitBody(limits.maxUploadBytes, tooLarge('upload'));
+  const limitStreamedUpload = limitBody(limits.maxUploadBytes, tooLarge('upload'), { count: false });
 
   /** Runs `handler` behind a body limit (Hono's counting limit throws while the handler reads). */
   const limited = async (context: Context, upload: boolean, handler: () => Promise<Response>): Promise<Response> => {
@@ -141,6 +143,25 @@ export function mountE2bRoutes(app: Hono, server: ServerContext): SandboxTable {
     const path = context.req.path.slice(E2B_PREFIX.length).replace(/^\/+/, '/');
     const connect = port === ENVD_PORT && isConnectPath(path);
     try {
+      const volumeContent = port === undefined ? VOLUME_CONTENT_PATH.exec(path) : null;
+      if (volumeContent) {
+        // The volume's own token opens its content, without a key (the SDK sends it as a Bearer token).
+        const keyOwner = () => {
+          const bearer = context.req.header('authorization');
+          return bearer?.startsWith('Bearer svt_') && context.req.header('x-api-key') === undefined
+            ? undefined
+            : authenticate(context);
+        };
+        if (context.req.method !== 'PUT') {
+          return await limited(context, false, () => handleVolumeContent(context, server, volumeContent, keyOwner));
+        }
+        // A file streams to the volume, counted there against the upload limit (and held to the quota).
+        let response: Response | undefined;
+        await limitStreamedUpload(context, async () => {
+          response = await handleVolumeContent(context, server, volumeContent, keyOwner, limits.maxUploadBytes);
+        });
+        return response ?? e2bErrorResponse(context, new E2bError(500, 'No answer.'));
+      }
       if (port === undefined) {
         const owner = authenticate(context);
         return await limited(context, false, () => control(context, owner, path));

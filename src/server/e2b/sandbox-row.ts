@@ -4,8 +4,10 @@
  * a lifecycle), how a row is kept with its session across a pause (sandbox-keep.ts) and read back,
  * and its ids and tokens. The sandboxes of one server are sandbox-table.ts's.
  */
+
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { NetworkOption } from '../../network/network-option.js';
+import type { VolumeMount } from '../../session/options.js';
 import type { SnapshotInfo } from '../../session/session-state.js';
 import type { SessionLostError } from '../../snapshots/snapshot-errors.js';
 import type { Owner } from '../core/auth.js';
@@ -63,6 +65,8 @@ export interface NewSandbox {
   network?: NetworkOption | undefined;
   /** The snapshot it starts from (its `templateId` named one of the key's snapshots). */
   snapshot?: SnapshotInfo;
+  /** The key's volumes to mount. */
+  mounts?: VolumeMount[];
 }
 
 const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';

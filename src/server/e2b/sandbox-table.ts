@@ -112,6 +112,7 @@ export class SandboxTable {
       keep: keepOf(row),
       ...environment,
       ...(request.network !== undefined ? { network: request.network } : {}),
+      ...(request.mounts ? { mounts: request.mounts } : {}),
     });
     if (request.snapshot) {
       try {
