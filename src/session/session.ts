@@ -319,6 +319,7 @@ export class Session {
       await this.volumeMounts.close();
       await this.volume.dispose();
     })();
+    this.volumeMounts.leaving(this.closing);
     return this.closing;
   }
 

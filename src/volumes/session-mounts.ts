@@ -13,7 +13,7 @@ import { FileOperationError } from '../errors.js';
 import { isProcessAlive } from '../internal/process-alive.js';
 import { VolumeMounter } from './volume-mounter.js';
 import type { VolumeMountRequest } from './volume-paths.js';
-import { VOLUME_FILES_ID, type VolumeStore } from './volume-store.js';
+import { VOLUME_FILES_ID, type VolumeHold, type VolumeStore } from './volume-store.js';
 
 /** Where staged mounts live while their session does: machine-wide, root's, searchable by the sandboxes' uids. */
 export const STAGED_MOUNTS_DIRECTORY = '/run/sandcell-mounts';
@@ -39,7 +39,7 @@ export class SessionMounts {
     readonly volumes: MountedVolume[],
     private readonly staged: string[],
     private readonly stagingRoot: string | undefined,
-    private readonly releases: Array<() => void>,
+    private readonly holds: VolumeHold[],
   ) {}
 
   static none(): SessionMounts {
@@ -71,8 +71,8 @@ export class SessionMounts {
     const mounts: SandboxMount[] = [];
     const volumes: MountedVolume[] = [];
     const staged: string[] = [];
-    const releases: Array<() => void> = [];
-    const opened = new SessionMounts(mounts, volumes, staged, stagingRoot, releases);
+    const holds: VolumeHold[] = [];
+    const opened = new SessionMounts(mounts, volumes, staged, stagingRoot, holds);
     try {
       if (stagingRoot) {
         await mkdir(STAGED_MOUNTS_DIRECTORY, { recursive: true, mode: 0o755 });
@@ -98,7 +98,7 @@ export class SessionMounts {
         } else {
           source = await directoryInside(directory, request.subPath ?? '');
         }
-        releases.push(input.store.hold(record.id, input.sessionId));
+        holds.push(input.store.hold(record.id, input.sessionId));
         mounts.push({ source, target: request.path, readOnly });
         volumes.push({
           volumeId: record.id,
@@ -115,10 +115,15 @@ export class SessionMounts {
     }
   }
 
+  /** The session is on its way out: a delete of its volumes waits for `done` rather than refusing. */
+  leaving(done: Promise<void>): void {
+    for (const hold of this.holds) hold.leave(done);
+  }
+
   /** Unmounts what was staged and lets the volumes go. Idempotent. */
   close(): Promise<void> {
     this.closed ??= (async () => {
-      for (const release of this.releases) release();
+      for (const hold of this.holds) hold.release();
       for (const target of this.staged) {
         await sharedMounter?.unstage(target).catch(() => undefined);
         // rmdir, never rm -r: should the unmount have failed, the volume's files are below.

@@ -98,10 +98,9 @@ export class VolumeShelf {
   async usage(): Promise<{ usedBytes: number; quotaBytes: number }> {
     if (this.bounded) {
       const stats = await statfs(this.filesDirectory);
-      const capacity = stats.blocks * stats.bsize;
       const free = stats.bavail * stats.bsize;
       // The filesystem's own metadata is not the owner's to count: the quota is what the files may take.
-      const quotaBytes = Math.min(this.options.quotaBytes, capacity);
+      const quotaBytes = this.options.quotaBytes;
       return { usedBytes: Math.max(0, quotaBytes - free), quotaBytes };
     }
     return { usedBytes: await diskUsage(this.filesDirectory), quotaBytes: this.options.quotaBytes };
@@ -126,6 +125,23 @@ export async function diskUsage(directory: string): Promise<number> {
     const stdout = (error as { stdout?: string }).stdout ?? '';
     return Number.parseInt(stdout, 10) || 0;
   }
+}
+
+/**
+ * ext4 keeps some of its image for itself (inode tables, the journal): the image grows by that much,
+ * online, so that the owner's files have the quota's room, as the quota says.
+ */
+async function roomForTheQuota(image: string, filesDirectory: string, quotaBytes: number): Promise<void> {
+  const stats = await statfs(filesDirectory);
+  const missing = quotaBytes - stats.bavail * stats.bsize;
+  if (missing < 1024 * 1024) return;
+  const { stdout } = await execFileAsync('findmnt', ['-n', '-o', 'SOURCE', '--target', filesDirectory]);
+  const device = stdout.trim();
+  if (!device.startsWith('/dev/loop')) return;
+  const size = (await stat(image)).size;
+  await truncate(image, Math.ceil((size + missing) / 4096) * 4096 + 4096 * 256);
+  await execFileAsync('losetup', ['-c', device]);
+  await execFileAsync('resize2fs', [device], { timeout: 120_000 });
 }
 
 function isMountPoint(directory: string): boolean {
@@ -171,6 +187,7 @@ async function mountImage(directory: string, filesDirectory: string, quotaBytes:
     await execFileAsync('mount', ['-o', 'loop,discard,nosuid,nodev,noatime', image, filesDirectory], {
       timeout: 60_000,
     });
+    await roomForTheQuota(image, filesDirectory, quotaBytes);
     return true;
   } catch {
     // Another process may have mounted it meanwhile; else no loop devices here: a plain directory.

@@ -44,6 +44,21 @@ export interface VolumeStoreOptions {
   useImages?: boolean;
 }
 
+/** A live session's mounts of one volume. */
+export interface VolumeHold {
+  release(): void;
+  /** The session is closing (or pausing): `done` settles once its sandboxes have gone. */
+  leave(done: Promise<void>): void;
+}
+
+interface HolderState {
+  count: number;
+  leaving?: Promise<void>;
+}
+
+/** How long a delete waits for the sessions that are leaving a volume. */
+const LEAVING_WAIT_MS = 30_000;
+
 interface Catalog {
   owner: string;
   volumes: VolumeRecord[];
@@ -56,8 +71,8 @@ export class VolumeStore {
   private readonly shelves = new Map<string, Promise<VolumeShelf>>();
   /** Each owner's catalog changes one at a time. */
   private readonly catalogQueues = new Map<string, Promise<unknown>>();
-  /** Volume id → the live sessions that mount it, each with how many of its mounts do. */
-  private readonly holders = new Map<string, Map<string, number>>();
+  /** Volume id → the live sessions that mount it: how many of each one's mounts do, and whether it is leaving. */
+  private readonly holders = new Map<string, Map<string, HolderState>>();
 
   constructor(options: VolumeStoreOptions) {
     this.directory = path.resolve(options.directory);
@@ -118,6 +133,7 @@ export class VolumeStore {
     return this.changeCatalog(owner, async (catalog) => {
       const record = catalog.volumes.find((volume) => volume.id === nameOrId || volume.name === nameOrId);
       if (!record) throw new VolumeNotFoundError(nameOrId);
+      await this.leavingsSettled(record.id);
       const sessions = this.holdersOf(record.id);
       if (sessions.length > 0) {
         throw new VolumeInUseError(record.name, sessions, options.nameOf ? sessions.map(options.nameOf) : undefined);
@@ -160,24 +176,50 @@ export class VolumeStore {
     return { ...(await shelf.usage()), bounded: shelf.bounded };
   }
 
-  /** Marks the volume as mounted by a live session until the returned function is called. */
-  hold(volumeId: string, sessionId: string): () => void {
-    const sessions = this.holders.get(volumeId) ?? new Map<string, number>();
+  /**
+   * Marks the volume as mounted by a live session until the hold is released. A session on its way out
+   * says so (`leave`, with the promise of its end): a delete waits for it rather than refusing.
+   */
+  hold(volumeId: string, sessionId: string): VolumeHold {
+    const sessions = this.holders.get(volumeId) ?? new Map<string, HolderState>();
     this.holders.set(volumeId, sessions);
-    sessions.set(sessionId, (sessions.get(sessionId) ?? 0) + 1);
+    const state = sessions.get(sessionId) ?? { count: 0 };
+    state.count++;
+    sessions.set(sessionId, state);
     let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const count = (sessions.get(sessionId) ?? 1) - 1;
-      if (count > 0) sessions.set(sessionId, count);
-      else sessions.delete(sessionId);
-      if (sessions.size === 0) this.holders.delete(volumeId);
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        state.count--;
+        if (state.count > 0) return;
+        sessions.delete(sessionId);
+        if (sessions.size === 0) this.holders.delete(volumeId);
+      },
+      leave: (done) => {
+        state.leaving = done;
+      },
     };
   }
 
   holdersOf(volumeId: string): string[] {
     return [...(this.holders.get(volumeId)?.keys() ?? [])];
+  }
+
+  /** Waits (a while) for the sessions leaving the volume to have gone. */
+  private async leavingsSettled(volumeId: string): Promise<void> {
+    const leaving = [...(this.holders.get(volumeId)?.values() ?? [])]
+      .map((state) => state.leaving)
+      .filter((done): done is Promise<void> => done !== undefined);
+    if (leaving.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(leaving),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, LEAVING_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
   }
 
   /** Unmounts the owners' images; their files stay for the next process. */

@@ -20,6 +20,7 @@ import { portRoutes } from '../v1/port-routes.js';
 import { v1Routes } from '../v1/routes.js';
 import { snapshotRoutes } from '../v1/snapshot-routes.js';
 import { terminalRoutes } from '../v1/terminal-routes.js';
+import { volumeRoutes } from '../v1/volume-routes.js';
 import { serveWebUi } from '../web-ui/routes.js';
 import { browserGuard } from './browser-guard.js';
 import type { ConnectionLimiter } from './connection-limiter.js';
@@ -110,6 +111,7 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
     ...commandRoutes(server),
     ...portRoutes(server),
     ...terminalRoutes(server),
+    ...volumeRoutes(server),
     ...contextRoutes(server),
     ...snapshotRoutes(server),
     ...environmentRoutes(server),

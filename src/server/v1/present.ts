@@ -19,6 +19,7 @@ export function presentSession(entry: ManagedSession) {
     active: entry.session.active,
     ...(entry.restored ? { restored: entry.restored } : {}),
     ...(entry.publishOutputs ? { publishOutputs: true } : {}),
+    ...(entry.session.mounts.length > 0 ? { volumes: entry.session.mounts } : {}),
   };
 }
 

@@ -118,10 +118,11 @@ export function v1Routes(server: ServerContext): RouteSpec<never, never, never>[
         503: { description: 'The server is at capacity or cannot start sandboxes.', json: ErrorSchema },
       },
       handler: async (c, { owner, body }) => {
-        const { environment, network, publishOutputs } = (body ?? {}) as z.output<typeof CreateSessionBody>;
+        const { environment, network, publishOutputs, volumes } = (body ?? {}) as z.output<typeof CreateSessionBody>;
         const entry = await registry.create(owner, 'v1', {
           ...(environment !== undefined ? { environment } : {}),
           ...(network !== undefined ? { network } : {}),
+          ...(volumes?.length ? { mounts: volumes } : {}),
           ...(publishOutputs !== undefined ? { publishOutputs } : {}),
         });
         return c.json(presentSession(entry), 201, { location: `/v1/sessions/${entry.id}` });

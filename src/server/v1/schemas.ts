@@ -66,6 +66,18 @@ export const SessionSchema = z
       .boolean()
       .optional()
       .meta({ description: 'Its executions’ files are published with signed links.' }),
+    volumes: z
+      .array(
+        z.object({
+          volumeId: z.string(),
+          volume: z.string(),
+          path: z.string(),
+          readOnly: z.boolean(),
+          subPath: z.string().optional(),
+        }),
+      )
+      .optional()
+      .meta({ description: 'The volumes mounted in its sandboxes.' }),
   })
   .meta({ title: 'Session' });
 
@@ -137,6 +149,24 @@ export const CreateSessionBody = z
         description:
           "A built environment (`sandcell env build`; GET /v1/environments lists them). Default: the server's.",
       }),
+    volumes: z
+      .array(
+        z
+          .object({
+            volume: z.string().min(1).max(64).meta({ description: "One of the key's volumes, by name or id." }),
+            path: z
+              .string()
+              .min(1)
+              .max(256)
+              .meta({ description: 'Where it appears in the sandbox, e.g. /mnt/data-sets.' }),
+            readOnly: z.boolean().optional(),
+            subPath: z.string().max(4096).optional().meta({ description: 'A directory of the volume, mounted alone.' }),
+          })
+          .strict(),
+      )
+      .max(16)
+      .optional()
+      .meta({ description: "Volumes mounted in the session's sandboxes (POST /v1/volumes makes one)." }),
     publishOutputs: z.boolean().optional().meta({
       description:
         "Upload the files each execution writes to the server's store and answer each with a signed read-only link (`files` in the execution). Default: the server's (`--publish-outputs`).",
