@@ -4,6 +4,7 @@ import { addBackendOptions, type BackendCliOptions } from './backend-option.js';
 import { addLimitOptions, type LimitCliOptions } from './limit-options.js';
 import { addNetworkOption, type NetworkCliOptions } from './network-options.js';
 import { UNITS_HELP } from './unit-flags.js';
+import { addVolumeOption, type VolumeCliOptions } from './volume-options.js';
 
 export const DEFAULT_OUTPUT_DIR = 'sandcell-output';
 
@@ -29,7 +30,12 @@ export function addModelOptions(command: Command): Command {
     .option('--no-stream', 'do not stream responses (for servers that cannot stream tool calls)');
 }
 
-export interface AgentCommandOptions extends BackendCliOptions, ModelCliOptions, LimitCliOptions, NetworkCliOptions {
+export interface AgentCommandOptions
+  extends BackendCliOptions,
+    ModelCliOptions,
+    LimitCliOptions,
+    NetworkCliOptions,
+    VolumeCliOptions {
   data: string[];
   context?: string;
   approve?: boolean;
@@ -62,5 +68,5 @@ export function addAgentOptions(command: Command): Command {
     .option('--max-steps <n>', 'model calls with tools per question before it must answer', undefined)
     .option('--max-attempts <n>', 'failed executions in a row before the model must stop and explain', undefined)
     .addHelpText('after', `${UNITS_HELP}${KEYS_HELP}`);
-  return addNetworkOption(addLimitOptions(command));
+  return addVolumeOption(addNetworkOption(addLimitOptions(command)));
 }

@@ -21,6 +21,7 @@ import { CliExit, EXIT_MODEL_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { limitSessionOptions } from './limit-options.js';
 import { networkSessionOptions } from './network-options.js';
 import { optionalDurationFlag } from './unit-flags.js';
+import { volumeSessionOptions } from './volume-options.js';
 
 const MAX_CONTEXT_BYTES = 64 * 1024;
 
@@ -85,6 +86,7 @@ export async function openDataChat(
     ...(options.env ? { environmentName: options.env } : {}),
     ...limits,
     ...networkSessionOptions(options),
+    ...volumeSessionOptions(options),
     ...(timeoutMs ? { timeoutMs } : {}),
   });
   extra.progress?.('reading data');

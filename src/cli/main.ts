@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { SandcellError } from '../errors.js';
 import { LANGUAGES } from '../session/languages.js';
+import { closeLocalVolumes } from '../volumes/local-volumes.js';
 import { addAgentOptions, addModelOptions, KEYS_HELP } from './agent-flags.js';
 import { addBackendOptions } from './backend-option.js';
 import { addDiscordOptions } from './discord-flags.js';
@@ -18,6 +19,7 @@ import { replCommand } from './repl-command.js';
 import { runCommand } from './run-command.js';
 import { collectSecretHeaders } from './secret-header.js';
 import { UNITS_HELP } from './unit-flags.js';
+import { addVolumeOption } from './volume-options.js';
 
 const DEFAULT_OUTPUT_DIR = 'sandcell-output';
 /** The session's default time limit (DEFAULT_TIMEOUT_MS), as the flags write it. */
@@ -40,7 +42,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .configureOutput({ outputError: (text, write) => write(red(text)) });
 
   addBackendOptions(
-    addNetworkOption(addLimitOptions(program.command('run')))
+    addVolumeOption(addNetworkOption(addLimitOptions(program.command('run'))))
       .description('run a script in a fresh sandboxed session (Python, JavaScript, TypeScript, bash or R)')
       .argument('[file]', 'a script (.py .js .mjs .ts .sh .R: the extension picks the language), or - for stdin')
       .option(
@@ -63,7 +65,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
   ).action(async (file: string | undefined, options) => setExitCode(await runCommand(file, options)));
 
   addBackendOptions(
-    addNetworkOption(addLimitOptions(program.command('repl')))
+    addVolumeOption(addNetworkOption(addLimitOptions(program.command('repl'))))
       .description('an interactive prompt in a sandboxed session (Python unless --language)')
       .option('-l, --language <language>', `the prompt's language (${LANGUAGES.join(', ')})`, 'python')
       .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
@@ -73,7 +75,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
   ).action(async (options) => setExitCode(await replCommand(options)));
 
   const execCommandLine = addBackendOptions(
-    addNetworkOption(addLimitOptions(program.command('exec')))
+    addVolumeOption(addNetworkOption(addLimitOptions(program.command('exec'))))
       .description("run one shell command in a fresh sandbox; its exit code is sandcell's")
       .argument('<command...>', 'the command and its arguments, after --: `sandcell exec -- ls -la`')
       .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
@@ -97,7 +99,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
   });
 
   addBackendOptions(
-    addNetworkOption(addLimitOptions(program.command('shell')))
+    addVolumeOption(addNetworkOption(addLimitOptions(program.command('shell'))))
       .description("an interactive shell in a fresh sandbox, or in a running server's session (like docker exec -it)")
       .argument('[command...]', 'a program to run instead of bash, after --: `sandcell shell -- python3`')
       .option('-u, --upload <path>', 'copy a file into /mnt/data first (repeatable)', collect, [])
@@ -409,6 +411,48 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
       setExitCode(await snapshotsPruneCommand(options));
     });
 
+  const volumes = program
+    .command('volume')
+    .description('volumes: files that outlive every sandbox, mounted with --volume NAME:/PATH');
+  volumes
+    .command('create')
+    .description('make a volume (in the state directory; a keyless `sandcell serve` there sees it too)')
+    .argument('<name>', 'letters, digits, ".", "_", "-"')
+    .option('--json', 'print it as JSON')
+    .action(async (name: string, options) => {
+      const { volumeCreateCommand } = await import('./volume-command.js');
+      setExitCode(await volumeCreateCommand(name, options));
+    });
+  volumes
+    .command('list')
+    .description('the volumes, and what they hold against the quota (env SANDCELL_VOLUME_BYTES_PER_KEY)')
+    .option('--json', 'print them as JSON')
+    .action(async (options) => {
+      const { volumeListCommand } = await import('./volume-command.js');
+      setExitCode(await volumeListCommand(options));
+    });
+  volumes
+    .command('rm')
+    .description('delete a volume and its files (refused while a sandbox of this process mounts it)')
+    .argument('<name>', 'the volume')
+    .option('--json', 'print what was deleted as JSON')
+    .action(async (name: string, options) => {
+      const { volumeRemoveCommand } = await import('./volume-command.js');
+      setExitCode(await volumeRemoveCommand(name, options));
+    });
+  volumes
+    .command('cp')
+    .description(
+      'copy a file or a directory between this machine and a volume: `cp data.csv work:/in/`, `cp work:/out ./out`',
+    )
+    .argument('<source>', 'a path here, or NAME:/PATH in a volume')
+    .argument('<target>', 'NAME:/PATH in a volume, or a path here')
+    .option('--json', 'print what was copied as JSON')
+    .action(async (source: string, target: string, options) => {
+      const { volumeCopyCommand } = await import('./volume-command.js');
+      setExitCode(await volumeCopyCommand(source, target, options));
+    });
+
   const environments = program
     .command('env')
     .description('custom environments: the runtime plus your packages and files, chosen with --env NAME');
@@ -484,20 +528,35 @@ export async function main(argv: string[]): Promise<number> {
     await program.parseAsync(argv);
     return exitCode;
   } catch (error) {
-    if (error instanceof CommanderError) {
-      return error.exitCode === 0 ? 0 : EXIT_USAGE;
-    }
-    if (error instanceof CliExit) {
-      if (error.message) process.stderr.write(`${red(error.message)}\n`);
-      return error.exitCode;
-    }
-    if (error instanceof SandcellError) {
-      process.stderr.write(`${red(`sandcell: ${error.message}`)}\n`);
-      return error.code === 'invalid-input' || error.code === 'invalid-path' || error.code === 'environment-not-found'
-        ? EXIT_USAGE
-        : EXIT_SANDBOX_FAILURE;
-    }
-    process.stderr.write(`${red(`sandcell: unexpected error: ${(error as Error).stack ?? String(error)}`)}\n`);
-    return EXIT_SANDBOX_FAILURE;
+    return reported(error);
+  } finally {
+    // The volumes' images this command mounted (as root) are unmounted as it ends; their files stay.
+    await closeLocalVolumes().catch(() => undefined);
   }
 }
+
+function reported(error: unknown): number {
+  if (error instanceof CommanderError) {
+    return error.exitCode === 0 ? 0 : EXIT_USAGE;
+  }
+  if (error instanceof CliExit) {
+    if (error.message) process.stderr.write(`${red(error.message)}\n`);
+    return error.exitCode;
+  }
+  if (error instanceof SandcellError) {
+    process.stderr.write(`${red(`sandcell: ${error.message}`)}\n`);
+    return USAGE_CODES.has(error.code) ? EXIT_USAGE : EXIT_SANDBOX_FAILURE;
+  }
+  process.stderr.write(`${red(`sandcell: unexpected error: ${(error as Error).stack ?? String(error)}`)}\n`);
+  return EXIT_SANDBOX_FAILURE;
+}
+
+/** Errors the command line itself caused (a name, a path, a volume): usage errors, not the sandbox's failures. */
+const USAGE_CODES = new Set<SandcellError['code']>([
+  'invalid-input',
+  'invalid-path',
+  'environment-not-found',
+  'volume-not-found',
+  'volume-exists',
+  'volume-in-use',
+]);

@@ -8,8 +8,9 @@ import { type LimitCliOptions, limitSessionOptions } from './limit-options.js';
 import { type NetworkCliOptions, networkSessionOptions } from './network-options.js';
 import { dim } from './render.js';
 import { startStatus } from './status.js';
+import { type VolumeCliOptions, volumeSessionOptions } from './volume-options.js';
 
-export interface StartSessionOptions extends BackendCliOptions, LimitCliOptions, NetworkCliOptions {
+export interface StartSessionOptions extends BackendCliOptions, LimitCliOptions, NetworkCliOptions, VolumeCliOptions {
   upload: string[];
 }
 
@@ -33,6 +34,7 @@ export async function startSessionWithUploads(
   );
   // Before the spinner: a bad size fails, and a --max-data --memory cannot hold is said, on a line of its own.
   const limits = limitSessionOptions(options);
+  const mounts = volumeSessionOptions(options);
   const backend = await backendFromOptions(options, quiet);
   const status = startStatus(quiet ? undefined : process.stderr, 'starting sandbox');
   const session = await createSession({
@@ -40,6 +42,7 @@ export async function startSessionWithUploads(
     ...(options.env ? { environmentName: options.env } : {}),
     ...limits,
     ...networkSessionOptions(options),
+    ...mounts,
     ...(timeoutMs ? { timeoutMs } : {}),
   }).finally(() => status.stop());
   try {

@@ -52,4 +52,14 @@ export function deleteVolume(nameOrId: string, options: VolumeOptions = {}): Pro
   return (options.volumes ?? localVolumeStore()).delete(options.owner ?? LOCAL_VOLUME_OWNER, nameOrId);
 }
 
+/**
+ * Unmounts the images the library's stores mounted (as root): call it as a process that used volumes
+ * ends. Their files stay; the next use mounts them again.
+ */
+export async function closeLocalVolumes(): Promise<void> {
+  const stores = [...opened.values()];
+  opened.clear();
+  await Promise.all(stores.map((store) => store.close()));
+}
+
 export { LOCAL_VOLUME_OWNER };

@@ -53,6 +53,17 @@ export class VolumeShelf {
     return shelf;
   }
 
+  /**
+   * Mounts the image again if it is no longer mounted (another process sharing the state directory
+   * unmounted it as it stopped): the files are never read or written beneath an absent mount.
+   */
+  async ensureMounted(): Promise<void> {
+    if (!this.bounded || isMountPoint(this.filesDirectory)) return;
+    if (!(await mountImage(this.options.directory, this.filesDirectory, this.options.quotaBytes))) {
+      throw new Error(`The volumes' image at ${this.options.directory} could not be mounted again.`);
+    }
+  }
+
   get quotaBytes(): number {
     return this.options.quotaBytes;
   }
@@ -127,23 +138,6 @@ export async function diskUsage(directory: string): Promise<number> {
   }
 }
 
-/**
- * ext4 keeps some of its image for itself (inode tables, the journal): the image grows by that much,
- * online, so that the owner's files have the quota's room, as the quota says.
- */
-async function roomForTheQuota(image: string, filesDirectory: string, quotaBytes: number): Promise<void> {
-  const stats = await statfs(filesDirectory);
-  const missing = quotaBytes - stats.bavail * stats.bsize;
-  if (missing < 1024 * 1024) return;
-  const { stdout } = await execFileAsync('findmnt', ['-n', '-o', 'SOURCE', '--target', filesDirectory]);
-  const device = stdout.trim();
-  if (!device.startsWith('/dev/loop')) return;
-  const size = (await stat(image)).size;
-  await truncate(image, Math.ceil((size + missing) / 4096) * 4096 + 4096 * 256);
-  await execFileAsync('losetup', ['-c', device]);
-  await execFileAsync('resize2fs', [device], { timeout: 120_000 });
-}
-
 function isMountPoint(directory: string): boolean {
   return readMountInfo().some((mount) => mount.mountPoint === directory);
 }
@@ -155,13 +149,11 @@ function isMountPoint(directory: string): boolean {
 async function mountImage(directory: string, filesDirectory: string, quotaBytes: number): Promise<boolean> {
   if (isMountPoint(filesDirectory)) return true;
   const image = path.join(directory, 'image.ext4');
-  const size = Math.max(Math.ceil(quotaBytes / 4096) * 4096, 16 * 1024 * 1024);
   try {
-    const existing = await stat(image).catch(() => undefined);
-    if (!existing) {
+    if (!(await stat(image).catch(() => undefined))) {
       const handle = await open(image, 'wx', 0o600);
       await handle.close();
-      await truncate(image, size);
+      await truncate(image, Math.max(Math.ceil(quotaBytes / 4096) * 4096, 16 * 1024 * 1024));
       await execFileAsync(
         'mkfs.ext4',
         [
@@ -179,16 +171,23 @@ async function mountImage(directory: string, filesDirectory: string, quotaBytes:
         ],
         { timeout: 60_000 },
       );
-    } else if (existing.size < size) {
-      await truncate(image, size);
-      await execFileAsync('e2fsck', ['-f', '-p', image], { timeout: 120_000 }).catch(() => undefined);
+    }
+    // ext4 keeps some of its image for itself (inode tables, the journal), and a quota may have grown: the
+    // image grows (offline) until the owner's files have the quota's room. Each growth adds metadata of its
+    // own, so a few rounds close the gap.
+    for (let round = 0; ; round++) {
+      await execFileAsync('mount', ['-o', 'loop,discard,nosuid,nodev,noatime', image, filesDirectory], {
+        timeout: 60_000,
+      });
+      const stats = await statfs(filesDirectory);
+      const missing = quotaBytes - stats.bavail * stats.bsize;
+      if (missing < 1024 * 1024 || round === 3) return true;
+      await execFileAsync('umount', [filesDirectory]);
+      const size = (await stat(image)).size;
+      await truncate(image, Math.ceil((size + missing * 1.05) / 4096) * 4096);
+      await execFileAsync('e2fsck', ['-f', '-p', image], { timeout: 120_000 });
       await execFileAsync('resize2fs', [image], { timeout: 120_000 });
     }
-    await execFileAsync('mount', ['-o', 'loop,discard,nosuid,nodev,noatime', image, filesDirectory], {
-      timeout: 60_000,
-    });
-    await roomForTheQuota(image, filesDirectory, quotaBytes);
-    return true;
   } catch {
     // Another process may have mounted it meanwhile; else no loop devices here: a plain directory.
     return isMountPoint(filesDirectory);

@@ -235,7 +235,13 @@ export class VolumeStore {
     return `${formatBytes(usedBytes)} of ${formatBytes(quotaBytes)} used${bounded ? '' : " (measured, not enforced on the sandboxes' own writes: run as root for a hard bound)"}`;
   }
 
-  private shelf(owner: string): Promise<VolumeShelf> {
+  private async shelf(owner: string): Promise<VolumeShelf> {
+    const shelf = await this.openShelf(owner);
+    await shelf.ensureMounted();
+    return shelf;
+  }
+
+  private openShelf(owner: string): Promise<VolumeShelf> {
     const hash = ownerHash(owner);
     let shelf = this.shelves.get(hash);
     if (!shelf) {
