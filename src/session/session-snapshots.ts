@@ -50,6 +50,8 @@ export interface SnapshotOptions {
    * leaves the session running). @default what the session's files and /tmp can hold
    */
   maxBytes?: number;
+  /** A name the snapshot is found by beside its id (E2B's named snapshots: the newest of a name wins). */
+  name?: string;
 }
 
 /** The owner of a library's snapshots (a server's sessions belong to their key's owner). */
@@ -245,7 +247,7 @@ export class SessionSnapshots {
     try {
       const saved = await saveContexts(connection, this.liveContexts(connection), timeoutMs);
       await writer.part(ARCHIVE_PART, readArchive(connection, bound.bytes, timeoutMs, bound.overflow));
-      const details = this.details(saved);
+      const details = { ...this.details(saved), ...(options.name !== undefined ? { name: options.name } : {}) };
       const manifest = await writer.commit({ ...details });
       return snapshotInfo(manifest, details);
     } catch (error) {

@@ -179,6 +179,8 @@ export interface SnapshotDetails {
   notKept: SkippedName[];
   /** The volumes that were mounted, and where: their contents are the volumes', not the snapshot's. */
   mounts?: MountedVolume[];
+  /** The name it was taken under, if any (SnapshotOptions.name). */
+  name?: string;
 }
 
 /** A snapshot as a user sees it. */
@@ -193,6 +195,7 @@ export interface SnapshotInfo {
   notKept: SkippedName[];
   /** The volumes mounted when it was taken (a resume mounts them again). */
   mounts: MountedVolume[];
+  name?: string;
 }
 
 /** The name of the archive's part in a snapshot. */
@@ -229,5 +232,6 @@ export function snapshotInfo(
     contexts: details.contexts,
     notKept: details.notKept,
     mounts: details.mounts ?? [],
+    ...(typeof details.name === 'string' ? { name: details.name } : {}),
   };
 }

@@ -78,7 +78,7 @@ export class SessionSnapshots {
   }
 
   /** A snapshot of a live session, which runs on (counted against the key's rate, like an upload). */
-  async take(entry: ManagedSession): Promise<SnapshotInfo> {
+  async take(entry: ManagedSession, options: { name?: string } = {}): Promise<SnapshotInfo> {
     this.host.admitWork(entry);
     const info = await this.host.track(
       () =>
@@ -88,6 +88,7 @@ export class SessionSnapshots {
             sessionId: entry.id,
             snapshots: await this.host.paused.snapshots(),
             maxBytes,
+            ...(options.name !== undefined ? { name: options.name } : {}),
           }),
         ),
       'snapshot',

@@ -29,7 +29,13 @@ import {
   SnapshotBody,
   TimeoutBody,
 } from './control-schemas.js';
-import { deleteSnapshot, parseSnapshotQuery, snapshotOfTemplate, snapshotPage } from './control-snapshots.js';
+import {
+  deleteSnapshot,
+  parseSnapshotQuery,
+  snapshotNameOf,
+  snapshotOfTemplate,
+  snapshotPage,
+} from './control-snapshots.js';
 import { volumeRoutes } from './control-volumes.js';
 import { E2bError, toE2bError } from './errors.js';
 import { CURSORS_HEADER, listPage, parseListQuery } from './list-query.js';
@@ -38,6 +44,7 @@ import { presentConnection, presentInfo } from './present.js';
 import type { Lifecycle } from './sandbox-keep.js';
 import { type E2bSandbox, notFound, type SandboxRow } from './sandbox-row.js';
 import type { SandboxTable } from './sandbox-table.js';
+import { isTemplateName } from './template-environment.js';
 
 type Handler = (context: Context, owner: Owner, id: string | undefined) => Promise<Response>;
 
@@ -247,15 +254,16 @@ export function controlPlane(server: ServerContext, table: SandboxTable) {
   // A snapshot of a running sandbox, which runs on: 201 `{"snapshotID","names":[]}`.
   const createSnapshot: Handler = async (context, owner, id) => {
     const body = await readJson(context, SnapshotBody);
-    if (body.name) {
+    const name = body.name ? snapshotNameOf(body.name) : undefined;
+    if (body.name && (name === undefined || isTemplateName(name))) {
       throw new E2bError(
         400,
-        'Named snapshots are not supported by this server (sandcell): leave out the name, and use the snapshotId it answers.',
+        `A snapshot's name is 1 to 63 lower-case letters, digits, ".", "_" or "-", and not a template's (${JSON.stringify(body.name.slice(0, 80))}).`,
       );
     }
     const sandbox = await running(await table.get(owner, id ?? ''), pausedNotFound(id ?? ''));
-    const snapshot = await registry.snapshots.take(sandbox.entry);
-    return context.json({ snapshotID: snapshot.id, names: [] }, 201);
+    const snapshot = await registry.snapshots.take(sandbox.entry, name !== undefined ? { name } : {});
+    return context.json({ snapshotID: snapshot.id, names: name !== undefined ? [name] : [] }, 201);
   };
 
   const listSnapshots: Handler = async (context, owner) => {

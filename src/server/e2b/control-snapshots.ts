@@ -21,6 +21,32 @@ export function snapshotIdOf(name: string): string | undefined {
   return SNAPSHOT_ID.exec(name)?.[1];
 }
 
+/** A snapshot's name (E2B's `createSnapshot({ name })`): lower case, as E2B's template names; `name:default` is its tag. */
+const SNAPSHOT_NAME = /^([a-z0-9][a-z0-9._-]{0,62})(?::default)?$/;
+
+export function snapshotNameOf(name: string): string | undefined {
+  const match = SNAPSHOT_NAME.exec(name);
+  return match && snapshotIdOf(name) === undefined ? match[1] : undefined;
+}
+
+/** Newest first, then by id. */
+const newestFirst = (first: SnapshotInfo, second: SnapshotInfo): number =>
+  first.createdAt === second.createdAt
+    ? first.id.localeCompare(second.id)
+    : second.createdAt.localeCompare(first.createdAt);
+
+/** The key's newest snapshot under `name`: the one the name stands for (a later snapshot takes it over). */
+function newestNamed(snapshots: SnapshotInfo[], name: string): SnapshotInfo | undefined {
+  return snapshots.filter((snapshot) => snapshot.name === name).sort(newestFirst)[0];
+}
+
+/** The names a snapshot answers to: its name, if it is the newest under it. */
+function namesOf(snapshot: SnapshotInfo, snapshots: SnapshotInfo[]): string[] {
+  return snapshot.name !== undefined && newestNamed(snapshots, snapshot.name)?.id === snapshot.id
+    ? [snapshot.name]
+    : [];
+}
+
 /** The key's snapshots E2B's clients see: not those that hold its paused sandboxes, newest first. */
 async function ownSnapshots(registry: SessionRegistry, owner: Owner): Promise<SnapshotInfo[]> {
   const held = new Set((await registry.pauses.list(owner)).map((record) => record.snapshotId));
@@ -34,8 +60,11 @@ export async function snapshotOfTemplate(
   templateId: string,
 ): Promise<SnapshotInfo | undefined> {
   const id = snapshotIdOf(templateId);
-  if (id === undefined) return undefined;
-  return (await ownSnapshots(registry, owner)).find((snapshot) => snapshot.id === id);
+  const name = snapshotNameOf(templateId);
+  if (id === undefined && name === undefined) return undefined;
+  const snapshots = await ownSnapshots(registry, owner);
+  if (id !== undefined) return snapshots.find((snapshot) => snapshot.id === id);
+  return newestNamed(snapshots, name as string);
 }
 
 export interface SnapshotQuery {
@@ -78,22 +107,22 @@ export async function snapshotPage(
   owner: Owner,
   query: SnapshotQuery,
 ): Promise<{ page: { snapshotID: string; names: string[] }[]; nextToken?: string }> {
-  const named = query.name === undefined ? undefined : (snapshotIdOf(query.name) ?? '');
-  const matching = (await ownSnapshots(registry, owner))
-    .sort((first, second) =>
-      first.createdAt === second.createdAt
-        ? first.id.localeCompare(second.id)
-        : second.createdAt.localeCompare(first.createdAt),
-    )
+  const all = await ownSnapshots(registry, owner);
+  const byName = query.name === undefined ? undefined : snapshotNameOf(query.name);
+  const byId = query.name === undefined ? undefined : snapshotIdOf(query.name);
+  const matching = [...all]
+    .sort(newestFirst)
     .filter(
       (snapshot) =>
         (query.sandboxId === undefined || snapshot.sessionId === query.sandboxId) &&
-        (named === undefined || snapshot.id === named) &&
+        (query.name === undefined ||
+          snapshot.id === byId ||
+          (byName !== undefined && namesOf(snapshot, all).includes(byName))) &&
         (query.after === undefined || before(snapshot, query.after)),
     );
   const page = matching.slice(0, query.limit);
   const last = page.at(-1);
-  const presented = page.map((snapshot) => ({ snapshotID: snapshot.id, names: [] as string[] }));
+  const presented = page.map((snapshot) => ({ snapshotID: snapshot.id, names: namesOf(snapshot, all) }));
   return matching.length > page.length && last
     ? { page: presented, nextToken: Buffer.from(`${last.createdAt}\n${last.id}`, 'utf8').toString('base64url') }
     : { page: presented };
@@ -102,8 +131,12 @@ export async function snapshotPage(
 /** Deletes one of the key's snapshots; false when it has none by that id (the SDK's `false`). */
 export async function deleteSnapshot(registry: SessionRegistry, owner: Owner, name: string): Promise<boolean> {
   const id = snapshotIdOf(name);
-  if (id === undefined) return false;
-  if (!(await ownSnapshots(registry, owner)).some((snapshot) => snapshot.id === id)) return false;
-  await registry.snapshots.delete(owner, id);
-  return true;
+  const snapshotName = snapshotNameOf(name);
+  const snapshots = await ownSnapshots(registry, owner);
+  // By name: every snapshot taken under it, so that no older one takes the name back.
+  const doomed = snapshots.filter((snapshot) =>
+    id !== undefined ? snapshot.id === id : snapshotName !== undefined && snapshot.name === snapshotName,
+  );
+  for (const snapshot of doomed) await registry.snapshots.delete(owner, snapshot.id);
+  return doomed.length > 0;
 }

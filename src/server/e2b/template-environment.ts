@@ -11,6 +11,11 @@ import { E2bError } from './errors.js';
 /** Templates the SDKs create by default (the code interpreter's, the base sandbox's). */
 const DEFAULT_TEMPLATES = new Set([DEFAULT_TEMPLATE, 'base', 'code-interpreter', 'code-interpreter-stateful']);
 
+/** A default template's name, which no snapshot may take. */
+export function isTemplateName(name: string): boolean {
+  return DEFAULT_TEMPLATES.has(name);
+}
+
 export function environmentOfTemplate(templateId: string): { environment?: string } {
   if (DEFAULT_TEMPLATES.has(templateId)) return {};
   if (!ENVIRONMENT_NAME_PATTERN.test(templateId)) {
