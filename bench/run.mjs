@@ -37,6 +37,7 @@ import {
 } from './session-measures.mjs';
 import { runSnapshotBench } from './snapshots.mjs';
 import { runTerminalsBench } from './terminals.mjs';
+import { runVolumesBench } from './volumes.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
@@ -252,6 +253,12 @@ const snapshots = BACKENDS.includes('bubblewrap')
   : NOTHING;
 rows.push(...snapshots.rows.map(bubblewrapRow));
 
+// Volumes (bench/volumes.mjs, bubblewrap): 1 GB through a volume beside the host's disk, a mount's cost to a start.
+const volumes = BACKENDS.includes('bubblewrap')
+  ? await part('volumes (bench/volumes.mjs)', minutes(15), () => runVolumesBench({ quick }), NOTHING)
+  : NOTHING;
+rows.push(...volumes.rows.map(bubblewrapRow));
+
 // --- server (sandcell serve over HTTP, on the default backend): bench/server.mjs ---------------------
 // The parts that start a server: skipped (NOTHING) without one.
 const serverPart = (name, limitMs, run) => (withServer ? part(name, limitMs, () => run({ quick }), NOTHING) : NOTHING);
@@ -366,6 +373,7 @@ const result = {
   jupyter: jupyter.result,
   outputs: outputs.result,
   ports: ports.result,
+  volumes: volumes.result,
   terminals: terminals.result,
   cluster: cluster.result,
   networkGate: networkGate.result,

@@ -118,3 +118,20 @@ export type { SessionTerminals, TerminalHandle } from './session/terminals.js';
 export { openSnapshotStore } from './snapshots/local-snapshots.js';
 export { SnapshotInvalidError, SnapshotNotFoundError, SnapshotTooLargeError } from './snapshots/snapshot-errors.js';
 export type { SnapshotStore } from './snapshots/snapshot-store.js';
+export {
+  closeLocalVolumes,
+  createVolume,
+  deleteVolume,
+  listVolumes,
+  type VolumeOptions,
+} from './volumes/local-volumes.js';
+export type { MountedVolume } from './volumes/session-mounts.js';
+export type { VolumeEntry } from './volumes/volume-content.js';
+export {
+  VolumeExistsError,
+  VolumeInUseError,
+  VolumeNotFoundError,
+  VolumesUnavailableError,
+} from './volumes/volume-errors.js';
+export type { VolumeMountRequest as VolumeMount } from './volumes/volume-paths.js';
+export { type VolumeRecord, VolumeStore, type VolumeStoreOptions } from './volumes/volume-store.js';

@@ -3,11 +3,12 @@
  * volume made, a directory copied in, mounted by `run` (read-only: nothing written) and by `exec`
  * (a sub-path, written), copied out, listed, and deleted; bad flags refused before any sandbox starts.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runProcess } from './support/process.js';
+import { removeStateDirectory } from './support/volumes.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'sandcell.js');
@@ -15,7 +16,7 @@ const workspace = mkdtempSync(path.join(os.tmpdir(), 'sandcell-cli-volumes-'));
 const env = { SANDCELL_STATE_DIR: path.join(workspace, 'state') };
 const sandcell = (...args: string[]) => runProcess(process.execPath, [bin, ...args], { cwd: workspace, env });
 
-afterAll(() => rmSync(workspace, { recursive: true, force: true }));
+afterAll(() => removeStateDirectory(workspace));
 
 describe('sandcell volume', () => {
   it('create, cp in, mount in run (read-only) and exec (a sub-path), cp out, list, rm', async () => {

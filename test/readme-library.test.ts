@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI } from './support/fake-providers.js';
 import { runProcess } from './support/process.js';
 import { commandsOf, type ReadmeBlock, readmeBlocks, root, runShell } from './support/readme.js';
+import { removeStateDirectory } from './support/volumes.js';
 
 const blocks = readmeBlocks();
 const project = mkdtempSync(path.join(os.tmpdir(), 'sandcell-readme-project-'));
@@ -87,6 +88,17 @@ describe('library blocks (README.md, docs/) run as written, in a project that in
 
   it('terminals-library: a shell on a terminal, resized, its exit status', async () => {
     expect(await runModule('terminals-library')).toBe('5 true\n');
+  }, 120_000);
+
+  it('volumes-library: a volume keeps a file across sessions, then goes', async () => {
+    const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-readme-volumes-'));
+    try {
+      expect(await runModule('volumes-library', { SANDCELL_STATE_DIR: stateDirectory })).toBe(
+        'round 1: cached False\nround 2: cached True\n',
+      );
+    } finally {
+      removeStateDirectory(stateDirectory);
+    }
   }, 120_000);
 
   it('library-testing: the scripted backend answers from its script', async () => {

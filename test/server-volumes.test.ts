@@ -4,12 +4,13 @@
  * key's refused everywhere, not deleted while mounted (409 naming the session), a fork and a
  * pause/resume mounting them again, and a resume after the volume was deleted saying so.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandcellServer } from '../src/server/index.js';
 import { type Client, client, startTestServer } from './support/server.js';
+import { removeStateDirectory } from './support/volumes.js';
 
 const KEY = 'volume-key-one';
 const OTHER = 'volume-key-two';
@@ -26,7 +27,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server?.close();
-  await rm(stateDirectory, { recursive: true, force: true });
+  removeStateDirectory(stateDirectory);
 });
 
 async function run(id: string, code: string): Promise<string> {

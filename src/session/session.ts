@@ -422,9 +422,9 @@ export class Session {
     const store = options.snapshots ?? (await localSnapshotStore());
     const { manifest, details } = await readSnapshot(store, options.owner ?? LOCAL_OWNER, snapshotId);
     const remounted =
-      options.mounts === undefined
-        ? await remountable(details.mounts ?? [], options.volumes ?? localVolumeStore(), options.owner ?? LOCAL_OWNER)
-        : { mounts: options.mounts, gone: [] };
+      options.mounts === undefined && details.mounts?.length
+        ? await remountable(details.mounts, options.volumes ?? localVolumeStore(), options.owner ?? LOCAL_OWNER)
+        : { mounts: options.mounts ?? [], gone: [] };
     const session = await Session.create({
       ...(details.environment === 'default' ? {} : { environmentName: details.environment }),
       id: manifest.sessionId,

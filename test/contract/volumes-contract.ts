@@ -6,7 +6,7 @@
  * did, and a snapshot that records the mounts (not their files) for its resume, which says so when
  * a volume was deleted meanwhile.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import { Session } from '../../src/session/session.js';
 import { openSnapshotStore } from '../../src/snapshots/local-snapshots.js';
 import { VolumeInUseError, VolumeNotFoundError } from '../../src/volumes/volume-errors.js';
 import { VolumeStore } from '../../src/volumes/volume-store.js';
+import { removeStateDirectory } from '../support/volumes.js';
 
 const MiB = 1024 * 1024;
 
@@ -49,7 +50,7 @@ export function runVolumesContract({ name, createBackend }: { name: string; crea
     });
     afterAll(async () => {
       await volumes.close();
-      await rm(directory, { recursive: true, force: true });
+      removeStateDirectory(directory);
     });
 
     it('two sessions mount one volume read-write: each writes as its user, each sees the other’s writes at once', async () => {

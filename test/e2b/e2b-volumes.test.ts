@@ -4,12 +4,13 @@
  * next, read and written through the content API (by its token), listed, refused to another key,
  * not destroyed while mounted, destroyed once not; the quota; traversal and symlinks on the content API.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Sandbox, Volume, VolumeError, VolumeFileType, VolumeNotFoundError, VolumePathNotFoundError } from 'e2b';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asKey, OTHER_KEY, startE2bServer, type TestServer } from '../support/e2b.js';
+import { removeStateDirectory } from '../support/volumes.js';
 
 const MiB = 1024 * 1024;
 let server: TestServer;
@@ -23,7 +24,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
   delete process.env.E2B_VOLUME_API_URL;
-  await rm(stateDirectory, { recursive: true, force: true });
+  removeStateDirectory(stateDirectory);
 });
 
 describe('E2B volumes', () => {

@@ -301,9 +301,12 @@ describe('E2B snapshots and fork (scripted)', () => {
     expect(first).toEqual({ snapshotID: expect.stringMatching(/^[0-9a-f]{32}$/), names: [] });
     await execute(server, sandbox, 'x = second');
     const second = await json(`/sandboxes/${sandbox.sandboxID}/snapshots`, { method: 'POST', json: {} }, 201);
-    expect(
-      (await control(`/sandboxes/${sandbox.sandboxID}/snapshots`, { method: 'POST', json: { name: 'mine' } })).status,
-    ).toBe(400);
+    // A name that is not one (upper case, a default template's) is refused; named snapshots: e2b-named-snapshots.test.ts.
+    for (const name of ['Mine', 'base', 'a/b']) {
+      expect(
+        (await control(`/sandboxes/${sandbox.sandboxID}/snapshots`, { method: 'POST', json: { name } })).status,
+      ).toBe(400);
+    }
     // The sandbox runs on.
     expect(await execute(server, sandbox, 'x')).toMatchObject({ text: 'second' });
     // Another sandbox's pause is not one of the key's snapshots.
