@@ -7,12 +7,15 @@
  * (A backslash in the path used to end the process with ERR_HTTP_HEADERS_SENT.)
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { runProcess } from './support/process.js';
 import { CRLF, head, host, sendRaw } from './support/raw-socket.js';
+import { removeStateDirectory } from './support/volumes.js';
 
 const bin = path.resolve(import.meta.dirname, '..', 'bin', 'sandcell.js');
 const KEY = 'hostile-test-key-000000000001';
@@ -24,12 +27,20 @@ interface Serve {
   logs: Record<string, unknown>[];
 }
 
+/** The sweep's state directory: the volumes' routes answer for real (a server without one refuses them, 501). */
+const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'sandcell-hostile-'));
+afterAll(() => removeStateDirectory(stateDirectory));
+
 async function startServe(keys: string): Promise<Serve> {
   // No executions-per-minute limit: the sweep checks its session after every request, hundreds a minute.
   const args = ['serve', '--port', '0', '--pool-size', '1', '--preload', 'none', '--executions-per-minute', '0'];
   const child = spawn(process.execPath, [bin, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, SANDCELL_API_KEYS: keys },
+    env: {
+      ...process.env,
+      SANDCELL_API_KEYS: keys,
+      SANDCELL_STATE_DIR: path.join(stateDirectory, keys ? 'keys' : 'keyless'),
+    },
   });
   let exit: string | undefined;
   let stderr = '';

@@ -70,15 +70,17 @@ async function volumeOfRequest(
   volumeId: string,
   keyOwner: () => Owner | undefined,
 ): Promise<{ owner: string; record: VolumeRecord; store: VolumeStore }> {
-  const store = server.registry.volumeStore();
   const bearer = /^Bearer\s+(\S{1,512})$/i.exec(context.req.header('authorization') ?? '')?.[1];
   if (bearer?.startsWith('svt_')) {
+    const store = server.registry.volumeStore();
     const opened = await store.byToken(volumeId, bearer);
     if (!opened) throw new E2bError(401, 'Invalid volume token: use the token Volume.create or Volume.connect gave.');
     return { ...opened, store };
   }
+  // The key is checked before anything of the volumes is: a request without a credential learns nothing.
   const owner = keyOwner();
   if (!owner) throw new E2bError(401, "A volume's content needs its token (Authorization: Bearer) or the API key.");
+  const store = server.registry.volumeStore();
   return { owner: owner.id, record: await store.get(owner.id, volumeId), store };
 }
 
