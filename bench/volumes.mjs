@@ -96,7 +96,6 @@ export async function runVolumesBench({ quick = false } = {}) {
             const execution = await fresh.run('1 + 1');
             if (execution.error) throw new Error(execution.error.value);
             if (index >= 0) starts[kind].push(now() - started);
-            if (process.env.BENCH_TRACE) console.error(kind, Math.round(now() - started));
           } finally {
             await fresh.close();
           }

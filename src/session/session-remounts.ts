@@ -1,9 +1,19 @@
-/** What a resume mounts of the volumes its snapshot recorded. */
+/** What a resume or a fork mounts of the volumes its source recorded. */
 import type { MountedVolume } from '../volumes/session-mounts.js';
 import { VolumeNotFoundError } from '../volumes/volume-errors.js';
 import type { VolumeStore } from '../volumes/volume-store.js';
 import type { SkippedName } from './kernel-messages.js';
 import type { VolumeMount } from './options.js';
+
+/** A mounted volume as a mount request (by its id, so a rename or a namesake cannot change it). */
+export function asMount(mounted: MountedVolume): VolumeMount {
+  return {
+    volume: mounted.volumeId,
+    path: mounted.path,
+    ...(mounted.readOnly ? { readOnly: true } : {}),
+    ...(mounted.subPath ? { subPath: mounted.subPath } : {}),
+  };
+}
 
 /**
  * The volumes a snapshot recorded, as mounts for its resume; those deleted since are left out, each
@@ -25,12 +35,7 @@ export async function remountable(
       },
     );
     if (exists) {
-      mounts.push({
-        volume: mounted.volumeId,
-        path: mounted.path,
-        ...(mounted.readOnly ? { readOnly: true } : {}),
-        ...(mounted.subPath ? { subPath: mounted.subPath } : {}),
-      });
+      mounts.push(asMount(mounted));
     } else {
       gone.push({
         name: `volume ${mounted.volume} at ${mounted.path}`,

@@ -13,7 +13,7 @@ import { FileOperationError } from '../errors.js';
 import { isProcessAlive } from '../internal/process-alive.js';
 import { VolumeMounter } from './volume-mounter.js';
 import type { VolumeMountRequest } from './volume-paths.js';
-import { VOLUME_FILES_ID, type VolumeHold, type VolumeStore } from './volume-store.js';
+import type { VolumeHold, VolumeStore } from './volume-store.js';
 
 /** Where staged mounts live while their session does: machine-wide, root's, searchable by the sandboxes' uids. */
 export const STAGED_MOUNTS_DIRECTORY = '/run/sandcell-mounts';
@@ -55,7 +55,8 @@ export class SessionMounts {
     sandboxOwner?: { uid: number; gid: number };
   }): Promise<SessionMounts> {
     if (input.requests.length === 0) return SessionMounts.none();
-    const staging = input.store.mapsOwners;
+    const fileOwner = input.store.fileOwner;
+    const staging = fileOwner !== undefined;
     if (staging && !sharedMounter) sharedMounter = new VolumeMounter();
     const mounter = staging ? sharedMounter : undefined;
     if (mounter && !swept) {
@@ -83,7 +84,7 @@ export class SessionMounts {
         const { directory } = await input.store.location(input.owner, record);
         const readOnly = request.readOnly === true;
         let source: string;
-        if (mounter && stagingRoot) {
+        if (mounter && stagingRoot && fileOwner) {
           source = path.join(stagingRoot, String(index));
           await mkdir(source, { mode: 0o755 });
           staged.push(source);
@@ -93,7 +94,7 @@ export class SessionMounts {
             target: source,
             readOnly,
             ...(input.sandboxOwner ? { owner: input.sandboxOwner } : {}),
-            fileOwner: { uid: VOLUME_FILES_ID, gid: VOLUME_FILES_ID },
+            fileOwner,
           });
         } else {
           source = await directoryInside(directory, request.subPath ?? '');

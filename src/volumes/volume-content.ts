@@ -106,75 +106,71 @@ export class VolumeContent {
   ): Promise<VolumeEntry> {
     const names = nonEmpty(splitPath(given), given);
     const room = await this.room();
-    await this.makeParents(names.slice(0, -1), given);
-    return this.within(names.slice(0, -1), given, async (parent) => {
-      const name = names.at(-1) as string;
-      const temporary = `.sandcell-write-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
-      const mode = change.mode === undefined ? 0o644 : checkMode(change.mode);
-      const handle = await openFile(
-        at(parent, temporary),
-        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-        given,
-        mode,
-      );
-      let written = 0;
-      try {
-        for await (const chunk of body) {
-          written += chunk.byteLength;
-          if (change.maxBytes !== undefined && written > change.maxBytes) {
-            throw new FileOperationError(
-              'too-large',
-              `${given} is larger than the ${formatBytes(change.maxBytes)} one upload may be; nothing was written.`,
-            );
+    return this.within(
+      names.slice(0, -1),
+      given,
+      async (parent) => {
+        const name = names.at(-1) as string;
+        const temporary = `.sandcell-write-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+        const mode = change.mode === undefined ? 0o644 : checkMode(change.mode);
+        const handle = await openFile(
+          at(parent, temporary),
+          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+          given,
+          mode,
+        );
+        let written = 0;
+        try {
+          for await (const chunk of body) {
+            written += chunk.byteLength;
+            if (change.maxBytes !== undefined && written > change.maxBytes) {
+              throw new FileOperationError(
+                'too-large',
+                `${given} is larger than the ${formatBytes(change.maxBytes)} one upload may be; nothing was written.`,
+              );
+            }
+            if (room !== undefined && written > room) throw this.full(given);
+            await handle.write(chunk);
           }
-          if (room !== undefined && written > room) throw this.full(given);
-          await handle.write(chunk);
-        }
-        await handle.chmod(mode);
-        const owner = this.diskOwner(change);
-        if (owner) await handle.chown(owner.uid, owner.gid);
-        await handle.close();
-        await rename(at(parent, temporary), at(parent, name)).catch((error: NodeJS.ErrnoException) => {
-          throw error.code === 'EISDIR' || error.code === 'ENOTEMPTY' || error.code === 'EEXIST'
-            ? new FileOperationError('is-a-directory', `${given} is a directory.`)
+          await handle.chmod(mode);
+          const owner = this.diskOwner(change);
+          if (owner) await handle.chown(owner.uid, owner.gid);
+          await handle.close();
+          await rename(at(parent, temporary), at(parent, name)).catch((error: NodeJS.ErrnoException) => {
+            throw error.code === 'EISDIR' || error.code === 'ENOTEMPTY' || error.code === 'EEXIST'
+              ? new FileOperationError('is-a-directory', `${given} is a directory.`)
+              : error;
+          });
+        } catch (error) {
+          await handle.close().catch(() => undefined);
+          await rm(at(parent, temporary), { force: true }).catch(() => undefined);
+          throw (error as NodeJS.ErrnoException).code === 'ENOSPC' || (error as NodeJS.ErrnoException).code === 'EDQUOT'
+            ? this.full(given)
             : error;
-        });
-      } catch (error) {
-        await handle.close().catch(() => undefined);
-        await rm(at(parent, temporary), { force: true }).catch(() => undefined);
-        throw (error as NodeJS.ErrnoException).code === 'ENOSPC' || (error as NodeJS.ErrnoException).code === 'EDQUOT'
-          ? this.full(given)
-          : error;
-      }
-      return this.entryOf(names.join('/'), name, at(parent, name));
-    });
+        }
+        return this.entryOf(names.join('/'), name, at(parent, name));
+      },
+      { make: true },
+    );
   }
 
   /** Makes the directory (and, with `parents`, those above it); one there already is answered as it is. */
   async makeDirectory(given: string, options: OwnershipChange & { parents?: boolean } = {}): Promise<VolumeEntry> {
     const names = nonEmpty(splitPath(given), given);
-    if (options.parents) await this.makeParents(names.slice(0, -1), given);
-    return this.within(names.slice(0, -1), given, async (parent) => {
-      const name = names.at(-1) as string;
-      const made = await mkdir(at(parent, name), {
-        mode: options.mode === undefined ? 0o755 : checkMode(options.mode),
-      }).then(
-        () => true,
-        (error: NodeJS.ErrnoException) => {
-          if (error.code === 'EEXIST') return false;
-          if (error.code === 'ENOSPC' || error.code === 'EDQUOT') throw this.full(given);
-          throw translate(error, given);
-        },
-      );
-      const info = await lstatOrFail(at(parent, name), given);
-      if (!info.isDirectory())
-        throw new FileOperationError('not-a-directory', `${given} exists and is not a directory.`);
-      if (made) {
-        const owner = this.diskOwner(options);
-        if (owner) await chown(at(parent, name), owner.uid, owner.gid);
-      }
-      return this.entryOf(names.join('/'), name, at(parent, name));
-    });
+    const mode = options.mode === undefined ? 0o755 : checkMode(options.mode);
+    return this.within(
+      names.slice(0, -1),
+      given,
+      async (parent) => {
+        const name = names.at(-1) as string;
+        await this.makeIn(parent, name, given, mode, options);
+        const info = await lstatOrFail(at(parent, name), given);
+        if (!info.isDirectory())
+          throw new FileOperationError('not-a-directory', `${given} exists and is not a directory.`);
+        return this.entryOf(names.join('/'), name, at(parent, name));
+      },
+      { make: options.parents === true },
+    );
   }
 
   /** Changes a file's or directory's mode, uid or gid (a symlink's uid and gid only). */
@@ -184,22 +180,18 @@ export class VolumeContent {
       const name = names.at(-1) as string;
       const info = await lstatOrFail(at(parent, name), given);
       const owner = change.uid !== undefined || change.gid !== undefined ? this.diskOwner(change, info) : undefined;
-      if (info.isSymbolicLink()) {
-        if (change.mode !== undefined)
+      if (change.mode !== undefined) {
+        if (info.isSymbolicLink())
           throw new FileOperationError('symlink', `${given} is a symlink: its mode cannot change.`);
-      } else if (change.mode !== undefined) {
         const handle = await openFile(at(parent, name), constants.O_RDONLY | constants.O_NOFOLLOW, given);
         try {
           await handle.chmod(checkMode(change.mode));
-          if (owner) await handle.chown(owner.uid, owner.gid);
         } finally {
           await handle.close();
         }
-        return this.entryOf(names.join('/'), name, at(parent, name));
       }
-      if (owner) {
-        await lchown(at(parent, name), owner.uid, owner.gid);
-      }
+      // lchown: a symlink's own owner, never what it points to.
+      if (owner) await lchown(at(parent, name), owner.uid, owner.gid);
       return this.entryOf(names.join('/'), name, at(parent, name));
     });
   }
@@ -233,29 +225,41 @@ export class VolumeContent {
     );
   }
 
-  private async makeParents(names: string[], given: string): Promise<void> {
-    for (let depth = 1; depth <= names.length; depth++) {
-      await this.within(names.slice(0, depth - 1), given, async (parent) => {
-        const name = names[depth - 1] as string;
-        const made = await mkdir(at(parent, name), { mode: 0o755 }).then(
-          () => true,
-          (error: NodeJS.ErrnoException) => {
-            if (error.code === 'EEXIST') return false;
-            if (error.code === 'ENOSPC' || error.code === 'EDQUOT') throw this.full(given);
-            throw translate(error, given);
-          },
-        );
-        const owner = this.diskOwner({});
-        if (made && owner) await chown(at(parent, name), owner.uid, owner.gid);
-      });
-    }
+  /** Makes the directory `name` in `parent`, owned as the volume's files are; false when one was there. */
+  private async makeIn(
+    parent: FileHandle,
+    name: string,
+    given: string,
+    mode = 0o755,
+    change: OwnershipChange = {},
+  ): Promise<boolean> {
+    const made = await mkdir(at(parent, name), { mode }).then(
+      () => true,
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === 'EEXIST') return false;
+        if (error.code === 'ENOSPC' || error.code === 'EDQUOT') throw this.full(given);
+        throw translate(error, given);
+      },
+    );
+    const owner = made ? this.diskOwner(change) : undefined;
+    if (owner) await chown(at(parent, name), owner.uid, owner.gid);
+    return made;
   }
 
-  /** Runs `step` with the directory `names` leads to, opened without following a symlink anywhere. */
-  private async within<T>(names: string[], given: string, step: (directory: FileHandle) => Promise<T>): Promise<T> {
+  /**
+   * Runs `step` with the directory `names` leads to, opened without following a symlink anywhere;
+   * with `make`, each directory on the way is made when missing.
+   */
+  private async within<T>(
+    names: string[],
+    given: string,
+    step: (directory: FileHandle) => Promise<T>,
+    { make = false }: { make?: boolean } = {},
+  ): Promise<T> {
     let current = await open(this.top, DIRECTORY_FLAGS);
     try {
       for (const name of names) {
+        if (make) await this.makeIn(current, name, given);
         const next = await open(at(current, name), DIRECTORY_FLAGS).catch((error: NodeJS.ErrnoException) => {
           throw translate(error, given);
         });

@@ -85,7 +85,7 @@ export class VolumeShelf {
    * so a symlink planted while the removal runs has nothing to lead it to.
    */
   async removeDirectory(volumeId: string): Promise<void> {
-    const trashed = path.join(this.filesDirectory, TRASH, `${volumeId}-${randomUUID().slice(0, 8)}`);
+    const trashed = this.trashPath();
     try {
       await rename(this.directoryOf(volumeId), trashed);
     } catch (error) {

@@ -83,10 +83,8 @@ export class VolumeStore {
     this.useImages = options.useImages ?? process.getuid?.() === 0;
   }
 
-  /** Whether the files' owner on disk is VOLUME_FILES_ID (as root) rather than this process's uid. */
-  get mapsOwners(): boolean {
-    return process.getuid?.() === 0;
-  }
+  /** Who owns the volumes' files on disk, as root (VOLUME_FILES_ID); absent, this process's uid does. */
+  readonly fileOwner = process.getuid?.() === 0 ? { uid: VOLUME_FILES_ID, gid: VOLUME_FILES_ID } : undefined;
 
   async create(owner: string, name: string): Promise<VolumeRecord> {
     checkVolumeName(name);
@@ -161,7 +159,7 @@ export class VolumeStore {
     const shelf = await this.shelf(owner);
     return new VolumeContent(shelf.directoryOf(record.id), {
       shelf,
-      ...(this.mapsOwners ? { fileOwner: { uid: VOLUME_FILES_ID, gid: VOLUME_FILES_ID } } : {}),
+      ...(this.fileOwner ? { fileOwner: this.fileOwner } : {}),
     });
   }
 
@@ -249,7 +247,7 @@ export class VolumeStore {
         directory: path.join(this.directory, 'owners', hash),
         quotaBytes: this.bytesPerOwner,
         useImage: this.useImages,
-        ...(this.mapsOwners ? { fileOwner: { uid: VOLUME_FILES_ID, gid: VOLUME_FILES_ID } } : {}),
+        ...(this.fileOwner ? { fileOwner: this.fileOwner } : {}),
       });
       // A shelf that failed to open is tried again by the next request.
       shelf.catch(() => this.shelves.delete(hash));

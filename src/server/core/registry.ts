@@ -14,8 +14,8 @@ import type { Execution, RunOptions } from '../../session/execution.js';
 import type { VolumeMount } from '../../session/options.js';
 import type { SessionPool } from '../../session/pool.js';
 import type { Session } from '../../session/session.js';
+import { asMount } from '../../session/session-remounts.js';
 import type { RestoreReport } from '../../session/session-state.js';
-import type { MountedVolume } from '../../volumes/session-mounts.js';
 import { VolumesUnavailableError } from '../../volumes/volume-errors.js';
 import type { VolumeStore } from '../../volumes/volume-store.js';
 import type { Owner } from './auth.js';
@@ -483,14 +483,4 @@ export class SessionRegistry {
   private track<T>(work: () => Promise<T>, what: TrackedWork): Promise<T> {
     return this.drain.track(work, what);
   }
-}
-
-/** A mounted volume as a mount request (by its id, so a rename or a namesake cannot change it). */
-export function asMount(mounted: MountedVolume): VolumeMount {
-  return {
-    volume: mounted.volumeId,
-    path: mounted.path,
-    ...(mounted.readOnly ? { readOnly: true } : {}),
-    ...(mounted.subPath ? { subPath: mounted.subPath } : {}),
-  };
 }

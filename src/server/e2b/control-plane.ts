@@ -10,10 +10,10 @@ import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import type { VolumeMount } from '../../session/options.js';
+import { asMount } from '../../session/session-remounts.js';
 import type { Owner } from '../core/auth.js';
 import { FORWARDED_BY_HEADER } from '../core/cluster.js';
 import type { ServerContext } from '../core/context.js';
-import { asMount } from '../core/registry.js';
 import { sandboxDomain } from '../ports/port-address.js';
 import {
   ConnectBody,

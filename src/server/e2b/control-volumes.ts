@@ -10,9 +10,10 @@
  *
  * A volume belongs to the key that made it: another key's is not found, by id or by token.
  */
+import { Readable } from 'node:stream';
 import type { Context } from 'hono';
 import { z } from 'zod';
-import type { VolumeEntry } from '../../volumes/volume-content.js';
+import type { OwnershipChange } from '../../volumes/volume-content.js';
 import type { VolumeRecord, VolumeStore } from '../../volumes/volume-store.js';
 import type { Owner } from '../core/auth.js';
 import type { ServerContext } from '../core/context.js';
@@ -91,7 +92,10 @@ const optionalNumber = (value: string | undefined, name: string): number | undef
   return number;
 };
 
-const present = (entry: VolumeEntry) => entry;
+/** The fields of `values` that are set (not undefined or null), for an ownership change. */
+function setFields(values: { uid?: number | null; gid?: number | null; mode?: number | null }): OwnershipChange {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value != null)) as OwnershipChange;
+}
 
 /** Answers one content request (`match` is VOLUME_CONTENT_PATH's). */
 export async function handleVolumeContent(
@@ -107,22 +111,19 @@ export async function handleVolumeContent(
   const query = context.req.query();
   const path = query.path ?? '';
   const method = context.req.method;
-  const ownership = {
-    ...(optionalNumber(query.uid, 'uid') !== undefined ? { uid: optionalNumber(query.uid, 'uid') } : {}),
-    ...(optionalNumber(query.gid, 'gid') !== undefined ? { gid: optionalNumber(query.gid, 'gid') } : {}),
-    ...(optionalNumber(query.mode, 'mode') !== undefined ? { mode: optionalNumber(query.mode, 'mode') } : {}),
-  };
+  const ownership = setFields({
+    uid: optionalNumber(query.uid, 'uid'),
+    gid: optionalNumber(query.gid, 'gid'),
+    mode: optionalNumber(query.mode, 'mode'),
+  });
   if (kind === 'dir' && method === 'GET') {
     const depth = optionalNumber(query.depth, 'depth') ?? 1;
-    return context.json((await content.list(path, depth)).map(present), 200);
+    return context.json(await content.list(path, depth), 200);
   }
   if (kind === 'dir' && method === 'POST') {
-    return context.json(
-      present(await content.makeDirectory(path, { ...ownership, parents: query.force === 'true' })),
-      201,
-    );
+    return context.json(await content.makeDirectory(path, { ...ownership, parents: query.force === 'true' }), 201);
   }
-  if (kind === 'path' && method === 'GET') return context.json(present(await content.stat(path)), 200);
+  if (kind === 'path' && method === 'GET') return context.json(await content.stat(path), 200);
   if (kind === 'path' && method === 'PATCH') {
     const text = await context.req.text();
     let parsed: z.output<typeof MetadataBody>;
@@ -131,12 +132,7 @@ export async function handleVolumeContent(
     } catch {
       throw new E2bError(400, 'The body is { uid?, gid?, mode? } as JSON.');
     }
-    const change = {
-      ...(parsed.uid != null ? { uid: parsed.uid } : {}),
-      ...(parsed.gid != null ? { gid: parsed.gid } : {}),
-      ...(parsed.mode != null ? { mode: parsed.mode } : {}),
-    };
-    return context.json(present(await content.change(path, change)), 200);
+    return context.json(await content.change(path, setFields(parsed)), 200);
   }
   if (kind === 'path' && method === 'DELETE') {
     await content.remove(path);
@@ -144,7 +140,6 @@ export async function handleVolumeContent(
   }
   if (kind === 'file' && method === 'GET') {
     const { stream, size } = await content.read(path);
-    const { Readable } = await import('node:stream');
     return new Response(Readable.toWeb(stream) as ReadableStream<Uint8Array>, {
       status: 200,
       headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) },
@@ -155,7 +150,7 @@ export async function handleVolumeContent(
     const chunks: AsyncIterable<Uint8Array> = body
       ? (body as unknown as AsyncIterable<Uint8Array>)
       : (async function* () {})();
-    return context.json(present(await content.write(path, chunks, { ...ownership, maxBytes: maxUploadBytes })), 201);
+    return context.json(await content.write(path, chunks, { ...ownership, maxBytes: maxUploadBytes }), 201);
   }
   throw new E2bError(405, `${method} is not a method of /volumecontent/…/${kind}.`);
 }
