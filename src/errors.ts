@@ -48,6 +48,7 @@ export type SandcellErrorCode =
   | 'volume-exists'
   | 'volume-in-use'
   | 'volumes-unavailable'
+  | 'volumes-elsewhere'
   // The server's core (src/server/core/errors.ts).
   | 'limit-exceeded'
   | 'shutting-down'

@@ -58,6 +58,7 @@ const TELLING: Readonly<Record<SandcellErrorCode, Telling>> = {
   'volume-exists': 'log',
   'volume-in-use': 'log',
   'volumes-unavailable': 'log',
+  'volumes-elsewhere': 'log',
   // The server's core: the bot does not run on it.
   'limit-exceeded': 'log',
   'shutting-down': 'log',

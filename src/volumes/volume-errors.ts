@@ -37,3 +37,19 @@ export class VolumesUnavailableError extends SandcellError {
     super('volumes-unavailable', message);
   }
 }
+
+/**
+ * The owner's volumes are kept on another node of a cluster (their files are on its disk). With
+ * `relayTo`, that node is serving and the request is answered there (http/relay.ts); without, it is
+ * not (draining, restarting or gone), and the request waits for it: nothing is mounted empty.
+ */
+export class VolumesElsewhereError extends SandcellError {
+  constructor(
+    message: string,
+    /** The node that holds them, when known. */
+    readonly node?: string,
+    readonly relayTo?: { node: string; url: string },
+  ) {
+    super('volumes-elsewhere', message);
+  }
+}

@@ -42,6 +42,8 @@ export interface VolumeStoreOptions {
   bytesPerOwner?: number;
   /** An image per owner on a loop device (the quota holds for every writer): as root, unless false. */
   useImages?: boolean;
+  /** Eight hex digits every new id begins with after `vol`: a cluster's node tag, so any node knows where a volume is. */
+  idTag?: string;
 }
 
 /** A live session's mounts of one volume. */
@@ -68,6 +70,7 @@ export class VolumeStore {
   readonly directory: string;
   readonly bytesPerOwner: number;
   private readonly useImages: boolean;
+  private readonly idTag: string;
   private readonly shelves = new Map<string, Promise<VolumeShelf>>();
   /** Each owner's catalog changes one at a time. */
   private readonly catalogQueues = new Map<string, Promise<unknown>>();
@@ -81,6 +84,8 @@ export class VolumeStore {
       throw new InvalidInputError('Volumes need at least 1 MiB per key (`--volume-bytes-per-key`).');
     }
     this.useImages = options.useImages ?? process.getuid?.() === 0;
+    this.idTag = options.idTag ?? '';
+    if (!/^(?:[0-9a-f]{8})?$/.test(this.idTag)) throw new InvalidInputError('A volume id tag is eight hex digits.');
   }
 
   /** Who owns the volumes' files on disk, as root (VOLUME_FILES_ID); absent, this process's uid does. */
@@ -95,7 +100,7 @@ export class VolumeStore {
         throw new InvalidInputError(`A key has at most ${MAX_VOLUMES_PER_OWNER} volumes; delete one first.`);
       }
       const record: VolumeRecord = {
-        id: `vol${randomBytes(10).toString('hex')}`,
+        id: `vol${this.idTag}${randomBytes(10 - this.idTag.length / 2).toString('hex')}`,
         name,
         token: `svt_${randomBytes(32).toString('base64url')}`,
         createdAt: new Date().toISOString(),

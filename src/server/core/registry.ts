@@ -16,7 +16,6 @@ import type { SessionPool } from '../../session/pool.js';
 import type { Session } from '../../session/session.js';
 import { asMount } from '../../session/session-remounts.js';
 import type { RestoreReport } from '../../session/session-state.js';
-import { VolumesUnavailableError } from '../../volumes/volume-errors.js';
 import type { VolumeStore } from '../../volumes/volume-store.js';
 import type { Owner } from './auth.js';
 import type { Cluster } from './cluster.js';
@@ -31,12 +30,14 @@ import type { PausedRecord, PausedSessions } from './paused-sessions.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { RegistryCommands } from './registry-commands.js';
 import { RegistryTerminals } from './registry-terminals.js';
+import { RegistryVolumes } from './registry-volumes.js';
 import { Admission } from './session-admission.js';
 import { SessionDrain, type TrackedWork } from './session-drain.js';
 import { SessionFiles } from './session-files.js';
 import { SessionPauses } from './session-pauses.js';
 import { SessionRecords } from './session-records.js';
 import { SessionSnapshots } from './session-snapshots.js';
+import type { VolumeHomes } from './volume-homes.js';
 
 export interface RegistryOptions {
   pool: SessionPool;
@@ -70,6 +71,8 @@ export interface RegistryOptions {
   cluster?: Cluster;
   /** The keys' volumes; absent, a request for one is refused (no state directory). */
   volumes?: VolumeStore;
+  /** In a cluster: which node keeps each key's volumes. */
+  volumeHomes?: VolumeHomes;
 }
 
 /** An execution as the server answers it: with the files it wrote, published, when its session publishes. */
@@ -118,6 +121,8 @@ export class SessionRegistry {
   readonly commands: RegistryCommands;
   /** The one path for terminals in managed sessions, for every front door. */
   readonly terminals: RegistryTerminals;
+  /** The keys' volumes, on the node that keeps them. */
+  readonly volumes: RegistryVolumes;
   /** The work someone waits for, and the drain and shutdown that wait for it. */
   private readonly drain: SessionDrain;
   private readonly sweeper: NodeJS.Timeout;
@@ -138,6 +143,17 @@ export class SessionRegistry {
       admitWork: (entry) => this.admitUpload(entry),
       track: (work) => track(work, 'command'),
     });
+    this.volumes = new RegistryVolumes({
+      ...(options.volumes ? { store: options.volumes } : {}),
+      ...(options.volumeHomes ? { homes: options.volumeHomes } : {}),
+      ...(options.cluster ? { node: options.cluster.node } : {}),
+      isDraining: () => this.isDraining,
+      nameOf: (sessionId) => {
+        const entry = this.live.all().find((candidate) => candidate.session.id === sessionId);
+        if (!entry) return `session ${sessionId}`;
+        return `${entry.source === 'e2b' ? 'sandbox' : 'session'} ${entry.id}`;
+      },
+    });
     this.terminals = new RegistryTerminals({ metrics: options.metrics, admitWork: (entry) => this.admitUpload(entry) });
     this.snapshots = new SessionSnapshots({ ...options, admitWork: (entry) => this.admitUpload(entry), track });
     this.files = new SessionFiles(options);
@@ -154,7 +170,7 @@ export class SessionRegistry {
       records: this.records,
       snapshots: this.snapshots,
       acquire: (owner, wanted) => this.acquire(owner, wanted),
-      volumeStore: () => this.volumeStore(),
+      volumesFor: (owner) => this.volumes.of(owner, 'sessions'),
       hold: (session, owner, record, restored) => this.hold(session, owner, record, restored),
     });
     this.drain = new SessionDrain({
@@ -397,33 +413,9 @@ export class SessionRegistry {
     this.live.sweep();
     const { mounts, ...rest } = options;
     if (!mounts?.length) return this.admission.acquire(owner, rest);
-    return this.admission.acquire(owner, { ...rest, mounts, owner: owner.id, volumes: this.volumeStore() });
-  }
-
-  /** Deletes one of the owner's volumes, refused while a live session mounts it (named as its door names it). */
-  deleteVolume(owner: Owner, nameOrId: string) {
-    return this.volumeStore().delete(owner.id, nameOrId, {
-      nameOf: (sessionId) => {
-        const entry = this.live.all().find((candidate) => candidate.session.id === sessionId);
-        if (!entry) return `session ${sessionId}`;
-        return `${entry.source === 'e2b' ? 'sandbox' : 'session'} ${entry.id}`;
-      },
-    });
-  }
-
-  /** The keys' volumes, or why this server has none. */
-  volumeStore(): VolumeStore {
-    if (this.options.cluster) {
-      throw new VolumesUnavailableError(
-        'Volumes are not served by a cluster yet: a volume must be the same files on every node, and sandcell does not yet place sessions by their volumes. Run one server for them.',
-      );
-    }
-    if (!this.options.volumes) {
-      throw new VolumesUnavailableError(
-        'Volumes are kept in the state directory, and this server has none (SANDCELL_STATE_DIR=none).',
-      );
-    }
-    return this.options.volumes;
+    // In a cluster, on the node that keeps the owner's volumes (else relayed there, or refused).
+    const volumes = await this.volumes.of(owner, 'sessions');
+    return this.admission.acquire(owner, { ...rest, mounts, owner: owner.id, volumes });
   }
 
   /** Holds a new session: found by its id from now on, its marker written (said if this process ends without pausing it). */

@@ -20,6 +20,7 @@ import { OutputPublisher } from './output-publisher.js';
 import { PausedSessions } from './paused-sessions.js';
 import { RateLimiter } from './rate-limiter.js';
 import { SessionRegistry } from './registry.js';
+import { VolumeHomes } from './volume-homes.js';
 
 export function packageVersion(): string {
   const manifest = new URL('../../../package.json', import.meta.url);
@@ -97,6 +98,8 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
       : new VolumeStore({
           directory: path.join(options.stateDirectory, 'volumes'),
           bytesPerOwner: options.limits.volumeBytes,
+          // In a cluster a volume's id names the node that keeps it (volume-homes.ts).
+          ...(cluster ? { idTag: cluster.tag } : {}),
         });
   const registry: SessionRegistry = new SessionRegistry({
     pool,
@@ -119,6 +122,7 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     snapshotBytesPerOwner: options.limits.snapshotBytes,
     ...(cluster ? { cluster } : {}),
     ...(volumes ? { volumes } : {}),
+    ...(cluster ? { volumeHomes: new VolumeHomes(cluster, async () => (await paused.store()).objects) } : {}),
   });
   metrics.gauge('sandcell_sessions_live', 'Sessions handed to clients and alive, by API.', () =>
     Object.entries(registry.stats.bySource).map(([api, value]) => ({ labels: { api }, value })),

@@ -29,8 +29,8 @@ export interface SessionPausesHost {
   snapshots: SessionSnapshots;
   /** A session from the pool, within the owner's and the server's limits. */
   acquire(owner: Owner, options: { environment: string; mounts?: VolumeMount[] }): Promise<Session>;
-  /** The keys' volumes (a resume mounts its session's again). */
-  volumeStore(): VolumeStore;
+  /** The owner's volumes (a resume mounts its session's again), where this node keeps them (else it throws). */
+  volumesFor(owner: Owner): Promise<VolumeStore>;
   /** Holds a resumed session under its record's id, with what it brought back, as every new one is held. */
   hold(session: Session, owner: Owner, record: PausedRecord, restored: RestoreReport): Promise<ManagedSession>;
 }
@@ -178,6 +178,8 @@ export class SessionPauses {
     const record = await paused.find(owner.id, id);
     if (!record) throw new SessionNotFoundError(id);
     if (record.snapshotId === undefined) throw await records.lost(record);
+    // In a cluster, resumed on the node that keeps its volumes: elsewhere this throws (relayed there) before any claim.
+    const volumes = record.mounts?.length ? await this.host.volumesFor(owner) : undefined;
     // A store shared with other servers: of those asked for this session at once, one resumes it.
     if (!(await paused.claim(owner.id, record))) throw new SessionElsewhereError(id);
     const started = performance.now();
@@ -185,9 +187,8 @@ export class SessionPauses {
     let report: RestoreReport;
     try {
       // Its volumes are mounted again; one deleted meanwhile is said in the report, never an empty mount.
-      const remounted = record.mounts?.length
-        ? await remountable(record.mounts, this.host.volumeStore(), owner.id)
-        : { mounts: [], gone: [] };
+      const remounted =
+        volumes && record.mounts ? await remountable(record.mounts, volumes, owner.id) : { mounts: [], gone: [] };
       session = await this.host.acquire(owner, {
         environment: record.environment,
         ...(remounted.mounts.length > 0 ? { mounts: remounted.mounts } : {}),

@@ -40,16 +40,20 @@ export function volumeRoutes(
   server: ServerContext,
   readJson: ReadJson,
 ): { method: string; pattern: RegExp; handler: Handler }[] {
-  const store = () => server.registry.volumeStore();
+  const { volumes } = server.registry;
   const create: Handler = async (context, owner) => {
     const body = await readJson(context, NewVolumeBody);
-    return context.json(presentVolumeAndToken(await store().create(owner.id, body.name)), 201);
+    return context.json(
+      presentVolumeAndToken(await (await volumes.of(owner, 'create')).create(owner.id, body.name)),
+      201,
+    );
   };
-  const list: Handler = async (context, owner) => context.json((await store().list(owner.id)).map(presentVolume), 200);
+  const list: Handler = async (context, owner) =>
+    context.json((await (await volumes.of(owner, 'files')).list(owner.id)).map(presentVolume), 200);
   const get: Handler = async (context, owner, id) =>
-    context.json(presentVolumeAndToken(await store().get(owner.id, id ?? '')), 200);
+    context.json(presentVolumeAndToken(await (await volumes.of(owner, 'files')).get(owner.id, id ?? '')), 200);
   const remove: Handler = async (context, owner, id) => {
-    await server.registry.deleteVolume(owner, id ?? '');
+    await volumes.delete(owner, id ?? '');
     return context.body(null, 204);
   };
   return [
@@ -73,7 +77,7 @@ async function volumeOfRequest(
 ): Promise<{ owner: string; record: VolumeRecord; store: VolumeStore }> {
   const bearer = /^Bearer\s+(\S{1,512})$/i.exec(context.req.header('authorization') ?? '')?.[1];
   if (bearer?.startsWith('svt_')) {
-    const store = server.registry.volumeStore();
+    const store = await server.registry.volumes.holding(volumeId);
     const opened = await store.byToken(volumeId, bearer);
     if (!opened) throw new E2bError(401, 'Invalid volume token: use the token Volume.create or Volume.connect gave.');
     return { ...opened, store };
@@ -81,7 +85,7 @@ async function volumeOfRequest(
   // The key is checked before anything of the volumes is: a request without a credential learns nothing.
   const owner = keyOwner();
   if (!owner) throw new E2bError(401, "A volume's content needs its token (Authorization: Bearer) or the API key.");
-  const store = server.registry.volumeStore();
+  const store = await server.registry.volumes.of(owner, 'files');
   return { owner: owner.id, record: await store.get(owner.id, volumeId), store };
 }
 

@@ -26,6 +26,7 @@ import type { Owner } from '../core/auth.js';
 import type { ServerContext } from '../core/context.js';
 import { limitBody } from '../http/body-limit.js';
 import { HttpError } from '../http/errors.js';
+import { relayed } from '../http/relay.js';
 import { connectStreamErrorResponse, isStreamingCall } from './connect-envelope.js';
 import { controlPlane } from './control-plane.js';
 import { handleVolumeContent, VOLUME_CONTENT_PATH } from './control-volumes.js';
@@ -180,6 +181,9 @@ export function mountE2bRoutes(app: Hono, server: ServerContext): SandboxTable {
       // Another port number is the port door's (ports/port-door.ts), before this route: this one is none.
       throw new E2bError(SANDBOX_GONE, `E2b-Sandbox-Port ${JSON.stringify(port.slice(0, 16))} is not a port.`);
     } catch (error) {
+      // A sandbox that mounts volumes another node keeps starts (or resumes) there: its answer is this one.
+      const there = await relayed(context, error, server.cluster?.node);
+      if (there) return there;
       if (!connect) return e2bErrorResponse(context, error);
       // A streaming call's refusal is its end of stream (Connect's framing): a status alone loses its message.
       return isStreamingCall(context) ? connectStreamErrorResponse(error) : connectErrorResponse(context, error);

@@ -26,6 +26,7 @@ import { browserGuard } from './browser-guard.js';
 import type { ConnectionLimiter } from './connection-limiter.js';
 import { errorBody, HttpError, toHttpError } from './errors.js';
 import { buildOpenApiDocument } from './openapi.js';
+import { relayed } from './relay.js';
 import { currentRequestId, internalError } from './request-listener.js';
 import { registerRoutes } from './route.js';
 
@@ -78,7 +79,10 @@ export function createApp(server: ServerContext, options: AppOptions = {}): Sand
     }),
   );
 
-  app.onError((error, c) => {
+  app.onError(async (error, c) => {
+    // A request for volumes another node of the cluster keeps is answered there (relay.ts).
+    const there = await relayed(c, error, server.cluster?.node);
+    if (there) return there;
     const mapped =
       error instanceof HTTPException && !(error instanceof HttpError)
         ? new HttpError(error.status, error.status === 413 ? 'body-too-large' : 'http-error', error.message)

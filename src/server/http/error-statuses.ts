@@ -62,11 +62,13 @@ export const HTTP_ANSWERS: Readonly<Record<SandcellErrorCode, HttpAnswer | 'by-l
   'snapshot-too-large': { status: 507 },
   'session-lost': { status: 410 },
   // A volume not there (another key's is "not found" too), a name taken, one a live sandbox mounts, no
-  // volumes where they cannot be the same files (a remote Docker Engine, a cluster without shared storage).
+  // volumes where they cannot be the same files (a remote Docker Engine, a server without a state directory).
   'volume-not-found': { status: 404 },
   'volume-exists': { status: 409 },
   'volume-in-use': { status: 409 },
   'volumes-unavailable': { status: 501 },
+  // A cluster's node holds the key's volumes and is not serving now (drained, restarting): it comes back.
+  'volumes-elsewhere': { status: 503, retryAfterSeconds: 5 },
   // The server's core.
   'limit-exceeded': 'by-limit',
   'shutting-down': { status: 503 },

@@ -24,6 +24,9 @@
  * one that is not, and by a session's home node (where its id's tag sent it)
  * to the node the catalog says resumed it: no loops. A peer that refuses the connection before
  * anything was sent is taken for dead, and the request is answered here.
+ *
+ * What only a request's body or record tells (a session that mounts a key's volumes, which one
+ * node keeps) is sent on by the app once read instead (relay.ts).
  */
 import {
   type ClientRequest,
@@ -45,6 +48,7 @@ import { CURSORS_HEADER } from '../e2b/list-query.js';
 import { E2B_PREFIX } from '../e2b/routes.js';
 import { claimedPorts } from '../ports/port-address.js';
 import { type GatheredList, LISTS, MAX_LIST_BYTES, mergeList } from './gathered-lists.js';
+import { HOP_BY_HOP } from './hop-by-hop.js';
 
 /** What a request names: a registry session (found in the catalog when moved), or another id a node hands out. */
 export interface NamedId {
@@ -84,18 +88,6 @@ const LIST_TIMEOUT_MS = 10_000;
 /** The code a list's request to a peer fails with when it never connected. */
 const UNREACHED = 'SANDCELL_PEER_UNREACHED';
 const AZURE_PREFIX = '/azure/';
-/** Hop-by-hop headers (RFC 9110 §7.6.1): never passed on, by the forwarder nor by the port door's proxy. */
-export const HOP_BY_HOP: ReadonlySet<string> = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
 
 /** The session (or other node-tagged id) a request is for, from where its front door names it. */
 export function namedIdOf(request: IncomingMessage): NamedId | undefined {

@@ -22,7 +22,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import type { Session } from '../../session/session.js';
-import { HOP_BY_HOP } from '../http/forwarding.js';
+import { HOP_BY_HOP } from '../http/hop-by-hop.js';
 
 /** Connections kept open for the next request, per port, and how long. */
 const FREE_SOCKETS = 8;

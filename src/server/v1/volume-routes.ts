@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { VolumeEntry } from '../../volumes/volume-content.js';
 import type { VolumeRecord } from '../../volumes/volume-store.js';
+import type { Owner } from '../core/auth.js';
 import type { ServerContext } from '../core/context.js';
 import { ErrorSchema } from '../http/common-schemas.js';
 import { defineRoute, type RouteSpec } from '../http/route.js';
@@ -63,9 +64,9 @@ const entries = (list: VolumeEntry[]) => ({ entries: list });
 
 export function volumeRoutes(server: ServerContext): RouteSpec<never, never, never>[] {
   const { registry } = server;
-  const contentOf = async (ownerId: string, volume: string) => {
-    const store = registry.volumeStore();
-    return store.content(ownerId, await store.get(ownerId, volume));
+  const contentOf = async (owner: Owner, volume: string) => {
+    const store = await registry.volumes.of(owner, 'files');
+    return store.content(owner.id, await store.get(owner.id, volume));
   };
   const routes = [
     defineRoute({
@@ -83,7 +84,7 @@ export function volumeRoutes(server: ServerContext): RouteSpec<never, never, nev
       },
       handler: async (c, { owner, body }) => {
         const { name } = body as z.output<typeof NewVolumeBody>;
-        const record = await registry.volumeStore().create(owner.id, name);
+        const record = await (await registry.volumes.of(owner, 'create')).create(owner.id, name);
         return c.json(present(record), 201, { location: `/v1/volumes/${record.name}` });
       },
     }),
@@ -95,7 +96,7 @@ export function volumeRoutes(server: ServerContext): RouteSpec<never, never, nev
       tags: TAGS,
       responses: { 200: { description: 'Volumes.', json: VolumeListSchema } },
       handler: async (c, { owner }) => {
-        const store = registry.volumeStore();
+        const store = await registry.volumes.of(owner, 'files');
         const { usedBytes, quotaBytes, bounded } = await store.usage(owner.id);
         return c.json({
           volumes: (await store.list(owner.id)).map(present),
@@ -120,7 +121,7 @@ export function volumeRoutes(server: ServerContext): RouteSpec<never, never, nev
         404: notFound,
       },
       handler: async (c, { owner, params }) => {
-        const store = registry.volumeStore();
+        const store = await registry.volumes.of(owner, 'files');
         const record = await store.get(owner.id, params.volume);
         const held = new Set(store.holdersOf(record.id));
         const mountedBy = registry
@@ -143,7 +144,7 @@ export function volumeRoutes(server: ServerContext): RouteSpec<never, never, nev
         409: { description: 'A live session mounts it; the error names it.', json: ErrorSchema },
       },
       handler: async (c, { owner, params }) => {
-        await registry.deleteVolume(owner, params.volume);
+        await registry.volumes.delete(owner, params.volume);
         return c.body(null, 204);
       },
     }),
@@ -158,7 +159,7 @@ export function volumeRoutes(server: ServerContext): RouteSpec<never, never, nev
       responses: { 200: { description: 'Entries.', json: EntriesSchema }, 404: notFound },
       handler: async (c, { owner, params, query }) => {
         const { depth } = query as z.output<typeof ListQuery>;
-        return c.json(entries(await (await contentOf(owner.id, params.volume)).list('', depth ?? 1)));
+        return c.json(entries(await (await contentOf(owner, params.volume)).list('', depth ?? 1)));
       },
     }),
     defineRoute({
@@ -178,7 +179,7 @@ export function volumeRoutes(server: ServerContext): RouteSpec<never, never, nev
         404: notFound,
       },
       handler: async (c, { owner, params, query }) => {
-        const content = await contentOf(owner.id, params.volume);
+        const content = await contentOf(owner, params.volume);
         const { depth } = query as z.output<typeof ListQuery>;
         if ((await content.stat(params.path)).type === 'directory') {
           return c.json(entries(await content.list(params.path, depth ?? 1)));
@@ -208,7 +209,7 @@ export function volumeRoutes(server: ServerContext): RouteSpec<never, never, nev
         507: { description: "The key's volumes are full; nothing was written.", json: ErrorSchema },
       },
       handler: async (c, { owner, params }) => {
-        const content = await contentOf(owner.id, params.volume);
+        const content = await contentOf(owner, params.volume);
         const body = (c.req.raw.body ?? ReadableStream.from([])) as unknown as AsyncIterable<Uint8Array>;
         const written = await content.write(params.path, body, { maxBytes: server.options.limits.maxUploadBytes });
         return c.json(written, 201);
@@ -225,7 +226,7 @@ export function volumeRoutes(server: ServerContext): RouteSpec<never, never, nev
       responses: { 201: { description: 'The directory.', json: EntrySchema }, 404: notFound },
       handler: async (c, { owner, params, body }) => {
         const { path } = body as z.output<typeof DirectoryBody>;
-        const content = await contentOf(owner.id, params.volume);
+        const content = await contentOf(owner, params.volume);
         return c.json(await content.makeDirectory(path, { parents: true }), 201);
       },
     }),
@@ -239,7 +240,7 @@ export function volumeRoutes(server: ServerContext): RouteSpec<never, never, nev
       params: VolumePathParams,
       responses: { 204: { description: 'Removed.' }, 404: notFound },
       handler: async (c, { owner, params }) => {
-        const content = await contentOf(owner.id, params.volume);
+        const content = await contentOf(owner, params.volume);
         await content.remove(params.path);
         return c.body(null, 204);
       },
