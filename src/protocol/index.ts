@@ -26,6 +26,7 @@ export type {
   ConversationMode,
   ConversationStatus,
   ConversationSummary,
+  ConversationVolume,
   ExecutionSummary,
   FilePreview,
   ImageLink,

@@ -187,6 +187,20 @@ export interface ConversationSummary {
   droppedTurns?: number;
   /** The conversation this one continues (POST …/continue): the model was given its history; nothing of it was re-run. */
   continuedFrom?: { id: string; title: string };
+  /** The key's volumes its session mounts (chosen when it was started; a continuation mounts them too). */
+  volumes?: ConversationVolume[];
+}
+
+/** A volume a conversation's session mounts. */
+export interface ConversationVolume {
+  volumeId: string;
+  /** Its name. */
+  volume: string;
+  /** Where the code finds it. */
+  path: string;
+  readOnly: boolean;
+  /** The directory of the volume mounted there, when not all of it. */
+  subPath?: string;
 }
 
 export interface Conversation extends ConversationSummary {

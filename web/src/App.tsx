@@ -1,7 +1,8 @@
 /**
  * The page, composed: its state (state/, one hook for each part) and its
  * views (components/). The sidebar lists the conversations, the main view
- * shows the selected one, the files panel its session's files; the notices
+ * shows the selected one, the files panel its session's files and the key's
+ * volumes; the notices
  * and the live region speak to the user, and the key prompt goes over all
  * when the server asks for a key.
  */
@@ -15,6 +16,7 @@ import { Notices } from './components/Notices';
 import { PreviewPanel } from './components/PreviewPanel';
 import { Sidebar } from './components/Sidebar';
 import { TerminalPane } from './components/TerminalPane';
+import { VolumesPanel } from './components/VolumesPanel';
 import { useActions } from './state/actions';
 import { useAddress } from './state/address';
 import { useConversations } from './state/conversations';
@@ -153,7 +155,15 @@ export function App() {
             onError={notify}
             onClose={() => setFilesOpen(false)}
             uploadDisabled={selected?.status === 'expired' ? 'This conversation has expired.' : undefined}
-          />
+          >
+            <VolumesPanel
+              mounted={selected ? (selected.volumes ?? []) : undefined}
+              chosen={actions.draftVolumes}
+              onChoose={actions.setDraftVolumes}
+              version={conversations.filesVersion}
+              onError={notify}
+            />
+          </FilesPanel>
         ) : null}
       </div>
       <Notices notices={notices.notices} onDismiss={notices.dismiss} />

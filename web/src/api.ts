@@ -26,6 +26,35 @@ export interface ListeningPort {
   url: string | null;
 }
 
+/** One of the key's volumes (GET /v1/volumes). */
+export interface VolumeInfo {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+/** The key's volumes and what they hold together against its quota. */
+export interface VolumeList {
+  volumes: VolumeInfo[];
+  usedBytes: number;
+  quotaBytes: number;
+}
+
+/** An entry of a volume's directory (GET /v1/volumes/{volume}/files/{path}). */
+export interface VolumeEntry {
+  name: string;
+  path: string;
+  type: 'file' | 'directory' | 'symlink' | 'unknown';
+  size: number;
+  mtime: string;
+}
+
+/** A volume a new conversation mounts: where its code finds it. */
+export interface VolumeChoice {
+  volume: string;
+  path: string;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -131,6 +160,7 @@ async function json<T>(path: string, options?: RequestOptions): Promise<T> {
 }
 
 const conversationPath = (id: string) => `/v1/conversations/${encodeURIComponent(id)}`;
+const volumePath = (name: string) => `/v1/volumes/${encodeURIComponent(name)}`;
 
 /** A path inside /mnt/data as URL segments. */
 export function encodeDataPath(path: string): string {
@@ -145,8 +175,24 @@ export const api = {
   },
   listConversations: async () =>
     (await json<{ conversations: ConversationSummary[] }>('/v1/conversations')).conversations,
-  createConversation: (fields: { title?: string; mode?: ConversationMode } = {}) =>
+  createConversation: (fields: { title?: string; mode?: ConversationMode; volumes?: VolumeChoice[] } = {}) =>
     json<Conversation>('/v1/conversations', { method: 'POST', json: fields }),
+  listVolumes: () => json<VolumeList>('/v1/volumes'),
+  createVolume: (name: string) => json<VolumeInfo>('/v1/volumes', { method: 'POST', json: { name } }),
+  deleteVolume: async (name: string) => {
+    await request(volumePath(name), { method: 'DELETE' });
+  },
+  /** A directory's entries; '' is the volume's top. */
+  listVolume: async (name: string, path: string) =>
+    (await json<{ entries: VolumeEntry[] }>(`${volumePath(name)}/files${path ? `/${encodeDataPath(path)}` : ''}`))
+      .entries,
+  volumeFileUrl: (name: string, path: string) => `${volumePath(name)}/files/${encodeDataPath(path)}`,
+  writeVolumeFile: async (name: string, path: string, file: Blob) => {
+    await request(`${volumePath(name)}/files/${encodeDataPath(path)}`, { method: 'PUT', body: file });
+  },
+  deleteVolumeEntry: async (name: string, path: string) => {
+    await request(`${volumePath(name)}/files/${encodeDataPath(path)}`, { method: 'DELETE' });
+  },
   setMode: (id: string, mode: ConversationMode) =>
     json<ConversationSummary>(conversationPath(id), { method: 'PATCH', json: { mode } }),
   getConversation: (id: string) => json<Conversation>(conversationPath(id)),

@@ -29,6 +29,7 @@ import type {
   ConversationMode,
   ConversationSummary,
   Conversation as ConversationView,
+  ConversationVolume,
   Turn,
 } from '../../protocol/index.js';
 import type { Language } from '../../session/languages.js';
@@ -87,6 +88,8 @@ export class ServerConversation {
   titled: boolean;
   private chosenMode: ConversationMode | undefined;
   readonly continuedFrom?: ContinuedFrom;
+  /** The volumes its session mounts, as they were when it started (its pauses and resumes keep them). */
+  readonly volumes: ConversationVolume[];
   readonly images: ImageStore;
   /** Writes the history to disk as it changes, when the server keeps a state directory. */
   journal?: ConversationJournal;
@@ -113,6 +116,7 @@ export class ServerConversation {
       sessionId: string;
       continuedFrom?: ContinuedFrom;
       expiry?: Expiry | undefined;
+      volumes?: ConversationVolume[];
     },
   ) {
     this.id = identity.id;
@@ -120,6 +124,7 @@ export class ServerConversation {
     this.updatedAt = identity.createdAt;
     this.owner = identity.owner;
     if (identity.continuedFrom) this.continuedFrom = identity.continuedFrom;
+    this.volumes = identity.volumes ?? [];
     this.limits = settings.limits ?? DEFAULT_HISTORY_LIMITS;
     this.images = new ImageStore({ maxImages: MAX_CONVERSATION_IMAGES, maxBytes: this.limits.historyBytes });
     this.history = new ConversationHistory(this.images, this.limits.historyBytes, () => this.journal?.rewrite());
@@ -172,6 +177,13 @@ export class ServerConversation {
       owner: entry.owner,
       sessionId: entry.id,
       ...(continuedFrom ? { continuedFrom } : {}),
+      volumes: entry.session.mounts.map(({ volumeId, volume, path, readOnly, subPath }) => ({
+        volumeId,
+        volume,
+        path,
+        readOnly,
+        ...(subPath !== undefined ? { subPath } : {}),
+      })),
     });
     await conversation.session.bind(entry);
     // The model reads the earlier history; nothing of it runs again unless the model runs it, visibly.
@@ -198,6 +210,7 @@ export class ServerConversation {
       owner,
       sessionId: header.sessionId,
       ...(header.continuedFrom ? { continuedFrom: header.continuedFrom } : {}),
+      ...(header.volumes ? { volumes: header.volumes } : {}),
       expiry: restoredExpiry(paused),
     });
     conversation.title = history.title;
@@ -241,6 +254,7 @@ export class ServerConversation {
       titled: this.titled,
       ...(this.chosenMode ? { mode: this.chosenMode } : {}),
       ...(this.continuedFrom ? { continuedFrom: this.continuedFrom } : {}),
+      ...(this.volumes.length > 0 ? { volumes: this.volumes } : {}),
     };
   }
 
@@ -298,6 +312,7 @@ export class ServerConversation {
       ...(this.mode ? { mode: this.mode } : {}),
       ...(this.droppedTurns > 0 ? { droppedTurns: this.droppedTurns } : {}),
       ...(this.continuedFrom ? { continuedFrom: this.continuedFrom } : {}),
+      ...(this.volumes.length > 0 ? { volumes: this.volumes } : {}),
     };
   }
 

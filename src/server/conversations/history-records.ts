@@ -18,6 +18,7 @@
 import { z } from 'zod';
 import { imageType } from '../../protocol/images.js';
 import type { Turn } from '../../protocol/index.js';
+import { MountedVolumesSchema } from '../v1/schemas.js';
 import { ConversationImageParams, TurnSchema } from './schemas.js';
 
 export const HISTORY_FORMAT_VERSION = 1;
@@ -33,6 +34,7 @@ const HeaderSchema = z.object({
   titled: z.boolean(),
   mode: z.enum(['chat', 'notebook']).optional(),
   continuedFrom: z.object({ id: z.string().uuid(), title: z.string().max(1_000) }).optional(),
+  volumes: MountedVolumesSchema.max(16).optional(),
 });
 
 const TurnRecordSchema = z.object({

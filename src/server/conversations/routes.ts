@@ -123,7 +123,7 @@ export function conversationRoutes(server: ServerContext): RouteSpec<never, neve
       },
       handler: async (c, { owner, body }) => {
         const request = body as z.output<typeof CreateConversationBody> | undefined;
-        const conversation = await conversations.create(owner, request?.title);
+        const conversation = await conversations.create(owner, request?.title, undefined, request?.volumes);
         conversation.mode = request?.mode;
         return c.json(conversation.view(), 201, { location: `/v1/conversations/${conversation.id}` });
       },

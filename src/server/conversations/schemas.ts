@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type * as Protocol from '../../protocol/index.js';
 import { LANGUAGES } from '../../session/languages.js';
+import { MountedVolumesSchema, VolumeMountRequests } from '../v1/schemas.js';
 
 export const ConversationIdParams = z.object({
   id: z.string().uuid('a conversation id is a UUID'),
@@ -34,6 +35,10 @@ export const CreateConversationBody = z
       .optional()
       .meta({ description: 'Else taken from the first question, or the files uploaded first.' }),
     mode: ConversationModeSchema.optional(),
+    volumes: VolumeMountRequests.optional().meta({
+      description:
+        "The key's volumes its session mounts (POST /v1/volumes makes one); the model is told where. A continuation mounts them too.",
+    }),
   })
   .strict();
 
@@ -207,6 +212,7 @@ export const ConversationSummarySchema = z
       description:
         'The conversation this one continues in a new session (POST …/continue): the model was given its history; nothing of it was re-run.',
     }),
+    volumes: MountedVolumesSchema.optional().meta({ description: 'The volumes its session mounts.' }),
   })
   .meta({ title: 'ConversationSummary' });
 

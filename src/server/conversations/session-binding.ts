@@ -74,6 +74,8 @@ export async function bindSession(entry: ManagedSession, options: BindOptions): 
     // Read back after a restart: what the model was told went with the process; the history is told as text.
     chat.pythonAgent.addContext(resumedContext(turns));
   }
+  // A new chat is told where the volumes are (a resumed one was told already, in its instructions).
+  if (chat && !previous && entry.session.mounts.length > 0) chat.pythonAgent.addContext(volumesContext(entry));
   const fileAgent = chat?.fileAgent ?? new FileAccessAgent({ dataRoots: [], files: entry.session.files });
   const conversation = options.conversationId;
   fileAgent.on((event) => {
@@ -85,6 +87,15 @@ export async function bindSession(entry: ManagedSession, options: BindOptions): 
     }
   });
   return { ...(chat ? { chat } : {}), fileAgent, cellFiles: new FileChanges(entry.session.files) };
+}
+
+/** What the model is told of the volumes the session mounts: their files outlive it. */
+function volumesContext(entry: ManagedSession): string {
+  const lines = entry.session.mounts.map(
+    (mount) =>
+      `- ${mount.path}: the volume "${mount.volume}"${mount.subPath ? ` (its directory ${mount.subPath})` : ''}, ${mount.readOnly ? 'read-only' : 'read-write'}`,
+  );
+  return `Volumes are mounted in the sandbox: files there outlive this session and are shared with the user's other sessions.\n${lines.join('\n')}`;
 }
 
 /** A session paused, or being paused: its next request resumes it. */

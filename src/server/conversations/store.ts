@@ -20,6 +20,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { ConversationSummary } from '../../protocol/index.js';
+import type { VolumeMount } from '../../session/options.js';
 import type { Owner } from '../core/auth.js';
 import { ConversationActiveError, ConversationNotFoundError } from '../core/errors.js';
 import { type ConversationSettings, ServerConversation } from './conversation.js';
@@ -191,9 +192,23 @@ export class ConversationStore {
     );
   }
 
-  async create(owner: Owner, title?: string, continues?: ServerConversation): Promise<ServerConversation> {
+  /** A new conversation on a new session, mounting `volumes` (a continuation: those of the one it continues). */
+  async create(
+    owner: Owner,
+    title?: string,
+    continues?: ServerConversation,
+    volumes?: VolumeMount[],
+  ): Promise<ServerConversation> {
     this.prune(owner);
-    const entry = await this.settings.registry.create(owner, 'conversation');
+    const mounts =
+      volumes ??
+      continues?.volumes.map(({ volumeId, path, readOnly, subPath }) => ({
+        volume: volumeId,
+        path,
+        readOnly,
+        ...(subPath !== undefined ? { subPath } : {}),
+      }));
+    const entry = await this.settings.registry.create(owner, 'conversation', mounts?.length ? { mounts } : {});
     try {
       const conversation = await ServerConversation.create(entry, this.conversationSettings(), title, continues);
       const directory = this.stateDirectory;

@@ -8,6 +8,31 @@ import type * as Protocol from '../../protocol/index.js';
 import { CONTEXT_ID, LANGUAGES } from '../../session/languages.js';
 import { MAX_LINK_TTL_MS } from '../../store/object-store.js';
 
+/** The volumes a new session (or conversation) mounts. */
+export const VolumeMountRequests = z
+  .array(
+    z
+      .object({
+        volume: z.string().min(1).max(64).meta({ description: "One of the key's volumes, by name or id." }),
+        path: z.string().min(1).max(256).meta({ description: 'Where it appears in the sandbox, e.g. /mnt/data-sets.' }),
+        readOnly: z.boolean().optional(),
+        subPath: z.string().max(4096).optional().meta({ description: 'A directory of the volume, mounted alone.' }),
+      })
+      .strict(),
+  )
+  .max(16);
+
+/** The volumes a session's sandboxes mount, as it answers them. */
+export const MountedVolumesSchema = z.array(
+  z.object({
+    volumeId: z.string(),
+    volume: z.string(),
+    path: z.string(),
+    readOnly: z.boolean(),
+    subPath: z.string().optional(),
+  }),
+);
+
 export const SessionIdParams = z.object({
   id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a session id is 1 to 64 letters, digits, "-" or "_"'),
 });
@@ -66,18 +91,7 @@ export const SessionSchema = z
       .boolean()
       .optional()
       .meta({ description: 'Its executions’ files are published with signed links.' }),
-    volumes: z
-      .array(
-        z.object({
-          volumeId: z.string(),
-          volume: z.string(),
-          path: z.string(),
-          readOnly: z.boolean(),
-          subPath: z.string().optional(),
-        }),
-      )
-      .optional()
-      .meta({ description: 'The volumes mounted in its sandboxes.' }),
+    volumes: MountedVolumesSchema.optional().meta({ description: 'The volumes mounted in its sandboxes.' }),
   })
   .meta({ title: 'Session' });
 
@@ -149,24 +163,9 @@ export const CreateSessionBody = z
         description:
           "A built environment (`sandcell env build`; GET /v1/environments lists them). Default: the server's.",
       }),
-    volumes: z
-      .array(
-        z
-          .object({
-            volume: z.string().min(1).max(64).meta({ description: "One of the key's volumes, by name or id." }),
-            path: z
-              .string()
-              .min(1)
-              .max(256)
-              .meta({ description: 'Where it appears in the sandbox, e.g. /mnt/data-sets.' }),
-            readOnly: z.boolean().optional(),
-            subPath: z.string().max(4096).optional().meta({ description: 'A directory of the volume, mounted alone.' }),
-          })
-          .strict(),
-      )
-      .max(16)
-      .optional()
-      .meta({ description: "Volumes mounted in the session's sandboxes (POST /v1/volumes makes one)." }),
+    volumes: VolumeMountRequests.optional().meta({
+      description: "Volumes mounted in the session's sandboxes (POST /v1/volumes makes one).",
+    }),
     publishOutputs: z.boolean().optional().meta({
       description:
         "Upload the files each execution writes to the server's store and answer each with a signed read-only link (`files` in the execution). Default: the server's (`--publish-outputs`).",

@@ -1,4 +1,5 @@
 /** The session's /mnt/data: list, download, delete, upload. */
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type FileInfo, formatBytes } from '../../../src/protocol/index';
 import { type ApiError, api, download } from '../api';
@@ -14,6 +15,8 @@ export interface FilesPanelProps {
   onError: (message: string) => void;
   onClose: () => void;
   uploadDisabled?: string;
+  /** Shown below the files (the key's volumes). */
+  children?: ComponentChildren;
 }
 
 export function FilesPanel({
@@ -24,6 +27,7 @@ export function FilesPanel({
   onError,
   onClose,
   uploadDisabled,
+  children,
 }: FilesPanelProps) {
   const [files, setFiles] = useState<FileInfo[]>();
   const [state, setState] = useState<'idle' | 'loading' | 'gone'>('idle');
@@ -161,6 +165,7 @@ export function FilesPanel({
             ))}
           </ul>
         )}
+        {children}
       </div>
       <footer class="panel-footer">
         <input

@@ -10,6 +10,7 @@ import { type Conversation, type ConversationEvent, formatBytes } from '../../..
 import { ApiError, api, download } from '../api';
 import type { Decision } from '../components/CodeStep';
 import type { Mode } from '../components/ConversationView';
+import { volumeMountPath } from '../components/VolumesPanel';
 import type { CellLanguage } from '../languages';
 import { describeEnd, modeOf } from './conversation-updates';
 import type { Conversations } from './conversations';
@@ -27,6 +28,8 @@ export function useActions({ conversations, server, notices }: ActionsOptions) {
   const { selectedId, selected } = conversations;
   const { notify, announce } = notices;
   const [draftMode, setDraftMode] = useState<Mode | null>(null);
+  /** The volumes the next new conversation mounts, by name. */
+  const [draftVolumes, setDraftVolumes] = useState<string[]>([]);
   const reportError = errorReporter({
     notify,
     drop: conversations.drop,
@@ -52,7 +55,13 @@ export function useActions({ conversations, server, notices }: ActionsOptions) {
   /** The conversation to act in (see ensureConversation), or undefined once its failure is reported. */
   const conversationToUse = async (): Promise<Conversation | undefined> => {
     try {
-      return await conversations.ensureConversation(mode);
+      const chosen = selectedId ? [] : draftVolumes;
+      const conversation = await conversations.ensureConversation(
+        mode,
+        chosen.map((volume) => ({ volume, path: volumeMountPath(volume) })),
+      );
+      if (chosen.length > 0) setDraftVolumes([]);
+      return conversation;
     } catch (error) {
       reportError(undefined, error);
       return undefined;
@@ -141,6 +150,8 @@ export function useActions({ conversations, server, notices }: ActionsOptions) {
   return {
     mode,
     setMode,
+    draftVolumes,
+    setDraftVolumes,
     /** Shows an empty conversation, in the default mode, to start a new one from. */
     newConversation: () => {
       conversations.select(null);

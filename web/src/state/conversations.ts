@@ -6,7 +6,7 @@
  */
 import { useCallback, useRef, useState } from 'preact/hooks';
 import type { Conversation, ConversationEvent, ConversationSummary, Turn } from '../../../src/protocol/index';
-import { ApiError, api } from '../api';
+import { ApiError, api, type VolumeChoice } from '../api';
 import type { Mode } from '../components/ConversationView';
 import { idFromHash } from './address';
 import { fold, summaryOf } from './conversation-updates';
@@ -99,13 +99,13 @@ export function useConversations(notify: (text: string) => void) {
   };
 
   /** The selected conversation, or a new one (selected) in `mode` when there is none. */
-  const ensureConversation = async (mode: Mode): Promise<Conversation> => {
+  const ensureConversation = async (mode: Mode, volumes: VolumeChoice[] = []): Promise<Conversation> => {
     if (selectedId) {
       const current = detailsRef.current[selectedId] ?? (await refreshConversation(selectedId));
       if (current) return current;
     }
     // The server names it after its first question or cell.
-    const created = await api.createConversation({ mode });
+    const created = await api.createConversation({ mode, ...(volumes.length > 0 ? { volumes } : {}) });
     adopt(created);
     return created;
   };
