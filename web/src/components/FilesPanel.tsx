@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { type FileInfo, formatBytes } from '../../../src/protocol/index';
 import { type ApiError, api, download } from '../api';
 import { baseName, formatTime } from '../format';
+import { ConfirmDelete } from './ConfirmDelete';
 import { CloseIcon, DownloadIcon, RefreshIcon, TrashIcon } from './Icons';
 
 export interface FilesPanelProps {
@@ -125,19 +126,11 @@ export function FilesPanel({
                 </div>
                 <div class="file-row-actions">
                   {confirming === file.path ? (
-                    <>
-                      <button
-                        type="button"
-                        class="button-danger small"
-                        aria-label={`Really delete ${file.path}`}
-                        onClick={() => void remove(file)}
-                      >
-                        Delete
-                      </button>
-                      <button type="button" class="button-quiet small" onClick={() => setConfirming(undefined)}>
-                        Keep
-                      </button>
-                    </>
+                    <ConfirmDelete
+                      what={file.path}
+                      onDelete={() => void remove(file)}
+                      onKeep={() => setConfirming(undefined)}
+                    />
                   ) : (
                     <>
                       <button

@@ -7,6 +7,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { type ConversationVolume, formatBytes } from '../../../src/protocol/index';
 import { type ApiError, api, download, type VolumeEntry, type VolumeList } from '../api';
 import { formatTime } from '../format';
+import { ConfirmDelete } from './ConfirmDelete';
 import { DownloadIcon, RefreshIcon, TrashIcon } from './Icons';
 
 /** Where a new conversation mounts a volume it chose. */
@@ -142,19 +143,11 @@ export function VolumesPanel({ mounted, chosen, onChoose, version, onError }: Vo
                     </div>
                     <div class="file-row-actions">
                       {confirming === volume.name ? (
-                        <>
-                          <button
-                            type="button"
-                            class="button-danger small"
-                            aria-label={`Really delete the volume ${volume.name}`}
-                            onClick={() => void remove(volume.name)}
-                          >
-                            Delete
-                          </button>
-                          <button type="button" class="button-quiet small" onClick={() => setConfirming(undefined)}>
-                            Keep
-                          </button>
-                        </>
+                        <ConfirmDelete
+                          what={`the volume ${volume.name}`}
+                          onDelete={() => void remove(volume.name)}
+                          onKeep={() => setConfirming(undefined)}
+                        />
                       ) : (
                         <>
                           <button
@@ -262,7 +255,8 @@ function VolumeBrowser({
   };
 
   return (
-    <div class="volume-browser" aria-label={`Files of ${volume}`} role="group">
+    <fieldset class="volume-browser">
+      <legend class="visually-hidden">Files of {volume}</legend>
       <div class="volume-where">
         <span class="muted">/{directory}</span>
         {directory ? (
@@ -345,6 +339,6 @@ function VolumeBrowser({
       <button type="button" class="button-secondary small" onClick={() => picker.current?.click()}>
         Upload to {volume}/{directory}…
       </button>
-    </div>
+    </fieldset>
   );
 }

@@ -1,0 +1,13 @@
+/** The second step of a delete: Delete (named for screen readers as what goes) or Keep. */
+export function ConfirmDelete({ what, onDelete, onKeep }: { what: string; onDelete: () => void; onKeep: () => void }) {
+  return (
+    <>
+      <button type="button" class="button-danger small" aria-label={`Really delete ${what}`} onClick={onDelete}>
+        Delete
+      </button>
+      <button type="button" class="button-quiet small" onClick={onKeep}>
+        Keep
+      </button>
+    </>
+  );
+}
