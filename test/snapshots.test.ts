@@ -290,6 +290,34 @@ function snapshotCases(name: string, backend: SandboxBackend): void {
     }
   });
 
+  it(`fork: Python's state streams through a pipe beside the archive of the files and the other languages' state (${name})`, async () => {
+    const { original, checksum, userSite } = await prepare();
+    const counted = (await original.run('pass')).executionCount ?? 0;
+    const fork = await original.fork();
+    sessions.push(fork);
+    const reported = fork.restored?.contexts ?? [];
+    expect(reported.map((context) => context.id).sort()).toEqual(['bash', 'javascript', 'python', 'r']);
+    const python = reported.find((context) => context.id === 'python');
+    expect(python?.restored).toEqual(expect.arrayContaining(['df', 'arr', 'scale', 'Counter', 'counter', 'mypkg']));
+    expect(python?.skipped).toEqual(
+      expect.arrayContaining([
+        { name: 'sock', reason: 'socket' },
+        { name: 'gen', reason: 'generator' },
+      ]),
+    );
+    expect(await run(fork, PYTHON_CHECKSUM)).toBe(checksum);
+    expect((await run(fork, "import os\nprint(os.getcwd(), os.environ['SNAP_MARK'], counter.bump())")).trim()).toBe(
+      '/mnt/data/work/deeper kept 6',
+    );
+    expect((await run(fork, 'print(mypkg.VALUE, mypkg.__file__)')).trim()).toBe(`7 ${userSite}/mypkg/__init__.py`);
+    // Its execution count goes on from the original's (three runs above).
+    expect((await fork.run('pass')).executionCount).toBe(counted + 4);
+    for (const { language, check, expected } of OTHER_LANGUAGES) {
+      expect((await run(fork, check, { language })).trim(), language).toBe(expected);
+    }
+    expect((await fork.files.read('in-data.txt')).toString()).toBe('data file');
+  });
+
   it(`fork: the fork and the original change the same variable and file independently (${name})`, async () => {
     const original = await session();
     await run(original, "x = 'before'\nopen('/mnt/data/shared.txt', 'w').write('one')");

@@ -29,11 +29,16 @@ from IPython.core.interactiveshell import InteractiveShell
 mode, file, code = sys.argv[1:4]
 shell = InteractiveShell.instance()
 baseline = state.Baseline(shell.user_ns)
-if mode == 'save':
+class FrontToBack:
+    """A file that can only be written on: as a pipe is."""
+    def __init__(self, out):
+        self.write = out.write
+if mode in ('save', 'stream'):
     result = shell.run_cell(code)
     result.raise_error()
     with open(file, 'wb') as out:
-        report = state.save(shell.user_module, baseline, shell.execution_count, out)
+        target = FrontToBack(out) if mode == 'stream' else out
+        report = state.save(shell.user_module, baseline, shell.execution_count, target, stream=mode == 'stream')
 else:
     with open(file, 'rb') as source:
         report = state.load(source, shell.user_module)
@@ -47,7 +52,7 @@ interface Run {
   printed: string;
 }
 
-async function python(mode: 'save' | 'load', file: string, code: string, cwd = scratch): Promise<Run> {
+async function python(mode: 'save' | 'stream' | 'load', file: string, code: string, cwd = scratch): Promise<Run> {
   const finished = await runProcess('/usr/bin/python3', ['-c', DRIVER, mode, file, code], {
     cwd,
     env: { KERNEL_DIRECTORY, HOME: scratch, PATH: '/usr/bin:/bin', MPLBACKEND: 'Agg' },
@@ -151,6 +156,38 @@ print(Point(5).norm())
     expect(loaded.report.skipped).toEqual([
       { name: 'vanishing', reason: "module vanishing could not be imported: No module named 'vanishing'" },
     ]);
+  });
+
+  it('written as a stream (front to back, as into a pipe), the same state comes back, what cannot be pickled named', async () => {
+    const file = path.join(scratch, 'stream.state');
+    const saved = await python(
+      'stream',
+      file,
+      `
+import numpy as np, socket
+array = np.arange(12).reshape(3, 4)
+numbers = [1, 2, 3]
+same = numbers
+connection = socket.socket()
+pending = (i for i in range(3))
+class Box:
+    def __init__(self, v):
+        self.v = v
+box = Box(array)
+`,
+    );
+    expect(saved.report.skipped).toEqual([
+      { name: 'connection', reason: 'socket' },
+      { name: 'pending', reason: 'generator' },
+    ]);
+    const loaded = await python(
+      'load',
+      file,
+      'print(int(array.sum()), same is numbers, isinstance(box, Box), box.v is array)',
+    );
+    expect(loaded.printed).toBe('66 True True True');
+    expect(loaded.report.skipped).toEqual(saved.report.skipped);
+    expect(loaded.report.restored).toEqual(expect.arrayContaining(['np', 'array', 'numbers', 'same', 'Box', 'box']));
   });
 
   it('still reads a state file of format 1, written before the header moved behind the pickle', async () => {

@@ -173,12 +173,20 @@ class Kernel:
         try:
             if message["type"] == "state-save":
                 baseline = state.Baseline(*self.baseline)
-                descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+                # A stream is a pipe (to a fork) whose reader is open already: never waited for (a reader
+                # gone is ENXIO, not a kernel stuck in open), and written front to back, never sought.
+                stream = message.get("stream") is True
+                flags = os.O_WRONLY | os.O_NONBLOCK if stream else os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+                descriptor = os.open(path, flags | os.O_CLOEXEC, 0o600)
+                os.set_blocking(descriptor, True)
                 with open(descriptor, "wb", buffering=1 << 20) as out:
-                    report = state.save(shell.user_module, baseline, shell.execution_count - 1, out)
+                    report = state.save(shell.user_module, baseline, shell.execution_count - 1, out, stream=stream)
                 report["executionCount"] = shell.execution_count - 1
             else:
-                with open(path, "rb", buffering=1 << 20) as source:
+                # A pipe's writer may be gone already: opened without waiting for one (then it reads as empty).
+                descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                os.set_blocking(descriptor, True)
+                with open(descriptor, "rb", buffering=1 << 20) as source:
                     report = state.load(source, shell.user_module)
                 shell.execution_count = int(report["executionCount"]) + 1
         except state.NotAState as error:

@@ -13,8 +13,11 @@ only that name.
 The file: a line `sandcell-python-state 2`, 16 digits giving where the header
 starts, the pickle, then the header (JSON: what is in it and what was left
 out), last because what was left out is known only once the pickle is written:
-the pickle goes straight to the file, never whole in memory. (Format 1, the
-header's length and the header before the pickle, is still read.) It is
+the pickle goes straight to the file, never whole in memory. A stream (a pipe
+read as it is written) is format 1: the magic line `sandcell-python-state 1`,
+the header's length on a line, the header, then the pickle, which needs one
+pass pickling into nothing first to know what the header says. Format 1 is
+read front to back; format 2 takes one seek, to its header. It is
 loaded only inside a sandbox, after the host checked it is the file this
 sandbox's key wrote (an HMAC): a pickle runs code when loaded.
 """
@@ -73,6 +76,15 @@ class Discard:
 
     def write(self, data):
         return len(data)
+
+    def tell(self):
+        return 0
+
+    def seek(self, offset, whence=0):
+        return 0
+
+    def truncate(self, size=None):
+        return 0
 
 
 def pickle_into(value, main, out):
@@ -136,9 +148,14 @@ def dump_values(values, main, out):
         return skipped + [{"name": name, "reason": reason} for name in kept]
 
 
-def save(main, baseline, execution_count, out):
+def save(main, baseline, execution_count, out, stream=False):
     """Writes the state of the user's module `main` to the binary file `out`;
-    returns the report (`saved`, `skipped`)."""
+    returns the report (`saved`, `skipped`).
+
+    With `stream`, `out` is written front to back and never sought (a pipe
+    another sandbox reads as it is written): which names pickle is found first
+    by pickling into nothing, so the header goes before the pickle (format 1)
+    and the pickle is written once, whole."""
     namespace = main.__dict__
     modules = {}
     values = {}
@@ -148,12 +165,30 @@ def save(main, baseline, execution_count, out):
             modules[name] = value.__name__
         else:
             values[name] = value
+    if stream:
+        skipped = dump_values(values, main, Discard())
+        header = state_header(modules, values, skipped, baseline, execution_count)
+        encoded = json.dumps(header).encode()
+        out.write(MAGIC_1 + b"%d\n" % len(encoded) + encoded)
+        pickle_into({name: values[name] for name in header["values"]}, main, out)
+        return {"saved": list(modules) + header["values"], "skipped": skipped}
     out.write(MAGIC)
     offset_at = out.tell()
     out.write(b"0" * OFFSET_DIGITS)  # where the header starts, once it is known
     skipped = dump_values(values, main, out)
+    header = state_header(modules, values, skipped, baseline, execution_count)
+    header_at = out.tell()
+    out.write(json.dumps(header).encode())
+    out.seek(offset_at)
+    out.write(b"%0*d" % (OFFSET_DIGITS, header_at))
+    out.seek(0, io.SEEK_END)
+    return {"saved": list(modules) + header["values"], "skipped": skipped}
+
+
+def state_header(modules, values, skipped, baseline, execution_count):
+    """What a state file says of itself: what is in its pickle, what was left out and why, and the rest of the context."""
     skipped_names = {entry["name"] for entry in skipped}
-    header = {
+    return {
         "modules": modules,
         "values": [name for name in values if name not in skipped_names],
         "skipped": skipped,
@@ -165,12 +200,6 @@ def save(main, baseline, execution_count, out):
         "sysPath": [entry for entry in sys.path if entry not in baseline.sys_path],
         "executionCount": execution_count,
     }
-    header_at = out.tell()
-    out.write(json.dumps(header).encode())
-    out.seek(offset_at)
-    out.write(b"%0*d" % (OFFSET_DIGITS, header_at))
-    out.seek(0, io.SEEK_END)
-    return {"saved": list(modules) + header["values"], "skipped": skipped}
 
 
 def read_header(source):

@@ -26,7 +26,7 @@ PROTOCOL_VERSION = 2
 DATA_DIR = "/mnt/data"
 DEFAULT_CONTEXT = "python"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
-VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "liveness", "state-begin", "state-read", "state-write", "state-end", "file-chunk", "file-write-chunk", "port-connect", "port-list", "terminal-open", "terminal-input", "terminal-resize", "terminal-ack", "terminal-signal", "terminal-close", "terminal-list"))
+VERSION_2_REQUESTS = frozenset(("context-create", "context-restart", "context-remove", "command-start", "command-stdin", "command-signal", "command-list", "liveness", "state-begin", "state-pipe", "state-read", "state-write", "state-end", "file-chunk", "file-write-chunk", "port-connect", "port-list", "terminal-open", "terminal-input", "terminal-resize", "terminal-ack", "terminal-signal", "terminal-close", "terminal-list"))
 CONTEXT_REQUESTS = frozenset(("execute", "interrupt", "reset", "ping", "is-complete", "complete", "inspect", "input-reply", "state-save", "state-load"))
 FILE_REQUESTS = frozenset(("file-read", "file-chunk", "file-write", "file-write-chunk", "file-list", "file-remove"))
 # The requests whose line a frame of raw bytes follows, and the most each may carry (one
@@ -191,7 +191,7 @@ class Supervisor:
         for language, kernel in self.kernels.items():
             if language_available(kernel, path):
                 languages[language] = body["version"] if language == "python" else None
-        self.send({"type": "ready", "protocolVersion": PROTOCOL_VERSION, "pid": os.getpid(), "python": body["version"], "languages": languages})
+        self.send({"type": "ready", "protocolVersion": PROTOCOL_VERSION, "pid": os.getpid(), "python": body["version"], "languages": languages, "statePipes": True})
 
     def start_context(self, context_id, language, cwd, env, on_start, process=None):
         kernel = self.kernels.get(language) if isinstance(language, str) else None
@@ -335,6 +335,20 @@ class Supervisor:
             raise RequestError("state-failed", "the state directory could not be made: %s" % error) from None
         self.reply(message, {"directory": sandcell_state.STATE_DIR})
 
+    def state_pipe(self, message):
+        """A context's state streamed through a pipe, after the archive of the files (a fork: sandcell_state.Pipe)."""
+        mode = message.get("mode")
+        if mode not in ("save", "load"):
+            raise RequestError("invalid-request", "state-pipe: mode must be save or load")
+        if self.archive is None:
+            raise RequestError("invalid-request", "state-pipe: no archive was begun (state-begin)")
+        self.end_archive()
+        try:
+            self.archive = sandcell_state.Pipe(self.loop, mode, message.get("name"))
+        except sandcell_state.StateError as error:
+            raise RequestError(error.code, str(error)) from None
+        self.reply(message, {"path": self.archive.path})
+
     def state_read(self, message):
         offset = message.get("offset")
         if not isinstance(offset, int) or isinstance(offset, bool):
@@ -412,6 +426,7 @@ HANDLERS = {
     "command-list": Supervisor.command_list,
     "liveness": Supervisor.liveness,
     "state-begin": Supervisor.state_begin,
+    "state-pipe": Supervisor.state_pipe,
     "state-read": Supervisor.state_read,
     "state-write": Supervisor.state_write,
     "state-end": Supervisor.state_end,

@@ -14,6 +14,7 @@ archive never sits whole in its memory or in /tmp.
 import collections
 import fcntl
 import os
+import re
 
 from sandcell_event_loop import READABLE, WRITABLE
 from sandcell_process import SpawnError, kill_group, spawn
@@ -22,6 +23,7 @@ STATE_DIR = "/tmp/.sandcell-state"
 # Relative to /, in this order.
 ARCHIVED = ("mnt/data", "tmp/.local", "tmp/.sandcell-state")
 CHUNK_BYTES = 4 << 20
+PIPE_NAME = re.compile(r"^context-[A-Za-z0-9_-]{1,64}\.pipe$")
 MAX_QUEUED_WRITES = 2
 ERROR_BYTES = 8192
 # tar's pipe: larger than the default 64 KiB, so a chunk crosses in fewer rounds of the loop.
@@ -39,7 +41,21 @@ class Archive:
     `tar -x` for a load (its input written by the host). Answers go through
     `reply(body, frame=None)` or `fail(StateError)` callbacks, once per request."""
 
+    # A Pipe moves one context's state, with no tar.
+    piped = False
+
     def __init__(self, loop, mode, tar, bash, env, clean):
+        self._setup(loop, mode)
+        self.tar, self.bash, self.env = tar, bash, env
+        reset_state_directory()
+        if mode == "load":
+            argv = [tar, "--extract", "--file=-", "--directory=/", "--no-same-owner", "--preserve-permissions", "--no-overwrite-dir"]
+            if clean:
+                # A restore brings the files back as they were: what was made since goes first.
+                argv = [bash, "-c", 'shopt -s dotglob nullglob; rm -rf --one-file-system -- /mnt/data/* /tmp/.local; exec "$@"', "sandcell-state", *argv]
+            self._start(argv)
+
+    def _setup(self, loop, mode):
         self.loop = loop
         self.mode = mode
         self.offset = 0
@@ -51,14 +67,6 @@ class Archive:
         self.writes = collections.deque()  # a load's frames not yet in tar's pipe: (reply, fail, view, eof)
         self.out = self.into = None
         self.pid = self.errors_fd = None
-        self.tar, self.bash, self.env = tar, bash, env
-        reset_state_directory()
-        if mode == "load":
-            argv = [tar, "--extract", "--file=-", "--directory=/", "--no-same-owner", "--preserve-permissions", "--no-overwrite-dir"]
-            if clean:
-                # A restore brings the files back as they were: what was made since goes first.
-                argv = [bash, "-c", 'shopt -s dotglob nullglob; rm -rf --one-file-system -- /mnt/data/* /tmp/.local; exec "$@"', "sandcell-state", *argv]
-            self._start(argv)
 
     def _start(self, argv):
         """Starts tar: for a save once the contexts have written their state (the first read)."""
@@ -101,7 +109,7 @@ class Archive:
             raise StateError("invalid-request", "state-read: a read is under way already")
         if offset != self.offset:
             raise StateError("invalid-request", "state-read: offset %r, but %d bytes were read so far" % (offset, self.offset))
-        if self.pid is None:
+        if self.pid is None and not self.piped:
             members = [member for member in ARCHIVED if os.path.lexists("/" + member)]
             self._start([self.tar, "--create", "--file=-", "--directory=/", "--one-file-system", "--numeric-owner", "--ignore-failed-read", "--warning=no-file-changed", "--warning=no-file-ignored", "--", *members])
         if self.out is None:
@@ -238,6 +246,41 @@ class Archive:
         writes, self.writes = self.writes, collections.deque()
         for _, fail, _, _ in writes:
             fail(StateError("state-failed", why))
+
+
+class Pipe(Archive):
+    """One context's state streamed through a FIFO in the state directory
+    rather than kept as a file in the archive: a fork's. For a save the kernel
+    writes it (state-save with `stream`) while the host reads it (state-read);
+    for a load the host writes it (state-write) while the kernel reads it
+    (state-load), so the source's dump, the transfer and the fork's load
+    overlap. Made before the kernel is asked, after the archive of the files
+    (which it replaces). A save's end is the kernel closing the pipe: its
+    reader opens first, so the kernel's open waits for it, and (on Linux) no
+    end is seen before a writer has come and gone. A load's writer opens it
+    read-write, so neither it nor the kernel's open waits for the other."""
+
+    piped = True
+
+    def __init__(self, loop, mode, name):
+        if not isinstance(name, str) or PIPE_NAME.match(name) is None:
+            raise StateError("invalid-request", "state-pipe: name must be context-ID.pipe")
+        self._setup(loop, mode)
+        self.status = 0  # no child to wait for: the pipe's end is the end
+        self.path = os.path.join(STATE_DIR, name)
+        try:
+            os.mkfifo(self.path, 0o600)
+            fd = os.open(self.path, (os.O_RDONLY if mode == "save" else os.O_RDWR) | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as error:
+            raise StateError("state-failed", "the state pipe could not be made: %s" % error) from None
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:
+            pass
+        if mode == "save":
+            self.out = fd
+        else:
+            self.into = fd
 
 
 def reset_state_directory():

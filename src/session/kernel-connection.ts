@@ -227,6 +227,11 @@ export class KernelConnection {
     return this.readyEvent?.languages ?? {};
   }
 
+  /** Whether its supervisor streams a Python context's state through a pipe (state-pipe), once it is ready. */
+  get statePipes(): boolean {
+    return this.readyEvent?.statePipes === true;
+  }
+
   /**
    * Whether the OOM killer acted in this sandbox since the last time this was
    * asked (where the backend counts it): what explains a kernel's own end.

@@ -49,7 +49,8 @@ export type StateRequest =
   | { type: 'state-read'; offset: number }
   | { type: 'state-write'; bytes: number; eof?: boolean }
   | { type: 'state-end' }
-  | { type: 'state-save'; context: string; path: string }
+  | { type: 'state-pipe'; mode: 'save' | 'load'; name: string }
+  | { type: 'state-save'; context: string; path: string; stream?: boolean }
   | { type: 'state-load'; context: string; path: string };
 
 /**
@@ -225,6 +226,7 @@ export interface ReplyMessageBodies {
   'state-read': { bytes: number; eof: boolean };
   'state-write': NoBody;
   'state-end': NoBody;
+  'state-pipe': { path: string };
   'state-save': SavedState;
   'state-load': LoadedState;
 }
@@ -244,6 +246,8 @@ export interface ReadyEvent {
   python: string;
   /** Language → version (null when unknown). A sandbox of protocol 1 has python alone. */
   languages: Record<string, string | null>;
+  /** It streams a Python context's state through a pipe (state-pipe): a fork's dump, transfer and load overlap. */
+  statePipes: boolean;
 }
 
 /** The answer to a KernelRequest: its body (unchecked until the request type is known) or why it failed. */

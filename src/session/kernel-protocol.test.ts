@@ -12,6 +12,7 @@ describe('parseKernelLine', () => {
       pid: 7,
       python: '3.12.1',
       languages: { python: '3.12.1' },
+      statePipes: false,
     });
     expect(parseKernelLine(line({ type: 'stream', id: '3', name: 'stderr', text: 'x' }))).toEqual({
       type: 'stream',
@@ -132,6 +133,7 @@ describe('parseKernelLine, protocol 2', () => {
           pid: 1,
           python: '3.11.2',
           languages: { python: '3.11.2', r: null, bash: 5 },
+          statePipes: true,
         }),
       ),
     ).toEqual({
@@ -140,7 +142,12 @@ describe('parseKernelLine, protocol 2', () => {
       pid: 1,
       python: '3.11.2',
       languages: { python: '3.11.2', r: null, bash: null },
+      statePipes: true,
     });
+    // Anything but true is no pipes: the state goes in the archive.
+    expect(
+      parseKernelLine(line({ type: 'ready', protocolVersion: 2, pid: 1, python: '3', statePipes: 'yes' })),
+    ).toEqual(expect.objectContaining({ statePipes: false }));
     expect(parseKernelLine(line({ type: 'context-exit', context: 'r', code: null, signal: 'SIGKILL' }))).toEqual({
       type: 'context-exit',
       context: 'r',

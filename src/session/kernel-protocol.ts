@@ -124,6 +124,7 @@ function parseReady(message: Record<string, unknown>): ReadyEvent {
     pid: Number(message.pid),
     python,
     languages,
+    statePipes: message.statePipes === true,
   };
 }
 

@@ -57,6 +57,7 @@ export interface ReplyBodies {
   'state-read': { data: Buffer; eof: boolean };
   'state-write': Record<string, never>;
   'state-end': Record<string, never>;
+  'state-pipe': { path: string };
   'state-save': SavedState;
   'state-load': LoadedState;
 }
@@ -123,6 +124,8 @@ const REPLY_PARSERS: {
     typeof body.directory === 'string'
       ? { directory: body.directory }
       : { invalid: 'a state-begin reply without its directory' },
+  'state-pipe': (body) =>
+    typeof body.path === 'string' ? { path: body.path } : { invalid: 'a state-pipe reply without its path' },
   // The data came as raw bytes after the reply's line (a frame: kernel-connection.ts), never in its JSON.
   'state-read': (body) =>
     Buffer.isBuffer(body.data) && typeof body.eof === 'boolean'

@@ -23,6 +23,7 @@ import {
   ARCHIVE_SLACK_BYTES,
   endState,
   loadContext,
+  pipeContext,
   type RestoredContext,
   type RestoreReport,
   readArchive,
@@ -157,20 +158,48 @@ export class SessionSnapshots {
     );
   }
 
-  /** This session's state streamed into `target`'s, a fresh session's (see Session.forkInto). */
+  /**
+   * This session's state streamed into `target`'s, a fresh session's (see Session.forkInto): the
+   * files (and the states of contexts other than Python's) as an archive, then, where both
+   * sandboxes can, each Python context's state through a pipe (pipeContext), so that its dump,
+   * transfer and load overlap.
+   */
   streamInto(target: SessionSnapshots): Promise<RestoreReport> {
     if (!target.host.fresh()) return Promise.reject(new InvalidInputError('forkInto() takes a fresh session.'));
-    return this.quiesced(async (connection) => {
-      try {
-        const saved = await saveContexts(connection, this.liveContexts(connection), this.stateTimeoutMs());
-        const source = readArchive(connection, this.archiveLimit(), this.stateTimeoutMs());
-        return await target.quiesced((targetConnection) =>
-          target.loadState(targetConnection, source, this.details(saved), false, undefined),
-        );
-      } finally {
-        await endState(connection, this.stateTimeoutMs()).catch(() => undefined);
-      }
-    });
+    const timeoutMs = this.stateTimeoutMs();
+    return this.quiesced((connection) =>
+      target.quiesced(async (targetConnection) => {
+        try {
+          const live = this.liveContexts(connection);
+          const piped =
+            connection.statePipes && targetConnection.statePipes
+              ? live.filter((context) => context.language === 'python')
+              : [];
+          const saved = await saveContexts(
+            connection,
+            live.filter((context) => !piped.includes(context)),
+            timeoutMs,
+          );
+          const source = readArchive(connection, this.archiveLimit(), timeoutMs);
+          return await target.loadState(targetConnection, source, this.details(saved), false, undefined, async () => {
+            const loaded: RestoredContext[] = [];
+            for (const context of piped) {
+              let made: SessionContext | undefined;
+              const restore = async () => {
+                made = await target.host.contexts.restore(context);
+              };
+              const options = { maxBytes: this.archiveLimit(), timeoutMs, restore };
+              const { executionCount, ...report } = await pipeContext(connection, targetConnection, context, options);
+              if (made) made.executionCount = executionCount;
+              loaded.push(report);
+            }
+            return loaded;
+          });
+        } finally {
+          await endState(connection, timeoutMs).catch(() => undefined);
+        }
+      }),
+    );
   }
 
   private store(): Promise<SnapshotStore> {
@@ -277,12 +306,14 @@ export class SessionSnapshots {
   }
 
   /** Streams an archive into `connection`'s sandbox and has each context load its state. */
+  /** `piped`: the contexts a fork streams after the archive (streamInto), once the archive's are loaded. */
   private async loadState(
     connection: KernelConnection,
     source: AsyncIterable<Uint8Array>,
     details: SnapshotDetails,
     clean: boolean,
     snapshotId: string | undefined,
+    piped?: () => Promise<RestoredContext[]>,
   ): Promise<RestoreReport> {
     const timeoutMs = this.stateTimeoutMs();
     try {
@@ -294,6 +325,7 @@ export class SessionSnapshots {
         context.executionCount = executionCount;
         contexts.push(loaded);
       }
+      contexts.push(...((await piped?.()) ?? []));
       const report: RestoreReport = {
         ...(snapshotId ? { snapshotId } : {}),
         contexts,

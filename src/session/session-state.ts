@@ -124,6 +124,19 @@ export async function writeArchive(
   timeoutMs: number,
 ): Promise<string> {
   const { directory } = await connection.request({ type: 'state-begin', mode: 'load', clean }, timeoutMs);
+  await writeFrames(connection, source, timeoutMs);
+  return directory;
+}
+
+/**
+ * Streams `source` into what the sandbox takes now (an archive begun, or a context's state pipe) as
+ * state-write frames, the last with `eof` once `source` has ended without an error.
+ */
+export async function writeFrames(
+  connection: KernelConnection,
+  source: AsyncIterable<Uint8Array>,
+  timeoutMs: number,
+): Promise<void> {
   // Two frames in flight: the supervisor holds the next while tar takes the one before.
   const inFlight: Promise<unknown>[] = [];
   const write = async (frame: Buffer, eof: boolean) => {
@@ -148,21 +161,47 @@ export async function writeArchive(
   }
   await write(Buffer.concat(pending), true);
   for (const written of inFlight) await written;
-  return directory;
 }
 
-/** Each context's kernel reads back the state the archive brought. */
+/** Each context's kernel reads back the state the archive brought (or, given `path`, its state pipe). */
 export async function loadContext(
   connection: KernelConnection,
   directory: string,
   context: { id: string; language: Language },
   timeoutMs: number,
+  path = stateFile(directory, context.id),
 ): Promise<RestoredContext & { executionCount: number }> {
-  const report = await connection.request(
-    { type: 'state-load', context: context.id, path: stateFile(directory, context.id) },
-    timeoutMs,
-  );
+  const report = await connection.request({ type: 'state-load', context: context.id, path }, timeoutMs);
   return { id: context.id, language: context.language, ...report };
+}
+
+/**
+ * A Python context's state streamed from one sandbox into another through a pipe in each
+ * (sandcell_state.Pipe), after their archives: the source's kernel writes it as the host reads it,
+ * the target's kernel reads it as the host writes it, so the dump, the transfer and the load
+ * overlap. `restore` makes the context in the target (its kernel started) once the pipes are open.
+ */
+export async function pipeContext(
+  source: KernelConnection,
+  target: KernelConnection,
+  context: { id: string; language: Language },
+  options: { maxBytes: number; timeoutMs: number; restore: () => Promise<unknown> },
+): Promise<RestoredContext & { executionCount: number }> {
+  const { timeoutMs } = options;
+  const name = `context-${context.id}.pipe`;
+  const [from, into] = await Promise.all([
+    source.request({ type: 'state-pipe', mode: 'save', name }, timeoutMs),
+    target.request({ type: 'state-pipe', mode: 'load', name }, timeoutMs),
+  ]);
+  await options.restore();
+  // Asked together: each waits on the others' bytes. One failing fails the fork (state-end then
+  // closes both pipes, so the others end too).
+  const [, loaded] = await Promise.all([
+    source.request({ type: 'state-save', context: context.id, path: from.path, stream: true }, timeoutMs),
+    loadContext(target, '', context, timeoutMs, into.path),
+    writeFrames(target, readArchive(source, options.maxBytes, timeoutMs), timeoutMs),
+  ]);
+  return loaded;
 }
 
 /** The state directory goes, and any archive under way with it. */

@@ -176,6 +176,57 @@ export function runSupervisorContract(options: ContractOptions): void {
       expect(await raw.request({ type: 'ping' })).toMatchObject({ ok: true });
     });
 
+    it('streams a Python context’s state through a pipe: saved as it is read, loaded as it is written; bad pipes refused', async () => {
+      expect(await raw.ready()).toMatchObject({ statePipes: true });
+      expect((await raw.execute('kept = {"n": 41, "items": list(range(100_000))}')).at(-1)).toMatchObject({
+        status: 'ok',
+      });
+      // No archive begun yet, then names that are not a pipe's: refused.
+      expect(await raw.request({ type: 'state-pipe', mode: 'save', name: 'context-python.pipe' })).toMatchObject({
+        ok: false,
+        error: { code: 'invalid-request' },
+      });
+      expect(await raw.request({ type: 'state-begin', mode: 'save' })).toMatchObject({ ok: true });
+      for (const name of ['../escape.pipe', 'context-python.state', '/tmp/x', 7]) {
+        const refused = await raw.request({ type: 'state-pipe', mode: 'save', name });
+        expect(refused, String(name)).toMatchObject({ ok: false, error: { code: 'invalid-request' } });
+        expect(await raw.request({ type: 'state-begin', mode: 'save' })).toMatchObject({ ok: true });
+      }
+      const pipe = await raw.request({ type: 'state-pipe', mode: 'save', name: 'context-python.pipe' });
+      expect(pipe).toMatchObject({ ok: true, path: '/tmp/.sandcell-state/context-python.pipe' });
+      const saving = raw.request({ type: 'state-save', context: 'python', path: pipe.path, stream: true });
+      const chunks: Buffer[] = [];
+      for (let offset = 0; ; ) {
+        const read = await raw.request({ type: 'state-read', offset });
+        expect(read).toMatchObject({ ok: true });
+        chunks.push(read.data as Buffer);
+        offset += (read.data as Buffer).length;
+        if (read.eof) break;
+      }
+      expect(await saving).toMatchObject({ ok: true, saved: ['kept'], skipped: [] });
+      const state = Buffer.concat(chunks);
+      expect(state.subarray(0, 24).toString()).toBe('sandcell-python-state 1\n');
+
+      // Back into the same kernel, after the name is gone: loaded as the frames come.
+      await raw.execute('del kept');
+      expect(await raw.request({ type: 'state-begin', mode: 'load' })).toMatchObject({ ok: true });
+      const into = await raw.request({ type: 'state-pipe', mode: 'load', name: 'context-python.pipe' });
+      expect(into).toMatchObject({ ok: true });
+      const loading = raw.request({ type: 'state-load', context: 'python', path: into.path });
+      const half = Math.floor(state.length / 2);
+      for (const [frame, eof] of [
+        [state.subarray(0, half), false],
+        [state.subarray(half), true],
+      ] as const) {
+        const written = await raw.request({ type: 'state-write', bytes: frame.length, eof }, undefined, frame);
+        expect(written).toMatchObject({ ok: true });
+      }
+      expect(await loading).toMatchObject({ ok: true, restored: ['kept'], skipped: [] });
+      const printed = await raw.execute('print(kept["n"] + 1, len(kept["items"]))');
+      expect(printed.find((message) => message.type === 'stream')).toMatchObject({ text: '42 100000\n' });
+      expect(await raw.request({ type: 'state-end' })).toMatchObject({ ok: true });
+    });
+
     it('removes a context with its kernel’s processes', async () => {
       const created = await raw.request({ type: 'context-create', context: 'removable', language: 'python' });
       expect(await raw.request({ type: 'context-remove', context: 'removable' })).toMatchObject({ ok: true });

@@ -83,6 +83,8 @@ export class ScriptedSandbox implements Sandbox {
           pid: 1,
           python: options.languages.python ?? '3',
           languages: options.languages,
+          // A context's state goes in the archive, never through a pipe (scripted-supervisor.ts).
+          statePipes: false,
         } satisfies ReadyEvent),
       );
     }

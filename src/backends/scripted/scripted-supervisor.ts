@@ -85,6 +85,7 @@ const HOST_MESSAGE_TYPES: Record<HostMessage['type'], true> = {
   'state-read': true,
   'state-write': true,
   'state-end': true,
+  'state-pipe': true,
   'state-save': true,
   'state-load': true,
   shutdown: true,
@@ -179,6 +180,12 @@ export class ScriptedSupervisor {
         break;
       case 'state-end':
         this.reply(message, () => this.archive.end());
+        break;
+      case 'state-pipe':
+        // It says no `statePipes` when ready: a host never asks, and one that does is refused.
+        this.reply(message, () => {
+          throw new StateRefusal('invalid-request', 'state-pipe: the scripted sandbox streams no state');
+        });
         break;
       case 'context-create':
         // A kernel takes its time to start: the answer comes once it is ready.
