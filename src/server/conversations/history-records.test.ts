@@ -74,6 +74,18 @@ describe('history records', () => {
     expect(history.torn).toBe(false);
   });
 
+  it('keeps the volumes its session mounts in the header, for a restart and a continuation', () => {
+    const volumes = [
+      { volumeId: 'vol0123456789abcdef0123', volume: 'notes', path: '/mnt/volumes/notes', readOnly: false },
+    ];
+    const history = readHistory(encodeRecord({ ...header, volumes }));
+    expect(history.header.volumes).toEqual(volumes);
+    // A header whose volumes are not mounts is not this conversation's.
+    expect(() => readHistory(encodeRecord({ ...header, volumes: [{ path: 7 }] } as unknown as HeaderRecord))).toThrow(
+      UnreadableHistoryError,
+    );
+  });
+
   it('skips a torn last record: the turn before it stands', () => {
     const whole = turnLine(turn('a', 'done', 'kept\n'));
     const torn = turnLine(turn('a', 'done', 'never finished writing\n')).slice(0, 40);
