@@ -12,7 +12,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chown, mkdir, open, rename, rm, stat, statfs, truncate } from 'node:fs/promises';
+import { chown, mkdir, open, readFile, rename, rm, stat, statfs, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { readMountInfo } from '../internal/mount-info.js';
@@ -20,11 +20,13 @@ import { readMountInfo } from '../internal/mount-info.js';
 const execFileAsync = promisify(execFile);
 
 const TRASH = '.trash';
+/** Beside the image: what its filesystem takes for itself (filesystemOwnBytes). */
+const OWN_BYTES_FILE = 'image.own';
 /** ext4's own journal: small, as the filesystem holds one owner's files. */
 const JOURNAL_MIB = 4;
 
 export interface ShelfOptions {
-  /** The owner's directory: the image, the mount point and nothing else. */
+  /** The owner's directory: the image (and what its filesystem takes for itself), the mount point, nothing else. */
   directory: string;
   quotaBytes: number;
   /** Whether to try an image on a loop device (as root). */
@@ -40,6 +42,8 @@ export class VolumeShelf {
     readonly filesDirectory: string,
     /** Whether the files are an image of their own, so the quota holds for every writer. */
     readonly bounded: boolean,
+    /** What the image's filesystem takes for itself (inode tables, the journal): not the owner's files. */
+    private readonly ownBytes = 0,
   ) {}
 
   static async open(options: ShelfOptions): Promise<VolumeShelf> {
@@ -48,7 +52,8 @@ export class VolumeShelf {
     let bounded = false;
     if (options.useImage) bounded = await mountImage(options.directory, filesDirectory, options.quotaBytes);
     await mkdir(path.join(filesDirectory, TRASH), { recursive: true, mode: 0o700 });
-    const shelf = new VolumeShelf(options, filesDirectory, bounded);
+    const own = bounded ? await filesystemOwnBytes(options.directory, filesDirectory) : 0;
+    const shelf = new VolumeShelf(options, filesDirectory, bounded, own);
     await shelf.emptyTrash();
     return shelf;
   }
@@ -108,11 +113,10 @@ export class VolumeShelf {
   /** What the owner's volumes hold together, and what they may. */
   async usage(): Promise<{ usedBytes: number; quotaBytes: number }> {
     if (this.bounded) {
+      // What is allocated, less the filesystem's own: the files (and their directories).
       const stats = await statfs(this.filesDirectory);
-      const free = stats.bavail * stats.bsize;
-      // The filesystem's own metadata is not the owner's to count: the quota is what the files may take.
-      const quotaBytes = this.options.quotaBytes;
-      return { usedBytes: Math.max(0, quotaBytes - free), quotaBytes };
+      const usedBytes = Math.max(0, (stats.blocks - stats.bfree) * stats.bsize - this.ownBytes);
+      return { usedBytes, quotaBytes: this.options.quotaBytes };
     }
     return { usedBytes: await diskUsage(this.filesDirectory), quotaBytes: this.options.quotaBytes };
   }
@@ -136,6 +140,20 @@ export async function diskUsage(directory: string): Promise<number> {
     const stdout = (error as { stdout?: string }).stdout ?? '';
     return Number.parseInt(stdout, 10) || 0;
   }
+}
+
+/**
+ * What the image's filesystem takes for itself, measured once (what is allocated, less what `du`
+ * finds in it) and kept beside the image (`image.own`); measured again after the image grew.
+ */
+async function filesystemOwnBytes(directory: string, filesDirectory: string): Promise<number> {
+  const file = path.join(directory, OWN_BYTES_FILE);
+  const kept = Number((await readFile(file, 'utf8').catch(() => '')).trim());
+  if (Number.isSafeInteger(kept) && kept > 0) return kept;
+  const stats = await statfs(filesDirectory);
+  const own = Math.max(0, (stats.blocks - stats.bfree) * stats.bsize - (await diskUsage(filesDirectory)));
+  await writeFile(file, `${own}\n`, { mode: 0o600 }).catch(() => undefined);
+  return own;
 }
 
 function isMountPoint(directory: string): boolean {
@@ -183,6 +201,8 @@ async function mountImage(directory: string, filesDirectory: string, quotaBytes:
       const missing = quotaBytes - stats.bavail * stats.bsize;
       if (missing < 1024 * 1024 || round === 3) return true;
       await execFileAsync('umount', [filesDirectory]);
+      // Its own use changes as it grows: measured again once mounted.
+      await rm(path.join(directory, OWN_BYTES_FILE), { force: true });
       const size = (await stat(image)).size;
       await truncate(image, Math.ceil((size + missing * 1.05) / 4096) * 4096);
       await execFileAsync('e2fsck', ['-f', '-p', image], { timeout: 120_000 });

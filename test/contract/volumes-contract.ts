@@ -175,7 +175,13 @@ export function runVolumesContract({ name, createBackend }: { name: string; crea
       await content.write('/kept.txt', bytes('kept'));
       const session = await open({ owner: 'quota-owner', mounts: [{ volume: 'big', path: '/mnt/big' }] });
       try {
-        const { bounded } = await volumes.usage('quota-owner');
+        const { bounded, usedBytes: before } = await volumes.usage('quota-owner');
+        // What the files hold, not the filesystem's own: a 3 MiB file counts as about 3 MiB.
+        await run(session, "open('/mnt/big/three', 'wb').write(b'3' * (3 << 20))");
+        const grown = (await volumes.usage('quota-owner')).usedBytes - before;
+        expect(grown).toBeGreaterThanOrEqual(3 * MiB);
+        expect(grown).toBeLessThan(3.5 * MiB);
+        await run(session, "import os; os.remove('/mnt/big/three')");
         if (bounded) {
           const outcome = await run(
             session,
