@@ -9,7 +9,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { portRequest } from './support/port-request.js';
 import { startTestServer } from './support/server.js';
-import { launchBrowser, openTab, screenshot, type Tab, WEB_ROOT } from './support/web-browser.js';
+import { launchBrowser, openTab, screenshot, signIn, type Tab, WEB_ROOT } from './support/web-browser.js';
 
 const UI_TIMEOUT = 90_000;
 const KEY = 'web-ui-ports-key-5d1c';
@@ -50,10 +50,7 @@ describe('apps on ports in the web UI', { timeout: 180_000 }, () => {
     const tab = await openTab(browser, ui, { timeoutMs: UI_TIMEOUT });
     tabs.push(tab);
     const { page } = tab;
-    const dialog = page.getByRole('dialog', { name: 'Sign in to sandcell' });
-    await dialog.getByLabel('API key').fill(KEY);
-    await dialog.getByRole('button', { name: 'Sign in' }).click();
-    await dialog.waitFor({ state: 'detached' });
+    await signIn(page, KEY);
     await page.getByRole('tab', { name: 'Notebook' }).click();
     const editor = page.getByLabel('Python cell (Ctrl+Enter runs it)');
     await editor.fill(

@@ -8,7 +8,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer } from './support/server.js';
-import { launchBrowser, openTab, screenshot, type Tab, WEB_ROOT } from './support/web-browser.js';
+import { launchBrowser, openTab, screenshot, signIn, type Tab, WEB_ROOT } from './support/web-browser.js';
 
 const UI_TIMEOUT = 90_000;
 const KEY = 'web-ui-terminal-key-77a3';
@@ -36,10 +36,7 @@ describe('the terminal in the web UI', { timeout: 180_000 }, () => {
     page.on('console', (message) => {
       if (/Content.Security.Policy|Refused to/i.test(message.text())) refused.push(message.text());
     });
-    const dialog = page.getByRole('dialog', { name: 'Sign in to sandcell' });
-    await dialog.getByLabel('API key').fill(KEY);
-    await dialog.getByRole('button', { name: 'Sign in' }).click();
-    await dialog.waitFor({ state: 'detached' });
+    await signIn(page, KEY);
     await page.getByRole('tab', { name: 'Notebook' }).click();
     const editor = page.getByLabel('Python cell (Ctrl+Enter runs it)');
     await editor.fill("open('/mnt/data/from-cell.txt', 'w').write('written by the cell')\nprint('saved')");

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScriptedChatModel } from '../src/agents/scripted-chat-model.js';
 import { client, startTestServer } from './support/server.js';
 import { removeStateDirectory } from './support/volumes.js';
-import { launchBrowser, openTab, screenshot, type Tab, WEB_ROOT } from './support/web-browser.js';
+import { launchBrowser, openTab, screenshot, signIn, type Tab, WEB_ROOT } from './support/web-browser.js';
 
 const UI_TIMEOUT = 90_000;
 const KEY = 'web-ui-volumes-key-31c9';
@@ -46,10 +46,7 @@ describe('volumes in the web UI', { timeout: 180_000 }, () => {
     page.on('console', (message) => {
       if (/Content.Security.Policy|Refused to/i.test(message.text())) refused.push(message.text());
     });
-    const dialog = page.getByRole('dialog', { name: 'Sign in to sandcell' });
-    await dialog.getByLabel('API key').fill(KEY);
-    await dialog.getByRole('button', { name: 'Sign in' }).click();
-    await dialog.waitFor({ state: 'detached' });
+    await signIn(page, KEY);
 
     await page.getByRole('button', { name: 'Files', exact: true }).click();
     const volumes = page.getByRole('region', { name: 'Volumes' });

@@ -86,3 +86,11 @@ export async function inTranscriptView(page: Page, locator: Locator): Promise<bo
   if (!element || !transcript) return false;
   return element.y >= transcript.y - 1 && element.y + element.height <= transcript.y + transcript.height + 1;
 }
+
+/** Signs in through the app's key dialog, once it has gone. */
+export async function signIn(page: Page, key: string): Promise<void> {
+  const dialog = page.getByRole('dialog', { name: 'Sign in to sandcell' });
+  await dialog.getByLabel('API key').fill(key);
+  await dialog.getByRole('button', { name: 'Sign in' }).click();
+  await dialog.waitFor({ state: 'detached' });
+}

@@ -4,8 +4,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { type FileInfo, formatBytes } from '../../../src/protocol/index';
 import { type ApiError, api, download } from '../api';
 import { baseName, formatTime } from '../format';
-import { ConfirmDelete } from './ConfirmDelete';
-import { CloseIcon, DownloadIcon, RefreshIcon, TrashIcon } from './Icons';
+import { ConfirmDelete, DeleteButton } from './ConfirmDelete';
+import { CloseIcon, DownloadIcon, RefreshIcon } from './Icons';
 
 export interface FilesPanelProps {
   sessionId: string | undefined;
@@ -142,15 +142,7 @@ export function FilesPanel({
                       >
                         <DownloadIcon />
                       </button>
-                      <button
-                        type="button"
-                        class="icon-button"
-                        aria-label={`Delete ${file.path}`}
-                        title="Delete"
-                        onClick={() => setConfirming(file.path)}
-                      >
-                        <TrashIcon />
-                      </button>
+                      <DeleteButton what={file.path} onClick={() => setConfirming(file.path)} />
                     </>
                   )}
                 </div>

@@ -7,8 +7,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { type ConversationVolume, formatBytes } from '../../../src/protocol/index';
 import { type ApiError, api, download, type VolumeEntry, type VolumeList } from '../api';
 import { formatTime } from '../format';
-import { ConfirmDelete } from './ConfirmDelete';
-import { DownloadIcon, RefreshIcon, TrashIcon } from './Icons';
+import { ConfirmDelete, DeleteButton } from './ConfirmDelete';
+import { DownloadIcon, RefreshIcon } from './Icons';
 
 /** Where a new conversation mounts a volume it chose. */
 export const volumeMountPath = (name: string) => `/mnt/volumes/${name}`;
@@ -159,15 +159,7 @@ export function VolumesPanel({ mounted, chosen, onChoose, version, onError }: Vo
                           >
                             {browsing === volume.name ? 'Hide' : 'Browse'}
                           </button>
-                          <button
-                            type="button"
-                            class="icon-button"
-                            aria-label={`Delete the volume ${volume.name}`}
-                            title="Delete"
-                            onClick={() => setConfirming(volume.name)}
-                          >
-                            <TrashIcon />
-                          </button>
+                          <DeleteButton what={`the volume ${volume.name}`} onClick={() => setConfirming(volume.name)} />
                         </>
                       )}
                     </div>
@@ -308,15 +300,7 @@ function VolumeBrowser({
                     <DownloadIcon />
                   </button>
                 ) : null}
-                <button
-                  type="button"
-                  class="icon-button"
-                  aria-label={`Delete ${entry.path} from ${volume}`}
-                  title="Delete"
-                  onClick={() => void remove(entry)}
-                >
-                  <TrashIcon />
-                </button>
+                <DeleteButton what={`${entry.path} from ${volume}`} onClick={() => void remove(entry)} />
               </div>
             </li>
           ))}
