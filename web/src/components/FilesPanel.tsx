@@ -5,6 +5,7 @@ import { type FileInfo, formatBytes } from '../../../src/protocol/index';
 import { type ApiError, api, download } from '../api';
 import { baseName, formatTime } from '../format';
 import { ConfirmDelete, DeleteButton } from './ConfirmDelete';
+import { FilePicker } from './FilePicker';
 import { CloseIcon, DownloadIcon, RefreshIcon } from './Icons';
 
 export interface FilesPanelProps {
@@ -153,20 +154,7 @@ export function FilesPanel({
         {children}
       </div>
       <footer class="panel-footer">
-        <input
-          ref={picker}
-          type="file"
-          multiple
-          class="visually-hidden"
-          tabIndex={-1}
-          aria-hidden="true"
-          onChange={(event) => {
-            const input = event.currentTarget as HTMLInputElement;
-            const chosen = Array.from(input.files ?? []);
-            input.value = '';
-            if (chosen.length > 0) onUpload(chosen);
-          }}
-        />
+        <FilePicker inputRef={picker} onPick={onUpload} />
         <button
           type="button"
           class="button-secondary wide"

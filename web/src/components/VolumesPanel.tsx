@@ -8,6 +8,7 @@ import { type ConversationVolume, formatBytes } from '../../../src/protocol/inde
 import { type ApiError, api, download, type VolumeEntry, type VolumeList } from '../api';
 import { formatTime } from '../format';
 import { ConfirmDelete, DeleteButton } from './ConfirmDelete';
+import { FilePicker } from './FilePicker';
 import { DownloadIcon, RefreshIcon } from './Icons';
 
 /** Where a new conversation mounts a volume it chose. */
@@ -306,20 +307,7 @@ function VolumeBrowser({
           ))}
         </ul>
       )}
-      <input
-        ref={picker}
-        type="file"
-        multiple
-        class="visually-hidden"
-        tabIndex={-1}
-        aria-label={`Files to upload to ${volume}`}
-        onChange={(event) => {
-          const input = event.currentTarget as HTMLInputElement;
-          const chosen = Array.from(input.files ?? []);
-          input.value = '';
-          if (chosen.length > 0) void upload(chosen);
-        }}
-      />
+      <FilePicker inputRef={picker} label={`Files to upload to ${volume}`} onPick={(chosen) => void upload(chosen)} />
       <button type="button" class="button-secondary small" onClick={() => picker.current?.click()}>
         Upload to {volume}/{directory}…
       </button>
