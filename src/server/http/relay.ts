@@ -72,6 +72,8 @@ async function relay(context: Context, peerUrl: string, node: string): Promise<R
     });
     upstream.on('close', () => clearTimeout(connecting));
     upstream.on('error', reject);
+    // The client went away: so does the relayed request (and its answer, if it had begun).
+    req.raw.signal.addEventListener('abort', () => upstream.destroy(), { once: true });
     upstream.on('response', (answer) => {
       const status = answer.statusCode ?? 502;
       const bodyless = status === 204 || status === 304 || req.method === 'HEAD';
