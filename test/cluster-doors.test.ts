@@ -16,8 +16,8 @@ import {
   CLUSTER_KEY,
   type Json,
   jupyterValue,
-  type Kernel,
   kernelManager,
+  kernelOn,
   mcpClientOn,
   runPython,
   TestCluster,
@@ -113,14 +113,7 @@ describeWhenAvailable(
         for (const [index, other] of spread.entries()) await other.runCode(`s = ${index}`);
         const session = (await cluster.sessionsOn(['node-1'])).get('node-1') as string;
         expect((await cluster.run(session, 'v = "v1"')).json.status).toBe('ok');
-        const kernel = (
-          await cluster.madeOn(
-            ['node-1'],
-            () => kernels.startNew({ name: 'python3' }),
-            (made) => made.id,
-            (made) => made.shutdown(),
-          )
-        ).get('node-1') as Kernel;
+        const kernel = await kernelOn(cluster, kernels, 'node-1');
         await jupyterValue(kernel, 'z = 3');
         const mcp = await mcpClientOn(cluster, 'node-1');
         await runPython(mcp, 'm = 99', 'kept');
@@ -194,14 +187,7 @@ describeWhenAvailable(
       const session = (await cluster.sessionsOn(['node-2'])).get('node-2') as string;
       expect((await cluster.run(session, 'w = 1')).json.status).toBe('ok');
       const kernels = kernelManager(cluster);
-      const kernelId = (
-        await cluster.madeOn(
-          ['node-2'],
-          () => kernels.startNew({ name: 'python3' }),
-          (made) => made.id,
-          (made) => made.shutdown(),
-        )
-      ).get('node-2')?.id as string;
+      const kernelId = (await kernelOn(cluster, kernels, 'node-2')).id;
       const mcp = await mcpClientOn(cluster, 'node-2');
       await runPython(mcp, 'q = 1', 'doomed');
       const identifier = await azureIdentifierOn('node-2', 'q = 1');

@@ -257,8 +257,12 @@ class Pipe(Archive):
     overlap. Made before the kernel is asked, after the archive of the files
     (which it replaces). A save's end is the kernel closing the pipe: its
     reader opens first, so the kernel's open waits for it, and (on Linux) no
-    end is seen before a writer has come and gone. A load's writer opens it
-    read-write, so neither it nor the kernel's open waits for the other."""
+    end is seen before a writer has come and gone. For a load the supervisor
+    holds a reader of its own (never read) before it opens its writer, so
+    neither open waits, and what it wrote stays in the pipe when its writer
+    closes before the kernel has opened the pipe: a FIFO's bytes go when its
+    last descriptor does. The kernel still sees the end once the writer has
+    closed, since that reader is not a writer."""
 
     piped = True
 
@@ -268,10 +272,16 @@ class Pipe(Archive):
         self._setup(loop, mode)
         self.status = 0  # no child to wait for: the pipe's end is the end
         self.path = os.path.join(STATE_DIR, name)
+        self.keeper = None
         try:
             os.mkfifo(self.path, 0o600)
-            fd = os.open(self.path, (os.O_RDONLY if mode == "save" else os.O_RDWR) | os.O_NONBLOCK | os.O_CLOEXEC)
+            if mode == "load":
+                self.keeper = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(self.path, (os.O_RDONLY if mode == "save" else os.O_WRONLY) | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as error:
+            if self.keeper is not None:
+                os.close(self.keeper)
+                self.keeper = None
             raise StateError("state-failed", "the state pipe could not be made: %s" % error) from None
         try:
             fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
@@ -281,6 +291,12 @@ class Pipe(Archive):
             self.out = fd
         else:
             self.into = fd
+
+    def close(self):
+        super().close()
+        if self.keeper is not None:
+            os.close(self.keeper)
+            self.keeper = None
 
 
 def reset_state_directory():

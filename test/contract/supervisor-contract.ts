@@ -224,6 +224,23 @@ export function runSupervisorContract(options: ContractOptions): void {
       expect(await loading).toMatchObject({ ok: true, restored: ['kept'], skipped: [] });
       const printed = await raw.execute('print(kept["n"] + 1, len(kept["items"]))');
       expect(printed.find((message) => message.type === 'stream')).toMatchObject({ text: '42 100000\n' });
+
+      // Every frame written (the writer closed) before the kernel opens the pipe: nothing lost.
+      await raw.execute('del kept');
+      expect(state.length).toBeLessThan(1 << 20); // all of it fits in the pipe, with no reader yet
+      expect(await raw.request({ type: 'state-begin', mode: 'load' })).toMatchObject({ ok: true });
+      const late = await raw.request({ type: 'state-pipe', mode: 'load', name: 'context-python.pipe' });
+      expect(
+        await raw.request({ type: 'state-write', bytes: state.length, eof: true }, undefined, state),
+      ).toMatchObject({
+        ok: true,
+      });
+      expect(await raw.request({ type: 'state-load', context: 'python', path: late.path })).toMatchObject({
+        ok: true,
+        restored: ['kept'],
+      });
+      const again = await raw.execute('print(kept["n"])');
+      expect(again.find((message) => message.type === 'stream')).toMatchObject({ text: '41\n' });
       expect(await raw.request({ type: 'state-end' })).toMatchObject({ ok: true });
     });
 

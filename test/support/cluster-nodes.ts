@@ -329,6 +329,29 @@ export function kernelManager(cluster: TestCluster): KernelManager {
 
 export type Kernel = Awaited<ReturnType<KernelManager['startNew']>>;
 
+/**
+ * A Jupyter kernel that node `name` started, connected through `kernels`. The kernels are made
+ * through the REST API, and connected only once the others are gone and a list has come back:
+ * the manager marks dead a connection whose kernel is missing from a list it sent before that
+ * kernel existed, and a cluster's list (asked of every node) is slow enough for back-to-back
+ * starts to meet one.
+ */
+export async function kernelOn(cluster: TestCluster, kernels: KernelManager, name: string): Promise<Kernel> {
+  const made = await cluster.madeOn(
+    [name],
+    async () => {
+      const { status, json } = await cluster.call('/jupyter/api/kernels', { name: 'python3' });
+      expect(status).toBe(201);
+      return json as { id: string; name: string };
+    },
+    (model) => model.id,
+    async (model) =>
+      expect((await cluster.call(`/jupyter/api/kernels/${model.id}`, undefined, 'DELETE')).status).toBe(204),
+  );
+  await kernels.refreshRunning();
+  return kernels.connectTo({ model: made.get(name) as { id: string; name: string } });
+}
+
 /** What an expression's result reads in a Jupyter kernel. */
 export async function jupyterValue(kernel: Kernel, code: string): Promise<string> {
   const out: string[] = [];
