@@ -190,6 +190,45 @@ box = Box(array)
     expect(loaded.report.restored).toEqual(expect.arrayContaining(['np', 'array', 'numbers', 'same', 'Box', 'box']));
   });
 
+  it("pickles a NumPy array's data from the array's own memory, and every kind of array comes back as it was (a read-only one read-only)", async () => {
+    const file = path.join(scratch, 'arrays.state');
+    const script = `
+import os, sys, tracemalloc
+sys.path.insert(0, os.environ['KERNEL_DIRECTORY'])
+import numpy as np
+import dill
+import sandcell_python_state as state
+main = sys.modules['__main__']
+class Tagged(np.ndarray):
+    pass
+big = np.random.default_rng(1).random((1024, 8192))  # 64 MiB
+frozen = big[:16].copy()
+frozen.flags.writeable = False
+tagged = np.arange(6.0).view(Tagged)
+tagged.note = 'kept'
+values = {'big': big, 'again': big, 'fortran': np.asfortranarray(big[:64]), 'strided': big[:8, ::3],
+          'frozen': frozen, 'objects': np.array([1, 'two', None], dtype=object), 'tagged': tagged}
+tracemalloc.start()
+with open(sys.argv[1], 'wb') as out:
+    state.pickle_into(values, main, out)
+peak = tracemalloc.get_traced_memory()[1]
+tracemalloc.stop()
+with open(sys.argv[1], 'rb') as source:
+    loaded = dill.Unpickler(source).load()
+print(peak < 16 << 20, all(np.array_equal(loaded[k], values[k]) for k in values if k != 'objects'),
+      list(loaded['objects']) == [1, 'two', None], loaded['again'] is loaded['big'],
+      loaded['big'].flags.writeable, loaded['frozen'].flags.writeable, loaded['fortran'].flags.f_contiguous,
+      type(loaded['tagged']).__name__, getattr(loaded['tagged'], 'note', None))
+`;
+    const ran = await runProcess('/usr/bin/python3', ['-c', script, file], {
+      cwd: scratch,
+      env: { KERNEL_DIRECTORY, HOME: scratch, PATH: '/usr/bin:/bin' },
+    });
+    expect(ran.stderr).toBe('');
+    // Under 16 MiB traced while 64 MiB were pickled: no copy of the data was made on the way.
+    expect(ran.stdout.trim()).toBe('True True True True True False True Tagged kept');
+  });
+
   it('still reads a state file of format 1, written before the header moved behind the pickle', async () => {
     const file = path.join(scratch, 'format-1.state');
     // What the previous version wrote: the magic line, the header's length, the header, the pickle.

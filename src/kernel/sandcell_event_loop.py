@@ -167,26 +167,45 @@ class LineReader:
 
     def expect_bytes(self, count, on_bytes, keep=True):
         """Takes the next `count` bytes, after the line being handled, as one
-        bytes object given to on_bytes (the caller bounds `count`); without
-        `keep`, they are passed over unkept and on_bytes gets b""."""
+        bytearray given to on_bytes (the caller bounds `count`), read straight
+        into it; without `keep`, they are passed over unkept and on_bytes gets
+        b""."""
         if count == 0:
             on_bytes(b"")
         else:
-            self.frame = [count, [] if keep else None, on_bytes]
+            self.frame = [count, bytearray(count) if keep else None, on_bytes]
 
     def _take_frame(self, chunk, start):
         frame = self.frame
         end = min(len(chunk), start + frame[0])
         if frame[1] is not None:
-            frame[1].append(chunk[start:end])
-        frame[0] -= end - start
+            filled = len(frame[1]) - frame[0]
+            frame[1][filled : filled + end - start] = memoryview(chunk)[start:end]
+        self._took(end - start)
+        return end
+
+    def _took(self, count):
+        frame = self.frame
+        frame[0] -= count
         if frame[0] == 0:
             self.frame = None
-            frame[2](b"".join(frame[1] or ()))
-        return end
+            frame[2](b"" if frame[1] is None else frame[1])
 
     def read_once(self):
         """Reads what is there; returns False at end of file."""
+        frame = self.frame
+        if frame is not None and frame[1] is not None:
+            # A frame's bytes go straight into its buffer, up to its end.
+            try:
+                count = os.readv(self.fd, [memoryview(frame[1])[len(frame[1]) - frame[0] :]])
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not count:
+                return False
+            self._took(count)
+            return True
         try:
             # A frame is read in larger pieces, up to its end.
             chunk = os.read(self.fd, READ_BYTES if self.frame is None else max(READ_BYTES, min(self.frame[0], FRAME_READ_BYTES)))

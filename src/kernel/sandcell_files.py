@@ -195,7 +195,7 @@ def file_write_chunk(message):
     writers of one path cannot interleave unnoticed."""
     offset = message.get("offset")
     data = message.get("data")
-    if not _is_integer(offset) or offset < 0 or not isinstance(data, bytes):
+    if not _is_integer(offset) or offset < 0 or not isinstance(data, (bytes, bytearray)):
         raise FileError("invalid-request", "file-write-chunk: offset must be an integer >= 0, and bytes the length of the frame after the line, at most %d" % FRAME_BYTES)
     full, parts, base = _resolve(message.get("path", ""))
     if not parts:

@@ -87,15 +87,61 @@ class Discard:
         return 0
 
 
+_PICKLER = []
+
+
+def pickler_class():
+    """dill's Pickler, writing an array's data straight to the file, as the C
+    pickler does. dill's is Python's own pickler, and it pickles a NumPy array
+    by its `__reduce__`, which copies the data into a bytes object: for a 100
+    MB array, 100 MB more memory and a copy on every pickling (twice for a
+    stream, whose names are first pickled into nothing). Here an array of
+    NumPy's own class (a subclass keeps dill's way) is pickled by its protocol
+    5 reduction, whose buffer is written as it is, with the opcodes Python's
+    pickler gives a buffer: bytearray for a writable one, bytes for a read-only
+    one, so a read-only array comes back read-only (by `__reduce__` it came
+    back writable)."""
+    if _PICKLER:
+        return _PICKLER[0]
+    import pickle
+    import struct
+
+    import dill
+
+    stock_buffer = pickle._Pickler.dispatch[pickle.PickleBuffer]
+
+    def save_buffer(pickler, buffer):
+        with buffer.raw() as view:
+            if pickler._buffer_callback is None and view.nbytes >= pickler.framer._FRAME_SIZE_TARGET:
+                opcode = pickle.BINBYTES8 if view.readonly else pickle.BYTEARRAY8
+                pickler._write_large_bytes(opcode + struct.pack("<Q", view.nbytes), view)
+                return
+        stock_buffer(pickler, buffer)
+
+    class Dispatch:
+        """dill's dispatch, as it is when asked (dill adds to it as it meets types), but for these two."""
+
+        def get(self, kind, default=None):
+            if kind is pickle.PickleBuffer:
+                return save_buffer
+            if getattr(kind, "__module__", None) == "numpy" and kind.__name__ == "ndarray":
+                return None  # pickled by its __reduce_ex__(5)
+            return dill.Pickler.dispatch.get(kind, default)
+
+    class Pickler(dill.Pickler):
+        dispatch = Dispatch()
+
+    _PICKLER.append(Pickler)
+    return Pickler
+
+
 def pickle_into(value, main, out):
     """Pickles `value` by dill into the binary file `out`. Functions and
     classes of the user's module are pickled by value, their globals as a
     reference to that module's namespace (so after loading they see the names
     as they are then, not a copy). Protocol 5 writes large buffers (an array's
     data) straight to the file, never copied into a bytes object first."""
-    import dill
-
-    pickler = dill.Pickler(out, protocol=5)
+    pickler = pickler_class()(out, protocol=5)
     pickler._main = main
     pickler.dump(value)
 

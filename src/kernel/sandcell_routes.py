@@ -357,7 +357,7 @@ class Supervisor:
 
     def state_write(self, message):
         data = message.get("data")
-        if not isinstance(data, bytes):
+        if not isinstance(data, (bytes, bytearray)):
             raise RequestError("invalid-request", "state-write: bytes must be the length of the frame after the line, at most %d" % sandcell_state.CHUNK_BYTES)
         eof = message.get("eof") is True
         self.archive_call(message, lambda archive, reply, fail: archive.write(data, eof, reply, fail))

@@ -137,14 +137,8 @@ export async function writeFrames(
   source: AsyncIterable<Uint8Array>,
   timeoutMs: number,
 ): Promise<void> {
-  // Two frames in flight: the supervisor holds the next while tar takes the one before.
-  const inFlight: Promise<unknown>[] = [];
-  const write = async (frame: Buffer, eof: boolean) => {
-    if (inFlight.length >= WRITES_IN_FLIGHT) await inFlight.shift();
-    const written = connection.request({ type: 'state-write', bytes: frame.length, eof }, timeoutMs, frame);
-    written.catch(() => undefined); // awaited in its turn
-    inFlight.push(written);
-  };
+  const frames = frameWriter(connection, timeoutMs);
+  const write = frames.write;
   // Frames of the most the supervisor takes at once; what is short of that waits for more.
   let pending: Buffer[] = [];
   let pendingBytes = 0;
@@ -160,7 +154,42 @@ export async function writeFrames(
     }
   }
   await write(Buffer.concat(pending), true);
-  for (const written of inFlight) await written;
+  await frames.done();
+}
+
+/**
+ * state-write frames, two in flight (the supervisor holds the next while what it feeds takes the
+ * one before); `done` waits for every answer.
+ */
+function frameWriter(connection: KernelConnection, timeoutMs: number) {
+  const inFlight: Promise<unknown>[] = [];
+  return {
+    async write(frame: Buffer, eof: boolean): Promise<void> {
+      if (inFlight.length >= WRITES_IN_FLIGHT) await inFlight.shift();
+      const written = connection.request({ type: 'state-write', bytes: frame.length, eof }, timeoutMs, frame);
+      written.catch(() => undefined); // awaited in its turn
+      inFlight.push(written);
+    },
+    async done(): Promise<void> {
+      for (const written of inFlight) await written;
+    },
+  };
+}
+
+/**
+ * A live sandbox's bytes into another's state pipe: each chunk as it comes, as its own frame (no
+ * check waits at the end, as a snapshot's hash does), then an empty frame with `eof`.
+ */
+async function relayFrames(
+  target: KernelConnection,
+  source: AsyncIterable<Uint8Array>,
+  timeoutMs: number,
+): Promise<void> {
+  const frames = frameWriter(target, timeoutMs);
+  for await (const chunk of source)
+    await frames.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), false);
+  await frames.write(Buffer.alloc(0), true);
+  await frames.done();
 }
 
 /** Each context's kernel reads back the state the archive brought (or, given `path`, its state pipe). */
@@ -199,7 +228,7 @@ export async function pipeContext(
   const [, loaded] = await Promise.all([
     source.request({ type: 'state-save', context: context.id, path: from.path, stream: true }, timeoutMs),
     loadContext(target, '', context, timeoutMs, into.path),
-    writeFrames(target, readArchive(source, options.maxBytes, timeoutMs), timeoutMs),
+    relayFrames(target, readArchive(source, options.maxBytes, timeoutMs), timeoutMs),
   ]);
   return loaded;
 }
