@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LineSplitter } from './line-splitter.js';
+import { joinParts, LineSplitter } from './line-splitter.js';
 
 function collect(maxLineBytes: number) {
   const lines: [string, number][] = [];
@@ -61,7 +61,9 @@ describe('LineSplitter', () => {
         events.push(`line ${line}`);
         const announced = /^frame (\d+)$/.exec(line);
         if (announced)
-          splitter.expectBytes(Number(announced[1]), (data) => events.push(`bytes ${data.toString('hex')}`));
+          splitter.expectBytes(Number(announced[1]), (parts) =>
+            events.push(`bytes ${joinParts(parts).toString('hex')}`),
+          );
       },
       () => events.push('(dropped)'),
     );

@@ -4,14 +4,20 @@
  * reported by its size when it ends: a sender flooding oversized lines costs
  * scanning time, not memory. A line may announce raw bytes after it (a binary
  * frame): the line's handler calls `expectBytes`, and the bytes that follow go
- * to its callback whole, never read as lines.
+ * to its callback whole, never read as lines, in the pieces they came in (a
+ * frame relayed on is written on as they are, never joined).
  */
 
 /** Raw bytes a line announced, still to come. */
 interface Frame {
   remaining: number;
   chunks: Buffer[];
-  done: (data: Buffer) => void;
+  done: (parts: Buffer[]) => void;
+}
+
+/** A frame's pieces as one buffer (a copy, unless it came in one piece). */
+export function joinParts(parts: readonly Buffer[]): Buffer {
+  return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
 }
 
 export class LineSplitter {
@@ -35,10 +41,11 @@ export class LineSplitter {
 
   /**
    * Takes the next `count` bytes, after the line being handled, as raw bytes
-   * given whole to `done` (call it from `onLine`; the caller bounds `count`).
+   * given whole to `done`, in the pieces they came in (call it from `onLine`;
+   * the caller bounds `count`).
    */
-  expectBytes(count: number, done: (data: Buffer) => void): void {
-    if (count === 0) done(Buffer.alloc(0));
+  expectBytes(count: number, done: (parts: Buffer[]) => void): void {
+    if (count === 0) done([]);
     else this.frame = { remaining: count, chunks: [], done };
   }
 
@@ -87,7 +94,7 @@ export class LineSplitter {
     frame.remaining -= end - start;
     if (frame.remaining === 0) {
       this.frame = undefined;
-      frame.done(frame.chunks.length === 1 ? (frame.chunks[0] as Buffer) : Buffer.concat(frame.chunks));
+      frame.done(frame.chunks);
     }
     return end;
   }

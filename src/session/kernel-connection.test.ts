@@ -8,6 +8,7 @@ import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Sandbox, SandboxExit } from '../backends/spec.js';
 import { ProtocolError, SandboxCrashedError } from '../errors.js';
+import { joinParts } from '../internal/line-splitter.js';
 import { KernelConnection } from './kernel-connection.js';
 import { FRAME_MAX_BYTES } from './kernel-messages.js';
 import { messageLimits } from './output-limits.js';
@@ -164,7 +165,9 @@ describe('KernelConnection routing', () => {
       const pinging = connection.request({ type: 'ping' }, 5_000);
       await tick();
       made.send({ type: 'reply', id: made.sent[1]?.id, ok: true });
-      expect(await reading).toEqual({ data: chunk, eof: true });
+      const read = await reading;
+      expect(joinParts(read.parts)).toEqual(chunk);
+      expect(read).toMatchObject({ bytes: chunk.length, eof: true });
       await expect(pinging).resolves.toEqual({});
       expect(connection.violationReason).toBeUndefined();
     });
@@ -179,7 +182,7 @@ describe('KernelConnection routing', () => {
       made.send({ type: 'reply', id, ok: true, bytes: 20, eof: true, context: 'python' });
       made.send({ type: 'reply', id, ok: true, bytes: 2, eof: true });
       made.sendBytes(Buffer.from('ok'));
-      expect((await reading).data.toString()).toBe('ok');
+      expect(joinParts((await reading).parts).toString()).toBe('ok');
     });
 
     it("takes a file's piece as its frame, and refuses one that holds more than was asked", async () => {

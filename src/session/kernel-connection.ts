@@ -267,10 +267,15 @@ export class KernelConnection {
     this.write(instruction);
   }
 
-  private write(message: (KernelInstruction | KernelRequest) & { id: string }, frame?: Uint8Array): void {
+  private write(
+    message: (KernelInstruction | KernelRequest) & { id: string },
+    frame?: Uint8Array | readonly Uint8Array[],
+  ): void {
     if (this.dead) return;
     this.sandbox.input.write(`${JSON.stringify(message)}\n`);
-    if (frame && frame.byteLength > 0) this.sandbox.input.write(frame);
+    for (const part of frame instanceof Uint8Array ? [frame] : (frame ?? [])) {
+      if (part.byteLength > 0) this.sandbox.input.write(part);
+    }
   }
 
   /** Routes every execution event carrying `id` from `context`'s kernel to `listener` until unsubscribed. */
@@ -304,12 +309,13 @@ export class KernelConnection {
    * with FileOperationError (its `reason` the kernel's code), any other failed
    * request with KernelRequestError, and a reply this host cannot read (or a
    * request the kernel does not know) with ProtocolError. `frame`: the raw
-   * bytes a request's line announces (a state-write's `bytes`), sent after it.
+   * bytes a request's line announces (a state-write's `bytes`), sent after it
+   * (given in pieces, they are written one after the other).
    */
   async request<Request extends KernelRequest>(
     request: Request,
     timeoutMs: number,
-    frame?: Uint8Array,
+    frame?: Uint8Array | readonly Uint8Array[],
   ): Promise<ReplyTo<Request>> {
     if (this.dead) throw new SandboxCrashedError('The sandbox has ended.');
     const id = this.newId();
@@ -356,7 +362,7 @@ export class KernelConnection {
       this.violation(`a reply announced ${String(bytes).slice(0, 40)} raw bytes`);
       return;
     }
-    this.splitter.expectBytes(bytes, (data) => this.settle({ ...reply, body: { ...reply.body, data } }));
+    this.splitter.expectBytes(bytes, (parts) => this.settle({ ...reply, body: { ...reply.body, parts } }));
   }
 
   private settle(reply: ReplyEvent): void {

@@ -295,8 +295,9 @@ describe('parseReplyBody', () => {
 
 describe('parseReplyBody: file-chunk', () => {
   const request = { type: 'file-chunk', path: 'big.bin', offset: 8, bytes: 4 } as const;
+  // The frame's bytes as the connection gives them: in the pieces they came in.
   const reply = (fields: Record<string, unknown>) => ({
-    data: Buffer.from('abcd'),
+    parts: [Buffer.from('ab'), Buffer.from('cd')],
     bytes: 4,
     size: 20,
     modifiedNs: 1.7e18,
@@ -312,24 +313,25 @@ describe('parseReplyBody: file-chunk', () => {
       eof: false,
     });
     expect(parseReplyBody('file-chunk', reply({ size: 12, eof: true }), request)).toMatchObject({ eof: true });
-    const past = { data: Buffer.alloc(0), bytes: 0, size: 5, eof: true };
+    const past = { parts: [], bytes: 0, size: 5, eof: true };
     expect(parseReplyBody('file-chunk', reply(past), request)).toMatchObject({ data: Buffer.alloc(0), eof: true });
   });
 
   it('refuses one that lacks a field, holds more than asked, or would end a read early or never', () => {
     const refused: [Record<string, unknown>, string][] = [
-      [{ data: 'YWJjZA==' }, 'without its data'],
+      [{ parts: 'YWJjZA==' }, 'without its data'],
+      [{ parts: ['YWJjZA=='] }, 'without its data'],
       [{ bytes: 5 }, 'without its data'],
       [{ size: -1 }, 'size, modification time or end'],
       [{ size: '20' }, 'size, modification time or end'],
       [{ modifiedNs: 1.5 }, 'size, modification time or end'],
       [{ modifiedNs: undefined }, 'size, modification time or end'],
       [{ eof: 'no' }, 'size, modification time or end'],
-      [{ data: Buffer.from('abcde'), bytes: 5 }, 'of 5 bytes, when 4 were asked'],
+      [{ parts: [Buffer.from('abcde')], bytes: 5 }, 'of 5 bytes, when 4 were asked'],
       [{ size: 10, eof: true }, 'past the end of a file of 10 bytes'],
       [{ eof: true }, 'whose end disagrees with its size'],
       [{ size: 12 }, 'whose end disagrees with its size'],
-      [{ data: Buffer.alloc(0), bytes: 0 }, 'an empty file-chunk reply before the end'],
+      [{ parts: [], bytes: 0 }, 'an empty file-chunk reply before the end'],
     ];
     for (const [fields, invalid] of refused) {
       const parsed = parseReplyBody('file-chunk', reply(fields), request);

@@ -14,6 +14,7 @@ import {
   ProtocolError,
   UnknownContextError,
 } from '../errors.js';
+import { joinParts } from '../internal/line-splitter.js';
 import { type Completion, type Inspection, parseCompletion, parseInspection } from './assist-replies.js';
 import type {
   CommandListing,
@@ -54,7 +55,8 @@ export interface ReplyBodies {
   'port-connect': Record<string, never>;
   'port-list': { ports: ListeningPort[] };
   'state-begin': { directory: string };
-  'state-read': { data: Buffer; eof: boolean };
+  /** The chunk in the pieces it came in (joinParts makes one buffer of them). */
+  'state-read': { parts: Buffer[]; bytes: number; eof: boolean };
   'state-write': Record<string, never>;
   'state-end': Record<string, never>;
   'state-pipe': { path: string };
@@ -128,8 +130,8 @@ const REPLY_PARSERS: {
     typeof body.path === 'string' ? { path: body.path } : { invalid: 'a state-pipe reply without its path' },
   // The data came as raw bytes after the reply's line (a frame: kernel-connection.ts), never in its JSON.
   'state-read': (body) =>
-    Buffer.isBuffer(body.data) && typeof body.eof === 'boolean'
-      ? { data: body.data, eof: body.eof }
+    framePieces(body.parts) && typeof body.bytes === 'number' && typeof body.eof === 'boolean'
+      ? { parts: body.parts, bytes: body.bytes, eof: body.eof }
       : { invalid: 'a state-read reply without its data' },
   // At most one name per context a session may hold, each a context id's length.
   liveness: (body) => ({
@@ -186,8 +188,10 @@ function parseFileChunk(
   body: Record<string, unknown>,
   request?: KernelRequest,
 ): ReplyBodies['file-chunk'] | { invalid: string } {
-  const { data, bytes, size, modifiedNs, eof } = body;
-  if (!Buffer.isBuffer(data) || data.length !== bytes) return { invalid: 'a file-chunk reply without its data' };
+  const { parts, bytes, size, modifiedNs, eof } = body;
+  if (!framePieces(parts)) return { invalid: 'a file-chunk reply without its data' };
+  const data = joinParts(parts);
+  if (data.length !== bytes) return { invalid: 'a file-chunk reply without its data' };
   if (
     !isByteCount(size) ||
     typeof modifiedNs !== 'number' ||
@@ -249,6 +253,11 @@ export function fileErrorReason(code: string): FileErrorReason {
 
 export function isFileRequest(request: KernelRequest): request is FileRequest {
   return request.type.startsWith('file-');
+}
+
+/** A frame's bytes as the connection hands them over (kernel-connection.ts): the pieces they came in. */
+function framePieces(value: unknown): value is Buffer[] {
+  return Array.isArray(value) && value.every((part) => Buffer.isBuffer(part));
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

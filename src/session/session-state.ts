@@ -9,6 +9,7 @@
  */
 
 import { ProtocolError } from '../errors.js';
+import { joinParts } from '../internal/line-splitter.js';
 import { SnapshotInvalidError } from '../snapshots/snapshot-errors.js';
 import type { SnapshotManifest } from '../snapshots/snapshot-store.js';
 import type { MountedVolume } from '../volumes/session-mounts.js';
@@ -87,18 +88,27 @@ export async function* readArchive(
   timeoutMs: number,
   overflow: (maxBytes: number) => Error = archiveOverflow,
 ): AsyncGenerator<Uint8Array> {
+  for await (const parts of readPieces(connection, maxBytes, timeoutMs, overflow)) yield joinParts(parts);
+}
+
+/** readArchive's chunks, each in the pieces it came in from the sandbox (a relay writes them on as they are). */
+async function* readPieces(
+  connection: KernelConnection,
+  maxBytes: number,
+  timeoutMs: number,
+  overflow: (maxBytes: number) => Error = archiveOverflow,
+): AsyncGenerator<Buffer[]> {
   let offset = 0;
   let pending = connection.request({ type: 'state-read', offset }, timeoutMs);
   try {
     for (;;) {
-      const { data: chunk, eof } = await pending;
-      offset += chunk.length;
+      const { parts, bytes, eof } = await pending;
+      offset += bytes;
       if (offset > maxBytes) throw overflow(maxBytes);
-      if (!eof && chunk.length === 0)
-        throw new ProtocolError('The sandbox sent an empty chunk of its snapshot archive.');
+      if (!eof && bytes === 0) throw new ProtocolError('The sandbox sent an empty chunk of its snapshot archive.');
       // The next chunk is asked for while the consumer writes this one.
       if (!eof) pending = connection.request({ type: 'state-read', offset }, timeoutMs);
-      if (chunk.length > 0) yield chunk;
+      if (bytes > 0) yield parts;
       if (eof) return;
     }
   } finally {
@@ -150,23 +160,24 @@ export async function writeFrames(
       const joined = Buffer.concat(pending);
       pending = [joined.subarray(FRAME_MAX_BYTES)];
       pendingBytes = joined.length - FRAME_MAX_BYTES;
-      await write(joined.subarray(0, FRAME_MAX_BYTES), false);
+      await write([joined.subarray(0, FRAME_MAX_BYTES)], false);
     }
   }
-  await write(Buffer.concat(pending), true);
+  await write([Buffer.concat(pending)], true);
   await frames.done();
 }
 
 /**
  * state-write frames, two in flight (the supervisor holds the next while what it feeds takes the
- * one before); `done` waits for every answer.
+ * one before); `done` waits for every answer. A frame may be given in pieces.
  */
 function frameWriter(connection: KernelConnection, timeoutMs: number) {
   const inFlight: Promise<unknown>[] = [];
   return {
-    async write(frame: Buffer, eof: boolean): Promise<void> {
+    async write(frame: readonly Buffer[], eof: boolean): Promise<void> {
       if (inFlight.length >= WRITES_IN_FLIGHT) await inFlight.shift();
-      const written = connection.request({ type: 'state-write', bytes: frame.length, eof }, timeoutMs, frame);
+      const bytes = frame.reduce((sum, part) => sum + part.length, 0);
+      const written = connection.request({ type: 'state-write', bytes, eof }, timeoutMs, frame);
       written.catch(() => undefined); // awaited in its turn
       inFlight.push(written);
     },
@@ -177,18 +188,18 @@ function frameWriter(connection: KernelConnection, timeoutMs: number) {
 }
 
 /**
- * A live sandbox's bytes into another's state pipe: each chunk as it comes, as its own frame (no
- * check waits at the end, as a snapshot's hash does), then an empty frame with `eof`.
+ * A live sandbox's bytes into another's state pipe: each chunk as it comes, as its own frame in the
+ * pieces it came in (no check waits at the end, as a snapshot's hash does), then an empty frame
+ * with `eof`.
  */
 async function relayFrames(
   target: KernelConnection,
-  source: AsyncIterable<Uint8Array>,
+  source: AsyncIterable<Buffer[]>,
   timeoutMs: number,
 ): Promise<void> {
   const frames = frameWriter(target, timeoutMs);
-  for await (const chunk of source)
-    await frames.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), false);
-  await frames.write(Buffer.alloc(0), true);
+  for await (const parts of source) await frames.write(parts, false);
+  await frames.write([], true);
   await frames.done();
 }
 
@@ -228,7 +239,7 @@ export async function pipeContext(
   const [, loaded] = await Promise.all([
     source.request({ type: 'state-save', context: context.id, path: from.path, stream: true }, timeoutMs),
     loadContext(target, '', context, timeoutMs, into.path),
-    relayFrames(target, readArchive(source, options.maxBytes, timeoutMs), timeoutMs),
+    relayFrames(target, readPieces(source, options.maxBytes, timeoutMs), timeoutMs),
   ]);
   return loaded;
 }

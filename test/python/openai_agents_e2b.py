@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import sys
 import tarfile
 import tempfile
@@ -113,6 +114,9 @@ async def main():
         seen["after_hydrate"] = await listed(state=BOTH_STATES)
 
 
-asyncio.run(main())
+try:
+    asyncio.run(main())
+finally:
+    shutil.rmtree(state_home, ignore_errors=True)
 print(json.dumps(seen))
 sys.exit(0)

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { resolveLimits, type SandboxLimits } from '../../src/backends/limits.js';
 import type { Sandbox, SandboxBackend, SandboxExit } from '../../src/backends/spec.js';
-import { LineSplitter } from '../../src/internal/line-splitter.js';
+import { joinParts, LineSplitter } from '../../src/internal/line-splitter.js';
 
 export type WireMessage = Record<string, unknown> & { type: string };
 
@@ -30,7 +30,7 @@ export class RawSandbox {
         const message = JSON.parse(line) as WireMessage;
         // The supervisor's reply announcing raw bytes (a snapshot's chunk): they follow the line, as `data`.
         if (message.type === 'reply' && message.context === undefined && typeof message.bytes === 'number') {
-          splitter.expectBytes(message.bytes, (data) => this.receive({ ...message, data }));
+          splitter.expectBytes(message.bytes, (parts) => this.receive({ ...message, data: joinParts(parts) }));
         } else {
           this.receive(message);
         }

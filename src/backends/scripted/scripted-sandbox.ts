@@ -5,7 +5,7 @@
  * `die()`.
  */
 import { PassThrough, Writable } from 'node:stream';
-import { LineSplitter } from '../../internal/line-splitter.js';
+import { joinParts, LineSplitter } from '../../internal/line-splitter.js';
 import type { ProtocolErrorMessage, ReadyEvent } from '../../session/kernel-messages.js';
 import type { Sandbox, SandboxExit, SandboxUsage } from '../spec.js';
 import type { ScriptedFileStore } from './file-store.js';
@@ -170,7 +170,7 @@ export class ScriptedSandbox implements Sandbox {
     // As the real supervisor reads it: a state-write's or file-write-chunk's line is followed by its bytes.
     const framed = request.type === 'state-write' || request.type === 'file-write-chunk';
     if (framed && typeof bytes === 'number' && Number.isSafeInteger(bytes) && bytes >= 0) {
-      this.splitter.expectBytes(bytes, (frame) => this.supervisor.receive(request, frame));
+      this.splitter.expectBytes(bytes, (parts) => this.supervisor.receive(request, joinParts(parts)));
       return;
     }
     this.supervisor.receive(request);
