@@ -304,7 +304,7 @@ describe('sandcell run --backend', () => {
   it('refuses an unknown backend, and --rootfs with docker, as usage errors', async () => {
     const unknown = await sandcell(['run', '-', '--backend', 'podman'], 'print(1)');
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain('bubblewrap, docker, auto');
+    expect(unknown.stderr).toContain('bubblewrap, docker, gvisor, auto');
     const mixed = await sandcell(['run', '-', '--backend', 'docker', '--rootfs', 'runtime'], 'print(1)');
     expect(mixed.code).toBe(2);
     expect(mixed.stderr).toContain('--rootfs applies to the bubblewrap backend');

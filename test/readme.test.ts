@@ -24,6 +24,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDockerBackend } from '../src/backends/docker/index.js';
+import { createGvisorBackend } from '../src/backends/gvisor/index.js';
 import { requiredBackends, unavailableReason } from './support/backends.js';
 import { type FakeProvider, startFakeOpenAI } from './support/fake-providers.js';
 import { commandsOf, readmeBlock, readmeBlocks, root, runShell, scratchClone } from './support/readme.js';
@@ -166,6 +167,21 @@ const RUNNERS: Record<string, () => Promise<void>> = {
       process.stderr.write(`[skipped] README run --backend docker: Docker is unavailable — ${dockerMissing}\n`);
       return;
     }
+    const result = await runShell(run!, { cwd: clone });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('Busiest days:');
+  },
+  gvisor: async () => {
+    const [doctor, run] = commandsOf(block('gvisor').code);
+    const gvisorMissing = await unavailableReason(createGvisorBackend());
+    if (gvisorMissing && !requiredBackends().includes('gvisor')) {
+      process.stderr.write(`[skipped] README run --backend gvisor: gVisor is unavailable — ${gvisorMissing}\n`);
+      return;
+    }
+    const checked = await runShell(doctor!, { cwd: clone });
+    expect(checked.code, checked.stdout + checked.stderr).toBe(0);
+    expect(checked.stdout).toMatch(/gVisor platform: (ptrace|kvm|systrap) \(/);
+    expect(checked.stdout).toContain('gVisor: a trial session started');
     const result = await runShell(run!, { cwd: clone });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain('Busiest days:');

@@ -14,7 +14,7 @@ describe('choosing a backend by name', () => {
 
   it('refuses an unknown name with the list of known ones', () => {
     expect(() => createBackend('podman')).toThrow(InvalidInputError);
-    expect(() => createBackend('podman')).toThrow(/bubblewrap, docker, auto/);
+    expect(() => createBackend('podman')).toThrow(/bubblewrap, docker, gvisor, auto/);
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * Choosing a backend by name: `bubblewrap`, `docker`, or `auto` (bubblewrap
+ * Choosing a backend by name: `bubblewrap`, `docker`, `gvisor`, or `auto` (bubblewrap
  * when usable here, else Docker), as the CLI's --backend, the library's
  * `backend` option and SANDCELL_BACKEND spell it. `resolveBackend` is the one
  * place a name, or the lack of one, becomes a backend: sessions, pools, the
@@ -11,9 +11,10 @@ import { onceUntilFailure } from '../internal/once-until-failure.js';
 import { type BubblewrapBackendOptions, createBubblewrapBackend } from './bubblewrap/index.js';
 import { createDockerBackend } from './docker/index.js';
 import type { DockerBackendSettings } from './docker/settings.js';
+import { createGvisorBackend, type GvisorBackendOptions } from './gvisor/index.js';
 import type { CreateVolumeOptions, Sandbox, SandboxBackend, SandboxVolume, StartSandboxOptions } from './spec.js';
 
-export const BACKEND_NAMES = ['bubblewrap', 'docker', 'auto'] as const;
+export const BACKEND_NAMES = ['bubblewrap', 'docker', 'gvisor', 'auto'] as const;
 export type BackendName = (typeof BACKEND_NAMES)[number];
 
 /** The backend used when neither an option nor SANDCELL_BACKEND names one. */
@@ -23,6 +24,7 @@ export interface BackendChoiceOptions {
   bubblewrap?: BubblewrapBackendOptions;
   /** A configured Docker client goes to `createDockerBackend` (`sandcell/docker`) instead. */
   docker?: DockerBackendSettings;
+  gvisor?: GvisorBackendOptions;
 }
 
 export function isBackendName(value: string): value is BackendName {
@@ -36,6 +38,7 @@ export function createBackend(name: string, options: BackendChoiceOptions = {}):
   }
   if (name === 'bubblewrap') return createBubblewrapBackend(options.bubblewrap);
   if (name === 'docker') return createDockerBackend(options.docker);
+  if (name === 'gvisor') return createGvisorBackend(options.gvisor);
   return new AutoBackend(options);
 }
 

@@ -20,7 +20,7 @@ export function addBackendOptions(command: Command): Command {
       .env('SANDCELL_BACKEND'),
     new Option(
       '--rootfs <dir>',
-      'bubblewrap: run on a runtime root filesystem instead of the host /usr (`runtime`: the one `sandcell image build --backend bubblewrap` built)',
+      'bubblewrap and gvisor: run on a runtime root filesystem instead of the host /usr (`runtime`: the one `sandcell image build --backend bubblewrap` built)',
     ).env('SANDCELL_ROOTFS'),
     new Option('--env <name>', 'the environment to run in (`sandcell env list`); default: the runtime itself').env(
       'SANDCELL_ENVIRONMENT',
@@ -43,7 +43,8 @@ export async function backendFromOptions(options: BackendCliOptions, quiet = fal
       '--rootfs applies to the bubblewrap backend; the Docker backend always runs on the runtime image.',
     );
   }
-  const backend = resolveBackend(name, options.rootfs ? { bubblewrap: { rootfs: options.rootfs } } : undefined);
+  const rootfs = options.rootfs;
+  const backend = resolveBackend(name, rootfs ? { bubblewrap: { rootfs }, gvisor: { rootfs } } : undefined);
   if (backend instanceof AutoBackend) {
     const { backend: chosen, reason } = await backend.selection();
     if (!quiet) process.stderr.write(dim(`sandcell: using the ${chosen.name} backend — ${reason}\n`, process.stderr));

@@ -14,6 +14,7 @@ import { olderRootfsVersions, olderRuntimeTags } from '../image/prune.js';
 import { formatBytes } from '../protocol/format-bytes.js';
 import { createSession } from '../session/session.js';
 import { checkEnvironments } from './doctor-environments.js';
+import { checkGvisor } from './doctor-gvisor.js';
 import { checkLanguages } from './doctor-languages.js';
 import { checkAllowHost, checkGateChannel, FORWARDER_PROBE, reportForwarder } from './doctor-network.js';
 import { EXIT_OK, EXIT_SANDBOX_FAILURE } from './exit-codes.js';
@@ -65,9 +66,12 @@ export async function doctorCommand(options: {
     nodeMajor >= 20 ? undefined : 'sandcell needs Node.js 20 or newer.',
   );
 
-  if (options.backend !== 'docker') await checkBubblewrap(add, options.rootfs);
+  if (options.backend === undefined || options.backend === 'bubblewrap') await checkBubblewrap(add, options.rootfs);
 
-  if (options.backend !== 'bubblewrap') await checkDocker(add, options.backend === 'docker');
+  if (options.backend === undefined || options.backend === 'docker')
+    await checkDocker(add, options.backend === 'docker');
+  if (options.backend === undefined || options.backend === 'gvisor')
+    await checkGvisor(add, options.backend === 'gvisor', options.rootfs);
 
   await checkEnvironments(add);
   await checkOlderBuilds(add, options.backend);
@@ -124,7 +128,7 @@ async function checkOlderBuilds(add: Add, backend: string | undefined): Promise<
     const rootfs = await olderRootfsVersions();
     if (rootfs.length > 0) counts.push(`${rootfs.length} root filesystem(s)`);
   }
-  if (backend !== 'bubblewrap') {
+  if (backend === undefined || backend === 'docker') {
     // An unreachable engine was said above.
     const tags = await connectDocker()
       .then(olderRuntimeTags)

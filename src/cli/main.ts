@@ -154,8 +154,8 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .addOption(
       new Option(
         '-b, --backend <name>',
-        'check only this backend (Docker problems are warnings unless it is named)',
-      ).choices(['bubblewrap', 'docker']),
+        'check only this backend (Docker and gVisor problems are warnings unless it is named)',
+      ).choices(['bubblewrap', 'docker', 'gvisor']),
     )
     .option('--rootfs <dir>', 'check bubblewrap on a runtime root filesystem (`runtime`: the built one)')
     .option('--store <location>', 'check the store `sandcell serve --store` would use (env SANDCELL_STORE)')

@@ -18,7 +18,7 @@ describe('choosing an environment for a session', () => {
     const attempt = createSession({ backend: createScriptedBackend(), environmentName: 'ml' });
     await expect(attempt).rejects.toThrow(BackendUnavailableError);
     await expect(createSession({ backend: createScriptedBackend(), environmentName: 'ml' })).rejects.toThrow(
-      /only bubblewrap and docker/,
+      /only bubblewrap, gvisor and docker/,
     );
   });
 });
@@ -31,7 +31,7 @@ describe('a pool and environments', () => {
       const warm = await pool.acquire();
       expect(warm.environment.name).toBe('default');
       // The scripted backend runs no built environment: the request reaches Session.create, which says so.
-      await expect(pool.acquire({ environment: 'ml' })).rejects.toThrow(/only bubblewrap and docker/);
+      await expect(pool.acquire({ environment: 'ml' })).rejects.toThrow(/only bubblewrap, gvisor and docker/);
     } finally {
       await pool.close();
     }

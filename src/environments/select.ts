@@ -1,8 +1,8 @@
 /**
  * A session's environment becomes its backend: the default environment is
  * the backend as configured; a built one is the same backend on the
- * environment's root (its root filesystem for bubblewrap, its image for
- * Docker), whatever root the backend itself was given.
+ * environment's root (its root filesystem for bubblewrap and gVisor, its
+ * image for Docker), whatever root the backend itself was given.
  */
 import type { SandboxBackend } from '../backends/spec.js';
 import { BackendUnavailableError } from '../errors.js';
@@ -34,10 +34,11 @@ export async function chooseEnvironment(
     return { backend: base, environment: defaultEnvironment(base.name, runtimeVersion()) };
   }
   await base.ensureAvailable({ signal: options.signal });
-  const backendName = base.name;
+  // gVisor runs bubblewrap's builds: both start sandboxes on a root filesystem directory.
+  const backendName = base.name === 'gvisor' ? 'bubblewrap' : base.name;
   if (!isEnvironmentBackend(backendName) || !base.withRoot) {
     throw new BackendUnavailableError(
-      `The ${backendName} backend cannot run built environments (only bubblewrap and docker can); leave out the environment ${name}.`,
+      `The ${base.name} backend cannot run built environments (only bubblewrap, gvisor and docker can); leave out the environment ${name}.`,
     );
   }
   const environment = await resolveEnvironment(name, { backend: backendName, storeDirectory: options.storeDirectory });

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { FileOperationError } from '../../src/errors.js';
 import { connectionsDuring, withHostSecret } from '../support/host-bait.js';
 import { attempt, canary } from './canary.js';
@@ -29,15 +29,45 @@ def probe(name, number, *args):
     print(name, "allowed" if result >= 0 else "denied:" + errno.errorcode.get(ctypes.get_errno(), "?"))
 `;
 
-export function runSecurityContract({ name, createBackend }: ContractOptions): void {
+/**
+ * What opening the supervisor's /proc files gives, where a backend's kernel differs from Linux: gVisor's
+ * /proc (its 2022 release) lets the same uid open PID 1's environ although the supervisor is not dumpable
+ * (what it shows is the options every kernel of the sandbox is started with, nothing the code's own kernel
+ * lacked), and refuses its donated host descriptors with ENXIO.
+ */
+export interface SupervisorProcOutcomes {
+  mem?: string;
+  'fd/1'?: string;
+  environ?: string;
+}
+
+export function runSecurityContract({
+  name,
+  createBackend,
+  supervisorProc = {},
+  knownGaps = {},
+}: ContractOptions & {
+  supervisorProc?: SupervisorProcOutcomes;
+  /**
+   * Cases this backend is known to fail, by name, each with why: they run and must fail (vitest's `fails`),
+   * so a gap closed without its entry removed fails too. For a backend being built, never to hide one.
+   */
+  knownGaps?: Record<string, string>;
+}): void {
   describe(`security contract: ${name}`, () => {
     const backend = createBackend();
+    beforeEach((context) => {
+      // What `it.fails` sets, set here by name: the runner reads it once the case has run.
+      if (Object.hasOwn(knownGaps, context.task.name)) (context.task as { fails?: boolean }).fails = true;
+    });
 
     it('runs as an unprivileged user with no capabilities, no_new_privs and seccomp', async () => {
       const execution = await attempt(
         backend,
-        'import os\nstatus = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)\n' +
-          'print(os.getuid(), os.geteuid(), status["CapEff"].strip(), status["CapBnd"].strip(), status["NoNewPrivs"].strip(), status["Seccomp"].strip())',
+        'import ctypes, os\nstatus = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)\n' +
+          '# PR_GET_NO_NEW_PRIVS: what the kernel holds, however its /proc words it (gVisor shows no NoNewPrivs line).\n' +
+          'no_new_privs = ctypes.CDLL(None, use_errno=True).prctl(39, 0, 0, 0, 0)\n' +
+          'print(os.getuid(), os.geteuid(), status["CapEff"].strip(), status["CapBnd"].strip(), no_new_privs, status["Seccomp"].strip())',
       );
       const [uid, euid, effective, bounding, noNewPrivs, seccomp] = execution.stdout.trim().split(' ');
       expect(uid).not.toBe('0');
@@ -191,8 +221,14 @@ print("after", kept)`,
           { timeoutMs: 20_000 },
         );
         expect(execution.status).toBe('ok');
+        const proc = {
+          mem: 'PermissionError',
+          'fd/1': 'PermissionError',
+          environ: 'PermissionError',
+          ...supervisorProc,
+        };
         expect(execution.stdout).toBe(
-          'before\nparent 1\nprlimit PermissionError\nmem PermissionError\nfd/1 PermissionError\nenviron PermissionError\nafter 42\n',
+          `before\nparent 1\nprlimit PermissionError\nmem ${proc.mem}\nfd/1 ${proc['fd/1']}\nenviron ${proc.environ}\nafter 42\n`,
         );
         expect(execution.stateLost).toBeUndefined();
         await canary(session);

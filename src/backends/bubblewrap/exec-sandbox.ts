@@ -79,7 +79,7 @@ export async function startByExec({
     });
     const encodedOptions = encodeArguments(commandLine.options);
     const bwrap = [prepared.bwrapPath, '--args', String(OPTIONS_DESCRIPTOR), '--', ...commandLine.command];
-    const [command, ...commandArguments] = launcher(volume.owner, cgroup, bwrap);
+    const [command, ...commandArguments] = launchCommand(volume.owner, cgroup, bwrap);
     const child = spawn(command as string, commandArguments, {
       stdio: ['pipe', 'pipe', 'pipe', filter, 'pipe', ...copied, ...(network ? ['pipe' as const] : [])],
       cwd: '/',
@@ -107,9 +107,14 @@ export async function startByExec({
  * A tiny shell raises its OOM score to the top (inherited by everything in
  * the sandbox; set as root it is also the floor the sandbox cannot go below),
  * joins the cgroups (before anything forks, so nothing escapes them), then, as
- * root, setpriv drops to the session's host uid; and it execs bwrap.
+ * root, setpriv drops to the session's host uid; and it execs bwrap (or, for
+ * gVisor, runsc, which stays root: no owner).
  */
-function launcher(owner: UidLease | undefined, cgroup: SandboxCgroup | undefined, bwrap: string[]): string[] {
+export function launchCommand(
+  owner: UidLease | undefined,
+  cgroup: SandboxCgroup | undefined,
+  bwrap: string[],
+): string[] {
   const script =
     `echo ${SANDBOX_OOM_SCORE_ADJ} > /proc/self/oom_score_adj || exit 96; ` +
     'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"';

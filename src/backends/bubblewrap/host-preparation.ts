@@ -116,7 +116,7 @@ async function checkUserNamespaces(bwrapPath: string, uidLeases: UidLeases | und
 }
 
 /** Checks a runtime root filesystem option and returns its directory (`/` for the host). */
-async function resolveSystemRoot(option: string | undefined): Promise<string> {
+export async function resolveSystemRoot(option: string | undefined): Promise<string> {
   if (!option || option === '/' || option === 'host') return '/';
   const directory = option === 'runtime' ? runtimeRootfsDirectory() : path.resolve(option);
   const python = path.join(directory, 'usr', 'bin', 'python3');

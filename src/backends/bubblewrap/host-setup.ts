@@ -43,15 +43,19 @@ export function which(command: string): string | undefined {
   return undefined;
 }
 
-function syntheticEtcFiles(): Record<string, string> {
+/**
+ * The sandbox's /etc files. Its user is `sandbox`, uid 1000 in bubblewrap's user namespace; a backend
+ * whose sandboxes run as the session's host uid itself (gVisor) names that uid `sandbox` instead.
+ */
+export function syntheticEtcFiles(uid = SANDBOX_UID, gid = SANDBOX_GID): Record<string, string> {
   return {
     passwd: [
       'root:x:0:0:root:/root:/usr/sbin/nologin',
-      `sandbox:x:${SANDBOX_UID}:${SANDBOX_GID}:sandbox:/tmp:/bin/sh`,
+      `sandbox:x:${uid}:${gid}:sandbox:/tmp:/bin/sh`,
       'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin',
       '',
     ].join('\n'),
-    group: ['root:x:0:', `sandbox:x:${SANDBOX_GID}:`, 'nogroup:x:65534:', ''].join('\n'),
+    group: ['root:x:0:', `sandbox:x:${gid}:`, 'nogroup:x:65534:', ''].join('\n'),
     hostname: `${SANDBOX_HOSTNAME}\n`,
     hosts: `127.0.0.1\tlocalhost ${SANDBOX_HOSTNAME}\n::1\tlocalhost ip6-localhost\n`,
     'nsswitch.conf': 'passwd: files\ngroup: files\nhosts: files\n',

@@ -21,18 +21,17 @@ import {
   offlineEnvironment,
   proxyEnvironment,
 } from '../../network/sandbox-proxy.js';
-import { sharedDataBudget } from '../data-budget.js';
-import { dataCapacityBytes, type SandboxLimits } from '../limits.js';
+import type { SandboxLimits } from '../limits.js';
 import { KERNEL_MOUNT, sandboxEnvironment } from '../sandbox-environment.js';
 import type { CreateVolumeOptions, Sandbox, SandboxBackend, StartSandboxOptions } from '../spec.js';
 import { sandboxFileSources } from './arguments.js';
-import { SandboxCgroup, SessionCgroup } from './cgroup.js';
+import { SandboxCgroup } from './cgroup.js';
 import { startByExec } from './exec-sandbox.js';
 import { ForkTemplate } from './fork-template.js';
 import { ForkedSandbox } from './forked-sandbox.js';
 import { type BubblewrapHostReport, prepareHost } from './host-preparation.js';
 import { type BubblewrapBackendOptions, startMode } from './options.js';
-import { BubblewrapVolume } from './volume.js';
+import { BubblewrapVolume, createSessionVolume } from './volume.js';
 
 export type { BubblewrapHostReport } from './host-preparation.js';
 export type { BubblewrapBackendOptions, StartMode } from './options.js';
@@ -76,32 +75,11 @@ export class BubblewrapBackend implements SandboxBackend {
   /** The session's storage, which holds the session's host uid (as root) for its whole life. */
   async createVolume(options: CreateVolumeOptions): Promise<BubblewrapVolume> {
     const prepared = await this.prepare();
-    const owner = await prepared.uidLeases?.acquire(`bubblewrap session ${options.sessionId}`);
-    // The session's memory budget: every kernel it starts, and its files, stay within memoryBytes together.
-    const memoryBudget = prepared.cgroups
-      ? await SessionCgroup.create(
-          prepared.cgroups,
-          `sandcell-${process.pid}-${options.sessionId.slice(0, 16)}-${randomUUID().slice(0, 6)}`,
-          options.limits.memoryBytes,
-        ).catch(async (error) => {
-          await owner?.release();
-          throw error;
-        })
-      : undefined;
-    try {
-      return await BubblewrapVolume.create({
-        sessionsDirectory: prepared.runtime.sessionsDirectory,
-        sessionId: options.sessionId,
-        dataBytes: dataCapacityBytes(options.limits),
-        owner,
-        memoryBudget,
-        dataBudget: sharedDataBudget(),
-      });
-    } catch (error) {
-      await memoryBudget?.remove();
-      await owner?.release();
-      throw error;
-    }
+    return createSessionVolume(
+      { ...prepared, sessionsDirectory: prepared.runtime.sessionsDirectory },
+      options,
+      'bubblewrap',
+    );
   }
 
   async start(options: StartSandboxOptions): Promise<Sandbox> {
@@ -121,17 +99,7 @@ export class BubblewrapBackend implements SandboxBackend {
       : undefined;
     try {
       const network = options.network;
-      const kernelOptions = {
-        ...options.kernelOptions,
-        limits: rlimitsFor(limits, cgroup),
-        ...(network ? { network: forwarderOptions() } : {}),
-        ...(options.ingress ? { ingress: { socket: INGRESS_SOCKET_MOUNT } } : {}),
-      };
-      // A session's own variables may change pip's offline default, not the gate's proxy settings.
-      const extra = network
-        ? { ...options.environment, ...proxyEnvironment(), ...network.environment }
-        : { ...offlineEnvironment(), ...options.environment };
-      const environment = sandboxEnvironment({ kernelOptions, threads: limits.cpus, extra });
+      const environment = startEnvironment(options, cgroup);
       const bundle = network ? await certificateBundle(prepared.systemRoot, network.trustedCertificates) : undefined;
       const owner = options.volume.owner;
       if (!owner && startMode(this.options) === 'fork') {
@@ -181,7 +149,33 @@ export class BubblewrapBackend implements SandboxBackend {
   }
 }
 
-/** Limits the kernel applies to itself with setrlimit before user code runs. */
+/**
+ * The sandbox's environment variables for a start: the kernel's options (its rlimits, the forwarder's and the
+ * ingress's sockets) among them, the gate's proxy settings with a network, and `preload` (gVisor's shim) first.
+ */
+export function startEnvironment(
+  options: StartSandboxOptions,
+  cgroup: SandboxCgroup | undefined,
+  preload: Record<string, string> = {},
+): Record<string, string> {
+  const network = options.network;
+  const kernelOptions = {
+    ...options.kernelOptions,
+    limits: rlimitsFor(options.limits, cgroup),
+    ...(network ? { network: forwarderOptions() } : {}),
+    ...(options.ingress ? { ingress: { socket: INGRESS_SOCKET_MOUNT } } : {}),
+  };
+  // A session's own variables may change pip's offline default, not the gate's proxy settings.
+  const extra = {
+    ...preload,
+    ...(network
+      ? { ...options.environment, ...proxyEnvironment(), ...network.environment }
+      : { ...offlineEnvironment(), ...options.environment }),
+  };
+  return sandboxEnvironment({ kernelOptions, threads: options.limits.cpus, extra });
+}
+
+/** Limits the kernel applies to itself with setrlimit before user code runs (gVisor's Sentry keeps them too). */
 function rlimitsFor(limits: SandboxLimits, cgroup: SandboxCgroup | undefined): Record<string, number> {
   return {
     processes: limits.processes,

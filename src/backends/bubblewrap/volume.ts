@@ -6,7 +6,7 @@
  * session's life, so every kernel of the session runs as the same uid, and
  * releases it with the storage. Without root it is a plain directory, capped per file by
  * RLIMIT_FSIZE only (doctor says so). Either way it outlives kernel restarts
- * and goes with dispose().
+ * and goes with dispose(). gVisor's sessions use it too (createSessionVolume).
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -15,11 +15,12 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxStartError } from '../../errors.js';
 import { sweepDeadOwnersEntries } from '../../internal/process-alive.js';
-import type { DataBudget, DataLease } from '../data-budget.js';
-import type { SandboxVolume } from '../spec.js';
+import { type DataBudget, type DataLease, sharedDataBudget } from '../data-budget.js';
+import { dataCapacityBytes } from '../limits.js';
+import type { CreateVolumeOptions, SandboxVolume } from '../spec.js';
 import { resizeTmpfs, tmpfsUsedBytes } from '../tmpfs.js';
-import type { UidLease } from '../uid-leases.js';
-import type { SessionCgroup } from './cgroup.js';
+import type { UidLease, UidLeases } from '../uid-leases.js';
+import { type CgroupLayout, SessionCgroup } from './cgroup.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -119,4 +120,41 @@ async function removeVolumeDirectory(directory: string, mounted: boolean): Promi
 /** Removes volumes whose owning sandcell process is gone. */
 export function sweepStaleVolumes(sessionsDirectory: string, mounted: boolean): Promise<void> {
   return sweepDeadOwnersEntries(sessionsDirectory, /^(\d+)-/, (directory) => removeVolumeDirectory(directory, mounted));
+}
+
+/**
+ * A session's volume with what it holds for the session's life: its host uid (leased, as root) and its memory
+ * budget (a session cgroup, where there are cgroups). Bubblewrap's and gVisor's sessions are made alike.
+ */
+export async function createSessionVolume(
+  host: { uidLeases?: UidLeases; cgroups?: CgroupLayout; sessionsDirectory: string },
+  options: CreateVolumeOptions,
+  label: string,
+): Promise<BubblewrapVolume> {
+  const owner = await host.uidLeases?.acquire(`${label} session ${options.sessionId}`);
+  // The session's memory budget: every kernel it starts, and its files, stay within memoryBytes together.
+  const memoryBudget = host.cgroups
+    ? await SessionCgroup.create(
+        host.cgroups,
+        `sandcell-${process.pid}-${options.sessionId.slice(0, 16)}-${randomUUID().slice(0, 6)}`,
+        options.limits.memoryBytes,
+      ).catch(async (error) => {
+        await owner?.release();
+        throw error;
+      })
+    : undefined;
+  try {
+    return await BubblewrapVolume.create({
+      sessionsDirectory: host.sessionsDirectory,
+      sessionId: options.sessionId,
+      dataBytes: dataCapacityBytes(options.limits),
+      owner,
+      memoryBudget,
+      dataBudget: sharedDataBudget(),
+    });
+  } catch (error) {
+    await memoryBudget?.remove();
+    await owner?.release();
+    throw error;
+  }
 }

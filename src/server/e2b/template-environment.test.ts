@@ -34,7 +34,7 @@ describe("E2B's templateID", () => {
   it('another template names an environment; a malformed one is refused with 400', async () => {
     const built = await create('ml');
     expect(built.status).toBe(503);
-    expect(((await built.json()) as Json).message).toMatch(/only bubblewrap and docker/);
+    expect(((await built.json()) as Json).message).toMatch(/only bubblewrap, gvisor and docker/);
     const malformed = await create('Not An Environment!');
     expect(malformed.status).toBe(400);
     expect(((await malformed.json()) as Json).message).toMatch(/neither a default template .* nor an environment name/);

@@ -57,6 +57,6 @@ describe('kernelspecs per environment', () => {
       body: JSON.stringify({ name: 'python3-ml' }),
     });
     expect(response.status).toBe(503);
-    expect(await response.text()).toMatch(/only bubblewrap and docker/);
+    expect(await response.text()).toMatch(/only bubblewrap, gvisor and docker/);
   });
 });

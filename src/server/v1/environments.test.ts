@@ -76,7 +76,7 @@ describe('environments over /v1', () => {
   it('a session in a built environment on a backend that cannot run one is refused with the reason', async () => {
     const refused = await api('/v1/sessions', { method: 'POST', json: { environment: 'ml' } });
     expect(refused.status).toBe(503);
-    expect(((await refused.json()) as Json).error.message).toMatch(/only bubblewrap and docker/);
+    expect(((await refused.json()) as Json).error.message).toMatch(/only bubblewrap, gvisor and docker/);
   });
 
   it("says what an environment from an image or a Dockerfile is, without the Dockerfile's host path", async () => {
