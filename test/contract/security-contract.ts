@@ -9,12 +9,12 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FileOperationError } from '../../src/errors.js';
 import { connectionsDuring, withHostSecret } from '../support/host-bait.js';
 import { attempt, canary } from './canary.js';
 import { commandSecurityCases } from './command-security-cases.js';
-import { type ContractOptions, withSession } from './contract-support.js';
+import { type ContractOptions, markKnownGaps, withSession } from './contract-support.js';
 import { languageSecurityCases } from './language-security-cases.js';
 import { resourceLimitCases } from './resource-limit-cases.js';
 
@@ -48,18 +48,12 @@ export function runSecurityContract({
   knownGaps = {},
 }: ContractOptions & {
   supervisorProc?: SupervisorProcOutcomes;
-  /**
-   * Cases this backend is known to fail, by name, each with why: they run and must fail (vitest's `fails`),
-   * so a gap closed without its entry removed fails too. For a backend being built, never to hide one.
-   */
+  /** Cases this backend is known to fail (markKnownGaps). */
   knownGaps?: Record<string, string>;
 }): void {
   describe(`security contract: ${name}`, () => {
     const backend = createBackend();
-    beforeEach((context) => {
-      // What `it.fails` sets, set here by name: the runner reads it once the case has run.
-      if (Object.hasOwn(knownGaps, context.task.name)) (context.task as { fails?: boolean }).fails = true;
-    });
+    markKnownGaps(knownGaps);
 
     it('runs as an unprivileged user with no capabilities, no_new_privs and seccomp', async () => {
       const execution = await attempt(
