@@ -26,7 +26,13 @@ import { claimedPorts } from './ports/port-address.js';
 import { PortDoor } from './ports/port-door.js';
 import { terminalUpgrades } from './terminals/terminal-upgrades.js';
 
-const CONNECTIONS_DRAIN_MS = 2_000;
+/**
+ * How long a stopping server waits for the requests it still answers before it cuts their connections. A
+ * cluster node keeps taking requests until its sessions are paused, and sends them on to the peers that
+ * resume those sessions: such a run can still be under way here, and on a loaded machine it took longer
+ * than the 2 s this once was (a client behind HAProxy saw its connection cut mid-answer).
+ */
+const CONNECTIONS_DRAIN_MS = 10_000;
 /** How long a client may keep a connection idle for its next request (Node's own default), as every answer says. */
 const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 /**
@@ -225,7 +231,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       channels.close();
       terminals.close();
       jupyter.terminals.closeAll();
-      // Answers of the executions that finished are on their way: give them a moment, then cut.
+      // Answers still on their way, and runs sent on to peers: wait for them (bounded), then cut.
       const idle = setInterval(() => httpServer.closeIdleConnections(), 50);
       await Promise.race([connectionsClosed, new Promise((resolve) => setTimeout(resolve, CONNECTIONS_DRAIN_MS))]);
       clearInterval(idle);
