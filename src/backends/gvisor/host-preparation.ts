@@ -8,6 +8,7 @@
 import { access, copyFile, mkdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { BackendUnavailableError } from '../../errors.js';
+import { HOST_ETC_FILES } from '../bubblewrap/arguments.js';
 import { type CgroupLayout, detectCgroups, sweepStaleCgroups } from '../bubblewrap/cgroup.js';
 import { resolveSystemRoot } from '../bubblewrap/host-preparation.js';
 import {
@@ -22,7 +23,7 @@ import {
 import { sweepStaleVolumes } from '../bubblewrap/volume.js';
 import { checkUidRangeIsFree, resolveUidRange, UidLeases } from '../uid-leases.js';
 import { sweepStaleBundles } from './bundle.js';
-import { HOST_ETC_FILES, SECCOMP_FILTER_NAME } from './oci-spec.js';
+import { SECCOMP_FILTER_NAME } from './oci-spec.js';
 import { type GvisorBackendOptions, platformChoice } from './options.js';
 import { type PlatformSelection, selectPlatformOnce } from './platform.js';
 import { type RunscHost, runscVersion } from './runsc.js';

@@ -16,7 +16,6 @@ import path from 'node:path';
 import { SECCOMP_LOADER } from '../../kernel/index.js';
 import { INGRESS_SOCKET_MOUNT } from '../../network/ingress.js';
 import { GATE_SOCKET_MOUNT } from '../../network/sandbox-proxy.js';
-import { HOST_ETC_FILES } from '../bubblewrap/arguments.js';
 import {
   DATA_MOUNT,
   HOME_USER_MOUNT,
@@ -33,7 +32,7 @@ export interface OciSpecInput {
   rootDirectory: string;
   /** Where /usr and the host's /etc files come from: `/` or a runtime root filesystem. */
   systemRoot: string;
-  /** The host /etc entries of HOST_ETC_FILES that exist under systemRoot (bound only when present). */
+  /** The host /etc entries of bubblewrap's HOST_ETC_FILES that exist under systemRoot (bound only when present). */
   presentEtcFiles: readonly string[];
   /** Files bound in read-only: path inside → host path. */
   files: Record<string, string>;
@@ -154,5 +153,3 @@ export const SKELETON_LINKS: Record<string, string> = {
   [HOME_USER_MOUNT.slice(1)]: `..${DATA_MOUNT}`,
   [WORKSPACE_MOUNT.slice(1)]: DATA_MOUNT.slice(1),
 };
-
-export { HOST_ETC_FILES };

@@ -13,7 +13,7 @@ import { access, readFile, rename, writeFile } from 'node:fs/promises';
 import { BackendUnavailableError } from '../../errors.js';
 import { bootId } from '../../internal/process-alive.js';
 import { SandboxBundle } from './bundle.js';
-import { buildOciSpec, HOST_ETC_FILES } from './oci-spec.js';
+import { buildOciSpec } from './oci-spec.js';
 import type { GvisorPlatform, GvisorPlatformChoice } from './options.js';
 import { deleteSandbox, type RunscHost, runscFlags, runscPlatforms } from './runsc.js';
 
@@ -98,7 +98,7 @@ async function trialRun(host: TrialHost & { platform: GvisorPlatform }): Promise
       buildOciSpec({
         rootDirectory: bundle.rootDirectory,
         systemRoot: host.systemRoot,
-        presentEtcFiles: HOST_ETC_FILES.filter((name) => name === 'ld.so.cache'),
+        presentEtcFiles: ['ld.so.cache'],
         files: {},
         dataDirectory: bundle.rootDirectory,
         tmpBytes: 1 << 20,
