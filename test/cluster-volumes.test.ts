@@ -114,9 +114,8 @@ describeWhenAvailable('volumes in a cluster of nodes behind HAProxy', 'bubblewra
     // Back under its name and state directory: the volumes, their files, and the paused session.
     await cluster.startNode(index);
     await cluster.served(NODES);
-    expect((await cluster.run(paused, 'print(open("/mnt/shared/note.txt").read())')).json.stdout).toBe(
-      'from a sandbox\n',
-    );
+    const back = await cluster.run(paused, 'print(open("/mnt/shared/note.txt").read())');
+    expect(back.json.stdout, JSON.stringify(back)).toBe('from a sandbox\n');
     expect(await connected.readFile('/written.txt')).toBe('by the content API');
     for (const id of [...sessions, other.id])
       expect((await call(`/v1/sessions/${id}`, undefined, 'DELETE')).status).toBe(204);

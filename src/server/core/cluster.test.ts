@@ -66,4 +66,15 @@ describe('Cluster: who is alive', () => {
     expect(bee.livePeers()).toEqual([]);
     await Promise.all([ant.stop(), bee.stop()]);
   });
+
+  it('a node that joins just after a reading is found by the next question, not taken for gone', async () => {
+    const node = nodesOn(mkdtempSync(path.join(scratch, 'joined-')));
+    const ant = node('ant');
+    const bee = node('bee');
+    await bee.start();
+    // bee has just read the records (none but its own); ant joins, and bee is asked about it at once.
+    await ant.start();
+    expect(await bee.isAlive('ant')).toBe(true);
+    await Promise.all([ant.stop(), bee.stop()]);
+  });
 });

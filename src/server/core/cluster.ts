@@ -157,10 +157,16 @@ export class Cluster {
     return this.alive(this.peers.get(tag));
   }
 
-  /** Reads the store's nodes now (at most every REFRESH_MS: ids with made-up tags cannot make it list the store at will). */
+  /**
+   * Reads the store's nodes, at most every REFRESH_MS (ids with made-up tags cannot make it list the
+   * store at will). Asked sooner, it waits for the next reading rather than answering from the last:
+   * a node that joined just after it (one restarted, say) is found, not taken for gone.
+   */
   private async refresh(): Promise<void> {
-    if (this.stopped || Date.now() - this.refreshedAt < REFRESH_MS) return;
-    this.beating ??= this.beat()
+    if (this.stopped) return;
+    const wait = this.refreshedAt + REFRESH_MS - Date.now();
+    this.beating ??= (wait > 0 ? new Promise((resolve) => setTimeout(resolve, wait)) : Promise.resolve())
+      .then(() => this.beat())
       .catch((error: Error) => this.options.logger.warn({ error: error.message }, 'cluster heartbeat failed'))
       .finally(() => {
         this.beating = undefined;
