@@ -234,7 +234,10 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
       // Answers still on their way, and runs sent on to peers: wait for them (bounded), then cut.
       const idle = setInterval(() => httpServer.closeIdleConnections(), 50);
       let cutAfter: NodeJS.Timeout | undefined;
-      await Promise.race([connectionsClosed, new Promise((resolve) => (cutAfter = setTimeout(resolve, CONNECTIONS_DRAIN_MS)))]);
+      await Promise.race([
+        connectionsClosed,
+        new Promise((resolve) => (cutAfter = setTimeout(resolve, CONNECTIONS_DRAIN_MS))),
+      ]);
       // The bound must not outlive the wait: a pending timer would keep the process from exiting.
       clearTimeout(cutAfter);
       clearInterval(idle);
