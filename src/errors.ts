@@ -42,6 +42,8 @@ export type SandcellErrorCode =
   | 'snapshot-not-found'
   | 'snapshot-invalid'
   | 'snapshot-too-large'
+  | 'snapshot-failed'
+  | 'snapshot-incompatible'
   | 'session-lost'
   // Volumes (src/volumes/volume-errors.ts).
   | 'volume-not-found'

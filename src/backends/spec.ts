@@ -44,7 +44,27 @@ export interface SandboxBackend {
    * mounted. Without it a session with volumes is refused (a remote Docker Engine sees none of this host's).
    */
   readonly mountsDirectories?: boolean;
+
+  /**
+   * Starts a sandbox from a checkpoint one of its sandboxes wrote (Sandbox.checkpoint): its
+   * processes, memory and open files as they were, on `options.volume` (which must hold the files the
+   * checkpoint's sandbox had open). Its supervisor does not announce itself again: it goes on where it
+   * was. Optional: a backend without it keeps state by the kernels' own save and load.
+   */
+  restore?(options: StartSandboxOptions, checkpoint: SandboxCheckpoint): Promise<Sandbox>;
 }
+
+/** A whole sandbox as its runtime saved it (gVisor's checkpoint), ready to be restored. */
+export interface SandboxCheckpoint {
+  /** The snapshot it came from, for messages. */
+  snapshotId: string;
+  /** A host directory holding the runtime's image files, each a plain file. */
+  directory: string;
+  /** What the backend needs beside the image to restore it (the uid it ran as, the runtime's version). */
+  about: CheckpointAbout;
+}
+
+export type CheckpointAbout = Record<string, string | number>;
 
 /** How a root other than sandcell's own is run (`withRoot`). */
 export interface RootOptions {
@@ -156,6 +176,11 @@ export interface Sandbox {
    * for memory while the sandbox lives on, and this is how the host says so.
    */
   oomKills?(): Promise<number>;
+  /**
+   * Saves the whole sandbox into `directory` (an empty host directory) and ends it, where the backend
+   * can (its `restore` takes what this returns). The caller makes sure nothing runs in it meanwhile.
+   */
+  checkpoint?(directory: string): Promise<CheckpointAbout>;
 }
 
 export interface SandboxUsage {

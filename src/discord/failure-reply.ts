@@ -52,6 +52,8 @@ const TELLING: Readonly<Record<SandcellErrorCode, Telling>> = {
   'snapshot-not-found': 'log',
   'snapshot-invalid': 'log',
   'snapshot-too-large': 'log',
+  'snapshot-failed': 'log',
+  'snapshot-incompatible': 'log',
   'session-lost': 'say',
   // The bot mounts no volumes.
   'volume-not-found': 'log',

@@ -76,8 +76,13 @@ class Supervisor:
         self.outgoing = []
         self.loop.after_round = self.flush
         self.loop.on_error = self.internal_error
-        self.host = LineReader(0, self.host_line_limit, self.on_host_line, self.on_host_oversize)
-        self.loop.register(0, READABLE, self.on_host_readable)
+        host_input = 0
+        if options.get("hostInputThread") is True:
+            from sandcell_host_pump import pumped_host_input
+
+            host_input = pumped_host_input()
+        self.host = LineReader(host_input, self.host_line_limit, self.on_host_line, self.on_host_oversize)
+        self.loop.register(host_input, READABLE, self.on_host_readable)
 
     # --- the host channel ---------------------------------------------------
     def send(self, message):

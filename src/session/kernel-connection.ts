@@ -106,7 +106,13 @@ export class KernelConnection {
 
   constructor(
     readonly sandbox: Sandbox,
-    options: { messageLimits: MessageLimits; startTimeoutMs: number; liveness: LivenessOptions },
+    options: {
+      messageLimits: MessageLimits;
+      startTimeoutMs: number;
+      liveness: LivenessOptions;
+      /** A sandbox restored from a checkpoint: its supervisor announced itself before (this), and goes on. */
+      restored?: ReadyEvent;
+    },
   ) {
     this.liveness = options.liveness;
     let markReady: (message: ReadyEvent) => void = () => undefined;
@@ -116,6 +122,10 @@ export class KernelConnection {
       failReady = reject;
     });
     this.ready.catch(() => undefined);
+    if (options.restored) {
+      this.readyEvent = options.restored;
+      markReady(options.restored);
+    }
 
     const { executionMessageBytes, replyMessageBytes } = options.messageLimits;
     const onLine = (line: string, bytes: number) => {
@@ -220,6 +230,11 @@ export class KernelConnection {
 
   get exit(): SandboxExit | undefined {
     return this.exitInfo;
+  }
+
+  /** What the supervisor said when it started (a checkpoint keeps it: a restored one does not say it again). */
+  get announced(): ReadyEvent | undefined {
+    return this.readyEvent;
   }
 
   /** The languages whose runtime this sandbox has (language → version or null), once it is ready. */

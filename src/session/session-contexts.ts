@@ -18,6 +18,7 @@ import {
 } from './languages.js';
 import { checkEnvironment, checkWorkingDirectory } from './sandbox-inputs.js';
 import { type ContextInfo, type CreateContextOptions, SessionContext } from './session-context.js';
+import type { SavedContext } from './session-state.js';
 import { stateLostIn } from './state-loss.js';
 
 /** What the contexts need of their session. */
@@ -114,6 +115,22 @@ export class SessionContexts {
     }
     const context = existing ?? this.add(new SessionContext(saved.id, saved.language, saved.cwd, saved.env));
     await this.ensureLive(context);
+    return context;
+  }
+
+  /**
+   * A context whose kernel came back with its whole sandbox (a checkpoint restored into `connection`):
+   * taken up as the snapshot had it, its count of runs included, with nothing lost to report.
+   */
+  adopt(saved: SavedContext, connection: KernelConnection): SessionContext {
+    const existing = this.contexts.get(saved.id);
+    const context =
+      existing && existing.language === saved.language
+        ? existing
+        : this.add(new SessionContext(saved.id, saved.language, saved.cwd), true);
+    context.started(connection);
+    context.executionCount = saved.executionCount;
+    context.stateLossNote = undefined;
     return context;
   }
 

@@ -5,13 +5,23 @@
  * next run says so, commands end with it. A sandbox sandcell ended on purpose
  * carries why (`retire`), which words those ends.
  */
-import type { SandboxBackend, SandboxExit, SandboxIngress, SandboxMount, SandboxVolume } from '../backends/spec.js';
+import type {
+  CheckpointAbout,
+  Sandbox,
+  SandboxBackend,
+  SandboxCheckpoint,
+  SandboxExit,
+  SandboxIngress,
+  SandboxMount,
+  SandboxVolume,
+  StartSandboxOptions,
+} from '../backends/spec.js';
 import { SandboxCrashedError, SandboxStartError, SandcellError, SessionClosedError } from '../errors.js';
 import { KERNEL_PROTOCOL_VERSION } from '../kernel/index.js';
 import type { SandboxNetwork } from '../network/gate-channel.js';
 import type { CommandRegistry } from './commands.js';
 import { KernelConnection } from './kernel-connection.js';
-import type { ContextExitEvent } from './kernel-protocol.js';
+import type { ContextExitEvent, ReadyEvent } from './kernel-protocol.js';
 import type { ResolvedSessionOptions } from './options.js';
 import { messageLimits } from './output-limits.js';
 import type { SessionContext } from './session-context.js';
@@ -107,9 +117,63 @@ export class SessionSandbox {
     }
   }
 
-  private async start(): Promise<KernelConnection> {
-    const { backend, volume, options, deaths } = this.host;
-    const sandbox = await backend.start({
+  /** The backend's name, as snapshots record it. */
+  get backendName(): string {
+    return this.host.backend.name;
+  }
+
+  /** Whether `connection`'s sandbox can be checkpointed whole, and restored by this session's backend. */
+  keepsCheckpoints(connection: KernelConnection): boolean {
+    return Boolean(connection.sandbox.checkpoint && this.host.backend.restore);
+  }
+
+  /**
+   * Saves the whole sandbox into `directory` (Sandbox.checkpoint), which ends it; the caller has made
+   * sure nothing runs in it. Undefined where the sandbox cannot (its backend keeps no checkpoints).
+   */
+  async checkpoint(connection: KernelConnection, directory: string): Promise<CheckpointAbout | undefined> {
+    if (!connection.sandbox.checkpoint || !this.host.backend.restore) return undefined;
+    this.retired.set(connection, { kind: 'restart' });
+    try {
+      return await connection.sandbox.checkpoint(directory);
+    } catch (error) {
+      // Not ended on purpose after all: where the failed checkpoint ended it, its end is a loss, said as one.
+      this.retired.delete(connection);
+      if (!connection.alive) {
+        for (const context of this.host.contexts.all()) {
+          if (context.connection === connection && !context.running)
+            context.stateLossNote = `Between runs, a snapshot's checkpoint failed and ended the sandbox (${(error as Error).message}); a new sandbox replaced it, so ${stateLostIn(context.id)}`;
+        }
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * Replaces the sandbox with one restored from `checkpoint`, whose supervisor announced `ready` when it
+   * first started; its contexts are the caller's to take up (SessionContexts.adopt).
+   */
+  async restore(checkpoint: SandboxCheckpoint, ready: ReadyEvent): Promise<KernelConnection> {
+    const { backend } = this.host;
+    if (!backend.restore) throw new SandboxStartError(`The ${backend.name} backend restores no checkpoints.`);
+    await this.starting?.catch(() => undefined);
+    await this.end({ kind: 'restart' });
+    const restoring = (async () => {
+      const sandbox = await (backend.restore as NonNullable<SandboxBackend['restore']>)(
+        this.startOptions(),
+        checkpoint,
+      );
+      return this.connect(sandbox, ready);
+    })();
+    this.starting = restoring.finally(() => {
+      this.starting = undefined;
+    });
+    return restoring;
+  }
+
+  private startOptions(): StartSandboxOptions {
+    const { volume, options } = this.host;
+    return {
       volume,
       limits: options.limits,
       kernelOptions: {
@@ -123,11 +187,21 @@ export class SessionSandbox {
       ...(this.host.network ? { network: this.host.network } : {}),
       ...(this.host.ingress ? { ingress: this.host.ingress } : {}),
       ...(this.host.mounts.length > 0 ? { mounts: this.host.mounts } : {}),
-    });
+    };
+  }
+
+  private async start(): Promise<KernelConnection> {
+    return this.connect(await this.host.backend.start(this.startOptions()));
+  }
+
+  /** The connection to a sandbox just started (or, with `restored`, restored), once its supervisor is ready. */
+  private async connect(sandbox: Sandbox, restored?: ReadyEvent): Promise<KernelConnection> {
+    const { options, deaths } = this.host;
     const connection = new KernelConnection(sandbox, {
       messageLimits: messageLimits(options),
       startTimeoutMs: options.startTimeoutMs,
       liveness: { quietMs: options.livenessCheckMs, answerMs: options.livenessTimeoutMs },
+      ...(restored ? { restored } : {}),
     });
     try {
       const ready = await connection.ready;
@@ -148,7 +222,7 @@ export class SessionSandbox {
     connection.onContextExit((event) => void this.contextExited(connection, event));
     connection.onContextStopped((context) => void this.contextStopped(connection, context));
     void connection.exited.then((exit) => this.ended(connection, exit));
-    this.host.contexts.sandboxStarted(connection);
+    if (!restored) this.host.contexts.sandboxStarted(connection);
     this.connection = connection;
     return connection;
   }

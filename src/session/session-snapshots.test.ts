@@ -84,6 +84,7 @@ describe('snapshots of a session (scripted backend)', () => {
     sessions.push(resumed);
     expect(resumed.restored).toEqual({
       snapshotId: info.id,
+      kind: 'kernel-state',
       contexts: [
         { id: 'python', language: 'python', restored: ['x'], skipped: [{ name: 'callback', reason: 'function' }] },
       ],

@@ -9,18 +9,20 @@
 import { InvalidInputError, SessionClosedError, TimeoutError } from '../errors.js';
 import { localSnapshotStore } from '../snapshots/local-snapshots.js';
 import { SnapshotTooLargeError } from '../snapshots/snapshot-errors.js';
-import type { SnapshotManifest, SnapshotStore } from '../snapshots/snapshot-store.js';
+import type { SnapshotManifest, SnapshotStore, SnapshotWriter } from '../snapshots/snapshot-store.js';
 import type { MountedVolume } from '../volumes/session-mounts.js';
 import type { CommandRegistry } from './commands.js';
 import type { KernelConnection } from './kernel-connection.js';
 import { DEFAULT_CONTEXT } from './languages.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, type ResolvedSessionOptions } from './options.js';
+import { loadCheckpoint, type PartBound, writeCheckpoint } from './session-checkpoints.js';
 import type { SessionContext } from './session-context.js';
 import type { SessionContexts } from './session-contexts.js';
 import type { SessionSandbox } from './session-sandbox.js';
 import {
   ARCHIVE_PART,
   ARCHIVE_SLACK_BYTES,
+  type CheckpointDetails,
   endState,
   loadContext,
   pipeContext,
@@ -31,6 +33,7 @@ import {
   type SavedContext,
   type SnapshotDetails,
   type SnapshotInfo,
+  type SnapshotKind,
   saveContexts,
   snapshotInfo,
   writeArchive,
@@ -106,17 +109,19 @@ export class SessionSnapshots {
   snapshot(options: SnapshotOptions): Promise<SnapshotInfo> {
     // In each context's queue from this call on: a run asked for after it is not in it.
     return this.quiesced(async (connection) =>
-      this.write(options.snapshots ?? (await this.store()), connection, options),
+      this.write(options.snapshots ?? (await this.store()), connection, options, true),
     );
   }
 
   /** See Session.pause. */
   pause(options: SnapshotOptions): Promise<SnapshotInfo> {
     return this.quiesced(async (connection) => {
-      const written = await this.write(options.snapshots ?? (await this.store()), connection, options);
-      this.host.terminals.endAll(
-        "the session was paused, and a terminal's processes are not kept by a pause: open a new terminal once it is resumed",
-      );
+      const ended =
+        "the session was paused, and a terminal's processes are not kept by a pause: open a new terminal once it is resumed";
+      // A checkpoint would keep a terminal's processes with no one to read them: they end first.
+      if (this.host.sandbox.keepsCheckpoints(connection)) this.host.terminals.endAll(ended);
+      const written = await this.write(options.snapshots ?? (await this.store()), connection, options, false);
+      this.host.terminals.endAll(ended);
       // Closing before the queues let go: nothing asked for after the pause runs in this session. The
       // sandbox's teardown goes on after this resolves (`await session.close()` waits for it); a resume
       // under the same id need not wait, each volume being its own.
@@ -139,6 +144,7 @@ export class SessionSnapshots {
       }
       await this.host.sandbox.end({ kind: 'restart' });
       const connection = await this.host.sandbox.ensure();
+      if (details.checkpoint) return this.loadWhole(connection, store, manifest, details, details.checkpoint, true);
       return this.loadState(connection, store.part(manifest, ARCHIVE_PART), details, true, manifest.id);
     });
   }
@@ -154,7 +160,9 @@ export class SessionSnapshots {
     const store = options.snapshots ?? (await this.store());
     const { manifest, details } = await readSnapshot(store, options.owner ?? this.owner, snapshotId);
     return this.quiesced((connection) =>
-      this.loadState(connection, store.part(manifest, ARCHIVE_PART), details, false, manifest.id),
+      details.checkpoint
+        ? this.loadWhole(connection, store, manifest, details, details.checkpoint, false)
+        : this.loadState(connection, store.part(manifest, ARCHIVE_PART), details, false, manifest.id),
     );
   }
 
@@ -260,10 +268,12 @@ export class SessionSnapshots {
     return this.host.contexts.all().filter((context) => context.liveIn(connection));
   }
 
+  /** Writes a snapshot; with `goOn`, a sandbox a checkpoint ended is restored from it (a snapshot, not a pause). */
   private async write(
     store: SnapshotStore,
     connection: KernelConnection,
     options: SnapshotOptions,
+    goOn: boolean,
   ): Promise<SnapshotInfo> {
     const { maxBytes } = options;
     if (maxBytes !== undefined && !(maxBytes > 0)) throw new SnapshotTooLargeError(Math.max(0, maxBytes || 0));
@@ -273,6 +283,9 @@ export class SessionSnapshots {
         : { bytes: this.archiveLimit(), overflow: undefined };
     const writer = store.begin(options.owner ?? this.owner, options.sessionId ?? this.host.id);
     const timeoutMs = this.stateTimeoutMs();
+    if (this.host.sandbox.keepsCheckpoints(connection)) {
+      return this.writeWhole(writer, connection, options, bound, goOn);
+    }
     try {
       const saved = await saveContexts(connection, this.liveContexts(connection), timeoutMs);
       await writer.part(ARCHIVE_PART, readArchive(connection, bound.bytes, timeoutMs, bound.overflow));
@@ -287,7 +300,73 @@ export class SessionSnapshots {
     }
   }
 
-  private details(contexts: SavedContext[]): SnapshotDetails {
+  /** A snapshot of the whole sandbox (session-checkpoints.ts): its files, then its backend's checkpoint. */
+  private async writeWhole(
+    writer: SnapshotWriter,
+    connection: KernelConnection,
+    options: SnapshotOptions,
+    bound: PartBound,
+    goOn: boolean,
+  ): Promise<SnapshotInfo> {
+    const { limits } = this.host.options;
+    const contexts = this.liveContexts(connection).map((context) => ({
+      ...context.info(),
+      saved: [],
+      skipped: [],
+    }));
+    try {
+      const checkpoint = await writeCheckpoint({
+        sandbox: this.host.sandbox,
+        connection,
+        writer,
+        backend: this.host.sandbox.backendName,
+        contexts,
+        bound,
+        imageBytes: limits.memoryBytes + limits.tmpBytes + ARCHIVE_SLACK_BYTES,
+        timeoutMs: this.stateTimeoutMs(),
+        goOn,
+        adoptInto: this.host.contexts,
+      });
+      const details: SnapshotDetails = {
+        ...this.details(contexts, 'checkpoint'),
+        checkpoint,
+        ...(options.name !== undefined ? { name: options.name } : {}),
+      };
+      const manifest = await writer.commit({ ...details });
+      return snapshotInfo(manifest, details);
+    } catch (error) {
+      await writer.discard().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Takes in a snapshot of a whole sandbox: its files, then its checkpoint restored in place of this sandbox. */
+  private async loadWhole(
+    connection: KernelConnection,
+    store: SnapshotStore,
+    manifest: SnapshotManifest,
+    details: SnapshotDetails,
+    checkpoint: CheckpointDetails,
+    clean: boolean,
+  ): Promise<RestoreReport> {
+    const contexts = await loadCheckpoint({
+      sandbox: this.host.sandbox,
+      connection,
+      contexts: this.host.contexts,
+      store,
+      manifest,
+      checkpoint,
+      saved: details.contexts,
+      backend: this.host.sandbox.backendName,
+      clean,
+      timeoutMs: this.stateTimeoutMs(),
+    });
+    const report: RestoreReport = { snapshotId: manifest.id, kind: 'checkpoint', contexts, notKept: details.notKept };
+    this.host.restored(report);
+    return report;
+  }
+
+  private details(contexts: SavedContext[], kind: SnapshotKind = 'kernel-state'): SnapshotDetails {
     return {
       environment: this.host.environment,
       contexts,
@@ -295,7 +374,10 @@ export class SessionSnapshots {
       notKept: [
         ...this.host.commands.all().map((run) => ({
           name: `command ${run.id}: ${run.command.slice(0, 200)}`,
-          reason: 'a running process is not kept',
+          reason:
+            kind === 'checkpoint'
+              ? 'its process is kept and runs on, but the session no longer follows it (its output and exit are not reported)'
+              : 'a running process is not kept',
         })),
         ...this.host.terminals.all().map((terminal) => ({
           name: `terminal ${terminal.id}`,
@@ -328,6 +410,7 @@ export class SessionSnapshots {
       contexts.push(...((await piped?.()) ?? []));
       const report: RestoreReport = {
         ...(snapshotId ? { snapshotId } : {}),
+        kind: 'kernel-state',
         contexts,
         notKept: details.notKept,
       };

@@ -8,6 +8,7 @@
  * read as data (kernel-replies.ts).
  */
 
+import type { CheckpointAbout } from '../backends/spec.js';
 import { ProtocolError } from '../errors.js';
 import { joinParts } from '../internal/line-splitter.js';
 import { SnapshotInvalidError } from '../snapshots/snapshot-errors.js';
@@ -15,6 +16,7 @@ import type { SnapshotManifest } from '../snapshots/snapshot-store.js';
 import type { MountedVolume } from '../volumes/session-mounts.js';
 import type { KernelConnection } from './kernel-connection.js';
 import { FRAME_MAX_BYTES, type SkippedName } from './kernel-messages.js';
+import type { ReadyEvent } from './kernel-protocol.js';
 import type { Language } from './languages.js';
 
 export type { SkippedName } from './kernel-messages.js';
@@ -37,12 +39,16 @@ export interface RestoredContext {
   language: Language;
   restored: string[];
   skipped: SkippedName[];
+  /** Brought back whole, with the sandbox's checkpoint: every name, and what no name holds (threads, open files). */
+  whole?: boolean;
 }
 
 /** What a resume, restore or fork brought back, per context. */
 export interface RestoreReport {
   /** The snapshot it came from (none for a fork). */
   snapshotId?: string;
+  /** How the state came back: the whole sandbox from its checkpoint, or each kernel's saved state. */
+  kind: SnapshotKind;
   contexts: RestoredContext[];
   /** What ran when the snapshot was taken that could not be kept (commands). */
   notKept: SkippedName[];
@@ -249,6 +255,18 @@ export async function endState(connection: KernelConnection, timeoutMs: number):
   if (connection.alive) await connection.request({ type: 'state-end' }, timeoutMs);
 }
 
+/** What a checkpoint snapshot keeps beside its parts (in its signed details). */
+export interface CheckpointDetails {
+  /** The backend that wrote it: only the same backend restores it. */
+  backend: string;
+  /** The backend's own facts for its restore (the uid, the runtime's version). */
+  about: CheckpointAbout;
+  /** What the supervisor announced when it first started: the restored one goes on without saying it again. */
+  ready: ReadyEvent;
+  /** The image's files, each a part named `checkpoint-<file>`. */
+  files: string[];
+}
+
 /** What a snapshot keeps beside its archive (the manifest's details, signed with it). */
 export interface SnapshotDetails {
   /** The environment its sandbox ran: a resume runs the same one. */
@@ -260,6 +278,8 @@ export interface SnapshotDetails {
   mounts?: MountedVolume[];
   /** The name it was taken under, if any (SnapshotOptions.name). */
   name?: string;
+  /** Where the snapshot keeps the whole sandbox (its backend's checkpoint), what its restore needs. */
+  checkpoint?: CheckpointDetails;
 }
 
 /** A snapshot as a user sees it. */
@@ -275,7 +295,16 @@ export interface SnapshotInfo {
   /** The volumes mounted when it was taken (a resume mounts them again). */
   mounts: MountedVolume[];
   name?: string;
+  /**
+   * What it keeps of the running code: `checkpoint`, the whole sandbox (its backend's checkpoint:
+   * memory, threads, open files, processes); `kernel-state`, each kernel's variables, as the kernel
+   * saved them (what pickles, in Python).
+   */
+  kind: SnapshotKind;
 }
+
+/** What a snapshot keeps of running code: the whole sandbox (`checkpoint`), or each kernel's saved state. */
+export type SnapshotKind = 'checkpoint' | 'kernel-state';
 
 /** The name of the archive's part in a snapshot. */
 export const ARCHIVE_PART = 'sandbox.tar';
@@ -291,7 +320,8 @@ export function readDetails(manifest: SnapshotManifest): SnapshotDetails {
     !Array.isArray(details.contexts) ||
     !Array.isArray(details.notKept) ||
     (details.mounts !== undefined && !Array.isArray(details.mounts)) ||
-    !manifest.parts.some((part) => part.name === ARCHIVE_PART)
+    !manifest.parts.some((part) => part.name === ARCHIVE_PART) ||
+    (details.checkpoint !== undefined && !isCheckpointDetails(details.checkpoint))
   ) {
     throw new SnapshotInvalidError(manifest.id, 'it was not written by this version of sandcell');
   }
@@ -312,5 +342,21 @@ export function snapshotInfo(
     notKept: details.notKept,
     mounts: details.mounts ?? [],
     ...(typeof details.name === 'string' ? { name: details.name } : {}),
+    kind: details.checkpoint ? 'checkpoint' : 'kernel-state',
   };
+}
+
+function isCheckpointDetails(value: unknown): value is CheckpointDetails {
+  const checkpoint = value as Partial<CheckpointDetails> | null;
+  return (
+    typeof checkpoint === 'object' &&
+    checkpoint !== null &&
+    typeof checkpoint.backend === 'string' &&
+    typeof checkpoint.about === 'object' &&
+    checkpoint.about !== null &&
+    typeof checkpoint.ready === 'object' &&
+    checkpoint.ready !== null &&
+    Array.isArray(checkpoint.files) &&
+    checkpoint.files.every((file) => typeof file === 'string')
+  );
 }

@@ -39,6 +39,29 @@ export class SnapshotTooLargeError extends SandcellError {
 }
 
 /**
+ * The sandbox's runtime could not save it (gVisor's checkpoint failed): nothing was kept. A pause leaves
+ * the session as it was where its sandbox still runs, and says when it does not.
+ */
+export class SnapshotFailedError extends SandcellError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('snapshot-failed', message, options);
+  }
+}
+
+/**
+ * A snapshot this session cannot take in: a whole-sandbox checkpoint (gVisor's) resumed on another
+ * backend, or on a runtime of another version. Nothing of it was loaded; the session is as it was.
+ */
+export class SnapshotIncompatibleError extends SandcellError {
+  constructor(
+    readonly snapshotId: string,
+    reason: string,
+  ) {
+    super('snapshot-incompatible', `The snapshot ${snapshotId} cannot be resumed here: ${reason}.`);
+  }
+}
+
+/**
  * A session whose state could not be kept: its pause failed, so there is no
  * snapshot to resume it from. Said rather than handing out a fresh sandbox
  * under the old id.

@@ -11,17 +11,28 @@
  * (bundle.ts) and the running sandbox (sandbox.ts).
  */
 import { randomUUID } from 'node:crypto';
+import { lchown, lstat, readdir } from 'node:fs/promises';
+import path from 'node:path';
 import { SandboxStartError } from '../../errors.js';
 import { onceUntilFailure } from '../../internal/once-until-failure.js';
 import { certificateBundle } from '../../network/certificate-bundle.js';
 import { CERTIFICATE_BUNDLE } from '../../network/sandbox-proxy.js';
+import { SnapshotIncompatibleError } from '../../snapshots/snapshot-errors.js';
 import { sandboxFileSources } from '../bubblewrap/arguments.js';
 import { SandboxCgroup } from '../bubblewrap/cgroup.js';
 import { syntheticEtcFiles } from '../bubblewrap/host-setup.js';
 import { startEnvironment } from '../bubblewrap/index.js';
 import { BubblewrapVolume, createSessionVolume } from '../bubblewrap/volume.js';
 import { KERNEL_MOUNT } from '../sandbox-environment.js';
-import type { CreateVolumeOptions, Sandbox, SandboxBackend, StartSandboxOptions } from '../spec.js';
+import type {
+  CreateVolumeOptions,
+  Sandbox,
+  SandboxBackend,
+  SandboxCheckpoint,
+  SandboxVolume,
+  StartSandboxOptions,
+} from '../spec.js';
+import type { UidLease } from '../uid-leases.js';
 import { SandboxBundle } from './bundle.js';
 import { type GvisorHostReport, prepareGvisorHost } from './host-preparation.js';
 import { buildOciSpec, supervisorCommand } from './oci-spec.js';
@@ -43,6 +54,8 @@ export class GvisorBackend implements SandboxBackend {
   readonly mountsDirectories = false;
   private readonly prepareOnce = onceUntilFailure(() => prepareGvisorHost(this.options));
   private readonly rooted = new Map<string, GvisorBackend>();
+  /** The uid a session's sandboxes run as where it is not the volume's lease: one restored from a checkpoint. */
+  private readonly runAs = new WeakMap<SandboxVolume, { uid: number; gid: number }>();
 
   constructor(private readonly options: GvisorBackendOptions = {}) {}
 
@@ -74,13 +87,38 @@ export class GvisorBackend implements SandboxBackend {
     );
   }
 
-  async start(options: StartSandboxOptions): Promise<Sandbox> {
+  start(options: StartSandboxOptions): Promise<Sandbox> {
+    return this.launch(options);
+  }
+
+  /**
+   * A sandbox restored from a checkpoint of one of this backend's (`GvisorSandbox.checkpoint`): the
+   * processes keep the uid they ran as (their credentials are in the image), so the session's files go
+   * to that uid, and its later sandboxes run as it too.
+   */
+  async restore(options: StartSandboxOptions, checkpoint: SandboxCheckpoint): Promise<Sandbox> {
     const prepared = await this.prepareOnce();
-    const volume = options.volume;
-    if (!(volume instanceof BubblewrapVolume) || !volume.owner) {
-      throw new SandboxStartError('The gvisor backend needs a volume it created (createVolume).');
+    const { runsc, uid, gid } = checkpoint.about;
+    if (runsc !== prepared.version) {
+      throw new SnapshotIncompatibleError(
+        checkpoint.snapshotId,
+        `it is a checkpoint written by ${String(runsc)}, and this host's is ${prepared.version}; only the runsc that wrote a checkpoint reads it`,
+      );
     }
+    if (!isLeasedId(uid) || !isLeasedId(gid)) {
+      throw new SnapshotIncompatibleError(checkpoint.snapshotId, 'its checkpoint names no uid of a sandbox');
+    }
+    const volume = sessionVolume(options);
+    await chownTree(volume.directory, uid, gid);
+    this.runAs.set(volume, { uid, gid });
+    return this.launch(options, checkpoint.directory);
+  }
+
+  private async launch(options: StartSandboxOptions, imageDirectory?: string): Promise<Sandbox> {
+    const prepared = await this.prepareOnce();
+    const volume = sessionVolume(options);
     options.signal?.throwIfAborted();
+    const { uid, gid } = this.runAs.get(volume) ?? volume.owner;
     const limits = options.limits;
     const id = `sandcell-${process.pid}-${randomUUID().slice(0, 12)}`;
     const cgroup = prepared.cgroups
@@ -95,7 +133,10 @@ export class GvisorBackend implements SandboxBackend {
     try {
       bundle = await SandboxBundle.create(prepared.bundlesDirectory, id);
       const network = options.network;
-      const environment = startEnvironment(options, cgroup, prepared.statxShim?.environment);
+      // The supervisor reads the host through a thread: after a restore, this runsc wakes epoll for a host
+      // descriptor once and never again (sandcell_host_pump.py).
+      const kernelOptions = { ...options.kernelOptions, hostInputThread: true };
+      const environment = startEnvironment({ ...options, kernelOptions }, cgroup, prepared.statxShim?.environment);
       // The kernel files as one directory (each bind costs the gofer threads of its own). /proc/cmdline is empty,
       // as on the other backends, rather than gVisor's own made-up boot line.
       const files: Record<string, string> = {};
@@ -104,7 +145,7 @@ export class GvisorBackend implements SandboxBackend {
       }
       files[KERNEL_MOUNT] = prepared.runtime.kernelDirectory;
       // The sandbox runs as the session's host uid (this runsc keeps no user namespace of its own), named `sandbox`.
-      const { passwd, group } = syntheticEtcFiles(volume.owner.uid, volume.owner.gid);
+      const { passwd, group } = syntheticEtcFiles(uid, gid);
       files['/etc/passwd'] = await bundle.addFile('passwd', passwd as string);
       files['/etc/group'] = await bundle.addFile('group', group as string);
       if (network) {
@@ -121,20 +162,48 @@ export class GvisorBackend implements SandboxBackend {
           tmpBytes: limits.tmpBytes,
           environment,
           command: supervisorCommand(this.options.pythonPath ?? '/usr/bin/python3'),
-          uid: volume.owner.uid,
-          gid: volume.owner.gid,
+          uid,
+          gid,
           ...(network ? { gateSocket: network.socketPath } : {}),
           ...(options.ingress ? { ingressSocket: options.ingress.socketPath } : {}),
           ...(options.mounts?.length ? { mounts: options.mounts } : {}),
         }),
       );
-      return await GvisorSandbox.start(prepared, bundle, cgroup);
+      return await GvisorSandbox.start(prepared, bundle, cgroup, { runsc: prepared.version, uid, gid }, imageDirectory);
     } catch (error) {
       await bundle?.remove();
       await cgroup?.remove();
       throw error;
     }
   }
+}
+
+function sessionVolume(options: StartSandboxOptions): BubblewrapVolume & { owner: UidLease } {
+  const volume = options.volume;
+  if (!(volume instanceof BubblewrapVolume) || !volume.owner) {
+    throw new SandboxStartError('The gvisor backend needs a volume it created (createVolume).');
+  }
+  return volume as BubblewrapVolume & { owner: UidLease };
+}
+
+function isLeasedId(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
+}
+
+/**
+ * Gives every entry under `directory` (itself included) to `uid`:`gid`, links themselves and never what
+ * they point to, without crossing into another file system. Only while no sandbox runs on it.
+ */
+async function chownTree(directory: string, uid: number, gid: number): Promise<void> {
+  const top = await lstat(directory);
+  const walk = async (entry: string): Promise<void> => {
+    const stats = await lstat(entry);
+    if (stats.dev !== top.dev) return;
+    await lchown(entry, uid, gid);
+    if (!stats.isDirectory()) return;
+    for (const name of await readdir(entry)) await walk(path.join(entry, name));
+  };
+  await walk(directory);
 }
 
 /**

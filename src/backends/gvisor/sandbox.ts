@@ -11,9 +11,9 @@ import { SandboxStartError } from '../../errors.js';
 import type { SandboxCgroup } from '../bubblewrap/cgroup.js';
 import { launchCommand } from '../bubblewrap/exec-sandbox.js';
 import { cgroupUsage, exitReason } from '../bubblewrap/forked-sandbox.js';
-import type { Sandbox, SandboxExit, SandboxUsage } from '../spec.js';
+import type { CheckpointAbout, Sandbox, SandboxExit, SandboxUsage } from '../spec.js';
 import type { SandboxBundle } from './bundle.js';
-import { deleteSandbox, killSandbox, type RunscHost, runscFlags } from './runsc.js';
+import { checkpointSandbox, deleteSandbox, killSandbox, type RunscHost, runscFlags } from './runsc.js';
 
 export class GvisorSandbox implements Sandbox {
   readonly exited: Promise<SandboxExit>;
@@ -25,6 +25,7 @@ export class GvisorSandbox implements Sandbox {
     private readonly host: RunscHost,
     private readonly bundle: SandboxBundle,
     private readonly cgroup: SandboxCgroup | undefined,
+    private readonly about: CheckpointAbout,
   ) {
     this.exited = new Promise<SandboxExit>((resolve) => {
       child.once('close', async (code, signal) => {
@@ -35,15 +36,21 @@ export class GvisorSandbox implements Sandbox {
     });
   }
 
-  /** Starts the bundle's sandbox; the bundle and the cgroup are the sandbox's from here on. */
+  /**
+   * Starts the bundle's sandbox, or restores one from the checkpoint image in `imageDirectory`; the
+   * bundle and the cgroup are the sandbox's from here on.
+   */
   static async start(
     host: RunscHost,
     bundle: SandboxBundle,
     cgroup: SandboxCgroup | undefined,
+    about: CheckpointAbout,
+    imageDirectory?: string,
   ): Promise<GvisorSandbox> {
-    const runsc = [host.runscPath, ...runscFlags(host), 'run', '--bundle', bundle.directory, bundle.id];
-    const [command, ...commandArguments] = launchCommand(undefined, cgroup, runsc);
-    const child = spawn(command as string, commandArguments, {
+    const command = imageDirectory === undefined ? ['run'] : ['restore', `--image-path=${imageDirectory}`];
+    const runsc = [host.runscPath, ...runscFlags(host), ...command, '--bundle', bundle.directory, bundle.id];
+    const [launcher, ...commandArguments] = launchCommand(undefined, cgroup, runsc);
+    const child = spawn(launcher as string, commandArguments, {
       stdio: ['pipe', 'pipe', 'pipe'],
       cwd: '/',
       env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
@@ -56,7 +63,7 @@ export class GvisorSandbox implements Sandbox {
         reject(new SandboxStartError(`Could not start runsc: ${error.message}`, { cause: error })),
       );
     });
-    return new GvisorSandbox(child, host, bundle, cgroup);
+    return new GvisorSandbox(child, host, bundle, cgroup, about);
   }
 
   get input() {
@@ -94,6 +101,18 @@ export class GvisorSandbox implements Sandbox {
       }
     }
     return this.exited;
+  }
+
+  /**
+   * runsc's checkpoint of the whole sandbox into `directory`, which ends it. What its restore needs
+   * beside the image: the uid its processes run as (their credentials are in the image) and the runsc
+   * that wrote it (an image is read only by the runsc version that wrote it).
+   */
+  async checkpoint(directory: string): Promise<CheckpointAbout> {
+    this.killedByUs = true;
+    await checkpointSandbox(this.host, this.bundle.id, directory);
+    await this.exited;
+    return { ...this.about };
   }
 
   async oomKills(): Promise<number> {

@@ -6,12 +6,17 @@ describe('resumeNotice', () => {
   it('says nothing when everything came back', () => {
     expect(resumeNotice(undefined)).toBeUndefined();
     expect(
-      resumeNotice({ contexts: [{ id: 'python', language: 'python', restored: ['x'], skipped: [] }], notKept: [] }),
+      resumeNotice({
+        kind: 'kernel-state',
+        contexts: [{ id: 'python', language: 'python', restored: ['x'], skipped: [] }],
+        notKept: [],
+      }),
     ).toBeUndefined();
   });
 
   it("names each name with its reason (and a context's other than python's), and what was not kept", () => {
     const notice = resumeNotice({
+      kind: 'kernel-state',
       contexts: [
         {
           id: 'python',
@@ -44,6 +49,7 @@ describe('resumeNotice', () => {
     const skipped = Array.from({ length: 120 }, (_, index) => ({ name: `v${index}`, reason: 'socket' }));
     skipped[0] = { name: 'x'.repeat(5_000), reason: 'a\nreason' };
     const notice = resumeNotice({
+      kind: 'kernel-state',
       contexts: [{ id: 'python', language: 'python', restored: [], skipped }],
       notKept: [],
     })!;

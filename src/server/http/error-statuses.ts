@@ -60,6 +60,9 @@ export const HTTP_ANSWERS: Readonly<Record<SandcellErrorCode, HttpAnswer | 'by-l
   'snapshot-not-found': { status: 404 },
   'snapshot-invalid': { status: 422 },
   'snapshot-too-large': { status: 507 },
+  // The runtime could not checkpoint the sandbox; a checkpoint resumed where its runtime is not.
+  'snapshot-failed': { status: 500 },
+  'snapshot-incompatible': { status: 409 },
   'session-lost': { status: 410 },
   // A volume not there (another key's is "not found" too), a name taken, one a live sandbox mounts, no
   // volumes where they cannot be the same files (a remote Docker Engine, a server without a state directory).
