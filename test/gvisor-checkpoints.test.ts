@@ -8,6 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import { afterAll, expect, it } from 'vitest';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { createGvisorBackend } from '../src/backends/gvisor/index.js';
@@ -45,11 +46,40 @@ const LIVE_STATE = [
   'sleeper = subprocess.Popen(["sleep", "600"])',
 ].join('\n');
 
+/** A server on port 8000 that answers what it is sent with `pong:`, each connection on a thread. */
+const PONG_SERVER = [
+  'import socket, threading',
+  'listener = socket.create_server(("127.0.0.1", 8000))',
+  'def answer(connection):',
+  '    data = b""',
+  '    while chunk := connection.recv(65536):',
+  '        data += chunk',
+  '    connection.sendall(b"pong:" + data)',
+  '    connection.close()',
+  'def accept():',
+  '    while True:',
+  '        threading.Thread(target=answer, args=(listener.accept()[0],), daemon=True).start()',
+  'threading.Thread(target=accept, daemon=True).start()',
+].join('\n');
+
+/** Sends `request`, half-closes, and gives back everything the other side sent before it closed. */
+function exchange(socket: Duplex, request: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.once('end', () => resolve(Buffer.concat(chunks)));
+    socket.once('error', reject);
+    socket.resume();
+    socket.end(request);
+  });
+}
+
 describeWhenAvailable('gvisor backend: snapshots keep the whole sandbox', 'gvisor', reason, () => {
   it('a pause and a resume bring back a generator mid-iteration, a thread, an open file, a background process and a JavaScript closure', async () => {
     const backend = createGvisorBackend();
     const session = await Session.create({ backend, snapshots });
     expect((await session.run(LIVE_STATE)).stdout).toBe('1 2\n');
+    expect((await session.run(PONG_SERVER)).error).toBeUndefined();
     const js = await session.createContext({ language: 'javascript' });
     await session.run('let calls = 0; const bump = () => ++calls; bump(); bump();', { context: js.id });
     const paused = await session.pause();
@@ -79,6 +109,9 @@ describeWhenAvailable('gvisor backend: snapshots keep the whole sandbox', 'gviso
         'made\n',
       );
       expect((await resumed.files.read('/mnt/data/new.txt')).toString()).toBe('made\n');
+      // The server code started before the pause still listens, reached through the resumed session's ingress.
+      expect(await resumed.ports.waitFor(8000, { timeoutMs: 10_000 })).toEqual({ port: 8000, address: '127.0.0.1' });
+      expect((await exchange(await resumed.ports.connect(8000), 'ping')).toString()).toBe('pong:ping');
     } finally {
       await resumed.close();
     }
@@ -96,6 +129,40 @@ describeWhenAvailable('gvisor backend: snapshots keep the whole sandbox', 'gviso
       expect(report.kind).toBe('checkpoint');
       const back = await session.run('print(next(counter), "marker" in globals(), sleeper.poll() is None)');
       expect(back.stdout).toBe('3 False True\n');
+    } finally {
+      await session.close();
+    }
+  });
+
+  it('a fork starts where its source was, whole; the two share nothing, and the source goes on', async () => {
+    const backend = createGvisorBackend();
+    const source = await Session.create({ backend, snapshots });
+    const fork = await Session.create({ backend, snapshots });
+    try {
+      await source.run(LIVE_STATE);
+      const report = await source.forkInto(fork);
+      expect(report).toMatchObject({ kind: 'checkpoint', notKept: [] });
+      expect((await fork.run('print(next(counter), sleeper.poll() is None)')).stdout).toBe('3 True\n');
+      expect((await source.run('print(next(counter))')).stdout).toBe('3\n');
+      // Each its own: a file, a variable and a process of one are not the other's.
+      await fork.run('log.write("fork"); log.flush(); mine = "fork"; sleeper.kill()');
+      const seen = await source.run(
+        'print(open("/mnt/data/log.txt").read(), "mine" in globals(), sleeper.poll() is None)',
+      );
+      expect(seen.stdout).toBe('before  False True\n');
+    } finally {
+      await Promise.all([source.close(), fork.close()]);
+    }
+  });
+
+  it("a snapshot beside a running command keeps the kernels' state, and the command runs on, followed", async () => {
+    const session = await Session.create({ backend: createGvisorBackend(), snapshots });
+    try {
+      await session.run('x = 41');
+      const command = await session.commands.run('sleep 1; echo still here', { background: true });
+      const taken = await session.snapshot();
+      expect(taken.kind).toBe('kernel-state');
+      expect((await command.wait()).stdout).toBe('still here\n');
     } finally {
       await session.close();
     }

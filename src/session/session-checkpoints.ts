@@ -102,9 +102,7 @@ export async function writeCheckpoint(options: {
     // snapshot could not be kept (too large for the quota, a store that failed). Its files are where they were.
     if (options.goOn || failure !== undefined) {
       try {
-        const restored = await sandbox.restore({ snapshotId: 'the snapshot being taken', directory, about }, ready);
-        await restored.request({ type: 'liveness' }, timeoutMs);
-        for (const saved of options.contexts) options.adoptInto.adopt(saved, restored);
+        await restoreInto(sandbox, options.adoptInto, options.contexts, { directory, about, ready }, timeoutMs);
       } catch (error) {
         throw new SnapshotFailedError(
           `The sandbox was checkpointed${failure === undefined ? '' : ` (and its snapshot not kept: ${(failure as Error).message})`}, but could not be restored from its checkpoint: ${(error as Error).message}. The session's files are kept; its running state is lost.`,
@@ -157,19 +155,77 @@ export async function loadCheckpoint(options: {
     } finally {
       await endState(connection, timeoutMs).catch(() => undefined);
     }
-    const restored = await sandbox.restore(
-      { snapshotId: manifest.id, directory, about: checkpoint.about },
-      checkpoint.ready,
-    );
-    // Answered once the image is loaded and its supervisor runs again: only then may the image go.
-    await restored.request({ type: 'liveness' }, timeoutMs);
-    return options.saved.map((saved) => {
-      options.contexts.adopt(saved, restored);
-      return { id: saved.id, language: saved.language, restored: [], skipped: [], whole: true };
-    });
+    await restoreInto(sandbox, options.contexts, options.saved, { ...checkpoint, directory }, timeoutMs, manifest.id);
+    return options.saved.map(wholeContext);
   } finally {
     await rm(directory, { recursive: true, force: true });
   }
+}
+
+/**
+ * A fork that keeps the whole sandbox: the source's files streamed into the target's sandbox, then
+ * the source checkpointed and restored (it goes on), and the target restored from the same image, in
+ * place of its fresh sandbox. Two sandboxes from one image share nothing: each has its own Sentry,
+ * gofer, files and cgroups. Returns what came back in the target, context by context.
+ */
+export async function forkCheckpoint(options: {
+  source: { sandbox: SessionSandbox; connection: KernelConnection; contexts: SessionContexts };
+  target: { sandbox: SessionSandbox; connection: KernelConnection; contexts: SessionContexts };
+  /** The source's live contexts, as a snapshot would keep them. */
+  saved: SavedContext[];
+  archiveBytes: number;
+  timeoutMs: number;
+}): Promise<RestoredContext[]> {
+  const { source, target, saved, timeoutMs } = options;
+  const ready = source.connection.announced;
+  if (!ready) throw new Error('unreachable: a fork of a sandbox that never started');
+  await saveContexts(source.connection, [], timeoutMs);
+  try {
+    const files = readArchive(source.connection, options.archiveBytes, timeoutMs);
+    await writeArchive(target.connection, files, false, timeoutMs);
+  } finally {
+    await endState(source.connection, timeoutMs).catch(() => undefined);
+    await endState(target.connection, timeoutMs).catch(() => undefined);
+  }
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'sandcell-fork-'));
+  try {
+    const about = await source.sandbox.checkpoint(source.connection, directory);
+    if (!about) throw new Error('unreachable: forkCheckpoint of a sandbox that keeps no checkpoints');
+    const image = { directory, about, ready };
+    try {
+      await restoreInto(source.sandbox, source.contexts, saved, image, timeoutMs);
+    } catch (error) {
+      throw new SnapshotFailedError(
+        `The sandbox was checkpointed for a fork, but could not be restored from its checkpoint: ${(error as Error).message}. The session's files are kept; its running state is lost.`,
+        { cause: error },
+      );
+    }
+    await restoreInto(target.sandbox, target.contexts, saved, image, timeoutMs);
+    return saved.map(wholeContext);
+  } finally {
+    await rm(directory, { recursive: true, force: true });
+  }
+}
+
+/**
+ * `sandbox`'s session restored from the image in `image.directory`, its contexts taken up as `saved` has
+ * them; resolved once the restored supervisor answers (only then may the image go).
+ */
+async function restoreInto(
+  sandbox: SessionSandbox,
+  contexts: SessionContexts,
+  saved: SavedContext[],
+  image: { directory: string; about: CheckpointDetails['about']; ready: CheckpointDetails['ready'] },
+  timeoutMs: number,
+  snapshotId = 'the checkpoint just taken',
+): Promise<void> {
+  const restored = await sandbox.restore({ snapshotId, directory: image.directory, about: image.about }, image.ready);
+  await restored.request({ type: 'liveness' }, timeoutMs);
+  for (const context of saved) contexts.adopt(context, restored);
+}
+
+function wholeContext(saved: SavedContext): RestoredContext {
+  return { id: saved.id, language: saved.language, restored: [], skipped: [], whole: true };
 }
 
 /** `source`'s chunks, throwing past `maxBytes` (what `overflow` makes, by default a plain error). */

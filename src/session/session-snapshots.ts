@@ -15,7 +15,7 @@ import type { CommandRegistry } from './commands.js';
 import type { KernelConnection } from './kernel-connection.js';
 import { DEFAULT_CONTEXT } from './languages.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, type ResolvedSessionOptions } from './options.js';
-import { loadCheckpoint, type PartBound, writeCheckpoint } from './session-checkpoints.js';
+import { forkCheckpoint, loadCheckpoint, type PartBound, writeCheckpoint } from './session-checkpoints.js';
 import type { SessionContext } from './session-context.js';
 import type { SessionContexts } from './session-contexts.js';
 import type { SessionSandbox } from './session-sandbox.js';
@@ -31,6 +31,7 @@ import {
   readArchive,
   readDetails,
   type SavedContext,
+  type SkippedName,
   type SnapshotDetails,
   type SnapshotInfo,
   type SnapshotKind,
@@ -177,6 +178,9 @@ export class SessionSnapshots {
     const timeoutMs = this.stateTimeoutMs();
     return this.quiesced((connection) =>
       target.quiesced(async (targetConnection) => {
+        if (this.forksWhole(connection, target, targetConnection)) {
+          return target.forkedWhole(await this.forkWhole(connection, target, targetConnection), []);
+        }
         try {
           const live = this.liveContexts(connection);
           const piped =
@@ -208,6 +212,48 @@ export class SessionSnapshots {
         }
       }),
     );
+  }
+
+  /** Whether a fork into `target` can take the whole sandbox: both sessions' backends checkpoint, and are one. */
+  private forksWhole(connection: KernelConnection, target: SessionSnapshots, targetConnection: KernelConnection) {
+    return (
+      this.host.sandbox.keepsCheckpoints(connection) &&
+      this.followsNothing() &&
+      target.host.sandbox.keepsCheckpoints(targetConnection) &&
+      this.host.sandbox.backendName === target.host.sandbox.backendName
+    );
+  }
+
+  /**
+   * Whether no command or terminal of the session runs now. A checkpoint replaces the sandbox, and the
+   * session would stop following them: a snapshot or a fork that goes on beside them takes each
+   * kernel's state instead (a pause ends them either way).
+   */
+  private followsNothing(): boolean {
+    return this.host.commands.all().length === 0 && this.host.terminals.all().length === 0;
+  }
+
+  /** The fork of the whole sandbox (session-checkpoints.ts), what came back in the target. */
+  private forkWhole(
+    connection: KernelConnection,
+    target: SessionSnapshots,
+    targetConnection: KernelConnection,
+  ): Promise<RestoredContext[]> {
+    const saved = this.liveContexts(connection).map((context) => ({ ...context.info(), saved: [], skipped: [] }));
+    return forkCheckpoint({
+      source: { sandbox: this.host.sandbox, connection, contexts: this.host.contexts },
+      target: { sandbox: target.host.sandbox, connection: targetConnection, contexts: target.host.contexts },
+      saved,
+      archiveBytes: this.archiveLimit(),
+      timeoutMs: this.stateTimeoutMs(),
+    });
+  }
+
+  /** A fork's report in this (the target) session. */
+  private forkedWhole(contexts: RestoredContext[], notKept: SkippedName[]): RestoreReport {
+    const report: RestoreReport = { kind: 'checkpoint', contexts, notKept };
+    this.host.restored(report);
+    return report;
   }
 
   private store(): Promise<SnapshotStore> {
@@ -283,7 +329,7 @@ export class SessionSnapshots {
         : { bytes: this.archiveLimit(), overflow: undefined };
     const writer = store.begin(options.owner ?? this.owner, options.sessionId ?? this.host.id);
     const timeoutMs = this.stateTimeoutMs();
-    if (this.host.sandbox.keepsCheckpoints(connection)) {
+    if (this.host.sandbox.keepsCheckpoints(connection) && (!goOn || this.followsNothing())) {
       return this.writeWhole(writer, connection, options, bound, goOn);
     }
     try {

@@ -110,6 +110,10 @@ export class GvisorBackend implements SandboxBackend {
     }
     const volume = sessionVolume(options);
     await chownTree(volume.directory, uid, gid);
+    // The session's sockets (its gate's, its ingress's) are its uid's alone: they go to that uid too.
+    for (const socket of [options.network?.socketPath, options.ingress?.socketPath]) {
+      if (socket !== undefined) await lchown(socket, uid, gid);
+    }
     this.runAs.set(volume, { uid, gid });
     return this.launch(options, checkpoint.directory);
   }

@@ -48,12 +48,19 @@ const SkippedNameSchema = z.object({ name: z.string(), reason: z.string() });
 export const RestoreReportSchema = z
   .object({
     snapshotId: z.string().optional(),
+    kind: z.enum(['checkpoint', 'kernel-state']).meta({
+      description: "How it came back: the whole sandbox from its checkpoint (gVisor), or each kernel's saved state.",
+    }),
     contexts: z.array(
       z.object({
         id: z.string(),
         language: z.string(),
         restored: z.array(z.string()).meta({ description: 'The names that came back.' }),
         skipped: z.array(SkippedNameSchema).meta({ description: 'The names that did not, and why (`socket`, …).' }),
+        whole: z
+          .boolean()
+          .optional()
+          .meta({ description: 'Came back whole with the sandbox (a checkpoint): every name, threads, open files.' }),
       }),
     ),
     notKept: z

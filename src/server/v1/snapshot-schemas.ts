@@ -27,6 +27,10 @@ export const SnapshotSchema = z
       }),
     ),
     notKept: z.array(SkippedNameSchema).meta({ description: 'What ran that a snapshot cannot keep (commands).' }),
+    kind: z.enum(['checkpoint', 'kernel-state']).meta({
+      description:
+        "`checkpoint`: the whole sandbox, every process with its memory and open files (the gVisor backend); `kernel-state`: each kernel's saved state.",
+    }),
   })
   .meta({ title: 'Snapshot' });
 
