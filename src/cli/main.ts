@@ -175,6 +175,12 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
           [],
         )
         .option(
+          '--gvisor-key <name>',
+          "run the sessions of the API key of this name (name:key) on gVisor, whatever the server's backend (repeatable; env SANDCELL_GVISOR_KEYS)",
+          collect,
+          [],
+        )
+        .option(
           '--allowed-host <name>',
           'also answer requests for this Host name, e.g. behind a reverse proxy; without keys only loopback names are answered (repeatable; env SANDCELL_ALLOWED_HOSTS)',
           collect,

@@ -21,6 +21,7 @@ export interface ServeCommandOptions extends BackendCliOptions, ModelCliOptions 
   host?: string;
   port?: string;
   apiKey: string[];
+  gvisorKey?: string[];
   allowedHost: string[];
   sandboxDomain?: string;
   poolSize?: string;
@@ -98,6 +99,7 @@ export function serverOptionsFrom(options: ServeCommandOptions): ServerOptions {
     ...numbers,
     host: options.host,
     apiKeys: keys,
+    ...(options.gvisorKey?.length ? { gvisorKeys: options.gvisorKey } : {}),
     allowedHosts: options.allowedHost.length > 0 ? options.allowedHost : undefined,
     ...(options.sandboxDomain !== undefined ? { sandboxDomain: options.sandboxDomain } : {}),
     preloadModules: options.preload === undefined ? undefined : options.preload.split(',').filter(Boolean),

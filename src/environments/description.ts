@@ -100,6 +100,8 @@ const schema = z
      * top-level name bound (`import a.b` binds `a`), so code uses them without importing.
      */
     warmImports: z.array(z.string().regex(MODULE_NAME, 'a Python module name')).max(100).default([]),
+    /** `gvisor`: every session of it runs on the gVisor backend (its own kernel, the Sentry), whatever the server's. */
+    isolation: z.enum(['gvisor']).optional(),
     env: z
       .record(
         z.string().regex(VARIABLE_NAME, 'a variable name'),

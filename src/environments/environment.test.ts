@@ -36,6 +36,12 @@ describe('environment descriptions', () => {
     expect(attempt).toThrow(/name:[\s\S]*debianPackages\.0:[\s\S]*files\.0\.target:[\s\S]*pythn/);
   });
 
+  it('takes `isolation: "gvisor"` (sessions on gVisor) and refuses any other wall', () => {
+    expect(parseDescription({ name: 'walled', isolation: 'gvisor' })).toMatchObject({ isolation: 'gvisor' });
+    expect(parseDescription({ name: 'plain' }).isolation).toBeUndefined();
+    expect(() => parseDescription({ name: 'walled', isolation: 'firecracker' })).toThrow(/isolation:/);
+  });
+
   it('refuses a file outside the description directory and a symbolic link', async () => {
     await expect(describeIn({ name: 'a', files: [{ source: '../x', target: '/usr/share/x' }] })).rejects.toThrow(
       /outside/,

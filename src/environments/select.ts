@@ -4,11 +4,13 @@
  * environment's root (its root filesystem for bubblewrap and gVisor, its
  * image for Docker), whatever root the backend itself was given.
  */
+
+import { sharedBackend } from '../backends/select.js';
 import type { SandboxBackend } from '../backends/spec.js';
 import { BackendUnavailableError } from '../errors.js';
 import { runtimeVersion } from '../image/recipe.js';
 import { defaultEnvironment, resolveEnvironment } from './store.js';
-import { DEFAULT_ENVIRONMENT_NAME, type Environment, type EnvironmentBackendName } from './types.js';
+import { DEFAULT_ENVIRONMENT_NAME, type Environment, type EnvironmentBackendName, type Isolation } from './types.js';
 
 export interface EnvironmentChoice {
   backend: SandboxBackend;
@@ -42,7 +44,30 @@ export async function chooseEnvironment(
     );
   }
   const environment = await resolveEnvironment(name, { backend: backendName, storeDirectory: options.storeDirectory });
+  if (environment.isolation === 'gvisor' && base.name !== 'gvisor') return onGvisor(environment, options);
   return { backend: base.withRoot(environment.backendRef as string, environment.rootOptions), environment };
+}
+
+/**
+ * An environment whose description asks for gVisor, on a server of another backend: its sessions run
+ * on the gVisor backend, on the environment's bubblewrap build (a root filesystem, which gVisor runs).
+ */
+async function onGvisor(environment: Environment, options: ChooseEnvironmentOptions): Promise<EnvironmentChoice> {
+  const gvisor = isolatedBackend('gvisor');
+  await gvisor.ensureAvailable({ signal: options.signal });
+  const built =
+    environment.backend === 'bubblewrap'
+      ? environment
+      : await resolveEnvironment(environment.name, { backend: 'bubblewrap', storeDirectory: options.storeDirectory });
+  return {
+    backend: (gvisor.withRoot as NonNullable<SandboxBackend['withRoot']>)(built.backendRef as string),
+    environment: { ...built, backend: 'gvisor' },
+  };
+}
+
+/** The backend a session of `isolation` runs on, whatever the server's: one per process. */
+export function isolatedBackend(isolation: Isolation): SandboxBackend {
+  return sharedBackend(isolation);
 }
 
 function isEnvironmentBackend(name: string): name is EnvironmentBackendName {

@@ -199,6 +199,7 @@ export async function resolveEnvironment(name: string, options: ResolveEnvironme
     backendRef: build.backendRef,
     warmImports: [...record.description.warmImports],
     env: { ...record.description.env },
+    ...(record.description.isolation ? { isolation: record.description.isolation } : {}),
     ...(record.image
       ? {
           rootOptions: {

@@ -41,7 +41,17 @@ export interface Environment {
   env: Record<string, string>;
   /** How the backend runs `backendRef` when it is not a sandcell build (an existing image: kernel mounted in). */
   rootOptions?: RootOptions;
+  /** The wall its sessions need (the description's `isolation`): `gvisor` runs them on the gVisor backend, whatever the server's. */
+  isolation?: Isolation;
 }
+
+/**
+ * A stronger wall than the host kernel's namespaces and seccomp filter, asked for by an environment
+ * (its description's `isolation`) or by an API key (`serve --gvisor-key`): the session runs on gVisor.
+ */
+export type Isolation = 'gvisor';
+
+export const ISOLATIONS: readonly Isolation[] = ['gvisor'];
 
 /**
  * How a name is resolved (`resolveEnvironment`, which throws EnvironmentNotFoundError naming the

@@ -15,6 +15,7 @@
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { isolatedBackend } from '../environments/select.js';
 import { isLoopback, type ResolvedServerOptions, resolveServerOptions, type ServerOptions } from './core/options.js';
 import { createRuntime } from './core/runtime.js';
 import { createApp } from './http/app.js';
@@ -91,6 +92,11 @@ export async function createServer(options: ServerOptions = {}): Promise<Sandcel
     if (resolved.store !== undefined)
       logger.info({ store: await context.registry.checkStore() }, 'paused sessions are kept in the store');
     if (resolved.publishOutputs) await context.registry.checkLinks();
+    // Keys whose sessions run on gVisor: a host that cannot run it fails here, saying why, not at their first session.
+    if (resolved.gvisorKeys.length > 0) {
+      await isolatedBackend('gvisor').ensureAvailable();
+      logger.info({ keys: resolved.gvisorKeys }, 'sessions of these keys run on gVisor');
+    }
     await context.pool.start();
   } catch (error) {
     // A server that does not start leaves nothing running: the sandboxes its backend began to

@@ -29,7 +29,8 @@
  * leased, warm and starting.
  */
 import os from 'node:os';
-import { DEFAULT_ENVIRONMENT_NAME } from '../environments/types.js';
+import { isolatedBackend } from '../environments/select.js';
+import { DEFAULT_ENVIRONMENT_NAME, type Isolation } from '../environments/types.js';
 import { InvalidInputError, PoolExhaustedError, SandcellError, SessionClosedError } from '../errors.js';
 import { type NetworkOption, resolveNetworkOption } from '../network/network-option.js';
 import type { VolumeStore } from '../volumes/volume-store.js';
@@ -57,6 +58,8 @@ export * from './pool-options.js';
 const REFILL_RETRY_MS = 1_000;
 const REFILL_RETRY_MAX_MS = 30_000;
 const REFILL_DELAY_MS = 20;
+/** Between an environment's name and an isolation in a pool environment's name (`default@gvisor`). */
+const ISOLATED = '@';
 
 export interface AcquireOptions {
   /** The environment the session runs in. @default the pool's own (`sessionOptions.environmentName`, else `default`) */
@@ -73,6 +76,11 @@ export interface AcquireOptions {
   mounts?: VolumeMount[];
   owner?: string;
   volumes?: VolumeStore;
+  /**
+   * The wall the session must run behind (an API key's): `gvisor` sessions run on the gVisor backend,
+   * whatever the pool's, and are kept warm apart (`NAME@gvisor`): never is one of another backend's handed out.
+   */
+  isolation?: Isolation;
 }
 
 export class SessionPool {
@@ -163,7 +171,8 @@ export class SessionPool {
   /** A ready session of the environment: a warm one at once, else the next one of it to start (slower), within `maxSessions`. */
   async acquire(options: AcquireOptions = {}): Promise<Session> {
     if (this.closed) throw new SessionClosedError('pool');
-    const name = options.environment ?? this.homeEnvironment;
+    const environmentName = options.environment ?? this.homeEnvironment;
+    const name = options.isolation ? `${environmentName}${ISOLATED}${options.isolation}` : environmentName;
     // An unknown name fails here, before it takes any room in the pool.
     await this.optionsOf(name);
     this.forgetClosed();
@@ -271,8 +280,17 @@ export class SessionPool {
     return environment;
   }
 
+  /** A pool environment's session options; `NAME@gvisor` is NAME's on the gVisor backend. */
   private async optionsOf(name: string): Promise<SessionOptions> {
-    return { ...this.sessionOptions, ...(await this.resolveEnvironment(name)) };
+    const [environmentName, isolation] = name.split(ISOLATED) as [string, Isolation | undefined];
+    return {
+      ...this.sessionOptions,
+      ...(await this.resolveEnvironment(environmentName)),
+      // The pool's own backend where it is that one already (its options kept), else the process's.
+      ...(isolation && backendName(this.sessionOptions.backend) !== isolation
+        ? { backend: isolatedBackend(isolation) }
+        : {}),
+    };
   }
 
   private total(): number {
@@ -558,4 +576,8 @@ export class SessionPool {
 /** Whether two network options allow the same (validated: a bad one throws here, before any session starts). */
 function sameNetwork(requested: NetworkOption, pools: NetworkOption | undefined): boolean {
   return JSON.stringify(resolveNetworkOption(requested)) === JSON.stringify(resolveNetworkOption(pools));
+}
+
+function backendName(backend: SessionOptions['backend']): string | undefined {
+  return typeof backend === 'object' ? backend.name : backend;
 }

@@ -3,7 +3,9 @@
  * created them and are invisible to every other. Keys are kept only as SHA-256
  * digests, looked up by the digest of the presented token.
  */
+
 import { createHash } from 'node:crypto';
+import type { Isolation } from '../../environments/types.js';
 import { InvalidInputError } from '../../errors.js';
 import { HttpError } from '../http/errors.js';
 
@@ -12,6 +14,8 @@ export interface Owner {
   id: string;
   /** For logs and metrics: the key's name, or a short digest. */
   label: string;
+  /** The wall every session of the key runs behind, where the operator asked for one (`serve --gvisor-key`). */
+  isolation?: Isolation;
 }
 
 /** The one owner of a server that runs without keys (loopback only). */
@@ -22,7 +26,8 @@ const digest = (secret: string): string => createHash('sha256').update(secret).d
 export class ApiKeys {
   private readonly owners = new Map<string, Owner>();
 
-  constructor(keys: string[]) {
+  /** `gvisorKeys`: the names of the keys whose sessions run on gVisor (each must name a key). */
+  constructor(keys: string[], gvisorKeys: string[] = []) {
     const labels = new Set<string>();
     for (const key of keys) {
       const separator = key.indexOf(':');
@@ -35,7 +40,14 @@ export class ApiKeys {
         );
       }
       labels.add(label);
-      this.owners.set(hash, { id: `key-${hash.slice(0, 32)}`, label });
+      const isolation: Isolation | undefined = gvisorKeys.includes(label) ? 'gvisor' : undefined;
+      this.owners.set(hash, { id: `key-${hash.slice(0, 32)}`, label, ...(isolation ? { isolation } : {}) });
+    }
+    const unknown = gvisorKeys.filter((name) => !labels.has(name));
+    if (unknown.length > 0) {
+      throw new InvalidInputError(
+        `--gvisor-key (SANDCELL_GVISOR_KEYS) names ${unknown.map((name) => JSON.stringify(name)).join(', ')}, which no API key is called: give the key a name (name:key) and name it here.`,
+      );
     }
   }
 

@@ -201,6 +201,18 @@ describe('API keys', () => {
     expect(new ApiKeys([]).authenticate('Bearer anything')).toBe(LOCAL_OWNER);
   });
 
+  it('marks the keys named by --gvisor-key, and refuses a name no key has', () => {
+    const keys = new ApiKeys(['team:first-key-123', 'guest:second-key-456'], ['guest']);
+    expect(keys.authenticate('Bearer second-key-456')).toMatchObject({ label: 'guest', isolation: 'gvisor' });
+    expect(keys.authenticate('Bearer first-key-123').isolation).toBeUndefined();
+    expect(() => new ApiKeys(['team:first-key-123'], ['guest'])).toThrow(
+      /--gvisor-key .* names "guest", which no API key/,
+    );
+    expect(resolveServerOptions({ apiKeys: ['g:second-key-456'] }, { SANDCELL_GVISOR_KEYS: 'g' }).gvisorKeys).toEqual([
+      'g',
+    ]);
+  });
+
   it('refuses two keys with one name', () => {
     expect(() => new ApiKeys(['a:key-one-1234', 'a:key-two-1234'])).toThrow(InvalidInputError);
   });

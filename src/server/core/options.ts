@@ -152,6 +152,7 @@ export function resolveServerOptions(
     ...resolveNumbers(options, environment),
     host,
     apiKeys,
+    gvisorKeys: options.gvisorKeys ?? list(environment.SANDCELL_GVISOR_KEYS) ?? [],
     allowedHosts: (options.allowedHosts ?? list(environment.SANDCELL_ALLOWED_HOSTS) ?? []).map(allowedHostName),
     ...sandboxDomainOption(options.sandboxDomain ?? (environment.SANDCELL_SANDBOX_DOMAIN || undefined)),
     preloadModules: preload?.length === 1 && preload[0] === 'none' ? [] : (preload ?? DEFAULT_PRELOAD_MODULES),

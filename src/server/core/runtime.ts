@@ -203,7 +203,7 @@ export function createRuntime(options: ResolvedServerOptions): ServerContext {
     pool,
     metrics,
     logger,
-    apiKeys: new ApiKeys(options.apiKeys),
+    apiKeys: new ApiKeys(options.apiKeys, options.gvisorKeys),
     options,
     version: packageVersion(),
     ...(volumes ? { volumes } : {}),

@@ -80,6 +80,12 @@ export interface ServerOptions {
    * @default none (env SANDCELL_API_KEYS, comma-separated)
    */
   apiKeys?: string[];
+  /**
+   * The names of API keys (`name:key`) whose sessions run on the gVisor backend, whatever the server's:
+   * a team's own keys on bubblewrap, untrusted ones behind gVisor's own kernel.
+   * @default none (env SANDCELL_GVISOR_KEYS, comma-separated)
+   */
+  gvisorKeys?: string[];
   /** Per-key limits. */
   limits?: KeyLimits;
   /** Live sessions on the whole server. @default 64 (env SANDCELL_MAX_SESSIONS) */
@@ -214,6 +220,7 @@ export interface ResolvedServerOptions {
   host: string;
   port: number;
   apiKeys: string[];
+  gvisorKeys: string[];
   allowedHosts: string[];
   /** Lower case, `name` or `name:port`; undefined: `localhost:PORT` of each request's own port. */
   sandboxDomain: string | undefined;

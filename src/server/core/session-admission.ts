@@ -65,7 +65,8 @@ export class Admission {
     this.pendingByOwner.set(owner.id, (this.pendingByOwner.get(owner.id) ?? 0) + 1);
     let session: Session;
     try {
-      session = await this.host.pool.acquire(options);
+      // A key that must run behind gVisor gets a session of gVisor's, whatever it asked for.
+      session = await this.host.pool.acquire(owner.isolation ? { ...options, isolation: owner.isolation } : options);
     } catch (error) {
       if (error instanceof SandcellError && error.code === 'data-budget-exhausted') {
         this.host.metrics.rejected.inc({ reason: 'data-budget' });
