@@ -3,7 +3,8 @@
 // Not a test: nothing here fails a build. A backend that cannot run here gets an empty column and a note. Each part has a
 // time bound (bench/bounded.mjs): one that fails or stalls is a FAILED row with its first error, the others still print,
 // and the bench then exits 1.
-// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --no-server (skip bench/server.mjs, bench/arrivals.mjs, bench/e2b.mjs, bench/jupyter.mjs, bench/outputs.mjs, bench/ports.mjs, bench/terminals.mjs and bench/cluster.mjs).
+// Flags: --quick (fewer samples), --backend NAME (only that backend; repeatable), --backends-only (the
+// per-backend rows and bench/gvisor.mjs alone), --no-server (skip bench/server.mjs, bench/arrivals.mjs, bench/e2b.mjs, bench/jupyter.mjs, bench/outputs.mjs, bench/ports.mjs, bench/terminals.mjs and bench/cluster.mjs).
 // Each backend's own measures are bench/session-measures.mjs; here they and the other parts are run, bounded, and
 // put in the one table (rows × backends) against their targets.
 
@@ -18,6 +19,7 @@ import { runClusterBench } from './cluster.mjs';
 import { runE2bBench } from './e2b.mjs';
 import { runEnvironmentBench } from './environment.mjs';
 import { runForkBench } from './fork.mjs';
+import { runGvisorSnapshotBench } from './gvisor.mjs';
 import { runJupyterBench } from './jupyter.mjs';
 import { runNetworkGateBench } from './network-gate.mjs';
 import { runOutputsBench } from './outputs.mjs';
@@ -42,6 +44,10 @@ import { runVolumesBench } from './volumes.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
 const withServer = !process.argv.includes('--no-server');
+// --backends-only: the per-backend rows and gVisor's beside bubblewrap's, without bubblewrap's own parts
+// (environment pool, forks, snapshots, volumes) or the server's.
+const backendsOnly = process.argv.includes('--backends-only');
+const bubblewrapParts = !backendsOnly;
 /** The values of every `--name value` on the command line. */
 const flagValues = (name) =>
   process.argv.flatMap((argument, index) => (argument === name ? [process.argv[index + 1]] : []));
@@ -102,7 +108,7 @@ async function measure(backend) {
   return { ...result, failures: failures.count, firstFailure: failures.first };
 }
 
-const ALL_BACKENDS = ['bubblewrap', 'docker'];
+const ALL_BACKENDS = ['bubblewrap', 'docker', 'gvisor'];
 const chosen = flagValues('--backend');
 const BACKENDS = chosen.length === 0 ? ALL_BACKENDS : ALL_BACKENDS.filter((name) => chosen.includes(name));
 const measured = {};
@@ -180,8 +186,10 @@ const rows = [
   row('', 'p99', (r) => p(r.warm, 0.99), 3, 'ms'),
   row('idle session (IPython only), 4 alive', 'PSS', (r) => r.idleCold.pssMB, 1, 'MB', { bubblewrap: atMost(60) }),
   row('', 'RSS', (r) => r.idleCold.rssMB, 1, 'MB'),
+  row('', 'cgroup', (r) => r.idleCold.cgroupMB, 1, 'MB'),
   row('idle pooled session (numpy, pandas, matplotlib)', 'PSS', (r) => r.idlePooled.pssMB, 1, 'MB'),
   row('', 'RSS', (r) => r.idlePooled.rssMB, 1, 'MB'),
+  row('', 'cgroup', (r) => r.idlePooled.cgroupMB, 1, 'MB'),
   row(`20 sessions × ${quick ? 50 : 200} executions in parallel`, 'throughput', (r) => r.load.throughput, 0, 'exec/s', {
     bubblewrap: { text: '≥ 500', met: (observed) => observed >= 500 },
   }),
@@ -224,9 +232,12 @@ const rows = [
 
 // A custom environment's warm pool (bench/environment.mjs, bubblewrap), beside the default's pool row.
 const NOTHING = { rows: [], result: undefined };
-const environment = BACKENDS.includes('bubblewrap')
-  ? await part('environment pool (bench/environment.mjs)', minutes(15), () => runEnvironmentBench({ quick }), NOTHING)
-  : NOTHING;
+const environment =
+  bubblewrapParts && BACKENDS.includes('bubblewrap')
+    ? await part('environment pool (bench/environment.mjs)', minutes(15), () => runEnvironmentBench({ quick }), NOTHING)
+    : NOTHING;
+/** An observed value in the first backend's column (a server row: the server runs the default backend), the others empty. */
+const firstColumn = (observed) => BACKENDS.map((_, index) => (index === 0 ? String(observed) : ''));
 /** A row measured on bubblewrap alone (`[measure, stat, observed, unit, target, met]`), in the table's columns. */
 const bubblewrapRow = ([measureName, stat, observed, unit, target, met]) => [
   measureName,
@@ -241,27 +252,31 @@ rows.splice(poolRow + 2, 0, ...environment.rows.map(bubblewrapRow));
 
 // Sessions forked from a warm template beside a start by exec (bench/fork.mjs, bubblewrap as root).
 // Its stages are bounded one by one (their failures are rows of its own); the whole is bounded too.
-const forked = BACKENDS.includes('bubblewrap')
-  ? await part('forked sessions (bench/fork.mjs)', minutes(60), () => runForkBench({ quick }), NOTHING)
-  : NOTHING;
+const forked =
+  bubblewrapParts && BACKENDS.includes('bubblewrap')
+    ? await part('forked sessions (bench/fork.mjs)', minutes(60), () => runForkBench({ quick }), NOTHING)
+    : NOTHING;
 for (const failed of forked.failed ?? []) failedParts.push([`forked sessions: ${failed}`, '']);
 rows.push(...forked.rows.map(bubblewrapRow));
 
 // Pause, resume and fork (bench/snapshots.mjs, bubblewrap).
-const snapshots = BACKENDS.includes('bubblewrap')
-  ? await part('snapshots (bench/snapshots.mjs)', minutes(15), () => runSnapshotBench({ quick }), NOTHING)
-  : NOTHING;
+const snapshots =
+  bubblewrapParts && BACKENDS.includes('bubblewrap')
+    ? await part('snapshots (bench/snapshots.mjs)', minutes(15), () => runSnapshotBench({ quick }), NOTHING)
+    : NOTHING;
 rows.push(...snapshots.rows.map(bubblewrapRow));
 
 // Volumes (bench/volumes.mjs, bubblewrap): 1 GB through a volume beside the host's disk, a mount's cost to a start.
-const volumes = BACKENDS.includes('bubblewrap')
-  ? await part('volumes (bench/volumes.mjs)', minutes(15), () => runVolumesBench({ quick }), NOTHING)
-  : NOTHING;
+const volumes =
+  bubblewrapParts && BACKENDS.includes('bubblewrap')
+    ? await part('volumes (bench/volumes.mjs)', minutes(15), () => runVolumesBench({ quick }), NOTHING)
+    : NOTHING;
 rows.push(...volumes.rows.map(bubblewrapRow));
 
 // --- server (sandcell serve over HTTP, on the default backend): bench/server.mjs ---------------------
 // The parts that start a server: skipped (NOTHING) without one.
-const serverPart = (name, limitMs, run) => (withServer ? part(name, limitMs, () => run({ quick }), NOTHING) : NOTHING);
+const serverPart = (name, limitMs, run) =>
+  withServer && !backendsOnly ? part(name, limitMs, () => run({ quick }), NOTHING) : NOTHING;
 const server = await serverPart('server (bench/server.mjs)', minutes(20), runServerBench);
 // New sessions arriving steadily, the pool sized by demand and fixed: bench/arrivals.mjs.
 const arrivals = await serverPart('arrivals (bench/arrivals.mjs)', minutes(20), runArrivalsBench);
@@ -278,14 +293,11 @@ const terminals = await serverPart('terminals (bench/terminals.mjs)', minutes(10
 // Several nodes as one service (bench/cluster.mjs): forwarding, a drain, a moved session.
 const cluster = await serverPart('cluster (bench/cluster.mjs)', minutes(15), runClusterBench);
 // The network gate (bench/network-gate.mjs): its added latency on a small HTTPS request; no sandbox.
-const networkGate = await part(
-  'network gate (bench/network-gate.mjs)',
-  minutes(10),
-  () => runNetworkGateBench({ quick }),
-  NOTHING,
-);
+const networkGate = backendsOnly
+  ? NOTHING
+  : await part('network gate (bench/network-gate.mjs)', minutes(10), () => runNetworkGateBench({ quick }), NOTHING);
 for (const [measureName, stat, observed, unit, target, met] of networkGate.rows) {
-  rows.push([measureName, stat, String(observed), '', unit, target, met === null ? '' : met ? 'yes' : 'NO']);
+  rows.push([measureName, stat, ...firstColumn(observed), unit, target, met === null ? '' : met ? 'yes' : 'NO']);
 }
 for (const [measureName, stat, observed, unit, target, met] of [
   ...server.rows,
@@ -300,12 +312,19 @@ for (const [measureName, stat, observed, unit, target, met] of [
   rows.push([
     measureName,
     stat,
-    String(observed),
-    '',
+    ...firstColumn(observed),
     unit,
     target ? `bubblewrap: ${target}` : '',
     met === null ? '' : met ? 'yes' : 'NO',
   ]);
+}
+
+// gVisor beside bubblewrap (bench/gvisor.mjs): pause and resume of a 100 MB DataFrame, each a checkpoint there.
+const gvisorRows = BACKENDS.includes('gvisor')
+  ? await part('gVisor snapshots (bench/gvisor.mjs)', minutes(15), () => runGvisorSnapshotBench({ quick }), NOTHING)
+  : NOTHING;
+for (const [measureName, stat, byBackend, unit] of gvisorRows.rows) {
+  rows.push([measureName, stat, ...BACKENDS.map((name) => String(byBackend[name] ?? '')), unit, '', '']);
 }
 
 // Each part that failed: its name, FAILED, and its first error (a fork stage's row is its own, above).
@@ -314,7 +333,19 @@ for (const [name, why] of failedParts) {
   rows.push([name, 'FAILED', ...BACKENDS.map((_, index) => (index === 0 ? why : '')), '', 'done', 'NO']);
 }
 
-const header = ['measure', 'stat', ...BACKENDS, 'unit', 'target', 'met'];
+// gVisor's figure over bubblewrap's, where both were measured: what the stronger wall costs.
+const withRatio = BACKENDS.includes('gvisor') && BACKENDS.includes('bubblewrap');
+const ratioOf = (cells) => {
+  const bubblewrap = Number.parseFloat(cells[2 + BACKENDS.indexOf('bubblewrap')]);
+  const gvisor = Number.parseFloat(cells[2 + BACKENDS.indexOf('gvisor')]);
+  return Number.isFinite(bubblewrap) && Number.isFinite(gvisor) && bubblewrap > 0
+    ? `${round(gvisor / bubblewrap, 2)}×`
+    : '';
+};
+const header = ['measure', 'stat', ...BACKENDS, ...(withRatio ? ['gvisor ÷ bubblewrap'] : []), 'unit', 'target', 'met'];
+if (withRatio) {
+  for (const cellsOfRow of rows) cellsOfRow.splice(2 + BACKENDS.length, 0, ratioOf(cellsOfRow));
+}
 const cells = [header, ...rows];
 const widths = header.map((_, column) => Math.max(...cells.map((row) => row[column].length)));
 const line = (row) => `| ${row.map((cell, column) => cell.padEnd(widths[column])).join(' | ')} |`;
@@ -380,6 +411,7 @@ const result = {
   environment: environment.result,
   forked: forked.result,
   snapshots: snapshots.result,
+  gvisorSnapshots: gvisorRows.result,
 };
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);

@@ -14,9 +14,9 @@ const now = () => performance.now();
 const round = (value, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
 const MiB = 1024 * 1024;
 /** 100 MB of float64: 1,310,720 rows × 10 columns. */
-const LARGE =
+export const LARGE =
   'import numpy as np, pandas as pd\ndf = pd.DataFrame(np.random.default_rng(7).random((1_310_720, 10)))\nexpected = float(df.values.sum())';
-const CHECK_LARGE = 'float(df.values.sum()) == expected';
+export const CHECK_LARGE = 'float(df.values.sum()) == expected';
 
 /**
  * What sessions hold on the host outside this process, that a paused one must not: sandbox
@@ -54,7 +54,7 @@ function check(condition, what) {
  * warm session made beforehand (what a server does, from its pool) and into a new one
  * (resumeSession, a cold start included). Sizes of the snapshot.
  */
-async function pauseAndResume(backend, store, setup, probe, expected, samples) {
+export async function pauseAndResume(backend, store, setup, probe, expected, samples) {
   const options = { backend, snapshots: store, preloadModules: ['numpy', 'pandas'] };
   const pauses = [];
   const warmResumes = [];
