@@ -17,5 +17,6 @@ export function removeStateDirectory(directory: string): void {
       // Gone meanwhile.
     }
   }
-  rmSync(directory, { recursive: true, force: true });
+  // A lazily detached image lets go a moment later (ENOTEMPTY until then, seen once under load): tried again.
+  rmSync(directory, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 }
