@@ -46,6 +46,8 @@ export interface IngressChannel {
   expect(port: number, timeoutMs: number): { token: string; connection: Promise<Socket>; cancel(): void };
   /** Stops listening; connections waited for fail. Idempotent. */
   close(): Promise<void>;
+  /** How many connections to the sandbox's ports are open now (a checkpoint cannot keep one). */
+  openConnections(): number;
 }
 
 interface Waiting {
@@ -65,6 +67,8 @@ export async function openIngress(options: {
   const waiting = new Map<string, Waiting>();
   /** Connections whose line has not come, oldest first: each drops itself (a function). */
   const unidentified = new Set<() => void>();
+  /** Connections handed out and not closed yet. */
+  const open = new Set<Socket>();
   let closed = false;
 
   const identify = (socket: Socket) => {
@@ -118,6 +122,8 @@ export async function openIngress(options: {
       }
       const rest = line.subarray(end + 1);
       if (rest.length > 0) socket.unshift(rest);
+      open.add(socket);
+      socket.once('close', () => open.delete(socket));
       entry.resolve(socket);
     };
     socket.on('data', onData);
@@ -143,6 +149,7 @@ export async function openIngress(options: {
   let closing: Promise<void> | undefined;
   return {
     socketPath,
+    openConnections: () => open.size,
     ...(socketGroup !== undefined ? { socketGroup } : {}),
     expect(port, timeoutMs) {
       if (closed) throw new PortError('ports-unavailable', 'The session is closed.');

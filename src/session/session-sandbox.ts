@@ -55,6 +55,8 @@ export interface SandboxHost {
   ingress?: SandboxIngress;
   /** Host directories its sandboxes bind in: its volumes. */
   mounts: SandboxMount[];
+  /** How many connections to its ports are open now. */
+  openPortConnections?: () => number;
   closed(): boolean;
 }
 
@@ -122,9 +124,15 @@ export class SessionSandbox {
     return this.host.backend.name;
   }
 
-  /** Whether `connection`'s sandbox can be checkpointed whole, and restored by this session's backend. */
+  /**
+   * Whether `connection`'s sandbox can be checkpointed whole, and restored by this session's backend:
+   * not while it holds a connection to the host (this runsc fails to save one, and the sandbox with
+   * it): a session with internet access (its gate's socket), or one with a port's connection open.
+   */
   keepsCheckpoints(connection: KernelConnection): boolean {
-    return Boolean(connection.sandbox.checkpoint && this.host.backend.restore);
+    if (!connection.sandbox.checkpoint || !this.host.backend.restore) return false;
+    if (this.host.network) return false;
+    return (this.host.openPortConnections?.() ?? 0) === 0;
   }
 
   /**

@@ -126,6 +126,7 @@ export class Session {
       deaths: new SessionDeaths(volume, options.limits.memoryBytes, options.limitNames),
       ...sandboxNetwork(networkChannel, options.network),
       ...sandboxIngress(ingress),
+      openPortConnections: () => ingress?.openConnections() ?? 0,
       mounts: volumeMounts.mounts,
       closed: () => this.closing !== undefined,
     });
