@@ -8,7 +8,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Duplex } from 'node:stream';
 import { afterAll, expect, it } from 'vitest';
 import { createBubblewrapBackend } from '../src/backends/bubblewrap/index.js';
 import { createGvisorBackend } from '../src/backends/gvisor/index.js';
@@ -16,6 +15,7 @@ import { Session } from '../src/session/session.js';
 import { SnapshotIncompatibleError, SnapshotTooLargeError } from '../src/snapshots/snapshot-errors.js';
 import { SnapshotStore } from '../src/snapshots/snapshot-store.js';
 import { FsObjectStore } from '../src/store/fs-object-store.js';
+import { exchange } from './contract/ports-contract.js';
 import { describeWhenAvailable, unavailableReason } from './support/backends.js';
 
 const reason = await unavailableReason(createGvisorBackend());
@@ -61,18 +61,6 @@ const PONG_SERVER = [
   '        threading.Thread(target=answer, args=(listener.accept()[0],), daemon=True).start()',
   'threading.Thread(target=accept, daemon=True).start()',
 ].join('\n');
-
-/** Sends `request`, half-closes, and gives back everything the other side sent before it closed. */
-function exchange(socket: Duplex, request: string): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    socket.once('end', () => resolve(Buffer.concat(chunks)));
-    socket.once('error', reject);
-    socket.resume();
-    socket.end(request);
-  });
-}
 
 describeWhenAvailable('gvisor backend: snapshots keep the whole sandbox', 'gvisor', reason, () => {
   it('a pause and a resume bring back a generator mid-iteration, a thread, an open file, a background process and a JavaScript closure', async () => {

@@ -14,7 +14,7 @@ import type { Session } from '../../src/session/session.js';
 import { withSession } from './contract-support.js';
 
 /** Everything the socket sends until it ends, after `request` is written (and, with `end`, its writing side closed). */
-function exchange(socket: Socket, request: Buffer | string, end = true): Promise<Buffer> {
+export function exchange(socket: Socket, request: Buffer | string, end = true): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
